@@ -1,0 +1,144 @@
+//! The typed event stream: what agents, tools and tasks report as they work. The CLI's
+//! output formats, the tests and the TUI subscribe to it; nothing in the library prints.
+
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::permission::{Source, Verdict};
+use crate::protocol::{StopReason, ToolCall, Usage};
+
+/// One thing that happened, attributed to an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The agent it concerns (`lead`, or a subagent's id).
+    pub agent: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// The kinds of event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run started.
+    RunStarted {
+        /// The agent mode (`chat`, `plan`, `do`).
+        mode: String,
+        /// The task text.
+        task: String,
+    },
+    /// Streamed model text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model asked for a tool call.
+    ToolCallStarted {
+        /// The call.
+        call: ToolCall,
+    },
+    /// The permission engine (or a human) decided a call.
+    PermissionDecided {
+        /// The call's id.
+        call_id: String,
+        /// The verdict.
+        verdict: Verdict,
+        /// Who decided.
+        source: Source,
+        /// Why.
+        reason: String,
+    },
+    /// A call asked for approval and was refused because nobody could answer.
+    ApprovalRefused {
+        /// The call's id.
+        call_id: String,
+        /// Why, and how to allow such calls.
+        reason: String,
+    },
+    /// A tool call finished (ran, or was refused at some stage).
+    ToolCallFinished {
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// Whether it failed or was refused.
+        is_error: bool,
+        /// The error code, if any.
+        error_code: Option<String>,
+        /// The first line of the result, for compact display.
+        summary: String,
+    },
+    /// A provider is retrying a request.
+    Retrying {
+        /// Which attempt comes next.
+        attempt: u32,
+        /// How long it waits, in milliseconds.
+        delay_ms: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A model turn ended.
+    TurnFinished {
+        /// The turn's number within the run (1-based).
+        turn: u32,
+        /// Why it ended.
+        stop_reason: StopReason,
+        /// Its token usage.
+        usage: Usage,
+    },
+    /// A run ended.
+    RunFinished {
+        /// The final assistant text.
+        result: String,
+        /// How it ended: `completed`, `max_turns`, `cancelled`, `failed`.
+        status: String,
+        /// The summed usage.
+        usage: Usage,
+        /// Model turns taken.
+        turns: u32,
+    },
+    /// Something went wrong that did not stop the run (or that did: see `RunFinished`).
+    Error {
+        /// The message.
+        message: String,
+    },
+}
+
+/// A fan-out of events to any number of subscribers. Unbounded on purpose: a slow
+/// subscriber must not lose events (the transcript and `stream-json` need them all),
+/// and producers must never block on a subscriber.
+#[derive(Clone, Default)]
+pub struct EventBus {
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Event>>>>,
+}
+
+impl EventBus {
+    /// A bus with no subscribers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new receiver of every event published from now on.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().push(tx);
+        rx
+    }
+
+    /// Publishes an event; subscribers that went away are dropped.
+    pub fn publish(&self, agent: &str, kind: EventKind) {
+        let event = Event {
+            agent: agent.to_string(),
+            kind,
+        };
+        self.lock().retain(|s| s.send(event.clone()).is_ok());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Event>>> {
+        // A poisoned lock only means a publisher panicked mid-push; the Vec is intact.
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,70 @@
+//! The `ToolExecutor` actor. It accepts only `ClearedCall`s (which only the gate can
+//! build) and runs each in its own task, replying when the tool finishes, so a slow or
+//! hung tool never blocks the mailbox.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use super::run_cleared;
+use crate::gate::ClearedCall;
+use crate::protocol::ToolResult;
+use crate::tools::Registry;
+
+/// Messages the executor accepts.
+pub enum ExecutorMsg {
+    /// Run a cleared call and send its result.
+    Execute(ClearedCall, RpcReplyPort<ToolResult>),
+}
+
+/// The executor actor (configuration only).
+pub struct ToolExecutor;
+
+/// The executor's state.
+pub struct ExecutorState {
+    registry: Arc<Registry>,
+    default_timeout: Duration,
+}
+
+/// What the executor needs to start.
+pub struct ExecutorArgs {
+    /// The tools it can run.
+    pub registry: Arc<Registry>,
+    /// Timeout for tools that set none.
+    pub default_timeout: Duration,
+}
+
+impl Actor for ToolExecutor {
+    type Msg = ExecutorMsg;
+    type State = ExecutorState;
+    type Arguments = ExecutorArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: ExecutorArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(ExecutorState {
+            registry: args.registry,
+            default_timeout: args.default_timeout,
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let ExecutorMsg::Execute(cleared, reply) = msg;
+        let registry = state.registry.clone();
+        let timeout = state.default_timeout;
+        tokio::spawn(async move {
+            let result = run_cleared(registry, cleared, timeout).await;
+            // The caller may have given up (cancelled turn); the result is then unwanted.
+            let _ = reply.send(result);
+        });
+        Ok(())
+    }
+}

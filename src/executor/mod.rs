@@ -1,0 +1,133 @@
+//! The tool executor: runs cleared calls with argument validation, a timeout, a panic
+//! guard and output truncation. `run_cleared` is the whole procedure; the actor in
+//! `actor.rs` only spawns it so its mailbox never waits on a tool.
+
+pub mod actor;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::gate::ClearedCall;
+use crate::protocol::ToolResult;
+use crate::tools::{Registry, schema};
+
+/// The executor's default per-call timeout when a tool sets none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Results longer than this many characters are cut in the middle.
+pub const MAX_RESULT_CHARS: usize = 30_000;
+
+/// Runs one cleared call to completion and returns the result the model will see.
+/// Never panics: a panicking tool becomes a `panicked` error result.
+pub async fn run_cleared(
+    registry: Arc<Registry>,
+    cleared: ClearedCall,
+    default_timeout: Duration,
+) -> ToolResult {
+    let (call, name, ctx) = cleared.into_parts();
+    let Some(tool) = registry.get(&name).cloned() else {
+        return ToolResult::error(
+            &call.id,
+            "unknown_tool",
+            format!("no tool named `{name}` exists"),
+        );
+    };
+    let input: serde_json::Value = match serde_json::from_str(&call.arguments) {
+        Ok(v) => v,
+        Err(e) => {
+            return ToolResult::error(
+                &call.id,
+                "invalid_arguments",
+                format!(
+                    "arguments are not valid JSON ({e}); send a JSON object matching the tool's schema"
+                ),
+            );
+        }
+    };
+    if let Err(e) = schema::validate(&tool.definition().input_schema, &input) {
+        return ToolResult::error(&call.id, "invalid_arguments", e);
+    }
+    let timeout = tool.definition().timeout.unwrap_or(default_timeout);
+    let cancel = ctx.cancel.clone();
+    // A spawned task turns a panic into a JoinError instead of unwinding through us.
+    let handle = tokio::spawn(async move { tool.run(input, ctx).await });
+    let abort = handle.abort_handle();
+    match tokio::time::timeout(timeout, handle).await {
+        Ok(Ok(Ok(text))) => ToolResult::ok(&call.id, truncate(&text, MAX_RESULT_CHARS)),
+        Ok(Ok(Err(e))) => ToolResult::error(
+            &call.id,
+            e.code(),
+            truncate(&e.to_string(), MAX_RESULT_CHARS),
+        ),
+        Ok(Err(join)) if join.is_panic() => ToolResult::error(
+            &call.id,
+            "panicked",
+            format!(
+                "tool `{name}` crashed: {}",
+                panic_message(join.into_panic())
+            ),
+        ),
+        Ok(Err(_)) => ToolResult::error(
+            &call.id,
+            "cancelled",
+            format!("tool `{name}` was cancelled"),
+        ),
+        Err(_) => {
+            // Tell the tool to clean up (kill its processes), then drop it.
+            cancel.cancel();
+            abort.abort();
+            ToolResult::error(
+                &call.id,
+                "timeout",
+                format!(
+                    "tool `{name}` did not finish within {} s and was stopped",
+                    timeout.as_secs_f64()
+                ),
+            )
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Cuts `text` to at most about `max` characters, keeping the head and the tail and
+/// saying how much was cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let head_len = max * 4 / 5;
+    let tail_len = max - head_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(total - tail_len).collect();
+    format!(
+        "{head}\n[… {} characters cut of {total}; narrow the request (offset/limit, a tighter pattern, head_limit) to see them …]\n{tail}",
+        total - head_len - tail_len
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_keeps_head_and_tail_and_counts_the_cut() {
+        let text: String = (0..1000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let out = truncate(&text, 100);
+        assert!(out.starts_with(&text[..80]));
+        assert!(out.ends_with(&text[980..]));
+        assert!(out.contains("900 characters cut of 1000"));
+        assert_eq!(truncate("short", 100), "short");
+    }
+}

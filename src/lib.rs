@@ -1,0 +1,12 @@
+//! crewmaster: an actor-based multi-agent coding orchestrator.
+//!
+//! A tool call's one path: agent → permission engine → (approver) → gate → executor.
+//! See README.md for the actor diagram.
+
+pub mod events;
+pub mod executor;
+pub mod gate;
+pub mod permission;
+pub mod protocol;
+pub mod provider;
+pub mod tools;

@@ -1,0 +1,199 @@
+//! The permission engine's decision: given one tool call, the calling agent's cwd and
+//! permission mode, and the configured rules, answer Allow, Ask or Deny — with the
+//! source, reason, rule, category and resolved target. A pure function over plain data
+//! (`check`); the `PermissionEngine` actor (`actor.rs`) only holds state and routes.
+//!
+//! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
+//! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
+
+pub mod actor;
+pub mod mode;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::ToolCall;
+use crate::tools::Safety;
+
+pub use mode::PermissionMode;
+
+/// The three outcomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Ask a human (or, under dontAsk, apply the unattended policy).
+    Ask,
+    /// Refuse it.
+    Deny,
+}
+
+/// What a call does, for the mode fallback table and for rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Observes files.
+    Read,
+    /// Changes files.
+    Write,
+    /// Runs a command or starts an agent.
+    Exec,
+    /// Calls an MCP server's tool.
+    Mcp,
+}
+
+/// A rule layer, highest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// In-memory grants of this session.
+    Session,
+    /// `.crew/settings.local.json`.
+    Local,
+    /// `.crew/settings.json`.
+    Project,
+    /// `~/.crew/settings.json`.
+    User,
+}
+
+/// Which stage decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The arguments could not be parsed or lacked a required field.
+    Arguments,
+    /// The dangerous-command blacklist.
+    Blacklist,
+    /// A credential path.
+    Credentials,
+    /// The path sandbox.
+    Sandbox,
+    /// A rule of the given layer.
+    Rule(Layer),
+    /// The permission mode's fallback.
+    Mode,
+    /// A human's answer.
+    User,
+    /// The tool is not covered by permission rules.
+    Unknown,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Arguments => f.write_str("arguments"),
+            Source::Blacklist => f.write_str("blacklist"),
+            Source::Credentials => f.write_str("credentials"),
+            Source::Sandbox => f.write_str("sandbox"),
+            Source::Rule(l) => write!(
+                f,
+                "rule:{}",
+                serde_json::to_value(l)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            ),
+            Source::Mode => f.write_str("mode"),
+            Source::User => f.write_str("user"),
+            Source::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
+/// The engine's answer for one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Allow, Ask or Deny.
+    pub verdict: Verdict,
+    /// Which stage decided.
+    pub source: Source,
+    /// Why, in a sentence that says how to change the outcome where one can.
+    pub reason: String,
+    /// The rule or pattern that matched, if any.
+    pub rule: Option<String>,
+    /// The call's category, once classified.
+    pub category: Option<Category>,
+    /// The resolved target (real path, normalised command, MCP name).
+    pub target: Option<String>,
+    /// Whether an Ask came from an explicit `ask` rule or a dangerous command (which
+    /// dontAsk turns into Deny) rather than from the mode fallback (which it allows).
+    pub explicit_ask: bool,
+}
+
+impl Decision {
+    /// A decision with no rule, category or target.
+    pub fn new(verdict: Verdict, source: Source, reason: impl Into<String>) -> Self {
+        Self {
+            verdict,
+            source,
+            reason: reason.into(),
+            rule: None,
+            category: None,
+            target: None,
+            explicit_ask: false,
+        }
+    }
+}
+
+/// One call to decide, with the caller's situation.
+#[derive(Debug, Clone)]
+pub struct CheckRequest {
+    /// The call as the model sent it.
+    pub call: ToolCall,
+    /// The registry's safety label for the tool, if the tool exists.
+    pub safety: Option<Safety>,
+    /// The calling agent's cwd: the first sandbox root.
+    pub cwd: PathBuf,
+    /// The calling agent's permission mode.
+    pub mode: PermissionMode,
+}
+
+/// Everything besides the call that the decision depends on.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Sandbox roots besides the caller's cwd (`additionalDirectories`).
+    pub additional_roots: Vec<PathBuf>,
+    /// The user's home, for `~` patterns and credential paths.
+    pub home: Option<PathBuf>,
+}
+
+/// Decides one call. Pure apart from reading the file system to resolve symlinks.
+pub fn check(req: &CheckRequest, _policy: &Policy) -> Decision {
+    let category = match req.safety {
+        None => {
+            return Decision::new(
+                Verdict::Ask,
+                Source::Unknown,
+                format!(
+                    "tool `{}` is not covered by permission rules",
+                    req.call.name
+                ),
+            );
+        }
+        Some(Safety::ReadOnly) => Category::Read,
+        Some(Safety::SideEffect) if req.call.name == "run_command" => Category::Exec,
+        Some(Safety::SideEffect) => Category::Write,
+    };
+    if serde_json::from_str::<serde_json::Value>(&req.call.arguments)
+        .map(|v| !v.is_object())
+        .unwrap_or(true)
+    {
+        let mut d = Decision::new(
+            Verdict::Deny,
+            Source::Arguments,
+            "arguments are not a JSON object",
+        );
+        d.category = Some(category);
+        return d;
+    }
+    let verdict = req.mode.fallback(category);
+    let mut d = Decision::new(
+        verdict,
+        Source::Mode,
+        mode::fallback_reason(req.mode, category, verdict),
+    );
+    d.category = Some(category);
+    d
+}

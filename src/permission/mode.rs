@@ -1,0 +1,144 @@
+//! Permission modes and the fallback table applied when no rule matched (design.md §4).
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Category, Verdict};
+
+/// How calls that no rule decided are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PermissionMode {
+    /// Ask for everything.
+    Strict,
+    /// Allow reads; ask for writes and commands.
+    #[default]
+    Default,
+    /// Allow reads and writes; ask for commands.
+    AcceptEdits,
+    /// Allow everything that passed the hard checks.
+    BypassPermissions,
+    /// Unattended (subagents): allow mode-fallback asks, deny explicit asks.
+    DontAsk,
+}
+
+impl PermissionMode {
+    /// All modes, in Shift+Tab order where it applies.
+    pub const ALL: [PermissionMode; 5] = [
+        PermissionMode::Strict,
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::DontAsk,
+    ];
+
+    /// The name used in settings and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Strict => "strict",
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+            PermissionMode::DontAsk => "dontAsk",
+        }
+    }
+
+    /// Parses a mode name; an unknown name is `default` plus a warning — never bypass.
+    pub fn parse_lenient(name: &str) -> (PermissionMode, Option<String>) {
+        match name.parse() {
+            Ok(m) => (m, None),
+            Err(e) => (
+                PermissionMode::Default,
+                Some(format!("{e}; using `default`")),
+            ),
+        }
+    }
+
+    /// The fallback verdict for a category (design.md §4).
+    pub fn fallback(self, category: Category) -> Verdict {
+        use Category::*;
+        use PermissionMode::*;
+        match (self, category) {
+            (Strict, _) => Verdict::Ask,
+            (Default, Read) => Verdict::Allow,
+            (Default, _) => Verdict::Ask,
+            (AcceptEdits, Read | Write) => Verdict::Allow,
+            (AcceptEdits, _) => Verdict::Ask,
+            (BypassPermissions | DontAsk, _) => Verdict::Allow,
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An unrecognised mode name.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "unknown permission mode `{0}` (expected strict, default, acceptEdits, bypassPermissions or dontAsk)"
+)]
+pub struct UnknownMode(pub String);
+
+impl FromStr for PermissionMode {
+    type Err = UnknownMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownMode(s.to_string()))
+    }
+}
+
+/// The reason text for a fallback decision, saying how to change it.
+pub fn fallback_reason(mode: PermissionMode, category: Category, verdict: Verdict) -> String {
+    let cat = match category {
+        Category::Read => "read",
+        Category::Write => "write",
+        Category::Exec => "exec",
+        Category::Mcp => "mcp",
+    };
+    match verdict {
+        Verdict::Allow => format!("{mode} mode allows {cat} tools"),
+        Verdict::Ask => format!("{mode} mode asks before {cat} tools"),
+        Verdict::Deny => format!("{mode} mode denies {cat} tools"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_table_matches_design() {
+        use Category::*;
+        use Verdict::*;
+        let table = [
+            (PermissionMode::Strict, [Ask, Ask, Ask]),
+            (PermissionMode::Default, [Allow, Ask, Ask]),
+            (PermissionMode::AcceptEdits, [Allow, Allow, Ask]),
+            (PermissionMode::BypassPermissions, [Allow, Allow, Allow]),
+            (PermissionMode::DontAsk, [Allow, Allow, Allow]),
+        ];
+        for (mode, expected) in table {
+            for (cat, want) in [Read, Write, Exec].into_iter().zip(expected) {
+                assert_eq!(mode.fallback(cat), want, "{mode} {cat:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_mode_is_default_never_bypass() {
+        let (m, warn) = PermissionMode::parse_lenient("yolo");
+        assert_eq!(m, PermissionMode::Default);
+        assert!(warn.unwrap().contains("yolo"));
+        assert_eq!(
+            "acceptedits".parse::<PermissionMode>().unwrap(),
+            PermissionMode::AcceptEdits
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The model interface. A provider turns a `ModelRequest` into a stream of normalised
+//! `StreamEvent`s; dropping the stream cancels the request. Each provider implements one
+//! required `stream()`; request/response conversion lives in pure functions beside it.
+
+pub mod scripted;
+
+use std::pin::Pin;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{Message, StopReason, ToolCall, Usage};
+use crate::tools::ToolSpec;
+
+/// One request for a model turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The model name, without the provider prefix.
+    pub model: String,
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far, with any per-turn reminder already appended.
+    pub messages: Vec<Message>,
+    /// The tool definitions the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Output token limit.
+    pub max_tokens: u32,
+    /// The requesting agent (never sent to an API; lets the scripted model route turns).
+    #[serde(default)]
+    pub agent: String,
+}
+
+/// A normalised streaming event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// Visible text.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A complete reasoning block (sent back verbatim on later turns).
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// Its signature, if the provider gave one.
+        signature: Option<String>,
+    },
+    /// A complete tool call (never a fragment: a call whose input did not finish
+    /// streaming is never emitted).
+    ToolCall {
+        /// The call.
+        call: ToolCall,
+    },
+    /// Token usage so far for this turn (the last one wins).
+    Usage {
+        /// The usage.
+        usage: Usage,
+    },
+    /// The turn's stop reason.
+    Stop {
+        /// Why the turn ended.
+        reason: StopReason,
+    },
+    /// The provider is retrying after a failure (shown to the user).
+    Retrying {
+        /// The attempt about to start (2 = first retry).
+        attempt: u32,
+        /// The wait before it, in milliseconds.
+        delay_ms: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why a model turn failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum ProviderError {
+    /// The configuration is unusable (names the variable or setting to fix).
+    #[error("{0}")]
+    Config(String),
+    /// The server answered with an error status.
+    #[error("HTTP {status}: {message}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The error message from the body.
+        message: String,
+    },
+    /// The connection failed or broke.
+    #[error("connection error: {0}")]
+    Connection(String),
+    /// The stream carried something we could not understand, or an error event.
+    #[error("stream error: {0}")]
+    Stream(String),
+}
+
+/// A boxed stream of provider events.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// A model backend.
+pub trait Provider: Send + Sync + 'static {
+    /// A short name for logs (`anthropic`, `openai`, `script`).
+    fn name(&self) -> &str;
+
+    /// Starts one turn. The returned stream ends after `Stop` or an error.
+    fn stream(&self, request: ModelRequest) -> EventStream;
+}

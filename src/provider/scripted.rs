@@ -1,0 +1,382 @@
+//! The scripted provider: replays a file of turns and records every request it was sent,
+//! so tests and examples drive agents deterministically and can assert what a model was
+//! shown (tool definitions, messages, reminders).
+//!
+//! Format (JSON):
+//!
+//! ```json
+//! {
+//!   "turns": [
+//!     { "text": "Looking around.",
+//!       "tool_calls": [ { "name": "find_files", "input": { "pattern": "**/*.md" } } ] },
+//!     { "text": "Done.", "usage": { "input_tokens": 10, "output_tokens": 3 } }
+//!   ],
+//!   "agents": { "<agent id or subagent type>": { "turns": [ ... ] } }
+//! }
+//! ```
+//!
+//! A turn has optional `text`, `thinking`, `tool_calls` (each with `name` and either an
+//! `input` value or raw `arguments` text, optional `id`), `usage`, `stop_reason`,
+//! `delay_ms` (simulated latency before the first event), `chunk_delay_ms` (between
+//! text chunks) and `error` (the turn fails with this message). `panic: true` makes the
+//! turn panic (to test crash containment). Requests from an agent whose id or type
+//! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry;
+//! all others share `turns`. Once a script runs out, every further turn answers
+//! `[script exhausted]` and ends.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_stream::stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{EventStream, ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::protocol::{StopReason, ToolCall, Usage};
+
+/// A script file's contents.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// The turns replayed to agents without their own entry.
+    #[serde(default)]
+    pub turns: Vec<Turn>,
+    /// Per-agent scripts, keyed by agent id or subagent type.
+    #[serde(default)]
+    pub agents: HashMap<String, AgentScript>,
+}
+
+/// One agent's turns.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScript {
+    /// The turns, in order.
+    pub turns: Vec<Turn>,
+}
+
+/// One scripted model turn.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Text the model streams.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A reasoning block.
+    #[serde(default)]
+    pub thinking: Option<String>,
+    /// Tool calls, in order.
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptedCall>,
+    /// Reported usage.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// Stop reason (default: `tool_use` when there are calls, else `end_turn`).
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
+    /// Latency before the first event.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Latency between text chunks.
+    #[serde(default)]
+    pub chunk_delay_ms: u64,
+    /// Fail the turn with this message.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Panic inside the provider stream.
+    #[serde(default)]
+    pub panic: bool,
+}
+
+/// One scripted tool call.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    /// Call id (default: `call_<turn>_<index>`).
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Arguments as a JSON value.
+    #[serde(default)]
+    pub input: Option<Value>,
+    /// Arguments as raw text (to send malformed JSON).
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+/// Why a script could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file could not be read.
+    #[error("cannot read script {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid script.
+    #[error("script {path} is invalid at line {line}, column {column}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Default)]
+struct Cursor {
+    shared: usize,
+    per_agent: HashMap<String, usize>,
+}
+
+/// Replays a `Script` and records the requests it receives.
+#[derive(Clone)]
+pub struct ScriptedProvider {
+    script: Arc<Script>,
+    cursor: Arc<Mutex<Cursor>>,
+    requests: Arc<Mutex<Vec<ModelRequest>>>,
+    record_to: Option<PathBuf>,
+}
+
+impl ScriptedProvider {
+    /// A provider replaying `script`.
+    pub fn new(script: Script) -> Self {
+        Self {
+            script: Arc::new(script),
+            cursor: Arc::default(),
+            requests: Arc::default(),
+            record_to: None,
+        }
+    }
+
+    /// Parses a script from JSON text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Script, ScriptError> {
+        serde_json::from_str(text).map_err(|e| ScriptError::Parse {
+            path: origin.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Loads a script file.
+    pub fn from_file(path: &Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Self::new(Self::parse(&text, path)?))
+    }
+
+    /// Also appends every request, as one JSON line, to `path`.
+    pub fn record_to(mut self, path: PathBuf) -> Self {
+        self.record_to = Some(path);
+        self
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        lock(&self.requests).clone()
+    }
+
+    fn next_turn(&self, agent: &str) -> (usize, Option<Turn>) {
+        let mut cursor = lock(&self.cursor);
+        // `agent` is `type/id` for subagents, plain id for the lead.
+        let key = agent
+            .split('/')
+            .rev()
+            .find(|k| self.script.agents.contains_key(*k))
+            .map(str::to_string);
+        match key {
+            Some(k) => {
+                let i = cursor.per_agent.entry(k.clone()).or_default();
+                let turn = self.script.agents[&k].turns.get(*i).cloned();
+                *i += 1;
+                (*i, turn)
+            }
+            None => {
+                let i = cursor.shared;
+                cursor.shared += 1;
+                (i + 1, self.script.turns.get(i).cloned())
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Poisoning only means a recorder panicked mid-push; the data is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Provider for ScriptedProvider {
+    fn name(&self) -> &str {
+        "script"
+    }
+
+    fn stream(&self, request: ModelRequest) -> EventStream {
+        if let Some(path) = &self.record_to {
+            if let Ok(line) = serde_json::to_string(&request) {
+                use std::io::Write;
+                let written = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| writeln!(f, "{line}"));
+                if let Err(e) = written {
+                    tracing::warn!("cannot record request to {}: {e}", path.display());
+                }
+            }
+        }
+        let (number, turn) = self.next_turn(&request.agent);
+        lock(&self.requests).push(request);
+        let turn = turn.unwrap_or_else(|| Turn {
+            text: Some("[script exhausted]".into()),
+            ..Turn::default()
+        });
+        Box::pin(stream! {
+            if turn.delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(turn.delay_ms)).await;
+            }
+            if turn.panic {
+                panic!("scripted turn {number} panics as the script asks");
+            }
+            if let Some(message) = turn.error {
+                yield Err(ProviderError::Stream(message));
+                return;
+            }
+            if let Some(thinking) = turn.thinking {
+                yield Ok(StreamEvent::Thinking { thinking, signature: None });
+            }
+            if let Some(text) = turn.text {
+                for chunk in chunks(&text) {
+                    if turn.chunk_delay_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(turn.chunk_delay_ms)).await;
+                    }
+                    yield Ok(StreamEvent::TextDelta { text: chunk });
+                }
+            }
+            let has_calls = !turn.tool_calls.is_empty();
+            for (i, c) in turn.tool_calls.into_iter().enumerate() {
+                let arguments = match (c.arguments, c.input) {
+                    (Some(raw), _) => raw,
+                    (None, Some(v)) => v.to_string(),
+                    (None, None) => "{}".to_string(),
+                };
+                let id = c.id.unwrap_or_else(|| format!("call_{number}_{}", i + 1));
+                yield Ok(StreamEvent::ToolCall { call: ToolCall { id, name: c.name, arguments } });
+            }
+            yield Ok(StreamEvent::Usage { usage: turn.usage.unwrap_or_default() });
+            let reason = turn.stop_reason.unwrap_or(if has_calls { StopReason::ToolUse } else { StopReason::EndTurn });
+            yield Ok(StreamEvent::Stop { reason });
+        })
+    }
+}
+
+/// Splits text into word-sized chunks so it streams like a model's output.
+fn chunks(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for ch in text.chars() {
+        cur.push(ch);
+        if ch.is_whitespace() && cur.len() >= 8 {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The built-in demo, run when no model is configured and no API key is set.
+pub const DEMO_SCRIPT: &str = include_str!("demo.json");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    fn request(agent: &str) -> ModelRequest {
+        ModelRequest {
+            model: "m".into(),
+            system: String::new(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 100,
+            agent: agent.into(),
+        }
+    }
+
+    fn text_of(events: &[Result<StreamEvent, ProviderError>]) -> String {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Ok(StreamEvent::TextDelta { text }) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn replays_turns_in_order_and_records_requests() {
+        let script: Script = serde_json::from_str(
+            r#"{"turns":[{"text":"hello there world","tool_calls":[{"name":"read_file","input":{"path":"a"}}]},{"text":"bye"}]}"#,
+        )
+        .unwrap();
+        let p = ScriptedProvider::new(script);
+        let first: Vec<_> = p.stream(request("lead")).collect().await;
+        assert_eq!(text_of(&first), "hello there world");
+        assert!(first.iter().any(|e| matches!(e, Ok(StreamEvent::ToolCall { call }) if call.name == "read_file" && call.arguments == r#"{"path":"a"}"#)));
+        assert!(matches!(
+            first.last(),
+            Some(Ok(StreamEvent::Stop {
+                reason: StopReason::ToolUse
+            }))
+        ));
+        let second: Vec<_> = p.stream(request("lead")).collect().await;
+        assert!(matches!(
+            second.last(),
+            Some(Ok(StreamEvent::Stop {
+                reason: StopReason::EndTurn
+            }))
+        ));
+        let third: Vec<_> = p.stream(request("lead")).collect().await;
+        assert!(text_of(&third).contains("script exhausted"));
+        assert_eq!(p.requests().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn routes_agents_to_their_own_turns() {
+        let script: Script = serde_json::from_str(
+            r#"{"turns":[{"text":"lead"}],"agents":{"explore":{"turns":[{"text":"sub"}]}}}"#,
+        )
+        .unwrap();
+        let p = ScriptedProvider::new(script);
+        let sub: Vec<_> = p.stream(request("explore/a1")).collect().await;
+        assert!(matches!(&sub[0], Ok(StreamEvent::TextDelta { text }) if text == "sub"));
+        let lead: Vec<_> = p.stream(request("lead")).collect().await;
+        assert!(matches!(&lead[0], Ok(StreamEvent::TextDelta { text }) if text == "lead"));
+    }
+
+    #[test]
+    fn parse_errors_name_file_line_and_column() {
+        let err =
+            ScriptedProvider::parse("{\n \"turns\": [ {\"txt\": 1} ]\n}", Path::new("s.json"))
+                .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("s.json") && msg.contains("line 2"), "{msg}");
+    }
+
+    #[test]
+    fn demo_script_parses() {
+        ScriptedProvider::parse(DEMO_SCRIPT, Path::new("demo.json")).unwrap();
+    }
+}

@@ -1,0 +1,212 @@
+//! The tool contract: what a tool declares (`Definition`), what it is given when it runs
+//! (`ToolContext`), and what it returns. Each tool lives in its own file; the registry
+//! holds them in a stable order.
+
+pub mod edit_file;
+pub mod find_files;
+pub mod process;
+pub mod read_file;
+pub mod registry;
+pub mod run_command;
+pub mod schema;
+pub mod search_code;
+pub mod write_file;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use registry::Registry;
+
+/// A tool's coarse side-effect class. Plan Mode and the gate trust only this label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Safety {
+    /// Observes state only: no changes to files, external systems or processes.
+    ReadOnly,
+    /// May change files, external systems, or start processes.
+    SideEffect,
+}
+
+impl Safety {
+    /// The snake_case name used in settings and events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Safety::ReadOnly => "read_only",
+            Safety::SideEffect => "side_effect",
+        }
+    }
+}
+
+/// The contract a tool publishes: sent to the model (name, description, schema) and
+/// used locally (safety, system, timeout).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Definition {
+    /// The stable name the model calls.
+    pub name: String,
+    /// When and why to use the tool, for the model.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub input_schema: Value,
+    /// Side-effect class.
+    pub safety: Safety,
+    /// Control-plane tool: passes the AllowedNames filter (never the safety filter).
+    pub system: bool,
+    /// Per-tool timeout overriding the executor default.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_millis")]
+    pub timeout: Option<Duration>,
+}
+
+/// What the model is shown of a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// JSON schema of its arguments.
+    pub input_schema: Value,
+}
+
+impl From<&Definition> for ToolSpec {
+    fn from(d: &Definition) -> Self {
+        Self {
+            name: d.name.clone(),
+            description: d.description.clone(),
+            input_schema: d.input_schema.clone(),
+        }
+    }
+}
+
+/// How `run_command` must confine the processes it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CommandSandbox {
+    /// No OS-level confinement (the permission engine still decided the command).
+    #[default]
+    None,
+    /// Linux Landlock: writes only below these roots (reads anywhere).
+    Landlock {
+        /// Directories the command may write below.
+        writable_roots: Vec<PathBuf>,
+    },
+}
+
+/// Everything a tool invocation may rely on besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The calling agent's working directory; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// The calling agent's id, for events and logs.
+    pub agent_id: String,
+    /// Cancelled when the call times out or the turn is cancelled; tools that start
+    /// processes kill them when it fires.
+    pub cancel: CancellationToken,
+    /// OS confinement for commands.
+    pub sandbox: CommandSandbox,
+}
+
+impl ToolContext {
+    /// A context rooted at `cwd` with no sandbox and a fresh cancellation token.
+    pub fn new(cwd: impl Into<PathBuf>, agent_id: impl Into<String>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            agent_id: agent_id.into(),
+            cancel: CancellationToken::new(),
+            sandbox: CommandSandbox::None,
+        }
+    }
+
+    /// Resolves a path argument against the agent's cwd (no symlink resolution: the
+    /// permission engine has already decided on the real location).
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let p = Path::new(path);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.cwd.join(p)
+        }
+    }
+}
+
+/// Why a tool failed; the executor turns it into an error result with a code.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments were well-formed JSON but unusable (names the field).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The tool ran and failed; the message says why and what to do.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    /// The error code the model sees.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ToolError::InvalidInput(_) => "invalid_arguments",
+            ToolError::Failed(_) => "failed",
+        }
+    }
+}
+
+/// A tool implementation.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's contract.
+    fn definition(&self) -> &Definition;
+
+    /// Runs the tool on arguments that already passed schema validation.
+    async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError>;
+}
+
+/// Reads an optional field as `T`, naming the field when it has the wrong shape.
+pub fn field<T: serde::de::DeserializeOwned>(
+    input: &Value,
+    name: &str,
+) -> Result<Option<T>, ToolError> {
+    match input.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| ToolError::InvalidInput(format!("argument `{name}`: {e}"))),
+    }
+}
+
+/// Reads a required field as `T`, naming the field when it is missing or malformed.
+pub fn required<T: serde::de::DeserializeOwned>(input: &Value, name: &str) -> Result<T, ToolError> {
+    field(input, name)?
+        .ok_or_else(|| ToolError::InvalidInput(format!("missing required argument `{name}`")))
+}
+
+/// Serialises an optional duration as milliseconds.
+mod opt_millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}
+
+/// The built-in tools, in the order the model sees them.
+pub fn builtin_tools() -> Vec<std::sync::Arc<dyn Tool>> {
+    vec![
+        std::sync::Arc::new(read_file::ReadFile::new()),
+        std::sync::Arc::new(write_file::WriteFile::new()),
+        std::sync::Arc::new(edit_file::EditFile::new()),
+        std::sync::Arc::new(find_files::FindFiles::new()),
+        std::sync::Arc::new(search_code::SearchCode::new()),
+        std::sync::Arc::new(run_command::RunCommand::new()),
+    ]
+}
