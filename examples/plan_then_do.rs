@@ -10,7 +10,7 @@ use std::time::Duration;
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
 use crewmaster::approver::actor::ApproverPolicy;
-use crewmaster::events::{EventBus, EventKind};
+use crewmaster::events::{Event, EventBus, EventKind};
 use crewmaster::permission::{PermissionMode, Policy};
 use crewmaster::provider::scripted::ScriptedProvider;
 use crewmaster::session::{SessionConfig, SessionHandle};
@@ -40,18 +40,6 @@ async fn main() -> anyhow::Result<()> {
     let provider = ScriptedProvider::new(ScriptedProvider::parse(SCRIPT, "example".as_ref())?);
     let events = EventBus::new();
     let mut rx = events.subscribe();
-    let printer = tokio::spawn(async move {
-        while let Some(e) = rx.recv().await {
-            match e.kind {
-                EventKind::RunStarted { mode, .. } => println!("\n=== {mode} run ==="),
-                EventKind::ToolCallStarted { call } => println!("→ {} {}", call.name, call.arguments),
-                EventKind::ToolCallFinished { name, is_error, summary, .. } => {
-                    println!("{} {name}: {summary}", if is_error { "✗" } else { "✓" })
-                }
-                _ => {}
-            }
-        }
-    });
     let session = SessionHandle::start(SessionConfig {
         cwd: cwd.clone(),
         permission_mode: PermissionMode::AcceptEdits,
@@ -76,15 +64,28 @@ async fn main() -> anyhow::Result<()> {
 
     let task = "Fix the typo in greeting.txt".to_string();
     let plan = session
-        .run(RunRequest { mode: AgentMode::Plan, task: task.clone(), plan: None })
+        .run(RunRequest {
+            mode: AgentMode::Plan,
+            task: task.clone(),
+            plan: None,
+        })
         .await?;
+    print_events(&mut rx);
     println!("\nplan proposed:\n{}", plan.result);
     println!("(approving it)");
     let done = session
-        .run(RunRequest { mode: AgentMode::Do, task, plan: Some(plan.result) })
+        .run(RunRequest {
+            mode: AgentMode::Do,
+            task,
+            plan: Some(plan.result),
+        })
         .await?;
+    print_events(&mut rx);
     println!("\nresult: {}", done.result);
-    println!("greeting.txt: {}", std::fs::read_to_string(cwd.join("greeting.txt"))?.trim());
+    println!(
+        "greeting.txt: {}",
+        std::fs::read_to_string(cwd.join("greeting.txt"))?.trim()
+    );
 
     let requests = provider.requests();
     println!(
@@ -93,7 +94,24 @@ async fn main() -> anyhow::Result<()> {
         requests[3].tools.len()
     );
     session.shutdown().await;
-    events.close();
-    let _ = printer.await;
     Ok(())
+}
+
+/// Prints what happened so far: runs, tool calls and their results.
+fn print_events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    while let Ok(e) = rx.try_recv() {
+        match e.kind {
+            EventKind::RunStarted { mode, .. } => println!("\n=== {mode} run ==="),
+            EventKind::ToolCallStarted { call } => println!("→ {} {}", call.name, call.arguments),
+            EventKind::ToolCallFinished {
+                name,
+                is_error,
+                summary,
+                ..
+            } => {
+                println!("{} {name}: {summary}", if is_error { "✗" } else { "✓" })
+            }
+            _ => {}
+        }
+    }
 }
