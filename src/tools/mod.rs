@@ -4,6 +4,7 @@
 
 pub mod edit_file;
 pub mod find_files;
+pub mod landlock;
 pub mod process;
 pub mod read_file;
 pub mod registry;
