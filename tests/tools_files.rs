@@ -40,9 +40,12 @@ async fn read_numbers_lines_like_cat_n() {
 async fn read_window_with_offset_and_limit_says_what_remains() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), numbered(10)).unwrap();
-    let out = read(dir.path(), json!({"path": "a.txt", "offset": 3, "limit": 2}))
-        .await
-        .unwrap();
+    let out = read(
+        dir.path(),
+        json!({"path": "a.txt", "offset": 3, "limit": 2}),
+    )
+    .await
+    .unwrap();
     assert!(out.starts_with("     3\tline 3\n     4\tline 4\n"), "{out}");
     assert!(!out.contains("line 5"), "{out}");
     assert!(out.contains("6 more lines; use offset=5"), "{out}");
@@ -63,7 +66,11 @@ async fn read_cuts_very_long_lines() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("min.js"), "y".repeat(5000)).unwrap();
     let out = read(dir.path(), json!({"path": "min.js"})).await.unwrap();
-    assert!(out.contains("[line cut: 3000 more characters]"), "{}", out.len());
+    assert!(
+        out.contains("[line cut: 3000 more characters]"),
+        "{}",
+        out.len()
+    );
     assert!(out.len() < 2100);
 }
 
@@ -74,7 +81,11 @@ async fn read_stops_before_the_output_cap_and_says_where_to_go_on() {
     std::fs::write(dir.path().join("wide.txt"), format!("{line}\n").repeat(100)).unwrap();
     let out = read(dir.path(), json!({"path": "wide.txt"})).await.unwrap();
     assert!(out.len() < 30_000, "{}", out.len());
-    assert!(out.contains("more lines; use offset="), "{}", &out[out.len() - 200..]);
+    assert!(
+        out.contains("more lines; use offset="),
+        "{}",
+        &out[out.len() - 200..]
+    );
 }
 
 #[tokio::test]
@@ -84,15 +95,22 @@ async fn read_refuses_binary_and_invalid_utf8() {
     let err = read(dir.path(), json!({"path": "bin"})).await.unwrap_err();
     assert!(err.to_string().contains("binary"), "{err}");
     std::fs::write(dir.path().join("latin1"), b"caf\xe9\n").unwrap();
-    let err = read(dir.path(), json!({"path": "latin1"})).await.unwrap_err();
+    let err = read(dir.path(), json!({"path": "latin1"}))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("not valid UTF-8"), "{err}");
 }
 
 #[tokio::test]
 async fn read_missing_file_and_directory_say_so() {
     let dir = tempfile::tempdir().unwrap();
-    let err = read(dir.path(), json!({"path": "nope.txt"})).await.unwrap_err();
-    assert!(err.to_string().contains("file not found: `nope.txt`"), "{err}");
+    let err = read(dir.path(), json!({"path": "nope.txt"}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("file not found: `nope.txt`"),
+        "{err}"
+    );
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     let err = read(dir.path(), json!({"path": "sub"})).await.unwrap_err();
     assert!(err.to_string().contains("is a directory"), "{err}");
@@ -116,9 +134,12 @@ async fn read_offset_past_the_end_names_the_argument() {
 #[tokio::test]
 async fn write_creates_parents_then_reports_overwrite() {
     let dir = tempfile::tempdir().unwrap();
-    let out = write(dir.path(), json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}))
-        .await
-        .unwrap();
+    let out = write(
+        dir.path(),
+        json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}),
+    )
+    .await
+    .unwrap();
     assert!(out.starts_with("created `a/b/c.txt`"), "{out}");
     assert!(out.contains("8 bytes, 2 lines"), "{out}");
     let out = write(dir.path(), json!({"path": "a/b/c.txt", "content": "three"}))
@@ -155,7 +176,10 @@ async fn edit_replaces_a_unique_match() {
     .await
     .unwrap();
     assert!(out.contains("replaced 1 occurrence at line 2"), "{out}");
-    assert_eq!(std::fs::read_to_string(&p).unwrap(), "fn a() {}\nfn c() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "fn a() {}\nfn c() {}\n"
+    );
 }
 
 #[tokio::test]
@@ -172,7 +196,10 @@ async fn edit_refuses_ambiguous_matches_and_leaves_the_file() {
     let msg = err.to_string();
     assert!(msg.contains("2 times"), "{msg}");
     assert!(msg.contains("lines 1, 3"), "{msg}");
-    assert_eq!(std::fs::read_to_string(&p).unwrap(), "x = 1\ny = 2\nx = 1\n");
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "x = 1\ny = 2\nx = 1\n"
+    );
 
     let out = edit(
         dir.path(),
@@ -181,7 +208,10 @@ async fn edit_refuses_ambiguous_matches_and_leaves_the_file() {
     .await
     .unwrap();
     assert!(out.contains("2 occurrences"), "{out}");
-    assert_eq!(std::fs::read_to_string(&p).unwrap(), "x = 9\ny = 2\nx = 9\n");
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "x = 9\ny = 2\nx = 9\n"
+    );
 }
 
 #[tokio::test]

@@ -113,7 +113,8 @@ pub enum EditError {
     /// `old_string` occurs more than once and `replace_all` is off.
     #[error(
         "old_string occurs {count} times (at lines {}); include more surrounding lines to \
-         make it unique, or set replace_all to true", join_lines(lines)
+         make it unique, or set replace_all to true",
+        join_lines(lines)
     )]
     Ambiguous {
         /// How many times it occurs.

@@ -94,7 +94,8 @@ fn find(
         .build()
         .flatten()
         .filter(|e| {
-            e.file_type().is_some_and(|t| t.is_file()) || (e.path_is_symlink() && e.path().is_file())
+            e.file_type().is_some_and(|t| t.is_file())
+                || (e.path_is_symlink() && e.path().is_file())
         })
         .filter_map(|e| {
             let rel = e.path().strip_prefix(root).ok()?.to_path_buf();

@@ -99,7 +99,10 @@ impl Tool for SearchCode {
             })
             .transpose()?;
         let query = Query {
-            root: path.as_deref().map(|p| ctx.resolve(p)).unwrap_or_else(|| ctx.cwd.clone()),
+            root: path
+                .as_deref()
+                .map(|p| ctx.resolve(p))
+                .unwrap_or_else(|| ctx.cwd.clone()),
             shown_root: path.unwrap_or_else(|| ".".into()),
             cwd: ctx.cwd.clone(),
             matcher,
@@ -151,8 +154,7 @@ impl Query {
         let mut files: Vec<(SystemTime, String)> = Vec::new();
         let mut binary_skipped = 0usize;
         for entry in walker(&self.root).build().flatten() {
-            if !entry.file_type().is_some_and(|t| t.is_file()) || !self.glob_allows(entry.path())
-            {
+            if !entry.file_type().is_some_and(|t| t.is_file()) || !self.glob_allows(entry.path()) {
                 continue;
             }
             let mut sink = FileSink::default();

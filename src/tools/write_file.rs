@@ -160,7 +160,12 @@ mod tests {
         let link = dir.path().join("link.sh");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         write_atomic(&link, b"new").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
         let mode = fs::metadata(&real).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o755);
