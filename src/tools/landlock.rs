@@ -178,13 +178,14 @@ mod tests {
     }
 
     #[test]
-    fn apply_twice_fails_instead_of_running_unconfined() {
+    fn apply_without_a_ruleset_fails_instead_of_running_unconfined() {
         if kernel_support() != KernelSupport::Available {
             eprintln!("skipping: kernel has no Landlock");
             return;
         }
         let mut prepared = PreparedLandlock::prepare(&[], KernelSupport::Available).unwrap();
-        // Applying in this test thread would confine it; take the ruleset out instead.
+        // Applying in this test thread would confine it; take the ruleset out instead,
+        // as a second `apply` would find it.
         let _ = prepared.ruleset.take();
         let err = prepared.apply().unwrap_err();
         assert_eq!(err.raw_os_error(), Some(NOT_ENFORCED_ERRNO));

@@ -330,23 +330,29 @@ pub async fn run_command_in_group(
     let mut group = GroupChild::spawn(cmd, cwd)?;
     let stdout = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP_BYTES)));
     let stderr = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP_BYTES)));
-    let mut readers = Vec::new();
+    let mut readers = Readers(Vec::new());
     if let Some(out) = group.child_mut().stdout.take() {
-        readers.push(spawn_reader(out, Arc::clone(&stdout)));
+        readers.0.push(spawn_reader(out, Arc::clone(&stdout)));
     }
     if let Some(err) = group.child_mut().stderr.take() {
-        readers.push(spawn_reader(err, Arc::clone(&stderr)));
+        readers.0.push(spawn_reader(err, Arc::clone(&stderr)));
     }
     let pgid = group.pgid();
 
     let waited = group.wait_or_kill(Some(timeout), cancel).await;
     let mut leftovers_killed = false;
-    if waited.is_ok() && group_alive(pgid) {
-        terminate_group(pgid, KILL_GRACE).await;
-        leftovers_killed = true;
+    match &waited {
+        // The shell is gone; whatever it left running in its group must not outlive it.
+        Ok(_) if group_alive(pgid) => {
+            terminate_group(pgid, KILL_GRACE).await;
+            leftovers_killed = true;
+        }
+        Err(Ended::Wait(_)) => terminate_group(pgid, KILL_GRACE).await,
+        // Timed out or cancelled: `wait_or_kill` already killed the group.
+        _ => {}
     }
     group.disarm();
-    let output_abandoned = !drain(readers).await;
+    let output_abandoned = !readers.drain().await;
     let snapshot = |c: &Arc<Mutex<Capture>>| {
         c.lock()
             .map(|c| c.clone())
@@ -397,18 +403,25 @@ where
     })
 }
 
-/// Waits up to [`DRAIN_GRACE`] for the readers to reach end of file; aborts the rest.
-/// Returns whether all finished.
-async fn drain(readers: Vec<JoinHandle<()>>) -> bool {
-    let aborts: Vec<_> = readers.iter().map(|r| r.abort_handle()).collect();
-    let all = futures::future::join_all(readers);
-    if tokio::time::timeout(DRAIN_GRACE, all).await.is_ok() {
-        return true;
+/// The pipe readers of one command; aborted when dropped, so a cancelled call does not
+/// leave them waiting on a pipe held open by an escaped process.
+struct Readers(Vec<JoinHandle<()>>);
+
+impl Readers {
+    /// Waits up to [`DRAIN_GRACE`] for the readers to reach end of file; returns whether
+    /// all did (the rest are aborted on drop).
+    async fn drain(&mut self) -> bool {
+        let all = futures::future::join_all(self.0.iter_mut());
+        tokio::time::timeout(DRAIN_GRACE, all).await.is_ok()
     }
-    for a in aborts {
-        a.abort();
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        for r in &self.0 {
+            r.abort();
+        }
     }
-    false
 }
 
 #[cfg(test)]
