@@ -332,3 +332,58 @@ async fn a_process_escaping_the_group_cannot_hang_the_call() {
     assert!(out.contains("back"), "{out}");
     assert!(out.contains("reading stopped"), "{out}");
 }
+
+/// Runs git in `dir`, panicking with its stderr on failure.
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
+    if landlock::kernel_support() != KernelSupport::Available {
+        eprintln!("skipping: kernel has no Landlock");
+        return;
+    }
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = root.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    git(&repo, &["worktree", "add", "-q", "../wt", "-b", "work"]);
+    let wt = root.path().join("wt");
+    let commit = json!({"command": "echo hi > f.txt && git add f.txt && \
+        git -c user.name=t -c user.email=t@t commit -q -m add && echo committed"});
+
+    // Only the worktree itself: git cannot write its index (kept in the main repo).
+    let out = RunCommand::new()
+        .run(commit.clone(), landlock_ctx(&wt, &wt))
+        .await
+        .unwrap();
+    assert!(!out.contains("committed"), "{out}");
+
+    let mut roots = vec![wt.clone()];
+    roots.extend(landlock::git_writable_dirs(&wt));
+    let mut c = ctx(&wt);
+    c.sandbox = CommandSandbox::Landlock {
+        writable_roots: roots,
+    };
+    let out = RunCommand::new().run(commit, c).await.unwrap();
+    assert!(out.contains("committed"), "{out}");
+}

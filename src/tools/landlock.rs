@@ -98,6 +98,30 @@ pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
     roots
 }
 
+/// The git directories a command in a linked worktree must write to for `git add` and
+/// `git commit` to work: the worktree's private git dir (`.git/worktrees/NAME`, holding
+/// its index and HEAD) and the repository's common dir (objects, refs). Empty when
+/// `worktree/.git` is a directory (it is then already below the worktree) or missing.
+///
+/// Granting the common dir lets a confined command rewrite any ref of the repository
+/// (not its checked-out files); callers add these roots knowingly.
+pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
+    let dot_git = worktree.join(".git");
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return Vec::new();
+    };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return Vec::new();
+    };
+    let gitdir = worktree.join(gitdir.trim());
+    let mut dirs = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        let common = gitdir.join(common.trim());
+        dirs.push(common.canonicalize().unwrap_or(common));
+    }
+    dirs
+}
+
 /// A ruleset built in the parent, ready to be applied in the child by [`apply`].
 ///
 /// [`apply`]: PreparedLandlock::apply
@@ -175,6 +199,26 @@ mod tests {
         assert!(roots.contains(&std::env::temp_dir()));
         assert!(roots.contains(&PathBuf::from("/dev/null")));
         assert!(!roots.contains(&PathBuf::from("/")));
+    }
+
+    #[test]
+    fn git_dirs_of_a_plain_checkout_are_empty_and_of_a_linked_worktree_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        assert!(git_writable_dirs(dir.path()).is_empty());
+
+        let wt = tempfile::tempdir().unwrap();
+        let private = dir.path().join(".git/worktrees/wt");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::write(private.join("commondir"), "../..\n").unwrap();
+        std::fs::write(
+            wt.path().join(".git"),
+            format!("gitdir: {}\n", private.display()),
+        )
+        .unwrap();
+        let dirs = git_writable_dirs(wt.path());
+        assert_eq!(dirs[0], private);
+        assert_eq!(dirs[1], dir.path().join(".git").canonicalize().unwrap());
     }
 
     #[test]
