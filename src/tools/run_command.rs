@@ -28,7 +28,7 @@ impl RunCommand {
         Self {
             def: Definition {
                 name: "run_command".into(),
-                description: "Run a bash command in the working directory, in its own process group. Returns exit code, stdout and stderr. The whole process group is killed on timeout.".into(),
+                description: "Run a bash command in the working directory, in its own process group, with stdin closed. Returns the exit code (non-zero is reported, not an error), stdout and stderr (each capped at about 20 KB, head and tail kept). The whole process group is killed on timeout, and background processes still running when the command ends are killed too: do not start servers or watchers here.".into(),
                 input_schema: schema::object(&[("command", json!({"type": "string", "description": "The bash command to run."})), ("timeout_ms", json!({"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."})), ("description", json!({"type": "string", "description": "What the command does, in a few words."}))], &["command"]),
                 safety: Safety::SideEffect,
                 system: false,
