@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod edit_file;
 pub mod find_files;
+pub mod landlock;
 pub mod process;
 pub mod read_file;
 pub mod registry;
