@@ -107,14 +107,16 @@ async fn background_subagents_run_concurrently() {
     t.session.run(chat("fan out")).await.unwrap();
     let mut done = 0;
     while t.session.next_completion().await.is_some() {
-        done += 1;
         let tasks = t.session.tasks().unwrap().clone();
-        let _ = tasks
+        let taken = tasks
             .call(
                 |r| crewmaster::tasks::actor::TaskMsg::TakeNotifications("lead".into(), r),
                 None,
             )
-            .await;
+            .await
+            .unwrap()
+            .unwrap();
+        done += taken.len();
     }
     assert_eq!(done, 3);
     // Order of events: all three subagents started before any of them finished.
@@ -172,6 +174,102 @@ async fn foreground_subagent_returns_its_answer_and_unknown_types_are_refused() 
     assert!(
         !names.contains(&"agent") && !names.contains(&"write_file"),
         "{names:?}"
+    );
+    t.session.shutdown().await;
+}
+
+fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
+    for _ in 0..200 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("gave up waiting for {what}");
+}
+
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_subagent_kills_the_command_it_is_running() {
+    let t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"agent","input":{"description":"sleeper","prompt":"p","subagent_type":"general-purpose","run_in_background":true}}]},
+                {"text":"started"}],
+              "agents":{"general-purpose":{"turns":[
+                {"tool_calls":[{"name":"run_command","input":{"command":"echo $$ > sub.pid; exec sleep 300"}}]},
+                {"text":"never reached"}]}}}"#,
+            crewmaster::tools::builtin_tools(),
+        )
+    })
+    .await;
+    t.session.run(chat("go")).await.unwrap();
+    let pid_file = t.dir.path().join("sub.pid");
+    wait_for(
+        || std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.trim().is_empty()),
+        "the pid file",
+    );
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(alive(&pid), "the subagent's sleep should be running");
+    let tasks = t.session.tasks().unwrap().clone();
+    let records = tasks
+        .call(crewmaster::tasks::actor::TaskMsg::List, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let id = records[0].id.clone();
+    let stopped = tasks
+        .call(
+            |r| crewmaster::tasks::actor::TaskMsg::Stop(id, r),
+            Some(std::time::Duration::from_secs(30)),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(stopped.status, TaskStatus::Cancelled);
+    wait_for(|| !alive(&pid), "the sleep to die");
+    t.session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_command_reports_its_end_to_the_lead() {
+    let t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"run_command","input":{"command":"sleep 0.2; echo built ok","run_in_background":true,"description":"build"}}]},
+                {"text":"waiting for the build"},
+                {"text":"the build finished"}]}"#,
+            crewmaster::tools::builtin_tools(),
+        )
+    })
+    .await;
+    let first = t.session.run(chat("build it")).await.unwrap();
+    assert_eq!(first.result, "waiting for the build");
+    let rec = t.session.next_completion().await.expect("the command ends");
+    assert_eq!(rec.status, TaskStatus::Completed);
+    assert!(
+        std::fs::read_to_string(&rec.output_file)
+            .unwrap()
+            .contains("built ok")
+    );
+    let second = t.session.run(chat("continue")).await.unwrap();
+    assert_eq!(second.result, "the build finished");
+    let last_request = t.provider.requests().pop().unwrap();
+    let sent = last_request.messages.last().unwrap().text();
+    assert!(
+        sent.contains("<task-notification>") && sent.contains("exit code: 0"),
+        "{sent}"
     );
     t.session.shutdown().await;
 }

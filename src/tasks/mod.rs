@@ -3,6 +3,7 @@
 //! another terminal. The `TaskManager` actor (`actor.rs`) owns the live state.
 
 pub mod actor;
+pub mod command;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -28,8 +28,8 @@ impl RunCommand {
         Self {
             def: Definition {
                 name: "run_command".into(),
-                description: "Run a bash command in the working directory, in its own process group, with stdin closed. Returns the exit code (non-zero is reported, not an error), stdout and stderr (each capped at about 20 KB, head and tail kept). The whole process group is killed on timeout, and background processes still running when the command ends are killed too: do not start servers or watchers here.".into(),
-                input_schema: schema::object(&[("command", json!({"type": "string", "description": "The bash command to run."})), ("timeout_ms", json!({"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."})), ("description", json!({"type": "string", "description": "What the command does, in a few words."}))], &["command"]),
+                description: "Run a bash command in the working directory, in its own process group, with stdin closed. Returns the exit code (non-zero is reported, not an error), stdout and stderr (each capped at about 20 KB, head and tail kept). The whole process group is killed on timeout, and background processes still running when the command ends are killed too. For servers, watchers and long builds set run_in_background: the command then runs as a background task (output to its log; task_output and task_stop manage it; you are notified when it ends).".into(),
+                input_schema: schema::object(&[("command", json!({"type": "string", "description": "The bash command to run."})), ("timeout_ms", json!({"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."})), ("description", json!({"type": "string", "description": "What the command does, in a few words."})), ("run_in_background", json!({"type": "boolean", "description": "Run as a background task and return its id at once."}))], &["command"]),
                 safety: Safety::SideEffect,
                 system: false,
                 // Above MAX_TIMEOUT so our own limit (which kills the group and keeps
@@ -57,6 +57,23 @@ impl Tool for RunCommand {
         if command.trim().is_empty() {
             return Err(ToolError::InvalidInput(
                 "argument `command` is empty; give the bash command to run".into(),
+            ));
+        }
+        if field::<bool>(&input, "run_in_background")?.unwrap_or(false) {
+            let Some(tasks) = &ctx.tasks else {
+                return Err(ToolError::Failed(
+                    "background tasks are not available in this session".into(),
+                ));
+            };
+            let rec =
+                crate::tasks::command::start(tasks, &ctx, &command, field(&input, "description")?)
+                    .await
+                    .map_err(ToolError::Failed)?;
+            return Ok(format!(
+                "Started background task {} (command). Its output goes to {}; you will be notified when it ends. \
+Use task_output to read it and task_stop to stop it.",
+                rec.id,
+                rec.output_file.display()
             ));
         }
         let timeout = field::<u64>(&input, "timeout_ms")?
