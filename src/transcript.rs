@@ -238,7 +238,7 @@ pub fn list_sessions(project_root: &Path) -> Vec<SessionInfo> {
             })
         })
         .collect();
-    sessions.sort_by(|a, b| b.modified.cmp(&a.modified));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.modified));
     sessions
 }
 
