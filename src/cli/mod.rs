@@ -6,6 +6,7 @@ pub mod model;
 pub mod output;
 pub mod run;
 pub mod sessions;
+pub mod setup;
 pub mod tasks;
 
 use std::path::PathBuf;

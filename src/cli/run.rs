@@ -2,46 +2,19 @@
 //! that says how to allow them (there is nobody to ask); Ctrl-C cancels the run cleanly,
 //! a second Ctrl-C exits at once.
 
-use std::sync::Arc;
-
 use anyhow::{Context, bail};
 
 use super::output::{render_events, result_json};
-use super::{Cli, OutputFormat, model};
-use crate::agent::catalog::Catalog;
+use super::setup::prepare;
+use super::{Cli, OutputFormat};
 use crate::agent::mode::AgentMode;
-use crate::agent::prompt::lead_system_prompt;
-use crate::agent::runner::RunOutcome;
-use crate::agent::runner::{AgentSpec, RunRequest, RunStatus};
+use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
-use crate::events::EventBus;
-use crate::executor::DEFAULT_TIMEOUT;
-use crate::permission::{PermissionMode, Policy};
-use crate::session::{Orchestration, SessionConfig, SessionError, SessionHandle};
-use crate::tools::{CommandSandbox, Registry, builtin_tools, orchestration_tools};
+use crate::session::{SessionError, SessionHandle};
 
 /// Runs `task` headless; returns the exit code (0 success, 1 the run failed or was
 /// cancelled).
 pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
-    let cwd = match &cli.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
-    let cwd = std::fs::canonicalize(&cwd)
-        .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
-    if !cwd.is_dir() {
-        bail!("--cwd {}: not a directory", cwd.display());
-    }
-    let permission_mode = match cli.permission_mode.as_deref() {
-        None => PermissionMode::Default,
-        Some(name) => {
-            let (mode, warning) = PermissionMode::parse_lenient(name);
-            if let Some(w) = warning {
-                eprintln!("crew: --permission-mode: {w}");
-            }
-            mode
-        }
-    };
     let mode: AgentMode = cli.mode.parse().map_err(anyhow::Error::msg)?;
     let plan = match (&cli.plan_file, mode) {
         (Some(f), _) => Some(
@@ -50,72 +23,17 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         (None, AgentMode::Do) => bail!("--mode do needs the approved plan: pass --plan-file FILE"),
         (None, _) => None,
     };
-    let chosen = model::choose(cli.model.as_deref(), cli.record_requests.clone())?;
-    if chosen.is_demo && cli.output_format == OutputFormat::Text {
+    let prepared = prepare(&cli, ApproverPolicy::Headless, &mut |w| {
+        eprintln!("crew: {w}")
+    })
+    .await?;
+    if prepared.is_demo && cli.output_format == OutputFormat::Text {
         eprintln!(
             "crew: no model configured and no ANTHROPIC_API_KEY/OPENAI_API_KEY set — running the built-in demo script"
         );
     }
-    let sandbox = match permission_mode {
-        PermissionMode::DontAsk => CommandSandbox::Landlock {
-            writable_roots: vec![cwd.clone()],
-        },
-        _ => CommandSandbox::None,
-    };
-    let project_root = crate::store::project_root(&cwd);
-    let home = crate::store::crew_home().and_then(|h| h.parent().map(std::path::Path::to_path_buf));
-    let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
-    for e in &catalog.errors {
-        eprintln!("crew: agent definition not loaded: {e}");
-    }
-    let (session_id, conversation) = choose_session(&cli, &project_root)?;
-    let transcript = crate::transcript::transcript_path(&project_root, &session_id)
-        .context("cannot find the home directory for ~/.crew (set HOME)")?;
-    let session_dir = crate::store::session_dir(&project_root, &session_id)
-        .context("cannot find the home directory for ~/.crew (set HOME)")?;
-    let session_dir_for_agents = session_dir.join("agents");
-    let mut registry = Registry::with_tools(
-        builtin_tools()
-            .into_iter()
-            .chain(orchestration_tools(&catalog)),
-    )?;
-    registry.alias("Task", "agent")?;
-    let registry = Arc::new(registry);
-    let events = EventBus::new();
-    let rx = events.subscribe();
-    let session = SessionHandle::start(SessionConfig {
-        cwd: cwd.clone(),
-        permission_mode,
-        policy: Policy {
-            home: dirs::home_dir(),
-            ..Policy::default()
-        },
-        provider: chosen.provider,
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: chosen.model,
-            system_prompt: lead_system_prompt(&cwd),
-            allowed_tools: None,
-            max_turns: cli.max_turns,
-            max_tokens: 8192,
-        },
-        approver: ApproverPolicy::Headless,
-        registry,
-        sandbox,
-        default_tool_timeout: DEFAULT_TIMEOUT,
-        conversation,
-        events: events.clone(),
-        orchestration: Some(Orchestration {
-            session_dir,
-            catalog,
-            workspaces: None,
-            max_concurrent_agents: cli.max_concurrent_agents,
-            subagent_max_turns: cli.max_turns,
-        }),
-    })
-    .await?;
+    let rx = prepared.events.subscribe();
     let format = cli.output_format;
-    let recorder = crate::transcript::record(&events, transcript, session_dir_for_agents);
     let printer = tokio::spawn(render_events(
         rx,
         format,
@@ -123,6 +41,8 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         std::io::stderr(),
     ));
 
+    let session = &prepared.session;
+    let session_id = prepared.session_id.clone();
     let lead = session.lead().clone();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -133,11 +53,9 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             }
         }
     });
-    let outcome = run_until_quiet(&session, RunRequest { mode, task, plan }, cli.no_wait).await;
+    let outcome = run_until_quiet(session, RunRequest { mode, task, plan }, cli.no_wait).await;
     ctrl_c.abort();
-    session.shutdown().await;
-    events.close();
-    let _ = recorder.await;
+    prepared.close().await;
     // The bus closes once the session's actors are gone; let the printer drain it.
     let _ = printer.await;
     let outcome = outcome?;
@@ -176,40 +94,4 @@ or give your final report if everything is done."
             .await?;
     }
     Ok(outcome)
-}
-
-/// The session to run in: `--resume ID`, `--continue` (the newest), or a new one; with
-/// the conversation recorded so far.
-fn choose_session(
-    cli: &Cli,
-    project_root: &std::path::Path,
-) -> anyhow::Result<(String, Vec<crate::protocol::Message>)> {
-    let id = match (&cli.resume, cli.continue_session) {
-        (Some(id), _) => Some(id.clone()),
-        (None, true) => Some(
-            crate::transcript::list_sessions(project_root)
-                .first()
-                .map(|s| s.id.clone())
-                .with_context(|| {
-                    format!(
-                        "--continue: no earlier session for {}",
-                        project_root.display()
-                    )
-                })?,
-        ),
-        (None, false) => None,
-    };
-    let Some(id) = id else {
-        return Ok((uuid::Uuid::new_v4().to_string(), Vec::new()));
-    };
-    let path = crate::transcript::transcript_path(project_root, &id)
-        .context("cannot find the home directory for ~/.crew (set HOME)")?;
-    if !path.is_file() {
-        bail!(
-            "--resume {id}: no such session for {} (see `crew sessions list`)",
-            project_root.display()
-        );
-    }
-    let conversation = crate::transcript::resume_conversation(&path)?;
-    Ok((id, conversation))
 }

@@ -1,0 +1,191 @@
+//! Building a session from the command line: working directory, permission mode,
+//! model, agent catalog, tools, transcript and task state. Shared by the headless run
+//! and the terminal UI.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use tokio::task::JoinHandle;
+
+use super::{Cli, model};
+use crate::agent::catalog::Catalog;
+use crate::agent::prompt::lead_system_prompt;
+use crate::agent::runner::AgentSpec;
+use crate::approver::actor::ApproverPolicy;
+use crate::events::EventBus;
+use crate::executor::DEFAULT_TIMEOUT;
+use crate::permission::{PermissionMode, Policy};
+use crate::protocol::Message;
+use crate::session::{Orchestration, SessionConfig, SessionHandle};
+use crate::tools::{CommandSandbox, Registry, builtin_tools, orchestration_tools};
+
+/// A started session and what belongs with it.
+pub struct Prepared {
+    /// The session.
+    pub session: SessionHandle,
+    /// Its events (subscribe before the first run).
+    pub events: EventBus,
+    /// Its id (for `--resume`).
+    pub session_id: String,
+    /// The lead's working directory.
+    pub cwd: PathBuf,
+    /// The lead's permission mode at start.
+    pub permission_mode: PermissionMode,
+    /// The model's name, for display.
+    pub model: String,
+    /// Whether the built-in demo plays the model.
+    pub is_demo: bool,
+    /// The conversation the session resumed with.
+    pub resumed: Vec<Message>,
+    recorder: JoinHandle<()>,
+}
+
+impl Prepared {
+    /// Stops the session (cancelling background work) and finishes the transcript.
+    pub async fn close(self) {
+        self.session.shutdown().await;
+        self.events.close();
+        let _ = self.recorder.await;
+    }
+}
+
+/// The working directory from `--cwd` or the current directory, canonical.
+pub fn working_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
+    let cwd = match &cli.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let cwd = std::fs::canonicalize(&cwd)
+        .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
+    if !cwd.is_dir() {
+        bail!("--cwd {}: not a directory", cwd.display());
+    }
+    Ok(cwd)
+}
+
+/// Starts a session as the command line asks, answering Asks with `approver`.
+/// Warnings (unknown mode, broken agent files) go to `warn`.
+pub async fn prepare(
+    cli: &Cli,
+    approver: ApproverPolicy,
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<Prepared> {
+    let cwd = working_dir(cli)?;
+    let permission_mode = match cli.permission_mode.as_deref() {
+        None => PermissionMode::Default,
+        Some(name) => {
+            let (mode, warning) = PermissionMode::parse_lenient(name);
+            if let Some(w) = warning {
+                warn(format!("--permission-mode: {w}"));
+            }
+            mode
+        }
+    };
+    let chosen = model::choose(cli.model.as_deref(), cli.record_requests.clone())?;
+    let sandbox = match permission_mode {
+        PermissionMode::DontAsk => CommandSandbox::Landlock {
+            writable_roots: vec![cwd.clone()],
+        },
+        _ => CommandSandbox::None,
+    };
+    let project_root = crate::store::project_root(&cwd);
+    let home = crate::store::crew_home().and_then(|h| h.parent().map(std::path::Path::to_path_buf));
+    let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
+    for e in &catalog.errors {
+        warn(format!("agent definition not loaded: {e}"));
+    }
+    let (session_id, conversation) = choose_session(cli, &project_root)?;
+    let transcript = crate::transcript::transcript_path(&project_root, &session_id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let session_dir = crate::store::session_dir(&project_root, &session_id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let agents_dir = session_dir.join("agents");
+    let mut registry = Registry::with_tools(
+        builtin_tools()
+            .into_iter()
+            .chain(orchestration_tools(&catalog)),
+    )?;
+    registry.alias("Task", "agent")?;
+    let events = EventBus::new();
+    let model_name = chosen.model.clone();
+    let session = SessionHandle::start(SessionConfig {
+        cwd: cwd.clone(),
+        permission_mode,
+        policy: Policy {
+            home: dirs::home_dir(),
+            ..Policy::default()
+        },
+        provider: chosen.provider,
+        lead: AgentSpec {
+            id: "lead".into(),
+            model: chosen.model,
+            system_prompt: lead_system_prompt(&cwd),
+            allowed_tools: None,
+            max_turns: cli.max_turns,
+            max_tokens: 8192,
+        },
+        approver,
+        registry: Arc::new(registry),
+        sandbox,
+        default_tool_timeout: DEFAULT_TIMEOUT,
+        conversation: conversation.clone(),
+        events: events.clone(),
+        orchestration: Some(Orchestration {
+            session_dir,
+            catalog,
+            workspaces: None,
+            max_concurrent_agents: cli.max_concurrent_agents,
+            subagent_max_turns: cli.max_turns,
+        }),
+    })
+    .await?;
+    let recorder = crate::transcript::record(&events, transcript, agents_dir);
+    Ok(Prepared {
+        session,
+        events,
+        session_id,
+        cwd,
+        permission_mode,
+        model: model_name,
+        is_demo: chosen.is_demo,
+        resumed: conversation,
+        recorder,
+    })
+}
+
+/// The session to run in: `--resume ID`, `--continue` (the newest), or a new one; with
+/// the conversation recorded so far.
+fn choose_session(
+    cli: &Cli,
+    project_root: &std::path::Path,
+) -> anyhow::Result<(String, Vec<crate::protocol::Message>)> {
+    let id = match (&cli.resume, cli.continue_session) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => Some(
+            crate::transcript::list_sessions(project_root)
+                .first()
+                .map(|s| s.id.clone())
+                .with_context(|| {
+                    format!(
+                        "--continue: no earlier session for {}",
+                        project_root.display()
+                    )
+                })?,
+        ),
+        (None, false) => None,
+    };
+    let Some(id) = id else {
+        return Ok((uuid::Uuid::new_v4().to_string(), Vec::new()));
+    };
+    let path = crate::transcript::transcript_path(project_root, &id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    if !path.is_file() {
+        bail!(
+            "--resume {id}: no such session for {} (see `crew sessions list`)",
+            project_root.display()
+        );
+    }
+    let conversation = crate::transcript::resume_conversation(&path)?;
+    Ok((id, conversation))
+}
