@@ -2,6 +2,10 @@
 //! `StreamEvent`s; dropping the stream cancels the request. Each provider implements one
 //! required `stream()`; request/response conversion lives in pure functions beside it.
 
+pub mod anthropic;
+pub mod http;
+pub mod replay;
+pub mod retry;
 pub mod scripted;
 
 use std::pin::Pin;
