@@ -3,7 +3,9 @@
 //! required `stream()`; request/response conversion lives in pure functions beside it.
 
 pub mod anthropic;
+pub mod config;
 pub mod http;
+pub mod openai;
 pub mod replay;
 pub mod retry;
 pub mod scripted;
