@@ -137,6 +137,13 @@ impl EventBus {
         self.lock().retain(|s| s.send(event.clone()).is_ok());
     }
 
+    /// Drops every subscriber's sender: receivers end once they have drained what was
+    /// already published. Called when a session ends, since spawned tasks may still hold
+    /// clones of the bus.
+    pub fn close(&self) {
+        self.lock().clear();
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Event>>> {
         // A poisoned lock only means a publisher panicked mid-push; the Vec is intact.
         self.subscribers.lock().unwrap_or_else(|e| e.into_inner())

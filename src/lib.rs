@@ -3,10 +3,14 @@
 //! A tool call's one path: agent → permission engine → (approver) → gate → executor.
 //! See README.md for the actor diagram.
 
+pub mod agent;
+pub mod approver;
+pub mod cli;
 pub mod events;
 pub mod executor;
 pub mod gate;
 pub mod permission;
 pub mod protocol;
 pub mod provider;
+pub mod session;
 pub mod tools;

@@ -54,6 +54,19 @@ impl GatePolicy {
 /// A call that passed the gate. Its fields are private and it has no public constructor:
 /// only `clear` (in this module) builds one, so no code path can reach the executor
 /// without passing the gate. Deliberately neither `Clone` nor `Deserialize`.
+///
+/// Code outside the gate cannot build one:
+///
+/// ```compile_fail
+/// use crewmaster::gate::ClearedCall;
+/// use crewmaster::protocol::ToolCall;
+/// use crewmaster::tools::ToolContext;
+/// let forged = ClearedCall {
+///     call: ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() },
+///     canonical_name: "write_file".into(),
+///     ctx: ToolContext::new("/", "lead"),
+/// };
+/// ```
 #[derive(Debug)]
 pub struct ClearedCall {
     call: ToolCall,
@@ -83,24 +96,20 @@ impl ClearedCall {
     }
 }
 
-/// Clears a call or refuses it with `tool_not_allowed`. An unknown tool is refused as
-/// `unknown_tool`. The safety check comes first: System tools bypass only the name
-/// filter, never the safety filter (seed 000).
-pub fn clear(
-    registry: &Registry,
-    policy: &GatePolicy,
-    call: ToolCall,
-    ctx: ToolContext,
-) -> Result<ClearedCall, ToolResult> {
+/// Why the gate would refuse `call`, or `None` if it would clear it. Agents use this to
+/// avoid asking a human about a call the gate will refuse anyway (design.md §2.2); the
+/// gate itself calls it again in `clear`, so it stays the authority.
+pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Option<ToolResult> {
     let Some(def) = registry.definition(&call.name) else {
-        return Err(ToolResult::error(
+        return Some(ToolResult::error(
             &call.id,
             "unknown_tool",
             format!("no tool named `{}` exists", call.name),
         ));
     };
+    // Safety first: System tools bypass only the name filter, never this one (seed 000).
     if !policy.allows_safety(def.safety) {
-        return Err(ToolResult::error(
+        return Some(ToolResult::error(
             &call.id,
             "tool_not_allowed",
             format!(
@@ -111,7 +120,7 @@ pub fn clear(
         ));
     }
     if !policy.allows_name(&def.name, def.system) {
-        return Err(ToolResult::error(
+        return Some(ToolResult::error(
             &call.id,
             "tool_not_allowed",
             format!(
@@ -120,7 +129,23 @@ pub fn clear(
             ),
         ));
     }
-    let canonical_name = def.name.clone();
+    None
+}
+
+/// Clears a call or refuses it (`tool_not_allowed`, or `unknown_tool`).
+pub fn clear(
+    registry: &Registry,
+    policy: &GatePolicy,
+    call: ToolCall,
+    ctx: ToolContext,
+) -> Result<ClearedCall, ToolResult> {
+    if let Some(refused) = refusal(registry, policy, &call) {
+        return Err(refused);
+    }
+    let canonical_name = registry
+        .canonical(&call.name)
+        .unwrap_or(&call.name)
+        .to_string();
     Ok(ClearedCall {
         call,
         canonical_name,

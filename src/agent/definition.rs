@@ -1,0 +1,222 @@
+//! Agent definitions: Markdown files with YAML front matter (`name`, `description`,
+//! `tools`, …) whose body is the system prompt. The built-ins in `agents/` are embedded
+//! in the binary; issue 5 adds the project and user directories.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+/// A parsed agent definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentDefinition {
+    /// The agent type's name (`general-purpose`, `explore`, …).
+    pub name: String,
+    /// When to use it, for the lead model.
+    pub description: String,
+    /// Tools it may use (`None`: all), as registry names.
+    pub tools: Option<HashSet<String>>,
+    /// Tools it may not use, as registry names.
+    pub disallowed_tools: HashSet<String>,
+    /// Model override.
+    pub model: Option<String>,
+    /// Permission mode override.
+    pub permission_mode: Option<String>,
+    /// Turn limit override.
+    pub max_turns: Option<u32>,
+    /// `worktree` or `none`.
+    pub isolation: Option<String>,
+    /// Whether it runs in the background by default.
+    pub background: bool,
+    /// The system prompt.
+    pub prompt: String,
+    /// Where it came from (`built-in`, or a file path).
+    pub origin: String,
+}
+
+impl AgentDefinition {
+    /// The tool names this agent may use, after `disallowedTools`.
+    pub fn allowed_tools(&self, all: impl Iterator<Item = String>) -> Option<HashSet<String>> {
+        if self.tools.is_none() && self.disallowed_tools.is_empty() {
+            return None;
+        }
+        let base: HashSet<String> = match &self.tools {
+            Some(t) => t.clone(),
+            None => all.collect(),
+        };
+        Some(base.difference(&self.disallowed_tools).cloned().collect())
+    }
+}
+
+/// Why a definition could not be loaded; names the origin and the field.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{origin}: {message}")]
+pub struct DefinitionError {
+    /// The file (or `built-in:<name>`).
+    pub origin: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FrontMatter {
+    name: String,
+    description: String,
+    #[serde(default)]
+    tools: Option<ToolList>,
+    #[serde(default)]
+    disallowed_tools: Option<ToolList>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    permission_mode: Option<String>,
+    #[serde(default)]
+    max_turns: Option<u32>,
+    #[serde(default)]
+    isolation: Option<String>,
+    #[serde(default)]
+    background: Option<bool>,
+    #[serde(default)]
+    color: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ToolList {
+    Csv(String),
+    List(Vec<String>),
+}
+
+impl ToolList {
+    fn names(self) -> HashSet<String> {
+        let raw: Vec<String> = match self {
+            ToolList::Csv(s) => s.split(',').map(str::to_string).collect(),
+            ToolList::List(v) => v,
+        };
+        raw.iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+            .map(|s| tool_name(s).to_string())
+            .collect()
+    }
+}
+
+/// Maps Claude Code's tool names to ours so users can bring their agent files.
+pub fn tool_name(name: &str) -> &str {
+    match name {
+        "Read" => "read_file",
+        "Write" => "write_file",
+        "Edit" | "MultiEdit" => "edit_file",
+        "Glob" => "find_files",
+        "Grep" => "search_code",
+        "Bash" => "run_command",
+        "Task" | "Agent" => "agent",
+        other => other,
+    }
+}
+
+/// Parses one definition file's text.
+pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionError> {
+    let err = |message: String| DefinitionError {
+        origin: origin.to_string(),
+        message,
+    };
+    let rest = text.strip_prefix("---").ok_or_else(|| {
+        err("missing YAML front matter: the file must start with a `---` line".into())
+    })?;
+    let end = rest
+        .find("\n---")
+        .ok_or_else(|| err("unterminated front matter: add a closing `---` line".into()))?;
+    let yaml = &rest[..end];
+    let body = rest[end + 4..].trim_start_matches(['-']).trim();
+    let fm: FrontMatter =
+        serde_yaml_ng::from_str(yaml).map_err(|e| err(format!("front matter: {e}")))?;
+    let _ = fm.color;
+    if let Some(iso) = &fm.isolation {
+        if iso != "worktree" && iso != "none" {
+            return Err(err(format!(
+                "field `isolation`: `{iso}` is not `worktree` or `none`"
+            )));
+        }
+    }
+    if fm.name.trim().is_empty() {
+        return Err(err("field `name` is empty".into()));
+    }
+    Ok(AgentDefinition {
+        name: fm.name,
+        description: fm.description,
+        tools: fm.tools.map(ToolList::names),
+        disallowed_tools: fm.disallowed_tools.map(ToolList::names).unwrap_or_default(),
+        model: fm.model,
+        permission_mode: fm.permission_mode,
+        max_turns: fm.max_turns,
+        isolation: fm.isolation,
+        background: fm.background.unwrap_or(false),
+        prompt: body.to_string(),
+        origin: origin.to_string(),
+    })
+}
+
+const BUILT_INS: [(&str, &str); 3] = [
+    (
+        "general-purpose",
+        include_str!("../../agents/general-purpose.md"),
+    ),
+    ("explore", include_str!("../../agents/explore.md")),
+    ("plan", include_str!("../../agents/plan.md")),
+];
+
+/// The built-in definitions, embedded in the binary.
+pub fn built_ins() -> Vec<AgentDefinition> {
+    BUILT_INS
+        .iter()
+        // The embedded files are tested below, so parsing cannot fail at run time; a
+        // broken one is skipped rather than crashing the binary.
+        .filter_map(|(name, text)| parse(text, &format!("built-in:{name}")).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_ins_all_parse() {
+        for (name, text) in BUILT_INS {
+            let d = parse(text, name).unwrap();
+            assert_eq!(d.name, name);
+            assert!(!d.prompt.is_empty());
+        }
+        let explore = built_ins()
+            .into_iter()
+            .find(|d| d.name == "explore")
+            .unwrap();
+        let tools = explore.tools.unwrap();
+        assert!(tools.contains("read_file") && !tools.contains("write_file"));
+    }
+
+    #[test]
+    fn claude_code_names_and_disallowed_tools() {
+        let d = parse(
+            "---\nname: x\ndescription: y\ntools: Read, Grep, Bash\ndisallowedTools: [Bash]\n---\nBody",
+            "x.md",
+        )
+        .unwrap();
+        let allowed = d.allowed_tools(std::iter::empty()).unwrap();
+        assert_eq!(
+            allowed,
+            HashSet::from(["read_file".to_string(), "search_code".to_string()])
+        );
+        assert_eq!(d.prompt, "Body");
+    }
+
+    #[test]
+    fn errors_name_the_origin_and_field() {
+        let e = parse("no front matter", "a.md").unwrap_err();
+        assert!(e.to_string().starts_with("a.md:"));
+        let e = parse("---\nname: x\ndescription: y\nisolation: vm\n---\n", "b.md").unwrap_err();
+        assert!(e.message.contains("isolation"), "{e}");
+        let e = parse("---\nname: x\n---\n", "c.md").unwrap_err();
+        assert!(e.message.contains("description"), "{e}");
+    }
+}

@@ -1,0 +1,166 @@
+//! The `LeadAgent` actor: owns the lead's conversation and runs one request at a time.
+//! The ReAct loop runs in a spawned task (a model turn or a tool can take minutes), and
+//! reports back with `Finished`; the mailbox stays free for `Cancel` and status queries.
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
+
+use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use crate::events::EventKind;
+use crate::permission::PermissionMode;
+use crate::protocol::{Message, Usage};
+
+/// Messages the lead accepts.
+pub enum LeadMsg {
+    /// Run a request; the reply comes when the run ends.
+    Run(RunRequest, RpcReplyPort<Result<RunOutcome, String>>),
+    /// Cancel the current run (no-op when idle).
+    Cancel,
+    /// Change the permission mode for the next calls.
+    SetPermissionMode(PermissionMode),
+    /// A copy of the conversation so far.
+    Conversation(RpcReplyPort<Vec<Message>>),
+    /// Internal: the run task ended.
+    Finished {
+        /// The outcome.
+        outcome: RunOutcome,
+        /// The conversation after the run.
+        conversation: Vec<Message>,
+    },
+}
+
+/// The lead actor (configuration only).
+pub struct LeadAgent;
+
+/// What the lead needs to start.
+pub struct LeadArgs {
+    /// Its loop.
+    pub runner: Runner,
+    /// Where it works.
+    pub place: RunPlace,
+    /// A conversation to resume, if any.
+    pub conversation: Vec<Message>,
+}
+
+/// The lead's state.
+pub struct LeadState {
+    runner: Runner,
+    place: RunPlace,
+    conversation: Vec<Message>,
+    running: Option<(CancellationToken, RpcReplyPort<Result<RunOutcome, String>>)>,
+}
+
+impl Actor for LeadAgent {
+    type Msg = LeadMsg;
+    type State = LeadState;
+    type Arguments = LeadArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: LeadArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(LeadState {
+            runner: args.runner,
+            place: args.place,
+            conversation: args.conversation,
+            running: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            LeadMsg::Run(req, reply) => {
+                if state.running.is_some() {
+                    let _ = reply.send(Err("the lead agent is already running a request".into()));
+                    return Ok(());
+                }
+                let cancel = CancellationToken::new();
+                state.running = Some((cancel.clone(), reply));
+                spawn_run(
+                    myself,
+                    state.runner.clone(),
+                    state.place.clone(),
+                    state.conversation.clone(),
+                    req,
+                    cancel,
+                );
+            }
+            LeadMsg::Cancel => {
+                if let Some((cancel, _)) = &state.running {
+                    cancel.cancel();
+                }
+            }
+            LeadMsg::SetPermissionMode(mode) => state.place.permission_mode = mode,
+            LeadMsg::Conversation(reply) => {
+                let _ = reply.send(state.conversation.clone());
+            }
+            LeadMsg::Finished {
+                outcome,
+                conversation,
+            } => {
+                state.conversation = conversation;
+                if let Some((_, reply)) = state.running.take() {
+                    let _ = reply.send(Ok(outcome));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the loop in its own task. A panic inside the run (a provider or our own bug) is
+/// contained: the conversation is restored to what it was before the run and the run
+/// is reported as failed.
+fn spawn_run(
+    lead: ActorRef<LeadMsg>,
+    runner: Runner,
+    place: RunPlace,
+    before: Vec<Message>,
+    req: RunRequest,
+    cancel: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let events = runner.pipeline.events.clone();
+        let agent = runner.spec.id.clone();
+        let mut conversation = before.clone();
+        let inner = tokio::spawn(async move {
+            let outcome = runner.run(&mut conversation, &req, &place, cancel).await;
+            (outcome, conversation)
+        });
+        let (outcome, conversation) = match inner.await {
+            Ok(done) => done,
+            Err(e) => {
+                let message = if e.is_panic() {
+                    "the agent's run crashed; the conversation was restored to its state before the run".to_string()
+                } else {
+                    "the agent's run was aborted".to_string()
+                };
+                events.publish(
+                    &agent,
+                    EventKind::Error {
+                        message: message.clone(),
+                    },
+                );
+                let outcome = RunOutcome {
+                    result: message,
+                    status: RunStatus::Failed,
+                    usage: Usage::default(),
+                    turns: 0,
+                    tool_calls: 0,
+                };
+                (outcome, before)
+            }
+        };
+        // If the lead is gone there is nobody to tell.
+        let _ = lead.cast(LeadMsg::Finished {
+            outcome,
+            conversation,
+        });
+    });
+}

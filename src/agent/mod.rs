@@ -1,0 +1,9 @@
+//! Agents: Agent Mode and prompts (`mode`), the tool-call path (`pipeline`), the ReAct
+//! loop (`runner`), the lead actor (`lead`), and agent definitions (`definition`).
+
+pub mod definition;
+pub mod lead;
+pub mod mode;
+pub mod pipeline;
+pub mod prompt;
+pub mod runner;

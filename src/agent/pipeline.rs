@@ -1,0 +1,260 @@
+//! The one path a tool call takes from an agent: permission engine → (approver) → gate →
+//! executor. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
+//! (fail closed). A refusal at any stage becomes an error `ToolResult` that goes back
+//! into the conversation; it never aborts the agent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{ActorRef, RpcReplyPort, rpc::CallResult};
+
+use crate::approver::actor::ApproverMsg;
+use crate::approver::{ApprovalAnswer, ApprovalRequest};
+use crate::events::{EventBus, EventKind};
+use crate::gate::actor::GateMsg;
+use crate::gate::{self, GatePolicy};
+use crate::permission::actor::{GrantScope, PermissionMsg};
+use crate::permission::{CheckRequest, Decision, PermissionMode, Source, Verdict};
+use crate::protocol::{ToolCall, ToolResult};
+use crate::tools::{Registry, ToolContext};
+
+/// How long the permission engine may take to decide.
+pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a human may take to answer.
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+/// Extra time the gate and executor get beyond the tool's own timeout.
+const EXECUTION_MARGIN: Duration = Duration::from_secs(30);
+
+/// The actors a call passes, shared by an agent's concurrent calls.
+#[derive(Clone)]
+pub struct Pipeline {
+    /// The tool registry (for safety labels and timeouts).
+    pub registry: Arc<Registry>,
+    /// The permission engine.
+    pub permission: ActorRef<PermissionMsg>,
+    /// The approver.
+    pub approver: ActorRef<ApproverMsg>,
+    /// The gate.
+    pub gate: ActorRef<GateMsg>,
+    /// Where events go.
+    pub events: EventBus,
+}
+
+/// The calling agent's situation, fixed for a run.
+#[derive(Clone)]
+pub struct CallerContext {
+    /// The agent's id.
+    pub agent: String,
+    /// Its permission mode.
+    pub mode: PermissionMode,
+    /// Its gate policy (Agent Mode and tool list).
+    pub policy: GatePolicy,
+    /// The template for each call's tool context (cwd, sandbox, cancellation).
+    pub tool_ctx: ToolContext,
+}
+
+async fn rpc<M, T>(
+    actor: &ActorRef<M>,
+    build: impl FnOnce(RpcReplyPort<T>) -> M,
+    timeout: Duration,
+) -> Option<T>
+where
+    M: ractor::Message,
+    T: Send + 'static,
+{
+    match actor.call(build, Some(timeout)).await {
+        Ok(CallResult::Success(v)) => Some(v),
+        _ => None,
+    }
+}
+
+impl Pipeline {
+    /// Takes one call through the whole path and returns what the model will see.
+    pub async fn dispatch(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+        let agent = caller.agent.as_str();
+        self.events
+            .publish(agent, EventKind::ToolCallStarted { call: call.clone() });
+        let result = self.decide_and_run(caller, call.clone()).await;
+        self.events.publish(
+            agent,
+            EventKind::ToolCallFinished {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                is_error: result.is_error,
+                error_code: result.error_code.clone(),
+                summary: summary(&result),
+            },
+        );
+        result
+    }
+
+    async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+        let request = CheckRequest {
+            call: call.clone(),
+            safety: self.registry.safety(&call.name),
+            cwd: caller.tool_ctx.cwd.clone(),
+            mode: caller.mode,
+        };
+        let decision = rpc(
+            &self.permission,
+            |reply| PermissionMsg::Check(request.clone(), reply),
+            PERMISSION_TIMEOUT,
+        )
+        .await
+        .unwrap_or_else(|| {
+            Decision::new(
+                Verdict::Deny,
+                Source::Unknown,
+                "the permission engine did not answer in time",
+            )
+        });
+        self.publish_decision(&caller.agent, &call.id, &decision);
+        match decision.verdict {
+            Verdict::Deny => return denied(&call, &decision),
+            Verdict::Allow => {}
+            Verdict::Ask => {
+                // Never ask a human about a call the gate will refuse anyway.
+                if let Some(refused) = gate::refusal(&self.registry, &caller.policy, &call) {
+                    return refused;
+                }
+                if let Some(refused) = self.ask(caller, &call, request, decision).await {
+                    return refused;
+                }
+            }
+        }
+        self.run_through_gate(caller, call).await
+    }
+
+    /// Asks the approver; `None` means go ahead, `Some` is the refusal.
+    async fn ask(
+        &self,
+        caller: &CallerContext,
+        call: &ToolCall,
+        request: CheckRequest,
+        decision: Decision,
+    ) -> Option<ToolResult> {
+        let question = ApprovalRequest {
+            agent: caller.agent.clone(),
+            call: call.clone(),
+            decision: decision.clone(),
+            mode: caller.mode,
+        };
+        let answer = rpc(
+            &self.approver,
+            |reply| ApproverMsg::Ask(question, reply),
+            APPROVAL_TIMEOUT,
+        )
+        .await
+        .unwrap_or(ApprovalAnswer::Deny {
+            message: Some("the approval was not answered".into()),
+        });
+        let scope = match answer {
+            ApprovalAnswer::AllowOnce => None,
+            ApprovalAnswer::AllowSession => Some(GrantScope::Session),
+            ApprovalAnswer::AllowForever => Some(GrantScope::Forever),
+            ApprovalAnswer::Deny { message } => {
+                let reason = message.unwrap_or_else(|| "the user denied this tool call".into());
+                self.events.publish(
+                    &caller.agent,
+                    EventKind::ApprovalRefused {
+                        call_id: call.id.clone(),
+                        reason: reason.clone(),
+                    },
+                );
+                let mut d = Decision::new(Verdict::Deny, Source::User, reason);
+                d.category = decision.category;
+                self.publish_decision(&caller.agent, &call.id, &d);
+                return Some(denied(call, &d));
+            }
+        };
+        self.publish_decision(
+            &caller.agent,
+            &call.id,
+            &Decision::new(Verdict::Allow, Source::User, "approved"),
+        );
+        if let Some(scope) = scope {
+            let granted = rpc(
+                &self.permission,
+                |reply| PermissionMsg::Grant(request, scope, reply),
+                PERMISSION_TIMEOUT,
+            )
+            .await;
+            let problem = match granted {
+                Some(Ok(())) => None,
+                Some(Err(e)) => Some(e),
+                None => Some("the permission engine did not answer".to_string()),
+            };
+            if let Some(e) = problem {
+                // The call itself was approved; only remembering the grant failed.
+                self.events.publish(
+                    &caller.agent,
+                    EventKind::Error {
+                        message: format!("could not save the approval: {e}"),
+                    },
+                );
+            }
+        }
+        None
+    }
+
+    async fn run_through_gate(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+        let mut ctx = caller.tool_ctx.clone();
+        ctx.cancel = caller.tool_ctx.cancel.child_token();
+        let tool_timeout = self
+            .registry
+            .definition(&call.name)
+            .and_then(|d| d.timeout)
+            .unwrap_or(crate::executor::DEFAULT_TIMEOUT);
+        let id = call.id.clone();
+        let policy = caller.policy.clone();
+        rpc(
+            &self.gate,
+            |reply| GateMsg::Submit {
+                call,
+                ctx,
+                policy,
+                reply,
+            },
+            tool_timeout + EXECUTION_MARGIN,
+        )
+        .await
+        .unwrap_or_else(|| ToolResult::error(id, "timeout", "the tool did not report back in time"))
+    }
+
+    fn publish_decision(&self, agent: &str, call_id: &str, d: &Decision) {
+        self.events.publish(
+            agent,
+            EventKind::PermissionDecided {
+                call_id: call_id.to_string(),
+                verdict: d.verdict,
+                source: d.source,
+                reason: d.reason.clone(),
+            },
+        );
+    }
+}
+
+fn denied(call: &ToolCall, d: &Decision) -> ToolResult {
+    ToolResult::error(
+        &call.id,
+        "permission_denied",
+        format!("{} (source: {})", d.reason, d.source),
+    )
+}
+
+/// The first line of a result, without the `error [code]: ` prefix, for compact display.
+fn summary(result: &ToolResult) -> String {
+    let text = match &result.error_code {
+        Some(code) => result
+            .content
+            .strip_prefix(&format!("error [{code}]: "))
+            .unwrap_or(&result.content),
+        None => &result.content,
+    };
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut out: String = line.chars().take(160).collect();
+    if line.chars().count() > 160 || text.lines().count() > 1 {
+        out.push_str(" …");
+    }
+    out
+}

@@ -1,0 +1,372 @@
+//! The ReAct loop: stream a model turn, run its tool calls through the pipeline (reads
+//! concurrently, side effects in order, results in call order), append the results, and
+//! repeat until a turn makes no tool calls, the turn limit is reached, or the run is
+//! cancelled. The conversation only ever receives whole turns: a cancelled or failed
+//! turn leaves no half message or unanswered tool call behind.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::join_all;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::mode::{self, AgentMode};
+use super::pipeline::{CallerContext, Pipeline};
+use crate::events::EventKind;
+use crate::permission::PermissionMode;
+use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
+use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
+
+/// The fixed configuration of one agent.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// The agent's id (`lead`, or a subagent's `type/id`).
+    pub id: String,
+    /// The model name sent to the provider.
+    pub model: String,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The tools this agent may see and call (`None`: all).
+    pub allowed_tools: Option<HashSet<String>>,
+    /// The most model turns one run may take.
+    pub max_turns: u32,
+    /// Output token limit per turn.
+    pub max_tokens: u32,
+}
+
+/// What one run is asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// Chat, plan or do.
+    pub mode: AgentMode,
+    /// The user's task.
+    pub task: String,
+    /// The approved plan (Do mode).
+    pub plan: Option<String>,
+}
+
+/// Where and under which permission mode a run works.
+#[derive(Debug, Clone)]
+pub struct RunPlace {
+    /// The working directory (and first sandbox root).
+    pub cwd: std::path::PathBuf,
+    /// The permission mode.
+    pub permission_mode: PermissionMode,
+    /// OS confinement for commands.
+    pub sandbox: CommandSandbox,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model finished.
+    Completed,
+    /// The turn limit was reached while the model still wanted tools.
+    MaxTurns,
+    /// The run was cancelled.
+    Cancelled,
+    /// The provider failed.
+    Failed,
+}
+
+impl RunStatus {
+    /// The status name used in events and output.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::MaxTurns => "max_turns",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// The last assistant text (or the error, when failed).
+    pub result: String,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Summed token usage.
+    pub usage: Usage,
+    /// Model turns taken.
+    pub turns: u32,
+    /// Tool calls made.
+    pub tool_calls: u32,
+}
+
+/// Runs an agent's loop against a provider and the tool pipeline.
+#[derive(Clone)]
+pub struct Runner {
+    /// The tool path.
+    pub pipeline: Pipeline,
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// The agent's configuration.
+    pub spec: AgentSpec,
+}
+
+struct TurnOutput {
+    text: String,
+    thinking: Vec<ContentBlock>,
+    calls: Vec<ToolCall>,
+    usage: Usage,
+    stop: StopReason,
+}
+
+enum TurnError {
+    Cancelled,
+    Provider(ProviderError),
+}
+
+/// The first user message of a run.
+pub fn opening_message(req: &RunRequest) -> String {
+    match req.mode {
+        AgentMode::Chat => req.task.clone(),
+        AgentMode::Plan => mode::plan_prompt(&req.task),
+        AgentMode::Do => mode::do_prompt(&req.task, req.plan.as_deref().unwrap_or("")),
+    }
+}
+
+impl Runner {
+    /// Runs `req` on top of `conversation`, appending every completed message to it.
+    pub async fn run(
+        &self,
+        conversation: &mut Vec<Message>,
+        req: &RunRequest,
+        place: &RunPlace,
+        cancel: CancellationToken,
+    ) -> RunOutcome {
+        let agent = self.spec.id.as_str();
+        let events = &self.pipeline.events;
+        events.publish(
+            agent,
+            EventKind::RunStarted {
+                mode: req.mode.as_str().into(),
+                task: req.task.clone(),
+            },
+        );
+        let tools: Vec<ToolSpec> = mode::visible_definitions(
+            req.mode,
+            &self.pipeline.registry,
+            self.spec.allowed_tools.as_ref(),
+        )
+        .iter()
+        .map(ToolSpec::from)
+        .collect();
+        let mut tool_ctx = ToolContext::new(place.cwd.clone(), agent);
+        tool_ctx.cancel = cancel.clone();
+        tool_ctx.sandbox = place.sandbox.clone();
+        let caller = CallerContext {
+            agent: agent.to_string(),
+            mode: place.permission_mode,
+            policy: mode::gate_policy(req.mode, self.spec.allowed_tools.clone()),
+            tool_ctx,
+        };
+        conversation.push(Message::user_text(opening_message(req)));
+
+        let mut outcome = RunOutcome {
+            result: String::new(),
+            status: RunStatus::MaxTurns,
+            usage: Usage::default(),
+            turns: 0,
+            tool_calls: 0,
+        };
+        for turn in 1..=self.spec.max_turns {
+            let request = ModelRequest {
+                model: self.spec.model.clone(),
+                system: self.spec.system_prompt.clone(),
+                messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
+                tools: tools.clone(),
+                max_tokens: self.spec.max_tokens,
+                agent: agent.to_string(),
+            };
+            let output = match self.stream_turn(request, &cancel).await {
+                Ok(o) => o,
+                Err(TurnError::Cancelled) => {
+                    outcome.status = RunStatus::Cancelled;
+                    break;
+                }
+                Err(TurnError::Provider(e)) => {
+                    events.publish(
+                        agent,
+                        EventKind::Error {
+                            message: e.to_string(),
+                        },
+                    );
+                    outcome.status = RunStatus::Failed;
+                    outcome.result = format!("model request failed: {e}");
+                    break;
+                }
+            };
+            outcome.turns = turn;
+            outcome.usage.add(&output.usage);
+            events.publish(
+                agent,
+                EventKind::TurnFinished {
+                    turn,
+                    stop_reason: output.stop.clone(),
+                    usage: output.usage,
+                },
+            );
+            conversation.push(assistant_message(&output));
+            if !output.text.is_empty() || output.calls.is_empty() {
+                outcome.result = output.text.clone();
+            }
+            if output.calls.is_empty() {
+                outcome.status = RunStatus::Completed;
+                break;
+            }
+            outcome.tool_calls += output.calls.len() as u32;
+            let results = self.run_calls(&caller, output.calls).await;
+            conversation.push(Message {
+                role: Role::User,
+                content: results.into_iter().map(ContentBlock::ToolResult).collect(),
+            });
+            if cancel.is_cancelled() {
+                outcome.status = RunStatus::Cancelled;
+                break;
+            }
+        }
+        events.publish(
+            agent,
+            EventKind::RunFinished {
+                result: outcome.result.clone(),
+                status: outcome.status.as_str().into(),
+                usage: outcome.usage,
+                turns: outcome.turns,
+            },
+        );
+        outcome
+    }
+
+    async fn stream_turn(
+        &self,
+        request: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutput, TurnError> {
+        let agent = self.spec.id.as_str();
+        let events = &self.pipeline.events;
+        let mut stream = self.provider.stream(request);
+        let mut out = TurnOutput {
+            text: String::new(),
+            thinking: Vec::new(),
+            calls: Vec::new(),
+            usage: Usage::default(),
+            stop: StopReason::EndTurn,
+        };
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Err(TurnError::Cancelled),
+                next = stream.next() => next,
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => return Err(TurnError::Provider(e)),
+                Some(Ok(event)) => match event {
+                    StreamEvent::TextDelta { text } => {
+                        out.text.push_str(&text);
+                        events.publish(agent, EventKind::TextDelta { text });
+                    }
+                    StreamEvent::Thinking {
+                        thinking,
+                        signature,
+                    } => {
+                        out.thinking.push(ContentBlock::Thinking {
+                            thinking,
+                            signature,
+                        });
+                    }
+                    StreamEvent::ToolCall { call } => out.calls.push(call),
+                    StreamEvent::Usage { usage } => out.usage = usage,
+                    StreamEvent::Stop { reason } => out.stop = reason,
+                    StreamEvent::Retrying {
+                        attempt,
+                        delay_ms,
+                        reason,
+                    } => events.publish(
+                        agent,
+                        EventKind::Retrying {
+                            attempt,
+                            delay_ms,
+                            reason,
+                        },
+                    ),
+                },
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs calls: consecutive read-only calls concurrently, side-effecting calls one at
+    /// a time in order; results come back in call order.
+    async fn run_calls(&self, caller: &CallerContext, calls: Vec<ToolCall>) -> Vec<ToolResult> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut batch: Vec<ToolCall> = Vec::new();
+        for call in calls {
+            let read_only = self.pipeline.registry.safety(&call.name) == Some(Safety::ReadOnly);
+            if read_only {
+                batch.push(call);
+                continue;
+            }
+            results.extend(self.run_batch(caller, std::mem::take(&mut batch)).await);
+            results.push(self.pipeline.dispatch(caller, call).await);
+        }
+        results.extend(self.run_batch(caller, batch).await);
+        results
+    }
+
+    async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
+        join_all(batch.into_iter().map(|c| self.pipeline.dispatch(caller, c))).await
+    }
+}
+
+/// The conversation as sent for this turn: with the reminder appended to the last user
+/// message (a copy — the reminder is never stored).
+fn with_reminder(conversation: &[Message], reminder: Option<String>) -> Vec<Message> {
+    let mut messages = conversation.to_vec();
+    if let Some(text) = reminder {
+        match messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(ContentBlock::Text { text }),
+            _ => messages.push(Message::user_text(text)),
+        }
+    }
+    messages
+}
+
+fn assistant_message(out: &TurnOutput) -> Message {
+    let mut content = out.thinking.clone();
+    if !out.text.is_empty() {
+        content.push(ContentBlock::Text {
+            text: out.text.clone(),
+        });
+    }
+    content.extend(out.calls.iter().cloned().map(ContentBlock::ToolUse));
+    Message {
+        role: Role::Assistant,
+        content,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reminder_goes_on_a_copy_of_the_last_user_message() {
+        let conv = vec![Message::user_text("task")];
+        let sent = with_reminder(&conv, Some("remember".into()));
+        assert_eq!(sent[0].content.len(), 2);
+        assert_eq!(conv[0].content.len(), 1);
+        let conv = vec![Message::user_text("task"), Message::assistant_text("hi")];
+        let sent = with_reminder(&conv, Some("remember".into()));
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[2].text(), "remember");
+    }
+}

@@ -1,0 +1,106 @@
+//! Rendering a headless run: streamed text, JSON, or JSON lines. Reads events from the
+//! session's bus; writes only to the writers it is given.
+
+use std::io::Write;
+
+use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::OutputFormat;
+use crate::agent::runner::RunOutcome;
+use crate::events::{Event, EventKind};
+
+/// Consumes events until the bus closes, rendering them in `format`.
+pub async fn render_events(
+    mut rx: UnboundedReceiver<Event>,
+    format: OutputFormat,
+    mut out: impl Write + Send,
+    mut err: impl Write + Send,
+) {
+    let mut at_line_start = true;
+    while let Some(event) = rx.recv().await {
+        // Output errors (a closed pipe) must not stop the run; drop what cannot be written.
+        let _ = match format {
+            OutputFormat::StreamJson => serde_json::to_string(&event)
+                .map_err(std::io::Error::other)
+                .and_then(|line| writeln!(out, "{line}")),
+            OutputFormat::Json => Ok(()),
+            OutputFormat::Text => render_text(&event, &mut out, &mut err, &mut at_line_start),
+        };
+        let _ = out.flush();
+    }
+    if !at_line_start {
+        let _ = writeln!(out);
+    }
+}
+
+fn render_text(
+    event: &Event,
+    out: &mut impl Write,
+    err: &mut impl Write,
+    at_line_start: &mut bool,
+) -> std::io::Result<()> {
+    let prefix = if event.agent == "lead" {
+        String::new()
+    } else {
+        format!("[{}] ", event.agent)
+    };
+    match &event.kind {
+        EventKind::TextDelta { text } => {
+            write!(out, "{text}")?;
+            *at_line_start = text.ends_with('\n');
+        }
+        EventKind::ToolCallStarted { call } => {
+            if !*at_line_start {
+                writeln!(out)?;
+                *at_line_start = true;
+            }
+            out.flush()?;
+            let args: String = call.arguments.chars().take(160).collect();
+            writeln!(err, "{prefix}→ {} {args}", call.name)?;
+        }
+        EventKind::ToolCallFinished {
+            name,
+            is_error,
+            error_code,
+            summary,
+            ..
+        } => {
+            if *is_error {
+                writeln!(
+                    err,
+                    "{prefix}✗ {name} [{}] {summary}",
+                    error_code.as_deref().unwrap_or("error")
+                )?;
+            } else {
+                writeln!(err, "{prefix}✓ {name} {summary}")?;
+            }
+        }
+        EventKind::Retrying {
+            delay_ms, reason, ..
+        } => {
+            writeln!(
+                err,
+                "{prefix}retrying in {:.1}s: {reason}",
+                *delay_ms as f64 / 1000.0
+            )?;
+        }
+        EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The final JSON object of `--output-format json` (and the last line of stream-json).
+pub fn result_json(outcome: &RunOutcome, session_id: &str) -> serde_json::Value {
+    json!({
+        "type": "result",
+        "result": outcome.result,
+        "status": outcome.status.as_str(),
+        "is_error": outcome.status == crate::agent::runner::RunStatus::Failed,
+        "turns": outcome.turns,
+        "tool_calls": outcome.tool_calls,
+        "usage": outcome.usage,
+        "session_id": session_id,
+    })
+}

@@ -1,0 +1,167 @@
+//! Shared helpers for the end-to-end tests: fake tools that record whether they ran, and a
+//! session builder over the scripted provider.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use crewmaster::agent::runner::AgentSpec;
+use crewmaster::approver::actor::ApproverPolicy;
+use crewmaster::events::{Event, EventBus};
+use crewmaster::permission::{PermissionMode, Policy};
+use crewmaster::provider::scripted::{Script, ScriptedProvider};
+use crewmaster::session::{SessionConfig, SessionHandle};
+use crewmaster::tools::{
+    CommandSandbox, Definition, Registry, Safety, Tool, ToolContext, ToolError,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// What a fake tool does when it runs.
+#[derive(Clone, Copy)]
+pub enum Behaviour {
+    /// Returns "ok from NAME".
+    Succeed,
+    /// Panics.
+    Panic,
+    /// Sleeps for an hour (to exceed its timeout).
+    Hang,
+}
+
+/// A tool that counts its runs.
+pub struct FakeTool {
+    def: Definition,
+    behaviour: Behaviour,
+    pub runs: Arc<AtomicUsize>,
+}
+
+impl FakeTool {
+    pub fn new(name: &str, safety: Safety, system: bool, behaviour: Behaviour) -> Self {
+        Self {
+            def: Definition {
+                name: name.into(),
+                description: format!("fake {name}"),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "additionalProperties": false
+                }),
+                safety,
+                system,
+                timeout: match behaviour {
+                    Behaviour::Hang => Some(Duration::from_millis(200)),
+                    _ => None,
+                },
+            },
+            behaviour,
+            runs: Arc::default(),
+        }
+    }
+
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Tool for FakeTool {
+    fn definition(&self) -> &Definition {
+        &self.def
+    }
+
+    async fn run(&self, _input: Value, _ctx: ToolContext) -> Result<String, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        match self.behaviour {
+            Behaviour::Succeed => Ok(format!("ok from {}", self.def.name)),
+            Behaviour::Panic => panic!("fake tool {} panics", self.def.name),
+            Behaviour::Hang => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(String::new())
+            }
+        }
+    }
+}
+
+/// A session under test.
+pub struct TestSession {
+    pub session: SessionHandle,
+    pub provider: ScriptedProvider,
+    pub events: UnboundedReceiver<Event>,
+    pub dir: tempfile::TempDir,
+}
+
+/// Options for `start`.
+pub struct Setup {
+    pub script: &'static str,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub mode: PermissionMode,
+    pub allowed_tools: Option<Vec<&'static str>>,
+    pub approver: ApproverPolicy,
+}
+
+impl Setup {
+    pub fn new(script: &'static str, tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self {
+            script,
+            tools,
+            mode: PermissionMode::BypassPermissions,
+            allowed_tools: None,
+            approver: ApproverPolicy::Headless,
+        }
+    }
+}
+
+/// Starts a session in a fresh temporary directory.
+pub async fn start(setup: Setup) -> TestSession {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    let script: Script = serde_json::from_str(setup.script).expect("test script parses");
+    let provider = ScriptedProvider::new(script);
+    let events = EventBus::new();
+    let rx = events.subscribe();
+    let session = SessionHandle::start(SessionConfig {
+        cwd: cwd.clone(),
+        permission_mode: setup.mode,
+        policy: Policy::default(),
+        provider: Arc::new(provider.clone()),
+        lead: AgentSpec {
+            id: "lead".into(),
+            model: "script".into(),
+            system_prompt: "test".into(),
+            allowed_tools: setup
+                .allowed_tools
+                .map(|v| v.into_iter().map(String::from).collect()),
+            max_turns: 20,
+            max_tokens: 1000,
+        },
+        approver: setup.approver,
+        registry: Arc::new(Registry::with_tools(setup.tools).unwrap()),
+        sandbox: CommandSandbox::None,
+        default_tool_timeout: Duration::from_secs(30),
+        conversation: Vec::new(),
+        events,
+    })
+    .await
+    .unwrap();
+    TestSession {
+        session,
+        provider,
+        events: rx,
+        dir,
+    }
+}
+
+/// The tool results in a conversation, in order.
+pub fn tool_results(
+    conv: &[crewmaster::protocol::Message],
+) -> Vec<crewmaster::protocol::ToolResult> {
+    conv.iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            crewmaster::protocol::ContentBlock::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}

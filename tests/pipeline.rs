@@ -1,0 +1,293 @@
+//! End-to-end tests of the tool-call path through the real actors: agent → permission
+//! engine → gate → executor, driven by the scripted model.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use common::{Behaviour, FakeTool, Setup, start, tool_results};
+use crewmaster::agent::mode::AgentMode;
+use crewmaster::agent::runner::{RunRequest, RunStatus};
+use crewmaster::permission::PermissionMode;
+use crewmaster::tools::{Safety, Tool};
+
+fn request(mode: AgentMode) -> RunRequest {
+    RunRequest {
+        mode,
+        task: "do the thing".into(),
+        plan: if mode == AgentMode::Do {
+            Some("1. write the file".into())
+        } else {
+            None
+        },
+    }
+}
+
+fn names(tools: &[crewmaster::tools::ToolSpec]) -> HashSet<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_a_forged_write_even_under_bypass_and_never_runs_it() {
+    let read = Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    let write = Arc::new(FakeTool::new(
+        "write_file",
+        Safety::SideEffect,
+        false,
+        Behaviour::Succeed,
+    ));
+    let mut t = start(Setup {
+        mode: PermissionMode::BypassPermissions,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"write_file","input":{"path":"x"}}]},
+                {"text":"I need requirements first."}]}"#,
+            vec![read.clone() as Arc<dyn Tool>, write.clone()],
+        )
+    })
+    .await;
+    let outcome = t.session.run(request(AgentMode::Plan)).await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(
+        write.runs(),
+        0,
+        "the write tool must never run in Plan mode"
+    );
+    let conv = t.session.conversation().await.unwrap();
+    let results = tool_results(&conv);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].error_code.as_deref(), Some("tool_not_allowed"));
+    assert!(
+        results[0]
+            .content
+            .contains("not available in the current mode")
+    );
+    // The engine allowed it (bypass); the gate refused it.
+    let mut saw_allow = false;
+    while let Ok(e) = t.events.try_recv() {
+        if let crewmaster::events::EventKind::PermissionDecided { verdict, .. } = e.kind {
+            saw_allow |= verdict == crewmaster::permission::Verdict::Allow;
+        }
+    }
+    assert!(
+        saw_allow,
+        "the permission engine should have allowed the call under bypass"
+    );
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn plan_request_shows_only_read_only_tools_and_do_shows_all() {
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(FakeTool::new(
+            "read_file",
+            Safety::ReadOnly,
+            false,
+            Behaviour::Succeed,
+        )),
+        Arc::new(FakeTool::new(
+            "find_files",
+            Safety::ReadOnly,
+            false,
+            Behaviour::Succeed,
+        )),
+        Arc::new(FakeTool::new(
+            "write_file",
+            Safety::SideEffect,
+            false,
+            Behaviour::Succeed,
+        )),
+        Arc::new(FakeTool::new(
+            "run_command",
+            Safety::SideEffect,
+            false,
+            Behaviour::Succeed,
+        )),
+    ];
+    let t = start(Setup::new(
+        r#"{"turns":[{"text":"the plan"},{"text":"done"}]}"#,
+        tools,
+    ))
+    .await;
+    t.session.run(request(AgentMode::Plan)).await.unwrap();
+    t.session.run(request(AgentMode::Do)).await.unwrap();
+    let reqs = t.provider.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        names(&reqs[0].tools),
+        HashSet::from(["read_file".into(), "find_files".into()])
+    );
+    assert_eq!(names(&reqs[1].tools).len(), 4);
+    // Plan: the plan prompt and the reminder; Do: the task and the approved plan.
+    let plan_text = reqs[0].messages.last().unwrap().text();
+    assert!(plan_text.contains("Plan mode") && plan_text.contains("do the thing"));
+    assert!(plan_text.contains("system-reminder"));
+    let do_text = reqs[1].messages.last().unwrap().text();
+    assert!(do_text.contains("do the thing") && do_text.contains("1. write the file"));
+    assert!(!do_text.contains("system-reminder"));
+    // The reminder was never stored in the conversation.
+    let conv = t.session.conversation().await.unwrap();
+    assert!(conv.iter().all(|m| !m.text().contains("system-reminder")));
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn names_filter_refuses_at_the_gate_and_system_tools_pass_names_not_safety() {
+    let read = Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    let write = Arc::new(FakeTool::new(
+        "write_file",
+        Safety::SideEffect,
+        false,
+        Behaviour::Succeed,
+    ));
+    let sys_ro = Arc::new(FakeTool::new(
+        "task_list",
+        Safety::ReadOnly,
+        true,
+        Behaviour::Succeed,
+    ));
+    let sys_se = Arc::new(FakeTool::new(
+        "task_stop",
+        Safety::SideEffect,
+        true,
+        Behaviour::Succeed,
+    ));
+    let tools: Vec<Arc<dyn Tool>> =
+        vec![read.clone(), write.clone(), sys_ro.clone(), sys_se.clone()];
+    let script = r#"{"turns":[
+        {"tool_calls":[{"name":"write_file","input":{}},{"name":"task_list","input":{}},{"name":"task_stop","input":{}}]},
+        {"text":"done"}]}"#;
+    // Chat mode, bypass: the engine allows all; only read_file is in the agent's list.
+    let t = start(Setup {
+        allowed_tools: Some(vec!["read_file"]),
+        ..Setup::new(script, tools.clone())
+    })
+    .await;
+    t.session.run(request(AgentMode::Chat)).await.unwrap();
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert_eq!(write.runs(), 0);
+    assert!(
+        results[0].content.contains("for the active skill"),
+        "{}",
+        results[0].content
+    );
+    assert!(!results[1].is_error, "a system tool passes the name filter");
+    assert!(
+        !results[2].is_error,
+        "a side-effecting system tool passes the name filter in chat mode"
+    );
+    assert_eq!((sys_ro.runs(), sys_se.runs()), (1, 1));
+    t.session.shutdown().await;
+
+    // Plan mode: the system side-effect tool is refused by the safety filter.
+    let t = start(Setup {
+        allowed_tools: Some(vec!["read_file"]),
+        ..Setup::new(script, tools)
+    })
+    .await;
+    t.session.run(request(AgentMode::Plan)).await.unwrap();
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert_eq!(results[2].error_code.as_deref(), Some("tool_not_allowed"));
+    assert!(results[2].content.contains("current mode"));
+    assert_eq!(sys_se.runs(), 1, "no further run of task_stop in plan mode");
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_calls_become_error_results_and_the_loop_goes_on() {
+    let ok = Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    let panicky = Arc::new(FakeTool::new(
+        "explode",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Panic,
+    ));
+    let slow = Arc::new(FakeTool::new(
+        "hang",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Hang,
+    ));
+    let tools: Vec<Arc<dyn Tool>> = vec![ok.clone(), panicky.clone(), slow.clone()];
+    let t = start(Setup::new(
+        r#"{"turns":[
+            {"tool_calls":[{"name":"read_file","input":{"path":3}}]},
+            {"tool_calls":[{"name":"no_such_tool","input":{}}]},
+            {"tool_calls":[{"name":"explode","input":{}}]},
+            {"tool_calls":[{"name":"hang","input":{}}]},
+            {"tool_calls":[{"name":"read_file","arguments":"{not json"}]},
+            {"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},
+            {"text":"done"}]}"#,
+        tools,
+    ))
+    .await;
+    let outcome = t.session.run(request(AgentMode::Chat)).await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(outcome.result, "done");
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    let codes: Vec<Option<&str>> = results.iter().map(|r| r.error_code.as_deref()).collect();
+    assert_eq!(
+        codes,
+        [
+            Some("invalid_arguments"),
+            Some("unknown_tool"), // the engine asks; nobody is asked about a call the gate refuses
+            Some("panicked"),
+            Some("timeout"),
+            Some("permission_denied"), // unparseable arguments: denied before anything runs
+            None
+        ]
+    );
+    assert!(
+        results[0].content.contains("`path`"),
+        "names the field: {}",
+        results[0].content
+    );
+    assert_eq!(results[5].content, "ok from read_file");
+    assert_eq!(panicky.runs(), 1);
+    assert_eq!(ok.runs(), 1, "only the valid call ran");
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn headless_ask_is_refused_with_a_how_to_allow_reason() {
+    let write = Arc::new(FakeTool::new(
+        "write_file",
+        Safety::SideEffect,
+        false,
+        Behaviour::Succeed,
+    ));
+    let t = start(Setup {
+        mode: PermissionMode::Default,
+        ..Setup::new(
+            r#"{"turns":[{"tool_calls":[{"name":"write_file","input":{"path":"a"}}]},{"text":"ok"}]}"#,
+            vec![write.clone() as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    t.session.run(request(AgentMode::Chat)).await.unwrap();
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert_eq!(write.runs(), 0);
+    assert_eq!(results[0].error_code.as_deref(), Some("permission_denied"));
+    assert!(
+        results[0].content.contains("--permission-mode acceptEdits"),
+        "{}",
+        results[0].content
+    );
+    t.session.shutdown().await;
+}
