@@ -364,15 +364,16 @@ impl Decoder for AnthropicDecoder {
     }
 
     fn finish(&mut self) -> Result<Vec<StreamEvent>, Failure> {
-        // message_delta carried the stop reason; a missing message_stop after it loses
-        // nothing, so the turn counts as complete.
-        match self.stop.take() {
-            Some(reason) => Ok(vec![StreamEvent::Stop { reason }]),
-            None => Err(Failure::retryable(
+        // Only message_stop proves the message is whole: a cut just before it may have
+        // lost a final block or usage, so that too is a torn stream.
+        if !self.done {
+            return Err(Failure::retryable(
                 "stream cut off",
-                ProviderError::Stream("the Anthropic stream ended before the message did".into()),
-            )),
+                ProviderError::Stream("the Anthropic stream ended before message_stop".into()),
+            ));
         }
+        let reason = self.stop.take().unwrap_or(StopReason::EndTurn);
+        Ok(vec![StreamEvent::Stop { reason }])
     }
 }
 

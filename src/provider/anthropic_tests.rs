@@ -236,6 +236,9 @@ fn cut_stream_never_yields_the_open_tool_call() {
     );
     let err = d.finish().unwrap_err();
     assert_eq!(err.retry_reason.as_deref(), Some("stream cut off"));
+    // A cut between message_delta and message_stop is torn too.
+    let before_stop = TEXT_AND_TOOL.replace("data: {\"type\":\"message_stop\"}", "");
+    assert!(decode(&before_stop).is_err());
 }
 
 #[test]

@@ -342,14 +342,29 @@ impl Decoder for OpenAiDecoder {
     }
 
     fn finish(&mut self) -> Result<Vec<StreamEvent>, Failure> {
-        // A finish_reason completes the turn even if `[DONE]` never came (some servers).
-        let Some(reason) = self.stop.take() else {
+        // Only `[DONE]` proves the stream is whole (the usage chunk comes after the
+        // finish_reason); every compatible server we know sends it.
+        if !self.done {
             return Err(Failure::retryable(
                 "stream cut off",
-                ProviderError::Stream("the OpenAI stream ended before a finish_reason".into()),
+                ProviderError::Stream("the OpenAI stream ended before [DONE]".into()),
             ));
-        };
+        }
         let mut out = Vec::new();
+        let reason = match self.stop.take() {
+            Some(reason) => reason,
+            None => {
+                // `[DONE]` without a finish_reason: whatever calls arrived are whole.
+                self.flush_reasoning(&mut out);
+                let reason = if self.calls.is_empty() {
+                    StopReason::EndTurn
+                } else {
+                    StopReason::ToolUse
+                };
+                self.finish_calls(&reason, &mut out);
+                reason
+            }
+        };
         if let Some(usage) = self.usage {
             out.push(StreamEvent::Usage { usage });
         }

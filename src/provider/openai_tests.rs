@@ -209,6 +209,10 @@ data: [DONE]"#;
     let torn = r#"data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#;
     let f = decode(torn).unwrap_err();
     assert_eq!(f.retry_reason.as_deref(), Some("stream cut off"));
+    // A cut after the finish_reason may have lost the usage chunk: still torn.
+    let before_done = r#"data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+    assert!(decode(before_done).is_err());
 }
 
 #[test]
@@ -216,7 +220,8 @@ fn reasoning_content_becomes_one_thinking_block_before_text() {
     let sse = r#"data: {"choices":[{"index":0,"delta":{"reasoning_content":"Think "}}]}
 data: {"choices":[{"index":0,"delta":{"reasoning_content":"hard."}}]}
 data: {"choices":[{"index":0,"delta":{"content":"42"}}]}
-data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+data: [DONE]"#;
     let events = decode(sse).unwrap();
     assert_eq!(
         events[0],
