@@ -141,4 +141,47 @@ mod tests {
         assert_eq!(r.pass(call("a2")), None);
         assert_eq!(r.pass(call("b")), Some(call("b")));
     }
+
+    fn chunked(text: &str, sizes: &[usize]) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        for size in sizes.iter().cycle() {
+            if i >= chars.len() {
+                break;
+            }
+            let end = (i + size).min(chars.len());
+            out.push(chars[i..end].iter().collect());
+            i = end;
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// However both attempts chunk the same text, and wherever the first broke,
+        /// the user sees the text exactly once.
+        #[test]
+        fn a_replayed_text_is_shown_exactly_once(
+            text in "[a-zé ✓]{0,40}",
+            cut in 0usize..40,
+            first in proptest::collection::vec(1usize..6, 1..5),
+            second in proptest::collection::vec(1usize..6, 1..5),
+        ) {
+            let shown_first: String = text.chars().take(cut).collect();
+            let mut r = Replay::default();
+            let mut seen = String::new();
+            for c in chunked(&shown_first, &first) {
+                if let Some(StreamEvent::TextDelta { text }) = r.pass(StreamEvent::TextDelta { text: c }) {
+                    seen.push_str(&text);
+                }
+            }
+            r.new_attempt();
+            for c in chunked(&text, &second) {
+                if let Some(StreamEvent::TextDelta { text }) = r.pass(StreamEvent::TextDelta { text: c }) {
+                    seen.push_str(&text);
+                }
+            }
+            proptest::prop_assert_eq!(seen, text);
+        }
+    }
 }
