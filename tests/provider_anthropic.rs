@@ -437,3 +437,32 @@ async fn dropping_the_stream_closes_the_connection() {
         "the server never saw the connection close"
     );
 }
+
+#[tokio::test]
+async fn a_connection_dropped_mid_body_is_retried() {
+    // A raw server: the first connection promises more body than it sends and hangs up
+    // (a real transport error, not a clean end); the second answers in full.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        for attempt in 0..2 {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 65536];
+            let _ = sock.read(&mut buf).await.unwrap();
+            let body = a_text_turn(&["whole answer"]);
+            let sent = if attempt == 0 { &body[..40] } else { &body[..] };
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            sock.write_all(head.as_bytes()).await.unwrap();
+            sock.write_all(sent.as_bytes()).await.unwrap();
+            drop(sock);
+        }
+    });
+    let (client, _) = recording_client(8);
+    let p = AnthropicProvider::new(client, &format!("http://{addr}"), "k");
+    let events = ok(collect(p.stream(request("x"))).await);
+    assert_eq!(retries(&events)[0].2, "connection lost");
+    assert_eq!(text(&events), "whole answer");
+}

@@ -268,3 +268,31 @@ async fn bad_request_is_fatal_with_the_api_message() {
         })]
     );
 }
+
+#[tokio::test]
+async fn connection_refused_is_retried_then_reported() {
+    // Bind then close a port so nothing listens there.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (client, waits) = recording_client(2);
+    let p = OpenAiProvider::new(client, &format!("http://127.0.0.1:{port}/v1"), Some("k"));
+    let events = collect(p.stream(request("x"))).await;
+    let shown: Vec<StreamEvent> = events.iter().filter_map(|e| e.clone().ok()).collect();
+    assert_eq!(
+        retries(&shown)
+            .into_iter()
+            .map(|r| (r.0, r.2))
+            .collect::<Vec<_>>(),
+        vec![
+            (2, "connection error".to_string()),
+            (3, "connection error".to_string())
+        ]
+    );
+    assert_eq!(waits.lock().unwrap().len(), 2);
+    assert!(matches!(
+        events.last(),
+        Some(Err(ProviderError::Connection(_)))
+    ));
+}
