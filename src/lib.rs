@@ -13,4 +13,6 @@ pub mod permission;
 pub mod protocol;
 pub mod provider;
 pub mod session;
+pub mod store;
+pub mod tasks;
 pub mod tools;

@@ -11,9 +11,11 @@ use ractor::{
     Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent, rpc::CallResult,
 };
 
+use crate::agent::catalog::Catalog;
 use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
 use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, Runner};
+use crate::agent::subagent::{SubagentEnv, Workspaces};
 use crate::approver::actor::{Approver, ApproverPolicy};
 use crate::events::{EventBus, EventKind};
 use crate::executor::actor::{ExecutorArgs, ToolExecutor};
@@ -22,7 +24,9 @@ use crate::permission::actor::PermissionEngine;
 use crate::permission::{PermissionMode, Policy};
 use crate::protocol::Message;
 use crate::provider::Provider;
+use crate::tasks::actor::{TaskManager, TaskMsg};
 use crate::tools::{CommandSandbox, Registry};
+use tokio::sync::Semaphore;
 
 /// Everything a session is built from.
 pub struct SessionConfig {
@@ -48,12 +52,28 @@ pub struct SessionConfig {
     pub conversation: Vec<Message>,
     /// The event bus (created by the caller so it can subscribe before anything runs).
     pub events: EventBus,
+    /// Background tasks and subagents (`None`: the lead works alone).
+    pub orchestration: Option<Orchestration>,
+}
+
+/// What a session needs to run background tasks and subagents.
+pub struct Orchestration {
+    /// Where task records and logs are kept (`~/.crew/projects/<slug>/<session>`).
+    pub session_dir: PathBuf,
+    /// The agent definitions.
+    pub catalog: Arc<Catalog>,
+    /// Worktrees for subagents (`None`: not a git repository).
+    pub workspaces: Option<Arc<dyn Workspaces>>,
+    /// How many subagents may run at once; the rest queue.
+    pub max_concurrent_agents: usize,
+    /// Turn limit for subagents whose definition sets none.
+    pub subagent_max_turns: u32,
 }
 
 /// Messages the session accepts.
 pub enum SessionMsg {
-    /// The lead agent's reference.
-    Lead(RpcReplyPort<ActorRef<LeadMsg>>),
+    /// The lead agent's and the task manager's references.
+    Refs(RpcReplyPort<(ActorRef<LeadMsg>, Option<ActorRef<TaskMsg>>)>),
 }
 
 /// The session supervisor (configuration only).
@@ -62,6 +82,7 @@ pub struct Session;
 /// The session's state: its children.
 pub struct SessionState {
     lead: ActorRef<LeadMsg>,
+    tasks: Option<ActorRef<TaskMsg>>,
     events: EventBus,
 }
 
@@ -114,6 +135,14 @@ impl Actor for Session {
             cell.clone(),
         )
         .await?;
+        let tasks = match &cfg.orchestration {
+            Some(o) => Some(
+                Actor::spawn_linked(None, TaskManager, o.session_dir.clone(), cell.clone())
+                    .await?
+                    .0,
+            ),
+            None => None,
+        };
         let runner = Runner {
             pipeline: Pipeline {
                 registry: cfg.registry,
@@ -125,6 +154,18 @@ impl Actor for Session {
             provider: cfg.provider,
             spec: cfg.lead,
         };
+        let subagents = match (cfg.orchestration, &tasks) {
+            (Some(o), Some(tasks)) => Some(SubagentEnv {
+                runner: runner.clone(),
+                catalog: o.catalog,
+                tasks: tasks.clone(),
+                workspaces: o.workspaces,
+                slots: Arc::new(Semaphore::new(o.max_concurrent_agents.max(1))),
+                main_cwd: cfg.cwd.clone(),
+                default_max_turns: o.subagent_max_turns,
+            }),
+            _ => None,
+        };
         let (lead, _) = Actor::spawn_linked(
             None,
             LeadAgent,
@@ -134,14 +175,18 @@ impl Actor for Session {
                     cwd: cfg.cwd,
                     permission_mode: cfg.permission_mode,
                     sandbox: cfg.sandbox,
+                    delegate: None,
+                    tasks: tasks.clone(),
                 },
                 conversation: cfg.conversation,
+                subagents,
             },
             cell,
         )
         .await?;
         Ok(SessionState {
             lead,
+            tasks,
             events: cfg.events,
         })
     }
@@ -153,8 +198,8 @@ impl Actor for Session {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionMsg::Lead(reply) => {
-                let _ = reply.send(state.lead.clone());
+            SessionMsg::Refs(reply) => {
+                let _ = reply.send((state.lead.clone(), state.tasks.clone()));
             }
         }
         Ok(())
@@ -184,6 +229,7 @@ impl Actor for Session {
 pub struct SessionHandle {
     session: ActorRef<SessionMsg>,
     lead: ActorRef<LeadMsg>,
+    tasks: Option<ActorRef<TaskMsg>>,
     join: tokio::task::JoinHandle<()>,
     /// The session's events.
     pub events: EventBus,
@@ -196,16 +242,17 @@ impl SessionHandle {
         let (session, join) = Actor::spawn(None, Session, cfg)
             .await
             .map_err(|e| SessionError::Spawn(e.to_string()))?;
-        let lead = match session
-            .call(SessionMsg::Lead, Some(Duration::from_secs(10)))
+        let (lead, tasks) = match session
+            .call(SessionMsg::Refs, Some(Duration::from_secs(10)))
             .await
         {
-            Ok(CallResult::Success(lead)) => lead,
+            Ok(CallResult::Success(refs)) => refs,
             _ => return Err(SessionError::NoAnswer("supervisor")),
         };
         Ok(Self {
             session,
             lead,
+            tasks,
             join,
             events,
         })
@@ -214,6 +261,27 @@ impl SessionHandle {
     /// The lead agent.
     pub fn lead(&self) -> &ActorRef<LeadMsg> {
         &self.lead
+    }
+
+    /// The task manager, when the session runs background tasks.
+    pub fn tasks(&self) -> Option<&ActorRef<TaskMsg>> {
+        self.tasks.as_ref()
+    }
+
+    /// Waits until a background task of the lead ends and returns it; `None` when the
+    /// lead has nothing running (or the session has no task manager).
+    pub async fn next_completion(&self) -> Option<crate::tasks::TaskRecord> {
+        let tasks = self.tasks.as_ref()?;
+        match tasks
+            .call(
+                |r| TaskMsg::WaitNext("lead".into(), r),
+                Some(Duration::from_secs(24 * 3600)),
+            )
+            .await
+        {
+            Ok(CallResult::Success(rec)) => rec,
+            _ => None,
+        }
     }
 
     /// Runs a request on the lead and waits for the outcome.
@@ -251,8 +319,25 @@ impl SessionHandle {
         }
     }
 
-    /// Stops every actor of the session and waits for the supervisor to end.
+    /// Stops every actor of the session and waits for the supervisor to end. Background
+    /// work still running is cancelled first (its processes killed, its worktrees kept
+    /// when they hold work).
     pub async fn shutdown(self) {
+        if let Some(tasks) = &self.tasks {
+            let _ = tasks.cast(TaskMsg::StopAll);
+            // Give cancelled subagents a moment to record their end and tidy worktrees.
+            for _ in 0..50 {
+                match tasks
+                    .call(TaskMsg::HasActiveAny, Some(Duration::from_secs(2)))
+                    .await
+                {
+                    Ok(CallResult::Success(true)) => {
+                        tokio::time::sleep(Duration::from_millis(100)).await
+                    }
+                    _ => break,
+                }
+            }
+        }
         self.session.stop(None);
         let _ = self.join.await;
     }

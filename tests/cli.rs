@@ -140,7 +140,16 @@ fn plan_mode_from_the_cli_refuses_writes_even_under_bypass() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read_file", "find_files", "search_code"]);
+    assert_eq!(
+        tools,
+        [
+            "read_file",
+            "find_files",
+            "search_code",
+            "task_list",
+            "task_output"
+        ]
+    );
 }
 
 #[test]

@@ -48,7 +48,7 @@ impl AgentDefinition {
 }
 
 /// Why a definition could not be loaded; names the origin and the field.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[error("{origin}: {message}")]
 pub struct DefinitionError {
     /// The file (or `built-in:<name>`).

@@ -2,10 +2,15 @@
 //! The ReAct loop runs in a spawned task (a model turn or a tool can take minutes), and
 //! reports back with `Finished`; the mailbox stays free for `Cancel` and status queries.
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
+use super::delegate::{ActorDelegate, SpawnRequest};
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use super::subagent::{SubagentEnv, launch, on_child_event};
 use crate::events::EventKind;
 use crate::permission::PermissionMode;
 use crate::protocol::{Message, Usage};
@@ -20,6 +25,8 @@ pub enum LeadMsg {
     SetPermissionMode(PermissionMode),
     /// A copy of the conversation so far.
     Conversation(RpcReplyPort<Vec<Message>>),
+    /// Start a subagent (the `agent` tool); replies with its task id.
+    Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
     /// Internal: the run task ended.
     Finished {
         /// The outcome.
@@ -40,6 +47,8 @@ pub struct LeadArgs {
     pub place: RunPlace,
     /// A conversation to resume, if any.
     pub conversation: Vec<Message>,
+    /// What subagents need (`None`: the lead cannot delegate).
+    pub subagents: Option<SubagentEnv>,
 }
 
 /// The lead's state.
@@ -48,6 +57,8 @@ pub struct LeadState {
     place: RunPlace,
     conversation: Vec<Message>,
     running: Option<(CancellationToken, RpcReplyPort<Result<RunOutcome, String>>)>,
+    subagents: Option<SubagentEnv>,
+    children: HashMap<ActorId, String>,
 }
 
 impl Actor for LeadAgent {
@@ -57,15 +68,35 @@ impl Actor for LeadAgent {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         args: LeadArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let mut place = args.place;
+        if let Some(env) = &args.subagents {
+            place.delegate = Some(Arc::new(ActorDelegate::new(myself, LeadMsg::Spawn)));
+            place.tasks = Some(env.tasks.clone());
+        }
         Ok(LeadState {
             runner: args.runner,
-            place: args.place,
+            place,
             conversation: args.conversation,
             running: None,
+            subagents: args.subagents,
+            children: HashMap::new(),
         })
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // A subagent's crash becomes a failed task; the lead goes on.
+        if let Some(env) = &state.subagents {
+            on_child_event(&mut state.children, &env.tasks, &evt);
+        }
+        Ok(())
     }
 
     async fn handle(
@@ -90,6 +121,13 @@ impl Actor for LeadAgent {
                     req,
                     cancel,
                 );
+            }
+            LeadMsg::Spawn(req, reply) => {
+                let result = match &state.subagents {
+                    Some(env) => launch(myself.get_cell(), env, 1, req, &mut state.children).await,
+                    None => Err("this session cannot start subagents".into()),
+                };
+                let _ = reply.send(result);
             }
             LeadMsg::Cancel => {
                 if let Some((cancel, _)) = &state.running {

@@ -1,9 +1,13 @@
 //! Agents: Agent Mode and prompts (`mode`), the tool-call path (`pipeline`), the ReAct
 //! loop (`runner`), the lead actor (`lead`), and agent definitions (`definition`).
 
+pub mod catalog;
 pub mod definition;
+pub mod delegate;
 pub mod lead;
 pub mod mode;
+pub mod monitor;
 pub mod pipeline;
 pub mod prompt;
 pub mod runner;
+pub mod subagent;

@@ -70,7 +70,11 @@ where
 
 impl Pipeline {
     /// Takes one call through the whole path and returns what the model will see.
-    pub async fn dispatch(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+    pub async fn dispatch(&self, caller: &CallerContext, mut call: ToolCall) -> ToolResult {
+        // Aliases (Claude Code's `Task` for `agent`) are decided under their real name.
+        if let Some(canonical) = self.registry.canonical(&call.name) {
+            call.name = canonical.to_string();
+        }
         let agent = caller.agent.as_str();
         self.events
             .publish(agent, EventKind::ToolCallStarted { call: call.clone() });

@@ -12,12 +12,16 @@ use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use ractor::ActorRef;
+
+use super::delegate::Delegator;
 use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
 use crate::permission::PermissionMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::tasks::actor::TaskMsg;
 use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
 
 /// The fixed configuration of one agent.
@@ -49,7 +53,7 @@ pub struct RunRequest {
 }
 
 /// Where and under which permission mode a run works.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunPlace {
     /// The working directory (and first sandbox root).
     pub cwd: std::path::PathBuf,
@@ -57,6 +61,20 @@ pub struct RunPlace {
     pub permission_mode: PermissionMode,
     /// OS confinement for commands.
     pub sandbox: CommandSandbox,
+    /// Starts subagents for this agent (`None`: the `agent` tool refuses).
+    pub delegate: Option<Arc<dyn Delegator>>,
+    /// The session's task manager (`None`: no background tasks).
+    pub tasks: Option<ActorRef<TaskMsg>>,
+}
+
+impl std::fmt::Debug for RunPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunPlace")
+            .field("cwd", &self.cwd)
+            .field("permission_mode", &self.permission_mode)
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a run ended.
@@ -162,6 +180,8 @@ impl Runner {
         let mut tool_ctx = ToolContext::new(place.cwd.clone(), agent);
         tool_ctx.cancel = cancel.clone();
         tool_ctx.sandbox = place.sandbox.clone();
+        tool_ctx.delegate = place.delegate.clone();
+        tool_ctx.tasks = place.tasks.clone();
         let caller = CallerContext {
             agent: agent.to_string(),
             mode: place.permission_mode,
@@ -178,6 +198,9 @@ impl Runner {
             tool_calls: 0,
         };
         for turn in 1..=self.spec.max_turns {
+            if let Some(tasks) = &place.tasks {
+                inject_notifications(conversation, tasks, agent).await;
+            }
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: self.spec.system_prompt.clone(),
@@ -324,6 +347,33 @@ impl Runner {
 
     async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
         join_all(batch.into_iter().map(|c| self.pipeline.dispatch(caller, c))).await
+    }
+}
+
+/// Appends the completion notices of this agent's background tasks to the last user
+/// message, so the model learns of them on its next turn. They are stored: they are
+/// things that happened.
+async fn inject_notifications(
+    conversation: &mut [Message],
+    tasks: &ActorRef<TaskMsg>,
+    agent: &str,
+) {
+    let notes = match tasks
+        .call(
+            |r| TaskMsg::TakeNotifications(agent.to_string(), r),
+            Some(std::time::Duration::from_secs(10)),
+        )
+        .await
+    {
+        Ok(ractor::rpc::CallResult::Success(notes)) => notes,
+        _ => return,
+    };
+    if let Some(last) = conversation.iter_mut().rev().find(|m| m.role == Role::User) {
+        for rec in notes {
+            last.content.push(ContentBlock::Text {
+                text: crate::tasks::notification_text(&rec),
+            });
+        }
     }
 }
 

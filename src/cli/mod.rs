@@ -1,9 +1,11 @@
 //! The command line: argument definitions (clap) and dispatch to the headless runner and
 //! the subcommands.
 
+pub mod agents;
 pub mod model;
 pub mod output;
 pub mod run;
+pub mod tasks;
 
 use std::path::PathBuf;
 
@@ -46,6 +48,14 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
 
+    /// Do not wait for background tasks before exiting a `-p` run.
+    #[arg(long)]
+    pub no_wait: bool,
+
+    /// How many subagents may run at once (the rest queue).
+    #[arg(long, default_value_t = 8)]
+    pub max_concurrent_agents: usize,
+
     /// Append every request sent to a `script:` model to FILE as JSON lines (testing).
     #[arg(long, value_name = "FILE", hide = true)]
     pub record_requests: Option<PathBuf>,
@@ -68,13 +78,52 @@ pub enum OutputFormat {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Agent definitions.
+    Agents {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: agents::AgentsCmd,
+    },
+    /// Background tasks of a session (works from another terminal during a run).
+    Tasks {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: tasks::TasksCmd,
+    },
+}
+
+async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> {
+    let mut out = std::io::stdout();
+    match cmd {
+        Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
+        Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
+    }
+}
 
 /// Parses the arguments and runs; returns the process exit code.
 pub async fn main() -> i32 {
-    let cli = Cli::parse();
-    if cli.command.is_some() {
-        return 0;
+    let mut cli = Cli::parse();
+    if let Some(cmd) = cli.command.take() {
+        let cwd = match cli
+            .cwd
+            .clone()
+            .map(Ok)
+            .unwrap_or_else(std::env::current_dir)
+        {
+            Ok(cwd) => cwd,
+            Err(e) => {
+                eprintln!("crew: cannot read the current directory: {e}");
+                return 2;
+            }
+        };
+        return match subcommand(cmd, &cwd).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("crew: {e:#}");
+                2
+            }
+        };
     }
     match cli.print.clone() {
         Some(task) => match run::headless(cli, task).await {

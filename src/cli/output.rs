@@ -46,9 +46,14 @@ fn render_text(
         format!("[{}] ", event.agent)
     };
     match &event.kind {
-        EventKind::TextDelta { text } => {
+        // Subagents' text goes to their task logs, not into the lead's answer.
+        EventKind::TextDelta { text } if event.agent == "lead" => {
             write!(out, "{text}")?;
             *at_line_start = text.ends_with('\n');
+        }
+        EventKind::RunFinished { .. } if event.agent == "lead" && !*at_line_start => {
+            writeln!(out)?;
+            *at_line_start = true;
         }
         EventKind::ToolCallStarted { call } => {
             if !*at_line_start {

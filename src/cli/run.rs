@@ -8,15 +8,17 @@ use anyhow::{Context, bail};
 
 use super::output::{render_events, result_json};
 use super::{Cli, OutputFormat, model};
+use crate::agent::catalog::Catalog;
 use crate::agent::mode::AgentMode;
 use crate::agent::prompt::lead_system_prompt;
+use crate::agent::runner::RunOutcome;
 use crate::agent::runner::{AgentSpec, RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
 use crate::events::EventBus;
 use crate::executor::DEFAULT_TIMEOUT;
 use crate::permission::{PermissionMode, Policy};
-use crate::session::{SessionConfig, SessionHandle};
-use crate::tools::{CommandSandbox, Registry, builtin_tools};
+use crate::session::{Orchestration, SessionConfig, SessionError, SessionHandle};
+use crate::tools::{CommandSandbox, Registry, builtin_tools, orchestration_tools};
 
 /// Runs `task` headless; returns the exit code (0 success, 1 the run failed or was
 /// cancelled).
@@ -60,7 +62,22 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         },
         _ => CommandSandbox::None,
     };
-    let registry = Arc::new(Registry::with_tools(builtin_tools())?);
+    let project_root = crate::store::project_root(&cwd);
+    let home = crate::store::crew_home().and_then(|h| h.parent().map(std::path::Path::to_path_buf));
+    let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
+    for e in &catalog.errors {
+        eprintln!("crew: agent definition not loaded: {e}");
+    }
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let session_dir = crate::store::session_dir(&project_root, &session_id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let mut registry = Registry::with_tools(
+        builtin_tools()
+            .into_iter()
+            .chain(orchestration_tools(&catalog)),
+    )?;
+    registry.alias("Task", "agent")?;
+    let registry = Arc::new(registry);
     let events = EventBus::new();
     let rx = events.subscribe();
     let session = SessionHandle::start(SessionConfig {
@@ -85,9 +102,15 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         default_tool_timeout: DEFAULT_TIMEOUT,
         conversation: Vec::new(),
         events: events.clone(),
+        orchestration: Some(Orchestration {
+            session_dir,
+            catalog,
+            workspaces: None,
+            max_concurrent_agents: cli.max_concurrent_agents,
+            subagent_max_turns: cli.max_turns,
+        }),
     })
     .await?;
-    let session_id = uuid::Uuid::new_v4().to_string();
     let format = cli.output_format;
     let printer = tokio::spawn(render_events(
         rx,
@@ -106,7 +129,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             }
         }
     });
-    let outcome = session.run(RunRequest { mode, task, plan }).await;
+    let outcome = run_until_quiet(&session, RunRequest { mode, task, plan }, cli.no_wait).await;
     ctrl_c.abort();
     session.shutdown().await;
     events.close();
@@ -123,4 +146,29 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         RunStatus::Completed | RunStatus::MaxTurns => 0,
         RunStatus::Cancelled | RunStatus::Failed => 1,
     })
+}
+
+/// Runs the request, then — unless `no_wait` — keeps the lead going while its background
+/// tasks are running: each completion starts another lead run that receives it.
+async fn run_until_quiet(
+    session: &SessionHandle,
+    first: RunRequest,
+    no_wait: bool,
+) -> Result<RunOutcome, SessionError> {
+    let mut outcome = session.run(first).await?;
+    while !no_wait && matches!(outcome.status, RunStatus::Completed | RunStatus::MaxTurns) {
+        if session.next_completion().await.is_none() {
+            break;
+        }
+        outcome = session
+            .run(RunRequest {
+                mode: AgentMode::Chat,
+                task: "Background work you started has ended (see the task notifications). Act on the results, \
+or give your final report if everything is done."
+                    .into(),
+                plan: None,
+            })
+            .await?;
+    }
+    Ok(outcome)
 }

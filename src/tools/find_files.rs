@@ -1,9 +1,18 @@
-//! `find_files`: (implementation pending — see issue 2).
+//! `find_files`: files whose path matches a glob, walked with ripgrep's `ignore` crate
+//! (so `.gitignore` is respected, in a git repository or not), newest first.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
+use globset::{GlobBuilder, GlobMatcher};
+use ignore::WalkBuilder;
 use serde_json::{Value, json};
 
-use super::{Definition, Safety, Tool, ToolContext, ToolError, schema};
+use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+
+/// Paths returned at most; the rest are counted.
+pub const MAX_RESULTS: usize = 100;
 
 /// The `find_files` tool.
 pub struct FindFiles {
@@ -16,7 +25,7 @@ impl FindFiles {
         Self {
             def: Definition {
                 name: "find_files".into(),
-                description: "Find files by glob pattern, respecting .gitignore. Returns paths, newest first.".into(),
+                description: "Find files by glob pattern, respecting .gitignore. Returns paths relative to the search directory, newest first, at most 100. `*` does not cross `/`: use **/*.rs for every depth, *.rs for the top level only.".into(),
                 input_schema: schema::object(&[("pattern", json!({"type": "string", "description": "Glob pattern, e.g. **/*.rs or src/**/mod.rs."})), ("path", json!({"type": "string", "description": "Directory to search (default: the working directory)."}))], &["pattern"]),
                 safety: Safety::ReadOnly,
                 system: false,
@@ -38,7 +47,99 @@ impl Tool for FindFiles {
         &self.def
     }
 
-    async fn run(&self, _input: Value, _ctx: ToolContext) -> Result<String, ToolError> {
-        Err(ToolError::Failed("not implemented yet".into()))
+    async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError> {
+        let pattern: String = required(&input, "pattern")?;
+        let path: Option<String> = field(&input, "path")?;
+        let root = path
+            .as_deref()
+            .map(|p| ctx.resolve(p))
+            .unwrap_or_else(|| ctx.cwd.clone());
+        let shown_root = path.unwrap_or_else(|| ".".into());
+        let matcher = GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolError::InvalidInput(format!("argument `pattern`: {e}")))?
+            .compile_matcher();
+        tokio::task::spawn_blocking(move || find(&root, &shown_root, &pattern, &matcher))
+            .await
+            .map_err(|e| ToolError::Failed(format!("the search was interrupted: {e}")))?
     }
+}
+
+/// Walks `root` and lists files matching `matcher`, newest first.
+fn find(
+    root: &Path,
+    shown_root: &str,
+    pattern: &str,
+    matcher: &GlobMatcher,
+) -> Result<String, ToolError> {
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(ToolError::InvalidInput(format!(
+                "argument `path`: `{shown_root}` is a file; give a directory to search"
+            )));
+        }
+        Err(_) => {
+            return Err(ToolError::Failed(format!(
+                "directory not found: `{shown_root}` ({}); check the path",
+                root.display()
+            )));
+        }
+    }
+    // An absolute pattern is matched against absolute paths, a relative one against
+    // paths relative to the root.
+    let absolute = Path::new(pattern).is_absolute();
+    let mut found: Vec<(SystemTime, PathBuf)> = walker(root)
+        .build()
+        .flatten()
+        .filter(|e| {
+            e.file_type().is_some_and(|t| t.is_file())
+                || (e.path_is_symlink() && e.path().is_file())
+        })
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(root).ok()?.to_path_buf();
+            let matched = if absolute {
+                matcher.is_match(e.path())
+            } else {
+                matcher.is_match(&rel)
+            };
+            matched.then(|| {
+                let mtime = e
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                (mtime, rel)
+            })
+        })
+        .collect();
+    if found.is_empty() {
+        return Ok(format!("no files match `{pattern}` under `{shown_root}`"));
+    }
+    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let total = found.len();
+    let mut out: String = found
+        .iter()
+        .take(MAX_RESULTS)
+        .map(|(_, p)| format!("{}\n", p.display()))
+        .collect();
+    if total > MAX_RESULTS {
+        out.push_str(&format!(
+            "… {} more files not shown (newest {MAX_RESULTS} of {total}); narrow the pattern or path\n",
+            total - MAX_RESULTS
+        ));
+    }
+    Ok(out)
+}
+
+/// The shared walk configuration: `.gitignore`/`.ignore` respected even outside a git
+/// repository, hidden files included, `.git` itself skipped.
+pub(crate) fn walker(root: &Path) -> WalkBuilder {
+    let mut b = WalkBuilder::new(root);
+    b.require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .hidden(false)
+        .filter_entry(|e| e.file_name() != ".git");
+    b
 }

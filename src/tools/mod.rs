@@ -2,14 +2,17 @@
 //! (`ToolContext`), and what it returns. Each tool lives in its own file; the registry
 //! holds them in a stable order.
 
+pub mod agent;
 pub mod edit_file;
 pub mod find_files;
+pub mod landlock;
 pub mod process;
 pub mod read_file;
 pub mod registry;
 pub mod run_command;
 pub mod schema;
 pub mod search_code;
+pub mod task_tools;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -96,7 +99,7 @@ pub enum CommandSandbox {
 }
 
 /// Everything a tool invocation may rely on besides its arguments.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// The calling agent's working directory; relative paths resolve against it.
     pub cwd: PathBuf,
@@ -107,6 +110,22 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// OS confinement for commands.
     pub sandbox: CommandSandbox,
+    /// Starts subagents on behalf of the calling agent (the `agent` tool).
+    pub delegate: Option<std::sync::Arc<dyn crate::agent::delegate::Delegator>>,
+    /// The session's task manager (background tasks and the `task_*` tools).
+    pub tasks: Option<ractor::ActorRef<crate::tasks::actor::TaskMsg>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("cwd", &self.cwd)
+            .field("agent_id", &self.agent_id)
+            .field("sandbox", &self.sandbox)
+            .field("delegate", &self.delegate.is_some())
+            .field("tasks", &self.tasks.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -117,6 +136,8 @@ impl ToolContext {
             agent_id: agent_id.into(),
             cancel: CancellationToken::new(),
             sandbox: CommandSandbox::None,
+            delegate: None,
+            tasks: None,
         }
     }
 
@@ -208,5 +229,18 @@ pub fn builtin_tools() -> Vec<std::sync::Arc<dyn Tool>> {
         std::sync::Arc::new(find_files::FindFiles::new()),
         std::sync::Arc::new(search_code::SearchCode::new()),
         std::sync::Arc::new(run_command::RunCommand::new()),
+    ]
+}
+
+/// The orchestration tools: `agent` (described with the catalog's agent types) and the
+/// background-task tools.
+pub fn orchestration_tools(
+    catalog: &crate::agent::catalog::Catalog,
+) -> Vec<std::sync::Arc<dyn Tool>> {
+    vec![
+        std::sync::Arc::new(agent::AgentTool::new(catalog)),
+        std::sync::Arc::new(task_tools::TaskList::new()),
+        std::sync::Arc::new(task_tools::TaskOutput::new()),
+        std::sync::Arc::new(task_tools::TaskStop::new()),
     ]
 }

@@ -1,9 +1,28 @@
-//! `read_file`: (implementation pending — see issue 2).
+//! `read_file`: a text file as numbered lines (`cat -n` style), a window at a time.
+//! Binary files are refused rather than dumped; very long lines and very long outputs
+//! are cut with a note saying how to see the rest.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Definition, Safety, Tool, ToolContext, ToolError, schema};
+use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+
+/// Lines returned when the call gives no limit.
+pub const DEFAULT_LIMIT: usize = 2000;
+
+/// Characters kept of one line; the rest is replaced by a marker.
+pub const MAX_LINE_CHARS: usize = 2000;
+
+/// Characters of output after which no further lines are added (below the executor's
+/// 30,000-character cut, so the model gets a clean "read on from here" note instead).
+pub const MAX_OUTPUT_CHARS: usize = 25_000;
+
+/// Bytes inspected for NUL bytes to recognise binary files.
+const BINARY_PROBE_BYTES: usize = 8192;
 
 /// The `read_file` tool.
 pub struct ReadFile {
@@ -38,7 +57,153 @@ impl Tool for ReadFile {
         &self.def
     }
 
-    async fn run(&self, _input: Value, _ctx: ToolContext) -> Result<String, ToolError> {
-        Err(ToolError::Failed("not implemented yet".into()))
+    async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError> {
+        let path: String = required(&input, "path")?;
+        let offset = field::<usize>(&input, "offset")?.unwrap_or(1).max(1);
+        let limit = field::<usize>(&input, "limit")?
+            .unwrap_or(DEFAULT_LIMIT)
+            .max(1);
+        let resolved = ctx.resolve(&path);
+        tokio::task::spawn_blocking(move || read_window(&resolved, &path, offset, limit))
+            .await
+            .map_err(|e| ToolError::Failed(format!("reading was interrupted: {e}")))?
+    }
+}
+
+/// Reads lines `offset..offset+limit` (1-based) of `resolved`; `shown` names it in
+/// messages as the model wrote it.
+fn read_window(
+    resolved: &Path,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<String, ToolError> {
+    let meta = std::fs::metadata(resolved).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::Failed(format!(
+            "file not found: `{shown}` ({}). Check the path, or use find_files to locate it",
+            resolved.display()
+        )),
+        _ => ToolError::Failed(format!("cannot read `{shown}`: {e}")),
+    })?;
+    if meta.is_dir() {
+        return Err(ToolError::Failed(format!(
+            "`{shown}` is a directory, not a file; use find_files to list its contents"
+        )));
+    }
+    let file = File::open(resolved)
+        .map_err(|e| ToolError::Failed(format!("cannot open `{shown}`: {e}")))?;
+    let mut reader = BufReader::new(file);
+    let probe = reader
+        .fill_buf()
+        .map_err(|e| ToolError::Failed(format!("cannot read `{shown}`: {e}")))?;
+    if probe[..probe.len().min(BINARY_PROBE_BYTES)].contains(&0) {
+        return Err(binary(shown, "it contains NUL bytes"));
+    }
+
+    let mut out = String::new();
+    let mut line_no = 0usize;
+    let mut last_shown = 0usize;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| ToolError::Failed(format!("cannot read `{shown}`: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        if line_no < offset {
+            continue;
+        }
+        if line_no >= offset + limit || out.len() >= MAX_OUTPUT_CHARS {
+            // Past the window: only count what remains.
+            let rest = count_lines(&mut reader)
+                .map_err(|e| ToolError::Failed(format!("cannot read `{shown}`: {e}")))?;
+            line_no += rest;
+            break;
+        }
+        let text = std::str::from_utf8(&buf)
+            .map_err(|_| binary(shown, &format!("line {line_no} is not valid UTF-8")))?;
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        push_line(&mut out, line_no, text);
+        last_shown = line_no;
+    }
+    let total = line_no;
+    if total == 0 {
+        return Ok(format!("(`{shown}` is empty)"));
+    }
+    if offset > total {
+        return Err(ToolError::InvalidInput(format!(
+            "argument `offset`: {offset} is past the end of `{shown}`, which has {total} lines"
+        )));
+    }
+    if last_shown < total {
+        out.push_str(&format!(
+            "… {} more lines; use offset={} to read on\n",
+            total - last_shown,
+            last_shown + 1
+        ));
+    }
+    Ok(out)
+}
+
+/// Appends one numbered line, cutting it at [`MAX_LINE_CHARS`].
+fn push_line(out: &mut String, line_no: usize, text: &str) {
+    out.push_str(&format!("{line_no:>6}\t"));
+    match text.char_indices().nth(MAX_LINE_CHARS) {
+        None => out.push_str(text),
+        Some((cut, _)) => {
+            out.push_str(&text[..cut]);
+            let more = text[cut..].chars().count();
+            out.push_str(&format!(" … [line cut: {more} more characters]"));
+        }
+    }
+    out.push('\n');
+}
+
+/// Counts the lines left in `reader`, which starts at the beginning of a line.
+fn count_lines(reader: &mut impl Read) -> std::io::Result<usize> {
+    let mut count = 0;
+    let mut pending = false;
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let n = reader.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        count += chunk[..n].iter().filter(|&&b| b == b'\n').count();
+        pending = chunk[n - 1] != b'\n';
+    }
+    // A last line without a newline still counts.
+    Ok(count + usize::from(pending))
+}
+
+fn binary(shown: &str, why: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "`{shown}` looks like a binary file ({why}); read_file shows text only. \
+         Use run_command with a suitable tool (e.g. `file`, `xxd | head`) to inspect it"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_with_a_marker() {
+        let mut out = String::new();
+        let line = "é".repeat(MAX_LINE_CHARS + 5);
+        push_line(&mut out, 7, &line);
+        assert!(out.starts_with("     7\t"));
+        assert!(out.contains("[line cut: 5 more characters]"));
+    }
+
+    #[test]
+    fn count_lines_counts_a_final_unterminated_line() {
+        assert_eq!(count_lines(&mut &b"a\nb\nc"[..]).unwrap(), 3);
+        assert_eq!(count_lines(&mut &b"a\nb\n"[..]).unwrap(), 2);
+        assert_eq!(count_lines(&mut &b""[..]).unwrap(), 0);
     }
 }

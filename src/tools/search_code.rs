@@ -1,9 +1,35 @@
-//! `search_code`: (implementation pending — see issue 2).
+//! `search_code`: a regular-expression search over files with ripgrep's engine
+//! (`grep-regex`, `grep-searcher`) and walker (`ignore`): `.gitignore` respected, binary
+//! files skipped, results as file lists, matching lines or counts.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
+use globset::{GlobBuilder, GlobMatcher};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use serde_json::{Value, json};
 
-use super::{Definition, Safety, Tool, ToolContext, ToolError, schema};
+use super::find_files::walker;
+use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+
+/// Entries returned when the call gives no `head_limit`.
+pub const DEFAULT_HEAD_LIMIT: usize = 500;
+
+/// Characters kept of a matching line in content mode.
+pub const MAX_LINE_CHARS: usize = 500;
+
+/// What the search returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Paths of files with at least one match, newest first.
+    FilesWithMatches,
+    /// `path:line:text` for matching lines, `path-line-text` for context lines.
+    Content,
+    /// `path:N`, the number of matching lines per file.
+    Count,
+}
 
 /// The `search_code` tool.
 pub struct SearchCode {
@@ -16,8 +42,8 @@ impl SearchCode {
         Self {
             def: Definition {
                 name: "search_code".into(),
-                description: "Search file contents with a regular expression (ripgrep engine), respecting .gitignore and skipping binary files.".into(),
-                input_schema: schema::object(&[("pattern", json!({"type": "string", "description": "Regular expression (Rust regex syntax)."})), ("path", json!({"type": "string", "description": "File or directory to search (default: the working directory)."})), ("glob", json!({"type": "string", "description": "Only search files matching this glob, e.g. *.rs."})), ("output_mode", json!({"type": "string", "enum": ["files_with_matches", "content", "count"], "description": "What to return (default files_with_matches)."})), ("context", json!({"type": "integer", "minimum": 0, "description": "Lines of context around matches (content mode)."})), ("case_insensitive", json!({"type": "boolean"})), ("head_limit", json!({"type": "integer", "minimum": 1, "description": "Return at most this many lines/entries."}))], &["pattern"]),
+                description: "Search file contents with a regular expression (ripgrep engine), respecting .gitignore and skipping binary files. Paths are shown relative to the working directory. output_mode: files_with_matches (default, newest first), content (path:line:text, context lines as path-line-text) or count (path:N). glob without a / matches file names at any depth (e.g. *.rs).".into(),
+                input_schema: schema::object(&[("pattern", json!({"type": "string", "description": "Regular expression (Rust regex syntax)."})), ("path", json!({"type": "string", "description": "File or directory to search (default: the working directory)."})), ("glob", json!({"type": "string", "description": "Only search files matching this glob, e.g. *.rs."})), ("output_mode", json!({"type": "string", "enum": ["files_with_matches", "content", "count"], "description": "What to return (default files_with_matches)."})), ("context", json!({"type": "integer", "minimum": 0, "description": "Lines of context around matches (content mode)."})), ("case_insensitive", json!({"type": "boolean"})), ("head_limit", json!({"type": "integer", "minimum": 1, "description": "Return at most this many lines/entries (default 500); the rest are counted."}))], &["pattern"]),
                 safety: Safety::ReadOnly,
                 system: false,
                 timeout: None,
@@ -38,7 +64,285 @@ impl Tool for SearchCode {
         &self.def
     }
 
-    async fn run(&self, _input: Value, _ctx: ToolContext) -> Result<String, ToolError> {
-        Err(ToolError::Failed("not implemented yet".into()))
+    async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError> {
+        let pattern: String = required(&input, "pattern")?;
+        let path: Option<String> = field(&input, "path")?;
+        let glob: Option<String> = field(&input, "glob")?;
+        let mode = match field::<String>(&input, "output_mode")?.as_deref() {
+            None | Some("files_with_matches") => OutputMode::FilesWithMatches,
+            Some("content") => OutputMode::Content,
+            Some("count") => OutputMode::Count,
+            Some(other) => {
+                return Err(ToolError::InvalidInput(format!(
+                    "argument `output_mode`: unknown mode `{other}`; use files_with_matches, content or count"
+                )));
+            }
+        };
+        let context = field::<usize>(&input, "context")?.unwrap_or(0);
+        let case_insensitive = field::<bool>(&input, "case_insensitive")?.unwrap_or(false);
+        let head_limit = field::<usize>(&input, "head_limit")?.unwrap_or(DEFAULT_HEAD_LIMIT);
+
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(case_insensitive)
+            .line_terminator(Some(b'\n'))
+            .build(&pattern)
+            .map_err(|e| {
+                ToolError::InvalidInput(format!("argument `pattern` is not a valid regex: {e}"))
+            })?;
+        let glob = glob
+            .map(|g| {
+                GlobBuilder::new(&g)
+                    .literal_separator(true)
+                    .build()
+                    .map(|m| (g.contains('/'), m.compile_matcher()))
+                    .map_err(|e| ToolError::InvalidInput(format!("argument `glob`: {e}")))
+            })
+            .transpose()?;
+        let query = Query {
+            root: path
+                .as_deref()
+                .map(|p| ctx.resolve(p))
+                .unwrap_or_else(|| ctx.cwd.clone()),
+            shown_root: path.unwrap_or_else(|| ".".into()),
+            cwd: ctx.cwd.clone(),
+            matcher,
+            glob,
+            mode,
+            context,
+            head_limit: head_limit.max(1),
+        };
+        tokio::task::spawn_blocking(move || query.run())
+            .await
+            .map_err(|e| ToolError::Failed(format!("the search was interrupted: {e}")))?
+    }
+}
+
+/// One search, fully decided, ready to run on a blocking thread.
+struct Query {
+    root: PathBuf,
+    shown_root: String,
+    cwd: PathBuf,
+    matcher: RegexMatcher,
+    /// (matches whole relative path, matcher)
+    glob: Option<(bool, GlobMatcher)>,
+    mode: OutputMode,
+    context: usize,
+    head_limit: usize,
+}
+
+impl Query {
+    fn run(&self) -> Result<String, ToolError> {
+        if !self.root.exists() {
+            return Err(ToolError::Failed(format!(
+                "path not found: `{}` ({}); check the path",
+                self.shown_root,
+                self.root.display()
+            )));
+        }
+        let context = if self.mode == OutputMode::Content {
+            self.context
+        } else {
+            0
+        };
+        let mut searcher = SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(0))
+            .line_number(true)
+            .before_context(context)
+            .after_context(context)
+            .build();
+        let mut out = Capped::new(self.head_limit);
+        let mut files: Vec<(SystemTime, String)> = Vec::new();
+        let mut binary_skipped = 0usize;
+        for entry in walker(&self.root).build().flatten() {
+            if !entry.file_type().is_some_and(|t| t.is_file()) || !self.glob_allows(entry.path()) {
+                continue;
+            }
+            let mut sink = FileSink::default();
+            if searcher
+                .search_path(&self.matcher, entry.path(), &mut sink)
+                .is_err()
+            {
+                continue; // Unreadable files are skipped, as ripgrep does.
+            }
+            if sink.binary {
+                binary_skipped += 1;
+                continue;
+            }
+            if sink.matches == 0 {
+                continue;
+            }
+            let shown = self.display(entry.path());
+            match self.mode {
+                OutputMode::FilesWithMatches => {
+                    let mtime = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    files.push((mtime, shown));
+                }
+                OutputMode::Count => out.push(format!("{shown}:{}", sink.matches)),
+                OutputMode::Content => {
+                    if context > 0 {
+                        out.separate();
+                    }
+                    for line in sink.lines {
+                        match line {
+                            Line::Break => out.separate(),
+                            Line::Text { n, matched, text } => {
+                                let sep = if matched { ':' } else { '-' };
+                                out.push(format!("{shown}{sep}{n}{sep}{text}"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if self.mode == OutputMode::FilesWithMatches {
+            files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+            for (_, f) in files {
+                out.push(f);
+            }
+        }
+        if out.lines.last().is_some_and(|l| l == "--") {
+            out.lines.pop();
+        }
+        if out.lines.is_empty() {
+            let mut msg = format!("no matches under `{}`", self.shown_root);
+            if binary_skipped > 0 {
+                msg.push_str(&format!(" ({binary_skipped} binary files skipped)"));
+            }
+            return Ok(msg);
+        }
+        let mut text = out.lines.join("\n");
+        text.push('\n');
+        let more = out.more;
+        if more > 0 {
+            text.push_str(&format!(
+                "… {more} more {} not shown (head_limit={}); narrow the pattern, path or glob, or raise head_limit\n",
+                if self.mode == OutputMode::Content { "lines" } else { "entries" },
+                self.head_limit
+            ));
+        }
+        Ok(text)
+    }
+
+    fn glob_allows(&self, path: &Path) -> bool {
+        match &self.glob {
+            None => true,
+            Some((true, m)) => path
+                .strip_prefix(&self.root)
+                .map(|rel| m.is_match(rel))
+                .unwrap_or_else(|_| m.is_match(path)),
+            Some((false, m)) => path.file_name().is_some_and(|n| m.is_match(n)),
+        }
+    }
+
+    /// A path relative to the agent's cwd when it lies below it, else absolute.
+    fn display(&self, path: &Path) -> String {
+        path.strip_prefix(&self.cwd)
+            .ok()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+}
+
+/// Output entries up to a limit; the rest are only counted.
+struct Capped {
+    lines: Vec<String>,
+    shown: usize,
+    more: usize,
+    limit: usize,
+}
+
+impl Capped {
+    fn new(limit: usize) -> Self {
+        Self {
+            lines: Vec::new(),
+            shown: 0,
+            more: 0,
+            limit,
+        }
+    }
+
+    /// Adds an entry, or counts it once the limit is reached.
+    fn push(&mut self, entry: String) {
+        if self.shown < self.limit {
+            self.lines.push(entry);
+            self.shown += 1;
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// Adds a `--` separator between groups, unless output is empty or full.
+    fn separate(&mut self) {
+        if self.shown > 0 && self.shown < self.limit && self.lines.last().is_some_and(|l| l != "--")
+        {
+            self.lines.push("--".into());
+        }
+    }
+}
+
+/// A line reported for one file.
+enum Line {
+    /// A matching (`matched`) or context line.
+    Text { n: u64, matched: bool, text: String },
+    /// A gap between non-adjacent groups of lines.
+    Break,
+}
+
+/// Collects one file's results; discarded when the file turns out to be binary.
+#[derive(Default)]
+struct FileSink {
+    lines: Vec<Line>,
+    matches: u64,
+    binary: bool,
+}
+
+impl FileSink {
+    fn push(&mut self, n: Option<u64>, matched: bool, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let text = match text.char_indices().nth(MAX_LINE_CHARS) {
+            None => text.to_string(),
+            Some((cut, _)) => format!(
+                "{} … [line cut: {} more characters]",
+                &text[..cut],
+                text[cut..].chars().count()
+            ),
+        };
+        self.lines.push(Line::Text {
+            n: n.unwrap_or(0),
+            matched,
+            text,
+        });
+    }
+}
+
+impl Sink for FileSink {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.matches += 1;
+        self.push(mat.line_number(), true, mat.bytes());
+        Ok(true)
+    }
+
+    fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        self.push(ctx.line_number(), false, ctx.bytes());
+        Ok(true)
+    }
+
+    fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
+        self.lines.push(Line::Break);
+        Ok(true)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _offset: u64) -> Result<bool, Self::Error> {
+        self.binary = true;
+        Ok(false)
     }
 }

@@ -99,6 +99,10 @@ pub struct Setup {
     pub mode: PermissionMode,
     pub allowed_tools: Option<Vec<&'static str>>,
     pub approver: ApproverPolicy,
+    /// Run background tasks and subagents (adds the orchestration tools).
+    pub orchestration: bool,
+    /// Make the temporary directory a git repository with one commit.
+    pub git: bool,
 }
 
 impl Setup {
@@ -109,15 +113,59 @@ impl Setup {
             mode: PermissionMode::BypassPermissions,
             allowed_tools: None,
             approver: ApproverPolicy::Headless,
+            orchestration: false,
+            git: false,
         }
     }
+}
+
+/// Runs git in `dir`, panicking with its output if it fails.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Starts a session in a fresh temporary directory.
 pub async fn start(setup: Setup) -> TestSession {
     let dir = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    if setup.git {
+        std::fs::write(cwd.join("README.md"), "# test repo\n").unwrap();
+        git(&cwd, &["init", "-q"]);
+        git(&cwd, &["add", "."]);
+        git(&cwd, &["commit", "-qm", "initial"]);
+    }
     let script: Script = serde_json::from_str(setup.script).expect("test script parses");
+    let home = cwd.join(".home");
+    let catalog = Arc::new(crewmaster::agent::catalog::Catalog::load(&cwd, None));
+    let mut tools = setup.tools;
+    let orchestration = setup.orchestration.then(|| {
+        tools.extend(crewmaster::tools::orchestration_tools(&catalog));
+        crewmaster::session::Orchestration {
+            session_dir: home.join("session"),
+            catalog: catalog.clone(),
+            workspaces: None,
+            max_concurrent_agents: 8,
+            subagent_max_turns: 10,
+        }
+    });
     let provider = ScriptedProvider::new(script);
     let events = EventBus::new();
     let rx = events.subscribe();
@@ -137,11 +185,12 @@ pub async fn start(setup: Setup) -> TestSession {
             max_tokens: 1000,
         },
         approver: setup.approver,
-        registry: Arc::new(Registry::with_tools(setup.tools).unwrap()),
+        registry: Arc::new(Registry::with_tools(tools).unwrap()),
         sandbox: CommandSandbox::None,
         default_tool_timeout: Duration::from_secs(30),
         conversation: Vec::new(),
         events,
+        orchestration,
     })
     .await
     .unwrap();

@@ -1,0 +1,412 @@
+//! Subagents: `launch` registers a task and spawns a `SubAgent` actor linked under the
+//! agent that asked (so that agent's supervisor sees it fail); the actor runs its loop in
+//! a spawned task — waiting for a concurrency slot, setting up its worktree, running under
+//! dontAsk with its own tool list — and reports the outcome to the task manager.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
+};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::Catalog;
+use super::delegate::{ActorDelegate, SpawnRequest};
+use super::mode::AgentMode;
+use super::monitor::watch_agent;
+use super::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use crate::permission::PermissionMode;
+use crate::tasks::actor::{NewTask, TaskMsg};
+use crate::tasks::{TaskKind, TaskStatus};
+use crate::tools::CommandSandbox;
+
+/// Subagents may nest this deep (the lead is depth 0).
+pub const MAX_DEPTH: u32 = 2;
+
+/// Where subagents get isolated working copies (git worktrees).
+#[async_trait]
+pub trait Workspaces: Send + Sync {
+    /// The repository's root (the main checkout).
+    fn repo_root(&self) -> &Path;
+    /// Creates the task's working copy; returns its root.
+    async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, String>;
+    /// Ends the task's working copy: removed when clean, kept (and described) otherwise.
+    async fn finish(&self, task_id: &str) -> Result<String, String>;
+}
+
+/// What every subagent of a session shares.
+#[derive(Clone)]
+pub struct SubagentEnv {
+    /// The lead's runner, cloned and re-specified per subagent.
+    pub runner: Runner,
+    /// The agent definitions.
+    pub catalog: Arc<Catalog>,
+    /// The session's task manager.
+    pub tasks: ActorRef<TaskMsg>,
+    /// Worktrees, when the project is a git repository.
+    pub workspaces: Option<Arc<dyn Workspaces>>,
+    /// Bounds how many subagents run at once (`maxConcurrentAgents`).
+    pub slots: Arc<Semaphore>,
+    /// The lead's working directory (mapped into each worktree).
+    pub main_cwd: PathBuf,
+    /// Turn limit when the definition sets none.
+    pub default_max_turns: u32,
+}
+
+/// Messages a subagent accepts.
+pub enum SubAgentMsg {
+    /// Start a nested subagent (its `agent` tool).
+    Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    /// Internal: the run ended (`Err`: it crashed, with the reason).
+    Ended(Result<RunOutcome, String>),
+}
+
+/// The subagent actor (configuration only).
+pub struct SubAgent;
+
+/// What a subagent starts from.
+pub struct SubAgentArgs {
+    env: SubagentEnv,
+    task_id: String,
+    depth: u32,
+    request: SpawnRequest,
+    cancel: CancellationToken,
+    log: PathBuf,
+}
+
+/// A subagent's state.
+pub struct SubAgentState {
+    env: SubagentEnv,
+    task_id: String,
+    depth: u32,
+    children: HashMap<ActorId, String>,
+}
+
+/// Registers a task and spawns its subagent under `parent`; returns the task id.
+/// Called from the parent's handler: it only registers and spawns (both quick).
+pub async fn launch(
+    parent: ActorCell,
+    env: &SubagentEnv,
+    depth: u32,
+    request: SpawnRequest,
+    children: &mut HashMap<ActorId, String>,
+) -> Result<String, String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "subagents cannot start subagents beyond a depth of {MAX_DEPTH}"
+        ));
+    }
+    let Some(def) = env.catalog.get(&request.subagent_type) else {
+        return Err(format!(
+            "unknown subagent_type `{}`; available: {}",
+            request.subagent_type,
+            env.catalog.names().join(", ")
+        ));
+    };
+    let cancel = CancellationToken::new();
+    let new = NewTask {
+        kind: TaskKind::Agent,
+        description: request.description.clone(),
+        owner: env.runner.spec.id.clone(),
+        agent_type: Some(def.name.clone()),
+        command: None,
+    };
+    let record = match env
+        .tasks
+        .call(
+            |r| TaskMsg::Create(new, cancel.clone(), r),
+            Some(std::time::Duration::from_secs(10)),
+        )
+        .await
+    {
+        Ok(ractor::rpc::CallResult::Success(rec)) => rec,
+        _ => return Err("the task manager did not answer".into()),
+    };
+    let args = SubAgentArgs {
+        env: env.clone(),
+        task_id: record.id.clone(),
+        depth,
+        request,
+        cancel,
+        log: record.output_file.clone(),
+    };
+    match Actor::spawn_linked(None, SubAgent, args, parent).await {
+        Ok((actor, _)) => {
+            children.insert(actor.get_id(), record.id.clone());
+            Ok(record.id)
+        }
+        Err(e) => {
+            let _ = env.tasks.cast(TaskMsg::Finish {
+                id: record.id.clone(),
+                status: TaskStatus::Failed,
+                result: format!("could not start: {e}"),
+            });
+            Err(format!("could not start the subagent: {e}"))
+        }
+    }
+}
+
+/// What a supervisor does when one of its subagents stops: a failure becomes a `failed`
+/// task with the reason (the task manager ignores it if the task already ended).
+pub fn on_child_event(
+    children: &mut HashMap<ActorId, String>,
+    tasks: &ActorRef<TaskMsg>,
+    evt: &SupervisionEvent,
+) {
+    match evt {
+        SupervisionEvent::ActorFailed(who, reason) => {
+            if let Some(task) = children.remove(&who.get_id()) {
+                let _ = tasks.cast(TaskMsg::Finish {
+                    id: task,
+                    status: TaskStatus::Failed,
+                    result: format!("the subagent crashed: {reason}"),
+                });
+            }
+        }
+        SupervisionEvent::ActorTerminated(who, _, _) => {
+            children.remove(&who.get_id());
+        }
+        _ => {}
+    }
+}
+
+impl Actor for SubAgent {
+    type Msg = SubAgentMsg;
+    type State = SubAgentState;
+    type Arguments = SubAgentArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: SubAgentArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let state = SubAgentState {
+            env: args.env.clone(),
+            task_id: args.task_id.clone(),
+            depth: args.depth,
+            children: HashMap::new(),
+        };
+        tokio::spawn(run_subagent(myself, args));
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SubAgentMsg::Spawn(req, reply) => {
+                let r = launch(
+                    myself.get_cell(),
+                    &state.env,
+                    state.depth + 1,
+                    req,
+                    &mut state.children,
+                )
+                .await;
+                let _ = reply.send(r);
+            }
+            SubAgentMsg::Ended(Ok(outcome)) => {
+                let status = match outcome.status {
+                    RunStatus::Completed => TaskStatus::Completed,
+                    RunStatus::MaxTurns => TaskStatus::MaxTurns,
+                    RunStatus::Cancelled => TaskStatus::Cancelled,
+                    RunStatus::Failed => TaskStatus::Failed,
+                };
+                let _ = state.env.tasks.cast(TaskMsg::Finish {
+                    id: state.task_id.clone(),
+                    status,
+                    result: outcome.result,
+                });
+                myself.stop(None);
+            }
+            // Fail the actor so the parent's supervisor records the crash.
+            SubAgentMsg::Ended(Err(reason)) => return Err(reason.into()),
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        on_child_event(&mut state.children, &state.env.tasks, &evt);
+        Ok(())
+    }
+}
+
+/// The subagent's whole life, in its own task: slot, worktree, run, clean-up, report.
+async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
+    let SubAgentArgs {
+        env,
+        task_id,
+        depth,
+        request,
+        cancel,
+        log,
+    } = args;
+    let workspaces = env.workspaces.clone();
+    let id = task_id.clone();
+    let result = tokio::spawn(work(me.clone(), env, task_id, depth, request, cancel, log)).await;
+    let ended = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = if e.is_panic() {
+                format!("panicked: {}", panic_text(e.into_panic()))
+            } else {
+                "aborted".to_string()
+            };
+            // The run died before it could tidy up: keep or remove its worktree now.
+            if let Some(ws) = workspaces {
+                let _ = ws.finish(&id).await;
+            }
+            Err(reason)
+        }
+    };
+    let _ = me.cast(SubAgentMsg::Ended(ended));
+}
+
+async fn work(
+    me: ActorRef<SubAgentMsg>,
+    env: SubagentEnv,
+    task_id: String,
+    depth: u32,
+    request: SpawnRequest,
+    cancel: CancellationToken,
+    log: PathBuf,
+) -> Result<RunOutcome, String> {
+    let cancelled = || RunOutcome {
+        result: "stopped before it started".into(),
+        status: RunStatus::Cancelled,
+        usage: Default::default(),
+        turns: 0,
+        tool_calls: 0,
+    };
+    let _slot = tokio::select! {
+        permit = env.slots.clone().acquire_owned() => permit.map_err(|_| "the session is closing".to_string())?,
+        _ = cancel.cancelled() => return Ok(cancelled()),
+    };
+    let def = env
+        .catalog
+        .get(&request.subagent_type)
+        .cloned()
+        .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))?;
+    let isolation = request
+        .isolation
+        .clone()
+        .or(def.isolation.clone())
+        .unwrap_or_else(|| "worktree".into());
+    let (cwd, worktree_note, workspace) = match (&env.workspaces, isolation.as_str()) {
+        (Some(ws), "worktree") => {
+            let root = ws.create(&task_id, &request.description).await?;
+            let rel = env
+                .main_cwd
+                .strip_prefix(ws.repo_root())
+                .unwrap_or(Path::new(""));
+            let cwd = root.join(rel);
+            let note = format!(
+                "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
+use paths inside your worktree. You cannot write outside it.",
+                root.display(),
+                ws.repo_root().display()
+            );
+            (cwd, note, Some((ws.clone(), root)))
+        }
+        (None, "worktree") => (
+            env.main_cwd.clone(),
+            "\n\nThis project is not a git repository, so you work in the main directory."
+                .to_string(),
+            None,
+        ),
+        _ => (env.main_cwd.clone(), String::new(), None),
+    };
+    let _ = env.tasks.cast(TaskMsg::Running {
+        id: task_id.clone(),
+        pgid: None,
+        worktree: workspace.as_ref().map(|(_, root)| root.clone()),
+    });
+
+    let all_tools: Vec<String> = env
+        .runner
+        .pipeline
+        .registry
+        .definitions()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut allowed: HashSet<String> = def
+        .allowed_tools(all_tools.iter().cloned())
+        .unwrap_or_else(|| all_tools.into_iter().collect());
+    if depth >= MAX_DEPTH {
+        allowed.remove("agent");
+    }
+    let agent_id = format!("{}/{task_id}", def.name);
+    let mut runner = env.runner.clone();
+    runner.spec = AgentSpec {
+        id: agent_id.clone(),
+        model: request
+            .model
+            .clone()
+            .or(def.model.clone())
+            .unwrap_or(env.runner.spec.model.clone()),
+        system_prompt: format!("{}{worktree_note}", def.prompt),
+        allowed_tools: Some(allowed),
+        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
+        max_tokens: env.runner.spec.max_tokens,
+    };
+    let writable = workspace
+        .as_ref()
+        .map(|(_, root)| root.clone())
+        .unwrap_or(cwd.clone());
+    let place = RunPlace {
+        cwd,
+        permission_mode: PermissionMode::DontAsk,
+        sandbox: CommandSandbox::Landlock {
+            writable_roots: vec![writable],
+        },
+        delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
+        tasks: Some(env.tasks.clone()),
+    };
+    let watcher = watch_agent(
+        &runner.pipeline.events,
+        &agent_id,
+        &task_id,
+        log,
+        env.tasks.clone(),
+    );
+    let mut conversation = Vec::new();
+    let req = RunRequest {
+        mode: AgentMode::Chat,
+        task: request.prompt.clone(),
+        plan: None,
+    };
+    let mut outcome = runner.run(&mut conversation, &req, &place, cancel).await;
+    watcher.finish().await;
+    if let Some((ws, _)) = workspace {
+        match ws.finish(&task_id).await {
+            Ok(summary) => outcome.result = format!("{}\n\n[worktree] {summary}", outcome.result),
+            Err(e) => {
+                outcome.result = format!(
+                    "{}\n\n[worktree] could not be finished: {e}",
+                    outcome.result
+                )
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

@@ -1,0 +1,163 @@
+//! `crew tasks list|logs|stop`: watch and control a session's background tasks from
+//! another terminal, during or after a run. Reads the state the running session persists;
+//! a stop is a request file the running session honours within a fraction of a second.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+
+use crate::tasks::{TaskRecord, TaskStatus, load_records, process_alive, stop_request_path};
+use crate::tools::task_tools::describe;
+
+/// `crew tasks …`
+#[derive(Debug, Subcommand)]
+pub enum TasksCmd {
+    /// List the tasks of a session (the newest by default).
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// The session id.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Print a task's output log.
+    Logs {
+        /// The task id.
+        id: String,
+        /// Keep printing as the log grows, until the task ends.
+        #[arg(short = 'f', long)]
+        follow: bool,
+        /// The session id.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Stop a running task.
+    Stop {
+        /// The task id.
+        id: String,
+        /// The session id.
+        #[arg(long)]
+        session: Option<String>,
+    },
+}
+
+fn session_dir(cwd: &Path, session: Option<&str>) -> anyhow::Result<PathBuf> {
+    let root = crate::store::project_root(cwd);
+    match session {
+        Some(id) => {
+            let dir = crate::store::session_dir(&root, id)
+                .context("cannot find the home directory (set HOME)")?;
+            if !dir.is_dir() {
+                bail!("--session {id}: no such session for {}", root.display());
+            }
+            Ok(dir)
+        }
+        None => crate::store::newest_session(&root)
+            .map(|(_, dir)| dir)
+            .with_context(|| format!("no sessions with tasks for {} yet", root.display())),
+    }
+}
+
+fn find(dir: &Path, id: &str) -> anyhow::Result<TaskRecord> {
+    load_records(dir)?
+        .into_iter()
+        .find(|r| r.id == id)
+        .with_context(|| {
+            format!(
+                "no task `{id}` in {}; `crew tasks list` shows the ids",
+                dir.display()
+            )
+        })
+}
+
+/// Runs a tasks subcommand; returns the exit code.
+pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> anyhow::Result<i32> {
+    match cmd {
+        TasksCmd::List { json, session } => {
+            let dir = session_dir(cwd, session.as_deref())?;
+            let records = load_records(&dir)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&records)?)?;
+            } else if records.is_empty() {
+                writeln!(out, "no tasks in session {}", dir.display())?;
+            } else {
+                for r in &records {
+                    writeln!(out, "{}", describe(r))?;
+                }
+            }
+            Ok(0)
+        }
+        TasksCmd::Logs {
+            id,
+            follow,
+            session,
+        } => {
+            let dir = session_dir(cwd, session.as_deref())?;
+            let rec = find(&dir, &id)?;
+            let mut pos = 0u64;
+            loop {
+                pos = copy_from(&rec.output_file, pos, out)?;
+                if !follow {
+                    return Ok(0);
+                }
+                let now = find(&dir, &id)?;
+                if now.status.is_terminal() || !process_alive(now.host_pid) {
+                    copy_from(&rec.output_file, pos, out)?;
+                    writeln!(out, "\n[task {} {}]", now.id, now.status.as_str())?;
+                    return Ok(0);
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        TasksCmd::Stop { id, session } => {
+            let dir = session_dir(cwd, session.as_deref())?;
+            let rec = find(&dir, &id)?;
+            if rec.status.is_terminal() {
+                writeln!(out, "task {id} already ended ({})", rec.status.as_str())?;
+                return Ok(0);
+            }
+            if !process_alive(rec.host_pid) {
+                writeln!(
+                    out,
+                    "task {id} belonged to crew process {} which is gone; nothing is running",
+                    rec.host_pid
+                )?;
+                return Ok(0);
+            }
+            let request = stop_request_path(&dir, &id);
+            std::fs::write(&request, b"stop")
+                .with_context(|| format!("cannot write {}", request.display()))?;
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let now = find(&dir, &id)?;
+                if now.status.is_terminal() {
+                    writeln!(out, "task {id} {}", now.status.as_str())?;
+                    return Ok(if now.status == TaskStatus::Cancelled {
+                        0
+                    } else {
+                        1
+                    });
+                }
+            }
+            writeln!(out, "asked task {id} to stop; it has not ended yet")?;
+            Ok(1)
+        }
+    }
+}
+
+/// Copies a file's bytes from `pos` to `out`; returns the new position.
+fn copy_from(path: &Path, pos: u64, out: &mut (dyn Write + Send)) -> anyhow::Result<u64> {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Ok(pos);
+    };
+    f.seek(SeekFrom::Start(pos))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)?;
+    out.write_all(&buf)?;
+    out.flush()?;
+    Ok(pos + buf.len() as u64)
+}

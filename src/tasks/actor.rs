@@ -1,0 +1,361 @@
+//! The `TaskManager` actor: the live registry of background tasks. It records state
+//! changes (persisting them at once, so other terminals see them), holds each task's
+//! cancellation token, answers waits when tasks end, queues completion notifications for
+//! the agent that started each task, and honours stop requests written by
+//! `crew tasks stop` from another process.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    TaskKind, TaskRecord, TaskStatus, log_path, new_task_id, now_ms, save_records,
+    stop_request_path,
+};
+use crate::protocol::Usage;
+
+/// How often stop-request files are checked.
+const STOP_POLL: Duration = Duration::from_millis(300);
+
+/// What is needed to register a task.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// Agent or command.
+    pub kind: TaskKind,
+    /// What it is for.
+    pub description: String,
+    /// The agent starting it.
+    pub owner: String,
+    /// The subagent type.
+    pub agent_type: Option<String>,
+    /// The command.
+    pub command: Option<String>,
+}
+
+/// Messages the task manager accepts.
+pub enum TaskMsg {
+    /// Register a pending task; `cancel` stops it.
+    Create(NewTask, CancellationToken, RpcReplyPort<TaskRecord>),
+    /// The task started running (with its process group, for commands).
+    Running {
+        /// Task id.
+        id: String,
+        /// Process group of a command.
+        pgid: Option<i32>,
+        /// Worktree of an agent.
+        worktree: Option<PathBuf>,
+    },
+    /// Progress of an agent task.
+    Activity {
+        /// Task id.
+        id: String,
+        /// Tool calls since the last update.
+        tool_calls: u32,
+        /// Usage to add.
+        usage: Usage,
+        /// What it is doing now.
+        activity: Option<String>,
+    },
+    /// The task ended.
+    Finish {
+        /// Task id.
+        id: String,
+        /// Its final status.
+        status: TaskStatus,
+        /// Its answer, exit status or failure reason.
+        result: String,
+    },
+    /// All records, oldest first.
+    List(RpcReplyPort<Vec<TaskRecord>>),
+    /// One record.
+    Get(String, RpcReplyPort<Option<TaskRecord>>),
+    /// Reply when the task has ended (at once if it has).
+    Wait(String, RpcReplyPort<Option<TaskRecord>>),
+    /// Reply with the next ended task of this owner whose notification is still queued,
+    /// or `None` when the owner has nothing queued and nothing running.
+    WaitNext(String, RpcReplyPort<Option<TaskRecord>>),
+    /// Take the queued completion notifications of this owner.
+    TakeNotifications(String, RpcReplyPort<Vec<TaskRecord>>),
+    /// Whether this owner has pending or running tasks.
+    HasActive(String, RpcReplyPort<bool>),
+    /// Whether any task is pending or running.
+    HasActiveAny(RpcReplyPort<bool>),
+    /// Stop a task; replies when it has ended (or at once if it had).
+    Stop(String, RpcReplyPort<Result<TaskRecord, String>>),
+    /// Stop every task still active (session shutdown).
+    StopAll,
+    /// Internal: check for stop requests from other processes.
+    PollStops,
+}
+
+/// The task manager actor (configuration only).
+pub struct TaskManager;
+
+/// The live state.
+pub struct TaskState {
+    session_dir: PathBuf,
+    records: Vec<TaskRecord>,
+    cancels: HashMap<String, CancellationToken>,
+    waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
+    stop_waiters: HashMap<String, Vec<RpcReplyPort<Result<TaskRecord, String>>>>,
+    next_waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
+    notifications: HashMap<String, Vec<TaskRecord>>,
+}
+
+impl TaskState {
+    fn find(&mut self, id: &str) -> Option<&mut TaskRecord> {
+        self.records.iter_mut().find(|r| r.id == id)
+    }
+
+    fn persist(&self) {
+        if let Err(e) = save_records(&self.session_dir, &self.records) {
+            tracing::warn!(
+                "cannot save task state in {}: {e}",
+                self.session_dir.display()
+            );
+        }
+    }
+
+    fn has_active(&self, owner: &str) -> bool {
+        self.records
+            .iter()
+            .any(|r| r.owner == owner && !r.status.is_terminal())
+    }
+
+    fn finish(&mut self, id: &str, status: TaskStatus, result: String) {
+        let Some(rec) = self.find(id) else { return };
+        if rec.status.is_terminal() {
+            return;
+        }
+        rec.status = status;
+        rec.ended_ms = Some(now_ms());
+        rec.result = Some(result);
+        let rec = rec.clone();
+        self.cancels.remove(id);
+        let _ = std::fs::remove_file(stop_request_path(&self.session_dir, id));
+        for w in self.waiters.remove(id).unwrap_or_default() {
+            let _ = w.send(Some(rec.clone()));
+        }
+        for w in self.stop_waiters.remove(id).unwrap_or_default() {
+            let _ = w.send(Ok(rec.clone()));
+        }
+        self.notifications
+            .entry(rec.owner.clone())
+            .or_default()
+            .push(rec.clone());
+        for w in self.next_waiters.remove(&rec.owner).unwrap_or_default() {
+            let _ = w.send(Some(rec.clone()));
+        }
+        self.persist();
+    }
+}
+
+impl Actor for TaskManager {
+    type Msg = TaskMsg;
+    type State = TaskState;
+    /// The session directory where records and logs live.
+    type Arguments = PathBuf;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        session_dir: PathBuf,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        std::fs::create_dir_all(session_dir.join("tasks"))?;
+        // The ticker ends by itself once the actor is gone (the cast fails).
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(STOP_POLL);
+            loop {
+                tick.tick().await;
+                if myself.cast(TaskMsg::PollStops).is_err() {
+                    break;
+                }
+            }
+        });
+        let state = TaskState {
+            session_dir,
+            records: Vec::new(),
+            cancels: HashMap::new(),
+            waiters: HashMap::new(),
+            stop_waiters: HashMap::new(),
+            next_waiters: HashMap::new(),
+            notifications: HashMap::new(),
+        };
+        state.persist();
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            TaskMsg::Create(new, cancel, reply) => {
+                let id = new_task_id();
+                let rec = TaskRecord {
+                    output_file: log_path(&state.session_dir, &id),
+                    id: id.clone(),
+                    kind: new.kind,
+                    description: new.description,
+                    status: TaskStatus::Pending,
+                    owner: new.owner,
+                    agent_type: new.agent_type,
+                    command: new.command,
+                    created_ms: now_ms(),
+                    started_ms: None,
+                    ended_ms: None,
+                    tool_calls: 0,
+                    usage: Usage::default(),
+                    last_activity: "queued".into(),
+                    result: None,
+                    worktree: None,
+                    pgid: None,
+                    host_pid: std::process::id(),
+                };
+                state.cancels.insert(id, cancel);
+                state.records.push(rec.clone());
+                state.persist();
+                let _ = reply.send(rec);
+            }
+            TaskMsg::Running { id, pgid, worktree } => {
+                if let Some(rec) = state.find(&id).filter(|r| !r.status.is_terminal()) {
+                    rec.status = TaskStatus::Running;
+                    rec.started_ms = Some(now_ms());
+                    rec.pgid = pgid;
+                    rec.worktree = worktree;
+                    rec.last_activity = "started".into();
+                    state.persist();
+                }
+            }
+            TaskMsg::Activity {
+                id,
+                tool_calls,
+                usage,
+                activity,
+            } => {
+                if let Some(rec) = state.find(&id) {
+                    rec.tool_calls += tool_calls;
+                    rec.usage.add(&usage);
+                    if let Some(a) = activity {
+                        rec.last_activity = a;
+                    }
+                    state.persist();
+                }
+            }
+            TaskMsg::Finish { id, status, result } => state.finish(&id, status, result),
+            TaskMsg::List(reply) => {
+                let _ = reply.send(state.records.clone());
+            }
+            TaskMsg::Get(id, reply) => {
+                let _ = reply.send(state.find(&id).cloned());
+            }
+            TaskMsg::Wait(id, reply) => match state.find(&id).cloned() {
+                None => {
+                    let _ = reply.send(None);
+                }
+                Some(rec) if rec.status.is_terminal() => {
+                    let _ = reply.send(Some(rec));
+                }
+                Some(_) => state.waiters.entry(id).or_default().push(reply),
+            },
+            TaskMsg::WaitNext(owner, reply) => {
+                if let Some(first) = state.notifications.get(&owner).and_then(|q| q.first()) {
+                    let _ = reply.send(Some(first.clone()));
+                } else if state.has_active(&owner) {
+                    state.next_waiters.entry(owner).or_default().push(reply);
+                } else {
+                    let _ = reply.send(None);
+                }
+            }
+            TaskMsg::TakeNotifications(owner, reply) => {
+                let _ = reply.send(state.notifications.remove(&owner).unwrap_or_default());
+            }
+            TaskMsg::HasActive(owner, reply) => {
+                let _ = reply.send(state.has_active(&owner));
+            }
+            TaskMsg::HasActiveAny(reply) => {
+                let _ = reply.send(state.records.iter().any(|r| !r.status.is_terminal()));
+            }
+            TaskMsg::Stop(id, reply) => match state.find(&id).cloned() {
+                None => {
+                    let _ = reply.send(Err(format!(
+                        "no task with id `{id}`; `task_list` shows the ids"
+                    )));
+                }
+                Some(rec) if rec.status.is_terminal() => {
+                    let _ = reply.send(Ok(rec));
+                }
+                Some(_) => {
+                    request_stop(state, &id);
+                    state.stop_waiters.entry(id).or_default().push(reply);
+                }
+            },
+            TaskMsg::StopAll => {
+                let active: Vec<String> = state
+                    .records
+                    .iter()
+                    .filter(|r| !r.status.is_terminal())
+                    .map(|r| r.id.clone())
+                    .collect();
+                for id in active {
+                    request_stop(state, &id);
+                }
+            }
+            TaskMsg::PollStops => {
+                let requested: Vec<String> = state
+                    .records
+                    .iter()
+                    .filter(|r| !r.status.is_terminal())
+                    .filter(|r| stop_request_path(&state.session_dir, &r.id).exists())
+                    .map(|r| r.id.clone())
+                    .collect();
+                for id in requested {
+                    let _ = std::fs::remove_file(stop_request_path(&state.session_dir, &id));
+                    request_stop(state, &id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Nothing may outlive the session: cancel whatever is still running and record it.
+        let active: Vec<String> = state
+            .records
+            .iter()
+            .filter(|r| !r.status.is_terminal())
+            .map(|r| r.id.clone())
+            .collect();
+        for id in active {
+            request_stop(state, &id);
+            state.finish(&id, TaskStatus::Cancelled, "the session ended".into());
+        }
+        Ok(())
+    }
+}
+
+/// Cancels a task's work; a command's process group is also signalled directly, so it
+/// dies even if its waiter is busy.
+fn request_stop(state: &mut TaskState, id: &str) {
+    if let Some(cancel) = state.cancels.get(id) {
+        cancel.cancel();
+    }
+    if let Some(rec) = state.find(id) {
+        rec.last_activity = "stopping".into();
+        if let Some(pgid) = rec.pgid {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Background commands: `run_command` with `run_in_background` starts the command in its
+//! own process group with its output going to the task's log, registers it as a task, and
+//! returns at once. A waiter records how it ended; stopping the task (or the session)
+//! kills the whole group, and processes it leaves behind are killed when it exits.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use ractor::ActorRef;
+use ractor::rpc::CallResult;
+use tokio_util::sync::CancellationToken;
+
+use super::actor::{NewTask, TaskMsg};
+use super::{TaskKind, TaskRecord, TaskStatus};
+use crate::tools::ToolContext;
+use crate::tools::process::{self, Ended, GroupChild};
+
+/// Starts `command` in the background for the agent of `ctx`; returns its task record.
+pub async fn start(
+    tasks: &ActorRef<TaskMsg>,
+    ctx: &ToolContext,
+    command: &str,
+    description: Option<String>,
+) -> Result<TaskRecord, String> {
+    let cancel = CancellationToken::new();
+    let new = NewTask {
+        kind: TaskKind::Command,
+        description: description.unwrap_or_else(|| command.chars().take(60).collect()),
+        owner: ctx.agent_id.clone(),
+        agent_type: None,
+        command: Some(command.to_string()),
+    };
+    let record = match tasks
+        .call(
+            |r| TaskMsg::Create(new, cancel.clone(), r),
+            Some(Duration::from_secs(10)),
+        )
+        .await
+    {
+        Ok(CallResult::Success(rec)) => rec,
+        _ => return Err("the task manager did not answer".into()),
+    };
+    let fail = |reason: String| {
+        let _ = tasks.cast(TaskMsg::Finish {
+            id: record.id.clone(),
+            status: TaskStatus::Failed,
+            result: reason.clone(),
+        });
+        reason
+    };
+    let log = record
+        .output_file
+        .parent()
+        .map(std::fs::create_dir_all)
+        .transpose()
+        .and_then(|_| std::fs::File::create(&record.output_file))
+        .map_err(|e| {
+            fail(format!(
+                "cannot create the log {}: {e}",
+                record.output_file.display()
+            ))
+        })?;
+    let err_log = log
+        .try_clone()
+        .map_err(|e| fail(format!("cannot share the log file: {e}")))?;
+    let mut cmd =
+        process::shell_command(command, &ctx.cwd, &ctx.sandbox).map_err(|e| fail(e.to_string()))?;
+    cmd.stdout(Stdio::from(log)).stderr(Stdio::from(err_log));
+    let mut child = GroupChild::spawn(&mut cmd, &ctx.cwd).map_err(|e| fail(e.to_string()))?;
+    let pgid = child.pgid();
+    let _ = tasks.cast(TaskMsg::Running {
+        id: record.id.clone(),
+        pgid: Some(pgid.as_raw()),
+        worktree: None,
+    });
+    let tasks = tasks.clone();
+    let id = record.id.clone();
+    let log_path = record.output_file.clone();
+    tokio::spawn(async move {
+        let ended = child.wait_or_kill(None, &cancel).await;
+        // Nothing the command started may outlive it.
+        let _ = process::kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
+        child.disarm();
+        let (status, result) = match ended {
+            Ok(s) if s.success() => (TaskStatus::Completed, "exit code: 0".to_string()),
+            Ok(s) => (
+                TaskStatus::Failed,
+                match s.code() {
+                    Some(c) => format!("exit code: {c}"),
+                    None => "killed by a signal".to_string(),
+                },
+            ),
+            Err(Ended::Cancelled) => (
+                TaskStatus::Cancelled,
+                "stopped; its process group was killed".into(),
+            ),
+            Err(Ended::TimedOut) => (TaskStatus::Failed, "timed out".into()),
+            Err(Ended::Wait(e)) => (TaskStatus::Failed, format!("could not wait for it: {e}")),
+        };
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log_path) {
+            let _ = writeln!(f, "\n[{result}]");
+        }
+        let _ = tasks.cast(TaskMsg::Finish { id, status, result });
+    });
+    Ok(record)
+}

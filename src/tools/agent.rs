@@ -1,0 +1,131 @@
+//! `agent` (alias `Task`): start a subagent. In the foreground it waits for the
+//! subagent's final answer; in the background it returns the task id at once and the
+//! caller is notified when the task ends.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ractor::rpc::CallResult;
+use serde_json::{Value, json};
+
+use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::agent::catalog::Catalog;
+use crate::agent::delegate::SpawnRequest;
+use crate::tasks::TaskStatus;
+use crate::tasks::actor::TaskMsg;
+
+/// The longest a foreground subagent may run before the call gives up.
+pub const FOREGROUND_LIMIT: Duration = Duration::from_secs(2 * 3600);
+
+/// The `agent` tool.
+pub struct AgentTool {
+    def: Definition,
+}
+
+impl AgentTool {
+    /// The tool, describing the agent types of `catalog` to the model.
+    pub fn new(catalog: &Catalog) -> Self {
+        let types: Vec<String> = catalog
+            .agents
+            .values()
+            .map(|d| format!("- {}: {}", d.name, d.description))
+            .collect();
+        Self {
+            def: Definition {
+                name: "agent".into(),
+                description: format!(
+                    "Delegate a self-contained part of the work to a subagent. Each subagent works in its own git \
+worktree (so parallel subagents never collide), cannot ask the user anything, and returns a final report. \
+Give it a complete, specific prompt: it does not see this conversation. Set run_in_background to start \
+several in parallel; you are notified as each finishes, and task_output/task_stop manage them.\n\n\
+Agent types (subagent_type):\n{}",
+                    types.join("\n")
+                ),
+                input_schema: schema::object(
+                    &[
+                        (
+                            "description",
+                            json!({"type": "string", "description": "A short (3-5 word) description of the task."}),
+                        ),
+                        (
+                            "prompt",
+                            json!({"type": "string", "description": "The complete task for the subagent."}),
+                        ),
+                        (
+                            "subagent_type",
+                            json!({"type": "string", "description": "Which agent type to use."}),
+                        ),
+                        (
+                            "run_in_background",
+                            json!({"type": "boolean", "description": "Return the task id at once instead of waiting."}),
+                        ),
+                        (
+                            "isolation",
+                            json!({"type": "string", "enum": ["worktree", "none"], "description": "worktree (default) or none (work in the main checkout; read-only agents)."}),
+                        ),
+                        (
+                            "model",
+                            json!({"type": "string", "description": "Model override for this subagent."}),
+                        ),
+                    ],
+                    &["description", "prompt", "subagent_type"],
+                ),
+                safety: Safety::SideEffect,
+                system: false,
+                timeout: Some(FOREGROUND_LIMIT + Duration::from_secs(60)),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for AgentTool {
+    fn definition(&self) -> &Definition {
+        &self.def
+    }
+
+    async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError> {
+        let request = SpawnRequest {
+            description: required(&input, "description")?,
+            prompt: required(&input, "prompt")?,
+            subagent_type: required(&input, "subagent_type")?,
+            run_in_background: field(&input, "run_in_background")?.unwrap_or(false),
+            isolation: field(&input, "isolation")?,
+            model: field(&input, "model")?,
+        };
+        let (Some(delegate), Some(tasks)) = (&ctx.delegate, &ctx.tasks) else {
+            return Err(ToolError::Failed(
+                "subagents are not available in this session".into(),
+            ));
+        };
+        let background = request.run_in_background;
+        let kind = request.subagent_type.clone();
+        let id = delegate.spawn(request).await.map_err(ToolError::Failed)?;
+        if background {
+            return Ok(format!(
+                "Started background task {id} (subagent `{kind}`). You will be notified when it ends; \
+use task_output to see its progress or task_stop to stop it."
+            ));
+        }
+        let wait = tasks.call(|r| TaskMsg::Wait(id.clone(), r), Some(FOREGROUND_LIMIT));
+        let record = tokio::select! {
+            r = wait => match r {
+                Ok(CallResult::Success(Some(rec))) => rec,
+                _ => return Err(ToolError::Failed(format!("lost track of subagent task {id}"))),
+            },
+            _ = ctx.cancel.cancelled() => {
+                let _ = tasks.cast(TaskMsg::Stop(id.clone(), ractor::concurrency::oneshot().0.into()));
+                return Err(ToolError::Failed(format!("cancelled; subagent task {id} was stopped")));
+            }
+        };
+        let result = record.result.unwrap_or_default();
+        match record.status {
+            TaskStatus::Completed => Ok(result),
+            TaskStatus::MaxTurns => Ok(format!("(the subagent hit its turn limit)\n{result}")),
+            other => Err(ToolError::Failed(format!(
+                "subagent task {id} {}: {result}",
+                other.as_str()
+            ))),
+        }
+    }
+}

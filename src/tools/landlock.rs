@@ -1,0 +1,237 @@
+//! Linux Landlock confinement for commands: reads and execution anywhere, writes only
+//! below the writable roots, the temp directory and a few harmless devices.
+//!
+//! The ruleset is built in the parent (opening directories and allocating is not allowed
+//! between `fork` and `exec`); the child only calls `prctl` and `landlock_restrict_self`
+//! from `pre_exec`, both plain system calls. The sandbox fails closed: when the kernel
+//! cannot enforce Landlock the command is refused, never run unconfined.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, RulesetError, RulesetStatus, path_beneath_rules,
+};
+
+/// The newest Landlock ABI whose filesystem rights we ask for. V3 covers reading,
+/// writing, creating, removing, renaming across directories and truncating; V5's device
+/// ioctl right is left unhandled so terminals and `/dev/null` keep working.
+const TARGET_ABI: ABI = ABI::V3;
+
+/// Devices bash and common tools write to; writing them changes no file.
+const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/shm",
+];
+
+/// The errno the child reports when `landlock_restrict_self` could not confine it; the
+/// parent turns it back into [`SandboxError::NotEnforced`].
+pub const NOT_ENFORCED_ERRNO: i32 = nix::errno::Errno::ENOTSUP as i32;
+
+/// Whether the running kernel can enforce Landlock filesystem rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelSupport {
+    /// Landlock is built in and enabled.
+    Available,
+    /// Landlock is missing or disabled; the text says what the probe saw.
+    Unavailable(&'static str),
+}
+
+/// Why a command could not be confined. Every message says how to opt out.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel has no (enabled) Landlock, so the command was refused.
+    #[error(
+        "the command was refused: the OS sandbox (Linux Landlock) is required but {0}. \
+         To run commands without it, set \"sandbox\": {{\"enabled\": false}} in \
+         .crew/settings.json, or run the agent in a permission mode other than dontAsk"
+    )]
+    Unsupported(String),
+    /// Building the ruleset failed.
+    #[error(
+        "the command was refused: the Landlock ruleset could not be built ({0}). \
+         Check that the writable roots exist, or set \"sandbox\": {{\"enabled\": false}} \
+         in .crew/settings.json"
+    )]
+    Ruleset(#[from] RulesetError),
+    /// The child could not restrict itself.
+    #[error(
+        "the command was refused: the kernel did not enforce the Landlock sandbox in the \
+         child process. Set \"sandbox\": {{\"enabled\": false}} in .crew/settings.json or \
+         run the agent in a permission mode other than dontAsk"
+    )]
+    NotEnforced,
+}
+
+/// Probes the kernel once per process.
+pub fn kernel_support() -> KernelSupport {
+    static SUPPORT: OnceLock<KernelSupport> = OnceLock::new();
+    *SUPPORT.get_or_init(|| {
+        let probe = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(ABI::V1))
+            .and_then(|r| r.create());
+        match probe {
+            Ok(_) => KernelSupport::Available,
+            Err(_) => KernelSupport::Unavailable("this kernel does not support Landlock"),
+        }
+    })
+}
+
+/// The roots a confined command may write below: the given roots, the temp directory
+/// and the devices in [`WRITABLE_DEVICES`]. Roots that do not exist are skipped by
+/// Landlock (so writes there stay denied).
+pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = writable_roots.to_vec();
+    roots.push(std::env::temp_dir());
+    roots.push(PathBuf::from("/tmp"));
+    roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
+/// The git directories a command in a linked worktree must write to for `git add` and
+/// `git commit` to work: the worktree's private git dir (`.git/worktrees/NAME`, holding
+/// its index and HEAD) and the repository's common dir (objects, refs). Empty when
+/// `worktree/.git` is a directory (it is then already below the worktree) or missing.
+///
+/// Granting the common dir lets a confined command rewrite any ref of the repository
+/// (not its checked-out files); callers add these roots knowingly.
+pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
+    let dot_git = worktree.join(".git");
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return Vec::new();
+    };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+        return Vec::new();
+    };
+    let gitdir = worktree.join(gitdir.trim());
+    let mut dirs = vec![gitdir.clone()];
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        let common = gitdir.join(common.trim());
+        dirs.push(common.canonicalize().unwrap_or(common));
+    }
+    dirs
+}
+
+/// A ruleset built in the parent, ready to be applied in the child by [`apply`].
+///
+/// [`apply`]: PreparedLandlock::apply
+#[derive(Debug)]
+pub struct PreparedLandlock {
+    ruleset: Option<RulesetCreated>,
+}
+
+impl PreparedLandlock {
+    /// Builds the ruleset for `writable_roots`, refusing when `support` says the kernel
+    /// cannot enforce it. Pass [`kernel_support()`] except in tests of the refusal path.
+    pub fn prepare(
+        writable_roots: &[PathBuf],
+        support: KernelSupport,
+    ) -> Result<Self, SandboxError> {
+        if let KernelSupport::Unavailable(why) = support {
+            return Err(SandboxError::Unsupported(why.to_string()));
+        }
+        let roots = effective_writable_roots(writable_roots);
+        let ruleset = Ruleset::default()
+            // Version 1 rights are required: without them nothing is confined.
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(ABI::V1))?
+            // Newer rights (refer, truncate) are added where the kernel has them.
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(TARGET_ABI))?
+            .create()?
+            .add_rules(path_beneath_rules(
+                [Path::new("/")],
+                AccessFs::from_read(TARGET_ABI),
+            ))?
+            .add_rules(path_beneath_rules(&roots, AccessFs::from_all(TARGET_ABI)))?;
+        Ok(Self {
+            ruleset: Some(ruleset),
+        })
+    }
+
+    /// Confines the calling process. Meant for `pre_exec`: it only makes system calls
+    /// (`prctl`, `landlock_restrict_self`, `close`) and allocates nothing. Applying twice
+    /// is an error, as is a kernel that did not enforce the rules.
+    pub fn apply(&mut self) -> io::Result<()> {
+        let ruleset = self
+            .ruleset
+            .take()
+            .ok_or_else(|| io::Error::from_raw_os_error(NOT_ENFORCED_ERRNO))?;
+        match ruleset.restrict_self() {
+            Ok(status) if status.ruleset != RulesetStatus::NotEnforced => Ok(()),
+            _ => Err(io::Error::from_raw_os_error(NOT_ENFORCED_ERRNO)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsupported_kernel_is_refused_with_how_to_opt_out() {
+        let err = PreparedLandlock::prepare(
+            &[PathBuf::from("/tmp")],
+            KernelSupport::Unavailable("Landlock is disabled"),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("refused"), "{msg}");
+        assert!(msg.contains("Landlock is disabled"), "{msg}");
+        assert!(msg.contains("sandbox"), "{msg}");
+        assert!(msg.contains("dontAsk"), "{msg}");
+    }
+
+    #[test]
+    fn writable_roots_include_temp_and_dev_null() {
+        let roots = effective_writable_roots(&[PathBuf::from("/work/x")]);
+        assert!(roots.contains(&PathBuf::from("/work/x")));
+        assert!(roots.contains(&std::env::temp_dir()));
+        assert!(roots.contains(&PathBuf::from("/dev/null")));
+        assert!(!roots.contains(&PathBuf::from("/")));
+    }
+
+    #[test]
+    fn git_dirs_of_a_plain_checkout_are_empty_and_of_a_linked_worktree_found() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        assert!(git_writable_dirs(dir.path()).is_empty());
+
+        let wt = tempfile::tempdir().unwrap();
+        let private = dir.path().join(".git/worktrees/wt");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::write(private.join("commondir"), "../..\n").unwrap();
+        std::fs::write(
+            wt.path().join(".git"),
+            format!("gitdir: {}\n", private.display()),
+        )
+        .unwrap();
+        let dirs = git_writable_dirs(wt.path());
+        assert_eq!(dirs[0], private);
+        assert_eq!(dirs[1], dir.path().join(".git").canonicalize().unwrap());
+    }
+
+    #[test]
+    fn apply_without_a_ruleset_fails_instead_of_running_unconfined() {
+        if kernel_support() != KernelSupport::Available {
+            eprintln!("skipping: kernel has no Landlock");
+            return;
+        }
+        let mut prepared = PreparedLandlock::prepare(&[], KernelSupport::Available).unwrap();
+        // Applying in this test thread would confine it; take the ruleset out instead,
+        // as a second `apply` would find it.
+        let _ = prepared.ruleset.take();
+        let err = prepared.apply().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(NOT_ENFORCED_ERRNO));
+    }
+}

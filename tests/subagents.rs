@@ -1,0 +1,275 @@
+//! Subagents and background tasks through the real actors: delegation, concurrency,
+//! crash containment, notifications, and the persisted task state.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Behaviour, FakeTool, Setup, start, tool_results};
+use crewmaster::agent::mode::AgentMode;
+use crewmaster::agent::runner::RunRequest;
+use crewmaster::events::EventKind;
+use crewmaster::tasks::{TaskStatus, load_records};
+use crewmaster::tools::{Safety, Tool};
+
+fn chat(task: &str) -> RunRequest {
+    RunRequest {
+        mode: AgentMode::Chat,
+        task: task.into(),
+        plan: None,
+    }
+}
+
+fn fake_read() -> Arc<FakeTool> {
+    Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ))
+}
+
+#[tokio::test]
+async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
+    let read = fake_read();
+    let mut t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[
+                  {"name":"agent","input":{"description":"one","prompt":"p","subagent_type":"general-purpose","run_in_background":true}},
+                  {"name":"agent","input":{"description":"boom","prompt":"p","subagent_type":"explore","run_in_background":true}},
+                  {"name":"agent","input":{"description":"two","prompt":"p","subagent_type":"plan","run_in_background":true}}]},
+                {"text":"started"},
+                {"text":"noted"}, {"text":"noted"}, {"text":"noted"}],
+              "agents":{
+                "general-purpose":{"turns":[{"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},{"text":"one done"}]},
+                "explore":{"turns":[{"panic":true}]},
+                "plan":{"turns":[{"text":"two done"}]}}}"#,
+            vec![read.clone() as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    let first = t.session.run(chat("fan out")).await.unwrap();
+    assert_eq!(first.result, "started");
+    // Run the lead again whenever something ended, until nothing is running.
+    while t.session.next_completion().await.is_some() {
+        t.session.run(chat("continue")).await.unwrap();
+    }
+    let session_dir = t.dir.path().canonicalize().unwrap().join(".home/session");
+    let records = load_records(&session_dir).unwrap();
+    let by_desc = |d: &str| records.iter().find(|r| r.description == d).unwrap().clone();
+    assert_eq!(by_desc("boom").status, TaskStatus::Failed);
+    assert!(
+        by_desc("boom").result.unwrap().contains("panic"),
+        "{:?}",
+        by_desc("boom")
+    );
+    assert_eq!(by_desc("one").status, TaskStatus::Completed);
+    assert_eq!(by_desc("one").result.as_deref(), Some("one done"));
+    assert_eq!(by_desc("one").tool_calls, 1);
+    assert_eq!(by_desc("two").status, TaskStatus::Completed);
+    assert_eq!(read.runs(), 1);
+    // The lead saw a notification for each task in its conversation.
+    let conv = t.session.conversation().await.unwrap();
+    let notes: usize = conv
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter(|b| matches!(b, crewmaster::protocol::ContentBlock::Text { text } if text.starts_with("<task-notification>")))
+        .count();
+    assert_eq!(notes, 3);
+    // The lead itself is still usable after the crash.
+    while t.events.try_recv().is_ok() {}
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn background_subagents_run_concurrently() {
+    // Each subagent's first turn takes a while; if they ran one after another, every
+    // subagent's first request would come after the previous one's last.
+    let mut t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[
+                  {"name":"agent","input":{"description":"a","prompt":"p","subagent_type":"general-purpose","run_in_background":true}},
+                  {"name":"agent","input":{"description":"b","prompt":"p","subagent_type":"explore","run_in_background":true}},
+                  {"name":"agent","input":{"description":"c","prompt":"p","subagent_type":"plan","run_in_background":true}}]},
+                {"text":"started"}],
+              "agents":{
+                "general-purpose":{"turns":[{"text":"a1","delay_ms":300},{"text":"a2"}]},
+                "explore":{"turns":[{"text":"b1","delay_ms":300}]},
+                "plan":{"turns":[{"text":"c1","delay_ms":300}]}}}"#,
+            vec![fake_read() as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    t.session.run(chat("fan out")).await.unwrap();
+    let mut done = 0;
+    while t.session.next_completion().await.is_some() {
+        let tasks = t.session.tasks().unwrap().clone();
+        let taken = tasks
+            .call(
+                |r| crewmaster::tasks::actor::TaskMsg::TakeNotifications("lead".into(), r),
+                None,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        done += taken.len();
+    }
+    assert_eq!(done, 3);
+    // Order of events: all three subagents started before any of them finished.
+    let mut order = Vec::new();
+    while let Ok(e) = t.events.try_recv() {
+        match e.kind {
+            EventKind::RunStarted { .. } if e.agent != "lead" => order.push(("start", e.agent)),
+            EventKind::RunFinished { .. } if e.agent != "lead" => order.push(("end", e.agent)),
+            _ => {}
+        }
+    }
+    let first_end = order.iter().position(|(k, _)| *k == "end").unwrap();
+    let starts_before = order[..first_end]
+        .iter()
+        .filter(|(k, _)| *k == "start")
+        .count();
+    assert_eq!(starts_before, 3, "{order:?}");
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn foreground_subagent_returns_its_answer_and_unknown_types_are_refused() {
+    let t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"agent","input":{"description":"look","prompt":"find it","subagent_type":"explore"}}]},
+                {"tool_calls":[{"name":"agent","input":{"description":"x","prompt":"p","subagent_type":"nope"}}]},
+                {"text":"done"}],
+              "agents":{"explore":{"turns":[{"text":"found it in src/lib.rs"}]}}}"#,
+            vec![fake_read() as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    t.session.run(chat("go")).await.unwrap();
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert!(!results[0].is_error);
+    assert_eq!(results[0].content, "found it in src/lib.rs");
+    assert!(results[1].is_error);
+    assert!(
+        results[1].content.contains("unknown subagent_type `nope`"),
+        "{}",
+        results[1].content
+    );
+    assert!(results[1].content.contains("explore"));
+    // The subagent was shown only its definition's tools, never `agent` or writes.
+    let sub = t
+        .provider
+        .requests()
+        .into_iter()
+        .find(|r| r.agent.starts_with("explore/"))
+        .unwrap();
+    let names: Vec<&str> = sub.tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"read_file"));
+    assert!(
+        !names.contains(&"agent") && !names.contains(&"write_file"),
+        "{names:?}"
+    );
+    t.session.shutdown().await;
+}
+
+fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
+    for _ in 0..200 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("gave up waiting for {what}");
+}
+
+fn alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_subagent_kills_the_command_it_is_running() {
+    let t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"agent","input":{"description":"sleeper","prompt":"p","subagent_type":"general-purpose","run_in_background":true}}]},
+                {"text":"started"}],
+              "agents":{"general-purpose":{"turns":[
+                {"tool_calls":[{"name":"run_command","input":{"command":"echo $$ > sub.pid; exec sleep 300"}}]},
+                {"text":"never reached"}]}}}"#,
+            crewmaster::tools::builtin_tools(),
+        )
+    })
+    .await;
+    t.session.run(chat("go")).await.unwrap();
+    let pid_file = t.dir.path().join("sub.pid");
+    wait_for(
+        || std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.trim().is_empty()),
+        "the pid file",
+    );
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(alive(&pid), "the subagent's sleep should be running");
+    let tasks = t.session.tasks().unwrap().clone();
+    let records = tasks
+        .call(crewmaster::tasks::actor::TaskMsg::List, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let id = records[0].id.clone();
+    let stopped = tasks
+        .call(
+            |r| crewmaster::tasks::actor::TaskMsg::Stop(id, r),
+            Some(std::time::Duration::from_secs(30)),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(stopped.status, TaskStatus::Cancelled);
+    wait_for(|| !alive(&pid), "the sleep to die");
+    t.session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_command_reports_its_end_to_the_lead() {
+    let t = start(Setup {
+        orchestration: true,
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"run_command","input":{"command":"sleep 0.2; echo built ok","run_in_background":true,"description":"build"}}]},
+                {"text":"waiting for the build"},
+                {"text":"the build finished"}]}"#,
+            crewmaster::tools::builtin_tools(),
+        )
+    })
+    .await;
+    let first = t.session.run(chat("build it")).await.unwrap();
+    assert_eq!(first.result, "waiting for the build");
+    let rec = t.session.next_completion().await.expect("the command ends");
+    assert_eq!(rec.status, TaskStatus::Completed);
+    assert!(
+        std::fs::read_to_string(&rec.output_file)
+            .unwrap()
+            .contains("built ok")
+    );
+    let second = t.session.run(chat("continue")).await.unwrap();
+    assert_eq!(second.result, "the build finished");
+    let last_request = t.provider.requests().pop().unwrap();
+    let sent = last_request.messages.last().unwrap().text();
+    assert!(
+        sent.contains("<task-notification>") && sent.contains("exit code: 0"),
+        "{sent}"
+    );
+    t.session.shutdown().await;
+}

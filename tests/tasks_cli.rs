@@ -1,0 +1,112 @@
+//! `crew tasks …` from another process while a headless run waits on a background task:
+//! list it, read its log, stop it; the run then ends with the completion delivered.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn crew(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir.join("home"))
+        .output()
+        .expect("crew runs")
+}
+
+fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
+    for _ in 0..300 {
+        if let Some(v) = probe() {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("gave up waiting for {what}");
+}
+
+#[test]
+fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().canonicalize().unwrap();
+    let script = dir.join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns":[
+            {"tool_calls":[{"name":"run_command","input":{"command":"echo serving; exec sleep 300","run_in_background":true,"description":"dev server"}}]},
+            {"text":"The server runs in the background."},
+            {"text":"The server was stopped."}]}"#,
+    )
+    .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args([
+            "-p",
+            "serve",
+            "--permission-mode",
+            "bypassPermissions",
+            "--model",
+        ])
+        .arg(format!("script:{}", script.display()))
+        .args(["--output-format", "json"])
+        .current_dir(&dir)
+        .env("HOME", dir.join("home"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    let task = wait_for(
+        || {
+            let out = crew(&dir, &["tasks", "list", "--json"]);
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            let t = v.as_array()?.first()?.clone();
+            (t["status"] == "running").then_some(t)
+        },
+        "the background task to run",
+    );
+    assert_eq!(task["kind"], "command");
+    assert_eq!(task["description"], "dev server");
+    let id = task["id"].as_str().unwrap().to_string();
+    let pgid = task["pgid"].as_i64().unwrap();
+    wait_for(
+        || {
+            String::from_utf8_lossy(&crew(&dir, &["tasks", "logs", &id]).stdout)
+                .contains("serving")
+                .then_some(())
+        },
+        "the log to show the output",
+    );
+    assert!(Path::new(&format!("/proc/{pgid}")).exists());
+
+    let stop = crew(&dir, &["tasks", "stop", &id]);
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stdout)
+    );
+    assert!(String::from_utf8_lossy(&stop.stdout).contains("cancelled"));
+
+    // The waiting run receives the completion, lets the lead react, and exits.
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["result"], "The server was stopped.");
+    let listed: serde_json::Value =
+        serde_json::from_slice(&crew(&dir, &["tasks", "list", "--json"]).stdout).unwrap();
+    assert_eq!(listed[0]["status"], "cancelled");
+    wait_for(
+        || (!Path::new(&format!("/proc/{pgid}")).exists()).then_some(()),
+        "the process group to be gone",
+    );
+}
+
+#[test]
+fn tasks_commands_explain_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crew(dir.path(), &["tasks", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no sessions with tasks"));
+}

@@ -1,0 +1,389 @@
+//! `run_command` end to end: exit codes, process-group cleanup on timeout, cancellation
+//! and after the shell exits, and the Landlock sandbox.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crewmaster::tools::landlock::{self, KernelSupport};
+use crewmaster::tools::process::{self, ProcessError};
+use crewmaster::tools::run_command::RunCommand;
+use crewmaster::tools::{CommandSandbox, Tool, ToolContext, ToolError};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn ctx(dir: &Path) -> ToolContext {
+    ToolContext::new(dir, "test")
+}
+
+/// Whether `pid` names a process that still runs (a zombie runs nothing).
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let after = &stat[stat.rfind(')').unwrap() + 1..];
+            !after.trim_start().starts_with('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Reads a pid the command wrote with `echo $! > file`, waiting for the file to appear.
+async fn read_pid(path: &Path) -> i32 {
+    for _ in 0..500 {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && let Ok(pid) = s.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the command never wrote {}", path.display());
+}
+
+#[tokio::test]
+async fn nonzero_exit_is_a_result_showing_the_code_and_both_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = RunCommand::new()
+        .run(
+            json!({"command": "echo hello; echo oops >&2; exit 7"}),
+            ctx(dir.path()),
+        )
+        .await
+        .unwrap();
+    assert!(out.contains("exit code: 7"), "{out}");
+    assert!(out.contains("stdout:\nhello"), "{out}");
+    assert!(out.contains("stderr:\noops"), "{out}");
+}
+
+#[tokio::test]
+async fn runs_in_the_agent_cwd_with_stdin_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = RunCommand::new()
+        .run(json!({"command": "pwd; cat; echo done"}), ctx(dir.path()))
+        .await
+        .unwrap();
+    let real = dir.path().canonicalize().unwrap();
+    assert!(out.contains(&real.display().to_string()), "{out}");
+    // `cat` reads /dev/null and ends at once instead of waiting on a terminal.
+    assert!(out.contains("done"), "{out}");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_group_including_background_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("bg.pid");
+    let err = RunCommand::new()
+        .run(
+            json!({"command": "sleep 300 & echo $! > bg.pid; echo started; sleep 30", "timeout_ms": 3000}),
+            ctx(dir.path()),
+        )
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, ToolError::Failed(_)));
+    assert!(msg.contains("within 3 s"), "{msg}");
+    assert!(msg.contains("process group"), "{msg}");
+    assert!(msg.contains("started"), "partial output kept: {msg}");
+    let pid = read_pid(&pidfile).await;
+    assert!(!running(pid), "background sleep {pid} survived the timeout");
+}
+
+#[tokio::test]
+async fn background_grandchild_does_not_hang_the_call_and_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    // `sleep 300 &` keeps stdout open after bash exits; the call must still return.
+    let out = RunCommand::new()
+        .run(
+            json!({"command": "sleep 300 & echo $! > bg.pid; echo quick"}),
+            ctx(dir.path()),
+        )
+        .await
+        .unwrap();
+    assert!(out.contains("exit code: 0"), "{out}");
+    assert!(out.contains("quick"), "{out}");
+    assert!(out.contains("were killed"), "{out}");
+    let pid = read_pid(&dir.path().join("bg.pid")).await;
+    assert!(!running(pid), "background sleep {pid} outlived the command");
+}
+
+#[tokio::test]
+async fn cancel_token_kills_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("bg.pid");
+    let cancel = CancellationToken::new();
+    let run = {
+        let cancel = cancel.clone();
+        let cwd = dir.path().to_path_buf();
+        tokio::spawn(async move {
+            process::run_in_group(
+                "sleep 300 & echo $! > bg.pid; sleep 300",
+                &cwd,
+                Duration::from_secs(600),
+                &cancel,
+                &CommandSandbox::None,
+            )
+            .await
+        })
+    };
+    let pid = read_pid(&pidfile).await;
+    assert!(running(pid));
+    cancel.cancel();
+    let err = run.await.unwrap().unwrap_err();
+    let ProcessError::Cancelled { pgid, .. } = err else {
+        panic!("expected Cancelled, got {err:?}");
+    };
+    assert!(
+        !running(pid),
+        "background sleep {pid} survived cancellation"
+    );
+    assert!(!process::group_alive(pgid));
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("bg.pid");
+    let cwd = dir.path().to_path_buf();
+    // The executor aborts a tool's task on its own timeout: the drop guard must kill.
+    let task = tokio::spawn(async move {
+        process::run_in_group(
+            "sleep 300 & echo $! > bg.pid; sleep 300",
+            &cwd,
+            Duration::from_secs(600),
+            &CancellationToken::new(),
+            &CommandSandbox::None,
+        )
+        .await
+    });
+    let pid = read_pid(&pidfile).await;
+    task.abort();
+    let _ = task.await;
+    for _ in 0..500 {
+        if !running(pid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("background sleep {pid} survived the aborted call");
+}
+
+#[tokio::test]
+async fn large_output_is_capped_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = RunCommand::new()
+        .run(
+            json!({"command": "seq 1 100000; echo LAST"}),
+            ctx(dir.path()),
+        )
+        .await
+        .unwrap();
+    assert!(out.contains("cut from the middle"), "{}", &out[..200]);
+    assert!(out.contains("LAST"), "the tail is kept");
+    assert!(out.len() < 30_000);
+}
+
+#[tokio::test]
+async fn empty_command_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = RunCommand::new()
+        .run(json!({"command": "  "}), ctx(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::InvalidInput(ref m) if m.contains("`command`")));
+}
+
+#[test]
+fn definition_timeout_outlasts_the_largest_command_timeout() {
+    let def = RunCommand::new();
+    let t = def.definition().timeout.unwrap();
+    assert!(t > run_command_max());
+}
+
+fn run_command_max() -> Duration {
+    crewmaster::tools::run_command::MAX_TIMEOUT
+}
+
+fn landlock_ctx(dir: &Path, writable: &Path) -> ToolContext {
+    let mut c = ctx(dir);
+    c.sandbox = CommandSandbox::Landlock {
+        writable_roots: vec![writable.to_path_buf()],
+    };
+    c
+}
+
+#[tokio::test]
+async fn landlock_allows_writes_inside_and_blocks_writes_outside() {
+    if landlock::kernel_support() != KernelSupport::Available {
+        eprintln!("skipping: kernel has no Landlock");
+        return;
+    }
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let inside = root.path().join("inside");
+    std::fs::create_dir(&inside).unwrap();
+    let c = landlock_ctx(&inside, &inside);
+
+    let ok = RunCommand::new()
+        .run(json!({"command": "touch x && echo made"}), c.clone())
+        .await
+        .unwrap();
+    assert!(ok.contains("exit code: 0"), "{ok}");
+    assert!(inside.join("x").exists());
+
+    // The attack: a confined command writing outside its worktree.
+    let denied = RunCommand::new()
+        .run(json!({"command": "touch ../outside.txt"}), c.clone())
+        .await
+        .unwrap();
+    assert!(denied.contains("exit code: 1"), "{denied}");
+    assert!(denied.contains("Permission denied"), "{denied}");
+    assert!(!root.path().join("outside.txt").exists());
+
+    // Reading and executing outside stay allowed.
+    let read = RunCommand::new()
+        .run(
+            json!({"command": "ls / > /dev/null && cat /etc/hostname >/dev/null; echo $?"}),
+            c,
+        )
+        .await
+        .unwrap();
+    assert!(read.contains("stdout:\n0"), "{read}");
+}
+
+#[tokio::test]
+async fn landlock_blocks_rename_out_and_delete_outside() {
+    if landlock::kernel_support() != KernelSupport::Available {
+        eprintln!("skipping: kernel has no Landlock");
+        return;
+    }
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let inside = root.path().join("inside");
+    std::fs::create_dir(&inside).unwrap();
+    std::fs::write(root.path().join("victim.txt"), "keep").unwrap();
+    std::fs::write(inside.join("mine.txt"), "mine").unwrap();
+    let out = RunCommand::new()
+        .run(
+            json!({"command": "rm -f ../victim.txt; mv mine.txt ../escaped.txt; echo > ../victim.txt"}),
+            landlock_ctx(&inside, &inside),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("victim.txt")).unwrap(),
+        "keep",
+        "{out}"
+    );
+    assert!(!root.path().join("escaped.txt").exists(), "{out}");
+    assert!(inside.join("mine.txt").exists(), "{out}");
+}
+
+#[tokio::test]
+async fn landlock_unsupported_kernel_refuses_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let sandbox = CommandSandbox::Landlock {
+        writable_roots: vec![dir.path().to_path_buf()],
+    };
+    let err = process::shell_command_with(
+        &format!("touch {}", marker.display()),
+        dir.path(),
+        &sandbox,
+        KernelSupport::Unavailable("this kernel does not support Landlock"),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("refused"), "{msg}");
+    assert!(msg.contains("does not support Landlock"), "{msg}");
+    assert!(msg.contains("sandbox"), "{msg}");
+    assert!(!marker.exists(), "the command must not run unconfined");
+
+    // On a kernel without Landlock, the tool itself refuses.
+    if landlock::kernel_support() != KernelSupport::Available {
+        let err = RunCommand::new()
+            .run(
+                json!({"command": "touch ran"}),
+                landlock_ctx(dir.path(), dir.path()),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("refused"), "{err}");
+        assert!(!marker.exists());
+    }
+}
+
+#[tokio::test]
+async fn a_process_escaping_the_group_cannot_hang_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    // `setsid` leaves our process group but inherits stdout: the pipe never closes.
+    let out = RunCommand::new()
+        .run(
+            // The pid file is written after setsid(), so the shell exits only once the
+            // sleeper has left the group.
+            json!({"command": "setsid bash -c 'echo $$ > esc.pid; exec sleep 30' & \
+                               while [ ! -s esc.pid ]; do :; done; echo back"}),
+            ctx(dir.path()),
+        )
+        .await
+        .unwrap();
+    let pid = read_pid(&dir.path().join("esc.pid")).await;
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert!(out.contains("exit code: 0"), "{out}");
+    assert!(out.contains("back"), "{out}");
+    assert!(out.contains("reading stopped"), "{out}");
+}
+
+/// Runs git in `dir`, panicking with its stderr on failure.
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
+    if landlock::kernel_support() != KernelSupport::Available {
+        eprintln!("skipping: kernel has no Landlock");
+        return;
+    }
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let repo = root.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
+    git(&repo, &["worktree", "add", "-q", "../wt", "-b", "work"]);
+    let wt = root.path().join("wt");
+    let commit = json!({"command": "echo hi > f.txt && git add f.txt && \
+        git -c user.name=t -c user.email=t@t commit -q -m add && echo committed"});
+
+    // Only the worktree itself: git cannot write its index (kept in the main repo).
+    let out = RunCommand::new()
+        .run(commit.clone(), landlock_ctx(&wt, &wt))
+        .await
+        .unwrap();
+    assert!(!out.contains("committed"), "{out}");
+
+    let mut roots = vec![wt.clone()];
+    roots.extend(landlock::git_writable_dirs(&wt));
+    let mut c = ctx(&wt);
+    c.sandbox = CommandSandbox::Landlock {
+        writable_roots: roots,
+    };
+    let out = RunCommand::new().run(commit, c).await.unwrap();
+    assert!(out.contains("committed"), "{out}");
+}
