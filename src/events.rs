@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::permission::{Source, Verdict};
-use crate::protocol::{StopReason, ToolCall, Usage};
+use crate::protocol::{Message, StopReason, ToolCall, Usage};
 
 /// One thing that happened, attributed to an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,11 @@ pub enum EventKind {
         mode: String,
         /// The task text.
         task: String,
+    },
+    /// A complete message joined the agent's conversation (what resume rebuilds from).
+    MessageAppended {
+        /// The message.
+        message: Message,
     },
     /// Streamed model text.
     TextDelta {

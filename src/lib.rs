@@ -16,3 +16,4 @@ pub mod session;
 pub mod store;
 pub mod tasks;
 pub mod tools;
+pub mod transcript;

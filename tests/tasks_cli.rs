@@ -37,7 +37,7 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
             {"text":"The server was stopped."}]}"#,
     )
     .unwrap();
-    let mut run = Command::new(env!("CARGO_BIN_EXE_crew"))
+    let run = Command::new(env!("CARGO_BIN_EXE_crew"))
         .args([
             "-p",
             "serve",

@@ -189,6 +189,9 @@ impl Runner {
             tool_ctx,
         };
         conversation.push(Message::user_text(opening_message(req)));
+        // Messages are published (for the transcript) once final: user messages just
+        // before the request that carries them, assistant messages when complete.
+        let mut published = conversation.len() - 1;
 
         let mut outcome = RunOutcome {
             result: String::new(),
@@ -201,6 +204,7 @@ impl Runner {
             if let Some(tasks) = &place.tasks {
                 inject_notifications(conversation, tasks, agent).await;
             }
+            self.publish_messages(conversation, &mut published);
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: self.spec.system_prompt.clone(),
@@ -238,6 +242,7 @@ impl Runner {
                 },
             );
             conversation.push(assistant_message(&output));
+            self.publish_messages(conversation, &mut published);
             if !output.text.is_empty() || output.calls.is_empty() {
                 outcome.result = output.text.clone();
             }
@@ -256,6 +261,7 @@ impl Runner {
                 break;
             }
         }
+        self.publish_messages(conversation, &mut published);
         events.publish(
             agent,
             EventKind::RunFinished {
@@ -266,6 +272,18 @@ impl Runner {
             },
         );
         outcome
+    }
+
+    fn publish_messages(&self, conversation: &[Message], published: &mut usize) {
+        for message in &conversation[*published..] {
+            self.pipeline.events.publish(
+                &self.spec.id,
+                EventKind::MessageAppended {
+                    message: message.clone(),
+                },
+            );
+        }
+        *published = conversation.len();
     }
 
     async fn stream_turn(
@@ -377,10 +395,18 @@ async fn inject_notifications(
     }
 }
 
-/// The conversation as sent for this turn: with the reminder appended to the last user
-/// message (a copy — the reminder is never stored).
+/// The conversation as sent for this turn: consecutive messages of one role merged (a
+/// resumed or notified conversation can hold two user messages in a row, which APIs
+/// reject), and the reminder appended to the last user message. A copy: the reminder is
+/// never stored.
 fn with_reminder(conversation: &[Message], reminder: Option<String>) -> Vec<Message> {
-    let mut messages = conversation.to_vec();
+    let mut messages: Vec<Message> = Vec::with_capacity(conversation.len() + 1);
+    for m in conversation {
+        match messages.last_mut() {
+            Some(prev) if prev.role == m.role => prev.content.extend(m.content.iter().cloned()),
+            _ => messages.push(m.clone()),
+        }
+    }
     if let Some(text) = reminder {
         match messages.last_mut() {
             Some(last) if last.role == Role::User => last.content.push(ContentBlock::Text { text }),
@@ -418,5 +444,13 @@ mod tests {
         let sent = with_reminder(&conv, Some("remember".into()));
         assert_eq!(sent.len(), 3);
         assert_eq!(sent[2].text(), "remember");
+        let conv = vec![
+            Message::user_text("a"),
+            Message::user_text("b"),
+            Message::assistant_text("c"),
+        ];
+        let sent = with_reminder(&conv, None);
+        assert_eq!(sent.len(), 2);
+        assert_eq!(sent[0].text(), "ab");
     }
 }

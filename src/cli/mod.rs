@@ -5,6 +5,7 @@ pub mod agents;
 pub mod model;
 pub mod output;
 pub mod run;
+pub mod sessions;
 pub mod tasks;
 
 use std::path::PathBuf;
@@ -48,6 +49,19 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
 
+    /// Resume the newest session of this project.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+
+    /// Resume the session with this id.
+    #[arg(
+        short = 'r',
+        long,
+        value_name = "ID",
+        conflicts_with = "continue_session"
+    )]
+    pub resume: Option<String>,
+
     /// Do not wait for background tasks before exiting a `-p` run.
     #[arg(long)]
     pub no_wait: bool,
@@ -85,6 +99,12 @@ pub enum Command {
         #[command(subcommand)]
         cmd: agents::AgentsCmd,
     },
+    /// Recorded sessions of this project.
+    Sessions {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: sessions::SessionsCmd,
+    },
     /// Background tasks of a session (works from another terminal during a run).
     Tasks {
         /// What to do.
@@ -98,6 +118,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
     match cmd {
         Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
+        Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),
     }
 }
 

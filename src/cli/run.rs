@@ -68,9 +68,12 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     for e in &catalog.errors {
         eprintln!("crew: agent definition not loaded: {e}");
     }
-    let session_id = uuid::Uuid::new_v4().to_string();
+    let (session_id, conversation) = choose_session(&cli, &project_root)?;
+    let transcript = crate::transcript::transcript_path(&project_root, &session_id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let session_dir = crate::store::session_dir(&project_root, &session_id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let session_dir_for_agents = session_dir.join("agents");
     let mut registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
@@ -100,7 +103,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         registry,
         sandbox,
         default_tool_timeout: DEFAULT_TIMEOUT,
-        conversation: Vec::new(),
+        conversation,
         events: events.clone(),
         orchestration: Some(Orchestration {
             session_dir,
@@ -112,6 +115,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     })
     .await?;
     let format = cli.output_format;
+    let recorder = crate::transcript::record(&events, transcript, session_dir_for_agents);
     let printer = tokio::spawn(render_events(
         rx,
         format,
@@ -133,6 +137,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     ctrl_c.abort();
     session.shutdown().await;
     events.close();
+    let _ = recorder.await;
     // The bus closes once the session's actors are gone; let the printer drain it.
     let _ = printer.await;
     let outcome = outcome?;
@@ -171,4 +176,40 @@ or give your final report if everything is done."
             .await?;
     }
     Ok(outcome)
+}
+
+/// The session to run in: `--resume ID`, `--continue` (the newest), or a new one; with
+/// the conversation recorded so far.
+fn choose_session(
+    cli: &Cli,
+    project_root: &std::path::Path,
+) -> anyhow::Result<(String, Vec<crate::protocol::Message>)> {
+    let id = match (&cli.resume, cli.continue_session) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => Some(
+            crate::transcript::list_sessions(project_root)
+                .first()
+                .map(|s| s.id.clone())
+                .with_context(|| {
+                    format!(
+                        "--continue: no earlier session for {}",
+                        project_root.display()
+                    )
+                })?,
+        ),
+        (None, false) => None,
+    };
+    let Some(id) = id else {
+        return Ok((uuid::Uuid::new_v4().to_string(), Vec::new()));
+    };
+    let path = crate::transcript::transcript_path(project_root, &id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    if !path.is_file() {
+        bail!(
+            "--resume {id}: no such session for {} (see `crew sessions list`)",
+            project_root.display()
+        );
+    }
+    let conversation = crate::transcript::resume_conversation(&path)?;
+    Ok((id, conversation))
 }

@@ -1,0 +1,321 @@
+//! Session transcripts: every event of a session (but streamed text deltas, whose text
+//! arrives whole in `message_appended`) is appended as one JSON line to
+//! `~/.crew/projects/<slug>/<session-id>.jsonl` and written through at once, so a crash
+//! loses at most the line being written; subagents' events go beside it, to
+//! `<session-id>/agents/<agent>.jsonl`. Loading rebuilds the lead's conversation,
+//! skipping a torn last line and closing tool calls that never got their results.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use tokio::task::JoinHandle;
+
+use crate::events::{Event, EventBus, EventKind};
+use crate::protocol::{ContentBlock, Message, Role, ToolResult};
+
+/// The transcript file of a session.
+pub fn transcript_path(project_root: &Path, session_id: &str) -> Option<PathBuf> {
+    Some(crate::store::project_dir(project_root)?.join(format!("{session_id}.jsonl")))
+}
+
+/// Starts appending the bus's events to the session's transcript files. The task ends
+/// when the bus closes.
+pub fn record(bus: &EventBus, main: PathBuf, agents_dir: PathBuf) -> JoinHandle<()> {
+    let mut rx = bus.subscribe();
+    tokio::spawn(async move {
+        let mut files: HashMap<String, File> = HashMap::new();
+        while let Some(event) = rx.recv().await {
+            if matches!(event.kind, EventKind::TextDelta { .. }) {
+                continue;
+            }
+            let path = if event.agent == "lead" || event.agent == "session" {
+                main.clone()
+            } else {
+                agents_dir.join(format!("{}.jsonl", event.agent.replace('/', "-")))
+            };
+            let key = path.to_string_lossy().into_owned();
+            if !files.contains_key(&key) {
+                let opened = path
+                    .parent()
+                    .map(std::fs::create_dir_all)
+                    .transpose()
+                    .and_then(|_| {
+                        std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(&path)
+                    });
+                match opened {
+                    Ok(f) => {
+                        files.insert(key.clone(), f);
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot write the transcript {}: {e}", path.display());
+                        continue;
+                    }
+                }
+            }
+            if let (Some(f), Ok(mut line)) = (files.get_mut(&key), serde_json::to_string(&event)) {
+                line.push('\n');
+                // One write per line: a crash tears at most this line.
+                if let Err(e) = f.write_all(line.as_bytes()) {
+                    tracing::warn!("cannot append to the transcript {}: {e}", path.display());
+                }
+            }
+        }
+    })
+}
+
+/// Why a transcript could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    /// The file could not be read.
+    #[error("cannot read the session transcript {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line other than the last is not valid.
+    #[error("the session transcript {path} is damaged at line {line}: {message}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The lead's conversation as recorded in a transcript, ready to continue: when the
+/// session stopped in the middle of tool calls, their "interrupted" results are added and
+/// also appended to the transcript, so the record stays whole.
+pub fn resume_conversation(path: &Path) -> Result<Vec<Message>, TranscriptError> {
+    let mut conversation = load_conversation(path)?;
+    drop_torn_tail(path).map_err(|source| TranscriptError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let before = conversation.len();
+    close_dangling_calls(&mut conversation);
+    if let Some(added) = conversation.get(before) {
+        let event = Event {
+            agent: "lead".into(),
+            kind: EventKind::MessageAppended {
+                message: added.clone(),
+            },
+        };
+        let appended = serde_json::to_string(&event)
+            .map_err(std::io::Error::other)
+            .and_then(|line| {
+                let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+                f.write_all(format!("{line}\n").as_bytes())
+            });
+        appended.map_err(|source| TranscriptError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(conversation)
+}
+
+/// Cuts off a last line that a crash left unfinished (every whole line ends with a
+/// newline), so lines appended after a resume start clean.
+fn drop_torn_tail(path: &Path) -> std::io::Result<()> {
+    let bytes = std::fs::read(path)?;
+    let keep = bytes
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    if keep < bytes.len() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .set_len(keep as u64)?;
+    }
+    Ok(())
+}
+
+/// The lead's conversation as recorded in a transcript (tool calls without results are
+/// left as they are; see `resume_conversation`).
+pub fn load_conversation(path: &Path) -> Result<Vec<Message>, TranscriptError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TranscriptError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut conversation = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let event: Event = match serde_json::from_str(line) {
+            Ok(e) => e,
+            // A torn last line is what a crash mid-write leaves: skip it.
+            Err(_) if i + 1 == lines.len() => break,
+            Err(e) => {
+                return Err(TranscriptError::Damaged {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    message: e.to_string(),
+                });
+            }
+        };
+        if let (true, EventKind::MessageAppended { message }) = (event.agent == "lead", event.kind)
+        {
+            conversation.push(message);
+        }
+    }
+    Ok(conversation)
+}
+
+/// Gives every tool call without a result an error result saying the session stopped
+/// while it ran (it may or may not have taken effect), so the conversation is valid and
+/// the model checks before repeating it.
+pub fn close_dangling_calls(conversation: &mut Vec<Message>) {
+    let Some(last) = conversation.last() else {
+        return;
+    };
+    if last.role != Role::Assistant {
+        return;
+    }
+    let results: Vec<ContentBlock> = last
+        .tool_calls()
+        .map(|c| {
+            ContentBlock::ToolResult(ToolResult::error(
+                &c.id,
+                "interrupted",
+                "the session stopped while this call was running; it may or may not have taken effect — check before repeating it",
+            ))
+        })
+        .collect();
+    if !results.is_empty() {
+        conversation.push(Message {
+            role: Role::User,
+            content: results,
+        });
+    }
+}
+
+/// A recorded session, for listings.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    /// The session id.
+    pub id: String,
+    /// The transcript.
+    pub path: PathBuf,
+    /// Last modification.
+    pub modified: std::time::SystemTime,
+    /// The first task text, shortened.
+    pub title: String,
+}
+
+/// The sessions of a project, newest first.
+pub fn list_sessions(project_root: &Path) -> Vec<SessionInfo> {
+    let Some(dir) = crate::store::project_dir(project_root) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut sessions: Vec<SessionInfo> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter_map(|path| {
+            let modified = path.metadata().ok()?.modified().ok()?;
+            let id = path.file_stem()?.to_string_lossy().into_owned();
+            Some(SessionInfo {
+                title: first_task(&path).unwrap_or_default(),
+                id,
+                path,
+                modified,
+            })
+        })
+        .collect();
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.modified));
+    sessions
+}
+
+fn first_task(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
+        let e: Event = serde_json::from_str(l).ok()?;
+        match e.kind {
+            EventKind::RunStarted { task, .. } if e.agent == "lead" => {
+                Some(task.lines().next().unwrap_or("").chars().take(70).collect())
+            }
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ToolCall;
+
+    fn line(agent: &str, message: Message) -> String {
+        serde_json::to_string(&Event {
+            agent: agent.into(),
+            kind: EventKind::MessageAppended { message },
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn loads_lead_messages_skips_a_torn_tail_and_closes_dangling_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "write_file".into(),
+            arguments: "{}".into(),
+        };
+        let text = [
+            line("lead", Message::user_text("task")),
+            line("explore/t1", Message::user_text("sub")),
+            line(
+                "lead",
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::ToolUse(call)],
+                },
+            ),
+            "{\"agent\":\"lead\",\"type\":\"message_app".to_string(),
+        ]
+        .join("\n");
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(load_conversation(&path).unwrap().len(), 2);
+        let conv = resume_conversation(&path).unwrap();
+        assert_eq!(conv.len(), 3);
+        // The closing results were recorded, so the next load sees them too.
+        assert_eq!(load_conversation(&path).unwrap(), conv);
+        assert_eq!(conv[0].text(), "task");
+        match &conv[2].content[0] {
+            ContentBlock::ToolResult(r) => {
+                assert_eq!(r.tool_use_id, "c1");
+                assert_eq!(r.error_code.as_deref(), Some("interrupted"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_damaged_middle_line_is_an_error_naming_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(
+            &path,
+            format!("garbage\n{}\n", line("lead", Message::user_text("x"))),
+        )
+        .unwrap();
+        let err = load_conversation(&path).unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains("s.jsonl"), "{err}");
+    }
+}
