@@ -1,12 +1,13 @@
 //! Choosing the model for a run from `--model`, settings and the environment.
-//! (HTTP providers arrive with issue 4; until then `script:PATH` and the demo.)
+//! `provider::config::resolve` decides; this adds request recording for scripted models.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use crate::provider::Provider;
+use crate::provider::config;
 use crate::provider::scripted::{DEMO_SCRIPT, ScriptedProvider};
 
 /// The chosen model.
@@ -25,26 +26,26 @@ pub fn choose(spec: Option<&str>, record: Option<PathBuf>) -> anyhow::Result<Cho
         Some(path) => p.record_to(path.clone()),
         None => p,
     };
-    match spec {
-        Some(spec) => {
-            if let Some(path) = spec.strip_prefix("script:") {
-                let p =
-                    ScriptedProvider::from_file(Path::new(path)).context("--model script:PATH")?;
-                return Ok(ChosenModel {
-                    provider: Arc::new(with_record(p)),
-                    model: "script".into(),
-                    is_demo: false,
-                });
-            }
-            bail!("--model `{spec}`: unsupported model; use script:PATH")
-        }
-        None => {
-            let script = ScriptedProvider::parse(DEMO_SCRIPT, Path::new("built-in demo"))?;
-            Ok(ChosenModel {
-                provider: Arc::new(with_record(ScriptedProvider::new(script))),
-                model: "demo".into(),
-                is_demo: true,
-            })
-        }
+    if let Some(path) = spec.and_then(|s| s.strip_prefix("script:")) {
+        let p = ScriptedProvider::from_file(Path::new(path)).context("--model script:PATH")?;
+        return Ok(ChosenModel {
+            provider: Arc::new(with_record(p)),
+            model: "script".into(),
+            is_demo: false,
+        });
     }
+    let resolved = config::resolve(spec, &|k| std::env::var(k).ok())?;
+    if resolved.is_demo {
+        let script = ScriptedProvider::parse(DEMO_SCRIPT, Path::new("built-in demo"))?;
+        return Ok(ChosenModel {
+            provider: Arc::new(with_record(ScriptedProvider::new(script))),
+            model: "demo".into(),
+            is_demo: true,
+        });
+    }
+    Ok(ChosenModel {
+        provider: resolved.provider,
+        model: resolved.model,
+        is_demo: false,
+    })
 }

@@ -2,6 +2,12 @@
 //! `StreamEvent`s; dropping the stream cancels the request. Each provider implements one
 //! required `stream()`; request/response conversion lives in pure functions beside it.
 
+pub mod anthropic;
+pub mod config;
+pub mod http;
+pub mod openai;
+pub mod replay;
+pub mod retry;
 pub mod scripted;
 
 use std::pin::Pin;
