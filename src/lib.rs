@@ -17,3 +17,4 @@ pub mod store;
 pub mod tasks;
 pub mod tools;
 pub mod transcript;
+pub mod tui;

@@ -155,10 +155,24 @@ pub async fn main() -> i32 {
                 2
             }
         },
-        None => {
-            eprintln!(
-                "crew: the interactive terminal UI is not available yet; run a task headless with `crew -p \"TASK\"` (see `crew --help`)"
-            );
+        None => interactive(cli).await,
+    }
+}
+
+/// `crew` without `-p`: the terminal UI when both ends are a terminal; otherwise a hint
+/// to run headless (a pipe cannot answer approval dialogs).
+async fn interactive(cli: Cli) -> i32 {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        eprintln!(
+            "crew: not a terminal, so the interactive UI cannot start; run a task headless with `crew -p \"TASK\"` (see `crew --help`)"
+        );
+        return 2;
+    }
+    match crate::tui::run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("crew: {e:#}");
             2
         }
     }

@@ -1,0 +1,440 @@
+//! The TUI's state and what input does to it. Pure: keys, session events and run endings
+//! change the state and queue `Effect`s; the runtime (`runtime.rs`) carries the effects
+//! out without ever blocking the loop, so every behaviour here is testable without a
+//! terminal or a session.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::approval::ApprovalQueue;
+use super::commands::{self, HELP, SlashCommand};
+use super::input::{InputBox, InputOutcome};
+use super::plan::{PlanStage, next_permission_mode};
+use super::pricing::{cost_usd, total_tokens};
+use super::tasks_panel::{PanelAction, TasksPanel};
+use super::transcript::{Entry, Transcript};
+use crate::agent::mode::AgentMode;
+use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
+use crate::events::{Event, EventKind};
+use crate::permission::{Category, PermissionMode, Verdict};
+use crate::protocol::Usage;
+use crate::tasks::TaskRecord;
+
+/// Something the runtime must do for the app.
+#[derive(Debug)]
+pub enum Effect {
+    /// Run a request on the lead (in a spawned task).
+    Run(RunRequest),
+    /// Cancel the lead's current run.
+    Cancel,
+    /// Change the lead's permission mode.
+    SetPermissionMode(PermissionMode),
+    /// Stop a background task.
+    StopTask(String),
+    /// Load a task's log file.
+    LoadLog(String),
+}
+
+/// Facts about the session, for commands and the status line.
+#[derive(Debug, Clone, Default)]
+pub struct SessionInfo {
+    /// The session id (for `--resume`).
+    pub session_id: String,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The model's name.
+    pub model: String,
+    /// Agent types and their descriptions.
+    pub agents: Vec<(String, String)>,
+}
+
+/// The prompt a follow-up run gets when background work has ended.
+pub const FOLLOW_UP: &str = "Background work you started has ended (see the task \
+notifications). Act on the results, or give your final report if everything is done.";
+
+/// The whole TUI state.
+pub struct App {
+    /// Facts about the session.
+    pub info: SessionInfo,
+    /// The conversation view.
+    pub transcript: Transcript,
+    /// The input box.
+    pub input: InputBox,
+    /// Asks waiting for the user.
+    pub approvals: ApprovalQueue,
+    /// Background tasks.
+    pub tasks: TasksPanel,
+    /// The Plan → approve → Do flow.
+    pub plan: PlanStage,
+    /// The lead's permission mode.
+    pub permission: PermissionMode,
+    /// Usage so far (lead and subagents).
+    pub usage: Usage,
+    /// The agent mode of the lead's current run, if one is running.
+    pub running: Option<AgentMode>,
+    /// Whether the user asked to quit and must confirm stopping running tasks.
+    pub confirm_quit: bool,
+    /// Whether the app is done.
+    pub quit: bool,
+    quit_armed: bool,
+    queued: VecDeque<String>,
+    effects: Vec<Effect>,
+}
+
+fn verdict_str(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allow => "allow",
+        Verdict::Ask => "ask",
+        Verdict::Deny => "deny",
+    }
+}
+
+impl App {
+    /// A fresh app for a session.
+    pub fn new(info: SessionInfo, permission: PermissionMode) -> Self {
+        Self {
+            info,
+            transcript: Transcript::default(),
+            input: InputBox::default(),
+            approvals: ApprovalQueue::default(),
+            tasks: TasksPanel::default(),
+            plan: PlanStage::Off,
+            permission,
+            usage: Usage::default(),
+            running: None,
+            confirm_quit: false,
+            quit: false,
+            quit_armed: false,
+            queued: VecDeque::new(),
+            effects: Vec::new(),
+        }
+    }
+
+    /// Takes the effects queued so far.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// The agent mode shown: the running request's, else the plan flow's.
+    pub fn agent_mode(&self) -> AgentMode {
+        self.running.unwrap_or_else(|| self.plan.agent_mode())
+    }
+
+    fn notice(&mut self, text: impl Into<String>) {
+        self.transcript.push(Entry::Notice(text.into()));
+    }
+
+    fn start_run(&mut self, req: RunRequest) {
+        self.running = Some(req.mode);
+        self.effects.push(Effect::Run(req));
+    }
+
+    /// Handles a key press.
+    pub fn on_key(&mut self, key: KeyEvent) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.ctrl_c();
+        }
+        self.quit_armed = false;
+        if self.confirm_quit {
+            match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => self.quit = true,
+                _ => {
+                    self.confirm_quit = false;
+                    self.notice("Not quitting.");
+                }
+            }
+            return;
+        }
+        if self.approvals.is_open() {
+            self.approvals.on_key(key);
+            return;
+        }
+        if matches!(self.plan, PlanStage::Review { .. }) && self.review_key(key) {
+            return;
+        }
+        if self.tasks.open {
+            match self.tasks.on_key(key) {
+                PanelAction::OpenLog(id) => self.effects.push(Effect::LoadLog(id)),
+                PanelAction::Stop(id) => self.effects.push(Effect::StopTask(id)),
+                PanelAction::None | PanelAction::Close => {}
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::BackTab => {
+                self.permission = next_permission_mode(self.permission);
+                self.effects
+                    .push(Effect::SetPermissionMode(self.permission));
+            }
+            KeyCode::Esc if self.running.is_some() => {
+                self.effects.push(Effect::Cancel);
+                self.notice("Interrupting…");
+            }
+            KeyCode::Char('o') if ctrl => self.transcript.expanded = !self.transcript.expanded,
+            KeyCode::PageUp => self.transcript.scroll_up += 10,
+            KeyCode::PageDown => {
+                self.transcript.scroll_up = self.transcript.scroll_up.saturating_sub(10)
+            }
+            _ => {
+                if let InputOutcome::Submit(text) = self.input.on_key(key) {
+                    self.transcript.scroll_up = 0;
+                    self.submit(text);
+                }
+            }
+        }
+    }
+
+    fn review_key(&mut self, key: KeyEvent) -> bool {
+        match key.code {
+            KeyCode::Char('1') => self.approve_plan(),
+            KeyCode::Char('2') => {
+                if let Some(plan) = self.plan.edit() {
+                    self.input.set_text(&plan);
+                    self.notice("Edit the plan, then press Enter to review it again.");
+                }
+            }
+            KeyCode::Char('3') | KeyCode::Esc => {
+                self.plan.reject();
+                self.notice("Plan rejected. Still in Plan Mode: describe the task again, or /do to go back to chat.");
+            }
+            KeyCode::BackTab => {
+                self.plan.cycle_mode();
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn approve_plan(&mut self) {
+        if let Some((req, mode)) = self.plan.approve() {
+            if mode != self.permission {
+                self.permission = mode;
+                self.effects.push(Effect::SetPermissionMode(mode));
+            }
+            self.notice(format!("Plan approved; carrying it out in {mode} mode."));
+            self.start_run(req);
+        }
+    }
+
+    fn ctrl_c(&mut self) {
+        if self.confirm_quit || self.quit_armed {
+            return self.request_quit();
+        }
+        self.quit_armed = true;
+        if self.running.is_some() {
+            self.approvals.deny_all("the user interrupted the turn");
+            self.effects.push(Effect::Cancel);
+        }
+        self.notice("Press Ctrl+C again to quit.");
+    }
+
+    /// Quits, first asking when background tasks are still running.
+    pub fn request_quit(&mut self) {
+        let running = self.tasks.running();
+        if running > 0 && !self.confirm_quit {
+            self.confirm_quit = true;
+            self.notice(format!(
+                "{running} background task(s) still running. Stop them and quit? (y/n)"
+            ));
+        } else {
+            self.quit = true;
+        }
+    }
+
+    /// Handles submitted input: a command, an edited plan, or a request.
+    pub fn submit(&mut self, text: String) {
+        if text.trim().is_empty() {
+            return;
+        }
+        if let Some(cmd) = commands::parse(&text) {
+            return self.command(cmd);
+        }
+        if matches!(self.plan, PlanStage::Editing { .. }) {
+            self.plan.edited(text);
+            return;
+        }
+        if self.running.is_some() {
+            self.notice(format!("Queued until the current turn ends: {text}"));
+            self.queued.push_back(text);
+            return;
+        }
+        self.transcript.push(Entry::User(text.clone()));
+        let req = if self.plan == PlanStage::Ready {
+            self.plan.start(text)
+        } else {
+            RunRequest {
+                mode: AgentMode::Chat,
+                task: text,
+                plan: None,
+            }
+        };
+        self.start_run(req);
+    }
+
+    fn command(&mut self, cmd: SlashCommand) {
+        match cmd {
+            SlashCommand::Plan => {
+                if self.plan == PlanStage::Off {
+                    self.plan = PlanStage::Ready;
+                }
+                self.notice("Plan Mode: describe the task; the lead investigates read-only and proposes a plan.");
+            }
+            SlashCommand::Do => match self.plan {
+                PlanStage::Review { .. } => self.approve_plan(),
+                _ => {
+                    self.plan = PlanStage::Off;
+                    self.notice("No plan to carry out; back to chat.");
+                }
+            },
+            SlashCommand::Tasks => {
+                self.tasks.open = !self.tasks.open;
+                if self.tasks.records.is_empty() {
+                    self.notice("No background tasks or subagents yet.");
+                }
+            }
+            SlashCommand::Worktrees => {
+                let lines: Vec<String> = self
+                    .tasks
+                    .records
+                    .iter()
+                    .filter_map(|r| {
+                        r.worktree
+                            .as_ref()
+                            .map(|w| format!("  {} {} {}", r.id, r.status.as_str(), w.display()))
+                    })
+                    .collect();
+                self.notice(if lines.is_empty() {
+                    "No subagent worktrees in this session; see `crew worktrees list`.".into()
+                } else {
+                    format!("Subagent worktrees:\n{}", lines.join("\n"))
+                });
+            }
+            SlashCommand::Permissions => {
+                let m = self.permission;
+                let table = [Category::Read, Category::Write, Category::Exec]
+                    .map(|c| format!("{c:?}: {}", verdict_str(m.fallback(c))).to_lowercase())
+                    .join(", ");
+                self.notice(format!(
+                    "Permission mode: {m} ({table}; rules in .crew/settings.json and .crew/settings.local.json decide first). Shift+Tab cycles the mode."
+                ));
+            }
+            SlashCommand::Agents => {
+                let lines: Vec<String> = self
+                    .info
+                    .agents
+                    .iter()
+                    .map(|(n, d)| format!("  {n}: {d}"))
+                    .collect();
+                self.notice(format!("Agents:\n{}", lines.join("\n")));
+            }
+            SlashCommand::Status => {
+                let cost = cost_usd(&self.info.model, &self.usage)
+                    .map_or("unknown price".into(), |c| format!("${c:.4}"));
+                self.notice(format!(
+                    "Session {} in {}\nModel {} · {} tokens ({cost}) · permission mode {} · agent mode {} · {} running task(s)",
+                    self.info.session_id,
+                    self.info.cwd.display(),
+                    self.info.model,
+                    total_tokens(&self.usage),
+                    self.permission,
+                    self.agent_mode().as_str(),
+                    self.tasks.running()
+                ));
+            }
+            SlashCommand::Help => self.notice(HELP),
+            SlashCommand::Exit => self.request_quit(),
+            SlashCommand::Unknown(name) => self.notice(format!(
+                "Unknown command /{name}; /help lists the commands."
+            )),
+        }
+    }
+
+    /// Applies a session event.
+    pub fn on_event(&mut self, event: Event) {
+        let agent = event.agent.as_str();
+        let lead = agent == "lead";
+        match event.kind {
+            EventKind::TextDelta { text } if lead => self.transcript.push_text(&text),
+            EventKind::ToolCallStarted { call } => self.transcript.tool_started(agent, &call),
+            EventKind::PermissionDecided {
+                call_id,
+                verdict,
+                source,
+                ..
+            } => self.transcript.tool_decided(
+                agent,
+                &call_id,
+                verdict_str(verdict),
+                &source.to_string(),
+            ),
+            EventKind::ToolCallFinished {
+                call_id,
+                is_error,
+                summary,
+                ..
+            } => self
+                .transcript
+                .tool_finished(agent, &call_id, is_error, &summary),
+            EventKind::TurnFinished { usage, .. } => self.usage.add(&usage),
+            EventKind::RunStarted { .. } if !lead => self.notice(format!("[{agent}] started")),
+            EventKind::RunFinished { status, .. } if !lead => {
+                self.notice(format!("[{agent}] {status}"))
+            }
+            EventKind::Retrying {
+                attempt, reason, ..
+            } => self.notice(format!("[{agent}] retrying (attempt {attempt}): {reason}")),
+            EventKind::Error { message } => self
+                .transcript
+                .push(Entry::Error(format!("[{agent}] {message}"))),
+            _ => {}
+        }
+    }
+
+    /// The lead's run ended.
+    pub fn on_run_finished(&mut self, result: Result<RunOutcome, String>) {
+        self.running = None;
+        let plan = match &result {
+            Ok(o) if o.status == RunStatus::Completed => Some(o.result.clone()),
+            _ => None,
+        };
+        match &result {
+            Ok(o) if o.status == RunStatus::Completed => {}
+            Ok(o) => self.notice(format!("Run ended: {:?}. {}", o.status, o.result).to_lowercase()),
+            Err(e) => self.transcript.push(Entry::Error(e.clone())),
+        }
+        if matches!(self.plan, PlanStage::Planning { .. }) {
+            self.plan.planned(plan, self.permission);
+            if matches!(self.plan, PlanStage::Review { .. }) {
+                self.notice("Plan ready: 1 approve · 2 edit · 3 reject.");
+            }
+        }
+        if let Some(next) = self.queued.pop_front() {
+            self.submit(next);
+        }
+    }
+
+    /// A background task of the lead ended while the lead is idle: the lead continues.
+    pub fn on_task_completed(&mut self, rec: &TaskRecord) {
+        if self.running.is_some() || self.quit {
+            return;
+        }
+        self.notice(format!(
+            "Background task {} ({}) {}; the lead continues.",
+            rec.id,
+            rec.description,
+            rec.status.as_str()
+        ));
+        self.start_run(RunRequest {
+            mode: AgentMode::Chat,
+            task: FOLLOW_UP.into(),
+            plan: None,
+        });
+    }
+}
+
+#[cfg(test)]
+#[path = "app_tests.rs"]
+mod tests;

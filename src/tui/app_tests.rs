@@ -1,0 +1,283 @@
+//! Unit tests of the app state: keys, commands, plan flow and run endings.
+
+use super::*;
+use crate::protocol::ToolCall;
+
+fn app() -> App {
+    App::new(
+        SessionInfo {
+            session_id: "s1".into(),
+            model: "script".into(),
+            agents: vec![("general-purpose".into(), "does things".into())],
+            ..SessionInfo::default()
+        },
+        PermissionMode::Default,
+    )
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn type_line(app: &mut App, text: &str) {
+    for ch in text.chars() {
+        app.on_key(key(KeyCode::Char(ch)));
+    }
+    app.on_key(key(KeyCode::Enter));
+}
+
+fn runs(effects: Vec<Effect>) -> Vec<RunRequest> {
+    effects
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Run(r) => Some(r),
+            _ => None,
+        })
+        .collect()
+}
+
+fn completed(result: &str) -> Result<RunOutcome, String> {
+    Ok(RunOutcome {
+        result: result.into(),
+        status: RunStatus::Completed,
+        usage: Usage::default(),
+        turns: 1,
+        tool_calls: 0,
+    })
+}
+
+fn notices(app: &App) -> String {
+    app.transcript
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Notice(t) | Entry::Error(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn typed_input_runs_a_chat_request() {
+    let mut a = app();
+    type_line(&mut a, "hello there");
+    let runs = runs(a.take_effects());
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].mode, AgentMode::Chat);
+    assert_eq!(runs[0].task, "hello there");
+    assert_eq!(a.running, Some(AgentMode::Chat));
+}
+
+#[test]
+fn plan_then_approve_runs_do_with_task_plan_and_picked_mode() {
+    let mut a = app();
+    type_line(&mut a, "/plan");
+    assert_eq!(a.agent_mode(), AgentMode::Plan);
+    type_line(&mut a, "add a flag");
+    let plan_run = runs(a.take_effects()).remove(0);
+    assert_eq!(plan_run.mode, AgentMode::Plan);
+    a.on_run_finished(completed("1. edit main.rs"));
+    assert!(notices(&a).contains("Plan ready"));
+    // Shift+Tab in review picks the mode for the Do run.
+    a.on_key(key(KeyCode::BackTab));
+    a.on_key(key(KeyCode::Char('1')));
+    let effects = a.take_effects();
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::SetPermissionMode(PermissionMode::AcceptEdits)))
+    );
+    let run = runs(effects).remove(0);
+    assert_eq!(run.mode, AgentMode::Do);
+    assert_eq!(run.task, "add a flag");
+    assert_eq!(run.plan.as_deref(), Some("1. edit main.rs"));
+    assert_eq!(a.agent_mode(), AgentMode::Do);
+    a.on_run_finished(completed("done"));
+    assert_eq!(a.agent_mode(), AgentMode::Chat);
+}
+
+#[test]
+fn edit_the_plan_in_the_input_box_then_approve_with_do() {
+    let mut a = app();
+    type_line(&mut a, "/plan");
+    type_line(&mut a, "task");
+    a.take_effects();
+    a.on_run_finished(completed("draft"));
+    a.on_key(key(KeyCode::Char('2')));
+    assert_eq!(a.input.text(), "draft");
+    type_line(&mut a, " v2");
+    assert!(
+        runs(a.take_effects()).is_empty(),
+        "editing must not run anything"
+    );
+    type_line(&mut a, "/do");
+    let run = runs(a.take_effects()).remove(0);
+    assert_eq!(run.plan.as_deref(), Some("draft v2"));
+}
+
+#[test]
+fn do_without_a_plan_returns_to_chat() {
+    let mut a = app();
+    type_line(&mut a, "/plan");
+    type_line(&mut a, "/do");
+    assert_eq!(a.plan, PlanStage::Off);
+    assert!(notices(&a).contains("No plan to carry out"));
+    type_line(&mut a, "plain");
+    assert_eq!(runs(a.take_effects())[0].mode, AgentMode::Chat);
+}
+
+#[test]
+fn shift_tab_cycles_the_lead_permission_mode() {
+    let mut a = app();
+    a.on_key(key(KeyCode::BackTab));
+    a.on_key(key(KeyCode::BackTab));
+    assert_eq!(a.permission, PermissionMode::BypassPermissions);
+    let sets: Vec<PermissionMode> = a
+        .take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::SetPermissionMode(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            PermissionMode::AcceptEdits,
+            PermissionMode::BypassPermissions
+        ]
+    );
+}
+
+#[test]
+fn esc_cancels_a_running_turn_and_input_typed_meanwhile_is_queued() {
+    let mut a = app();
+    type_line(&mut a, "first");
+    a.take_effects();
+    type_line(&mut a, "second");
+    assert!(runs(a.take_effects()).is_empty());
+    a.on_key(key(KeyCode::Esc));
+    assert!(a.take_effects().iter().any(|e| matches!(e, Effect::Cancel)));
+    a.on_run_finished(Ok(RunOutcome {
+        result: String::new(),
+        status: RunStatus::Cancelled,
+        usage: Usage::default(),
+        turns: 1,
+        tool_calls: 0,
+    }));
+    assert_eq!(runs(a.take_effects())[0].task, "second");
+}
+
+#[test]
+fn ctrl_c_twice_quits_but_asks_first_when_tasks_run() {
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut a = app();
+    a.on_key(ctrl_c);
+    assert!(!a.quit);
+    a.on_key(ctrl_c);
+    assert!(a.quit);
+
+    let mut a = app();
+    let mut rec: TaskRecord = serde_json::from_value(serde_json::json!({
+        "id": "t1", "kind": "agent", "description": "d", "status": "running",
+        "owner": "lead", "created_ms": 0, "output_file": "/tmp/x", "host_pid": 1
+    }))
+    .unwrap();
+    a.tasks.set_records(vec![rec.clone()]);
+    type_line(&mut a, "/exit");
+    assert!(a.confirm_quit && !a.quit);
+    a.on_key(key(KeyCode::Char('n')));
+    assert!(!a.confirm_quit && !a.quit);
+    type_line(&mut a, "/exit");
+    a.on_key(key(KeyCode::Char('y')));
+    assert!(a.quit);
+    rec.status = crate::tasks::TaskStatus::Completed;
+}
+
+#[test]
+fn events_stream_into_the_transcript_and_usage_adds_up() {
+    let mut a = app();
+    let ev = |agent: &str, kind| Event {
+        agent: agent.into(),
+        kind,
+    };
+    a.on_event(ev("lead", EventKind::TextDelta { text: "Hel".into() }));
+    a.on_event(ev("lead", EventKind::TextDelta { text: "lo".into() }));
+    a.on_event(ev(
+        "general-purpose/t1",
+        EventKind::TextDelta {
+            text: "sub noise".into(),
+        },
+    ));
+    a.on_event(ev(
+        "lead",
+        EventKind::ToolCallStarted {
+            call: ToolCall {
+                id: "c1".into(),
+                name: "read_file".into(),
+                arguments: r#"{"path":"a.rs"}"#.into(),
+            },
+        },
+    ));
+    a.on_event(ev(
+        "general-purpose/t1",
+        EventKind::TurnFinished {
+            turn: 1,
+            stop_reason: crate::protocol::StopReason::EndTurn,
+            usage: Usage {
+                input_tokens: 5,
+                output_tokens: 2,
+                ..Usage::default()
+            },
+        },
+    ));
+    let e = a.transcript.entries();
+    assert_eq!(e[0], Entry::Assistant("Hello".into()));
+    assert!(matches!(&e[1], Entry::Tool(t) if t.target == "a.rs"));
+    assert_eq!(e.len(), 2, "subagent text stays in its log");
+    assert_eq!(a.usage.input_tokens + a.usage.output_tokens, 7);
+}
+
+#[test]
+fn commands_print_help_status_permissions_agents_worktrees() {
+    let mut a = app();
+    for c in [
+        "/help",
+        "/status",
+        "/permissions",
+        "/agents",
+        "/worktrees",
+        "/bogus",
+    ] {
+        type_line(&mut a, c);
+    }
+    let text = notices(&a);
+    assert!(
+        text.contains("/plan") && text.contains("Alt+Enter"),
+        "{text}"
+    );
+    assert!(text.contains("Session s1"));
+    assert!(text.contains("Permission mode: default (read: allow, write: ask, exec: ask"));
+    assert!(text.contains("general-purpose: does things"));
+    assert!(text.contains("crew worktrees list"));
+    assert!(text.contains("Unknown command /bogus"));
+    assert!(runs(a.take_effects()).is_empty());
+}
+
+#[test]
+fn a_background_completion_starts_a_follow_up_only_when_idle() {
+    let rec: TaskRecord = serde_json::from_value(serde_json::json!({
+        "id": "t1", "kind": "agent", "description": "d", "status": "completed",
+        "owner": "lead", "created_ms": 0, "output_file": "/tmp/x", "host_pid": 1
+    }))
+    .unwrap();
+    let mut a = app();
+    type_line(&mut a, "busy");
+    a.take_effects();
+    a.on_task_completed(&rec);
+    assert!(runs(a.take_effects()).is_empty());
+    a.on_run_finished(completed("ok"));
+    a.on_task_completed(&rec);
+    assert_eq!(runs(a.take_effects())[0].task, FOLLOW_UP);
+}

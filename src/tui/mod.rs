@@ -1,0 +1,18 @@
+//! The interactive terminal UI (`crew` with no `-p`): a streaming transcript, an input
+//! box, a status line, approval dialogs, a tasks panel and the Plan → approve → Do flow.
+//! Each component is its own module and renders itself; `app` holds the state and turns
+//! input into effects; `runtime` runs the non-blocking event loop.
+
+pub mod app;
+pub mod approval;
+pub mod commands;
+pub mod input;
+pub mod plan;
+pub mod pricing;
+pub mod runtime;
+pub mod status;
+pub mod tasks_panel;
+pub mod transcript;
+pub mod view;
+
+pub use runtime::run;

@@ -1,0 +1,292 @@
+//! The TUI's event loop. One `tokio::select!` over terminal input (crossterm's
+//! `EventStream`), the session's event bus, the approver's questions and internal
+//! completions (runs, task lists, logs). Nothing here waits for the session: runs, task
+//! queries and stops are spawned and report back through a channel, so typing, scrolling
+//! and approving stay live while the model streams and subagents work.
+
+use std::time::Duration;
+
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, EventStream, KeyEventKind,
+};
+use crossterm::execute;
+use futures::StreamExt;
+use ractor::ActorRef;
+use ractor::rpc::CallResult;
+use tokio::sync::mpsc;
+
+use super::app::{App, Effect, SessionInfo};
+use super::transcript::Entry;
+use super::view;
+use crate::agent::catalog::Catalog;
+use crate::agent::lead::LeadMsg;
+use crate::agent::runner::{RunOutcome, RunRequest};
+use crate::approver::actor::ApproverPolicy;
+use crate::cli::Cli;
+use crate::cli::setup::{Prepared, prepare};
+use crate::protocol::{ContentBlock, Message, Role};
+use crate::tasks::actor::TaskMsg;
+use crate::tasks::{TaskRecord, now_ms};
+
+/// Work that finished off the loop.
+enum Done {
+    Run(Result<RunOutcome, String>),
+    Tasks(Vec<TaskRecord>),
+    Log(String, String),
+    TaskEnded(u64, TaskRecord),
+    Stopped(Result<TaskRecord, String>),
+}
+
+/// The largest log tail the log view loads.
+const LOG_TAIL_BYTES: usize = 64 * 1024;
+
+/// Runs the interactive UI until the user quits; returns the exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    let (approval_tx, mut approvals) = mpsc::unbounded_channel();
+    let mut warnings = Vec::new();
+    let prepared = prepare(&cli, ApproverPolicy::Forward(approval_tx), &mut |w| {
+        warnings.push(w)
+    })
+    .await?;
+    let mut app = App::new(session_info(&prepared), prepared.permission_mode);
+    for w in warnings {
+        app.transcript.push(Entry::Error(w));
+    }
+    greet(&mut app, &prepared);
+
+    let mut terminal = ratatui::try_init()?;
+    // Paste arrives as one event instead of a stream of keys (and Enters).
+    let _ = execute!(std::io::stdout(), EnableBracketedPaste);
+    let result = event_loop(&mut app, &prepared, &mut terminal, &mut approvals).await;
+    let _ = execute!(std::io::stdout(), DisableBracketedPaste);
+    ratatui::restore();
+
+    app.approvals.deny_all("the session ended");
+    prepared.session.cancel();
+    let session_id = prepared.session_id.clone();
+    prepared.close().await;
+    result?;
+    eprintln!("crew: session {session_id} saved; resume it with `crew --resume {session_id}`");
+    Ok(0)
+}
+
+fn session_info(p: &Prepared) -> SessionInfo {
+    let root = crate::store::project_root(&p.cwd);
+    let home = crate::store::crew_home().and_then(|h| h.parent().map(std::path::Path::to_path_buf));
+    let catalog = Catalog::load(&root, home.as_deref());
+    SessionInfo {
+        session_id: p.session_id.clone(),
+        cwd: p.cwd.clone(),
+        model: p.model.clone(),
+        agents: catalog
+            .agents
+            .values()
+            .map(|a| (a.name.clone(), a.description.clone()))
+            .collect(),
+    }
+}
+
+fn greet(app: &mut App, p: &Prepared) {
+    if p.is_demo {
+        app.transcript.push(Entry::Notice(
+            "No model configured and no ANTHROPIC_API_KEY/OPENAI_API_KEY set: the built-in demo plays the model.".into(),
+        ));
+    }
+    if !p.resumed.is_empty() {
+        show_conversation(app, &p.resumed);
+        app.transcript.push(Entry::Notice(format!(
+            "Resumed session {} ({} messages).",
+            p.session_id,
+            p.resumed.len()
+        )));
+    }
+    app.transcript.push(Entry::Notice(
+        "crew — type a task; /help for commands, Shift+Tab for permission modes.".into(),
+    ));
+}
+
+fn show_conversation(app: &mut App, conversation: &[Message]) {
+    for m in conversation {
+        for block in &m.content {
+            match (m.role, block) {
+                (Role::User, ContentBlock::Text { text }) => {
+                    app.transcript.push(Entry::User(text.clone()))
+                }
+                (_, ContentBlock::Text { text }) => {
+                    app.transcript.push(Entry::Assistant(text.clone()))
+                }
+                (_, ContentBlock::ToolUse(call)) => app.transcript.tool_started("lead", call),
+                (_, ContentBlock::ToolResult(r)) => {
+                    let first = r.content.lines().next().unwrap_or("").to_string();
+                    app.transcript
+                        .tool_finished("lead", &r.tool_use_id, r.is_error, &first)
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+async fn event_loop(
+    app: &mut App,
+    prepared: &Prepared,
+    terminal: &mut ratatui::DefaultTerminal,
+    approvals: &mut mpsc::UnboundedReceiver<crate::approver::actor::PendingApproval>,
+) -> anyhow::Result<()> {
+    let mut events = prepared.events.subscribe();
+    let mut keys = EventStream::new();
+    let (done_tx, mut done) = mpsc::unbounded_channel::<Done>();
+    let mut tick = tokio::time::interval(Duration::from_millis(300));
+    let lead = prepared.session.lead().clone();
+    let tasks = prepared.session.tasks().cloned();
+    // Only the newest completion watcher counts; older ones may answer late.
+    let mut watch_generation = 0u64;
+    loop {
+        terminal.draw(|f| view::draw(app, f, now_ms()))?;
+        tokio::select! {
+            key = keys.next() => match key {
+                Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => app.on_key(k),
+                Some(Ok(TermEvent::Paste(text))) => app.input.paste(&text),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
+            },
+            Some(ev) = events.recv() => {
+                app.on_event(ev);
+                // Drain what is already there before redrawing: streaming stays cheap.
+                while let Ok(ev) = events.try_recv() {
+                    app.on_event(ev);
+                }
+            }
+            Some(p) = approvals.recv() => app.approvals.push(p),
+            Some(d) = done.recv() => match d {
+                Done::Run(result) => {
+                    app.on_run_finished(result);
+                    if let Some(t) = &tasks {
+                        watch_generation += 1;
+                        watch_completion(t.clone(), watch_generation, done_tx.clone());
+                    }
+                }
+                Done::Tasks(records) => app.tasks.set_records(records),
+                Done::Log(id, text) => app.tasks.log = Some((id, text)),
+                Done::TaskEnded(generation, rec) => {
+                    if generation == watch_generation {
+                        app.on_task_completed(&rec);
+                    }
+                }
+                Done::Stopped(Ok(rec)) => app.transcript.push(Entry::Notice(format!(
+                    "Stopped task {} ({}).", rec.id, rec.status.as_str()
+                ))),
+                Done::Stopped(Err(e)) => app.transcript.push(Entry::Error(e)),
+            },
+            _ = tick.tick() => {
+                if let Some(t) = &tasks {
+                    list_tasks(t.clone(), done_tx.clone());
+                }
+                if let Some((id, _)) = &app.tasks.log {
+                    load_log(app, id.clone(), done_tx.clone());
+                }
+            }
+        }
+        for effect in app.take_effects() {
+            match effect {
+                Effect::Run(req) => spawn_run(lead.clone(), req, done_tx.clone()),
+                Effect::Cancel => {
+                    let _ = lead.cast(LeadMsg::Cancel);
+                }
+                Effect::SetPermissionMode(mode) => {
+                    let _ = lead.cast(LeadMsg::SetPermissionMode(mode));
+                }
+                Effect::StopTask(id) => {
+                    if let Some(t) = &tasks {
+                        stop_task(t.clone(), id, done_tx.clone());
+                    }
+                }
+                Effect::LoadLog(id) => load_log(app, id, done_tx.clone()),
+            }
+        }
+        if app.quit {
+            return Ok(());
+        }
+    }
+}
+
+fn spawn_run(lead: ActorRef<LeadMsg>, req: RunRequest, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        // A run may take hours; the bound only guards against a lost reply.
+        let result = match lead
+            .call(
+                |reply| LeadMsg::Run(req, reply),
+                Some(Duration::from_secs(24 * 3600)),
+            )
+            .await
+        {
+            Ok(CallResult::Success(r)) => r,
+            _ => Err("the lead agent did not answer".to_string()),
+        };
+        let _ = done.send(Done::Run(result));
+    });
+}
+
+fn watch_completion(tasks: ActorRef<TaskMsg>, generation: u64, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        if let Ok(CallResult::Success(Some(rec))) = tasks
+            .call(
+                |r| TaskMsg::WaitNext("lead".into(), r),
+                Some(Duration::from_secs(24 * 3600)),
+            )
+            .await
+        {
+            let _ = done.send(Done::TaskEnded(generation, rec));
+        }
+    });
+}
+
+fn list_tasks(tasks: ActorRef<TaskMsg>, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        if let Ok(CallResult::Success(records)) = tasks
+            .call(TaskMsg::List, Some(Duration::from_secs(5)))
+            .await
+        {
+            let _ = done.send(Done::Tasks(records));
+        }
+    });
+}
+
+fn stop_task(tasks: ActorRef<TaskMsg>, id: String, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        let result = match tasks
+            .call(
+                |r| TaskMsg::Stop(id.clone(), r),
+                Some(Duration::from_secs(30)),
+            )
+            .await
+        {
+            Ok(CallResult::Success(r)) => r,
+            _ => Err(format!("task {id} did not stop in time")),
+        };
+        let _ = done.send(Done::Stopped(result));
+    });
+}
+
+fn load_log(app: &App, id: String, done: mpsc::UnboundedSender<Done>) {
+    let Some(path) = app
+        .tasks
+        .records
+        .iter()
+        .find(|r| r.id == id)
+        .map(|r| r.output_file.clone())
+    else {
+        return;
+    };
+    tokio::spawn(async move {
+        let text = match tokio::fs::read(&path).await {
+            Ok(bytes) => {
+                let tail = &bytes[bytes.len().saturating_sub(LOG_TAIL_BYTES)..];
+                String::from_utf8_lossy(tail).into_owned()
+            }
+            Err(e) => format!("(no log yet at {}: {e})", path.display()),
+        };
+        let _ = done.send(Done::Log(id, text));
+    });
+}

@@ -1,0 +1,166 @@
+//! The status line: agent mode, permission mode (in colour; bypass in red), model,
+//! tokens and cost so far, running background tasks, and whether a turn is running.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::pricing::{cost_usd, total_tokens};
+use crate::permission::PermissionMode;
+use crate::protocol::Usage;
+
+/// What the status line shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    /// `chat`, `plan` or `do`.
+    pub agent_mode: &'static str,
+    /// The lead's permission mode.
+    pub permission: PermissionMode,
+    /// The model's name.
+    pub model: String,
+    /// Usage of the session so far (lead and subagents).
+    pub usage: Usage,
+    /// Background tasks and subagents still pending or running.
+    pub running_tasks: usize,
+    /// Whether the lead is in a run.
+    pub busy: bool,
+}
+
+/// The colour a permission mode is shown in: the more it allows, the warmer.
+pub fn mode_color(mode: PermissionMode) -> Color {
+    match mode {
+        PermissionMode::Strict => Color::Blue,
+        PermissionMode::Default => Color::Green,
+        PermissionMode::AcceptEdits => Color::Yellow,
+        PermissionMode::BypassPermissions => Color::Red,
+        PermissionMode::DontAsk => Color::Magenta,
+    }
+}
+
+/// Compact token count: `950`, `12.3k`, `4.1M`.
+pub fn format_tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+impl Status {
+    /// The status as one line of spans.
+    pub fn line(&self) -> Line<'static> {
+        let sep = || Span::styled(" │ ", Style::default().fg(Color::DarkGray));
+        let agent_color = match self.agent_mode {
+            "plan" => Color::Cyan,
+            "do" => Color::LightGreen,
+            _ => Color::White,
+        };
+        let mut tokens = format!("{} tok", format_tokens(total_tokens(&self.usage)));
+        if let Some(cost) = cost_usd(&self.model, &self.usage) {
+            tokens.push_str(&format!(" ${cost:.4}"));
+        }
+        let mut spans = vec![
+            Span::styled(
+                format!(" {} ", self.agent_mode),
+                Style::default()
+                    .fg(agent_color)
+                    .add_modifier(Modifier::BOLD),
+            ),
+            sep(),
+            Span::styled(
+                format!("⏵ {}", self.permission),
+                Style::default()
+                    .fg(mode_color(self.permission))
+                    .add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(" (shift+tab)", Style::default().fg(Color::DarkGray)),
+            sep(),
+            Span::raw(self.model.clone()),
+            sep(),
+            Span::raw(tokens),
+            sep(),
+            Span::raw(format!("{} running tasks", self.running_tasks)),
+        ];
+        if self.busy {
+            spans.push(sep());
+            spans.push(Span::styled(
+                "working… (esc to interrupt)",
+                Style::default().fg(Color::Yellow),
+            ));
+        }
+        Line::from(spans)
+    }
+
+    /// Draws the status line into `area` (one row).
+    pub fn render(&self, frame: &mut Frame, area: Rect) {
+        frame.render_widget(Paragraph::new(self.line()), area);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn status(mode: PermissionMode) -> Status {
+        Status {
+            agent_mode: "chat",
+            permission: mode,
+            model: "claude-sonnet-4-20250514".into(),
+            usage: Usage {
+                input_tokens: 12_000,
+                output_tokens: 800,
+                ..Usage::default()
+            },
+            running_tasks: 2,
+            busy: false,
+        }
+    }
+
+    fn draw(s: &Status) -> Terminal<TestBackend> {
+        let mut t = Terminal::new(TestBackend::new(110, 1)).unwrap();
+        t.draw(|f| s.render(f, f.area())).unwrap();
+        t
+    }
+
+    /// The foreground colour of the first cell showing `needle`.
+    fn color_of(t: &Terminal<TestBackend>, needle: &str) -> Color {
+        let buf = t.backend().buffer();
+        let row: String = (0..buf.area.width)
+            .map(|x| buf[(x, 0)].symbol().to_string())
+            .collect();
+        let byte = row.find(needle).unwrap();
+        let col = row[..byte].chars().count() as u16;
+        buf[(col, 0)].fg
+    }
+
+    #[test]
+    fn status_line_in_each_permission_mode() {
+        for mode in [
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::BypassPermissions,
+            PermissionMode::Strict,
+        ] {
+            let t = draw(&status(mode));
+            insta::assert_snapshot!(format!("status_{mode}"), t.backend());
+            assert_eq!(color_of(&t, mode.as_str()), mode_color(mode));
+        }
+        assert_eq!(mode_color(PermissionMode::BypassPermissions), Color::Red);
+    }
+
+    #[test]
+    fn busy_plan_status_with_unknown_model_shows_tokens_only() {
+        let mut s = status(PermissionMode::Default);
+        s.agent_mode = "plan";
+        s.model = "script".into();
+        s.busy = true;
+        let t = draw(&s);
+        insta::assert_snapshot!(t.backend());
+        let text = format!("{}", t.backend());
+        assert!(text.contains("12.8k tok") && !text.contains('$'), "{text}");
+    }
+}

@@ -1,0 +1,315 @@
+//! The transcript view: the conversation as it streams — the user's messages, the lead's
+//! text, one compact line per tool call (tool, target, decision and who decided, result
+//! summary; expanded with Ctrl+O to show arguments), subagents' tool calls and notices.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use serde_json::Value;
+
+use crate::protocol::ToolCall;
+
+/// One tool call as shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    /// The calling agent.
+    pub agent: String,
+    /// The call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// Its target (path, command, pattern), from the arguments.
+    pub target: String,
+    /// The raw arguments.
+    pub arguments: String,
+    /// `allow`/`ask`/`deny` and who decided, once known.
+    pub decision: Option<(String, String)>,
+    /// Whether it failed, and the first line of its result, once finished.
+    pub result: Option<(bool, String)>,
+}
+
+/// One thing in the transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    /// What the user typed.
+    User(String),
+    /// Model text of the lead.
+    Assistant(String),
+    /// A tool call.
+    Tool(ToolEntry),
+    /// Something the TUI says (command output, run endings).
+    Notice(String),
+    /// An error.
+    Error(String),
+}
+
+/// The transcript's contents and view state.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    entries: Vec<Entry>,
+    /// Whether tool calls show their arguments.
+    pub expanded: bool,
+    /// Lines scrolled up from the bottom.
+    pub scroll_up: usize,
+}
+
+/// The most telling argument of a call: its path, command, pattern or description.
+pub fn call_target(call: &ToolCall) -> String {
+    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    [
+        "path",
+        "command",
+        "pattern",
+        "description",
+        "task_id",
+        "prompt",
+    ]
+    .iter()
+    .find_map(|k| args.get(*k).and_then(Value::as_str))
+    .unwrap_or("")
+    .to_string()
+}
+
+impl Transcript {
+    /// The entries, oldest first.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Adds an entry.
+    pub fn push(&mut self, entry: Entry) {
+        self.entries.push(entry);
+    }
+
+    /// Appends streamed lead text to the current assistant entry (or starts one).
+    pub fn push_text(&mut self, text: &str) {
+        if let Some(Entry::Assistant(t)) = self.entries.last_mut() {
+            t.push_str(text);
+        } else {
+            self.entries.push(Entry::Assistant(text.to_string()));
+        }
+    }
+
+    /// A tool call started.
+    pub fn tool_started(&mut self, agent: &str, call: &ToolCall) {
+        self.entries.push(Entry::Tool(ToolEntry {
+            agent: agent.to_string(),
+            id: call.id.clone(),
+            name: call.name.clone(),
+            target: call_target(call),
+            arguments: call.arguments.clone(),
+            decision: None,
+            result: None,
+        }));
+    }
+
+    fn tool_mut(&mut self, agent: &str, id: &str) -> Option<&mut ToolEntry> {
+        self.entries.iter_mut().rev().find_map(|e| match e {
+            Entry::Tool(t) if t.id == id && t.agent == agent => Some(t),
+            _ => None,
+        })
+    }
+
+    /// The permission decision of a call.
+    pub fn tool_decided(&mut self, agent: &str, id: &str, verdict: &str, source: &str) {
+        if let Some(t) = self.tool_mut(agent, id) {
+            t.decision = Some((verdict.to_string(), source.to_string()));
+        }
+    }
+
+    /// A call finished.
+    pub fn tool_finished(&mut self, agent: &str, id: &str, is_error: bool, summary: &str) {
+        if let Some(t) = self.tool_mut(agent, id) {
+            t.result = Some((is_error, summary.to_string()));
+        }
+    }
+
+    fn tool_lines(&self, t: &ToolEntry, out: &mut Vec<Line<'static>>) {
+        let dim = Style::default().fg(Color::DarkGray);
+        let mut spans = vec![Span::styled("⏺ ", Style::default().fg(Color::Cyan))];
+        if t.agent != "lead" {
+            spans.push(Span::styled(format!("[{}] ", t.agent), dim));
+        }
+        spans.push(Span::styled(
+            t.name.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::raw(format!("({})", t.target)));
+        if let Some((verdict, source)) = &t.decision {
+            let color = match verdict.as_str() {
+                "allow" => Color::Green,
+                "deny" => Color::Red,
+                _ => Color::Yellow,
+            };
+            spans.push(Span::styled(
+                format!(" {verdict} by {source}"),
+                Style::default().fg(color),
+            ));
+        }
+        out.push(Line::from(spans));
+        if self.expanded {
+            out.push(Line::styled(format!("  ⎿ args: {}", t.arguments), dim));
+        }
+        match &t.result {
+            Some((is_error, summary)) => {
+                let style = if *is_error {
+                    Style::default().fg(Color::Red)
+                } else {
+                    dim
+                };
+                out.push(Line::styled(format!("  ⎿ {summary}"), style));
+            }
+            None => out.push(Line::styled("  ⎿ running…", dim)),
+        }
+    }
+
+    /// Every line of the transcript, unwrapped.
+    pub fn lines(&self) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        for e in &self.entries {
+            match e {
+                Entry::User(text) => {
+                    for (i, l) in text.lines().enumerate() {
+                        let prefix = if i == 0 { "> " } else { "  " };
+                        out.push(Line::styled(
+                            format!("{prefix}{l}"),
+                            Style::default()
+                                .fg(Color::White)
+                                .add_modifier(Modifier::BOLD),
+                        ));
+                    }
+                }
+                Entry::Assistant(text) => {
+                    out.extend(text.lines().map(|l| Line::raw(l.to_string())));
+                }
+                Entry::Tool(t) => self.tool_lines(t, &mut out),
+                Entry::Notice(text) => out
+                    .extend(text.lines().map(|l| {
+                        Line::styled(l.to_string(), Style::default().fg(Color::DarkGray))
+                    })),
+                Entry::Error(text) => out.extend(
+                    text.lines()
+                        .map(|l| Line::styled(l.to_string(), Style::default().fg(Color::Red))),
+                ),
+            }
+            out.push(Line::raw(""));
+        }
+        out
+    }
+
+    /// Draws the transcript's last lines (minus the scroll) into `area`, wrapping them.
+    pub fn render(&self, frame: &mut Frame, area: Rect) {
+        let width = usize::from(area.width.max(1));
+        let wrapped: Vec<Line<'static>> = self
+            .lines()
+            .into_iter()
+            .flat_map(|l| wrap(l, width))
+            .collect();
+        let height = usize::from(area.height);
+        let end = wrapped
+            .len()
+            .saturating_sub(self.scroll_up.min(wrapped.len()));
+        let start = end.saturating_sub(height);
+        frame.render_widget(Paragraph::new(wrapped[start..end].to_vec()), area);
+    }
+}
+
+/// Splits a line into rows of at most `width` characters, keeping each span's style.
+fn wrap(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
+    let mut rows = vec![Line::default()];
+    let mut used = 0;
+    for span in line.spans {
+        let mut chunk = String::new();
+        for ch in span.content.chars() {
+            if used == width {
+                if let Some(row) = rows.last_mut() {
+                    row.spans
+                        .push(Span::styled(std::mem::take(&mut chunk), span.style));
+                }
+                rows.push(Line::default());
+                used = 0;
+            }
+            chunk.push(ch);
+            used += 1;
+        }
+        if let Some(row) = rows.last_mut() {
+            row.spans.push(Span::styled(chunk, span.style));
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn call(id: &str, name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    fn sample() -> Transcript {
+        let mut t = Transcript::default();
+        t.push(Entry::User("write the greeting".into()));
+        t.push_text("I will write ");
+        t.push_text("the file.");
+        t.tool_started(
+            "lead",
+            &call("c1", "write_file", r#"{"path":"hello.txt","content":"hi"}"#),
+        );
+        t.tool_decided("lead", "c1", "ask", "user");
+        t.tool_finished("lead", "c1", false, "wrote 2 bytes to hello.txt");
+        t.tool_started(
+            "general-purpose/t1",
+            &call("c1", "run_command", r#"{"command":"cargo test"}"#),
+        );
+        t.tool_decided("general-purpose/t1", "c1", "deny", "blacklist");
+        t.tool_finished("general-purpose/t1", "c1", true, "denied: blacklisted");
+        t
+    }
+
+    fn draw(t: &Transcript, w: u16, h: u16) -> String {
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        term.draw(|f| t.render(f, f.area())).unwrap();
+        format!("{}", term.backend())
+    }
+
+    #[test]
+    fn transcript_with_a_tool_call() {
+        let t = sample();
+        let screen = draw(&t, 70, 12);
+        insta::assert_snapshot!(screen);
+        assert!(screen.contains("write_file(hello.txt) ask by user"));
+        // Same call id from another agent must not be mixed up with the lead's.
+        assert!(screen.contains("[general-purpose/t1] run_command(cargo test) deny"));
+    }
+
+    #[test]
+    fn expanded_tool_calls_show_arguments() {
+        let mut t = sample();
+        t.expanded = true;
+        let screen = draw(&t, 70, 14);
+        insta::assert_snapshot!(screen);
+        assert!(screen.contains(r#"args: {"path":"hello.txt","content":"hi"}"#));
+    }
+
+    #[test]
+    fn long_lines_wrap_and_the_view_follows_the_end() {
+        let mut t = Transcript::default();
+        for i in 0..30 {
+            t.push(Entry::Notice(format!("line {i}")));
+        }
+        t.push_text(&"x".repeat(25));
+        let screen = draw(&t, 10, 4);
+        assert!(screen.contains("xxxxxxxxxx"), "{screen}");
+        assert!(screen.contains("xxxxx"), "{screen}");
+        assert!(!screen.contains("line 0"), "{screen}");
+    }
+}

@@ -1,0 +1,76 @@
+//! Lays the components out on the screen: transcript above, input box and status line
+//! below, and the dialogs (approval, plan review, tasks, quit) over the transcript.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::app::App;
+use super::plan::PlanStage;
+use super::status::Status;
+
+/// The status line's contents for the app.
+pub fn status(app: &App) -> Status {
+    Status {
+        agent_mode: app.agent_mode().as_str(),
+        permission: app.permission,
+        model: app.info.model.clone(),
+        usage: app.usage,
+        running_tasks: app.tasks.running(),
+        busy: app.running.is_some(),
+    }
+}
+
+fn input_title(app: &App) -> &'static str {
+    match app.plan {
+        PlanStage::Ready => " plan: describe the task ",
+        PlanStage::Editing { .. } => " editing the plan (Enter: review it again) ",
+        _ if app.running.is_some() => " working… (type ahead; Esc interrupts) ",
+        _ => " > ",
+    }
+}
+
+/// Draws the whole app; `now_ms` is the clock for task elapsed times.
+pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
+    let area = frame.area();
+    let input_height = app.input.height(area.height / 3 + 2);
+    let [main, input, status_row] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(input_height),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    app.transcript.render(frame, main);
+    let dialog_open = app.approvals.is_open() || app.confirm_quit || app.tasks.open;
+    app.input
+        .render(frame, input, input_title(app), !dialog_open);
+    status(app).render(frame, status_row);
+    if app.tasks.open {
+        app.tasks.render(frame, main, now_ms);
+    }
+    app.plan.render(frame, main);
+    if app.approvals.is_open() {
+        app.approvals.render(frame, main);
+    }
+    if app.confirm_quit {
+        let rect = Rect {
+            y: main.bottom().saturating_sub(3),
+            height: 3.min(main.height),
+            ..main
+        };
+        frame.render_widget(Clear, rect);
+        frame.render_widget(
+            Paragraph::new(format!(
+                "{} background task(s) still running. Stop them and quit? (y/n)",
+                app.tasks.running()
+            ))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(Style::default().fg(Color::Red)),
+            ),
+            rect,
+        );
+    }
+}
