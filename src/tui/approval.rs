@@ -13,6 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use serde_json::Value;
 
+use super::transcript::call_target;
 use crate::approver::actor::PendingApproval;
 use crate::approver::{ApprovalAnswer, ApprovalRequest};
 
@@ -44,6 +45,7 @@ pub fn request_target(req: &ApprovalRequest) -> String {
         .target
         .clone()
         .or_else(|| args.get("path").and_then(Value::as_str).map(str::to_string))
+        .or_else(|| Some(call_target(&req.call)).filter(|t| !t.is_empty()))
         .unwrap_or_else(|| req.call.arguments.clone())
 }
 
@@ -140,7 +142,20 @@ impl ApprovalQueue {
         }
     }
 
-    /// Draws the dialog over the bottom of `area`.
+    /// Rows the dialog needs at this width (0 when closed).
+    pub fn height(&self, width: u16) -> u16 {
+        let Some(req) = self.current() else { return 0 };
+        let inner = usize::from(width.saturating_sub(2).max(1));
+        let rows = |len: usize| len.div_ceil(inner).max(1);
+        let mut n = 2 + 1 + rows(8 + request_target(req).chars().count());
+        n += rows(8 + req.decision.reason.chars().count()) + 1 + CHOICES.len();
+        if self.deny_message.is_some() {
+            n += 2;
+        }
+        u16::try_from(n).unwrap_or(u16::MAX)
+    }
+
+    /// Draws the dialog at the bottom of `area`.
     pub fn render(&self, frame: &mut Frame, area: Rect) {
         let Some(req) = self.current() else { return };
         let bold = Style::default().add_modifier(Modifier::BOLD);
@@ -186,9 +201,7 @@ impl ApprovalQueue {
         } else {
             " Permission needed ".to_string()
         };
-        let height = u16::try_from(lines.len() + 2)
-            .unwrap_or(u16::MAX)
-            .min(area.height);
+        let height = self.height(area.width).min(area.height);
         let rect = Rect {
             x: area.x,
             y: area.bottom().saturating_sub(height),

@@ -132,7 +132,17 @@ impl PlanStage {
         }
     }
 
-    /// Draws the review dialog over the bottom of `area` (only in review).
+    /// Rows the review dialog wants (0 outside review).
+    pub fn height(&self) -> u16 {
+        match self {
+            PlanStage::Review { plan, .. } => {
+                u16::try_from(plan.lines().count() + 5).unwrap_or(u16::MAX)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Draws the review dialog at the bottom of `area` (only in review).
     pub fn render(&self, frame: &mut Frame, area: Rect) {
         let PlanStage::Review { plan, mode, .. } = self else {
             return;

@@ -35,8 +35,15 @@ fn input_title(app: &App) -> &'static str {
 pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     let area = frame.area();
     let input_height = app.input.height(area.height / 3 + 2);
-    let [main, input, status_row] = Layout::vertical([
+    // Dialogs take rows below the transcript rather than covering its newest lines.
+    let dialog_height = app
+        .approvals
+        .height(area.width)
+        .max(app.plan.height())
+        .min(area.height / 2);
+    let [main, dialog, input, status_row] = Layout::vertical([
         Constraint::Min(1),
+        Constraint::Length(dialog_height),
         Constraint::Length(input_height),
         Constraint::Length(1),
     ])
@@ -49,9 +56,10 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     if app.tasks.open {
         app.tasks.render(frame, main, now_ms);
     }
-    app.plan.render(frame, main);
     if app.approvals.is_open() {
-        app.approvals.render(frame, main);
+        app.approvals.render(frame, dialog);
+    } else {
+        app.plan.render(frame, dialog);
     }
     if app.confirm_quit {
         let rect = Rect {

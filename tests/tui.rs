@@ -1,0 +1,337 @@
+//! End-to-end tests of the terminal UI: the real `crew` binary in a pseudo-terminal,
+//! read back through a terminal emulator (`vt100`), driven by a scripted model. Every
+//! wait polls the screen with a generous limit; nothing asserts on durations.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
+use serde_json::Value;
+
+const ROWS: u16 = 40;
+const COLS: u16 = 120;
+/// How long any one expected screen may take to appear (a loaded CI machine is slow).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// `crew` running in a pseudo-terminal.
+struct Tui {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Tui {
+    fn start(dir: &Path, script: &Path, extra: &[&str]) -> Tui {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: ROWS,
+                cols: COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crew"));
+        cmd.arg("--model");
+        cmd.arg(format!("script:{}", script.display()));
+        cmd.arg("--cwd");
+        cmd.arg(dir.join("work"));
+        cmd.arg("--record-requests");
+        cmd.arg(dir.join("requests.jsonl"));
+        cmd.args(extra);
+        cmd.env("HOME", dir.join("home"));
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("ANTHROPIC_API_KEY");
+        cmd.env_remove("OPENAI_API_KEY");
+        cmd.cwd(dir.join("work"));
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(ROWS, COLS, 0)));
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let sink = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        let writer = pty.master.take_writer().unwrap();
+        Tui {
+            screen,
+            writer,
+            child,
+            _master: pty.master,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Polls until the screen satisfies `cond`; returns that screen.
+    fn wait(&self, what: &str, cond: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.text();
+            if cond(&screen) {
+                return screen;
+            }
+            if start.elapsed() > PATIENCE {
+                panic!("gave up waiting for {what}; the screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+
+    fn wait_for(&self, needles: &[&str]) -> String {
+        self.wait(&format!("{needles:?}"), |s| {
+            needles.iter().all(|n| s.contains(n))
+        })
+    }
+
+    fn send(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Types a line and presses Enter.
+    fn line(&mut self, text: &str) {
+        self.send(text);
+        self.send("\r");
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn setup(script: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work")).unwrap();
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    let path = dir.path().join("script.json");
+    std::fs::write(&path, script).unwrap();
+    (dir, path)
+}
+
+fn requests(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("requests.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn wait_file(path: &Path, content: &str) {
+    let start = Instant::now();
+    while std::fs::read_to_string(path).ok().as_deref() != Some(content) {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "{} never held {content:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+#[test]
+fn approval_dialog_allow_once_allow_for_session_and_deny_with_a_message() {
+    let (dir, script) = setup(
+        r#"{"turns":[
+        {"text":"Writing one.","tool_calls":[{"id":"w1","name":"write_file","input":{"path":"a.txt","content":"one"}}]},
+        {"text":"Again.","tool_calls":[{"id":"w2","name":"write_file","input":{"path":"a.txt","content":"two"}}]},
+        {"text":"Third.","tool_calls":[{"id":"w3","name":"write_file","input":{"path":"a.txt","content":"two"}}]},
+        {"text":"Now c.","tool_calls":[{"id":"w4","name":"write_file","input":{"path":"c.txt","content":"four"}}]},
+        {"text":"All done."}]}"#,
+    );
+    let work = dir.path().join("work");
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    tui.wait_for(&["type a task", "default"]);
+    tui.line("write the files");
+
+    // 1: allow once. The dialog names the tool, the path and the asking agent.
+    let screen = tui.wait_for(&["Writing one.", "lead wants to run write_file", "a.txt"]);
+    assert!(
+        screen.contains("1. Allow once") && screen.contains("4. Deny"),
+        "{screen}"
+    );
+    assert!(
+        !work.join("a.txt").exists(),
+        "nothing runs before the answer"
+    );
+    tui.send("1");
+    wait_file(&work.join("a.txt"), "one");
+
+    // 2: allow for the session; the next identical call must not ask (if it did, its
+    // dialog would wait for an answer and the model would never reach "Now c.").
+    tui.wait_for(&["Again.", "lead wants to run write_file"]);
+    tui.send("2");
+    wait_file(&work.join("a.txt"), "two");
+    let screen = tui.wait_for(&["Now c.", "lead wants to run write_file", "c.txt"]);
+    assert!(
+        screen.contains("write_file(a.txt) allow by rule:session"),
+        "the third call is allowed by the session grant, not by a human:\n{screen}"
+    );
+
+    // 4: deny, with a message for the model.
+    tui.send("4");
+    tui.wait_for(&["message for the model"]);
+    tui.line("not that file");
+    tui.wait_for(&["All done."]);
+    assert!(
+        !work.join("c.txt").exists(),
+        "a denied write must not happen"
+    );
+
+    let reqs = requests(dir.path());
+    assert_eq!(reqs.len(), 5, "one request per scripted turn");
+    let result_of = |req: &Value, id: &str| {
+        req["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().unwrap().iter())
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+            .cloned()
+    };
+    let third = result_of(&reqs[3], "w3").expect("w3 ran and its result went back");
+    assert_eq!(third["is_error"], false, "{third}");
+    let last = serde_json::to_string(&reqs[4]["messages"]).unwrap();
+    let denial =
+        result_of(&reqs[4], "w4").unwrap_or_else(|| panic!("no tool_result for w4 in {last}"));
+    assert_eq!(denial["is_error"], true, "{denial}");
+    assert!(
+        denial["content"]
+            .as_str()
+            .unwrap()
+            .contains("not that file"),
+        "the model must receive the user's message: {denial}"
+    );
+}
+
+#[test]
+fn plan_approve_do_runs_the_task_with_the_approved_plan_and_all_tools() {
+    let (dir, script) = setup(
+        r#"{"turns":[
+        {"text":"PLAN-STEP-1: create notes.txt saying hello"},
+        {"text":"Carrying out.","tool_calls":[{"id":"n1","name":"write_file","input":{"path":"notes.txt","content":"hello"}}]},
+        {"text":"Done doing."}]}"#,
+    );
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    tui.wait_for(&["type a task"]);
+    tui.line("/plan");
+    tui.wait_for(&["Plan Mode: describe the task", " plan "]);
+    tui.line("make the notes file");
+    tui.wait_for(&["Plan ready for review", "PLAN-STEP-1", "1. Approve"]);
+    // Shift+Tab in review picks acceptEdits for the Do run: the write needs no dialog.
+    tui.send("\x1b[Z");
+    tui.wait_for(&["permission mode acceptEdits"]);
+    tui.send("1");
+    tui.wait_for(&["Done doing."]);
+    wait_file(&dir.path().join("work/notes.txt"), "hello");
+
+    let reqs = requests(dir.path());
+    let plan_tools = tool_names(&reqs[0]);
+    assert!(
+        !plan_tools.contains(&"write_file".to_string()),
+        "{plan_tools:?}"
+    );
+    let do_req = serde_json::to_string(&reqs[1]["messages"]).unwrap();
+    assert!(do_req.contains("make the notes file"), "{do_req}");
+    assert!(
+        do_req.contains("PLAN-STEP-1: create notes.txt saying hello"),
+        "{do_req}"
+    );
+    assert!(do_req.contains("Approved plan"), "{do_req}");
+    let do_tools = tool_names(&reqs[1]);
+    for t in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "run_command",
+        "agent",
+    ] {
+        assert!(
+            do_tools.contains(&t.to_string()),
+            "{t} missing from {do_tools:?}"
+        );
+    }
+    assert!(do_tools.len() > plan_tools.len());
+}
+
+#[test]
+fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
+    let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+    let agent = |n: u32| {
+        format!(
+            r#"{{"id":"a{n}","name":"agent","input":{{"description":"helper {n}","prompt":"help {n}","subagent_type":"general-purpose","run_in_background":true}}}}"#
+        )
+    };
+    let script = format!(
+        r#"{{"turns":[
+        {{"text":"Starting helpers.","tool_calls":[{},{},{}]}},
+        {{"text":"STREAM-START {} END-OF-STREAM","chunk_delay_ms":50}}],
+        "agents":{{"general-purpose":{{"turns":[
+            {{"delay_ms":20000,"text":"helper done"}},
+            {{"delay_ms":20000,"text":"helper done"}},
+            {{"delay_ms":20000,"text":"helper done"}}]}}}}}}"#,
+        agent(1),
+        agent(2),
+        agent(3),
+        words.join(" ")
+    );
+    let (dir, script) = setup(&script);
+    let mut tui = Tui::start(
+        dir.path(),
+        &script,
+        &["--permission-mode", "bypassPermissions"],
+    );
+    tui.wait_for(&["type a task"]);
+    tui.line("start three helpers then talk");
+    tui.wait_for(&["STREAM-START", "3 running tasks"]);
+    tui.send("typed-while-streaming");
+    let screen = tui.wait_for(&["typed-while-streaming"]);
+    assert!(
+        !screen.contains("END-OF-STREAM"),
+        "typed text must echo before the streamed turn ends:\n{screen}"
+    );
+    assert!(screen.contains("3 running tasks"), "{screen}");
+    // The stream goes on to its end, with the typed text still in the input box.
+    let screen = tui.wait_for(&["END-OF-STREAM"]);
+    assert!(screen.contains("typed-while-streaming"), "{screen}");
+}
+
+#[test]
+fn crew_without_a_terminal_says_to_use_print_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
+        .arg("--cwd")
+        .arg(dir.path())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a terminal") && err.contains("crew -p"),
+        "{err}"
+    );
+}
