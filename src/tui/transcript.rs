@@ -165,54 +165,67 @@ impl Transcript {
         }
     }
 
+    fn entry_lines(&self, e: &Entry, out: &mut Vec<Line<'static>>) {
+        match e {
+            Entry::User(text) => {
+                for (i, l) in text.lines().enumerate() {
+                    let prefix = if i == 0 { "> " } else { "  " };
+                    out.push(Line::styled(
+                        format!("{prefix}{l}"),
+                        Style::default()
+                            .fg(Color::White)
+                            .add_modifier(Modifier::BOLD),
+                    ));
+                }
+            }
+            Entry::Assistant(text) => {
+                out.extend(text.lines().map(|l| Line::raw(l.to_string())));
+            }
+            Entry::Tool(t) => self.tool_lines(t, out),
+            Entry::Notice(text) => out.extend(
+                text.lines()
+                    .map(|l| Line::styled(l.to_string(), Style::default().fg(Color::DarkGray))),
+            ),
+            Entry::Error(text) => out.extend(
+                text.lines()
+                    .map(|l| Line::styled(l.to_string(), Style::default().fg(Color::Red))),
+            ),
+        }
+        out.push(Line::raw(""));
+    }
+
     /// Every line of the transcript, unwrapped.
     pub fn lines(&self) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         for e in &self.entries {
-            match e {
-                Entry::User(text) => {
-                    for (i, l) in text.lines().enumerate() {
-                        let prefix = if i == 0 { "> " } else { "  " };
-                        out.push(Line::styled(
-                            format!("{prefix}{l}"),
-                            Style::default()
-                                .fg(Color::White)
-                                .add_modifier(Modifier::BOLD),
-                        ));
-                    }
-                }
-                Entry::Assistant(text) => {
-                    out.extend(text.lines().map(|l| Line::raw(l.to_string())));
-                }
-                Entry::Tool(t) => self.tool_lines(t, &mut out),
-                Entry::Notice(text) => out
-                    .extend(text.lines().map(|l| {
-                        Line::styled(l.to_string(), Style::default().fg(Color::DarkGray))
-                    })),
-                Entry::Error(text) => out.extend(
-                    text.lines()
-                        .map(|l| Line::styled(l.to_string(), Style::default().fg(Color::Red))),
-                ),
-            }
-            out.push(Line::raw(""));
+            self.entry_lines(e, &mut out);
         }
         out
     }
 
     /// Draws the transcript's last lines (minus the scroll) into `area`, wrapping them.
+    /// Only the newest entries that can show are wrapped, so a long session stays cheap
+    /// to redraw while text streams.
     pub fn render(&self, frame: &mut Frame, area: Rect) {
         let width = usize::from(area.width.max(1));
-        let wrapped: Vec<Line<'static>> = self
-            .lines()
-            .into_iter()
-            .flat_map(|l| wrap(l, width))
-            .collect();
         let height = usize::from(area.height);
-        let end = wrapped
-            .len()
-            .saturating_sub(self.scroll_up.min(wrapped.len()));
+        let wanted = height + self.scroll_up;
+        let mut rows: Vec<Line<'static>> = Vec::new();
+        let mut scratch = Vec::new();
+        for e in self.entries.iter().rev() {
+            if rows.len() >= wanted {
+                break;
+            }
+            scratch.clear();
+            self.entry_lines(e, &mut scratch);
+            let mut wrapped: Vec<Line<'static>> =
+                scratch.drain(..).flat_map(|l| wrap(l, width)).collect();
+            wrapped.append(&mut rows);
+            rows = wrapped;
+        }
+        let end = rows.len().saturating_sub(self.scroll_up.min(rows.len()));
         let start = end.saturating_sub(height);
-        frame.render_widget(Paragraph::new(wrapped[start..end].to_vec()), area);
+        frame.render_widget(Paragraph::new(rows[start..end].to_vec()), area);
     }
 }
 
