@@ -82,3 +82,77 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::runner::{RunOutcome, RunStatus};
+    use crate::approver::ApprovalRequest;
+    use crate::approver::actor::PendingApproval;
+    use crate::permission::{Decision, PermissionMode, Source, Verdict};
+    use crate::protocol::{ToolCall, Usage};
+    use crate::tui::app::{App, SessionInfo};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn app() -> App {
+        App::new(
+            SessionInfo {
+                model: "gpt-4o".into(),
+                ..SessionInfo::default()
+            },
+            PermissionMode::Default,
+        )
+    }
+
+    fn draw(app: &App) -> String {
+        let mut t = Terminal::new(TestBackend::new(80, 20)).unwrap();
+        t.draw(|f| super::draw(app, f, 0)).unwrap();
+        format!("{}", t.backend())
+    }
+
+    #[test]
+    fn whole_screen_with_an_approval_keeps_the_newest_transcript_lines_visible() {
+        let mut a = app();
+        a.submit("create the file".into());
+        a.transcript.push_text("Creating it now.");
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "write_file".into(),
+            arguments: r#"{"path":"out.txt","content":"x"}"#.into(),
+        };
+        a.transcript.tool_started("lead", &call);
+        let (tx, _rx) = ractor::concurrency::oneshot();
+        a.approvals.push(PendingApproval {
+            request: ApprovalRequest {
+                agent: "lead".into(),
+                call,
+                decision: Decision::new(Verdict::Ask, Source::Mode, "default mode asks"),
+                mode: PermissionMode::Default,
+            },
+            reply: tx.into(),
+        });
+        let screen = draw(&a);
+        insta::assert_snapshot!(screen);
+        assert!(screen.contains("write_file(out.txt)") && screen.contains("Creating it now."));
+    }
+
+    #[test]
+    fn plan_review_dialog_shows_the_plan_mode_and_choices() {
+        let mut a = app();
+        a.submit("/plan".into());
+        a.submit("add a flag".into());
+        a.take_effects();
+        a.on_run_finished(Ok(RunOutcome {
+            result: "1. edit cli.rs\n2. add a test".into(),
+            status: RunStatus::Completed,
+            usage: Usage::default(),
+            turns: 1,
+            tool_calls: 0,
+        }));
+        let screen = draw(&a);
+        insta::assert_snapshot!(screen);
+        assert!(screen.contains("Plan ready for review") && screen.contains("2. add a test"));
+        assert!(screen.contains("permission mode default"));
+    }
+}
