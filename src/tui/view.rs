@@ -85,7 +85,6 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::agent::runner::{RunOutcome, RunStatus};
     use crate::approver::ApprovalRequest;
     use crate::approver::actor::PendingApproval;
