@@ -9,16 +9,15 @@ use std::path::PathBuf;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::approval::ApprovalQueue;
-use super::commands::{self, HELP, SlashCommand};
+use super::commands;
 use super::input::{InputBox, InputOutcome};
 use super::plan::{PlanStage, next_permission_mode};
-use super::pricing::{cost_usd, total_tokens};
 use super::tasks_panel::{PanelAction, TasksPanel};
 use super::transcript::{Entry, Transcript};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
 use crate::events::{Event, EventKind};
-use crate::permission::{Category, PermissionMode, Verdict};
+use crate::permission::{PermissionMode, Verdict};
 use crate::protocol::Usage;
 use crate::tasks::TaskRecord;
 
@@ -83,7 +82,8 @@ pub struct App {
     effects: Vec<Effect>,
 }
 
-fn verdict_str(v: Verdict) -> &'static str {
+/// The verdict's name.
+pub(super) fn verdict_str(v: Verdict) -> &'static str {
     match v {
         Verdict::Allow => "allow",
         Verdict::Ask => "ask",
@@ -122,7 +122,8 @@ impl App {
         self.running.unwrap_or_else(|| self.plan.agent_mode())
     }
 
-    fn notice(&mut self, text: impl Into<String>) {
+    /// Adds a notice to the transcript.
+    pub(super) fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Entry::Notice(text.into()));
     }
 
@@ -208,7 +209,8 @@ impl App {
         true
     }
 
-    fn approve_plan(&mut self) {
+    /// Approves the plan under review and starts the Do run.
+    pub(super) fn approve_plan(&mut self) {
         if let Some((req, mode)) = self.plan.approve() {
             if mode != self.permission {
                 self.permission = mode;
@@ -272,84 +274,6 @@ impl App {
             }
         };
         self.start_run(req);
-    }
-
-    fn command(&mut self, cmd: SlashCommand) {
-        match cmd {
-            SlashCommand::Plan => {
-                if self.plan == PlanStage::Off {
-                    self.plan = PlanStage::Ready;
-                }
-                self.notice("Plan Mode: describe the task; the lead investigates read-only and proposes a plan.");
-            }
-            SlashCommand::Do => match self.plan {
-                PlanStage::Review { .. } => self.approve_plan(),
-                _ => {
-                    self.plan = PlanStage::Off;
-                    self.notice("No plan to carry out; back to chat.");
-                }
-            },
-            SlashCommand::Tasks => {
-                self.tasks.open = !self.tasks.open;
-                if self.tasks.records.is_empty() {
-                    self.notice("No background tasks or subagents yet.");
-                }
-            }
-            SlashCommand::Worktrees => {
-                let lines: Vec<String> = self
-                    .tasks
-                    .records
-                    .iter()
-                    .filter_map(|r| {
-                        r.worktree
-                            .as_ref()
-                            .map(|w| format!("  {} {} {}", r.id, r.status.as_str(), w.display()))
-                    })
-                    .collect();
-                self.notice(if lines.is_empty() {
-                    "No subagent worktrees in this session; see `crew worktrees list`.".into()
-                } else {
-                    format!("Subagent worktrees:\n{}", lines.join("\n"))
-                });
-            }
-            SlashCommand::Permissions => {
-                let m = self.permission;
-                let table = [Category::Read, Category::Write, Category::Exec]
-                    .map(|c| format!("{c:?}: {}", verdict_str(m.fallback(c))).to_lowercase())
-                    .join(", ");
-                self.notice(format!(
-                    "Permission mode: {m} ({table}; rules in .crew/settings.json and .crew/settings.local.json decide first). Shift+Tab cycles the mode."
-                ));
-            }
-            SlashCommand::Agents => {
-                let lines: Vec<String> = self
-                    .info
-                    .agents
-                    .iter()
-                    .map(|(n, d)| format!("  {n}: {d}"))
-                    .collect();
-                self.notice(format!("Agents:\n{}", lines.join("\n")));
-            }
-            SlashCommand::Status => {
-                let cost = cost_usd(&self.info.model, &self.usage)
-                    .map_or("unknown price".into(), |c| format!("${c:.4}"));
-                self.notice(format!(
-                    "Session {} in {}\nModel {} · {} tokens ({cost}) · permission mode {} · agent mode {} · {} running task(s)",
-                    self.info.session_id,
-                    self.info.cwd.display(),
-                    self.info.model,
-                    total_tokens(&self.usage),
-                    self.permission,
-                    self.agent_mode().as_str(),
-                    self.tasks.running()
-                ));
-            }
-            SlashCommand::Help => self.notice(HELP),
-            SlashCommand::Exit => self.request_quit(),
-            SlashCommand::Unknown(name) => self.notice(format!(
-                "Unknown command /{name}; /help lists the commands."
-            )),
-        }
     }
 
     /// Applies a session event.

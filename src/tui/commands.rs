@@ -1,4 +1,10 @@
-//! Slash commands typed in the input box, and the help text.
+//! Slash commands typed in the input box: parsing, what each does to the app, and the
+//! help text.
+
+use super::app::{App, verdict_str};
+use super::plan::PlanStage;
+use super::pricing::{cost_usd, total_tokens};
+use crate::permission::Category;
 
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +65,87 @@ Keys:
   Enter send · Alt+Enter new line · Up/Down history · Shift+Tab permission mode
   Esc interrupt the current turn · Ctrl+O expand tool calls · PgUp/PgDn scroll
   Ctrl+C twice quit";
+
+impl App {
+    /// Carries out a slash command.
+    pub(super) fn command(&mut self, cmd: SlashCommand) {
+        match cmd {
+            SlashCommand::Plan => {
+                if self.plan == PlanStage::Off {
+                    self.plan = PlanStage::Ready;
+                }
+                self.notice("Plan Mode: describe the task; the lead investigates read-only and proposes a plan.");
+            }
+            SlashCommand::Do => match self.plan {
+                PlanStage::Review { .. } => self.approve_plan(),
+                _ => {
+                    self.plan = PlanStage::Off;
+                    self.notice("No plan to carry out; back to chat.");
+                }
+            },
+            SlashCommand::Tasks => {
+                self.tasks.open = !self.tasks.open;
+                if self.tasks.records.is_empty() {
+                    self.notice("No background tasks or subagents yet.");
+                }
+            }
+            SlashCommand::Worktrees => {
+                let lines: Vec<String> = self
+                    .tasks
+                    .records
+                    .iter()
+                    .filter_map(|r| {
+                        r.worktree
+                            .as_ref()
+                            .map(|w| format!("  {} {} {}", r.id, r.status.as_str(), w.display()))
+                    })
+                    .collect();
+                self.notice(if lines.is_empty() {
+                    "No subagent worktrees in this session; see `crew worktrees list`.".into()
+                } else {
+                    format!("Subagent worktrees:\n{}", lines.join("\n"))
+                });
+            }
+            SlashCommand::Permissions => {
+                let m = self.permission;
+                let table = [Category::Read, Category::Write, Category::Exec]
+                    .map(|c| format!("{c:?}: {}", verdict_str(m.fallback(c))).to_lowercase())
+                    .join(", ");
+                self.notice(format!(
+                    "Permission mode: {m} ({table}; rules in .crew/settings.json and .crew/settings.local.json decide first). Shift+Tab cycles the mode."
+                ));
+            }
+            SlashCommand::Agents => {
+                let lines: Vec<String> = self
+                    .info
+                    .agents
+                    .iter()
+                    .map(|(n, d)| format!("  {n}: {d}"))
+                    .collect();
+                self.notice(format!("Agents:\n{}", lines.join("\n")));
+            }
+            SlashCommand::Status => {
+                let cost = cost_usd(&self.info.model, &self.usage)
+                    .map_or("unknown price".into(), |c| format!("${c:.4}"));
+                self.notice(format!(
+                    "Session {} in {}\nModel {} · {} tokens ({cost}) · permission mode {} · agent mode {} · {} running task(s)",
+                    self.info.session_id,
+                    self.info.cwd.display(),
+                    self.info.model,
+                    total_tokens(&self.usage),
+                    self.permission,
+                    self.agent_mode().as_str(),
+                    self.tasks.running()
+                ));
+            }
+            SlashCommand::Help => self.notice(HELP),
+            SlashCommand::Exit => self.request_quit(),
+            SlashCommand::Unknown(name) => self.notice(format!(
+                "Unknown command /{name}; /help lists the commands."
+            )),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
