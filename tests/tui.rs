@@ -335,3 +335,43 @@ fn crew_without_a_terminal_says_to_use_print_mode() {
         "{err}"
     );
 }
+
+#[test]
+fn continue_in_the_tui_shows_the_resumed_conversation() {
+    let (dir, script) = setup(r#"{"turns":[{"text":"FIRST-ANSWER from the headless run"}]}"#);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["-p", "the first task", "--model"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--cwd")
+        .arg(dir.path().join("work"))
+        .env("HOME", dir.path().join("home"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let tui = Tui::start(dir.path(), &script, &["--continue"]);
+    let screen = tui.wait_for(&["Resumed session", "the first task"]);
+    assert!(
+        screen.contains("FIRST-ANSWER from the headless run"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn esc_cancels_the_streaming_turn_and_the_next_input_runs() {
+    let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+    let (dir, script) = setup(&format!(
+        r#"{{"turns":[{{"text":"{} END-MARK","chunk_delay_ms":50}},{{"text":"Second answer."}}]}}"#,
+        words.join(" ")
+    ));
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    tui.wait_for(&["type a task"]);
+    tui.line("talk for a while");
+    tui.wait_for(&["w3", "esc to interrupt"]);
+    tui.send("\x1b");
+    tui.wait_for(&["Turn cancelled."]);
+    tui.line("next question");
+    // The second request is only sent once the first run has ended: had Esc not stopped
+    // the stream, its end would be on screen before the second answer.
+    let screen = tui.wait_for(&["Second answer."]);
+    assert!(!screen.contains("END-MARK"), "{screen}");
+}

@@ -326,7 +326,13 @@ impl App {
         };
         match &result {
             Ok(o) if o.status == RunStatus::Completed => {}
-            Ok(o) => self.notice(format!("Run ended: {:?}. {}", o.status, o.result).to_lowercase()),
+            Ok(o) => match o.status {
+                RunStatus::Cancelled => self.notice("Turn cancelled."),
+                RunStatus::MaxTurns => self.notice("Stopped at the turn limit (--max-turns)."),
+                _ => self
+                    .transcript
+                    .push(Entry::Error(format!("The run failed: {}", o.result))),
+            },
             Err(e) => self.transcript.push(Entry::Error(e.clone())),
         }
         if matches!(self.plan, PlanStage::Planning { .. }) {
