@@ -278,7 +278,7 @@ fn plan_approve_do_runs_the_task_with_the_approved_plan_and_all_tools() {
 
 #[test]
 fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
-    let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+    let words: Vec<String> = (0..300).map(|i| format!("w{i}")).collect();
     let agent = |n: u32| {
         format!(
             r#"{{"id":"a{n}","name":"agent","input":{{"description":"helper {n}","prompt":"help {n}","subagent_type":"general-purpose","run_in_background":true}}}}"#
@@ -289,9 +289,9 @@ fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
         {{"text":"Starting helpers.","tool_calls":[{},{},{}]}},
         {{"text":"STREAM-START {} END-OF-STREAM","chunk_delay_ms":50}}],
         "agents":{{"general-purpose":{{"turns":[
-            {{"delay_ms":20000,"text":"helper done"}},
-            {{"delay_ms":20000,"text":"helper done"}},
-            {{"delay_ms":20000,"text":"helper done"}}]}}}}}}"#,
+            {{"delay_ms":30000,"text":"helper done"}},
+            {{"delay_ms":30000,"text":"helper done"}},
+            {{"delay_ms":30000,"text":"helper done"}}]}}}}}}"#,
         agent(1),
         agent(2),
         agent(3),
