@@ -1,0 +1,366 @@
+//! The decision itself (`check`): classify and parse → hard checks (blacklist,
+//! credentials, sandbox) → rules by layer → dangerous/protected asks → mode fallback;
+//! then, under dontAsk, any Ask becomes Deny (nobody is there to answer).
+
+use std::path::{Path, PathBuf};
+
+use super::classify::{self, ClassifyError, Classified, Target, ToolKind};
+use super::rules::{self, Rule, RuleKind, Subject};
+use super::shell::Part;
+use super::{
+    CheckRequest, Category, Decision, PermissionMode, Policy, Source, Verdict, blacklist,
+    commands, mode, sandbox, shell,
+};
+
+/// Decides one call. Pure apart from reading the file system to resolve symlinks.
+pub fn check(req: &CheckRequest, policy: &Policy) -> Decision {
+    let d = decide(req, policy);
+    unattended(req.mode, d)
+}
+
+/// Under dontAsk the mode fallback never asks; whatever still asks (an `ask` rule, a
+/// dangerous command, a protected file, an unknown tool, an unparseable command) was
+/// meant for a human, and there is none: deny it.
+fn unattended(mode: PermissionMode, mut d: Decision) -> Decision {
+    if mode == PermissionMode::DontAsk && d.verdict == Verdict::Ask {
+        d.verdict = Verdict::Deny;
+        d.reason = format!(
+            "{}; dontAsk has no one to ask, so it is denied (an explicit allow rule would permit it)",
+            d.reason
+        );
+    }
+    d
+}
+
+/// What every stage needs besides the call.
+struct Ctx<'a> {
+    req: &'a CheckRequest,
+    policy: &'a Policy,
+    home: Option<&'a Path>,
+    homes: Vec<PathBuf>,
+    roots: Vec<PathBuf>,
+    /// Bases of relative rule patterns: project root, then the agent's cwd.
+    bases: Vec<PathBuf>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(req: &'a CheckRequest, policy: &'a Policy) -> Self {
+        let roots = sandbox::canonical_roots(
+            std::iter::once(req.cwd.as_path()).chain(policy.additional_roots.iter().map(PathBuf::as_path)),
+        );
+        let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
+        if let Some(cwd) = roots.first()
+            && !bases.contains(cwd)
+        {
+            bases.push(cwd.clone());
+        }
+        Ctx {
+            req,
+            policy,
+            home: policy.home.as_deref(),
+            homes: sandbox::homes(policy.home.as_deref()),
+            roots,
+            bases,
+        }
+    }
+
+    fn mode(&self) -> PermissionMode {
+        self.req.mode
+    }
+}
+
+fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
+    let c = match classify::classify(&req.call.name, &req.call.arguments) {
+        Ok(c) => c,
+        Err(e @ ClassifyError::Unknown(_)) => {
+            let mut d = Decision::new(Verdict::Ask, Source::Unknown, e.to_string());
+            d.explicit_ask = true;
+            return d;
+        }
+        Err(ClassifyError::Arguments(m)) => {
+            let mut d = Decision::new(Verdict::Deny, Source::Arguments, m);
+            d.category = ToolKind::of(&req.call.name).map(ToolKind::category);
+            return d;
+        }
+    };
+    let ctx = Ctx::new(req, policy);
+    let category = c.kind.category();
+    let mut d = match &c.target {
+        Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
+        Target::Command(cmd) => command_decision(&ctx, cmd),
+        Target::Agent(t) => named_decision(&ctx, category, &Subject::Agent(t), t),
+        Target::Mcp(n) => named_decision(&ctx, category, &Subject::Mcp(n), n),
+        Target::None => fallback(ctx.mode(), category, ""),
+    };
+    if d.category.is_none() {
+        d.category = Some(category);
+    }
+    d
+}
+
+fn deny(source: Source, reason: impl Into<String>, target: impl Into<String>) -> Decision {
+    let mut d = Decision::new(Verdict::Deny, source, reason);
+    d.target = Some(target.into());
+    d
+}
+
+fn fallback(mode: PermissionMode, category: Category, what: &str) -> Decision {
+    let verdict = mode.fallback(category);
+    let mut reason = mode::fallback_reason(mode, category, verdict);
+    if !what.is_empty() {
+        reason = format!("{reason} (`{what}`)");
+    }
+    let mut d = Decision::new(verdict, Source::Mode, reason);
+    d.category = Some(category);
+    d
+}
+
+fn from_rule(rule: &Rule, what: &str) -> Decision {
+    let (verdict, verb) = match rule.kind {
+        RuleKind::Allow => (Verdict::Allow, "allowed"),
+        RuleKind::Ask => (Verdict::Ask, "asks before"),
+        RuleKind::Deny => (Verdict::Deny, "denies"),
+    };
+    let origin = match &rule.file {
+        Some(f) => format!(" in {} (index {})", f.display(), rule.index),
+        None => " (granted this session)".into(),
+    };
+    let reason = match rule.kind {
+        RuleKind::Allow => format!("`{what}` is {verb} by rule `{}`{origin}", rule.text),
+        _ => format!("rule `{}`{origin} {verb} `{what}`", rule.text),
+    };
+    let mut d = Decision::new(verdict, Source::Rule(rule.layer), reason);
+    d.rule = Some(rule.text.clone());
+    d.explicit_ask = rule.kind == RuleKind::Ask;
+    d
+}
+
+/// A dangerous command or protected file: ask in every mode but bypassPermissions, unless
+/// an exact allow rule (a grant for this very target) matched.
+fn guarded(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, category: Category, what: &str) -> Option<Decision> {
+    if ctx.mode() == PermissionMode::BypassPermissions || rule.is_some_and(Rule::is_exact) {
+        return None;
+    }
+    let mut d = Decision::new(
+        Verdict::Ask,
+        Source::Mode,
+        format!("`{what}`: {why}; confirm it, or grant this exact call"),
+    );
+    d.rule = Some(format!("dangerous: {why}"));
+    d.explicit_ask = true;
+    d.category = Some(category);
+    Some(d)
+}
+
+fn named_decision(ctx: &Ctx<'_>, category: Category, subject: &Subject<'_>, what: &str) -> Decision {
+    let mut d = match rules::decide(&ctx.policy.rules, subject) {
+        Some(r) => from_rule(r, what),
+        None => fallback(ctx.mode(), category, ""),
+    };
+    d.target = Some(what.to_string());
+    d
+}
+
+fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
+    let raw = raw.unwrap_or(".");
+    let abs = sandbox::absolute(raw, &ctx.req.cwd, ctx.home);
+    let real = match sandbox::resolve(&abs) {
+        Ok(r) => r,
+        Err(e) => {
+            return deny(
+                Source::Sandbox,
+                format!("cannot resolve `{raw}` ({e}); use a path inside the working directory"),
+                abs.display().to_string(),
+            );
+        }
+    };
+    let target = real.display().to_string();
+    let lexical = sandbox::lexical(&abs);
+    if let Some(name) = sandbox::credential(&lexical, &ctx.homes).or_else(|| sandbox::credential(&real, &ctx.homes)) {
+        let mut d = deny(
+            Source::Credentials,
+            format!("`{raw}` is a credential location (~/{name}); credentials are never readable or writable by agents"),
+            target,
+        );
+        d.rule = Some(format!("~/{name}"));
+        return d;
+    }
+    if !sandbox::inside(&real, &ctx.roots) {
+        return deny(
+            Source::Sandbox,
+            format!(
+                "`{raw}` resolves to {target}, outside the sandbox roots ({}); add its directory to permissions.additionalDirectories in .crew/settings.local.json to allow it",
+                ctx.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            target,
+        );
+    }
+    for p in &c.patterns {
+        if p.starts_with('/') || p.starts_with('~') || p.split('/').any(|s| s == "..") {
+            return deny(
+                Source::Sandbox,
+                format!("glob `{p}` must be relative to the search path and must not contain `..`; pass the directory as `path`"),
+                target,
+            );
+        }
+    }
+    let subject = Subject::Path {
+        kind: c.kind,
+        real: &real,
+        bases: &ctx.bases,
+    };
+    let rule = rules::decide(&ctx.policy.rules, &subject);
+    let category = c.kind.category();
+    let protected = c.kind.writes().then(|| sandbox::protected(&real)).flatten();
+    let mut d = match rule {
+        Some(r) if r.kind != RuleKind::Allow => from_rule(r, raw),
+        _ => match protected.and_then(|why| {
+            guarded(ctx, rule, &format!("{why} changes permissions or runs code later"), category, raw)
+        }) {
+            Some(d) => d,
+            None => match rule {
+                Some(r) => from_rule(r, raw),
+                None => fallback(ctx.mode(), category, ""),
+            },
+        },
+    };
+    d.target = Some(target);
+    d
+}
+
+fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
+    if let Some(hit) = blacklist::check_raw(command) {
+        let mut d = deny(Source::Blacklist, hit.reason, command);
+        d.rule = Some(hit.pattern.into());
+        return d;
+    }
+    let script = match shell::parse(command) {
+        Ok(s) => s,
+        Err(e) => {
+            let mut d = Decision::new(
+                Verdict::Ask,
+                Source::Unknown,
+                format!("{e}; a command that cannot be parsed is never run unasked"),
+            );
+            d.explicit_ask = true;
+            d.target = Some(command.to_string());
+            return d;
+        }
+    };
+    let target = script
+        .parts
+        .iter()
+        .filter(|p| !p.argv.is_empty())
+        .map(Part::full_text)
+        .collect::<Vec<_>>()
+        .join(" ; ");
+    if let Some(hit) = blacklist::check(&script) {
+        let mut d = deny(Source::Blacklist, hit.reason, target);
+        d.rule = Some(hit.pattern.into());
+        return d;
+    }
+    // Credentials are denied wherever they appear, before any rule.
+    for part in &script.parts {
+        for word in path_words(part) {
+            let abs = sandbox::absolute(word, &ctx.req.cwd, ctx.home);
+            let hit = sandbox::credential(&sandbox::lexical(&abs), &ctx.homes).or_else(|| {
+                sandbox::resolve(&abs)
+                    .ok()
+                    .and_then(|r| sandbox::credential(&r, &ctx.homes))
+            });
+            if let Some(name) = hit {
+                let mut d = deny(
+                    Source::Credentials,
+                    format!("`{}` touches a credential location (~/{name}); credentials are never readable or writable by agents", part.full_text()),
+                    target,
+                );
+                d.rule = Some(format!("~/{name}"));
+                return d;
+            }
+        }
+    }
+    let mut worst: Option<Decision> = None;
+    let mut all_read = true;
+    for part in &script.parts {
+        let Some(mut d) = part_decision(ctx, part) else {
+            continue;
+        };
+        all_read &= d.category == Some(Category::Read);
+        if d.verdict == Verdict::Deny {
+            d.target = Some(target);
+            d.category = Some(Category::Exec);
+            return d;
+        }
+        let replace = match &worst {
+            None => true,
+            Some(w) => d.verdict == Verdict::Ask && w.verdict == Verdict::Allow,
+        };
+        if replace {
+            worst = Some(d);
+        }
+    }
+    let category = if all_read { Category::Read } else { Category::Exec };
+    let mut d = worst.unwrap_or_else(|| fallback(ctx.mode(), category, ""));
+    d.category = Some(category);
+    d.target = Some(target);
+    d
+}
+
+/// One part's decision, or `None` for a part that runs nothing (a `bash -c` shell whose
+/// script became parts of its own).
+fn part_decision(ctx: &Ctx<'_>, part: &Part) -> Option<Decision> {
+    if part.argv.is_empty() && !part.redirects.iter().any(|r| r.write) {
+        return None;
+    }
+    let text = part.text();
+    let full = part.full_text();
+    let subject = Subject::Command {
+        text: &text,
+        full: &full,
+        privileged: part.privileged,
+    };
+    let rule = rules::decide(&ctx.policy.rules, &subject);
+    let category = if commands::is_read_only(part) && paths_inside(ctx, part) {
+        Category::Read
+    } else {
+        Category::Exec
+    };
+    let mut d = match rule {
+        Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
+        _ => match commands::dangerous(part).and_then(|why| guarded(ctx, rule, why, category, &full)) {
+            Some(d) => d,
+            None => match rule {
+                Some(r) => from_rule(r, &full),
+                None => fallback(ctx.mode(), category, &full),
+            },
+        },
+    };
+    d.category = Some(category);
+    Some(d)
+}
+
+/// Words of a part that may name files: operands and `--opt=value` values, redirect
+/// targets. Substitution placeholders are skipped.
+fn path_words(part: &Part) -> impl Iterator<Item = &str> {
+    part.argv
+        .iter()
+        .skip(1)
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) if k.starts_with('-') || !k.contains('/') => v,
+            _ => a.as_str(),
+        })
+        .chain(part.redirects.iter().map(|r| r.target.as_str()))
+        .filter(|w| !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$("))
+}
+
+/// Whether every file a read-only part names is inside the sandbox roots (a read-only
+/// command reading `/etc/shadow` or `../other-project` is not a plain read).
+fn paths_inside(ctx: &Ctx<'_>, part: &Part) -> bool {
+    path_words(part).all(|w| {
+        if w == "/dev/null" {
+            return true;
+        }
+        let abs = sandbox::absolute(w, &ctx.req.cwd, ctx.home);
+        sandbox::resolve(&abs).is_ok_and(|real| sandbox::inside(&real, &ctx.roots))
+    })
+}
