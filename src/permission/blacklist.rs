@@ -146,7 +146,7 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
                 && commands::reads_program_from_stdin(p)
         });
         // `sh -c "$(curl …)"`, `bash <(curl …)`, `eval "$(wget -O- …)"`.
-        let substituted_into_shell = part.parent.is_some_and(|p| {
+        let substituted_into_shell = part.substituted && part.parent.is_some_and(|p| {
             let parent = &script.parts[p];
             commands::INTERPRETERS.contains(&parent.program())
                 || parent.argv.is_empty() && !parent.wrappers.is_empty()

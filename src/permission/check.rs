@@ -291,10 +291,14 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             d.category = Some(Category::Exec);
             return d;
         }
-        let replace = match &worst {
-            None => true,
-            Some(w) => d.verdict == Verdict::Ask && w.verdict == Verdict::Allow,
+        // The strongest part speaks for the command: an explicit ask (rule, dangerous)
+        // over a fallback ask over an allow.
+        let strength = |d: &Decision| match (d.verdict, d.explicit_ask) {
+            (Verdict::Allow, _) => 0,
+            (_, false) => 1,
+            (_, true) => 2,
         };
+        let replace = worst.as_ref().is_none_or(|w| strength(&d) > strength(w));
         if replace {
             worst = Some(d);
         }

@@ -312,6 +312,9 @@ fn git_read_only(args: &[&str]) -> bool {
 /// Why a part is dangerous (ask in every mode but bypassPermissions), if it is.
 pub fn dangerous(part: &Part) -> Option<&'static str> {
     let args: Vec<&str> = part.argv.iter().skip(1).map(String::as_str).collect();
+    if part.argv.first().is_some_and(|a| a.contains("$VAR") || a.contains("$(")) {
+        return Some("the program to run is computed at run time");
+    }
     match part.program() {
         "git" => git_dangerous(&args),
         "rm" if part.dynamic

@@ -47,6 +47,9 @@ pub struct Part {
     pub pipeline: usize,
     /// Position in its pipeline (0 = first).
     pub pipe_pos: usize,
+    /// Found inside a command or process substitution (`$(…)`, `<(…)`): its output
+    /// becomes an argument (or a file) of its parent.
+    pub substituted: bool,
     /// For parts found inside a substitution or a `bash -c` script: the enclosing part
     /// (its index in `Script::parts`), if that part is itself in the list.
     pub parent: Option<usize>,
@@ -121,6 +124,7 @@ pub fn parse(command: &str) -> Result<Script, ShellError> {
 #[derive(Debug, Clone, Default)]
 struct Inherit {
     wrappers: Vec<String>,
+    substituted: bool,
     piped: bool,
     privileged: bool,
     background: bool,
@@ -300,6 +304,7 @@ impl Ctx {
             piped: inh.piped,
             parent: inh.parent,
             dynamic: inh.dynamic,
+            substituted: inh.substituted,
             pipeline,
             pipe_pos: pos,
             ..Part::default()
@@ -360,6 +365,7 @@ impl Ctx {
                 *dynamic = true;
                 let mut inner = inh.clone();
                 inner.dynamic = true;
+                inner.substituted = true;
                 self.parse_into(s, depth + 1, &inner)?;
                 out.push_str("$(…)");
             }
@@ -412,6 +418,7 @@ impl Ctx {
                     T::ProcessSubstitution(_, sub) => {
                         let mut inner = inh.clone();
                         inner.dynamic = true;
+                        inner.substituted = true;
                         self.compound_list(&sub.list, depth + 1, &inner)?;
                         Some(Redirect {
                             write,
@@ -509,6 +516,7 @@ impl Ctx {
                 acc.dynamic = true;
                 let mut inner = nested.clone();
                 inner.dynamic = true;
+                inner.substituted = true;
                 self.compound_list(&sub.list, depth + 1, &inner)?;
                 acc.argv.push("<(…)".into());
             }
@@ -554,6 +562,7 @@ impl Ctx {
                     part.argv = Vec::new();
                     let inh = Inherit {
                         wrappers,
+                        substituted: false,
                         piped: part.piped,
                         privileged,
                         background: part.background,
