@@ -185,7 +185,11 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
         d.rule = Some(format!("~/{name}"));
         return d;
     }
-    if !sandbox::inside(&real, &ctx.roots) {
+    // A missing target is judged both where a write would land (through a dangling link)
+    // and where its name says it is; both must be inside.
+    let by_name_inside = real.exists()
+        || sandbox::by_ancestor(&abs).is_some_and(|p| sandbox::inside(&p, &ctx.roots));
+    if !sandbox::inside(&real, &ctx.roots) || !by_name_inside {
         return deny(
             Source::Sandbox,
             format!(

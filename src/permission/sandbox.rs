@@ -81,6 +81,20 @@ pub fn resolve(path: &Path) -> io::Result<PathBuf> {
     Ok(out)
 }
 
+/// Where a not-yet-existing path would be by name: the canonical nearest existing
+/// ancestor plus the remaining components (lexically). Differs from `resolve` only when a
+/// dangling symlink is on the way; the sandbox requires both to be inside.
+pub fn by_ancestor(abs: &Path) -> Option<PathBuf> {
+    let comps: Vec<Component<'_>> = abs.components().collect();
+    (1..=comps.len()).rev().find_map(|k| {
+        let prefix: PathBuf = comps[..k].iter().collect();
+        std::fs::canonicalize(&prefix).ok().map(|p| {
+            let rest: PathBuf = comps[k..].iter().collect();
+            lexical(&p.join(rest))
+        })
+    })
+}
+
 /// Lexical normalisation of an absolute path (`.` dropped, `..` pops), without touching
 /// the file system: used to recognise credential paths by name before resolution.
 pub fn lexical(path: &Path) -> PathBuf {
