@@ -9,9 +9,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput};
 use crewmaster::permission::{CheckRequest, PermissionMode, Policy, check};
 use crewmaster::protocol::ToolCall;
+use criterion::{Criterion, Throughput};
 
 fn req(tool: &str, args: serde_json::Value, cwd: &Path, mode: PermissionMode) -> CheckRequest {
     CheckRequest {
@@ -29,13 +29,20 @@ fn req(tool: &str, args: serde_json::Value, cwd: &Path, mode: PermissionMode) ->
 /// A project with nested sources and rule-heavy local and user settings (~300 rules).
 fn setup() -> (tempfile::TempDir, std::path::PathBuf, Policy) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let home = std::fs::canonicalize(tmp.path()).expect("canonical").join("home");
+    let home = std::fs::canonicalize(tmp.path())
+        .expect("canonical")
+        .join("home");
     let proj = home.join("proj");
     for d in ["src/permission", "src/tools", "tests", "docs"] {
         std::fs::create_dir_all(proj.join(d)).expect("mkdir");
     }
     std::fs::create_dir_all(proj.join(".git")).expect("mkdir");
-    for f in ["src/lib.rs", "src/permission/mod.rs", "src/tools/mod.rs", "README.md"] {
+    for f in [
+        "src/lib.rs",
+        "src/permission/mod.rs",
+        "src/tools/mod.rs",
+        "README.md",
+    ] {
         std::fs::write(proj.join(f), "x").expect("write");
     }
     let mut allow = Vec::new();
@@ -46,7 +53,11 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, Policy) {
         allow.push(format!("Edit(src/gen{i}/**)"));
         deny.push(format!("Read(secrets{i}/**)"));
     }
-    allow.extend(["Bash(cargo test:*)".into(), "Bash(npm run test:*)".into(), "mcp__github".into()]);
+    allow.extend([
+        "Bash(cargo test:*)".into(),
+        "Bash(npm run test:*)".into(),
+        "mcp__github".into(),
+    ]);
     ask.extend(["Bash(git push:*)".to_string(), "Agent(Deploy)".into()]);
     deny.extend(["Bash(curl:*)".to_string(), "Read(*.pem)".into()]);
     let local = serde_json::json!({"permissions": {"allow": allow, "ask": ask}});
@@ -64,19 +75,74 @@ fn mix(proj: &Path) -> Vec<CheckRequest> {
     let m = PermissionMode::Default;
     vec![
         req("read_file", json!({"path": "src/lib.rs"}), proj, m),
-        req("read_file", json!({"path": "src/permission/mod.rs"}), proj, m),
-        req("read_file", json!({"path": "../proj/src/tools/mod.rs"}), proj, m),
-        req("search_code", json!({"pattern": "fn check", "path": "src"}), proj, m),
+        req(
+            "read_file",
+            json!({"path": "src/permission/mod.rs"}),
+            proj,
+            m,
+        ),
+        req(
+            "read_file",
+            json!({"path": "../proj/src/tools/mod.rs"}),
+            proj,
+            m,
+        ),
+        req(
+            "search_code",
+            json!({"pattern": "fn check", "path": "src"}),
+            proj,
+            m,
+        ),
         req("find_files", json!({"pattern": "**/*.rs"}), proj, m),
-        req("write_file", json!({"path": "src/gen7/new.rs", "content": "x"}), proj, m),
-        req("edit_file", json!({"path": "README.md", "old_string": "a", "new_string": "b"}), proj, m),
-        req("run_command", json!({"command": "cargo test --lib && git status | head -5"}), proj, m),
-        req("run_command", json!({"command": "ls -la src && rg -n 'fn main' src | wc -l"}), proj, m),
-        req("run_command", json!({"command": "npm run test:unit -- --watch; echo done"}), proj, m),
-        req("run_command", json!({"command": "timeout 60 bash -c 'tool42 run --fast && git diff HEAD~1'"}), proj, m),
-        req("run_command", json!({"command": "git push --force origin main"}), proj, m),
+        req(
+            "write_file",
+            json!({"path": "src/gen7/new.rs", "content": "x"}),
+            proj,
+            m,
+        ),
+        req(
+            "edit_file",
+            json!({"path": "README.md", "old_string": "a", "new_string": "b"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "cargo test --lib && git status | head -5"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "ls -la src && rg -n 'fn main' src | wc -l"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "npm run test:unit -- --watch; echo done"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "timeout 60 bash -c 'tool42 run --fast && git diff HEAD~1'"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "git push --force origin main"}),
+            proj,
+            m,
+        ),
         req("mcp__github__create_issue", json!({}), proj, m),
-        req("agent", json!({"prompt": "look", "subagent_type": "Explore"}), proj, m),
+        req(
+            "agent",
+            json!({"prompt": "look", "subagent_type": "Explore"}),
+            proj,
+            m,
+        ),
     ]
 }
 
@@ -95,7 +161,12 @@ fn per_second(reqs: &[CheckRequest], policy: &Policy, budget: Duration) -> f64 {
 fn main() {
     let (_tmp, proj, policy) = setup();
     let reqs = mix(&proj);
-    let baseline = vec![req("task_list", serde_json::json!({}), &proj, PermissionMode::Default)];
+    let baseline = vec![req(
+        "task_list",
+        serde_json::json!({}),
+        &proj,
+        PermissionMode::Default,
+    )];
 
     let mut c = Criterion::default()
         .measurement_time(Duration::from_secs(3))

@@ -14,7 +14,12 @@ async fn engine(policy: Policy) -> ActorRef<PermissionMsg> {
 }
 
 async fn ask(e: &ActorRef<PermissionMsg>, f: &Fixture, tool: &str, args: &str) -> Decision {
-    call!(e, PermissionMsg::Check, f.req(tool, args, PermissionMode::Default)).unwrap()
+    call!(
+        e,
+        PermissionMsg::Check,
+        f.req(tool, args, PermissionMode::Default)
+    )
+    .unwrap()
 }
 
 async fn grant(
@@ -24,7 +29,13 @@ async fn grant(
     args: &str,
     scope: GrantScope,
 ) -> Result<(), String> {
-    call!(e, PermissionMsg::Grant, f.req(tool, args, PermissionMode::Default), scope).unwrap()
+    call!(
+        e,
+        PermissionMsg::Grant,
+        f.req(tool, args, PermissionMode::Default),
+        scope
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -33,16 +44,52 @@ async fn session_grant_allows_the_next_identical_call_only() {
     let e = engine(f.policy()).await;
     let c = cmd("cargo build --release");
     assert_eq!(ask(&e, &f, "run_command", &c).await.verdict, Verdict::Ask);
-    grant(&e, &f, "run_command", &c, GrantScope::Session).await.unwrap();
+    grant(&e, &f, "run_command", &c, GrantScope::Session)
+        .await
+        .unwrap();
     let d = ask(&e, &f, "run_command", &c).await;
-    assert_eq!((d.verdict, d.source), (Verdict::Allow, Source::Rule(crewmaster::permission::Layer::Session)));
+    assert_eq!(
+        (d.verdict, d.source),
+        (
+            Verdict::Allow,
+            Source::Rule(crewmaster::permission::Layer::Session)
+        )
+    );
     // A different command, or the granted one chained with another, still asks.
-    assert_eq!(ask(&e, &f, "run_command", &cmd("cargo build")).await.verdict, Verdict::Ask);
-    assert_eq!(ask(&e, &f, "run_command", &cmd("cargo build --release && rm x")).await.verdict, Verdict::Ask);
+    assert_eq!(
+        ask(&e, &f, "run_command", &cmd("cargo build"))
+            .await
+            .verdict,
+        Verdict::Ask
+    );
+    assert_eq!(
+        ask(&e, &f, "run_command", &cmd("cargo build --release && rm x"))
+            .await
+            .verdict,
+        Verdict::Ask
+    );
     // Writes: the grant is for that file.
-    grant(&e, &f, "write_file", &path("src/main.rs"), GrantScope::Session).await.unwrap();
-    assert_eq!(ask(&e, &f, "write_file", &path("src/main.rs")).await.verdict, Verdict::Allow);
-    assert_eq!(ask(&e, &f, "write_file", &path("src/other.rs")).await.verdict, Verdict::Ask);
+    grant(
+        &e,
+        &f,
+        "write_file",
+        &path("src/main.rs"),
+        GrantScope::Session,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ask(&e, &f, "write_file", &path("src/main.rs"))
+            .await
+            .verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        ask(&e, &f, "write_file", &path("src/other.rs"))
+            .await
+            .verdict,
+        Verdict::Ask
+    );
     // Nothing was written to disk.
     assert!(!f.proj.join(".crew/settings.local.json").exists());
 }
@@ -50,22 +97,39 @@ async fn session_grant_allows_the_next_identical_call_only() {
 #[tokio::test]
 async fn forever_grant_writes_one_deduplicated_rule_that_a_fresh_engine_loads() {
     let f = Fixture::new();
-    f.settings("local", r#"{"model": "keep-me", "permissions": {"deny": ["Bash(curl:*)"]}}"#);
+    f.settings(
+        "local",
+        r#"{"model": "keep-me", "permissions": {"deny": ["Bash(curl:*)"]}}"#,
+    );
     let e = engine(f.policy()).await;
     let c = cmd("npm run lint");
     for _ in 0..2 {
-        grant(&e, &f, "run_command", &c, GrantScope::Forever).await.unwrap();
+        grant(&e, &f, "run_command", &c, GrantScope::Forever)
+            .await
+            .unwrap();
     }
     assert_eq!(ask(&e, &f, "run_command", &c).await.verdict, Verdict::Allow);
     let text = std::fs::read_to_string(f.proj.join(".crew/settings.local.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(v["permissions"]["allow"], serde_json::json!(["Bash(npm run lint)"]));
+    assert_eq!(
+        v["permissions"]["allow"],
+        serde_json::json!(["Bash(npm run lint)"])
+    );
     assert_eq!(v["model"], "keep-me");
-    assert_eq!(v["permissions"]["deny"], serde_json::json!(["Bash(curl:*)"]));
+    assert_eq!(
+        v["permissions"]["deny"],
+        serde_json::json!(["Bash(curl:*)"])
+    );
     // A fresh engine (new session) loads it from disk.
     let fresh = engine(f.policy()).await;
     let d = ask(&fresh, &f, "run_command", &c).await;
-    assert_eq!((d.verdict, d.source), (Verdict::Allow, Source::Rule(crewmaster::permission::Layer::Local)));
+    assert_eq!(
+        (d.verdict, d.source),
+        (
+            Verdict::Allow,
+            Source::Rule(crewmaster::permission::Layer::Local)
+        )
+    );
 }
 
 #[tokio::test]
@@ -91,16 +155,37 @@ async fn hard_denied_and_rule_denied_calls_cannot_be_granted() {
 fn derived_rules_are_narrow() {
     let f = Fixture::new();
     let p = f.policy();
-    let rules = |tool: &str, args: &str| grant_rules(&f.req(tool, args, PermissionMode::Default), &p).unwrap();
-    assert_eq!(rules("write_file", &path("src/main.rs")), ["Write(/src/main.rs)"]);
-    assert_eq!(rules("edit_file", &path("src/a[1].rs")), ["Edit(/src/a\\[1\\].rs)"]);
-    assert_eq!(rules("run_command", &cmd("make  test && ls *.rs")), ["Bash(make test)", "Bash(=ls *.rs)"]);
-    assert_eq!(rules("agent", r#"{"prompt":"p","subagent_type":"Explore"}"#), ["Agent(Explore)"]);
+    let rules = |tool: &str, args: &str| {
+        grant_rules(&f.req(tool, args, PermissionMode::Default), &p).unwrap()
+    };
+    assert_eq!(
+        rules("write_file", &path("src/main.rs")),
+        ["Write(/src/main.rs)"]
+    );
+    assert_eq!(
+        rules("edit_file", &path("src/a[1].rs")),
+        ["Edit(/src/a\\[1\\].rs)"]
+    );
+    assert_eq!(
+        rules("run_command", &cmd("make  test && ls *.rs")),
+        ["Bash(make test)", "Bash(=ls *.rs)"]
+    );
+    assert_eq!(
+        rules("agent", r#"{"prompt":"p","subagent_type":"Explore"}"#),
+        ["Agent(Explore)"]
+    );
     assert_eq!(rules("mcp__gh__list", "{}"), ["mcp__gh__list"]);
     // A granted glob-like command matches only itself.
     let mut p2 = f.policy();
-    crewmaster::permission::grants::grant_session(&f.req("run_command", &cmd("ls *.rs"), PermissionMode::Strict), &mut p2).unwrap();
-    let check = |c: &str| crewmaster::permission::check(&f.req("run_command", &cmd(c), PermissionMode::Strict), &p2).verdict;
+    crewmaster::permission::grants::grant_session(
+        &f.req("run_command", &cmd("ls *.rs"), PermissionMode::Strict),
+        &mut p2,
+    )
+    .unwrap();
+    let check = |c: &str| {
+        crewmaster::permission::check(&f.req("run_command", &cmd(c), PermissionMode::Strict), &p2)
+            .verdict
+    };
     assert_eq!(check("ls *.rs"), Verdict::Allow);
     assert_eq!(check("ls secret.rs"), Verdict::Ask);
 }

@@ -16,9 +16,19 @@ const NAMES: [&str; 4] = ["a", "b", "l1", "l2"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    Dir { outside: bool, path: Vec<usize> },
-    File { outside: bool, path: Vec<usize> },
-    Link { outside: bool, path: Vec<usize>, target: LinkTarget },
+    Dir {
+        outside: bool,
+        path: Vec<usize>,
+    },
+    File {
+        outside: bool,
+        path: Vec<usize>,
+    },
+    Link {
+        outside: bool,
+        path: Vec<usize>,
+        target: LinkTarget,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -35,13 +45,18 @@ fn comp_path() -> impl Strategy<Value = Vec<usize>> {
 
 fn op() -> impl Strategy<Value = Op> {
     let target = prop_oneof![
-        (any::<bool>(), comp_path()).prop_map(|(outside, path)| LinkTarget::Absolute { outside, path }),
+        (any::<bool>(), comp_path())
+            .prop_map(|(outside, path)| LinkTarget::Absolute { outside, path }),
         (0usize..4, comp_path()).prop_map(|(ups, path)| LinkTarget::Relative { ups, path }),
     ];
     prop_oneof![
         (any::<bool>(), comp_path()).prop_map(|(outside, path)| Op::Dir { outside, path }),
         (any::<bool>(), comp_path()).prop_map(|(outside, path)| Op::File { outside, path }),
-        (any::<bool>(), comp_path(), target).prop_map(|(outside, path, target)| Op::Link { outside, path, target }),
+        (any::<bool>(), comp_path(), target).prop_map(|(outside, path, target)| Op::Link {
+            outside,
+            path,
+            target
+        }),
     ]
 }
 
@@ -64,7 +79,8 @@ fn target() -> impl Strategy<Value = String> {
 }
 
 fn join(base: &Path, path: &[usize]) -> PathBuf {
-    path.iter().fold(base.to_path_buf(), |p, i| p.join(NAMES[*i]))
+    path.iter()
+        .fold(base.to_path_buf(), |p, i| p.join(NAMES[*i]))
 }
 
 fn lexical(p: &Path) -> PathBuf {

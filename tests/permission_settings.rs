@@ -3,21 +3,32 @@
 
 mod permission_support;
 
-use crewmaster::permission::{Layer, PermissionMode, Policy, RuleKind, SettingsError, find_project_root};
+use crewmaster::permission::{
+    Layer, PermissionMode, Policy, RuleKind, SettingsError, find_project_root,
+};
 use permission_support::Fixture;
 
 #[test]
 fn malformed_file_is_an_error_naming_file_line_and_column() {
     let f = Fixture::new();
-    f.settings("project", "{\n  \"permissions\": {\n    \"allow\": [\"Read\",]\n  }\n}");
+    f.settings(
+        "project",
+        "{\n  \"permissions\": {\n    \"allow\": [\"Read\",]\n  }\n}",
+    );
     let err = Policy::load(&f.proj, Some(&f.home)).unwrap_err();
-    let SettingsError::Malformed { path, line, column, .. } = &err else {
+    let SettingsError::Malformed {
+        path, line, column, ..
+    } = &err
+    else {
         panic!("expected Malformed, got {err:?}");
     };
     assert!(path.ends_with(".crew/settings.json"));
     assert_eq!((*line, *column), (3, 22), "{err}");
     let text = err.to_string();
-    assert!(text.contains("settings.json") && text.contains("line 3") && text.contains("column 22"), "{text}");
+    assert!(
+        text.contains("settings.json") && text.contains("line 3") && text.contains("column 22"),
+        "{text}"
+    );
     // A field of the wrong type is an error too (not a silently dropped deny list).
     f.settings("project", r#"{"permissions": {"deny": "Bash(rm:*)"}}"#);
     assert!(matches!(
@@ -43,20 +54,33 @@ fn bad_rules_are_skipped_with_warnings_naming_file_and_index() {
     // The good rules still load, with their origin.
     let infos = policy.rule_infos();
     assert_eq!(infos.len(), 2);
-    assert_eq!((infos[0].rule.as_str(), infos[0].kind, infos[0].index), ("Bash(rm:*)", RuleKind::Deny, 0));
+    assert_eq!(
+        (infos[0].rule.as_str(), infos[0].kind, infos[0].index),
+        ("Bash(rm:*)", RuleKind::Deny, 0)
+    );
     assert_eq!(infos[1].layer, Layer::Local);
 }
 
 #[test]
 fn default_mode_comes_from_the_highest_layer_and_unknown_is_default() {
     let f = Fixture::new();
-    f.settings("user", r#"{"permissions": {"defaultMode": "acceptEdits"}, "model": "user-model"}"#);
+    f.settings(
+        "user",
+        r#"{"permissions": {"defaultMode": "acceptEdits"}, "model": "user-model"}"#,
+    );
     let (p, _) = Policy::load(&f.proj, Some(&f.home)).unwrap();
     assert_eq!(p.default_mode, PermissionMode::AcceptEdits);
     assert_eq!(p.model.as_deref(), Some("user-model"));
-    f.settings("local", r#"{"permissions": {"defaultMode": "yolo"}, "model": "local-model"}"#);
+    f.settings(
+        "local",
+        r#"{"permissions": {"defaultMode": "yolo"}, "model": "local-model"}"#,
+    );
     let (p, w) = Policy::load(&f.proj, Some(&f.home)).unwrap();
-    assert_eq!(p.default_mode, PermissionMode::Default, "unknown mode is default, never bypass");
+    assert_eq!(
+        p.default_mode,
+        PermissionMode::Default,
+        "unknown mode is default, never bypass"
+    );
     assert!(w.iter().any(|w| w.message.contains("yolo")), "{w:?}");
     assert_eq!(p.model.as_deref(), Some("local-model"));
 }
@@ -82,7 +106,10 @@ fn project_settings_cannot_lower_the_guard() {
     assert_eq!(p.default_mode, PermissionMode::BypassPermissions);
     assert_eq!(p.additional_roots, vec![f.home.join("proj2")]);
     assert!(p.sandbox.enabled);
-    assert_eq!(p.sandbox.writable_roots, vec![std::path::PathBuf::from("/tmp/cache")]);
+    assert_eq!(
+        p.sandbox.writable_roots,
+        vec![std::path::PathBuf::from("/tmp/cache")]
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ use anyhow::Context;
 use crate::permission::classify::ToolKind;
 use crate::permission::settings;
 use crate::permission::{
-    CheckRequest, Category, Decision, PermissionMode, Policy, Verdict, check, find_project_root,
+    Category, CheckRequest, Decision, PermissionMode, Policy, Verdict, check, find_project_root,
 };
 use crate::protocol::ToolCall;
 use crate::tools::Safety;
@@ -60,7 +60,8 @@ pub enum PermissionsCmd {
 }
 
 fn parse_mode(s: &str) -> Result<PermissionMode, String> {
-    s.parse().map_err(|e: crate::permission::mode::UnknownMode| e.to_string())
+    s.parse()
+        .map_err(|e: crate::permission::mode::UnknownMode| e.to_string())
 }
 
 /// Runs a `crew permissions` subcommand, writing to `out`; returns the exit code.
@@ -126,7 +127,11 @@ fn load(
         .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
     let root = find_project_root(&cwd, home);
     let (policy, warnings) = Policy::load(&root, home)?;
-    Ok((cwd, policy, warnings.iter().map(ToString::to_string).collect()))
+    Ok((
+        cwd,
+        policy,
+        warnings.iter().map(ToString::to_string).collect(),
+    ))
 }
 
 fn name<T: serde::Serialize>(v: &T) -> String {
@@ -185,7 +190,10 @@ fn print_list(
     warnings: &[String],
     json: bool,
 ) -> anyhow::Result<()> {
-    let root = policy.project_root.clone().unwrap_or_else(|| cwd.to_path_buf());
+    let root = policy
+        .project_root
+        .clone()
+        .unwrap_or_else(|| cwd.to_path_buf());
     let files: Vec<(String, PathBuf, bool)> = settings::files(&root, home)
         .into_iter()
         .map(|(l, p)| {

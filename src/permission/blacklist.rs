@@ -26,9 +26,32 @@ impl Hit {
 
 /// Top-level directories whose recursive removal or chmod breaks the system.
 const SYSTEM_DIRS: &[&str] = &[
-    "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc",
-    "root", "run", "sbin", "srv", "sys", "usr", "var", "mnt", "media", "snap", "nix", "System",
-    "Library", "Users", "Applications",
+    "bin",
+    "boot",
+    "dev",
+    "etc",
+    "home",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "opt",
+    "proc",
+    "root",
+    "run",
+    "sbin",
+    "srv",
+    "sys",
+    "usr",
+    "var",
+    "mnt",
+    "media",
+    "snap",
+    "nix",
+    "System",
+    "Library",
+    "Users",
+    "Applications",
 ];
 
 /// Programs that download.
@@ -38,7 +61,10 @@ const DOWNLOADERS: &[&str] = &["curl", "wget", "fetch", "aria2c", "http", "https
 pub fn check_raw(command: &str) -> Option<Hit> {
     let squeezed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
     if squeezed.contains(":(){:|:&};:") || squeezed.contains(":(){:|:&}") {
-        return Some(Hit::new("fork bomb", "a fork bomb exhausts the machine's processes"));
+        return Some(Hit::new(
+            "fork bomb",
+            "a fork bomb exhausts the machine's processes",
+        ));
     }
     None
 }
@@ -69,7 +95,10 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
         if r.write && is_raw_disk(&r.target) {
             return Some(Hit::new(
                 "> /dev/sd*",
-                format!("writing to the raw disk `{}` destroys its file systems", r.target),
+                format!(
+                    "writing to the raw disk `{}` destroys its file systems",
+                    r.target
+                ),
             ));
         }
     }
@@ -89,7 +118,9 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
             if recursive && let Some(t) = targets.iter().find(|t| catastrophic(t, dir)) {
                 return Some(Hit::new(
                     "rm -rf /",
-                    format!("recursive removal of `{t}` destroys the system or your home directory"),
+                    format!(
+                        "recursive removal of `{t}` destroys the system or your home directory"
+                    ),
                 ));
             }
         }
@@ -107,7 +138,12 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
             let destructive = args
                 .iter()
                 .any(|a| matches!(*a, "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir"));
-            if destructive && let Some(t) = args.iter().take_while(|a| !a.starts_with('-')).find(|t| catastrophic(t, dir)) {
+            if destructive
+                && let Some(t) = args
+                    .iter()
+                    .take_while(|a| !a.starts_with('-'))
+                    .find(|t| catastrophic(t, dir))
+            {
                 return Some(Hit::new(
                     "find / -delete",
                     format!("`find {t}` with -delete/-exec can destroy the system"),
@@ -146,11 +182,12 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
                 && commands::reads_program_from_stdin(p)
         });
         // `sh -c "$(curl …)"`, `bash <(curl …)`, `eval "$(wget -O- …)"`.
-        let substituted_into_shell = part.substituted && part.parent.is_some_and(|p| {
-            let parent = &script.parts[p];
-            commands::INTERPRETERS.contains(&parent.program())
-                || parent.argv.is_empty() && !parent.wrappers.is_empty()
-        });
+        let substituted_into_shell = part.substituted
+            && part.parent.is_some_and(|p| {
+                let parent = &script.parts[p];
+                commands::INTERPRETERS.contains(&parent.program())
+                    || parent.argv.is_empty() && !parent.wrappers.is_empty()
+            });
         if piped_into_shell || substituted_into_shell {
             return Some(Hit::new(
                 "curl | sh",
@@ -225,7 +262,13 @@ fn catastrophic(target: &str, dir: Option<&str>) -> bool {
     let t = t
         .strip_suffix("/*")
         .or_else(|| t.strip_suffix("/.*"))
-        .map(|s| if s.is_empty() { "/".to_string() } else { s.to_string() })
+        .map(|s| {
+            if s.is_empty() {
+                "/".to_string()
+            } else {
+                s.to_string()
+            }
+        })
         .unwrap_or(t.clone());
     if t == "/" || t == "~" || t == "*" {
         return true;
@@ -246,9 +289,11 @@ fn is_raw_disk(path: &str) -> bool {
     let Some(dev) = path.strip_prefix("/dev/") else {
         return false;
     };
-    ["sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "mapper/", "rdisk"]
-        .iter()
-        .any(|p| dev.starts_with(p))
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "dm-", "md", "mapper/", "rdisk",
+    ]
+    .iter()
+    .any(|p| dev.starts_with(p))
 }
 
 #[cfg(test)]
@@ -265,7 +310,10 @@ mod tests {
 
     #[test]
     fn catastrophic_targets() {
-        for t in ["/", "/*", "//", "/.", "~", "~/", "~/*", "/etc", "/usr/*", "/usr/lib", "/home/", "/usr/.."] {
+        for t in [
+            "/", "/*", "//", "/.", "~", "~/", "~/*", "/etc", "/usr/*", "/usr/lib", "/home/",
+            "/usr/..",
+        ] {
             assert!(catastrophic(t, None), "{t}");
         }
         for t in ["build", "./target", "/tmp/x/y", "/home/me/proj/target", "*"] {

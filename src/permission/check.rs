@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::classify::{self, ClassifyError, Classified, Target, ToolKind};
+use super::classify::{self, Classified, ClassifyError, Target, ToolKind};
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::shell::Part;
 use super::{
-    CheckRequest, Category, Decision, PermissionMode, Policy, Source, Verdict, blacklist,
-    commands, mode, sandbox, shell,
+    Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
+    mode, sandbox, shell,
 };
 
 /// Decides one call. Pure apart from reading the file system to resolve symlinks.
@@ -46,7 +46,8 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(req: &'a CheckRequest, policy: &'a Policy) -> Self {
         let roots = sandbox::canonical_roots(
-            std::iter::once(req.cwd.as_path()).chain(policy.additional_roots.iter().map(PathBuf::as_path)),
+            std::iter::once(req.cwd.as_path())
+                .chain(policy.additional_roots.iter().map(PathBuf::as_path)),
         );
         let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
         if let Some(cwd) = roots.first()
@@ -137,7 +138,13 @@ fn from_rule(rule: &Rule, what: &str) -> Decision {
 
 /// A dangerous command or protected file: ask in every mode but bypassPermissions, unless
 /// an exact allow rule (a grant for this very target) matched.
-fn guarded(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, category: Category, what: &str) -> Option<Decision> {
+fn guarded(
+    ctx: &Ctx<'_>,
+    rule: Option<&Rule>,
+    why: &str,
+    category: Category,
+    what: &str,
+) -> Option<Decision> {
     if ctx.mode() == PermissionMode::BypassPermissions || rule.is_some_and(Rule::is_exact) {
         return None;
     }
@@ -152,7 +159,12 @@ fn guarded(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, category: Category, wh
     Some(d)
 }
 
-fn named_decision(ctx: &Ctx<'_>, category: Category, subject: &Subject<'_>, what: &str) -> Decision {
+fn named_decision(
+    ctx: &Ctx<'_>,
+    category: Category,
+    subject: &Subject<'_>,
+    what: &str,
+) -> Decision {
     let mut d = match rules::decide(&ctx.policy.rules, subject) {
         Some(r) => from_rule(r, what),
         None => fallback(ctx.mode(), category, ""),
@@ -176,10 +188,14 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     };
     let target = real.display().to_string();
     let lexical = sandbox::lexical(&abs);
-    if let Some(name) = sandbox::credential(&lexical, &ctx.homes).or_else(|| sandbox::credential(&real, &ctx.homes)) {
+    if let Some(name) =
+        sandbox::credential(&lexical, &ctx.homes).or_else(|| sandbox::credential(&real, &ctx.homes))
+    {
         let mut d = deny(
             Source::Credentials,
-            format!("`{raw}` is a credential location (~/{name}); credentials are never readable or writable by agents"),
+            format!(
+                "`{raw}` is a credential location (~/{name}); credentials are never readable or writable by agents"
+            ),
             target,
         );
         d.rule = Some(format!("~/{name}"));
@@ -194,7 +210,11 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             Source::Sandbox,
             format!(
                 "`{raw}` resolves to {target}, outside the sandbox roots ({}); add its directory to permissions.additionalDirectories in .crew/settings.local.json to allow it",
-                ctx.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+                ctx.roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             target,
         );
@@ -203,7 +223,9 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
         if p.starts_with('/') || p.starts_with('~') || p.split('/').any(|s| s == "..") {
             return deny(
                 Source::Sandbox,
-                format!("glob `{p}` must be relative to the search path and must not contain `..`; pass the directory as `path`"),
+                format!(
+                    "glob `{p}` must be relative to the search path and must not contain `..`; pass the directory as `path`"
+                ),
                 target,
             );
         }
@@ -219,7 +241,13 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     let mut d = match rule {
         Some(r) if r.kind != RuleKind::Allow => from_rule(r, raw),
         _ => match protected.and_then(|why| {
-            guarded(ctx, rule, &format!("{why} changes permissions or runs code later"), category, raw)
+            guarded(
+                ctx,
+                rule,
+                &format!("{why} changes permissions or runs code later"),
+                category,
+                raw,
+            )
         }) {
             Some(d) => d,
             None => match rule {
@@ -275,7 +303,10 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             if let Some(name) = hit {
                 let mut d = deny(
                     Source::Credentials,
-                    format!("`{}` touches a credential location (~/{name}); credentials are never readable or writable by agents", part.full_text()),
+                    format!(
+                        "`{}` touches a credential location (~/{name}); credentials are never readable or writable by agents",
+                        part.full_text()
+                    ),
                     target,
                 );
                 d.rule = Some(format!("~/{name}"));
@@ -307,7 +338,11 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             worst = Some(d);
         }
     }
-    let category = if all_read { Category::Read } else { Category::Exec };
+    let category = if all_read {
+        Category::Read
+    } else {
+        Category::Exec
+    };
     let mut d = worst.unwrap_or_else(|| fallback(ctx.mode(), category, ""));
     d.category = Some(category);
     d.target = Some(target);
@@ -335,7 +370,9 @@ fn part_decision(ctx: &Ctx<'_>, part: &Part) -> Option<Decision> {
     };
     let mut d = match rule {
         Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
-        _ => match commands::dangerous(part).and_then(|why| guarded(ctx, rule, why, category, &full)) {
+        _ => match commands::dangerous(part)
+            .and_then(|why| guarded(ctx, rule, why, category, &full))
+        {
             Some(d) => d,
             None => match rule {
                 Some(r) => from_rule(r, &full),
@@ -358,7 +395,9 @@ fn path_words(part: &Part) -> impl Iterator<Item = &str> {
             _ => a.as_str(),
         })
         .chain(part.redirects.iter().map(|r| r.target.as_str()))
-        .filter(|w| !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$("))
+        .filter(|w| {
+            !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$(")
+        })
 }
 
 /// Whether every file a read-only part names is inside the sandbox roots (a read-only

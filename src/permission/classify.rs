@@ -112,7 +112,9 @@ pub enum ClassifyError {
 pub fn classify(name: &str, arguments: &str) -> Result<Classified, ClassifyError> {
     let kind = ToolKind::of(name).ok_or_else(|| ClassifyError::Unknown(name.to_string()))?;
     let value: Value = serde_json::from_str(arguments).map_err(|e| {
-        ClassifyError::Arguments(format!("arguments are not valid JSON ({e}); send a JSON object"))
+        ClassifyError::Arguments(format!(
+            "arguments are not valid JSON ({e}); send a JSON object"
+        ))
     })?;
     let Value::Object(args) = value else {
         return Err(ClassifyError::Arguments(
@@ -161,9 +163,8 @@ pub fn classify(name: &str, arguments: &str) -> Result<Classified, ClassifyError
 }
 
 fn required_str(args: &Map<String, Value>, field: &str) -> Result<String, ClassifyError> {
-    optional_str(args, field)?.ok_or_else(|| {
-        ClassifyError::Arguments(format!("missing required argument `{field}`"))
-    })
+    optional_str(args, field)?
+        .ok_or_else(|| ClassifyError::Arguments(format!("missing required argument `{field}`")))
 }
 
 fn optional_str(args: &Map<String, Value>, field: &str) -> Result<Option<String>, ClassifyError> {
@@ -195,11 +196,27 @@ mod tests {
     #[test]
     fn table() {
         let ok = [
-            ("read_file", r#"{"path":"a"}"#, Target::Path(Some("a".into()))),
+            (
+                "read_file",
+                r#"{"path":"a"}"#,
+                Target::Path(Some("a".into())),
+            ),
             ("find_files", r#"{"pattern":"*.rs"}"#, Target::Path(None)),
-            ("search_code", r#"{"pattern":"x","path":"src"}"#, Target::Path(Some("src".into()))),
-            ("run_command", r#"{"command":"ls"}"#, Target::Command("ls".into())),
-            ("agent", r#"{"prompt":"p","subagent_type":"Explore"}"#, Target::Agent("Explore".into())),
+            (
+                "search_code",
+                r#"{"pattern":"x","path":"src"}"#,
+                Target::Path(Some("src".into())),
+            ),
+            (
+                "run_command",
+                r#"{"command":"ls"}"#,
+                Target::Command("ls".into()),
+            ),
+            (
+                "agent",
+                r#"{"prompt":"p","subagent_type":"Explore"}"#,
+                Target::Agent("Explore".into()),
+            ),
             ("mcp__gh__issue", "{}", Target::Mcp("mcp__gh__issue".into())),
             ("task_list", "{}", Target::None),
         ];

@@ -31,7 +31,9 @@ pub enum Unwrap {
 }
 
 /// Programs that run shell source.
-pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"];
+pub const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox",
+];
 
 /// Programs that read a script from stdin when given no file (for `curl … | X`).
 pub const INTERPRETERS: &[&str] = &[
@@ -46,7 +48,12 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
     // (options that take a value, options whose value is attached, privileged, dynamic)
     let (with_value, privileged, dynamic, positional_before): (&[&str], bool, bool, usize) =
         match prog {
-            "sudo" | "doas" => (&["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"], true, false, 0),
+            "sudo" | "doas" => (
+                &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"],
+                true,
+                false,
+                0,
+            ),
             "nice" => (&["-n"], false, false, 0),
             "nohup" | "setsid" | "builtin" => (&[], false, false, 0),
             "time" => (&["-o", "-f"], false, false, 0),
@@ -61,7 +68,12 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
                 }
                 (&[], false, false, 0)
             }
-            "xargs" => (&["-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a"], false, true, 0),
+            "xargs" => (
+                &["-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a"],
+                false,
+                true,
+                0,
+            ),
             "env" => return unwrap_env(argv),
             "eval" => {
                 return Some(Unwrap::Script {
@@ -124,7 +136,10 @@ fn unwrap_env(argv: &[String]) -> Option<Unwrap> {
                 privileged: false,
             });
         }
-        if let Some(s) = a.strip_prefix("--split-string=").or_else(|| a.strip_prefix("-S")) {
+        if let Some(s) = a
+            .strip_prefix("--split-string=")
+            .or_else(|| a.strip_prefix("-S"))
+        {
             return Some(Unwrap::Script {
                 wrapper: "env -S".into(),
                 script: s.to_string(),
@@ -199,7 +214,11 @@ pub fn is_read_only(part: &Part) -> bool {
     if part.dynamic || part.background || part.privileged {
         return false;
     }
-    if part.redirects.iter().any(|r| r.write && r.target != "/dev/null") {
+    if part
+        .redirects
+        .iter()
+        .any(|r| r.write && r.target != "/dev/null")
+    {
         return false;
     }
     if part.argv.is_empty() {
@@ -213,9 +232,9 @@ pub fn is_read_only(part: &Part) -> bool {
         | "nl" | "test" | "[" | "type" | "env" | "printenv" | "grep" | "egrep" | "fgrep"
         | "column" | "md5sum" | "sha1sum" | "sha256sum" | "tac" | "rev" | "jq" | "less"
         | "more" | "seq" | "sleep" | "comm" | "paste" | "expand" | "fold" | "od" | "hexdump"
-        | "xxd" | "strings" => {
-            !args.iter().any(|a| a.starts_with("--pre") || *a == "-o" && part.program() == "jq")
-        }
+        | "xxd" | "strings" => !args
+            .iter()
+            .any(|a| a.starts_with("--pre") || *a == "-o" && part.program() == "jq"),
         "tail" => true,
         "sort" => !args.iter().any(|a| *a == "-o" || a.starts_with("--output")),
         "uniq" => args.iter().filter(|a| !a.starts_with('-')).count() <= 1,
@@ -228,13 +247,23 @@ pub fn is_read_only(part: &Part) -> bool {
         "find" => !args.iter().any(|a| {
             matches!(
                 *a,
-                "-exec" | "-execdir" | "-ok" | "-okdir" | "-delete" | "-fprint" | "-fprint0"
-                    | "-fprintf" | "-fls"
+                "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-delete"
+                    | "-fprint"
+                    | "-fprint0"
+                    | "-fprintf"
+                    | "-fls"
             )
         }),
         "sed" => sed_read_only(&args),
         "git" => git_read_only(&args),
-        "cargo" => matches!(args.first(), Some(&"--version") | Some(&"tree") | Some(&"metadata")),
+        "cargo" => matches!(
+            args.first(),
+            Some(&"--version") | Some(&"tree") | Some(&"metadata")
+        ),
         _ => false,
     }
 }
@@ -254,15 +283,13 @@ fn sed_read_only(args: &[&str]) -> bool {
     }
     quiet
         && scripts.len() == 1
-        && scripts[0]
-            .split(';')
-            .all(|cmd| {
-                let cmd = cmd.trim();
-                cmd.ends_with('p')
-                    && cmd[..cmd.len() - 1]
-                        .chars()
-                        .all(|c| c.is_ascii_digit() || c == ',' || c == '$')
-            })
+        && scripts[0].split(';').all(|cmd| {
+            let cmd = cmd.trim();
+            cmd.ends_with('p')
+                && cmd[..cmd.len() - 1]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == ',' || c == '$')
+        })
 }
 
 fn git_read_only(args: &[&str]) -> bool {
@@ -280,23 +307,30 @@ fn git_read_only(args: &[&str]) -> bool {
         return false;
     };
     let rest = &args[i + 1..];
-    if rest
-        .iter()
-        .any(|a| a.starts_with("--output") || a.starts_with("--ext-diff") || a.starts_with("--exec"))
-    {
+    if rest.iter().any(|a| {
+        a.starts_with("--output") || a.starts_with("--ext-diff") || a.starts_with("--exec")
+    }) {
         return false;
     }
     match *sub {
         "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "describe"
-        | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "merge-base" | "grep" | "whatchanged" => {
-            !(*sub == "reflog" && rest.first().is_some_and(|a| *a != "show"))
-        }
+        | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "merge-base" | "grep"
+        | "whatchanged" => !(*sub == "reflog" && rest.first().is_some_and(|a| *a != "show")),
         // Listing only: any positional (a new branch name) or a mutating flag is not.
         "branch" => rest.iter().all(|a| {
             matches!(
                 *a,
-                "-a" | "--all" | "-r" | "--remotes" | "-v" | "-vv" | "--list" | "-l"
-                    | "--show-current" | "--merged" | "--no-merged" | "--contains"
+                "-a" | "--all"
+                    | "-r"
+                    | "--remotes"
+                    | "-v"
+                    | "-vv"
+                    | "--list"
+                    | "-l"
+                    | "--show-current"
+                    | "--merged"
+                    | "--no-merged"
+                    | "--contains"
             )
         }),
         "tag" => rest.is_empty() || rest.iter().all(|a| *a == "-l" || *a == "--list"),
@@ -312,7 +346,11 @@ fn git_read_only(args: &[&str]) -> bool {
 /// Why a part is dangerous (ask in every mode but bypassPermissions), if it is.
 pub fn dangerous(part: &Part) -> Option<&'static str> {
     let args: Vec<&str> = part.argv.iter().skip(1).map(String::as_str).collect();
-    if part.argv.first().is_some_and(|a| a.contains("$VAR") || a.contains("$(")) {
+    if part
+        .argv
+        .first()
+        .is_some_and(|a| a.contains("$VAR") || a.contains("$("))
+    {
         return Some("the program to run is computed at run time");
     }
     match part.program() {
@@ -324,9 +362,7 @@ pub fn dangerous(part: &Part) -> Option<&'static str> {
             Some("recursive removal of targets computed at run time")
         }
         "shutdown" | "reboot" | "halt" | "poweroff" => Some("stops the machine"),
-        "kill" if args.contains(&"-1") => {
-            Some("kills every process")
-        }
+        "kill" if args.contains(&"-1") => Some("kills every process"),
         "pkill" | "killall" => Some("kills processes by name"),
         "crontab" if args.contains(&"-r") => Some("removes the crontab"),
         "npm" | "cargo" | "yarn" | "pnpm" | "twine" | "gem" if args.first() == Some(&"publish") => {
@@ -353,7 +389,9 @@ fn git_dangerous(args: &[&str]) -> Option<&'static str> {
                     || *a == "--delete"
                     || *a == "--mirror"
                     || *a == "--prune"
-                    || (a.starts_with('-') && !a.starts_with("--") && (a.contains('f') || a.contains('d')))
+                    || (a.starts_with('-')
+                        && !a.starts_with("--")
+                        && (a.contains('f') || a.contains('d')))
                     || (a.starts_with('+') && a.len() > 1)
                     || (a.starts_with(':') && a.len() > 1)
             }) =>
@@ -364,12 +402,17 @@ fn git_dangerous(args: &[&str]) -> Option<&'static str> {
             Some("git clean -f deletes untracked files")
         }
         "branch"
-            if rest.iter().any(|a| *a == "-D")
-                || (has_short_or_long(rest, 'd', "--delete") && has_short_or_long(rest, 'f', "--force")) =>
+            if rest.contains(&"-D")
+                || (has_short_or_long(rest, 'd', "--delete")
+                    && has_short_or_long(rest, 'f', "--force")) =>
         {
             Some("git branch -D deletes an unmerged branch")
         }
-        "checkout" if rest.iter().any(|a| *a == "-f" || *a == "--force" || *a == "--" || *a == ".") => {
+        "checkout"
+            if rest
+                .iter()
+                .any(|a| *a == "-f" || *a == "--force" || *a == "--" || *a == ".") =>
+        {
             Some("git checkout that discards local changes")
         }
         "restore" if !rest.contains(&"--staged") => Some("git restore discards local changes"),
@@ -379,7 +422,9 @@ fn git_dangerous(args: &[&str]) -> Option<&'static str> {
         "filter-branch" | "filter-repo" => Some("rewrites history"),
         "update-ref" if rest.contains(&"-d") => Some("deletes a ref"),
         "reflog" if rest.first() == Some(&"expire") => Some("expires the reflog"),
-        "worktree" if rest.first() == Some(&"remove") && has_short_or_long(rest, 'f', "--force") => {
+        "worktree"
+            if rest.first() == Some(&"remove") && has_short_or_long(rest, 'f', "--force") =>
+        {
             Some("removes a worktree with its changes")
         }
         _ => None,
@@ -388,7 +433,6 @@ fn git_dangerous(args: &[&str]) -> Option<&'static str> {
 
 /// Whether `args` hold the short flag `c` (alone or in a cluster) or `long`.
 pub fn has_short_or_long(args: &[&str], c: char, long: &str) -> bool {
-    args.iter().any(|a| {
-        *a == long || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(c))
-    })
+    args.iter()
+        .any(|a| *a == long || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(c)))
 }

@@ -113,9 +113,18 @@ pub fn grant_forever(req: &CheckRequest, policy: &mut Policy) -> Result<Vec<Stri
     Ok(texts)
 }
 
-fn add(policy: &mut Policy, texts: &[String], layer: Layer, file: Option<&Path>) -> Result<(), GrantError> {
+fn add(
+    policy: &mut Policy,
+    texts: &[String],
+    layer: Layer,
+    file: Option<&Path>,
+) -> Result<(), GrantError> {
     for t in texts {
-        if policy.rules.iter().any(|r| r.text == *t && r.kind == RuleKind::Allow && r.layer == layer) {
+        if policy
+            .rules
+            .iter()
+            .any(|r| r.text == *t && r.kind == RuleKind::Allow && r.layer == layer)
+        {
             continue;
         }
         let mut rule = Rule::parse(t, RuleKind::Allow, layer, policy.home.as_deref())

@@ -118,7 +118,9 @@ pub enum RuleError {
     #[error("rule `{0}` is malformed: expected `Tool` or `Tool(specifier)`")]
     Malformed(String),
     /// The tool name is not one the engine knows.
-    #[error("rule `{0}` names an unknown tool (expected Read, Write, Edit, Glob, Grep, Bash, Agent or mcp__server__tool)")]
+    #[error(
+        "rule `{0}` names an unknown tool (expected Read, Write, Edit, Glob, Grep, Bash, Agent or mcp__server__tool)"
+    )]
     UnknownTool(String),
     /// The pattern does not compile.
     #[error("rule `{rule}`: {message}")]
@@ -172,7 +174,11 @@ impl Rule {
             Some(s) => {
                 let path = matches!(
                     tool,
-                    RuleTool::Read | RuleTool::Write | RuleTool::Edit | RuleTool::Glob | RuleTool::Grep
+                    RuleTool::Read
+                        | RuleTool::Write
+                        | RuleTool::Edit
+                        | RuleTool::Glob
+                        | RuleTool::Grep
                 );
                 parse_matcher(text, s, path, home)?
             }
@@ -259,7 +265,9 @@ fn parse_matcher(
     home: Option<&Path>,
 ) -> Result<Matcher, RuleError> {
     if let Some(rest) = spec.strip_prefix('!') {
-        return Ok(Matcher::Not(Box::new(parse_matcher(rule, rest, path, home)?)));
+        return Ok(Matcher::Not(Box::new(parse_matcher(
+            rule, rest, path, home,
+        )?)));
     }
     if let Some(rest) = spec.strip_prefix('=') {
         return Ok(Matcher::Exact(rest.to_string()));
@@ -303,7 +311,10 @@ fn path_matcher(rule: &str, spec: &str, home: Option<&Path>) -> Result<Matcher, 
         (format!("/{abs}"), true)
     } else if let Some(rest) = spec.strip_prefix("~/") {
         let Some(h) = home else {
-            return Err(pattern_err(rule, "`~/` needs a home directory (HOME is not set)"));
+            return Err(pattern_err(
+                rule,
+                "`~/` needs a home directory (HOME is not set)",
+            ));
         };
         (format!("{}/{rest}", h.display()), true)
     } else if let Some(rel) = spec.strip_prefix('/') {
@@ -415,7 +426,13 @@ mod tests {
     use super::*;
 
     fn rule(text: &str) -> Rule {
-        Rule::parse(text, RuleKind::Allow, Layer::Project, Some(Path::new("/home/u"))).unwrap()
+        Rule::parse(
+            text,
+            RuleKind::Allow,
+            Layer::Project,
+            Some(Path::new("/home/u")),
+        )
+        .unwrap()
     }
 
     fn cmd(r: &Rule, text: &str) -> bool {

@@ -208,7 +208,10 @@ mod tests {
         assert_eq!(real, base.join("x"));
         // A dangling link points where a write would create the file.
         symlink(base.join("nowhere/secret"), root.join("dangling")).unwrap();
-        assert_eq!(resolve(&root.join("dangling")).unwrap(), base.join("nowhere/secret"));
+        assert_eq!(
+            resolve(&root.join("dangling")).unwrap(),
+            base.join("nowhere/secret")
+        );
     }
 
     #[test]

@@ -55,7 +55,9 @@ pub enum SettingsError {
         source: std::io::Error,
     },
     /// The file is not valid JSON or a field has the wrong type.
-    #[error("settings file {path}, line {line}, column {column}: {message}; fix or remove the file")]
+    #[error(
+        "settings file {path}, line {line}, column {column}: {message}; fix or remove the file"
+    )]
     Malformed {
         /// The file.
         path: PathBuf,
@@ -128,7 +130,8 @@ impl Policy {
         project_root: &Path,
         home: Option<&Path>,
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
-        let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+        let root =
+            std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
         let mut policy = Policy {
             project_root: Some(root.clone()),
             home: home.map(Path::to_path_buf),
@@ -152,7 +155,10 @@ impl Policy {
             ] {
                 for (index, v) in list.iter().enumerate() {
                     let Some(text) = v.as_str() else {
-                        warn(&mut warnings, format!("permissions.{key}[{index}] is not a string; skipped"));
+                        warn(
+                            &mut warnings,
+                            format!("permissions.{key}[{index}] is not a string; skipped"),
+                        );
                         continue;
                     };
                     match Rule::parse(text, kind, layer, home) {
@@ -161,7 +167,10 @@ impl Policy {
                             rule.index = index;
                             policy.rules.push(rule);
                         }
-                        Err(e) => warn(&mut warnings, format!("permissions.{key}[{index}]: {e}; skipped")),
+                        Err(e) => warn(
+                            &mut warnings,
+                            format!("permissions.{key}[{index}]: {e}; skipped"),
+                        ),
                     }
                 }
             }
@@ -174,11 +183,17 @@ impl Policy {
                     warn(&mut warnings, format!("permissions.defaultMode: {w}"));
                 }
                 if !trusted
-                    && matches!(mode, PermissionMode::BypassPermissions | PermissionMode::DontAsk)
+                    && matches!(
+                        mode,
+                        PermissionMode::BypassPermissions | PermissionMode::DontAsk
+                    )
                 {
-                    warn(&mut warnings, format!(
-                        "permissions.defaultMode `{mode}` is ignored in project settings (a cloned repository cannot lower your guard); set it in .crew/settings.local.json"
-                    ));
+                    warn(
+                        &mut warnings,
+                        format!(
+                            "permissions.defaultMode `{mode}` is ignored in project settings (a cloned repository cannot lower your guard); set it in .crew/settings.local.json"
+                        ),
+                    );
                 } else {
                     policy.default_mode = mode;
                     mode_set = true;
@@ -186,26 +201,31 @@ impl Policy {
             }
             for (index, dir) in raw.permissions.additional_directories.iter().enumerate() {
                 if !trusted {
-                    warn(&mut warnings, format!(
-                        "permissions.additionalDirectories[{index}] `{dir}` is ignored in project settings; set it in .crew/settings.local.json"
-                    ));
+                    warn(
+                        &mut warnings,
+                        format!(
+                            "permissions.additionalDirectories[{index}] `{dir}` is ignored in project settings; set it in .crew/settings.local.json"
+                        ),
+                    );
                     continue;
                 }
                 let abs = sandbox::absolute(dir, &root, home);
                 match std::fs::canonicalize(&abs) {
                     Ok(real) => policy.additional_roots.push(real),
-                    Err(e) => warn(&mut warnings, format!(
-                        "permissions.additionalDirectories[{index}] `{dir}`: {e}; skipped"
-                    )),
+                    Err(e) => warn(
+                        &mut warnings,
+                        format!("permissions.additionalDirectories[{index}] `{dir}`: {e}; skipped"),
+                    ),
                 }
             }
             if let Some(sb) = &raw.sandbox {
                 policy.sandbox.enabled |= sb.enabled;
                 if trusted {
-                    policy
-                        .sandbox
-                        .writable_roots
-                        .extend(sb.writable_roots.iter().map(|p| sandbox::absolute(&p.to_string_lossy(), &root, home)));
+                    policy.sandbox.writable_roots.extend(
+                        sb.writable_roots
+                            .iter()
+                            .map(|p| sandbox::absolute(&p.to_string_lossy(), &root, home)),
+                    );
                 } else if !sb.writable_roots.is_empty() {
                     warn(&mut warnings, "sandbox.writableRoots is ignored in project settings; set it in .crew/settings.local.json".into());
                 }

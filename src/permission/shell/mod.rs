@@ -7,8 +7,9 @@
 //! `||`, `;`, `|`, `&`, subshells, groups, `if`/`for`/`while`/`case`, function bodies) are
 //! flattened; command substitutions are parsed and contribute parts of their own.
 
+mod words;
+
 use brush_parser::ast;
-use brush_parser::word::{self, Parameter, ParameterExpr, TildeExpr, WordPiece};
 use brush_parser::{Parser, ParserOptions};
 
 use super::commands::{self, Unwrap};
@@ -141,7 +142,12 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn parse_into(&mut self, src: &str, depth: usize, inh: &Inherit) -> Result<(), ShellError> {
+    pub(super) fn parse_into(
+        &mut self,
+        src: &str,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
         if depth > MAX_DEPTH {
             return Err(ShellError("wrappers nest too deeply".into()));
         }
@@ -155,7 +161,7 @@ impl Ctx {
         Ok(())
     }
 
-    fn compound_list(
+    pub(super) fn compound_list(
         &mut self,
         list: &ast::CompoundList,
         depth: usize,
@@ -318,137 +324,6 @@ impl Ctx {
 
     /// Expands a word to literal text; substitutions inside it are parsed as parts whose
     /// parent is `inh.parent`. Returns the text and whether it was dynamic.
-    fn word(&mut self, raw: &str, depth: usize, inh: &Inherit) -> Result<(String, bool), ShellError> {
-        let pieces =
-            word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
-        let mut out = String::new();
-        let mut dynamic = false;
-        for p in pieces {
-            self.piece(&p.piece, depth, inh, &mut out, &mut dynamic)?;
-        }
-        Ok((out, dynamic))
-    }
-
-    fn piece(
-        &mut self,
-        piece: &WordPiece,
-        depth: usize,
-        inh: &Inherit,
-        out: &mut String,
-        dynamic: &mut bool,
-    ) -> Result<(), ShellError> {
-        match piece {
-            WordPiece::Text(t) | WordPiece::SingleQuotedText(t) => out.push_str(t),
-            WordPiece::AnsiCQuotedText(t) => {
-                out.push_str(t);
-            }
-            WordPiece::EscapeSequence(s) => out.push_str(s.strip_prefix('\\').unwrap_or(s)),
-            WordPiece::DoubleQuotedSequence(seq) | WordPiece::GettextDoubleQuotedSequence(seq) => {
-                for p in seq {
-                    self.piece(&p.piece, depth, inh, out, dynamic)?;
-                }
-            }
-            WordPiece::TildeExpansion(TildeExpr::Home) => out.push('~'),
-            WordPiece::TildeExpansion(_) => {
-                *dynamic = true;
-                out.push('~');
-            }
-            WordPiece::ParameterExpansion(expr) => {
-                *dynamic = true;
-                if is_home(expr) {
-                    out.push('~');
-                } else {
-                    out.push_str("$VAR");
-                }
-            }
-            WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
-                *dynamic = true;
-                let mut inner = inh.clone();
-                inner.dynamic = true;
-                inner.substituted = true;
-                self.parse_into(s, depth + 1, &inner)?;
-                out.push_str("$(…)");
-            }
-            WordPiece::ArithmeticExpression(_) => {
-                *dynamic = true;
-                out.push_str("$((…))");
-            }
-        }
-        Ok(())
-    }
-
-    fn redirect_list(
-        &mut self,
-        list: Option<&ast::RedirectList>,
-        depth: usize,
-        inh: &Inherit,
-    ) -> Result<Vec<Redirect>, ShellError> {
-        let mut out = Vec::new();
-        for r in list.iter().flat_map(|l| l.0.iter()) {
-            if let Some(r) = self.redirect(r, depth, inh)? {
-                out.push(r);
-            }
-        }
-        Ok(out)
-    }
-
-    fn redirect(
-        &mut self,
-        r: &ast::IoRedirect,
-        depth: usize,
-        inh: &Inherit,
-    ) -> Result<Option<Redirect>, ShellError> {
-        use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T};
-        Ok(match r {
-            ast::IoRedirect::File(_, kind, target) => {
-                let write = matches!(kind, K::Write | K::Append | K::ReadAndWrite | K::Clobber);
-                match target {
-                    T::Filename(w) => {
-                        let (target, _) = self.word(&w.value, depth, inh)?;
-                        Some(Redirect { write, target })
-                    }
-                    T::Duplicate(w) => Some(Redirect {
-                        write: false,
-                        target: format!("&{}", w.value),
-                    }),
-                    T::Fd(fd) => Some(Redirect {
-                        write: false,
-                        target: format!("&{fd}"),
-                    }),
-                    T::ProcessSubstitution(_, sub) => {
-                        let mut inner = inh.clone();
-                        inner.dynamic = true;
-                        inner.substituted = true;
-                        self.compound_list(&sub.list, depth + 1, &inner)?;
-                        Some(Redirect {
-                            write,
-                            target: "<(…)".into(),
-                        })
-                    }
-                }
-            }
-            ast::IoRedirect::OutputAndError(w, _) => {
-                let (target, _) = self.word(&w.value, depth, inh)?;
-                Some(Redirect {
-                    write: true,
-                    target,
-                })
-            }
-            ast::IoRedirect::HereDocument(_, doc) => {
-                if doc.requires_expansion {
-                    // Unquoted here-documents expand `$(…)`: look inside.
-                    let mut inner = inh.clone();
-                    inner.dynamic = true;
-                    self.word(&doc.doc.value, depth, &inner)?;
-                }
-                None
-            }
-            ast::IoRedirect::HereString(_, w) => {
-                self.word(&w.value, depth, inh)?;
-                None
-            }
-        })
-    }
 
     fn simple(
         &mut self,
@@ -589,16 +464,6 @@ struct Acc {
     dynamic: bool,
 }
 
-fn is_home(expr: &ParameterExpr) -> bool {
-    matches!(
-        expr,
-        ParameterExpr::Parameter {
-            parameter: Parameter::Named(name),
-            indirect: false,
-        } if name == "HOME"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,8 +480,14 @@ mod tests {
 
     #[test]
     fn compounds_are_split() {
-        assert_eq!(texts("a && b || c; d | e & f"), ["a", "b", "c", "d", "e", "f"]);
-        assert_eq!(texts("(cd x && make) && { echo ok; }"), ["cd x", "make", "echo ok"]);
+        assert_eq!(
+            texts("a && b || c; d | e & f"),
+            ["a", "b", "c", "d", "e", "f"]
+        );
+        assert_eq!(
+            texts("(cd x && make) && { echo ok; }"),
+            ["cd x", "make", "echo ok"]
+        );
         assert_eq!(texts("if test -f x; then rm x; fi"), ["test -f x", "rm x"]);
     }
 
@@ -628,11 +499,15 @@ mod tests {
 
     #[test]
     fn wrappers_are_unwrapped_recursively() {
-        let s = parse("sudo -u root timeout 5 nice -n 10 bash -c 'env A=1 rm -rf / && ls'").unwrap();
+        let s =
+            parse("sudo -u root timeout 5 nice -n 10 bash -c 'env A=1 rm -rf / && ls'").unwrap();
         let rm = s.parts.iter().find(|p| p.program() == "rm").unwrap();
         assert_eq!(rm.text(), "rm -rf /");
         assert!(rm.privileged);
-        assert!(rm.full_text().starts_with("sudo -u root timeout 5 nice -n 10 bash -c"));
+        assert!(
+            rm.full_text()
+                .starts_with("sudo -u root timeout 5 nice -n 10 bash -c")
+        );
         assert!(s.parts.iter().any(|p| p.text() == "ls"));
         assert_eq!(texts("xargs -n1 rm -f"), ["rm -f"]);
         assert!(parse("xargs rm").unwrap().parts[0].dynamic);
@@ -647,14 +522,23 @@ mod tests {
         let echo = &s.parts[0];
         assert!(echo.dynamic);
         assert_eq!(echo.text(), "echo $(…) $(…) ~ ~");
-        assert!(s.parts.iter().any(|p| p.text() == "rm -rf /" && p.parent == Some(0)));
+        assert!(
+            s.parts
+                .iter()
+                .any(|p| p.text() == "rm -rf /" && p.parent == Some(0))
+        );
         assert!(s.parts.iter().any(|p| p.text() == "id"));
     }
 
     #[test]
     fn redirects_pipes_and_background() {
         let s = parse("cat a > /dev/sda 2>&1 | tee b &").unwrap();
-        assert!(s.parts[0].redirects.iter().any(|r| r.write && r.target == "/dev/sda"));
+        assert!(
+            s.parts[0]
+                .redirects
+                .iter()
+                .any(|r| r.write && r.target == "/dev/sda")
+        );
         assert!(s.parts[0].piped && s.parts[1].piped);
         assert_eq!(s.parts[1].pipe_pos, 1);
         assert!(s.parts[1].background);
