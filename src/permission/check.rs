@@ -230,6 +230,11 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     }
+    if let Some(r) = path_deny(ctx, c.kind, &real) {
+        let mut d = from_rule(r, raw);
+        d.target = Some(target);
+        return d;
+    }
     let subject = Subject::Path {
         kind: c.kind,
         real: &real,
@@ -291,14 +296,15 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         d.rule = Some(hit.pattern.into());
         return d;
     }
-    // Credentials are denied wherever they appear, before any rule.
-    for part in &script.parts {
-        for word in path_words(part) {
-            let abs = sandbox::absolute(word, &ctx.req.cwd, ctx.home);
-            let hit = sandbox::credential(&sandbox::lexical(&abs), &ctx.homes).or_else(|| {
-                sandbox::resolve(&abs)
-                    .ok()
-                    .and_then(|r| sandbox::credential(&r, &ctx.homes))
+    let named: Vec<Vec<Named>> = script.parts.iter().map(|p| named_paths(ctx, p)).collect();
+    // Credentials are denied wherever they appear, before any rule; so are files that a
+    // Read/Edit/Write deny rule protects (a shell must not walk around a path deny).
+    for (part, named) in script.parts.iter().zip(&named) {
+        for n in named {
+            let hit = sandbox::credential(&n.lexical, &ctx.homes).or_else(|| {
+                n.real
+                    .as_ref()
+                    .and_then(|r| sandbox::credential(r, &ctx.homes))
             });
             if let Some(name) = hit {
                 let mut d = deny(
@@ -312,12 +318,21 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
                 d.rule = Some(format!("~/{name}"));
                 return d;
             }
+            let Some(real) = &n.real else { continue };
+            for kind in [ToolKind::ReadFile, ToolKind::EditFile] {
+                if let Some(r) = path_deny(ctx, kind, real) {
+                    let mut d = from_rule(r, &part.full_text());
+                    d.target = Some(target);
+                    d.category = Some(Category::Exec);
+                    return d;
+                }
+            }
         }
     }
     let mut worst: Option<Decision> = None;
     let mut all_read = true;
-    for part in &script.parts {
-        let Some(mut d) = part_decision(ctx, part) else {
+    for (part, named) in script.parts.iter().zip(&named) {
+        let Some(mut d) = part_decision(ctx, part, named) else {
             continue;
         };
         all_read &= d.category == Some(Category::Read);
@@ -351,7 +366,7 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
 
 /// One part's decision, or `None` for a part that runs nothing (a `bash -c` shell whose
 /// script became parts of its own).
-fn part_decision(ctx: &Ctx<'_>, part: &Part) -> Option<Decision> {
+fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision> {
     if part.argv.is_empty() && !part.redirects.iter().any(|r| r.write) {
         return None;
     }
@@ -363,7 +378,14 @@ fn part_decision(ctx: &Ctx<'_>, part: &Part) -> Option<Decision> {
         privileged: part.privileged,
     };
     let rule = rules::decide(&ctx.policy.rules, &subject);
-    let category = if commands::is_read_only(part) && paths_inside(ctx, part) {
+    // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
+    let inside = named.iter().all(|n| {
+        n.lexical == Path::new("/dev/null")
+            || n.real
+                .as_ref()
+                .is_some_and(|r| sandbox::inside(r, &ctx.roots))
+    });
+    let category = if commands::is_read_only(part) && inside {
         Category::Read
     } else {
         Category::Exec
@@ -400,14 +422,40 @@ fn path_words(part: &Part) -> impl Iterator<Item = &str> {
         })
 }
 
-/// Whether every file a read-only part names is inside the sandbox roots (a read-only
-/// command reading `/etc/shadow` or `../other-project` is not a plain read).
-fn paths_inside(ctx: &Ctx<'_>, part: &Part) -> bool {
-    path_words(part).all(|w| {
-        if w == "/dev/null" {
-            return true;
-        }
-        let abs = sandbox::absolute(w, &ctx.req.cwd, ctx.home);
-        sandbox::resolve(&abs).is_ok_and(|real| sandbox::inside(&real, &ctx.roots))
+/// A deny rule protecting `real` — or, when `real` is a directory, something directly
+/// below it (`tar cf - secrets` reads what `Read(secrets/**)` denies). Best effort: a deny
+/// on a deeper glob is seen only when the named path itself matches.
+fn path_deny<'r>(ctx: &'r Ctx<'_>, kind: ToolKind, real: &Path) -> Option<&'r Rule> {
+    let probe = real.join("_");
+    let candidates: &[&Path] = if real.is_dir() {
+        &[real, &probe]
+    } else {
+        &[real]
+    };
+    candidates.iter().find_map(|p| {
+        let subject = Subject::Path {
+            kind,
+            real: p,
+            bases: &ctx.bases,
+        };
+        rules::decide(&ctx.policy.rules, &subject).filter(|r| r.kind == RuleKind::Deny)
     })
+}
+
+/// A file a command names: where its name points and where it really is.
+struct Named {
+    lexical: PathBuf,
+    real: Option<PathBuf>,
+}
+
+fn named_paths(ctx: &Ctx<'_>, part: &Part) -> Vec<Named> {
+    path_words(part)
+        .map(|w| {
+            let abs = sandbox::absolute(w, &ctx.req.cwd, ctx.home);
+            Named {
+                lexical: sandbox::lexical(&abs),
+                real: sandbox::resolve(&abs).ok(),
+            }
+        })
+        .collect()
 }
