@@ -322,9 +322,7 @@ impl Ctx {
         self.script.parts.len() - 1
     }
 
-    /// Expands a word to literal text; substitutions inside it are parsed as parts whose
-    /// parent is `inh.parent`. Returns the text and whether it was dynamic.
-
+    /// One simple command: its words, redirections and wrappers become one part.
     fn simple(
         &mut self,
         cmd: &ast::SimpleCommand,

@@ -8,6 +8,8 @@ use brush_parser::word::{self, Parameter, ParameterExpr, TildeExpr, WordPiece};
 use super::{Ctx, Inherit, Redirect, ShellError};
 
 impl Ctx {
+    /// Expands a word to literal text; substitutions inside it are parsed as parts whose
+    /// parent is `inh.parent`. Returns the text and whether it was dynamic.
     pub(super) fn word(
         &mut self,
         raw: &str,
