@@ -189,3 +189,32 @@ fn derived_rules_are_narrow() {
     assert_eq!(check("ls *.rs"), Verdict::Allow);
     assert_eq!(check("ls secret.rs"), Verdict::Ask);
 }
+
+#[tokio::test]
+async fn reload_replaces_layers_but_keeps_session_grants() {
+    use crewmaster::permission::Layer;
+    let f = Fixture::new();
+    let e = engine(f.policy()).await;
+    grant(&e, &f, "run_command", &cmd("make"), GrantScope::Session)
+        .await
+        .unwrap();
+    f.settings("project", r#"{"permissions": {"deny": ["Bash(curl:*)"]}}"#);
+    e.cast(PermissionMsg::Reload(f.policy())).unwrap();
+    let rules = call!(e, PermissionMsg::ListRules).unwrap();
+    let shown: Vec<(String, Layer)> = rules.iter().map(|r| (r.rule.clone(), r.layer)).collect();
+    assert_eq!(
+        shown,
+        [
+            ("Bash(make)".to_string(), Layer::Session),
+            ("Bash(curl:*)".to_string(), Layer::Project)
+        ]
+    );
+    assert_eq!(
+        ask(&e, &f, "run_command", &cmd("make")).await.verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        ask(&e, &f, "run_command", &cmd("curl x")).await.verdict,
+        Verdict::Deny
+    );
+}

@@ -111,6 +111,11 @@ fn fallback(mode: PermissionMode, category: Category, what: &str) -> Decision {
     if !what.is_empty() {
         reason = format!("{reason} (`{what}`)");
     }
+    if verdict == Verdict::Ask {
+        reason.push_str(
+            "; approve it, add an allow rule to .crew/settings.local.json, or use a more permissive permission mode",
+        );
+    }
     let mut d = Decision::new(verdict, Source::Mode, reason);
     d.category = Some(category);
     d
