@@ -59,7 +59,11 @@ impl<'a> Ctx<'a> {
             req,
             policy,
             home: policy.home.as_deref(),
-            homes: sandbox::homes(policy.home.as_deref()),
+            // Credentials are protected even when the policy was built without a home.
+            homes: match &policy.home {
+                Some(h) => sandbox::homes(Some(h)),
+                None => sandbox::homes(dirs::home_dir().as_deref()),
+            },
             roots,
             bases,
         }
