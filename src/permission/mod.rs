@@ -5,6 +5,11 @@
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
+//!
+//! Modules: `classify` (tool → category, target), `shell` (bash parsing, wrappers),
+//! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
+//! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
+//! `Policy::load`), `grants` (approvals → rules), `check` (the decision), `actor`.
 
 pub mod actor;
 pub mod blacklist;
@@ -130,8 +135,10 @@ pub struct Decision {
     pub category: Option<Category>,
     /// The resolved target (real path, normalised command, MCP name).
     pub target: Option<String>,
-    /// Whether an Ask came from an explicit `ask` rule or a dangerous command (which
-    /// dontAsk turns into Deny) rather than from the mode fallback (which it allows).
+    /// Whether an Ask (or, under dontAsk, the Deny it became) came from something meant
+    /// for a human — an `ask` rule, a dangerous command, a write to a protected file, an
+    /// unknown tool, an unparseable command — rather than from the mode fallback. `check`
+    /// already turns every Ask into Deny under dontAsk (the fallback never asks there).
     pub explicit_ask: bool,
 }
 
