@@ -193,6 +193,12 @@ fn main() {
     let budget = Duration::from_secs(2);
     let mixed = per_second(&reqs, &policy, budget);
     let base = per_second(&baseline, &policy, budget);
+    if std::env::var_os("PERMISSION_BENCH_DETAIL").is_some() {
+        for r in &reqs {
+            let one = per_second(std::slice::from_ref(r), &policy, Duration::from_millis(300));
+            println!("  {one:>10.0}/s  {} {}", r.call.name, r.call.arguments);
+        }
+    }
     println!(
         "permission: realistic mix {mixed:.0} decisions/s; baseline (mode fallback) {base:.0} decisions/s; mix/baseline = {:.3} (baseline is {:.1}x faster)",
         mixed / base,

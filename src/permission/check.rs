@@ -35,6 +35,8 @@ fn unattended(mode: PermissionMode, mut d: Decision) -> Decision {
 /// What every stage needs besides the call.
 struct Ctx<'a> {
     req: &'a CheckRequest,
+    /// The real cwd, when it exists: relative paths are resolved from it.
+    cwd_real: Option<PathBuf>,
     policy: &'a Policy,
     home: Option<&'a Path>,
     homes: Vec<PathBuf>,
@@ -45,10 +47,11 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(req: &'a CheckRequest, policy: &'a Policy) -> Self {
-        let roots = sandbox::canonical_roots(
-            std::iter::once(req.cwd.as_path())
-                .chain(policy.additional_roots.iter().map(PathBuf::as_path)),
-        );
+        let cwd_real = std::fs::canonicalize(&req.cwd).ok();
+        let mut roots: Vec<PathBuf> = cwd_real.iter().cloned().collect();
+        roots.extend(sandbox::canonical_roots(
+            policy.additional_roots.iter().map(PathBuf::as_path),
+        ));
         let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
         if let Some(cwd) = roots.first()
             && !bases.contains(cwd)
@@ -57,6 +60,7 @@ impl<'a> Ctx<'a> {
         }
         Ctx {
             req,
+            cwd_real,
             policy,
             home: policy.home.as_deref(),
             // Credentials are protected even when the policy was built without a home.
@@ -71,6 +75,19 @@ impl<'a> Ctx<'a> {
 
     fn mode(&self) -> PermissionMode {
         self.req.mode
+    }
+
+    /// A path argument made absolute (`~` expanded, joined onto the cwd) and its real
+    /// location.
+    fn locate(&self, raw: &str) -> (PathBuf, std::io::Result<PathBuf>) {
+        let abs = sandbox::absolute(raw, &self.req.cwd, self.home);
+        let real = match &self.cwd_real {
+            Some(cwd) if !raw.starts_with('~') && Path::new(raw).is_relative() => {
+                sandbox::resolve_at(cwd, Path::new(raw))
+            }
+            _ => sandbox::resolve(&abs),
+        };
+        (abs, real)
     }
 }
 
@@ -184,8 +201,8 @@ fn named_decision(
 
 fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     let raw = raw.unwrap_or(".");
-    let abs = sandbox::absolute(raw, &ctx.req.cwd, ctx.home);
-    let real = match sandbox::resolve(&abs) {
+    let (abs, real) = ctx.locate(raw);
+    let real = match real {
         Ok(r) => r,
         Err(e) => {
             return deny(
@@ -460,10 +477,10 @@ struct Named {
 fn named_paths(ctx: &Ctx<'_>, part: &Part) -> Vec<Named> {
     path_words(part)
         .map(|w| {
-            let abs = sandbox::absolute(w, &ctx.req.cwd, ctx.home);
+            let (abs, real) = ctx.locate(w);
             Named {
                 lexical: sandbox::lexical(&abs),
-                real: sandbox::resolve(&abs).ok(),
+                real: real.ok(),
             }
         })
         .collect()

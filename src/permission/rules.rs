@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -213,7 +213,7 @@ impl Rule {
     pub fn matches(&self, subject: &Subject<'_>) -> bool {
         match *subject {
             Subject::Path { kind, real, bases } => {
-                self.covers(kind) && path_matches(&self.matcher, real, bases)
+                self.covers(kind) && path_matches(&self.matcher, &PathProbe::new(real, bases))
             }
             Subject::Command {
                 text,
@@ -353,30 +353,51 @@ fn str_matches(m: &Matcher, s: &str) -> bool {
         Matcher::Exact(e) => e == s,
         Matcher::Regex(re) => re.is_match(s),
         Matcher::Not(inner) => !str_matches(inner, s),
-        Matcher::Wildcard(re, _) => re.is_match(&collapse_spaces(s)),
+        // Command subjects are parts whose words are already joined by single spaces.
+        Matcher::Wildcard(re, _) => re.is_match(s),
         Matcher::Path { set, .. } => set.is_match(s),
     }
 }
 
-fn path_matches(m: &Matcher, real: &Path, bases: &[PathBuf]) -> bool {
-    let rels = || bases.iter().filter_map(|b| real.strip_prefix(b).ok());
+/// A path subject with its glob candidates built once, not once per rule.
+struct PathProbe<'a> {
+    real: &'a Path,
+    rels: Vec<&'a Path>,
+    real_candidate: Candidate<'a>,
+    rel_candidates: Vec<Candidate<'a>>,
+}
+
+impl<'a> PathProbe<'a> {
+    fn new(real: &'a Path, bases: &'a [PathBuf]) -> Self {
+        let rels: Vec<&Path> = bases.iter().filter_map(|b| real.strip_prefix(b).ok()).collect();
+        PathProbe {
+            real,
+            real_candidate: Candidate::new(real),
+            rel_candidates: rels.iter().map(|r| Candidate::new(*r)).collect(),
+            rels,
+        }
+    }
+}
+
+fn path_matches(m: &Matcher, p: &PathProbe<'_>) -> bool {
     match m {
         Matcher::Any => true,
-        Matcher::Not(inner) => !path_matches(inner, real, bases),
+        Matcher::Not(inner) => !path_matches(inner, p),
         Matcher::Path {
             set,
             absolute: true,
             ..
-        } => set.is_match(real),
-        Matcher::Path { set, .. } => rels().any(|r| set.is_match(r)),
+        } => set.is_match_candidate(&p.real_candidate),
+        Matcher::Path { set, .. } => p.rel_candidates.iter().any(|c| set.is_match_candidate(c)),
         Matcher::Exact(e) => {
-            Path::new(e) == real || rels().any(|r| Path::new(e.trim_start_matches('/')) == r)
+            Path::new(e) == p.real
+                || p.rels.iter().any(|r| Path::new(e.trim_start_matches('/')) == *r)
         }
         Matcher::Regex(re) => {
-            re.is_match(&real.to_string_lossy())
-                || rels().any(|r| re.is_match(&r.to_string_lossy()))
+            re.is_match(&p.real.to_string_lossy())
+                || p.rels.iter().any(|r| re.is_match(&r.to_string_lossy()))
         }
-        Matcher::Wildcard(re, _) => re.is_match(&real.to_string_lossy()),
+        Matcher::Wildcard(re, _) => re.is_match(&p.real.to_string_lossy()),
     }
 }
 
@@ -384,9 +405,17 @@ fn path_matches(m: &Matcher, real: &Path, bases: &[PathBuf]) -> bool {
 /// layer with a match decides, and within a layer ask beats allow. `rules` may be in any
 /// order.
 pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> {
+    let probe = match *subject {
+        Subject::Path { kind, real, bases } => Some((kind, PathProbe::new(real, bases))),
+        _ => None,
+    };
     let mut best: Option<&Rule> = None;
     for r in rules {
-        if !r.matches(subject) {
+        let matched = match &probe {
+            Some((kind, p)) => r.covers(*kind) && path_matches(&r.matcher, p),
+            None => r.matches(subject),
+        };
+        if !matched {
             continue;
         }
         let better = match best {

@@ -28,7 +28,21 @@ pub fn absolute(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
 /// a dangling final link (a write through it would create its target). Components that do
 /// not exist yet are appended as written; `..` after them is applied lexically.
 pub fn resolve(path: &Path) -> io::Result<PathBuf> {
-    let mut out = PathBuf::from("/");
+    resolve_from(PathBuf::from("/"), path)
+}
+
+/// `resolve` for a path relative to `base`, which must already be a real (canonical)
+/// directory: only the relative components are looked up. Absolute paths ignore `base`.
+pub fn resolve_at(base: &Path, path: &Path) -> io::Result<PathBuf> {
+    if path.is_absolute() {
+        resolve(path)
+    } else {
+        resolve_from(base.to_path_buf(), path)
+    }
+}
+
+fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
+    let mut out = start;
     let mut missing = false;
     let mut links = 0;
     // Components are processed from a stack so a link's target can be pushed in front.
