@@ -218,3 +218,34 @@ async fn reload_replaces_layers_but_keeps_session_grants() {
         Verdict::Deny
     );
 }
+
+#[test]
+fn granting_a_search_of_the_whole_project_allows_it_again() {
+    let f = Fixture::new();
+    let mut p = f.policy();
+    let req = f.req(
+        "find_files",
+        r#"{"pattern":"**/*.rs"}"#,
+        PermissionMode::Strict,
+    );
+    assert_eq!(
+        crewmaster::permission::check(&req, &p).verdict,
+        Verdict::Ask
+    );
+    let rules = crewmaster::permission::grants::grant_session(&req, &mut p).unwrap();
+    assert_eq!(rules, ["Glob(/)"]);
+    assert_eq!(
+        crewmaster::permission::check(&req, &p).verdict,
+        Verdict::Allow
+    );
+    // It covers the project root only, not every file below it.
+    let deeper = f.req(
+        "find_files",
+        r#"{"pattern":"*","path":"src"}"#,
+        PermissionMode::Strict,
+    );
+    assert_eq!(
+        crewmaster::permission::check(&deeper, &p).verdict,
+        Verdict::Ask
+    );
+}

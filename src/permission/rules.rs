@@ -369,7 +369,10 @@ struct PathProbe<'a> {
 
 impl<'a> PathProbe<'a> {
     fn new(real: &'a Path, bases: &'a [PathBuf]) -> Self {
-        let rels: Vec<&Path> = bases.iter().filter_map(|b| real.strip_prefix(b).ok()).collect();
+        let rels: Vec<&Path> = bases
+            .iter()
+            .filter_map(|b| real.strip_prefix(b).ok())
+            .collect();
         PathProbe {
             real,
             real_candidate: Candidate::new(real),
@@ -391,7 +394,9 @@ fn path_matches(m: &Matcher, p: &PathProbe<'_>) -> bool {
         Matcher::Path { set, .. } => p.rel_candidates.iter().any(|c| set.is_match_candidate(c)),
         Matcher::Exact(e) => {
             Path::new(e) == p.real
-                || p.rels.iter().any(|r| Path::new(e.trim_start_matches('/')) == *r)
+                || p.rels
+                    .iter()
+                    .any(|r| Path::new(e.trim_start_matches('/')) == *r)
         }
         Matcher::Regex(re) => {
             re.is_match(&p.real.to_string_lossy())
