@@ -322,7 +322,7 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         d.rule = Some(hit.pattern.into());
         return d;
     }
-    let named: Vec<Vec<Named>> = script.parts.iter().map(|p| named_paths(ctx, p)).collect();
+    let named = named_by_part(ctx, &script.parts);
     // Credentials are denied wherever they appear, before any rule; so are files that a
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny).
     for (part, named) in script.parts.iter().zip(&named) {
@@ -474,14 +474,62 @@ struct Named {
     real: Option<PathBuf>,
 }
 
-fn named_paths(ctx: &Ctx<'_>, part: &Part) -> Vec<Named> {
-    path_words(part)
-        .map(|w| {
+/// The files each part names. After a `cd`/`pushd`, relative words are located both
+/// against the agent's cwd and against the new directory (`cd ~ && cat .ssh/id_rsa`);
+/// after a `cd` we cannot follow (`cd -`, `cd $X`), they count as unlocatable, which
+/// makes the part not a plain read.
+fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
+    enum Dir {
+        Cwd,
+        At(PathBuf),
+        Unknown,
+    }
+    let mut dir = Dir::Cwd;
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        let mut named = Vec::new();
+        for w in path_words(part) {
             let (abs, real) = ctx.locate(w);
-            Named {
+            named.push(Named {
                 lexical: sandbox::lexical(&abs),
                 real: real.ok(),
+            });
+            let relative = !w.starts_with('/') && !w.starts_with('~');
+            match &dir {
+                Dir::At(d) if relative => {
+                    let abs = d.join(w);
+                    named.push(Named {
+                        lexical: sandbox::lexical(&abs),
+                        real: sandbox::resolve(&abs).ok(),
+                    });
+                }
+                Dir::Unknown if relative => named.push(Named {
+                    lexical: PathBuf::from("/"),
+                    real: None,
+                }),
+                _ => {}
             }
-        })
-        .collect()
+        }
+        if matches!(part.program(), "cd" | "pushd") {
+            let arg = part
+                .argv
+                .iter()
+                .skip(1)
+                .find(|a| !a.starts_with('-') || *a == "-");
+            dir = match arg {
+                _ if part.dynamic => Dir::Unknown,
+                None => ctx.home.map_or(Dir::Unknown, |h| Dir::At(h.to_path_buf())),
+                Some(a) if a == "-" => Dir::Unknown,
+                Some(a) => {
+                    let base = match &dir {
+                        Dir::At(d) => d.clone(),
+                        _ => ctx.req.cwd.clone(),
+                    };
+                    Dir::At(sandbox::absolute(a, &base, ctx.home))
+                }
+            };
+        }
+        out.push(named);
+    }
+    out
 }
