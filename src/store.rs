@@ -13,13 +13,16 @@ pub fn crew_home() -> Option<PathBuf> {
         .map(|h| h.join(".crew"))
 }
 
-/// The project a directory belongs to: the nearest ancestor holding `.crew` or `.git`,
-/// else the directory itself.
+/// The project a directory belongs to: the nearest ancestor holding `.crew` or `.git`
+/// (never the home directory or `/`), else the directory itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors()
-        .find(|d| d.join(".crew").is_dir() || d.join(".git").exists())
-        .unwrap_or(cwd)
-        .to_path_buf()
+    let home = crew_home().and_then(|h| h.parent().map(Path::to_path_buf));
+    crate::permission::settings::find_project_root(cwd, home.as_deref())
+}
+
+/// The user's home directory (`HOME` decides).
+pub fn home_dir() -> Option<PathBuf> {
+    crew_home().and_then(|h| h.parent().map(Path::to_path_buf))
 }
 
 /// A file-system-safe name for a project path: `/home/me/src/app` → `-home-me-src-app`.

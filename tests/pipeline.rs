@@ -166,7 +166,7 @@ async fn names_filter_refuses_at_the_gate_and_system_tools_pass_names_not_safety
     let tools: Vec<Arc<dyn Tool>> =
         vec![read.clone(), write.clone(), sys_ro.clone(), sys_se.clone()];
     let script = r#"{"turns":[
-        {"tool_calls":[{"name":"write_file","input":{}},{"name":"task_list","input":{}},{"name":"task_stop","input":{}}]},
+        {"tool_calls":[{"name":"write_file","input":{"path":"x"}},{"name":"task_list","input":{}},{"name":"task_stop","input":{"task_id":"t1"}}]},
         {"text":"done"}]}"#;
     // Chat mode, bypass: the engine allows all; only read_file is in the agent's list.
     let t = start(Setup {
@@ -212,14 +212,15 @@ async fn bad_calls_become_error_results_and_the_loop_goes_on() {
         false,
         Behaviour::Succeed,
     ));
+    // Names the permission engine knows, so the calls reach the executor.
     let panicky = Arc::new(FakeTool::new(
-        "explode",
+        "search_code",
         Safety::ReadOnly,
         false,
         Behaviour::Panic,
     ));
     let slow = Arc::new(FakeTool::new(
-        "hang",
+        "find_files",
         Safety::ReadOnly,
         false,
         Behaviour::Hang,
@@ -227,10 +228,10 @@ async fn bad_calls_become_error_results_and_the_loop_goes_on() {
     let tools: Vec<Arc<dyn Tool>> = vec![ok.clone(), panicky.clone(), slow.clone()];
     let t = start(Setup::new(
         r#"{"turns":[
-            {"tool_calls":[{"name":"read_file","input":{"path":3}}]},
+            {"tool_calls":[{"name":"read_file","input":{"path":"a","limit":"ten"}}]},
             {"tool_calls":[{"name":"no_such_tool","input":{}}]},
-            {"tool_calls":[{"name":"explode","input":{}}]},
-            {"tool_calls":[{"name":"hang","input":{}}]},
+            {"tool_calls":[{"name":"search_code","input":{"pattern":"x"}}]},
+            {"tool_calls":[{"name":"find_files","input":{"pattern":"*"}}]},
             {"tool_calls":[{"name":"read_file","arguments":"{not json"}]},
             {"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},
             {"text":"done"}]}"#,
@@ -254,7 +255,7 @@ async fn bad_calls_become_error_results_and_the_loop_goes_on() {
         ]
     );
     assert!(
-        results[0].content.contains("`path`"),
+        results[0].content.contains("`limit`"),
         "names the field: {}",
         results[0].content
     );

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod model;
 pub mod output;
+pub mod permissions;
 pub mod run;
 pub mod sessions;
 pub mod setup;
@@ -100,6 +101,12 @@ pub enum Command {
         #[command(subcommand)]
         cmd: agents::AgentsCmd,
     },
+    /// Permission decisions and rules.
+    Permissions {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: permissions::PermissionsCmd,
+    },
     /// Recorded sessions of this project.
     Sessions {
         /// What to do.
@@ -120,6 +127,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
         Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),
+        Command::Permissions { cmd } => permissions::run(cmd, &mut out),
     }
 }
 

@@ -72,8 +72,14 @@ pub async fn prepare(
     warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<Prepared> {
     let cwd = working_dir(cli)?;
+    let project_root = crate::store::project_root(&cwd);
+    let home = crate::store::home_dir();
+    let (policy, warnings) = Policy::load(&project_root, home.as_deref())?;
+    for w in warnings {
+        warn(w.to_string());
+    }
     let permission_mode = match cli.permission_mode.as_deref() {
-        None => PermissionMode::Default,
+        None => policy.default_mode,
         Some(name) => {
             let (mode, warning) = PermissionMode::parse_lenient(name);
             if let Some(w) = warning {
@@ -82,15 +88,17 @@ pub async fn prepare(
             mode
         }
     };
-    let chosen = model::choose(cli.model.as_deref(), cli.record_requests.clone())?;
-    let sandbox = match permission_mode {
-        PermissionMode::DontAsk => CommandSandbox::Landlock {
-            writable_roots: vec![cwd.clone()],
-        },
-        _ => CommandSandbox::None,
+    let spec = cli.model.as_deref().or(policy.model.as_deref());
+    let chosen = model::choose(spec, cli.record_requests.clone())?;
+    // Commands run under Landlock when unattended, or whenever the settings ask for it.
+    let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
+        let mut writable_roots = vec![cwd.clone()];
+        writable_roots.extend(policy.additional_roots.iter().cloned());
+        writable_roots.extend(policy.sandbox.writable_roots.iter().cloned());
+        CommandSandbox::Landlock { writable_roots }
+    } else {
+        CommandSandbox::None
     };
-    let project_root = crate::store::project_root(&cwd);
-    let home = crate::store::crew_home().and_then(|h| h.parent().map(std::path::Path::to_path_buf));
     let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));
@@ -112,10 +120,7 @@ pub async fn prepare(
     let session = SessionHandle::start(SessionConfig {
         cwd: cwd.clone(),
         permission_mode,
-        policy: Policy {
-            home: dirs::home_dir(),
-            ..Policy::default()
-        },
+        policy,
         provider: chosen.provider,
         lead: AgentSpec {
             id: "lead".into(),

@@ -1,11 +1,13 @@
 //! The `PermissionEngine` actor: holds the policy (rule layers, additional roots) and the
 //! session's grants, and answers `Check` with the pure `check` function. Grants from the
 //! approver arrive as messages, so every agent sees them on its next call.
+//!
+//! Build its arguments with `Policy::load(project_root, home)` (or `Policy::default()`).
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
-use super::{CheckRequest, Decision, Layer, Policy, Source, Verdict, check};
+use super::{CheckRequest, Decision, Layer, Policy, RuleInfo, check, grants};
 
 /// How long a grant lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,8 +23,15 @@ pub enum GrantScope {
 pub enum PermissionMsg {
     /// Decide one call.
     Check(CheckRequest, RpcReplyPort<Decision>),
-    /// Record a human's grant for calls like this one.
+    /// Record a human's grant for calls like this one (send the same request that was
+    /// checked). Replies with an error the user can read when the call cannot be granted
+    /// (hard-denied, denied by a rule, a system tool) or the settings file cannot be
+    /// written.
     Grant(CheckRequest, GrantScope, RpcReplyPort<Result<(), String>>),
+    /// Replace the loaded layers (after settings changed); session grants are kept.
+    Reload(Policy),
+    /// The effective rules, highest layer first.
+    ListRules(RpcReplyPort<Vec<RuleInfo>>),
 }
 
 /// The actor (configuration only; state is built in `pre_start`).
@@ -30,9 +39,8 @@ pub struct PermissionEngine;
 
 /// The engine's state.
 pub struct EngineState {
+    /// Loaded layers plus session-layer grants (as rules).
     policy: Policy,
-    /// Exact (tool, arguments) pairs granted for this session.
-    session_grants: Vec<(String, String)>,
 }
 
 impl Actor for PermissionEngine {
@@ -45,10 +53,7 @@ impl Actor for PermissionEngine {
         _myself: ActorRef<Self::Msg>,
         policy: Policy,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(EngineState {
-            policy,
-            session_grants: Vec::new(),
-        })
+        Ok(EngineState { policy })
     }
 
     async fn handle(
@@ -59,24 +64,28 @@ impl Actor for PermissionEngine {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             PermissionMsg::Check(req, reply) => {
-                let mut decision = check(&req, &state.policy);
-                let granted = state
-                    .session_grants
-                    .iter()
-                    .any(|(t, a)| *t == req.call.name && *a == req.call.arguments);
-                if decision.verdict == Verdict::Ask && granted {
-                    decision.verdict = Verdict::Allow;
-                    decision.source = Source::Rule(Layer::Session);
-                    decision.reason = "allowed for this session".into();
-                }
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(decision);
+                let _ = reply.send(check(&req, &state.policy));
             }
-            PermissionMsg::Grant(req, _scope, reply) => {
-                state
-                    .session_grants
-                    .push((req.call.name.clone(), req.call.arguments.clone()));
-                let _ = reply.send(Ok(()));
+            PermissionMsg::Grant(req, scope, reply) => {
+                let result = match scope {
+                    GrantScope::Session => grants::grant_session(&req, &mut state.policy),
+                    GrantScope::Forever => grants::grant_forever(&req, &mut state.policy),
+                };
+                let _ = reply.send(result.map(|_| ()).map_err(|e| e.to_string()));
+            }
+            PermissionMsg::Reload(mut policy) => {
+                let session = state
+                    .policy
+                    .rules
+                    .iter()
+                    .filter(|r| r.layer == Layer::Session)
+                    .cloned();
+                policy.rules.extend(session);
+                state.policy = policy;
+            }
+            PermissionMsg::ListRules(reply) => {
+                let _ = reply.send(state.policy.rule_infos());
             }
         }
         Ok(())

@@ -5,9 +5,23 @@
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
+//!
+//! Modules: `classify` (tool → category, target), `shell` (bash parsing, wrappers),
+//! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
+//! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
+//! `Policy::load`), `grants` (approvals → rules), `check` (the decision), `actor`.
 
 pub mod actor;
+pub mod blacklist;
+mod check;
+pub mod classify;
+pub mod commands;
+pub mod grants;
 pub mod mode;
+pub mod rules;
+pub mod sandbox;
+pub mod settings;
+pub mod shell;
 
 use std::path::PathBuf;
 
@@ -16,7 +30,11 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::ToolCall;
 use crate::tools::Safety;
 
+pub use check::check;
+pub use grants::{GrantError, grant_rules};
 pub use mode::PermissionMode;
+pub use rules::{Rule, RuleKind};
+pub use settings::{SandboxSettings, SettingsError, Warning, find_project_root};
 
 /// The three outcomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -117,8 +135,10 @@ pub struct Decision {
     pub category: Option<Category>,
     /// The resolved target (real path, normalised command, MCP name).
     pub target: Option<String>,
-    /// Whether an Ask came from an explicit `ask` rule or a dangerous command (which
-    /// dontAsk turns into Deny) rather than from the mode fallback (which it allows).
+    /// Whether an Ask (or, under dontAsk, the Deny it became) came from something meant
+    /// for a human — an `ask` rule, a dangerous command, a write to a protected file, an
+    /// unknown tool, an unparseable command — rather than from the mode fallback. `check`
+    /// already turns every Ask into Deny under dontAsk (the fallback never asks there).
     pub explicit_ask: bool,
 }
 
@@ -150,50 +170,65 @@ pub struct CheckRequest {
     pub mode: PermissionMode,
 }
 
-/// Everything besides the call that the decision depends on.
+/// Everything besides the call that the decision depends on: the rule layers, the extra
+/// sandbox roots, and the settings values the rest of crewmaster reads.
+///
+/// Build it with [`Policy::load`]`(project_root, home)` (reads the three settings files)
+/// or `Policy::default()` (no rules, no extra roots) and hand it to the
+/// `PermissionEngine` actor as its `Arguments`.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// Sandbox roots besides the caller's cwd (`additionalDirectories`).
+    /// The project root (canonical): base of relative rule patterns and of grants.
+    pub project_root: Option<PathBuf>,
+    /// Sandbox roots besides the caller's cwd (`additionalDirectories`, canonical).
     pub additional_roots: Vec<PathBuf>,
     /// The user's home, for `~` patterns and credential paths.
     pub home: Option<PathBuf>,
+    /// Every rule of every layer (session rules included), in any order.
+    pub rules: Vec<Rule>,
+    /// `permissions.defaultMode` from the highest layer that sets it (else `default`).
+    pub default_mode: PermissionMode,
+    /// The `sandbox` settings for the command runner.
+    pub sandbox: SandboxSettings,
+    /// The `model` setting from the highest layer that sets it.
+    pub model: Option<String>,
 }
 
-/// Decides one call. Pure apart from reading the file system to resolve symlinks.
-pub fn check(req: &CheckRequest, _policy: &Policy) -> Decision {
-    let category = match req.safety {
-        None => {
-            return Decision::new(
-                Verdict::Ask,
-                Source::Unknown,
-                format!(
-                    "tool `{}` is not covered by permission rules",
-                    req.call.name
-                ),
-            );
-        }
-        Some(Safety::ReadOnly) => Category::Read,
-        Some(Safety::SideEffect) if req.call.name == "run_command" => Category::Exec,
-        Some(Safety::SideEffect) => Category::Write,
-    };
-    if serde_json::from_str::<serde_json::Value>(&req.call.arguments)
-        .map(|v| !v.is_object())
-        .unwrap_or(true)
-    {
-        let mut d = Decision::new(
-            Verdict::Deny,
-            Source::Arguments,
-            "arguments are not a JSON object",
-        );
-        d.category = Some(category);
-        return d;
+/// A rule as shown by `crew permissions list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleInfo {
+    /// The rule text.
+    pub rule: String,
+    /// allow, ask or deny.
+    pub kind: RuleKind,
+    /// Its layer.
+    pub layer: Layer,
+    /// The file it came from (none for session grants).
+    pub file: Option<PathBuf>,
+    /// Its index in that file's list.
+    pub index: usize,
+}
+
+impl Policy {
+    /// The effective rules, highest layer first, deny before ask before allow.
+    pub fn rule_infos(&self) -> Vec<RuleInfo> {
+        let mut out: Vec<RuleInfo> = self
+            .rules
+            .iter()
+            .map(|r| RuleInfo {
+                rule: r.text.clone(),
+                kind: r.kind,
+                layer: r.layer,
+                file: r.file.clone(),
+                index: r.index,
+            })
+            .collect();
+        let kind_rank = |k: RuleKind| match k {
+            RuleKind::Deny => 0,
+            RuleKind::Ask => 1,
+            RuleKind::Allow => 2,
+        };
+        out.sort_by_key(|r| (r.layer, kind_rank(r.kind), r.index));
+        out
     }
-    let verdict = req.mode.fallback(category);
-    let mut d = Decision::new(
-        verdict,
-        Source::Mode,
-        mode::fallback_reason(req.mode, category, verdict),
-    );
-    d.category = Some(category);
-    d
 }

@@ -45,8 +45,7 @@ impl FakeTool {
                 description: format!("fake {name}"),
                 input_schema: json!({
                     "type": "object",
-                    "properties": {"path": {"type": "string"}},
-                    "additionalProperties": false
+                    "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}}
                 }),
                 safety,
                 system,

@@ -1,0 +1,207 @@
+//! Decisions per second of the permission engine on a realistic mix (path reads and
+//! writes, compound commands, MCP and agent calls) under rule-heavy settings, and the
+//! ratio against a baseline measured in the same run: the bare mode-fallback check of a
+//! system tool (classification and fallback, no paths, no shell, no rules).
+//!
+//! `cargo bench --bench permission` (add `-- --quick` style criterion flags as usual).
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crewmaster::permission::{CheckRequest, PermissionMode, Policy, check};
+use crewmaster::protocol::ToolCall;
+use criterion::{Criterion, Throughput};
+
+fn req(tool: &str, args: serde_json::Value, cwd: &Path, mode: PermissionMode) -> CheckRequest {
+    CheckRequest {
+        call: ToolCall {
+            id: "b".into(),
+            name: tool.into(),
+            arguments: args.to_string(),
+        },
+        safety: None,
+        cwd: cwd.to_path_buf(),
+        mode,
+    }
+}
+
+/// A project with nested sources and rule-heavy local and user settings (~300 rules).
+fn setup() -> (tempfile::TempDir, std::path::PathBuf, Policy) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = std::fs::canonicalize(tmp.path())
+        .expect("canonical")
+        .join("home");
+    let proj = home.join("proj");
+    for d in ["src/permission", "src/tools", "tests", "docs"] {
+        std::fs::create_dir_all(proj.join(d)).expect("mkdir");
+    }
+    std::fs::create_dir_all(proj.join(".git")).expect("mkdir");
+    for f in [
+        "src/lib.rs",
+        "src/permission/mod.rs",
+        "src/tools/mod.rs",
+        "README.md",
+    ] {
+        std::fs::write(proj.join(f), "x").expect("write");
+    }
+    let mut allow = Vec::new();
+    let mut deny = Vec::new();
+    let mut ask = Vec::new();
+    for i in 0..100 {
+        allow.push(format!("Bash(tool{i} run:*)"));
+        allow.push(format!("Edit(src/gen{i}/**)"));
+        deny.push(format!("Read(secrets{i}/**)"));
+    }
+    allow.extend([
+        "Bash(cargo test:*)".into(),
+        "Bash(npm run test:*)".into(),
+        "mcp__github".into(),
+    ]);
+    ask.extend(["Bash(git push:*)".to_string(), "Agent(Deploy)".into()]);
+    deny.extend(["Bash(curl:*)".to_string(), "Read(*.pem)".into()]);
+    let local = serde_json::json!({"permissions": {"allow": allow, "ask": ask}});
+    let user = serde_json::json!({"permissions": {"deny": deny}});
+    std::fs::create_dir_all(proj.join(".crew")).expect("mkdir");
+    std::fs::create_dir_all(home.join(".crew")).expect("mkdir");
+    std::fs::write(proj.join(".crew/settings.local.json"), local.to_string()).expect("write");
+    std::fs::write(home.join(".crew/settings.json"), user.to_string()).expect("write");
+    let (policy, _) = Policy::load(&proj, Some(&home)).expect("settings");
+    (tmp, proj, policy)
+}
+
+fn mix(proj: &Path) -> Vec<CheckRequest> {
+    use serde_json::json;
+    let m = PermissionMode::Default;
+    vec![
+        req("read_file", json!({"path": "src/lib.rs"}), proj, m),
+        req(
+            "read_file",
+            json!({"path": "src/permission/mod.rs"}),
+            proj,
+            m,
+        ),
+        req(
+            "read_file",
+            json!({"path": "../proj/src/tools/mod.rs"}),
+            proj,
+            m,
+        ),
+        req(
+            "search_code",
+            json!({"pattern": "fn check", "path": "src"}),
+            proj,
+            m,
+        ),
+        req("find_files", json!({"pattern": "**/*.rs"}), proj, m),
+        req(
+            "write_file",
+            json!({"path": "src/gen7/new.rs", "content": "x"}),
+            proj,
+            m,
+        ),
+        req(
+            "edit_file",
+            json!({"path": "README.md", "old_string": "a", "new_string": "b"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "cargo test --lib && git status | head -5"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "ls -la src && rg -n 'fn main' src | wc -l"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "npm run test:unit -- --watch; echo done"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "timeout 60 bash -c 'tool42 run --fast && git diff HEAD~1'"}),
+            proj,
+            m,
+        ),
+        req(
+            "run_command",
+            json!({"command": "git push --force origin main"}),
+            proj,
+            m,
+        ),
+        req("mcp__github__create_issue", json!({}), proj, m),
+        req(
+            "agent",
+            json!({"prompt": "look", "subagent_type": "Explore"}),
+            proj,
+            m,
+        ),
+    ]
+}
+
+fn per_second(reqs: &[CheckRequest], policy: &Policy, budget: Duration) -> f64 {
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < budget {
+        for r in reqs {
+            black_box(check(black_box(r), policy));
+            n += 1;
+        }
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let (_tmp, proj, policy) = setup();
+    let reqs = mix(&proj);
+    let baseline = vec![req(
+        "task_list",
+        serde_json::json!({}),
+        &proj,
+        PermissionMode::Default,
+    )];
+
+    let mut c = Criterion::default()
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(20)
+        .configure_from_args();
+    let mut g = c.benchmark_group("permission");
+    g.throughput(Throughput::Elements(reqs.len() as u64));
+    g.bench_function("realistic_mix", |b| {
+        b.iter(|| {
+            for r in &reqs {
+                black_box(check(black_box(r), &policy));
+            }
+        })
+    });
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("baseline_mode_fallback", |b| {
+        b.iter(|| black_box(check(black_box(&baseline[0]), &policy)))
+    });
+    g.finish();
+    c.final_summary();
+
+    // Same-run ratio, measured outside criterion so it can be printed as one line.
+    let budget = Duration::from_secs(2);
+    let mixed = per_second(&reqs, &policy, budget);
+    let base = per_second(&baseline, &policy, budget);
+    if std::env::var_os("PERMISSION_BENCH_DETAIL").is_some() {
+        for r in &reqs {
+            let one = per_second(std::slice::from_ref(r), &policy, Duration::from_millis(300));
+            println!("  {one:>10.0}/s  {} {}", r.call.name, r.call.arguments);
+        }
+    }
+    println!(
+        "permission: realistic mix {mixed:.0} decisions/s; baseline (mode fallback) {base:.0} decisions/s; mix/baseline = {:.3} (baseline is {:.1}x faster)",
+        mixed / base,
+        base / mixed
+    );
+}

@@ -1,0 +1,136 @@
+//! Approvals turned into rules: "allow for the session" adds session-layer allow rules
+//! derived from the call; "always allow" also appends them, deduplicated, to
+//! `<project>/.crew/settings.local.json`, where the next engine loads them.
+//!
+//! Derived rules are as narrow as the call: `Write(/src/main.rs)` (path relative to the
+//! project root, `//abs` outside it), one `Bash(<exact part>)` per part of a command,
+//! `Agent(<type>)`, `mcp__server__tool`. Calls that a hard check or a deny rule refuses
+//! cannot be granted.
+
+use std::path::Path;
+
+use super::classify::{self, Target, ToolKind};
+use super::rules::{Rule, RuleKind, escape_glob};
+use super::settings::{self, SettingsError};
+use super::{CheckRequest, Layer, PermissionMode, Policy, Source, Verdict, check, shell};
+
+/// Why a grant was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    /// A hard check or deny rule refuses the call; no grant can change that.
+    #[error("cannot grant this call: {0}")]
+    Refused(String),
+    /// The tool has no rule syntax (system tools, unknown tools).
+    #[error("cannot grant `{0}`: the tool has no permission rules")]
+    NoRule(String),
+    /// Forever grants need a project root.
+    #[error("cannot persist the grant: the engine has no project root")]
+    NoProject,
+    /// The settings file could not be written.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+}
+
+/// The allow rules (as text) that a grant of this call adds.
+pub fn grant_rules(req: &CheckRequest, policy: &Policy) -> Result<Vec<String>, GrantError> {
+    // Judge the call as an interactive user would see it, so dontAsk's conversions and
+    // the mode fallback do not hide a hard refusal.
+    let probe = CheckRequest {
+        mode: PermissionMode::Strict,
+        ..req.clone()
+    };
+    let d = check(&probe, policy);
+    if d.verdict == Verdict::Deny {
+        return Err(GrantError::Refused(d.reason));
+    }
+    if matches!(d.source, Source::Unknown) && ToolKind::of(&req.call.name).is_none() {
+        return Err(GrantError::NoRule(req.call.name.clone()));
+    }
+    let c = classify::classify(&req.call.name, &req.call.arguments)
+        .map_err(|e| GrantError::Refused(e.to_string()))?;
+    let mut out: Vec<String> = Vec::new();
+    match &c.target {
+        Target::Path(_) => {
+            let real = d.target.clone().unwrap_or_default();
+            let name = match c.kind {
+                ToolKind::ReadFile => "Read",
+                ToolKind::WriteFile => "Write",
+                ToolKind::EditFile => "Edit",
+                ToolKind::FindFiles => "Glob",
+                _ => "Grep",
+            };
+            let spec = match policy
+                .project_root
+                .as_deref()
+                .and_then(|root| Path::new(&real).strip_prefix(root).ok())
+            {
+                Some(rel) if rel.as_os_str().is_empty() => "/".to_string(),
+                Some(rel) => format!("/{}", escape_glob(&rel.to_string_lossy())),
+                None => format!("/{}", escape_glob(&real)),
+            };
+            out.push(format!("{name}({spec})"));
+        }
+        Target::Command(cmd) => {
+            let script = shell::parse(cmd).map_err(|e| GrantError::Refused(e.to_string()))?;
+            for part in script.parts.iter().filter(|p| !p.argv.is_empty()) {
+                let text = part.full_text();
+                // `=` keeps `*`, `:*` and leading `=`/`~`/`!` literal.
+                let rule = if text.contains('*') || text.starts_with(['=', '~', '!']) {
+                    format!("Bash(={text})")
+                } else {
+                    format!("Bash({text})")
+                };
+                if !out.contains(&rule) {
+                    out.push(rule);
+                }
+            }
+        }
+        Target::Agent(t) => out.push(format!("Agent({t})")),
+        Target::Mcp(n) => out.push(n.clone()),
+        Target::None => return Err(GrantError::NoRule(req.call.name.clone())),
+    }
+    if out.is_empty() {
+        return Err(GrantError::NoRule(req.call.name.clone()));
+    }
+    Ok(out)
+}
+
+/// Adds the call's rules to the policy's session layer; returns them.
+pub fn grant_session(req: &CheckRequest, policy: &mut Policy) -> Result<Vec<String>, GrantError> {
+    let texts = grant_rules(req, policy)?;
+    add(policy, &texts, Layer::Session, None)?;
+    Ok(texts)
+}
+
+/// Appends the call's rules to `<project>/.crew/settings.local.json` (deduplicated) and
+/// adds them to the policy's local layer at once; returns them.
+pub fn grant_forever(req: &CheckRequest, policy: &mut Policy) -> Result<Vec<String>, GrantError> {
+    let texts = grant_rules(req, policy)?;
+    let root = policy.project_root.clone().ok_or(GrantError::NoProject)?;
+    let path = root.join(".crew/settings.local.json");
+    settings::append_allow(&path, &texts)?;
+    add(policy, &texts, Layer::Local, Some(&path))?;
+    Ok(texts)
+}
+
+fn add(
+    policy: &mut Policy,
+    texts: &[String],
+    layer: Layer,
+    file: Option<&Path>,
+) -> Result<(), GrantError> {
+    for t in texts {
+        if policy
+            .rules
+            .iter()
+            .any(|r| r.text == *t && r.kind == RuleKind::Allow && r.layer == layer)
+        {
+            continue;
+        }
+        let mut rule = Rule::parse(t, RuleKind::Allow, layer, policy.home.as_deref())
+            .map_err(|e| GrantError::Refused(e.to_string()))?;
+        rule.file = file.map(Path::to_path_buf);
+        policy.rules.push(rule);
+    }
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! The path sandbox: where a path argument really points, whether that is inside the
+//! sandbox roots (the agent's cwd plus `additionalDirectories`), and whether it is a
+//! credential file. Decisions use the real location: symlinks of the target, of its
+//! directories and of the nearest existing ancestor of a not-yet-existing target are all
+//! followed, so `link/escape.txt` is judged where it would land (seed 000).
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// How many symlinks one resolution may follow (Linux allows 40).
+const MAX_LINKS: usize = 40;
+
+/// Expands `~` and `~/…` against `home` and joins a relative path onto `cwd`.
+pub fn absolute(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
+    let expanded = match (raw.strip_prefix('~'), home) {
+        (Some(""), Some(h)) => h.to_path_buf(),
+        (Some(rest), Some(h)) if rest.starts_with('/') => h.join(rest.trim_start_matches('/')),
+        _ => PathBuf::from(raw),
+    };
+    if expanded.is_absolute() {
+        expanded
+    } else {
+        cwd.join(expanded)
+    }
+}
+
+/// The real location of an absolute path, following every symlink on the way, including
+/// a dangling final link (a write through it would create its target). Components that do
+/// not exist yet are appended as written; `..` after them is applied lexically.
+pub fn resolve(path: &Path) -> io::Result<PathBuf> {
+    resolve_from(PathBuf::from("/"), path)
+}
+
+/// `resolve` for a path relative to `base`, which must already be a real (canonical)
+/// directory: only the relative components are looked up. Absolute paths ignore `base`.
+pub fn resolve_at(base: &Path, path: &Path) -> io::Result<PathBuf> {
+    if path.is_absolute() {
+        resolve(path)
+    } else {
+        resolve_from(base.to_path_buf(), path)
+    }
+}
+
+fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
+    let mut out = start;
+    let mut missing = false;
+    let mut links = 0;
+    // Components are processed from a stack so a link's target can be pushed in front.
+    let mut stack: Vec<PathBuf> = path
+        .components()
+        .rev()
+        .map(|c| PathBuf::from(c.as_os_str()))
+        .collect();
+    while let Some(c) = stack.pop() {
+        let comp = c.components().next();
+        match comp {
+            None | Some(Component::CurDir) => {}
+            Some(Component::RootDir) | Some(Component::Prefix(_)) => {
+                out = PathBuf::from("/");
+                missing = false;
+            }
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let candidate = out.join(name);
+                if missing {
+                    out = candidate;
+                    continue;
+                }
+                match std::fs::symlink_metadata(&candidate) {
+                    Ok(meta) if meta.file_type().is_symlink() => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(io::Error::other(format!(
+                                "too many levels of symbolic links at {}",
+                                candidate.display()
+                            )));
+                        }
+                        let target = std::fs::read_link(&candidate)?;
+                        for tc in target.components().rev() {
+                            stack.push(PathBuf::from(tc.as_os_str()));
+                        }
+                    }
+                    Ok(_) => out = candidate,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        missing = true;
+                        out = candidate;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Where a not-yet-existing path would be by name: the canonical nearest existing
+/// ancestor plus the remaining components (lexically). Differs from `resolve` only when a
+/// dangling symlink is on the way; the sandbox requires both to be inside.
+pub fn by_ancestor(abs: &Path) -> Option<PathBuf> {
+    let comps: Vec<Component<'_>> = abs.components().collect();
+    (1..=comps.len()).rev().find_map(|k| {
+        let prefix: PathBuf = comps[..k].iter().collect();
+        std::fs::canonicalize(&prefix).ok().map(|p| {
+            let rest: PathBuf = comps[k..].iter().collect();
+            lexical(&p.join(rest))
+        })
+    })
+}
+
+/// Lexical normalisation of an absolute path (`.` dropped, `..` pops), without touching
+/// the file system: used to recognise credential paths by name before resolution.
+pub fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Canonical sandbox roots: each root resolved to its real location; roots that cannot be
+/// resolved are dropped (they cannot contain anything).
+pub fn canonical_roots<'a>(roots: impl IntoIterator<Item = &'a Path>) -> Vec<PathBuf> {
+    roots
+        .into_iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok().or_else(|| resolve(r).ok()))
+        .collect()
+}
+
+/// Whether `real` is one of `roots` or below one (component-wise, so `/a/proj2` is not
+/// below `/a/proj`).
+pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|r| real.starts_with(r))
+}
+
+/// Credential locations below the home directory, denied in every mode.
+const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gcloud",
+    ".azure",
+    ".docker/config.json",
+    ".kube/config",
+    ".netrc",
+    ".git-credentials",
+    ".crew/credentials.json",
+    ".config/crew/credentials.json",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+];
+
+/// If `path` (lexical or real) is a credential location, its home-relative name.
+pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
+    for home in homes {
+        if let Ok(rel) = path.strip_prefix(home) {
+            for c in CREDENTIALS {
+                if rel.starts_with(c) {
+                    return Some(c);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The home directory as given and as resolved (they differ when home is a symlink).
+pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(h) = home {
+        out.push(h.to_path_buf());
+        if let Ok(real) = std::fs::canonicalize(h)
+            && real != h
+        {
+            out.push(real);
+        }
+    }
+    out
+}
+
+/// Files whose change would alter permissions or run code later (`.crew/settings*.json`,
+/// `.git/hooks`, `.git/config`): writes to them always ask.
+pub fn protected(real: &Path) -> Option<&'static str> {
+    let s = real.to_string_lossy();
+    if s.contains("/.crew/settings") {
+        return Some(".crew/settings*.json");
+    }
+    if s.contains("/.git/hooks") || s.ends_with("/.git/config") {
+        return Some(".git/hooks and .git/config");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn resolves_missing_targets_through_symlinked_parents() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let outside = base.join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let root = base.join("root");
+        std::fs::create_dir(&root).unwrap();
+        symlink(&outside, root.join("link")).unwrap();
+        // Attack: write root/link/new/file.txt, which lands in outside/.
+        let real = resolve(&root.join("link/new/file.txt")).unwrap();
+        assert_eq!(real, outside.join("new/file.txt"));
+        // `link/..` is the parent of the link's target, as the kernel sees it.
+        let real = resolve(&root.join("link/../x")).unwrap();
+        assert_eq!(real, base.join("x"));
+        // A dangling link points where a write would create the file.
+        symlink(base.join("nowhere/secret"), root.join("dangling")).unwrap();
+        assert_eq!(
+            resolve(&root.join("dangling")).unwrap(),
+            base.join("nowhere/secret")
+        );
+    }
+
+    #[test]
+    fn sibling_directories_are_not_inside() {
+        let roots = vec![PathBuf::from("/root/proj")];
+        assert!(!inside(Path::new("/root/proj2/a"), &roots));
+        assert!(inside(Path::new("/root/proj/a"), &roots));
+        assert!(inside(Path::new("/root/proj"), &roots));
+    }
+
+    #[test]
+    fn symlink_loops_are_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        symlink(tmp.path().join("b"), tmp.path().join("a")).unwrap();
+        symlink(tmp.path().join("a"), tmp.path().join("b")).unwrap();
+        assert!(resolve(&tmp.path().join("a/x")).is_err());
+    }
+}

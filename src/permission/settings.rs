@@ -1,0 +1,318 @@
+//! Settings files and the `Policy` built from them: `~/.crew/settings.json` (user),
+//! `<project>/.crew/settings.json` (project), `<project>/.crew/settings.local.json`
+//! (local). A malformed file is an error naming file, line and column; one malformed or
+//! unknown rule is skipped with a warning naming file and index.
+//!
+//! A cloned repository's project file must not unlock what the user did not: its
+//! `defaultMode: bypassPermissions`/`dontAsk`, `additionalDirectories` and
+//! `sandbox.writableRoots` are ignored with a warning (put them in settings.local.json).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::rules::{Rule, RuleKind};
+use super::{Layer, PermissionMode, Policy, sandbox};
+
+/// The OS sandbox settings (`sandbox` key); the command runner applies them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SandboxSettings {
+    /// Run every agent's commands under Landlock (dontAsk agents always are).
+    pub enabled: bool,
+    /// Extra directories sandboxed commands may write below.
+    pub writable_roots: Vec<PathBuf>,
+}
+
+/// A settings problem that does not stop loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The file concerned, if any.
+    pub file: Option<PathBuf>,
+    /// What was wrong and what was done.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.file {
+            Some(p) => write!(f, "{}: {}", p.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// A settings file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The file exists but cannot be read.
+    #[error("cannot read settings file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON or a field has the wrong type.
+    #[error(
+        "settings file {path}, line {line}, column {column}: {message}; fix or remove the file"
+    )]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// Writing a grant failed.
+    #[error("cannot write settings file {path}: {message}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawSettings {
+    permissions: RawPermissions,
+    sandbox: Option<SandboxSettings>,
+    model: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct RawPermissions {
+    allow: Vec<Value>,
+    ask: Vec<Value>,
+    deny: Vec<Value>,
+    default_mode: Option<String>,
+    additional_directories: Vec<String>,
+}
+
+/// The three settings files for a project.
+pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
+    let mut out = vec![
+        (Layer::Local, project_root.join(".crew/settings.local.json")),
+        (Layer::Project, project_root.join(".crew/settings.json")),
+    ];
+    if let Some(h) = home {
+        out.push((Layer::User, h.join(".crew/settings.json")));
+    }
+    out
+}
+
+/// The project root for a directory: the nearest ancestor (itself included) holding
+/// `.git` or `.crew`, never the home directory (whose `.crew` holds user settings) nor
+/// `/`; the directory itself when there is none.
+pub fn find_project_root(start: &Path, home: Option<&Path>) -> PathBuf {
+    for dir in start.ancestors() {
+        if Some(dir) == home || dir.parent().is_none() {
+            break;
+        }
+        if dir.join(".git").exists() || dir.join(".crew").is_dir() {
+            return dir.to_path_buf();
+        }
+    }
+    start.to_path_buf()
+}
+
+impl Policy {
+    /// Loads the user, project and local settings of `project_root` (missing files are
+    /// fine). `home` decides the user file and expands `~`.
+    pub fn load(
+        project_root: &Path,
+        home: Option<&Path>,
+    ) -> Result<(Policy, Vec<Warning>), SettingsError> {
+        let root =
+            std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+        let mut policy = Policy {
+            project_root: Some(root.clone()),
+            home: home.map(Path::to_path_buf),
+            ..Policy::default()
+        };
+        let mut warnings = Vec::new();
+        let mut mode_set = false;
+        // Highest layer first: single values come from the highest layer that sets them.
+        for (layer, path) in files(&root, home) {
+            let Some(raw) = read(&path)? else { continue };
+            let warn = |warnings: &mut Vec<Warning>, message: String| {
+                warnings.push(Warning {
+                    file: Some(path.clone()),
+                    message,
+                })
+            };
+            for (kind, list, key) in [
+                (RuleKind::Deny, &raw.permissions.deny, "deny"),
+                (RuleKind::Ask, &raw.permissions.ask, "ask"),
+                (RuleKind::Allow, &raw.permissions.allow, "allow"),
+            ] {
+                for (index, v) in list.iter().enumerate() {
+                    let Some(text) = v.as_str() else {
+                        warn(
+                            &mut warnings,
+                            format!("permissions.{key}[{index}] is not a string; skipped"),
+                        );
+                        continue;
+                    };
+                    match Rule::parse(text, kind, layer, home) {
+                        Ok(mut rule) => {
+                            rule.file = Some(path.clone());
+                            rule.index = index;
+                            policy.rules.push(rule);
+                        }
+                        Err(e) => warn(
+                            &mut warnings,
+                            format!("permissions.{key}[{index}]: {e}; skipped"),
+                        ),
+                    }
+                }
+            }
+            let trusted = layer != Layer::Project;
+            if let Some(name) = &raw.permissions.default_mode
+                && !mode_set
+            {
+                let (mode, w) = PermissionMode::parse_lenient(name);
+                if let Some(w) = w {
+                    warn(&mut warnings, format!("permissions.defaultMode: {w}"));
+                }
+                if !trusted
+                    && matches!(
+                        mode,
+                        PermissionMode::BypassPermissions | PermissionMode::DontAsk
+                    )
+                {
+                    warn(
+                        &mut warnings,
+                        format!(
+                            "permissions.defaultMode `{mode}` is ignored in project settings (a cloned repository cannot lower your guard); set it in .crew/settings.local.json"
+                        ),
+                    );
+                } else {
+                    policy.default_mode = mode;
+                    mode_set = true;
+                }
+            }
+            for (index, dir) in raw.permissions.additional_directories.iter().enumerate() {
+                if !trusted {
+                    warn(
+                        &mut warnings,
+                        format!(
+                            "permissions.additionalDirectories[{index}] `{dir}` is ignored in project settings; set it in .crew/settings.local.json"
+                        ),
+                    );
+                    continue;
+                }
+                let abs = sandbox::absolute(dir, &root, home);
+                match std::fs::canonicalize(&abs) {
+                    Ok(real) => policy.additional_roots.push(real),
+                    Err(e) => warn(
+                        &mut warnings,
+                        format!("permissions.additionalDirectories[{index}] `{dir}`: {e}; skipped"),
+                    ),
+                }
+            }
+            if let Some(sb) = &raw.sandbox {
+                policy.sandbox.enabled |= sb.enabled;
+                if trusted {
+                    policy.sandbox.writable_roots.extend(
+                        sb.writable_roots
+                            .iter()
+                            .map(|p| sandbox::absolute(&p.to_string_lossy(), &root, home)),
+                    );
+                } else if !sb.writable_roots.is_empty() {
+                    warn(&mut warnings, "sandbox.writableRoots is ignored in project settings; set it in .crew/settings.local.json".into());
+                }
+            }
+            if policy.model.is_none() {
+                policy.model = raw.model.clone();
+            }
+        }
+        Ok((policy, warnings))
+    }
+}
+
+/// Reads and parses one settings file; `None` when it does not exist.
+fn read(path: &Path) -> Result<Option<RawSettings>, SettingsError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(SettingsError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| SettingsError::Malformed {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
+}
+
+/// Appends `rules` to `permissions.allow` of a settings file, skipping rules already
+/// there, creating the file and its directory if needed and keeping every other key.
+/// Returns how many rules were added.
+pub fn append_allow(path: &Path, rules: &[String]) -> Result<usize, SettingsError> {
+    let werr = |message: String| SettingsError::Write {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut doc: Value = match std::fs::read_to_string(path) {
+        Ok(t) => serde_json::from_str(&t).map_err(|e| SettingsError::Malformed {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
+        Err(source) => {
+            return Err(SettingsError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let root = doc
+        .as_object_mut()
+        .ok_or_else(|| werr("the file is not a JSON object".into()))?;
+    let perms = root
+        .entry("permissions")
+        .or_insert_with(|| Value::Object(Default::default()))
+        .as_object_mut()
+        .ok_or_else(|| werr("`permissions` is not an object".into()))?;
+    let allow = perms
+        .entry("allow")
+        .or_insert_with(|| Value::Array(Vec::new()))
+        .as_array_mut()
+        .ok_or_else(|| werr("`permissions.allow` is not an array".into()))?;
+    let mut added = 0;
+    for r in rules {
+        if !allow.iter().any(|v| v.as_str() == Some(r)) {
+            allow.push(Value::String(r.clone()));
+            added += 1;
+        }
+    }
+    if added == 0 {
+        return Ok(0);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| werr(e.to_string()))?;
+    }
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| werr(e.to_string()))?;
+    // Write a sibling and rename, so a crash never leaves a torn settings file.
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n").map_err(|e| werr(e.to_string()))?;
+    std::fs::rename(&tmp, path).map_err(|e| werr(e.to_string()))?;
+    Ok(added)
+}

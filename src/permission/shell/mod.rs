@@ -1,0 +1,558 @@
+//! Shell command parsing for the permission engine: turns a `run_command` string into the
+//! simple commands ("parts") it would run, with a real bash parser (brush-parser), so that
+//! `rm -r -f /`, `bash -c 'rm -rf /'`, `a && b`, `x | sh` and `$(…)` are all seen.
+//!
+//! Wrappers that run another command (`sudo`, `env`, `timeout`, `nice`, `nohup`, `xargs`,
+//! `bash|sh|zsh -c '…'`, `eval`, …) are unwrapped recursively; compound commands (`&&`,
+//! `||`, `;`, `|`, `&`, subshells, groups, `if`/`for`/`while`/`case`, function bodies) are
+//! flattened; command substitutions are parsed and contribute parts of their own.
+
+mod words;
+
+use brush_parser::ast;
+use brush_parser::{Parser, ParserOptions};
+
+use super::commands::{self, Unwrap};
+
+/// How deep wrappers and substitutions may nest before the command counts as unparseable.
+const MAX_DEPTH: usize = 8;
+
+/// A redirection of a part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// Whether it writes (`>`, `>>`, `<>`, `>|`, `&>`).
+    pub write: bool,
+    /// The target as literal text (`~` for the home directory).
+    pub target: String,
+}
+
+/// One simple command the shell would run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Part {
+    /// The command and its arguments after unwrapping, quotes removed; a word with a
+    /// substitution shows it as `$(…)`, `$HOME`/`~` show as `~`.
+    pub argv: Vec<String>,
+    /// Wrappers removed from the front, outermost first (`sudo`, `timeout 5`, `bash -c`).
+    pub wrappers: Vec<String>,
+    /// Redirections written on this command.
+    pub redirects: Vec<Redirect>,
+    /// A word expands a variable, a substitution or arithmetic: the real argv is unknown.
+    pub dynamic: bool,
+    /// Run in the background (`&`).
+    pub background: bool,
+    /// A member of a multi-command pipeline (`a | b`).
+    pub piped: bool,
+    /// Runs with raised privileges (`sudo`, `doas`, `su -c`).
+    pub privileged: bool,
+    /// The pipeline this part belongs to, and its position in it.
+    pub pipeline: usize,
+    /// Position in its pipeline (0 = first).
+    pub pipe_pos: usize,
+    /// Found inside a command or process substitution (`$(…)`, `<(…)`): its output
+    /// becomes an argument (or a file) of its parent.
+    pub substituted: bool,
+    /// For parts found inside a substitution or a `bash -c` script: the enclosing part
+    /// (its index in `Script::parts`), if that part is itself in the list.
+    pub parent: Option<usize>,
+}
+
+impl Part {
+    /// The command after unwrapping, words joined by single spaces.
+    pub fn text(&self) -> String {
+        self.argv.join(" ")
+    }
+
+    /// The command as written, wrappers included, words joined by single spaces.
+    pub fn full_text(&self) -> String {
+        let mut s = self.wrappers.join(" ");
+        if !s.is_empty() && !self.argv.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(&self.text());
+        s
+    }
+
+    /// The program name (last path component of argv[0]).
+    pub fn program(&self) -> &str {
+        self.argv
+            .first()
+            .map(|a| a.rsplit('/').next().unwrap_or(a))
+            .unwrap_or("")
+    }
+}
+
+/// A parsed command line.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// Every simple command, in source order (nested ones after their parent).
+    pub parts: Vec<Part>,
+    /// A function that calls itself in a pipe or in the background (a fork bomb).
+    pub fork_bomb: bool,
+}
+
+/// The command could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot parse the command as shell: {0}")]
+pub struct ShellError(pub String);
+
+/// Parses a command line into its parts.
+pub fn parse(command: &str) -> Result<Script, ShellError> {
+    let mut ctx = Ctx {
+        opts: ParserOptions::default(),
+        script: Script::default(),
+        next_pipeline: 0,
+        functions: Vec::new(),
+    };
+    ctx.parse_into(command, 0, &Inherit::default())?;
+    // A function that calls itself in a pipe or the background forks without bound.
+    let Ctx {
+        mut script,
+        functions,
+        ..
+    } = ctx;
+    for (name, range) in &functions {
+        let recursive = script.parts[range.clone()]
+            .iter()
+            .any(|p| p.program() == name && (p.background || p.piped));
+        if recursive {
+            script.fork_bomb = true;
+        }
+    }
+    Ok(script)
+}
+
+/// What nested parts inherit from the construct that contains them.
+#[derive(Debug, Clone, Default)]
+struct Inherit {
+    wrappers: Vec<String>,
+    substituted: bool,
+    piped: bool,
+    privileged: bool,
+    background: bool,
+    parent: Option<usize>,
+    dynamic: bool,
+}
+
+struct Ctx {
+    opts: ParserOptions,
+    script: Script,
+    next_pipeline: usize,
+    /// Functions defined, with the range of parts their bodies produced.
+    functions: Vec<(String, std::ops::Range<usize>)>,
+}
+
+impl Ctx {
+    pub(super) fn parse_into(
+        &mut self,
+        src: &str,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        if depth > MAX_DEPTH {
+            return Err(ShellError("wrappers nest too deeply".into()));
+        }
+        let mut parser = Parser::new(std::io::Cursor::new(src.as_bytes()), &self.opts);
+        let program = parser
+            .parse_program()
+            .map_err(|e| ShellError(e.to_string()))?;
+        for cc in &program.complete_commands {
+            self.compound_list(cc, depth, inh)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn compound_list(
+        &mut self,
+        list: &ast::CompoundList,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        for ast::CompoundListItem(and_or, sep) in &list.0 {
+            let mut inh = inh.clone();
+            inh.background |= matches!(sep, ast::SeparatorOperator::Async);
+            for (_, pipeline) in and_or.iter() {
+                self.pipeline(pipeline, depth, &inh)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn pipeline(
+        &mut self,
+        pipeline: &ast::Pipeline,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        let id = self.next_pipeline;
+        self.next_pipeline += 1;
+        let piped = pipeline.seq.len() > 1;
+        for (pos, cmd) in pipeline.seq.iter().enumerate() {
+            let mut inh = inh.clone();
+            inh.piped |= piped;
+            self.command(cmd, depth, &inh, id, pos)?;
+        }
+        Ok(())
+    }
+
+    fn command(
+        &mut self,
+        cmd: &ast::Command,
+        depth: usize,
+        inh: &Inherit,
+        pipeline: usize,
+        pos: usize,
+    ) -> Result<(), ShellError> {
+        match cmd {
+            ast::Command::Simple(simple) => self.simple(simple, depth, inh, pipeline, pos),
+            ast::Command::Compound(compound, redirects) => {
+                let start = self.script.parts.len();
+                self.compound(compound, depth, inh)?;
+                let redirects = self.redirect_list(redirects.as_ref(), depth, inh)?;
+                for p in &mut self.script.parts[start..] {
+                    p.redirects.extend(redirects.iter().cloned());
+                    if p.parent == inh.parent {
+                        p.pipeline = pipeline;
+                        p.pipe_pos = pos;
+                    }
+                }
+                Ok(())
+            }
+            ast::Command::Function(def) => {
+                let start = self.script.parts.len();
+                self.compound(&def.body.0, depth, inh)?;
+                let end = self.script.parts.len();
+                self.functions.push((def.fname.value.clone(), start..end));
+                Ok(())
+            }
+            // `[[ … ]]` only tests; its words may hold substitutions, which we cannot see
+            // cheaply, so it counts as a dynamic no-op part.
+            ast::Command::ExtendedTest(_, _) => {
+                self.push(Part {
+                    argv: vec!["[[".into()],
+                    dynamic: true,
+                    ..self.base(inh, pipeline, pos)
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn compound(
+        &mut self,
+        c: &ast::CompoundCommand,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        use ast::CompoundCommand as C;
+        match c {
+            C::BraceGroup(g) => self.compound_list(&g.list, depth, inh),
+            C::Subshell(s) => self.compound_list(&s.list, depth, inh),
+            C::ForClause(f) => {
+                let mut inh = inh.clone();
+                inh.dynamic = true;
+                for w in f.values.iter().flatten() {
+                    self.word(&w.value, depth, &inh)?;
+                }
+                self.compound_list(&f.body.list, depth, &inh)
+            }
+            C::ArithmeticForClause(f) => {
+                let mut inh = inh.clone();
+                inh.dynamic = true;
+                self.compound_list(&f.body.list, depth, &inh)
+            }
+            C::CaseClause(c) => {
+                let mut inh = inh.clone();
+                inh.dynamic = true;
+                self.word(&c.value.value, depth, &inh)?;
+                for item in &c.cases {
+                    if let Some(list) = &item.cmd {
+                        self.compound_list(list, depth, &inh)?;
+                    }
+                }
+                Ok(())
+            }
+            C::IfClause(i) => {
+                self.compound_list(&i.condition, depth, inh)?;
+                self.compound_list(&i.then, depth, inh)?;
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        self.compound_list(cond, depth, inh)?;
+                    }
+                    self.compound_list(&e.body, depth, inh)?;
+                }
+                Ok(())
+            }
+            C::WhileClause(w) | C::UntilClause(w) => {
+                self.compound_list(&w.0, depth, inh)?;
+                self.compound_list(&w.1.list, depth, inh)
+            }
+            C::Coprocess(c) => {
+                let mut inh = inh.clone();
+                inh.background = true;
+                self.command(&c.body, depth, &inh, self.next_pipeline, 0)
+            }
+            C::Arithmetic(_) => {
+                self.push(Part {
+                    argv: vec!["((".into()],
+                    dynamic: true,
+                    ..self.base(inh, self.next_pipeline, 0)
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn base(&self, inh: &Inherit, pipeline: usize, pos: usize) -> Part {
+        Part {
+            wrappers: inh.wrappers.clone(),
+            privileged: inh.privileged,
+            background: inh.background,
+            piped: inh.piped,
+            parent: inh.parent,
+            dynamic: inh.dynamic,
+            substituted: inh.substituted,
+            pipeline,
+            pipe_pos: pos,
+            ..Part::default()
+        }
+    }
+
+    fn push(&mut self, part: Part) -> usize {
+        self.script.parts.push(part);
+        self.script.parts.len() - 1
+    }
+
+    /// One simple command: its words, redirections and wrappers become one part.
+    fn simple(
+        &mut self,
+        cmd: &ast::SimpleCommand,
+        depth: usize,
+        inh: &Inherit,
+        pipeline: usize,
+        pos: usize,
+    ) -> Result<(), ShellError> {
+        // Reserve the part's slot first so nested substitutions can name it as parent.
+        let index = self.push(self.base(inh, pipeline, pos));
+        let mut nested = inh.clone();
+        nested.parent = Some(index);
+        let mut acc = Acc {
+            argv: Vec::new(),
+            redirects: Vec::new(),
+            dynamic: inh.dynamic,
+        };
+        for item in cmd.prefix.iter().flat_map(|p| p.0.iter()) {
+            self.item(item, depth, &nested, &mut acc)?;
+        }
+        if let Some(name) = &cmd.word_or_name {
+            let (t, d) = self.word(&name.value, depth, &nested)?;
+            acc.dynamic |= d;
+            acc.argv.push(t);
+        }
+        for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
+            self.item(item, depth, &nested, &mut acc)?;
+        }
+        let part = &mut self.script.parts[index];
+        part.redirects = acc.redirects;
+        part.dynamic = acc.dynamic;
+        self.unwrap(index, acc.argv, depth)
+    }
+
+    fn item(
+        &mut self,
+        item: &ast::CommandPrefixOrSuffixItem,
+        depth: usize,
+        nested: &Inherit,
+        acc: &mut Acc,
+    ) -> Result<(), ShellError> {
+        use ast::CommandPrefixOrSuffixItem as I;
+        match item {
+            I::Word(w) => {
+                let (t, d) = self.word(&w.value, depth, nested)?;
+                acc.dynamic |= d;
+                acc.argv.push(t);
+            }
+            I::AssignmentWord(_, w) => {
+                // `VAR=value cmd` changes the command's environment (PAGER, LD_PRELOAD…),
+                // so the part is not read-only; the value may hold substitutions.
+                let (t, _) = self.word(&w.value, depth, nested)?;
+                acc.dynamic = true;
+                if !acc.argv.is_empty() {
+                    acc.argv.push(t);
+                }
+            }
+            I::IoRedirect(r) => {
+                if let Some(r) = self.redirect(r, depth, nested)? {
+                    acc.redirects.push(r);
+                }
+            }
+            I::ProcessSubstitution(_, sub) => {
+                acc.dynamic = true;
+                let mut inner = nested.clone();
+                inner.dynamic = true;
+                inner.substituted = true;
+                self.compound_list(&sub.list, depth + 1, &inner)?;
+                acc.argv.push("<(…)".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Strips wrappers from `argv` and stores the rest in part `index`; a nested script
+    /// (`bash -c`, `eval`) becomes parts of its own whose parent is this part.
+    fn unwrap(
+        &mut self,
+        index: usize,
+        mut argv: Vec<String>,
+        depth: usize,
+    ) -> Result<(), ShellError> {
+        let mut wrappers = self.script.parts[index].wrappers.clone();
+        let mut privileged = self.script.parts[index].privileged;
+        let mut dynamic = self.script.parts[index].dynamic;
+        while let Some(step) = commands::unwrap(&argv) {
+            match step {
+                Unwrap::Command {
+                    wrapper,
+                    rest,
+                    privileged: p,
+                    dynamic: d,
+                } => {
+                    wrappers.push(wrapper);
+                    privileged |= p;
+                    dynamic |= d;
+                    argv = rest;
+                }
+                Unwrap::Script {
+                    wrapper,
+                    script,
+                    privileged: p,
+                } => {
+                    wrappers.push(wrapper);
+                    privileged |= p;
+                    let part = &mut self.script.parts[index];
+                    part.wrappers = wrappers.clone();
+                    part.privileged = privileged;
+                    part.dynamic = dynamic;
+                    part.argv = Vec::new();
+                    let inh = Inherit {
+                        wrappers,
+                        substituted: false,
+                        piped: part.piped,
+                        privileged,
+                        background: part.background,
+                        parent: Some(index),
+                        dynamic,
+                    };
+                    return self.parse_into(&script, depth + 1, &inh);
+                }
+            }
+        }
+        let part = &mut self.script.parts[index];
+        part.wrappers = wrappers;
+        part.privileged = privileged;
+        part.dynamic = dynamic;
+        part.argv = argv;
+        Ok(())
+    }
+}
+
+/// The words and redirections of a simple command, gathered item by item.
+struct Acc {
+    argv: Vec<String>,
+    redirects: Vec<Redirect>,
+    dynamic: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(cmd: &str) -> Vec<String> {
+        parse(cmd)
+            .unwrap()
+            .parts
+            .iter()
+            .filter(|p| !p.argv.is_empty())
+            .map(Part::text)
+            .collect()
+    }
+
+    #[test]
+    fn compounds_are_split() {
+        assert_eq!(
+            texts("a && b || c; d | e & f"),
+            ["a", "b", "c", "d", "e", "f"]
+        );
+        assert_eq!(
+            texts("(cd x && make) && { echo ok; }"),
+            ["cd x", "make", "echo ok"]
+        );
+        assert_eq!(texts("if test -f x; then rm x; fi"), ["test -f x", "rm x"]);
+    }
+
+    #[test]
+    fn quotes_are_removed_and_flags_kept_in_order() {
+        assert_eq!(texts(r#"rm "-r" '-f' /"#), ["rm -r -f /"]);
+        assert_eq!(texts(r#"echo "a b"\ c"#), ["echo a b c"]);
+    }
+
+    #[test]
+    fn wrappers_are_unwrapped_recursively() {
+        let s =
+            parse("sudo -u root timeout 5 nice -n 10 bash -c 'env A=1 rm -rf / && ls'").unwrap();
+        let rm = s.parts.iter().find(|p| p.program() == "rm").unwrap();
+        assert_eq!(rm.text(), "rm -rf /");
+        assert!(rm.privileged);
+        assert!(
+            rm.full_text()
+                .starts_with("sudo -u root timeout 5 nice -n 10 bash -c")
+        );
+        assert!(s.parts.iter().any(|p| p.text() == "ls"));
+        assert_eq!(texts("xargs -n1 rm -f"), ["rm -f"]);
+        assert!(parse("xargs rm").unwrap().parts[0].dynamic);
+        assert_eq!(texts(r#"eval "rm -rf /""#), ["rm -rf /"]);
+        assert_eq!(texts("sh -lc 'git status'"), ["git status"]);
+        assert_eq!(texts("nohup make &"), ["make"]);
+    }
+
+    #[test]
+    fn substitutions_are_parsed_and_mark_dynamic() {
+        let s = parse("echo $(rm -rf /) `id` $HOME ~").unwrap();
+        let echo = &s.parts[0];
+        assert!(echo.dynamic);
+        assert_eq!(echo.text(), "echo $(…) $(…) ~ ~");
+        assert!(
+            s.parts
+                .iter()
+                .any(|p| p.text() == "rm -rf /" && p.parent == Some(0))
+        );
+        assert!(s.parts.iter().any(|p| p.text() == "id"));
+    }
+
+    #[test]
+    fn redirects_pipes_and_background() {
+        let s = parse("cat a > /dev/sda 2>&1 | tee b &").unwrap();
+        assert!(
+            s.parts[0]
+                .redirects
+                .iter()
+                .any(|r| r.write && r.target == "/dev/sda")
+        );
+        assert!(s.parts[0].piped && s.parts[1].piped);
+        assert_eq!(s.parts[1].pipe_pos, 1);
+        assert!(s.parts[1].background);
+    }
+
+    #[test]
+    fn fork_bombs_are_flagged() {
+        assert!(parse(":(){ :|:& };:").unwrap().fork_bomb);
+        assert!(parse("bomb() { bomb | bomb & }; bomb").unwrap().fork_bomb);
+        assert!(!parse("f() { echo hi; }; f").unwrap().fork_bomb);
+    }
+
+    #[test]
+    fn broken_shell_is_an_error() {
+        for bad in ["echo 'unclosed", "a && && b", "$(", "if then fi"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

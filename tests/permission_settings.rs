@@ -1,0 +1,126 @@
+//! Settings files: layers, errors with file/line/column, per-rule warnings, defaultMode,
+//! sandbox and model values.
+
+mod permission_support;
+
+use crewmaster::permission::{
+    Layer, PermissionMode, Policy, RuleKind, SettingsError, find_project_root,
+};
+use permission_support::Fixture;
+
+#[test]
+fn malformed_file_is_an_error_naming_file_line_and_column() {
+    let f = Fixture::new();
+    f.settings(
+        "project",
+        "{\n  \"permissions\": {\n    \"allow\": [\"Read\",]\n  }\n}",
+    );
+    let err = Policy::load(&f.proj, Some(&f.home)).unwrap_err();
+    let SettingsError::Malformed {
+        path, line, column, ..
+    } = &err
+    else {
+        panic!("expected Malformed, got {err:?}");
+    };
+    assert!(path.ends_with(".crew/settings.json"));
+    assert_eq!((*line, *column), (3, 22), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("settings.json") && text.contains("line 3") && text.contains("column 22"),
+        "{text}"
+    );
+    // A field of the wrong type is an error too (not a silently dropped deny list).
+    f.settings("project", r#"{"permissions": {"deny": "Bash(rm:*)"}}"#);
+    assert!(matches!(
+        Policy::load(&f.proj, Some(&f.home)),
+        Err(SettingsError::Malformed { line: 1, .. })
+    ));
+}
+
+#[test]
+fn bad_rules_are_skipped_with_warnings_naming_file_and_index() {
+    let f = Fixture::new();
+    f.settings(
+        "local",
+        r#"{"permissions": {"deny": ["Bash(rm:*)", "WebFetch(x)", 42, "Bash(unclosed", "Read(~(x)"], "allow": ["Read"]}}"#,
+    );
+    let (policy, warnings) = Policy::load(&f.proj, Some(&f.home)).unwrap();
+    let texts: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(warnings.len(), 4, "{texts:#?}");
+    for (i, w) in [1, 2, 3, 4].iter().zip(&texts) {
+        assert!(w.contains(&format!("permissions.deny[{i}]")), "{w}");
+        assert!(w.contains("settings.local.json"), "{w}");
+    }
+    // The good rules still load, with their origin.
+    let infos = policy.rule_infos();
+    assert_eq!(infos.len(), 2);
+    assert_eq!(
+        (infos[0].rule.as_str(), infos[0].kind, infos[0].index),
+        ("Bash(rm:*)", RuleKind::Deny, 0)
+    );
+    assert_eq!(infos[1].layer, Layer::Local);
+}
+
+#[test]
+fn default_mode_comes_from_the_highest_layer_and_unknown_is_default() {
+    let f = Fixture::new();
+    f.settings(
+        "user",
+        r#"{"permissions": {"defaultMode": "acceptEdits"}, "model": "user-model"}"#,
+    );
+    let (p, _) = Policy::load(&f.proj, Some(&f.home)).unwrap();
+    assert_eq!(p.default_mode, PermissionMode::AcceptEdits);
+    assert_eq!(p.model.as_deref(), Some("user-model"));
+    f.settings(
+        "local",
+        r#"{"permissions": {"defaultMode": "yolo"}, "model": "local-model"}"#,
+    );
+    let (p, w) = Policy::load(&f.proj, Some(&f.home)).unwrap();
+    assert_eq!(
+        p.default_mode,
+        PermissionMode::Default,
+        "unknown mode is default, never bypass"
+    );
+    assert!(w.iter().any(|w| w.message.contains("yolo")), "{w:?}");
+    assert_eq!(p.model.as_deref(), Some("local-model"));
+}
+
+#[test]
+fn project_settings_cannot_lower_the_guard() {
+    let f = Fixture::new();
+    f.settings(
+        "project",
+        r#"{"permissions": {"defaultMode": "bypassPermissions", "additionalDirectories": ["/"]}, "sandbox": {"enabled": false, "writableRoots": ["/"]}}"#,
+    );
+    let (p, w) = Policy::load(&f.proj, Some(&f.home)).unwrap();
+    assert_eq!(p.default_mode, PermissionMode::Default);
+    assert!(p.additional_roots.is_empty());
+    assert!(p.sandbox.writable_roots.is_empty());
+    assert_eq!(w.len(), 3, "{w:?}");
+    // The same values are honoured from the local file.
+    f.settings(
+        "local",
+        r#"{"permissions": {"defaultMode": "bypassPermissions", "additionalDirectories": ["../proj2"]}, "sandbox": {"enabled": true, "writableRoots": ["/tmp/cache"]}}"#,
+    );
+    let (p, _) = Policy::load(&f.proj, Some(&f.home)).unwrap();
+    assert_eq!(p.default_mode, PermissionMode::BypassPermissions);
+    assert_eq!(p.additional_roots, vec![f.home.join("proj2")]);
+    assert!(p.sandbox.enabled);
+    assert_eq!(
+        p.sandbox.writable_roots,
+        vec![std::path::PathBuf::from("/tmp/cache")]
+    );
+}
+
+#[test]
+fn project_root_is_the_nearest_dir_with_git_or_crew_but_never_home() {
+    let f = Fixture::new();
+    let deep = f.proj.join("src/a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    assert_eq!(find_project_root(&deep, Some(&f.home)), f.proj);
+    // ~/.crew holds user settings: home is never taken as a project.
+    std::fs::create_dir_all(f.home.join(".crew")).unwrap();
+    let loose = f.home.join("loose/dir");
+    std::fs::create_dir_all(&loose).unwrap();
+    assert_eq!(find_project_root(&loose, Some(&f.home)), loose);
+}

@@ -1,0 +1,97 @@
+//! Shared helpers for the permission tests: a temporary home and project, settings
+//! files, and requests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use crewmaster::permission::{CheckRequest, Decision, PermissionMode, Policy, check};
+use crewmaster::protocol::ToolCall;
+use crewmaster::tools::Safety;
+
+/// A temporary home directory holding a project (`home/proj`) and a sibling
+/// (`home/proj2`), all canonical.
+pub struct Fixture {
+    _tmp: tempfile::TempDir,
+    /// The home directory.
+    pub home: PathBuf,
+    /// The project root (also the agent's cwd).
+    pub proj: PathBuf,
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let home = base.join("home");
+        let proj = home.join("proj");
+        std::fs::create_dir_all(proj.join("src")).unwrap();
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        std::fs::create_dir_all(home.join("proj2")).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "secret").unwrap();
+        std::fs::write(proj.join("src/main.rs"), "fn main() {}").unwrap();
+        std::fs::write(home.join("proj2/x.txt"), "x").unwrap();
+        Fixture {
+            _tmp: tmp,
+            home,
+            proj,
+        }
+    }
+
+    /// Writes a settings file: `which` is "user", "project" or "local".
+    pub fn settings(&self, which: &str, json: &str) {
+        let path = match which {
+            "user" => self.home.join(".crew/settings.json"),
+            "project" => self.proj.join(".crew/settings.json"),
+            "local" => self.proj.join(".crew/settings.local.json"),
+            other => panic!("unknown layer {other}"),
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, json).unwrap();
+    }
+
+    pub fn policy(&self) -> Policy {
+        Policy::load(&self.proj, Some(&self.home)).unwrap().0
+    }
+
+    pub fn req(&self, tool: &str, args: &str, mode: PermissionMode) -> CheckRequest {
+        request(tool, args, &self.proj, mode)
+    }
+
+    pub fn check(&self, tool: &str, args: &str, mode: PermissionMode) -> Decision {
+        check(&self.req(tool, args, mode), &self.policy())
+    }
+}
+
+pub fn request(tool: &str, args: &str, cwd: &Path, mode: PermissionMode) -> CheckRequest {
+    let safety = match tool {
+        "read_file" | "find_files" | "search_code" | "task_list" | "task_output" => {
+            Some(Safety::ReadOnly)
+        }
+        "write_file" | "edit_file" | "run_command" | "agent" | "task_stop" => {
+            Some(Safety::SideEffect)
+        }
+        _ => None,
+    };
+    CheckRequest {
+        call: ToolCall {
+            id: "call-1".into(),
+            name: tool.into(),
+            arguments: args.into(),
+        },
+        safety,
+        cwd: cwd.to_path_buf(),
+        mode,
+    }
+}
+
+/// `{"command": cmd}` as JSON.
+pub fn cmd(c: &str) -> String {
+    serde_json::json!({ "command": c }).to_string()
+}
+
+/// `{"path": p}` as JSON (plus content for writes).
+pub fn path(p: &str) -> String {
+    serde_json::json!({ "path": p, "content": "x", "old_string": "a", "new_string": "b" })
+        .to_string()
+}
