@@ -375,3 +375,25 @@ fn esc_cancels_the_streaming_turn_and_the_next_input_runs() {
     let screen = tui.wait_for(&["Second answer."]);
     assert!(!screen.contains("END-MARK"), "{screen}");
 }
+
+#[test]
+fn always_allow_saves_a_rule_to_settings_local_json() {
+    let (dir, script) = setup(
+        r#"{"turns":[
+        {"text":"Writing.","tool_calls":[{"id":"w1","name":"write_file","input":{"path":"keep.txt","content":"k"}}]},
+        {"text":"Saved."}]}"#,
+    );
+    let work = dir.path().join("work");
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    tui.wait_for(&["type a task"]);
+    tui.line("write keep.txt");
+    tui.wait_for(&["lead wants to run write_file", "keep.txt"]);
+    tui.send("3");
+    tui.wait_for(&["Saved."]);
+    wait_file(&work.join("keep.txt"), "k");
+    let settings = std::fs::read_to_string(work.join(".crew/settings.local.json")).unwrap();
+    assert!(settings.contains("keep.txt"), "{settings}");
+    // `/permissions` shows the saved rule.
+    tui.line("/permissions");
+    tui.wait_for(&["Rules (deny, then ask, then allow)", "settings.local.json"]);
+}

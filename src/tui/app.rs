@@ -43,6 +43,10 @@ pub struct SessionInfo {
     pub session_id: String,
     /// The working directory.
     pub cwd: PathBuf,
+    /// The project root (where `.crew/settings*.json` live).
+    pub project_root: PathBuf,
+    /// The home directory (for `~/.crew/settings.json`).
+    pub home: Option<PathBuf>,
     /// The model's name.
     pub model: String,
     /// Agent types and their descriptions.

@@ -7,6 +7,8 @@ fn app() -> App {
     App::new(
         SessionInfo {
             session_id: "s1".into(),
+            // No settings files: keeps `/permissions` independent of the test's cwd.
+            project_root: "/nonexistent/crew-tui-test".into(),
             model: "script".into(),
             agents: vec![("general-purpose".into(), "does things".into())],
             ..SessionInfo::default()
@@ -279,4 +281,22 @@ fn a_background_completion_starts_a_follow_up_only_when_idle() {
     a.on_run_finished(completed("ok"));
     a.on_task_completed(&rec);
     assert_eq!(runs(a.take_effects())[0].task, FOLLOW_UP);
+}
+
+#[test]
+fn permissions_lists_the_rules_of_the_settings_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".crew")).unwrap();
+    std::fs::write(
+        dir.path().join(".crew/settings.json"),
+        r#"{"permissions":{"allow":["Read(src/**)"],"deny":["Bash(rm:*)"]}}"#,
+    )
+    .unwrap();
+    let mut a = app();
+    a.info.project_root = dir.path().to_path_buf();
+    type_line(&mut a, "/permissions");
+    let text = notices(&a);
+    assert!(text.contains("allow Read(src/**)"), "{text}");
+    assert!(text.contains("deny Bash(rm:*)"), "{text}");
+    assert!(text.contains("settings.json"), "{text}");
 }

@@ -4,7 +4,8 @@
 use super::app::{App, verdict_str};
 use super::plan::PlanStage;
 use super::pricing::{cost_usd, total_tokens};
-use crate::permission::Category;
+use crate::permission::rules::RuleKind;
+use crate::permission::{Category, Policy};
 
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,13 +108,8 @@ impl App {
                 });
             }
             SlashCommand::Permissions => {
-                let m = self.permission;
-                let table = [Category::Read, Category::Write, Category::Exec]
-                    .map(|c| format!("{c:?}: {}", verdict_str(m.fallback(c))).to_lowercase())
-                    .join(", ");
-                self.notice(format!(
-                    "Permission mode: {m} ({table}; rules in .crew/settings.json and .crew/settings.local.json decide first). Shift+Tab cycles the mode."
-                ));
+                let text = self.permissions_text();
+                self.notice(text);
             }
             SlashCommand::Agents => {
                 let lines: Vec<String> = self
@@ -144,6 +140,43 @@ impl App {
                 "Unknown command /{name}; /help lists the commands."
             )),
         }
+    }
+}
+
+impl App {
+    /// The permission mode, its fallback table and the rules of the settings files.
+    fn permissions_text(&self) -> String {
+        let m = self.permission;
+        let table = [Category::Read, Category::Write, Category::Exec]
+            .map(|c| format!("{c:?}: {}", verdict_str(m.fallback(c))).to_lowercase())
+            .join(", ");
+        let mut text = format!(
+            "Permission mode: {m} ({table} when no rule matches). Shift+Tab cycles the mode."
+        );
+        // Read afresh: "always allow" answers append to settings.local.json meanwhile.
+        match Policy::load(&self.info.project_root, self.info.home.as_deref()) {
+            Ok((policy, _)) if policy.rules.is_empty() => {
+                text.push_str("\nNo rules in .crew/settings.json, .crew/settings.local.json or ~/.crew/settings.json.");
+            }
+            Ok((policy, _)) => {
+                text.push_str("\nRules (deny, then ask, then allow):");
+                for r in &policy.rules {
+                    let from = r
+                        .file
+                        .as_ref()
+                        .map_or_else(|| format!("{:?}", r.layer), |f| f.display().to_string());
+                    let kind = match r.kind {
+                        RuleKind::Allow => "allow",
+                        RuleKind::Ask => "ask",
+                        RuleKind::Deny => "deny",
+                    };
+                    text.push_str(&format!("\n  {kind} {}  ({from})", r.text));
+                }
+            }
+            Err(e) => text.push_str(&format!("\nThe settings could not be read: {e}")),
+        }
+        text.push_str("\nRules granted with \"allow for this session\" last until crew exits.");
+        text
     }
 }
 

@@ -72,11 +72,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 
 fn session_info(p: &Prepared) -> SessionInfo {
     let root = crate::store::project_root(&p.cwd);
-    let home = crate::store::crew_home().and_then(|h| h.parent().map(std::path::Path::to_path_buf));
+    let home = crate::store::home_dir();
     let catalog = Catalog::load(&root, home.as_deref());
     SessionInfo {
         session_id: p.session_id.clone(),
         cwd: p.cwd.clone(),
+        project_root: root,
+        home,
         model: p.model.clone(),
         agents: catalog
             .agents
