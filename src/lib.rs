@@ -14,3 +14,4 @@ pub mod protocol;
 pub mod provider;
 pub mod session;
 pub mod tools;
+pub mod worktree;

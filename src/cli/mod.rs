@@ -4,6 +4,7 @@
 pub mod model;
 pub mod output;
 pub mod run;
+pub mod worktrees;
 
 use std::path::PathBuf;
 
@@ -68,13 +69,33 @@ pub enum OutputFormat {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Review the worktrees subagents left: list, diff, merge, discard.
+    Worktrees {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: worktrees::WorktreesCmd,
+    },
+}
 
 /// Parses the arguments and runs; returns the process exit code.
 pub async fn main() -> i32 {
     let cli = Cli::parse();
-    if cli.command.is_some() {
-        return 0;
+    if let Some(Command::Worktrees { cmd }) = cli.command {
+        let cwd = match cli.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("crew: cannot read the current directory: {e}");
+                return 2;
+            }
+        };
+        return match worktrees::run(cmd, &cwd, &mut std::io::stdout()) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("crew: {e:#}");
+                2
+            }
+        };
     }
     match cli.print.clone() {
         Some(task) => match run::headless(cli, task).await {
