@@ -433,3 +433,20 @@ async fn base_ref_is_configurable_and_bad_input_is_refused() {
     assert!(err.to_string().contains("no-such-ref"), "{err}");
     assert!(!fx.branches().iter().any(|b| b.starts_with("crew/nb")));
 }
+
+#[tokio::test]
+async fn commits_on_a_detached_head_are_kept_and_block_merge() {
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    let wt = create(&actor, "det", "detached").await;
+    git(&wt.path, &["checkout", "-q", "--detach"]);
+    write(&wt.path.join("d.txt"), "d\n");
+    commit_all(&wt.path, "on a detached head");
+    let err = merge(&actor, "det", false).await.unwrap_err();
+    assert!(matches!(err, WorktreeError::HeadMoved { .. }), "{err}");
+    let Finished::Kept { summary, .. } = finish(&actor, "det").await.unwrap() else {
+        panic!("a detached commit was deleted");
+    };
+    assert_eq!(summary.commits_ahead, 1);
+    assert!(wt.path.join("d.txt").is_file());
+}

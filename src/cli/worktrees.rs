@@ -88,6 +88,7 @@ pub fn run_in(
             | WorktreeError::MainCheckoutDirty { .. }
             | WorktreeError::Uncommitted { .. }
             | WorktreeError::NothingToMerge { .. }
+            | WorktreeError::HeadMoved { .. }
             | WorktreeError::NotFound { .. }
             | WorktreeError::Missing { .. }
             | WorktreeError::DetachedHead { .. }),

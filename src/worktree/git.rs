@@ -118,6 +118,12 @@ pub fn branch_tip(repo: &Repository, branch: &str) -> Option<Oid> {
         .and_then(|b| b.get().target())
 }
 
+/// The commit the worktree at `path` has checked out, if any.
+pub fn worktree_head(path: &Path) -> Result<Option<Oid>, WorktreeError> {
+    let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
+    Ok(wt.head().ok().and_then(|h| h.target()))
+}
+
 /// What the worktree at `path` holds beyond `base`: its diff (committed, staged, unstaged
 /// and untracked) and its commits. Commits are counted from both the worktree's HEAD and
 /// `branch`, whichever is further ahead, so a detached HEAD's commits count too.

@@ -236,6 +236,13 @@ impl Manager {
             path: rec.path.clone(),
             branch: rec.branch.clone(),
         })?;
+        if git::worktree_head(&rec.path)? != Some(tip) {
+            return Err(WorktreeError::HeadMoved {
+                id: rec.id,
+                path: rec.path,
+                branch: rec.branch,
+            });
+        }
         let commits = git::ahead(&main, tip, base)?;
         if commits == 0 {
             return Err(WorktreeError::NothingToMerge {

@@ -251,6 +251,19 @@ pub enum WorktreeError {
         /// Its directory.
         path: PathBuf,
     },
+    /// The worktree's HEAD is not the tip of its branch, so merging the branch would miss
+    /// commits and removing the worktree afterwards could lose them.
+    #[error(
+        "the worktree of task `{id}` at {path} is not on the tip of its branch `{branch}`; check out `{branch}` there (bringing in any commits you want kept) and merge again"
+    )]
+    HeadMoved {
+        /// The id.
+        id: String,
+        /// Its directory.
+        path: PathBuf,
+        /// Its branch.
+        branch: String,
+    },
     /// The branch holds nothing to merge.
     #[error(
         "branch `{branch}` of task `{id}` has no commits beyond its base; nothing to merge (use `crew worktrees discard {id}`)"
