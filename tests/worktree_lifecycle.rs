@@ -450,3 +450,32 @@ async fn commits_on_a_detached_head_are_kept_and_block_merge() {
     assert_eq!(summary.commits_ahead, 1);
     assert!(wt.path.join("d.txt").is_file());
 }
+
+#[tokio::test]
+async fn concurrent_requests_are_serialised_and_none_is_lost() {
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    let creates = (0..8).map(|i| {
+        let actor = actor.clone();
+        async move { create(&actor, &format!("p{i}"), "parallel").await }
+    });
+    let made = futures::future::join_all(creates).await;
+    let listed = call(&actor, |reply| WorktreeMsg::List { reply })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 8, "a registry update was lost");
+    let mut theirs = fx.git_worktrees();
+    theirs.sort();
+    let mut ours: Vec<_> = made.iter().map(|w| w.path.clone()).collect();
+    ours.sort();
+    assert_eq!(ours, theirs);
+    let finishes = (0..8).map(|i| {
+        let actor = actor.clone();
+        async move { finish(&actor, &format!("p{i}")).await }
+    });
+    for r in futures::future::join_all(finishes).await {
+        assert_eq!(r.unwrap(), Finished::Removed);
+    }
+    assert!(fx.git_worktrees().is_empty());
+    assert_eq!(fx.branches(), vec!["main".to_string()]);
+}

@@ -87,6 +87,15 @@ impl Manager {
         Ok(reg)
     }
 
+    /// Re-reads the registry, applies `change` and writes it back. Reading again just
+    /// before writing keeps the window in which another process (a `crew worktrees`
+    /// command next to a running session) could lose an update to milliseconds.
+    fn update(&self, change: impl FnOnce(&mut Registry)) -> Result<(), WorktreeError> {
+        let mut reg = self.load()?;
+        change(&mut reg);
+        reg.save(&self.registry_path())
+    }
+
     fn record(&self, reg: &Registry, id: &str) -> Result<Record, WorktreeError> {
         reg.get(id).cloned().ok_or_else(|| WorktreeError::NotFound {
             id: id.to_string(),
@@ -104,7 +113,7 @@ impl Manager {
         base: Option<&str>,
     ) -> Result<Worktree, WorktreeError> {
         check_task_id(task_id)?;
-        let mut reg = self.load()?;
+        let reg = self.load()?;
         let path = self.dir.join(task_id);
         if reg.get(task_id).is_some() || path.exists() {
             return Err(WorktreeError::AlreadyExists {
@@ -126,7 +135,7 @@ impl Manager {
                 return Err(e);
             }
         };
-        reg.worktrees.push(Record {
+        let record = Record {
             id: task_id.to_string(),
             path: path.clone(),
             branch: branch.clone(),
@@ -136,8 +145,8 @@ impl Manager {
                 .map_or(0, |d| d.as_secs()),
             description: description.to_string(),
             status: Status::Active,
-        });
-        reg.save(&self.registry_path())?;
+        };
+        self.update(|reg| reg.worktrees.push(record))?;
         Ok(Worktree {
             id: task_id.to_string(),
             path,
@@ -152,20 +161,19 @@ impl Manager {
     /// Ends a task's worktree: removed with its branch if it holds nothing beyond its
     /// base, otherwise kept (status `kept`) and summarised.
     pub fn finish(&self, id: &str) -> Result<Finished, WorktreeError> {
-        let mut reg = self.load()?;
-        let rec = self.record(&reg, id)?;
+        let rec = self.record(&self.load()?, id)?;
         let main = self.repo()?;
         let summary = self.summary_of(&main, &rec)?;
         if summary.is_clean() {
             git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
-            reg.remove(id);
-            reg.save(&self.registry_path())?;
+            self.update(|reg| reg.remove(id))?;
             return Ok(Finished::Removed);
         }
-        if let Some(r) = reg.get_mut(id) {
-            r.status = Status::Kept;
-        }
-        reg.save(&self.registry_path())?;
+        self.update(|reg| {
+            if let Some(r) = reg.get_mut(id) {
+                r.status = Status::Kept;
+            }
+        })?;
         Ok(Finished::Kept {
             reason: kept_reason(&summary, &rec),
             summary,
@@ -220,8 +228,7 @@ impl Manager {
     /// behalf), if the merge would conflict, or if the main checkout has uncommitted
     /// changes to files the merge touches.
     pub fn merge(&self, id: &str, squash: bool) -> Result<Merged, WorktreeError> {
-        let mut reg = self.load()?;
-        let rec = self.record(&reg, id)?;
+        let rec = self.record(&self.load()?, id)?;
         let main = self.repo()?;
         let summary = self.summary_of(&main, &rec)?;
         if summary.uncommitted {
@@ -276,8 +283,7 @@ impl Manager {
         )?;
         git::fast_forward(&self.root, plan.commit)?;
         git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
-        reg.remove(id);
-        reg.save(&self.registry_path())?;
+        self.update(|reg| reg.remove(id))?;
         Ok(Merged {
             commit: plan.commit.to_string(),
             into: plan.into,
@@ -289,8 +295,7 @@ impl Manager {
     /// Deletes a worktree and its branch whatever they hold (the user asked); returns what
     /// they held, or `None` if the directory was already gone.
     pub fn discard(&self, id: &str) -> Result<Option<DiffSummary>, WorktreeError> {
-        let mut reg = self.load()?;
-        let rec = self.record(&reg, id)?;
+        let rec = self.record(&self.load()?, id)?;
         let main = self.repo()?;
         let summary = match self.summary_of(&main, &rec) {
             Ok(s) => Some(s),
@@ -298,8 +303,7 @@ impl Manager {
             Err(e) => return Err(e),
         };
         git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
-        reg.remove(id);
-        reg.save(&self.registry_path())?;
+        self.update(|reg| reg.remove(id))?;
         Ok(summary)
     }
 
@@ -309,17 +313,16 @@ impl Manager {
     /// or git worktrees in our folder that the registry does not know are reported as
     /// orphaned — never deleted.
     pub fn reconcile(&self) -> Result<ReconcileReport, WorktreeError> {
-        let mut reg = self.load()?;
+        let reg = self.load()?;
         let main = self.repo()?;
         let mut report = ReconcileReport::default();
         let mut kept = Vec::new();
-        for mut rec in std::mem::take(&mut reg.worktrees) {
+        for rec in reg.worktrees {
             if rec.path.exists() {
                 if rec.status == Status::Active {
-                    rec.status = Status::Kept;
                     report.interrupted.push(rec.id.clone());
                 }
-                kept.push(rec);
+                kept.push(rec.path);
                 continue;
             }
             git::prune_metadata(&main, &rec.id)?;
@@ -340,8 +343,7 @@ impl Manager {
                 commits_ahead,
             });
         }
-        reg.worktrees = kept;
-        let known = |p: &Path| reg.worktrees.iter().any(|r| r.path == p);
+        let known = |p: &Path| kept.iter().any(|k| k == p);
         for (name, path) in git::list_git_worktrees(&main)? {
             if !path.starts_with(&self.dir) || known(&path) {
                 continue;
@@ -361,7 +363,15 @@ impl Manager {
             }
         }
         report.orphaned.sort();
-        reg.save(&self.registry_path())?;
+        self.update(|reg| {
+            reg.worktrees
+                .retain(|r| !report.pruned.iter().any(|p| p.id == r.id));
+            for r in &mut reg.worktrees {
+                if report.interrupted.contains(&r.id) {
+                    r.status = Status::Kept;
+                }
+            }
+        })?;
         Ok(report)
     }
 }
