@@ -479,3 +479,14 @@ async fn concurrent_requests_are_serialised_and_none_is_lost() {
     assert!(fx.git_worktrees().is_empty());
     assert_eq!(fx.branches(), vec!["main".to_string()]);
 }
+
+#[tokio::test]
+async fn main_checkout_paths_map_into_the_worktree() {
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    let wt = create(&actor, "map", "map").await;
+    let mapped = wt.map_path(&fx.repo.join("src/lib.txt")).unwrap();
+    assert_eq!(mapped, wt.path.join("src/lib.txt"));
+    assert!(mapped.is_file());
+    assert_eq!(wt.map_path(std::path::Path::new("/etc/passwd")), None);
+}

@@ -185,7 +185,7 @@ pub fn diff_text(path: &Path, base: Oid) -> Result<String, WorktreeError> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Deletes the worktree directory `path` (which must lie inside `base_dir`), prunes git's
+/// Deletes the worktree directory `path` (which must be `base_dir/name`), prunes git's
 /// metadata for worktree `name` and deletes branch `branch`. Callers decide beforehand
 /// that nothing of value is lost.
 pub fn remove(
@@ -195,7 +195,9 @@ pub fn remove(
     path: &Path,
     branch: &str,
 ) -> Result<(), WorktreeError> {
-    if !path.starts_with(base_dir) || path == base_dir {
+    // Only `<base_dir>/<valid id>` exactly: a registry edited to say `../..` or an
+    // absolute path elsewhere must not turn into a recursive delete.
+    if super::naming::check_task_id(name).is_err() || path != base_dir.join(name) {
         return Err(WorktreeError::OutsideBase {
             path: path.to_path_buf(),
             base: base_dir.to_path_buf(),
@@ -378,4 +380,31 @@ fn run_git(cwd: &Path, args: &[&str]) -> Result<(), WorktreeError> {
         cwd: cwd.to_path_buf(),
         stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remove_refuses_paths_that_leave_the_worktrees_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init(tmp.path().join("repo")).unwrap();
+        let base = tmp.path().join("base");
+        let victim = tmp.path().join("victim");
+        std::fs::create_dir_all(base.join("t1")).unwrap();
+        std::fs::create_dir_all(&victim).unwrap();
+        for (name, path) in [
+            ("t1", base.join("t1/../../victim")),
+            ("t1", victim.clone()),
+            ("../victim", base.join("../victim")),
+            ("t1", base.clone()),
+        ] {
+            let err = remove(&repo, &base, name, &path, "crew/t1").unwrap_err();
+            assert!(matches!(err, WorktreeError::OutsideBase { .. }), "{err}");
+        }
+        assert!(victim.is_dir() && base.join("t1").is_dir());
+        remove(&repo, &base, "t1", &base.join("t1"), "crew/t1").unwrap();
+        assert!(!base.join("t1").exists());
+    }
 }

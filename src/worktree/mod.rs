@@ -39,6 +39,17 @@ pub struct Worktree {
     pub copied: Vec<PathBuf>,
 }
 
+impl Worktree {
+    /// Where a path of the main checkout lives in this worktree (`None` if `path` is not
+    /// inside the main checkout): a subagent told to edit `<repo>/src/x.rs` edits
+    /// `<worktree>/src/x.rs`.
+    pub fn map_path(&self, path: &std::path::Path) -> Option<PathBuf> {
+        path.strip_prefix(&self.repo_root)
+            .ok()
+            .map(|rel| self.path.join(rel))
+    }
+}
+
 /// How the optional setup command went. A failing setup does not undo the worktree: the
 /// subagent can still read and edit, and the lead is told why its builds may fail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
