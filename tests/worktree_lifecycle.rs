@@ -490,3 +490,28 @@ async fn main_checkout_paths_map_into_the_worktree() {
     assert!(mapped.is_file());
     assert_eq!(wt.map_path(std::path::Path::new("/etc/passwd")), None);
 }
+
+#[tokio::test]
+async fn a_manager_opened_inside_a_worktree_uses_the_main_repository() {
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    let outer = create(&actor, "outer", "outer").await;
+    write(&outer.path.join("outer.txt"), "o\n");
+    commit_all(&outer.path, "outer work");
+    // A subagent's own subagent: its manager starts in the outer worktree.
+    let nested = crewmaster::worktree::Manager::open(&outer.path, Some(&fx.base)).unwrap();
+    assert_eq!(nested.root(), fx.repo.as_path());
+    let inner = nested.create("inner", "inner", None).unwrap();
+    assert_eq!(
+        inner.base_commit,
+        git(&outer.path, &["rev-parse", "HEAD"]).trim()
+    );
+    assert!(
+        inner.path.join("outer.txt").is_file(),
+        "branched from the outer HEAD"
+    );
+    let listed = call(&actor, |reply| WorktreeMsg::List { reply })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 2, "one registry per repository");
+}
