@@ -18,3 +18,4 @@ pub mod tasks;
 pub mod tools;
 pub mod transcript;
 pub mod tui;
+pub mod worktree;

@@ -16,6 +16,7 @@ use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
 use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
+use crate::agent::workspaces::WorktreeWorkspaces;
 use crate::approver::actor::{Approver, ApproverPolicy};
 use crate::events::{EventBus, EventKind};
 use crate::executor::actor::{ExecutorArgs, ToolExecutor};
@@ -26,6 +27,8 @@ use crate::protocol::Message;
 use crate::provider::Provider;
 use crate::tasks::actor::{TaskManager, TaskMsg};
 use crate::tools::{CommandSandbox, Registry};
+use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
+use std::path::Path;
 use tokio::sync::Semaphore;
 
 /// Everything a session is built from.
@@ -62,8 +65,10 @@ pub struct Orchestration {
     pub session_dir: PathBuf,
     /// The agent definitions.
     pub catalog: Arc<Catalog>,
-    /// Worktrees for subagents (`None`: not a git repository).
-    pub workspaces: Option<Arc<dyn Workspaces>>,
+    /// Give subagents git worktrees (when the working directory is in a repository).
+    pub worktrees: bool,
+    /// Where worktrees go (`None`: `~/.crew/worktrees`).
+    pub worktree_base: Option<PathBuf>,
     /// How many subagents may run at once; the rest queue.
     pub max_concurrent_agents: usize,
     /// Turn limit for subagents whose definition sets none.
@@ -154,12 +159,18 @@ impl Actor for Session {
             provider: cfg.provider,
             spec: cfg.lead,
         };
+        let workspaces = match &cfg.orchestration {
+            Some(o) if o.worktrees => {
+                start_worktrees(&cfg.cwd, o.worktree_base.clone(), &cell, &cfg.events).await
+            }
+            _ => None,
+        };
         let subagents = match (cfg.orchestration, &tasks) {
             (Some(o), Some(tasks)) => Some(SubagentEnv {
                 runner: runner.clone(),
                 catalog: o.catalog,
                 tasks: tasks.clone(),
-                workspaces: o.workspaces,
+                workspaces,
                 slots: Arc::new(Semaphore::new(o.max_concurrent_agents.max(1))),
                 main_cwd: cfg.cwd.clone(),
                 default_max_turns: o.subagent_max_turns,
@@ -223,6 +234,57 @@ impl Actor for Session {
         }
         Ok(())
     }
+}
+
+/// Starts the worktree manager when `cwd` is inside a git repository, reconciles its
+/// registry (reporting orphans, deleting nothing), and wraps it for subagents.
+async fn start_worktrees(
+    cwd: &Path,
+    base: Option<PathBuf>,
+    supervisor: &ractor::ActorCell,
+    events: &EventBus,
+) -> Option<Arc<dyn Workspaces>> {
+    let repo_root = crate::worktree::manager::Manager::open(cwd, base.as_deref())
+        .ok()?
+        .root()
+        .to_path_buf();
+    let args = WorktreeManagerArgs {
+        repo: cwd.to_path_buf(),
+        base_dir: base,
+    };
+    let (actor, _) = Actor::spawn_linked(None, WorktreeManager, args, supervisor.clone())
+        .await
+        .ok()?;
+    match actor
+        .call(
+            |reply| WorktreeMsg::Reconcile { reply },
+            Some(Duration::from_secs(60)),
+        )
+        .await
+    {
+        Ok(CallResult::Success(Ok(report))) if !report.orphaned.is_empty() => events.publish(
+            "session",
+            EventKind::Error {
+                message: format!(
+                    "worktree directories not in the registry were left untouched: {}",
+                    report
+                        .orphaned
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
+        ),
+        Ok(CallResult::Success(Err(e))) => events.publish(
+            "session",
+            EventKind::Error {
+                message: format!("could not reconcile the worktrees: {e}"),
+            },
+        ),
+        _ => {}
+    }
+    Some(Arc::new(WorktreeWorkspaces::new(actor, repo_root)))
 }
 
 /// A running session.

@@ -202,6 +202,31 @@ fn run_command_max() -> Duration {
     crewmaster::tools::run_command::MAX_TIMEOUT
 }
 
+/// A scratch directory that is not below a temp directory: sandboxed commands may always
+/// write to the temp dirs, so "outside the root" must be somewhere else (CI may run the
+/// whole checkout under /tmp).
+fn outside_temp_root() -> Option<tempfile::TempDir> {
+    let temp_roots = crewmaster::tools::landlock::effective_writable_roots(&[]);
+    let candidates = [
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        std::path::PathBuf::from("/var/tmp"),
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default(),
+    ];
+    for dir in candidates.iter().filter(|d| d.is_dir()) {
+        let real = dir.canonicalize().ok()?;
+        if temp_roots.iter().any(|t| real.starts_with(t)) {
+            continue;
+        }
+        if let Ok(t) = tempfile::tempdir_in(&real) {
+            return Some(t);
+        }
+    }
+    eprintln!("skipping: no writable directory outside the temp dirs to test escapes against");
+    None
+}
+
 fn landlock_ctx(dir: &Path, writable: &Path) -> ToolContext {
     let mut c = ctx(dir);
     c.sandbox = CommandSandbox::Landlock {
@@ -216,7 +241,9 @@ async fn landlock_allows_writes_inside_and_blocks_writes_outside() {
         eprintln!("skipping: kernel has no Landlock");
         return;
     }
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(root) = outside_temp_root() else {
+        return;
+    };
     let inside = root.path().join("inside");
     std::fs::create_dir(&inside).unwrap();
     let c = landlock_ctx(&inside, &inside);
@@ -254,7 +281,9 @@ async fn landlock_blocks_rename_out_and_delete_outside() {
         eprintln!("skipping: kernel has no Landlock");
         return;
     }
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(root) = outside_temp_root() else {
+        return;
+    };
     let inside = root.path().join("inside");
     std::fs::create_dir(&inside).unwrap();
     std::fs::write(root.path().join("victim.txt"), "keep").unwrap();
@@ -361,7 +390,9 @@ async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
         eprintln!("skipping: kernel has no Landlock");
         return;
     }
-    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(root) = outside_temp_root() else {
+        return;
+    };
     let repo = root.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q"]);

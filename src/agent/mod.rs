@@ -11,3 +11,4 @@ pub mod pipeline;
 pub mod prompt;
 pub mod runner;
 pub mod subagent;
+pub mod workspaces;

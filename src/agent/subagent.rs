@@ -361,16 +361,18 @@ use paths inside your worktree. You cannot write outside it.",
         max_turns: def.max_turns.unwrap_or(env.default_max_turns),
         max_tokens: env.runner.spec.max_tokens,
     };
-    let writable = workspace
-        .as_ref()
-        .map(|(_, root)| root.clone())
-        .unwrap_or(cwd.clone());
+    let writable_roots = match &workspace {
+        Some((_, root)) => {
+            let mut roots = vec![root.clone()];
+            roots.extend(commit_dirs(root));
+            roots
+        }
+        None => vec![cwd.clone()],
+    };
     let place = RunPlace {
         cwd,
         permission_mode: PermissionMode::DontAsk,
-        sandbox: CommandSandbox::Landlock {
-            writable_roots: vec![writable],
-        },
+        sandbox: CommandSandbox::Landlock { writable_roots },
         delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
         tasks: Some(env.tasks.clone()),
     };
@@ -401,6 +403,28 @@ use paths inside your worktree. You cannot write outside it.",
         }
     }
     Ok(outcome)
+}
+
+/// What a confined command in a linked worktree must write to for `git add` and
+/// `git commit`: the worktree's private git dir (index, HEAD) and the repository's
+/// objects, refs and ref logs. Not the rest of the common dir: its `hooks/` and `config`
+/// would let a subagent plant code that runs later in the user's own checkout. (Refs stay
+/// writable, so a confined command could move another branch; its files are untouched.)
+fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
+    let dirs = crate::tools::landlock::git_writable_dirs(worktree);
+    let mut out = Vec::new();
+    if let Some(private) = dirs.first() {
+        out.push(private.clone());
+    }
+    if let Some(common) = dirs.get(1) {
+        for sub in ["objects", "refs", "logs"] {
+            let d = common.join(sub);
+            if d.is_dir() {
+                out.push(d);
+            }
+        }
+    }
+    out
 }
 
 fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {

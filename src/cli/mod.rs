@@ -9,6 +9,7 @@ pub mod run;
 pub mod sessions;
 pub mod setup;
 pub mod tasks;
+pub mod worktrees;
 
 use std::path::PathBuf;
 
@@ -113,6 +114,12 @@ pub enum Command {
         #[command(subcommand)]
         cmd: sessions::SessionsCmd,
     },
+    /// Review the worktrees subagents left: list, diff, merge, discard.
+    Worktrees {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: worktrees::WorktreesCmd,
+    },
     /// Background tasks of a session (works from another terminal during a run).
     Tasks {
         /// What to do.
@@ -128,6 +135,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
         Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
+        Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
     }
 }
 

@@ -139,7 +139,8 @@ pub async fn prepare(
         orchestration: Some(Orchestration {
             session_dir,
             catalog,
-            workspaces: None,
+            worktrees: true,
+            worktree_base: None,
             max_concurrent_agents: cli.max_concurrent_agents,
             subagent_max_turns: cli.max_turns,
         }),

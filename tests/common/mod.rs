@@ -160,7 +160,8 @@ pub async fn start(setup: Setup) -> TestSession {
         crewmaster::session::Orchestration {
             session_dir: home.join("session"),
             catalog: catalog.clone(),
-            workspaces: None,
+            worktrees: true,
+            worktree_base: Some(home.join("worktrees")),
             max_concurrent_agents: 8,
             subagent_max_turns: 10,
         }

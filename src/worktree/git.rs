@@ -1,0 +1,410 @@
+//! The git operations behind the worktree manager, on git2 (libgit2) except one step:
+//! moving the user's checkout to a merge result is done by the `git` program
+//! (`git merge --ff-only`), because git2 has no safe equivalent of git's two-way checkout
+//! that keeps unrelated local changes, updates the reflog and runs no half-way.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use git2::{BranchType, DiffOptions, Oid, Repository, StatusOptions, WorktreePruneOptions};
+
+use super::{DiffSummary, WorktreeError, git_err, io_err};
+
+/// The main checkout of the repository containing `start` (also when `start` is inside a
+/// linked worktree: worktrees of worktrees belong to the same repository), canonical.
+pub fn open_main(start: &Path) -> Result<(Repository, PathBuf), WorktreeError> {
+    let found = Repository::discover(start).map_err(|source| WorktreeError::NotARepository {
+        path: start.to_path_buf(),
+        source,
+    })?;
+    let main = if found.is_worktree() {
+        Repository::open(found.commondir()).map_err(git_err("open", found.commondir().display()))?
+    } else {
+        found
+    };
+    let root = main
+        .workdir()
+        .ok_or_else(|| WorktreeError::BareRepository {
+            path: main.path().to_path_buf(),
+        })?
+        .to_path_buf();
+    let root = root.canonicalize().map_err(io_err("resolve", &root))?;
+    Ok((main, root))
+}
+
+/// The commit `base` names in the checkout at `cwd` (default: its HEAD).
+pub fn resolve_base(cwd: &Path, base: Option<&str>) -> Result<Oid, WorktreeError> {
+    let repo = Repository::discover(cwd).map_err(|source| WorktreeError::NotARepository {
+        path: cwd.to_path_buf(),
+        source,
+    })?;
+    let spec = base.unwrap_or("HEAD");
+    repo.revparse_single(spec)
+        .and_then(|o| o.peel_to_commit())
+        .map(|c| c.id())
+        .map_err(|source| WorktreeError::BadBase {
+            base: spec.to_string(),
+            source,
+        })
+}
+
+/// Creates branch `branch` at `base` and checks it out at `path` as git worktree `name`.
+/// If the checkout fails the new branch is deleted again (it holds nothing).
+pub fn add(
+    main: &Repository,
+    name: &str,
+    path: &Path,
+    branch: &str,
+    base: Oid,
+) -> Result<(), WorktreeError> {
+    let commit = main
+        .find_commit(base)
+        .map_err(git_err("find commit", base))?;
+    let mut created = main
+        .branch(branch, &commit, false)
+        .map_err(git_err("create branch", branch))?;
+    let result = {
+        let mut opts = git2::WorktreeAddOptions::new();
+        let reference = created.get();
+        opts.reference(Some(reference));
+        main.worktree(name, path, Some(&opts)).map(|_| ())
+    };
+    if let Err(source) = result {
+        let _ = created.delete();
+        return Err(WorktreeError::Git {
+            op: "worktree add",
+            path: path.display().to_string(),
+            source,
+        });
+    }
+    Ok(())
+}
+
+/// Whether the checkout at `path` has uncommitted changes, untracked non-ignored files
+/// included.
+pub fn is_dirty(wt: &Repository) -> Result<bool, WorktreeError> {
+    Ok(!dirty_paths(wt)?.is_empty())
+}
+
+/// The paths with uncommitted changes (staged, unstaged or untracked, not ignored).
+pub fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .map_err(git_err("status", repo.path().display()))?;
+    Ok(statuses
+        .iter()
+        .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
+        .collect())
+}
+
+/// Commits reachable from `tip` that are not reachable from `base`.
+pub fn ahead(repo: &Repository, tip: Oid, base: Oid) -> Result<u32, WorktreeError> {
+    let (ahead, _) = repo
+        .graph_ahead_behind(tip, base)
+        .map_err(git_err("count commits of", tip))?;
+    Ok(u32::try_from(ahead).unwrap_or(u32::MAX))
+}
+
+/// The tip of local branch `branch`, if it exists.
+pub fn branch_tip(repo: &Repository, branch: &str) -> Option<Oid> {
+    repo.find_branch(branch, BranchType::Local)
+        .ok()
+        .and_then(|b| b.get().target())
+}
+
+/// The commit the worktree at `path` has checked out, if any.
+pub fn worktree_head(path: &Path) -> Result<Option<Oid>, WorktreeError> {
+    let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
+    Ok(wt.head().ok().and_then(|h| h.target()))
+}
+
+/// What the worktree at `path` holds beyond `base`: its diff (committed, staged, unstaged
+/// and untracked) and its commits. Commits are counted from both the worktree's HEAD and
+/// `branch`, whichever is further ahead, so a detached HEAD's commits count too.
+pub fn summarize(
+    main: &Repository,
+    path: &Path,
+    branch: &str,
+    base: Oid,
+) -> Result<DiffSummary, WorktreeError> {
+    let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
+    let uncommitted = is_dirty(&wt)?;
+    let mut commits_ahead = 0;
+    if let Some(head) = wt.head().ok().and_then(|h| h.target()) {
+        commits_ahead = ahead(&wt, head, base)?;
+    }
+    if let Some(tip) = branch_tip(main, branch) {
+        commits_ahead = commits_ahead.max(ahead(main, tip, base)?);
+    }
+    let diff = workdir_diff(&wt, base)?;
+    let stats = diff.stats().map_err(git_err("diff", path.display()))?;
+    Ok(DiffSummary {
+        files_changed: stats.files_changed(),
+        insertions: stats.insertions(),
+        deletions: stats.deletions(),
+        uncommitted,
+        commits_ahead,
+    })
+}
+
+/// The diff from `base` to the working tree of `wt`, untracked files' content included.
+fn workdir_diff(wt: &Repository, base: Oid) -> Result<git2::Diff<'_>, WorktreeError> {
+    let tree = wt
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(git_err("read base tree", base))?;
+    let mut opts = DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .show_untracked_content(true)
+        .include_ignored(false);
+    wt.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))
+        .map_err(git_err("diff", wt.path().display()))
+}
+
+/// The unified diff of the worktree at `path` against `base`, uncommitted changes and
+/// untracked files included.
+pub fn diff_text(path: &Path, base: Oid) -> Result<String, WorktreeError> {
+    let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
+    let diff = workdir_diff(&wt, base)?;
+    let mut out = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
+        }
+        out.extend_from_slice(line.content());
+        true
+    })
+    .map_err(git_err("print diff", path.display()))?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Deletes the worktree directory `path` (which must be `base_dir/name`), prunes git's
+/// metadata for worktree `name` and deletes branch `branch`. Callers decide beforehand
+/// that nothing of value is lost.
+pub fn remove(
+    main: &Repository,
+    base_dir: &Path,
+    name: &str,
+    path: &Path,
+    branch: &str,
+) -> Result<(), WorktreeError> {
+    // Only `<base_dir>/<valid id>` exactly: a registry edited to say `../..` or an
+    // absolute path elsewhere must not turn into a recursive delete.
+    if super::naming::check_task_id(name).is_err() || path != base_dir.join(name) {
+        return Err(WorktreeError::OutsideBase {
+            path: path.to_path_buf(),
+            base: base_dir.to_path_buf(),
+        });
+    }
+    if path.exists() {
+        std::fs::remove_dir_all(path).map_err(io_err("delete", path))?;
+    }
+    prune_metadata(main, name)?;
+    delete_branch(main, branch)
+}
+
+/// Removes git's record of worktree `name` if its directory is gone (as `git worktree
+/// prune` would). Returns whether something was pruned.
+pub fn prune_metadata(main: &Repository, name: &str) -> Result<bool, WorktreeError> {
+    let Ok(wt) = main.find_worktree(name) else {
+        return Ok(false);
+    };
+    if wt.validate().is_ok() {
+        return Ok(false);
+    }
+    let mut opts = WorktreePruneOptions::new();
+    opts.valid(false).locked(false).working_tree(false);
+    wt.prune(Some(&mut opts))
+        .map_err(git_err("worktree prune", name))?;
+    Ok(true)
+}
+
+/// Deletes local branch `branch` if it exists.
+pub fn delete_branch(main: &Repository, branch: &str) -> Result<(), WorktreeError> {
+    match main.find_branch(branch, BranchType::Local) {
+        Ok(mut b) => b.delete().map_err(git_err("delete branch", branch)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The registered git worktrees: (name, path).
+pub fn list_git_worktrees(main: &Repository) -> Result<Vec<(String, PathBuf)>, WorktreeError> {
+    let names = main
+        .worktrees()
+        .map_err(git_err("worktree list", main.path().display()))?;
+    let mut out = Vec::new();
+    for name in names.iter().flatten().flatten() {
+        if let Ok(wt) = main.find_worktree(name) {
+            out.push((name.to_string(), wt.path().to_path_buf()));
+        }
+    }
+    Ok(out)
+}
+
+/// A merge prepared in memory: the commit to move the main checkout to.
+pub struct MergePlan {
+    /// The new commit (not yet on any branch).
+    pub commit: Oid,
+    /// The branch the main checkout is on.
+    pub into: String,
+    /// Files the merge changes.
+    pub files: Vec<String>,
+}
+
+/// Merges `tip` into the main checkout's HEAD in memory and, if that is clean, writes the
+/// resulting commit object (a merge commit, or with `squash` a single-parent commit)
+/// without moving any ref. Refuses on conflicts or when the main checkout has uncommitted
+/// changes to a file the merge touches; in both cases nothing was changed.
+pub fn plan_merge(
+    main: &Repository,
+    root: &Path,
+    id: &str,
+    branch: &str,
+    tip: Oid,
+    squash: bool,
+    message: &str,
+) -> Result<MergePlan, WorktreeError> {
+    let head = main
+        .head()
+        .map_err(git_err("read HEAD of", root.display()))?;
+    if !head.is_branch() {
+        return Err(WorktreeError::DetachedHead {
+            root: root.to_path_buf(),
+        });
+    }
+    let into = head.shorthand().unwrap_or("HEAD").to_string();
+    let ours = head
+        .peel_to_commit()
+        .map_err(git_err("read HEAD of", root.display()))?;
+    let theirs = main.find_commit(tip).map_err(git_err("find commit", tip))?;
+    let mut index = main
+        .merge_commits(&ours, &theirs, None)
+        .map_err(git_err("merge", branch))?;
+    if index.has_conflicts() {
+        let mut paths = BTreeSet::new();
+        for c in index
+            .conflicts()
+            .map_err(git_err("merge", branch))?
+            .flatten()
+        {
+            for e in [c.our, c.their, c.ancestor].into_iter().flatten() {
+                paths.insert(String::from_utf8_lossy(&e.path).into_owned());
+            }
+        }
+        return Err(WorktreeError::Conflict {
+            id: id.to_string(),
+            branch: branch.to_string(),
+            into,
+            paths: paths.into_iter().collect(),
+        });
+    }
+    let tree_id = index
+        .write_tree_to(main)
+        .map_err(git_err("merge", branch))?;
+    let tree = main.find_tree(tree_id).map_err(git_err("merge", branch))?;
+    let ours_tree = ours.tree().map_err(git_err("merge", branch))?;
+    let diff = main
+        .diff_tree_to_tree(Some(&ours_tree), Some(&tree), None)
+        .map_err(git_err("diff", branch))?;
+    let mut files = BTreeSet::new();
+    for d in diff.deltas() {
+        for p in [d.old_file().path(), d.new_file().path()]
+            .into_iter()
+            .flatten()
+        {
+            files.insert(p.to_string_lossy().into_owned());
+        }
+    }
+    let dirty = dirty_paths(main)?;
+    let clash: Vec<String> = files.intersection(&dirty).cloned().collect();
+    if !clash.is_empty() {
+        return Err(WorktreeError::MainCheckoutDirty {
+            root: root.to_path_buf(),
+            paths: clash,
+        });
+    }
+    let sig = main.signature().map_err(git_err(
+        "read user.name/user.email (set them with `git config`) for",
+        root.display(),
+    ))?;
+    let parents = if squash {
+        vec![&ours]
+    } else {
+        vec![&ours, &theirs]
+    };
+    let commit = main
+        .commit(None, &sig, &sig, message, &tree, &parents)
+        .map_err(git_err("commit merge of", branch))?;
+    Ok(MergePlan {
+        commit,
+        into,
+        files: files.into_iter().collect(),
+    })
+}
+
+/// Moves the main checkout's branch and files to `commit`, a descendant of its HEAD, with
+/// `git merge --ff-only`: git checks every file first and changes nothing if one would be
+/// overwritten, so the checkout is never left half-merged.
+pub fn fast_forward(root: &Path, commit: Oid) -> Result<(), WorktreeError> {
+    run_git(
+        root,
+        &["merge", "--ff-only", "--quiet", &commit.to_string()],
+    )
+}
+
+/// Runs `git ARGS` in `cwd`; a non-zero exit is an error carrying its stderr.
+fn run_git(cwd: &Path, args: &[&str]) -> Result<(), WorktreeError> {
+    let command = format!("git {}", args.join(" "));
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| WorktreeError::GitCommand {
+            command: command.clone(),
+            cwd: cwd.to_path_buf(),
+            stderr: format!("could not run git: {e}"),
+        })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(WorktreeError::GitCommand {
+        command,
+        cwd: cwd.to_path_buf(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remove_refuses_paths_that_leave_the_worktrees_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = Repository::init(tmp.path().join("repo")).unwrap();
+        let base = tmp.path().join("base");
+        let victim = tmp.path().join("victim");
+        std::fs::create_dir_all(base.join("t1")).unwrap();
+        std::fs::create_dir_all(&victim).unwrap();
+        for (name, path) in [
+            ("t1", base.join("t1/../../victim")),
+            ("t1", victim.clone()),
+            ("../victim", base.join("../victim")),
+            ("t1", base.clone()),
+        ] {
+            let err = remove(&repo, &base, name, &path, "crew/t1").unwrap_err();
+            assert!(matches!(err, WorktreeError::OutsideBase { .. }), "{err}");
+        }
+        assert!(victim.is_dir() && base.join("t1").is_dir());
+        remove(&repo, &base, "t1", &base.join("t1"), "crew/t1").unwrap();
+        assert!(!base.join("t1").exists());
+    }
+}

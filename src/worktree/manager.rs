@@ -1,0 +1,416 @@
+//! The worktree operations on one repository, synchronous: create, finish, list, diff,
+//! merge, discard and reconcile. The `WorktreeManager` actor serialises calls to them;
+//! the `crew worktrees` command calls them directly. Every operation reloads the registry
+//! from disk, so the actor and a command in another terminal see each other's changes.
+//!
+//! The rule throughout: a worktree is deleted automatically only when it holds nothing
+//! beyond its base (no uncommitted change, no commit); `merge` deletes it after its
+//! commits are in the main branch, and `discard` because the user asked.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use git2::{Oid, Repository};
+
+use super::include::{self, WorktreeSettings};
+use super::naming::{branch_name, check_task_id, default_base_dir, repo_dir};
+use super::registry::{self, Record, Registry};
+use super::{
+    DiffSummary, Finished, Listing, Merged, Pruned, ReconcileReport, Status, Worktree,
+    WorktreeError, git, io_err,
+};
+
+/// The operations on one repository's worktrees (cheap to clone: paths and settings).
+#[derive(Debug, Clone)]
+pub struct Manager {
+    /// The main checkout.
+    root: PathBuf,
+    /// Where the lead works; its HEAD is the default base.
+    start: PathBuf,
+    /// This repository's worktrees folder (holds the registry).
+    dir: PathBuf,
+    /// The `worktree` key of `.crew/settings.json`.
+    settings: WorktreeSettings,
+}
+
+impl Manager {
+    /// Opens the repository containing `start` (the lead's cwd). Worktrees go under
+    /// `base_dir` (default `~/.crew/worktrees`) in a folder named after the repository.
+    pub fn open(start: &Path, base_dir: Option<&Path>) -> Result<Self, WorktreeError> {
+        let (_, root) = git::open_main(start)?;
+        let base = match base_dir {
+            Some(b) => b.to_path_buf(),
+            None => default_base_dir().ok_or_else(|| WorktreeError::Io {
+                op: "find the home directory for",
+                path: PathBuf::from("~/.crew/worktrees"),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "HOME is not set"),
+            })?,
+        };
+        std::fs::create_dir_all(&base).map_err(io_err("create", &base))?;
+        let base = base.canonicalize().map_err(io_err("resolve", &base))?;
+        let settings = WorktreeSettings::load(&root)?;
+        Ok(Self {
+            dir: repo_dir(&base, &root),
+            start: start.to_path_buf(),
+            root,
+            settings,
+        })
+    }
+
+    /// The main checkout.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// This repository's worktrees folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The registry file.
+    pub fn registry_path(&self) -> PathBuf {
+        self.dir.join(registry::FILE_NAME)
+    }
+
+    /// The configured `worktree.setup` command, if any.
+    pub fn setup_command(&self) -> Option<&str> {
+        self.settings.setup.as_deref()
+    }
+
+    fn repo(&self) -> Result<Repository, WorktreeError> {
+        Ok(git::open_main(&self.root)?.0)
+    }
+
+    fn load(&self) -> Result<Registry, WorktreeError> {
+        let mut reg = Registry::load(&self.registry_path())?;
+        reg.repo_root.clone_from(&self.root);
+        Ok(reg)
+    }
+
+    /// Re-reads the registry, applies `change` and writes it back. Reading again just
+    /// before writing keeps the window in which another process (a `crew worktrees`
+    /// command next to a running session) could lose an update to milliseconds.
+    fn update(&self, change: impl FnOnce(&mut Registry)) -> Result<(), WorktreeError> {
+        let mut reg = self.load()?;
+        change(&mut reg);
+        reg.save(&self.registry_path())
+    }
+
+    fn record(&self, reg: &Registry, id: &str) -> Result<Record, WorktreeError> {
+        reg.get(id).cloned().ok_or_else(|| WorktreeError::NotFound {
+            id: id.to_string(),
+            registry: self.registry_path(),
+        })
+    }
+
+    /// Creates the worktree of `task_id` on a new branch from `base` (default:
+    /// `worktree.base`, else the lead's HEAD) and copies the `.worktreeinclude` files.
+    /// The setup command is not run here (see [`include::run_setup`]).
+    pub fn create(
+        &self,
+        task_id: &str,
+        description: &str,
+        base: Option<&str>,
+    ) -> Result<Worktree, WorktreeError> {
+        check_task_id(task_id)?;
+        let reg = self.load()?;
+        let path = self.dir.join(task_id);
+        if reg.get(task_id).is_some() || path.exists() {
+            return Err(WorktreeError::AlreadyExists {
+                id: task_id.to_string(),
+                path,
+            });
+        }
+        let base_ref = base.or(self.settings.base.as_deref());
+        let base_commit = git::resolve_base(&self.start, base_ref)?;
+        let branch = branch_name(task_id, description);
+        let main = self.repo()?;
+        std::fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
+        git::add(&main, task_id, &path, &branch, base_commit)?;
+        let copied = match include::copy_included(&main, &self.root, &path) {
+            Ok(c) => c,
+            Err(e) => {
+                // The worktree is seconds old and holds nothing: undo it.
+                let _ = git::remove(&main, &self.dir, task_id, &path, &branch);
+                return Err(e);
+            }
+        };
+        let record = Record {
+            id: task_id.to_string(),
+            path: path.clone(),
+            branch: branch.clone(),
+            base_commit: base_commit.to_string(),
+            created_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            description: description.to_string(),
+            status: Status::Active,
+        };
+        self.update(|reg| reg.worktrees.push(record))?;
+        Ok(Worktree {
+            id: task_id.to_string(),
+            path,
+            branch,
+            base_commit: base_commit.to_string(),
+            repo_root: self.root.clone(),
+            setup: None,
+            copied,
+        })
+    }
+
+    /// Ends a task's worktree: removed with its branch if it holds nothing beyond its
+    /// base, otherwise kept (status `kept`) and summarised.
+    pub fn finish(&self, id: &str) -> Result<Finished, WorktreeError> {
+        let rec = self.record(&self.load()?, id)?;
+        let main = self.repo()?;
+        let summary = self.summary_of(&main, &rec)?;
+        if summary.is_clean() {
+            git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
+            self.update(|reg| reg.remove(id))?;
+            return Ok(Finished::Removed);
+        }
+        self.update(|reg| {
+            if let Some(r) = reg.get_mut(id) {
+                r.status = Status::Kept;
+            }
+        })?;
+        Ok(Finished::Kept {
+            reason: kept_reason(&summary, &rec),
+            summary,
+        })
+    }
+
+    fn summary_of(&self, main: &Repository, rec: &Record) -> Result<DiffSummary, WorktreeError> {
+        if !rec.path.exists() {
+            return Err(WorktreeError::Missing {
+                id: rec.id.clone(),
+                path: rec.path.clone(),
+                branch: rec.branch.clone(),
+            });
+        }
+        git::summarize(main, &rec.path, &rec.branch, parse_oid(&rec.base_commit)?)
+    }
+
+    /// Every registered worktree with what it holds now.
+    pub fn list(&self) -> Result<Vec<Listing>, WorktreeError> {
+        let reg = self.load()?;
+        let main = self.repo()?;
+        let mut out = Vec::new();
+        for rec in reg.worktrees {
+            let summary = match self.summary_of(&main, &rec) {
+                Ok(s) => Some(s),
+                Err(WorktreeError::Missing { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            out.push(Listing {
+                id: rec.id,
+                branch: rec.branch,
+                path: rec.path,
+                status: rec.status,
+                description: rec.description,
+                base_commit: rec.base_commit,
+                summary,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The unified diff of a worktree against its base, uncommitted changes included.
+    pub fn diff(&self, id: &str) -> Result<String, WorktreeError> {
+        let rec = self.record(&self.load()?, id)?;
+        self.summary_of(&self.repo()?, &rec)?;
+        git::diff_text(&rec.path, parse_oid(&rec.base_commit)?)
+    }
+
+    /// Merges a worktree's branch into the main checkout's current branch (a merge commit,
+    /// or one squashed commit), then removes the worktree and branch. Refuses, changing
+    /// nothing, if the worktree has uncommitted changes (we never commit on the user's
+    /// behalf), if the merge would conflict, or if the main checkout has uncommitted
+    /// changes to files the merge touches.
+    pub fn merge(&self, id: &str, squash: bool) -> Result<Merged, WorktreeError> {
+        let rec = self.record(&self.load()?, id)?;
+        let main = self.repo()?;
+        let summary = self.summary_of(&main, &rec)?;
+        if summary.uncommitted {
+            return Err(WorktreeError::Uncommitted {
+                id: rec.id,
+                path: rec.path,
+            });
+        }
+        let base = parse_oid(&rec.base_commit)?;
+        let tip = git::branch_tip(&main, &rec.branch).ok_or_else(|| WorktreeError::Missing {
+            id: rec.id.clone(),
+            path: rec.path.clone(),
+            branch: rec.branch.clone(),
+        })?;
+        if git::worktree_head(&rec.path)? != Some(tip) {
+            return Err(WorktreeError::HeadMoved {
+                id: rec.id,
+                path: rec.path,
+                branch: rec.branch,
+            });
+        }
+        let commits = git::ahead(&main, tip, base)?;
+        if commits == 0 {
+            return Err(WorktreeError::NothingToMerge {
+                id: rec.id,
+                branch: rec.branch,
+            });
+        }
+        let message = if squash {
+            format!(
+                "{}\n\nSquashed from {} (crew task {}, {commits} commit(s)).\n",
+                first_line(&rec.description, &rec.id),
+                rec.branch,
+                rec.id
+            )
+        } else {
+            format!(
+                "Merge crew task {}: {}\n\nBranch {}.\n",
+                rec.id,
+                first_line(&rec.description, &rec.id),
+                rec.branch
+            )
+        };
+        let plan = git::plan_merge(
+            &main,
+            &self.root,
+            &rec.id,
+            &rec.branch,
+            tip,
+            squash,
+            &message,
+        )?;
+        git::fast_forward(&self.root, plan.commit)?;
+        git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
+        self.update(|reg| reg.remove(id))?;
+        Ok(Merged {
+            commit: plan.commit.to_string(),
+            into: plan.into,
+            squash,
+            files: plan.files,
+        })
+    }
+
+    /// Deletes a worktree and its branch whatever they hold (the user asked); returns what
+    /// they held, or `None` if the directory was already gone.
+    pub fn discard(&self, id: &str) -> Result<Option<DiffSummary>, WorktreeError> {
+        let rec = self.record(&self.load()?, id)?;
+        let main = self.repo()?;
+        let summary = match self.summary_of(&main, &rec) {
+            Ok(s) => Some(s),
+            Err(WorktreeError::Missing { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
+        self.update(|reg| reg.remove(id))?;
+        Ok(summary)
+    }
+
+    /// Brings the registry, git's worktree list and the folder on disk into agreement
+    /// after a crash: entries whose directory is gone are pruned (their branch kept if it
+    /// has commits beyond its base), entries left `active` become `kept`, and directories
+    /// or git worktrees in our folder that the registry does not know are reported as
+    /// orphaned — never deleted.
+    pub fn reconcile(&self) -> Result<ReconcileReport, WorktreeError> {
+        let reg = self.load()?;
+        let main = self.repo()?;
+        let mut report = ReconcileReport::default();
+        let mut kept = Vec::new();
+        for rec in reg.worktrees {
+            if rec.path.exists() {
+                if rec.status == Status::Active {
+                    report.interrupted.push(rec.id.clone());
+                }
+                kept.push(rec.path);
+                continue;
+            }
+            git::prune_metadata(&main, &rec.id)?;
+            let tip = git::branch_tip(&main, &rec.branch);
+            // An unreadable base counts as work: the branch is kept.
+            let commits_ahead = match (tip, Oid::from_str(&rec.base_commit)) {
+                (Some(tip), Ok(base)) => git::ahead(&main, tip, base)?,
+                (Some(_), Err(_)) => u32::MAX,
+                (None, _) => 0,
+            };
+            if tip.is_some() && commits_ahead == 0 {
+                git::delete_branch(&main, &rec.branch)?;
+            }
+            report.pruned.push(Pruned {
+                id: rec.id,
+                branch: rec.branch,
+                branch_kept: tip.is_some() && commits_ahead > 0,
+                commits_ahead,
+            });
+        }
+        let known = |p: &Path| kept.iter().any(|k| k == p);
+        for (name, path) in git::list_git_worktrees(&main)? {
+            if !path.starts_with(&self.dir) || known(&path) {
+                continue;
+            }
+            if path.exists() {
+                report.orphaned.push(path);
+            } else {
+                git::prune_metadata(&main, &name)?;
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() && !known(&path) && !report.orphaned.contains(&path) {
+                    report.orphaned.push(path);
+                }
+            }
+        }
+        report.orphaned.sort();
+        self.update(|reg| {
+            reg.worktrees
+                .retain(|r| !report.pruned.iter().any(|p| p.id == r.id));
+            for r in &mut reg.worktrees {
+                if report.interrupted.contains(&r.id) {
+                    r.status = Status::Kept;
+                }
+            }
+        })?;
+        Ok(report)
+    }
+}
+
+fn parse_oid(hex: &str) -> Result<Oid, WorktreeError> {
+    Oid::from_str(hex).map_err(|source| WorktreeError::BadBase {
+        base: hex.to_string(),
+        source,
+    })
+}
+
+fn first_line<'a>(description: &'a str, id: &'a str) -> &'a str {
+    description
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or(id)
+}
+
+/// Why a worktree was kept, in words.
+fn kept_reason(s: &DiffSummary, rec: &Record) -> String {
+    let mut parts = Vec::new();
+    if s.uncommitted {
+        parts.push("uncommitted changes".to_string());
+    }
+    if s.commits_ahead > 0 {
+        parts.push(format!(
+            "{} commit(s) beyond base {}",
+            s.commits_ahead,
+            &rec.base_commit[..rec.base_commit.len().min(8)]
+        ));
+    }
+    format!(
+        "{} ({} file(s) changed, +{} -{}); kept at {} on branch {}",
+        parts.join(" and "),
+        s.files_changed,
+        s.insertions,
+        s.deletions,
+        rec.path.display(),
+        rec.branch
+    )
+}

@@ -1,0 +1,136 @@
+//! The registry: a JSON file in a repository's worktrees folder recording every worktree we
+//! made (id, path, branch, base commit, creation time, description, status). It is written
+//! atomically (temporary file, fsync, rename), so a killed process leaves the old or the new
+//! version, never a torn one.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Status, WorktreeError, io_err};
+
+/// The registry's file name inside the repository's worktrees folder.
+pub const FILE_NAME: &str = "registry.json";
+
+/// One worktree we made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The task id.
+    pub id: String,
+    /// Its directory.
+    pub path: PathBuf,
+    /// Its branch.
+    pub branch: String,
+    /// The commit its branch started from (hex).
+    pub base_commit: String,
+    /// When it was made, in seconds since the Unix epoch.
+    pub created_at: u64,
+    /// The task's description.
+    pub description: String,
+    /// Where it stands.
+    pub status: Status,
+}
+
+/// The registry file's contents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registry {
+    /// The main checkout the worktrees belong to.
+    #[serde(default)]
+    pub repo_root: PathBuf,
+    /// The worktrees, oldest first.
+    #[serde(default)]
+    pub worktrees: Vec<Record>,
+}
+
+impl Registry {
+    /// Reads the registry at `path`; a missing file is an empty registry.
+    pub fn load(path: &Path) -> Result<Self, WorktreeError> {
+        let text = match fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(io_err("read", path)(e)),
+        };
+        serde_json::from_str(&text).map_err(|e| WorktreeError::Registry {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes the registry to `path` atomically.
+    pub fn save(&self, path: &Path) -> Result<(), WorktreeError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+        let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+        let json = serde_json::to_vec_pretty(self).map_err(|e| WorktreeError::Registry {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let mut file = fs::File::create(&tmp).map_err(io_err("create", &tmp))?;
+        file.write_all(&json).map_err(io_err("write", &tmp))?;
+        file.sync_all().map_err(io_err("sync", &tmp))?;
+        fs::rename(&tmp, path).map_err(io_err("replace", path))
+    }
+
+    /// The record for `id`.
+    pub fn get(&self, id: &str) -> Option<&Record> {
+        self.worktrees.iter().find(|r| r.id == id)
+    }
+
+    /// The record for `id`, to change.
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Record> {
+        self.worktrees.iter_mut().find(|r| r.id == id)
+    }
+
+    /// Removes the record for `id`, if any.
+    pub fn remove(&mut self, id: &str) {
+        self.worktrees.retain(|r| r.id != id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str) -> Record {
+        Record {
+            id: id.into(),
+            path: PathBuf::from("/w").join(id),
+            branch: format!("crew/{id}"),
+            base_commit: "abc".into(),
+            created_at: 1,
+            description: "d".into(),
+            status: Status::Active,
+        }
+    }
+
+    #[test]
+    fn round_trips_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join(FILE_NAME);
+        assert_eq!(Registry::load(&path).unwrap(), Registry::default());
+        let mut reg = Registry::default();
+        reg.worktrees.push(record("a"));
+        reg.worktrees.push(record("b"));
+        reg.save(&path).unwrap();
+        reg.remove("a");
+        reg.save(&path).unwrap();
+        let back = Registry::load(&path).unwrap();
+        assert_eq!(back.worktrees, vec![record("b")]);
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a temporary file was left behind");
+    }
+
+    #[test]
+    fn a_malformed_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        fs::write(&path, "{not json").unwrap();
+        let err = Registry::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(FILE_NAME) && err.contains("move it aside"),
+            "{err}"
+        );
+    }
+}
