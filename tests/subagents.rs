@@ -56,7 +56,7 @@ async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
     while t.session.next_completion().await.is_some() {
         t.session.run(chat("continue")).await.unwrap();
     }
-    let session_dir = t.dir.path().canonicalize().unwrap().join(".home/session");
+    let session_dir = t.session_dir();
     let records = load_records(&session_dir).unwrap();
     let by_desc = |d: &str| records.iter().find(|r| r.description == d).unwrap().clone();
     assert_eq!(by_desc("boom").status, TaskStatus::Failed);

@@ -26,7 +26,7 @@ pub fn absolute(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
 
 /// The real location of an absolute path, following every symlink on the way, including
 /// a dangling final link (a write through it would create its target). Components that do
-/// not exist yet are appended as written; `..` after them is applied lexically.
+/// not exist yet are appended as written; `..` after one of them is an error.
 pub fn resolve(path: &Path) -> io::Result<PathBuf> {
     resolve_from(PathBuf::from("/"), path)
 }
@@ -58,6 +58,15 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             Some(Component::RootDir) | Some(Component::Prefix(_)) => {
                 out = PathBuf::from("/");
                 missing = false;
+            }
+            // `..` after a component that does not exist (a missing directory or a
+            // dangling link) has no real location: the kernel would fail, and guessing
+            // lexically could place it outside the roots. Refuse to resolve it.
+            Some(Component::ParentDir) if missing => {
+                return Err(io::Error::other(format!(
+                    "`..` follows {}, which does not exist",
+                    out.display()
+                )));
             }
             Some(Component::ParentDir) => {
                 out.pop();
@@ -234,6 +243,19 @@ mod tests {
         assert!(!inside(Path::new("/root/proj2/a"), &roots));
         assert!(inside(Path::new("/root/proj/a"), &roots));
         assert!(inside(Path::new("/root/proj"), &roots));
+    }
+
+    #[test]
+    fn parent_of_a_missing_or_dangling_component_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere/deeper"), root.join("dangling")).unwrap();
+        // The found case: `dangling/../..` was judged `root` but a name-based guess says its
+        // parent; neither is real while the link dangles.
+        assert!(resolve(&root.join("dangling/../..")).is_err());
+        assert!(resolve(&root.join("missing/../x")).is_err());
+        std::fs::create_dir(root.join("a")).unwrap();
+        assert_eq!(resolve(&root.join("a/../b")).unwrap(), root.join("b"));
     }
 
     #[test]

@@ -20,8 +20,8 @@
 //! `delay_ms` (simulated latency before the first event), `chunk_delay_ms` (between
 //! text chunks) and `error` (the turn fails with this message). `panic: true` makes the
 //! turn panic (to test crash containment). Requests from an agent whose id or type
-//! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry;
-//! all others share `turns`. Once a script runs out, every further turn answers
+//! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry —
+//! each such agent from its first turn; all others share `turns`. Once a script runs out, every further turn answers
 //! `[script exhausted]` and ends.
 
 use std::collections::HashMap;
@@ -189,7 +189,8 @@ impl ScriptedProvider {
 
     fn next_turn(&self, agent: &str) -> (usize, Option<Turn>) {
         let mut cursor = lock(&self.cursor);
-        // `agent` is `type/id` for subagents, plain id for the lead.
+        // `agent` is `type/id` for subagents, plain id for the lead. Each agent replays
+        // its script from the start, so several subagents of one type behave alike.
         let key = agent
             .split('/')
             .rev()
@@ -197,7 +198,7 @@ impl ScriptedProvider {
             .map(str::to_string);
         match key {
             Some(k) => {
-                let i = cursor.per_agent.entry(k.clone()).or_default();
+                let i = cursor.per_agent.entry(agent.to_string()).or_default();
                 let turn = self.script.agents[&k].turns.get(*i).cloned();
                 *i += 1;
                 (*i, turn)

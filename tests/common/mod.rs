@@ -89,11 +89,28 @@ pub struct TestSession {
     pub provider: ScriptedProvider,
     pub events: UnboundedReceiver<Event>,
     pub dir: tempfile::TempDir,
+    /// A home directory outside the project: task state under `session/`, worktrees under
+    /// `.crew/worktrees` (where `crew worktrees` looks with `HOME` set to it).
+    pub home: tempfile::TempDir,
+}
+
+impl TestSession {
+    /// The canonical project directory.
+    pub fn cwd(&self) -> std::path::PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    /// The session's task-state directory.
+    pub fn session_dir(&self) -> std::path::PathBuf {
+        self.home.path().canonicalize().unwrap().join("session")
+    }
 }
 
 /// Options for `start`.
 pub struct Setup {
-    pub script: &'static str,
+    pub script: String,
+    /// Files written (and committed, with `git`) before the session starts.
+    pub files: Vec<(&'static str, String)>,
     pub tools: Vec<Arc<dyn Tool>>,
     pub mode: PermissionMode,
     pub allowed_tools: Option<Vec<&'static str>>,
@@ -105,9 +122,10 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn new(script: &'static str, tools: Vec<Arc<dyn Tool>>) -> Self {
+    pub fn new(script: impl Into<String>, tools: Vec<Arc<dyn Tool>>) -> Self {
         Self {
-            script,
+            script: script.into(),
+            files: Vec::new(),
             tools,
             mode: PermissionMode::BypassPermissions,
             allowed_tools: None,
@@ -145,14 +163,22 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
 pub async fn start(setup: Setup) -> TestSession {
     let dir = tempfile::tempdir().unwrap();
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
+    for (path, content) in &setup.files {
+        let p = cwd.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
     if setup.git {
         std::fs::write(cwd.join("README.md"), "# test repo\n").unwrap();
         git(&cwd, &["init", "-q"]);
         git(&cwd, &["add", "."]);
         git(&cwd, &["commit", "-qm", "initial"]);
     }
-    let script: Script = serde_json::from_str(setup.script).expect("test script parses");
-    let home = cwd.join(".home");
+    // `@CWD@` in a script stands for the project directory (known only now).
+    let script_text = setup.script.replace("@CWD@", &cwd.display().to_string());
+    let script: Script = serde_json::from_str(&script_text).expect("test script parses");
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = home_dir.path().canonicalize().unwrap();
     let catalog = Arc::new(crewmaster::agent::catalog::Catalog::load(&cwd, None));
     let mut tools = setup.tools;
     let orchestration = setup.orchestration.then(|| {
@@ -161,7 +187,7 @@ pub async fn start(setup: Setup) -> TestSession {
             session_dir: home.join("session"),
             catalog: catalog.clone(),
             worktrees: true,
-            worktree_base: Some(home.join("worktrees")),
+            worktree_base: Some(home.join(".crew/worktrees")),
             max_concurrent_agents: 8,
             subagent_max_turns: 10,
         }
@@ -199,6 +225,7 @@ pub async fn start(setup: Setup) -> TestSession {
         provider,
         events: rx,
         dir,
+        home: home_dir,
     }
 }
 
