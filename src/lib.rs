@@ -10,6 +10,7 @@ pub mod events;
 pub mod executor;
 pub mod gate;
 pub mod permission;
+pub mod pricing;
 pub mod protocol;
 pub mod provider;
 pub mod session;

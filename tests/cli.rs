@@ -73,6 +73,8 @@ fn json_output_is_one_object_with_the_result() {
     assert_eq!(v["status"], "completed");
     assert_eq!(v["tool_calls"], 4);
     assert!(v["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(v["tasks"], serde_json::json!([]));
+    assert!(v["session_id"].as_str().is_some_and(|s| !s.is_empty()));
 }
 
 #[test]

@@ -94,6 +94,8 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     );
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["result"], "The server was stopped.");
+    assert_eq!(result["tasks"][0]["id"], id.as_str());
+    assert_eq!(result["tasks"][0]["status"], "cancelled");
     let listed: serde_json::Value =
         serde_json::from_slice(&crew(&dir, &["tasks", "list", "--json"]).stdout).unwrap();
     assert_eq!(listed[0]["status"], "cancelled");

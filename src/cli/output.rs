@@ -97,7 +97,26 @@ fn render_text(
 }
 
 /// The final JSON object of `--output-format json` (and the last line of stream-json).
-pub fn result_json(outcome: &RunOutcome, session_id: &str) -> serde_json::Value {
+pub fn result_json(
+    outcome: &RunOutcome,
+    session_id: &str,
+    model: &str,
+    tasks: &[crate::tasks::TaskRecord],
+) -> serde_json::Value {
+    let tasks: Vec<serde_json::Value> = tasks
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id,
+                "kind": t.kind,
+                "status": t.status,
+                "description": t.description,
+                "result": t.result,
+                "worktree": t.worktree,
+                "usage": t.usage,
+            })
+        })
+        .collect();
     json!({
         "type": "result",
         "result": outcome.result,
@@ -106,6 +125,8 @@ pub fn result_json(outcome: &RunOutcome, session_id: &str) -> serde_json::Value 
         "turns": outcome.turns,
         "tool_calls": outcome.tool_calls,
         "usage": outcome.usage,
+        "cost_usd": crate::pricing::cost_usd(model, &outcome.usage),
         "session_id": session_id,
+        "tasks": tasks,
     })
 }

@@ -11,6 +11,7 @@ use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
 use crate::session::{SessionError, SessionHandle};
+use crate::tasks::actor::TaskMsg;
 
 /// Runs `task` headless; returns the exit code (0 success, 1 the run failed or was
 /// cancelled).
@@ -55,6 +56,17 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     });
     let outcome = run_until_quiet(session, RunRequest { mode, task, plan }, cli.no_wait).await;
     ctrl_c.abort();
+    let tasks = match session.tasks() {
+        Some(t) => match t
+            .call(TaskMsg::List, Some(std::time::Duration::from_secs(10)))
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(list)) => list,
+            _ => Vec::new(),
+        },
+        None => Vec::new(),
+    };
+    let model = prepared.model.clone();
     prepared.close().await;
     // The bus closes once the session's actors are gone; let the printer drain it.
     let _ = printer.await;
@@ -62,7 +74,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     match format {
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
-            println!("{}", result_json(&outcome, &session_id));
+            println!("{}", result_json(&outcome, &session_id, &model, &tasks));
         }
     }
     Ok(match outcome.status {

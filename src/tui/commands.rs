@@ -3,9 +3,9 @@
 
 use super::app::{App, verdict_str};
 use super::plan::PlanStage;
-use super::pricing::{cost_usd, total_tokens};
 use crate::permission::rules::RuleKind;
 use crate::permission::{Category, Policy};
+use crate::pricing::{cost_usd, total_tokens};
 
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,6 @@ pub mod approval;
 pub mod commands;
 pub mod input;
 pub mod plan;
-pub mod pricing;
 pub mod runtime;
 pub mod status;
 pub mod tasks_panel;

@@ -7,8 +7,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::pricing::{cost_usd, total_tokens};
 use crate::permission::PermissionMode;
+use crate::pricing::{cost_usd, total_tokens};
 use crate::protocol::Usage;
 
 /// What the status line shows.

@@ -8,8 +8,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 
-use super::pricing::total_tokens;
 use super::status::format_tokens;
+use crate::pricing::total_tokens;
 use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
 
 /// What a key in the panel asks for.
