@@ -76,6 +76,19 @@ pub enum EventKind {
         /// The first line of the result, for compact display.
         summary: String,
     },
+    /// A background task was created, started or ended.
+    TaskChanged {
+        /// The task id.
+        id: String,
+        /// `agent` or `command`.
+        kind: String,
+        /// Its new status.
+        status: String,
+        /// What it is for.
+        description: String,
+        /// Its result, once it has ended.
+        result: Option<String>,
+    },
     /// A provider is retrying a request.
     Retrying {
         /// Which attempt comes next.

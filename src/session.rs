@@ -142,9 +142,14 @@ impl Actor for Session {
         .await?;
         let tasks = match &cfg.orchestration {
             Some(o) => Some(
-                Actor::spawn_linked(None, TaskManager, o.session_dir.clone(), cell.clone())
-                    .await?
-                    .0,
+                Actor::spawn_linked(
+                    None,
+                    TaskManager,
+                    (o.session_dir.clone(), Some(cfg.events.clone())),
+                    cell.clone(),
+                )
+                .await?
+                .0,
             ),
             None => None,
         };

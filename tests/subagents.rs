@@ -121,12 +121,22 @@ async fn background_subagents_run_concurrently() {
     assert_eq!(done, 3);
     // Order of events: all three subagents started before any of them finished.
     let mut order = Vec::new();
+    let mut task_events = Vec::new();
     while let Ok(e) = t.events.try_recv() {
         match e.kind {
             EventKind::RunStarted { .. } if e.agent != "lead" => order.push(("start", e.agent)),
             EventKind::RunFinished { .. } if e.agent != "lead" => order.push(("end", e.agent)),
+            EventKind::TaskChanged { status, .. } => task_events.push(status),
             _ => {}
         }
+    }
+    // Each task announced itself pending, running and completed (for stream-json, TUI).
+    for status in ["pending", "running", "completed"] {
+        assert_eq!(
+            task_events.iter().filter(|s| *s == status).count(),
+            3,
+            "{task_events:?}"
+        );
     }
     let first_end = order.iter().position(|(k, _)| *k == "end").unwrap();
     let starts_before = order[..first_end]

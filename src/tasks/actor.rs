@@ -15,6 +15,7 @@ use super::{
     TaskKind, TaskRecord, TaskStatus, log_path, new_task_id, now_ms, save_records,
     stop_request_path,
 };
+use crate::events::{EventBus, EventKind};
 use crate::protocol::Usage;
 
 /// How often stop-request files are checked.
@@ -97,6 +98,7 @@ pub struct TaskManager;
 /// The live state.
 pub struct TaskState {
     session_dir: PathBuf,
+    events: Option<EventBus>,
     records: Vec<TaskRecord>,
     cancels: HashMap<String, CancellationToken>,
     waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
@@ -108,6 +110,25 @@ pub struct TaskState {
 impl TaskState {
     fn find(&mut self, id: &str) -> Option<&mut TaskRecord> {
         self.records.iter_mut().find(|r| r.id == id)
+    }
+
+    /// Tells subscribers (stream-json, the TUI, transcripts) about a task's new state.
+    fn announce(&self, rec: &TaskRecord) {
+        if let Some(events) = &self.events {
+            events.publish(
+                &rec.owner,
+                EventKind::TaskChanged {
+                    id: rec.id.clone(),
+                    kind: match rec.kind {
+                        TaskKind::Agent => "agent".into(),
+                        TaskKind::Command => "command".into(),
+                    },
+                    status: rec.status.as_str().into(),
+                    description: rec.description.clone(),
+                    result: rec.result.clone(),
+                },
+            );
+        }
     }
 
     fn persist(&self) {
@@ -142,6 +163,7 @@ impl TaskState {
         for w in self.stop_waiters.remove(id).unwrap_or_default() {
             let _ = w.send(Ok(rec.clone()));
         }
+        self.announce(&rec);
         self.notifications
             .entry(rec.owner.clone())
             .or_default()
@@ -156,13 +178,13 @@ impl TaskState {
 impl Actor for TaskManager {
     type Msg = TaskMsg;
     type State = TaskState;
-    /// The session directory where records and logs live.
-    type Arguments = PathBuf;
+    /// The session directory where records and logs live, and where to announce changes.
+    type Arguments = (PathBuf, Option<EventBus>);
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        session_dir: PathBuf,
+        (session_dir, events): (PathBuf, Option<EventBus>),
     ) -> Result<Self::State, ActorProcessingErr> {
         std::fs::create_dir_all(session_dir.join("tasks"))?;
         // The ticker ends by itself once the actor is gone (the cast fails).
@@ -177,6 +199,7 @@ impl Actor for TaskManager {
         });
         let state = TaskState {
             session_dir,
+            events,
             records: Vec::new(),
             cancels: HashMap::new(),
             waiters: HashMap::new(),
@@ -220,6 +243,7 @@ impl Actor for TaskManager {
                 state.cancels.insert(id, cancel);
                 state.records.push(rec.clone());
                 state.persist();
+                state.announce(&rec);
                 let _ = reply.send(rec);
             }
             TaskMsg::Running { id, pgid, worktree } => {
@@ -229,7 +253,9 @@ impl Actor for TaskManager {
                     rec.pgid = pgid;
                     rec.worktree = worktree;
                     rec.last_activity = "started".into();
+                    let rec = rec.clone();
                     state.persist();
+                    state.announce(&rec);
                 }
             }
             TaskMsg::Activity {

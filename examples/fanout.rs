@@ -1,0 +1,251 @@
+//! Fan-out benchmark (issue 5): a lead starts N scripted subagents in the background on a
+//! repository of ~2,000 files; each subagent gets its own git worktree and takes 5 model
+//! turns of 100 ms simulated latency. Prints, all measured in this one run:
+//!
+//! - wall time over the ideal, where ideal = worktree set-up for all N (creation is
+//!   serialised per repository, so N × our creation time) + 0.5 s of model turns;
+//! - our worktree creation time over plain `git worktree add -b` (medians, interleaved);
+//! - peak memory per subagent (growth of the process's peak RSS over N).
+//!
+//! `cargo run --release --example fanout -- [N]` (default N = 32).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crewmaster::agent::catalog::Catalog;
+use crewmaster::agent::mode::AgentMode;
+use crewmaster::agent::runner::{AgentSpec, RunRequest};
+use crewmaster::approver::actor::ApproverPolicy;
+use crewmaster::events::EventBus;
+use crewmaster::permission::{PermissionMode, Policy};
+use crewmaster::provider::scripted::ScriptedProvider;
+use crewmaster::session::{Orchestration, SessionConfig, SessionHandle};
+use crewmaster::tasks::{TaskStatus, load_records};
+use crewmaster::tools::{CommandSandbox, Registry, builtin_tools, orchestration_tools};
+use crewmaster::worktree::manager::Manager;
+
+const TURNS: u64 = 5;
+const LATENCY_MS: u64 = 100;
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?} failed");
+}
+
+fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
+        })
+        .unwrap_or(0)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn make_repo(repo: &Path) -> anyhow::Result<()> {
+    for d in 0..40 {
+        let dir = repo.join(format!("src/mod{d:02}"));
+        std::fs::create_dir_all(&dir)?;
+        for f in 0..50 {
+            std::fs::write(
+                dir.join(format!("file{f:02}.rs")),
+                format!("// {d}/{f}\npub fn f() -> u32 {{ {f} }}\n"),
+            )?;
+        }
+    }
+    std::fs::write(repo.join("README.md"), "# bench\n")?;
+    std::fs::create_dir_all(repo.join(".crew/agents"))?;
+    std::fs::write(
+        repo.join(".crew/agents/bench.md"),
+        "---\nname: bench\ndescription: benchmark worker\ntools: read_file, find_files\n---\nWork.\n",
+    )?;
+    git(repo, &["init", "-q", "-b", "main"]);
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "2000 files"]);
+    Ok(())
+}
+
+/// Medians of our creation and of `git worktree add -b`, interleaved, `samples` each.
+fn creation_times(
+    repo: &Path,
+    scratch: &Path,
+    samples: usize,
+) -> anyhow::Result<(Duration, Duration)> {
+    let manager = Manager::open(repo, Some(&scratch.join("probe")))?;
+    let (mut ours, mut plain) = (Vec::new(), Vec::new());
+    for i in 0..samples {
+        let t = Instant::now();
+        manager.create(&format!("probe{i}"), "probe", None)?;
+        ours.push(t.elapsed());
+        let path = scratch.join(format!("plain{i}"));
+        let t = Instant::now();
+        git(
+            repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("plain{i}"),
+                path.to_str().unwrap_or_default(),
+            ],
+        );
+        plain.push(t.elapsed());
+        manager.discard(&format!("probe{i}"))?;
+        git(
+            repo,
+            &[
+                "worktree",
+                "remove",
+                "--force",
+                path.to_str().unwrap_or_default(),
+            ],
+        );
+        git(repo, &["branch", "-q", "-D", &format!("plain{i}")]);
+    }
+    Ok((median(ours), median(plain)))
+}
+
+fn script(n: usize) -> String {
+    let calls: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"name":"agent","input":{{"description":"part {i}","prompt":"look at part {i}","subagent_type":"bench","run_in_background":true}}}}"#
+            )
+        })
+        .collect();
+    let mut lead = vec![format!(r#"{{"tool_calls":[{}]}}"#, calls.join(","))];
+    lead.extend((0..=n).map(|_| r#"{"text":"noted"}"#.to_string()));
+    let mut sub: Vec<String> = (1..TURNS)
+        .map(|_| format!(r#"{{"delay_ms":{LATENCY_MS},"tool_calls":[{{"name":"read_file","input":{{"path":"README.md"}}}}]}}"#))
+        .collect();
+    sub.push(format!(r#"{{"delay_ms":{LATENCY_MS},"text":"done"}}"#));
+    format!(
+        r#"{{"turns":[{}],"agents":{{"bench":{{"turns":[{}]}}}}}}"#,
+        lead.join(","),
+        sub.join(",")
+    )
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let n: usize = std::env::args().nth(1).map_or(Ok(32), |a| a.parse())?;
+    let tmp = tempfile::tempdir()?;
+    let root = tmp.path().canonicalize()?;
+    let repo = root.join("repo");
+    make_repo(&repo)?;
+    let (ours, plain) = creation_times(&repo, &root, 5)?;
+
+    let catalog = Arc::new(Catalog::load(&repo, None));
+    let registry = Registry::with_tools(
+        builtin_tools()
+            .into_iter()
+            .chain(orchestration_tools(&catalog)),
+    )?;
+    let provider = ScriptedProvider::new(ScriptedProvider::parse(&script(n), Path::new("fanout"))?);
+    // Reset the peak-RSS counter so the peak below is this run's.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let rss_before = status_kib("VmRSS:");
+    let session = SessionHandle::start(SessionConfig {
+        cwd: repo.clone(),
+        permission_mode: PermissionMode::BypassPermissions,
+        policy: Policy::default(),
+        provider: Arc::new(provider),
+        lead: AgentSpec {
+            id: "lead".into(),
+            model: "script".into(),
+            system_prompt: "lead".into(),
+            allowed_tools: None,
+            max_turns: 10,
+            max_tokens: 1000,
+        },
+        approver: ApproverPolicy::Headless,
+        registry: Arc::new(registry),
+        sandbox: CommandSandbox::None,
+        default_tool_timeout: Duration::from_secs(60),
+        conversation: Vec::new(),
+        events: EventBus::new(),
+        orchestration: Some(Orchestration {
+            session_dir: root.join("session"),
+            catalog,
+            worktrees: true,
+            worktree_base: Some(root.join("worktrees")),
+            max_concurrent_agents: n,
+            subagent_max_turns: 10,
+        }),
+    })
+    .await?;
+
+    let start = Instant::now();
+    let chat = |task: &str| RunRequest {
+        mode: AgentMode::Chat,
+        task: task.into(),
+        plan: None,
+    };
+    session.run(chat("fan out")).await?;
+    while session.next_completion().await.is_some() {
+        session.run(chat("continue")).await?;
+    }
+    let wall = start.elapsed();
+    let peak = status_kib("VmHWM:");
+    session.shutdown().await;
+
+    let records = load_records(&root.join("session"))?;
+    let completed = records
+        .iter()
+        .filter(|r| r.status == TaskStatus::Completed)
+        .count();
+    let left: Vec<PathBuf> = records
+        .iter()
+        .filter_map(|r| r.worktree.clone())
+        .filter(|p| p.exists())
+        .collect();
+    let ideal = ours * n as u32 + Duration::from_millis(TURNS * LATENCY_MS);
+    println!("fan-out: {n} subagents × {TURNS} turns × {LATENCY_MS} ms on a 2,000-file repository");
+    println!(
+        "  completed: {completed}/{n}; worktrees left behind: {} (read-only work is removed)",
+        left.len()
+    );
+    println!(
+        "  worktree creation: ours {:.1} ms, `git worktree add` {:.1} ms → ratio {:.2}",
+        ms(ours),
+        ms(plain),
+        ms(ours) / ms(plain)
+    );
+    println!(
+        "  wall {:.2} s, ideal {:.2} s (N × creation + 0.5 s) → ratio {:.2}",
+        wall.as_secs_f64(),
+        ideal.as_secs_f64(),
+        wall.as_secs_f64() / ideal.as_secs_f64()
+    );
+    println!(
+        "  peak memory: {} KiB over a {} KiB baseline → {:.0} KiB per subagent",
+        peak,
+        rss_before,
+        peak.saturating_sub(rss_before) as f64 / n as f64
+    );
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
