@@ -260,7 +260,10 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
         Ok(r) => r,
         Err(e) => {
             let reason = if e.is_panic() {
-                format!("panicked: {}", panic_text(e.into_panic()))
+                format!(
+                    "panicked: {}",
+                    crate::executor::panic_message(e.into_panic())
+                )
             } else {
                 "aborted".to_string()
             };
@@ -425,12 +428,4 @@ fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
