@@ -354,11 +354,10 @@ use paths inside your worktree. You cannot write outside it.",
     let mut runner = env.runner.clone();
     runner.spec = AgentSpec {
         id: agent_id.clone(),
-        model: request
-            .model
-            .clone()
-            .or(def.model.clone())
-            .unwrap_or(env.runner.spec.model.clone()),
+        model: subagent_model(
+            request.model.as_deref().or(def.model.as_deref()),
+            &env.runner.spec.model,
+        ),
         system_prompt: format!("{}{worktree_note}", def.prompt),
         allowed_tools: Some(allowed),
         max_turns: def.max_turns.unwrap_or(env.default_max_turns),
@@ -406,6 +405,16 @@ use paths inside your worktree. You cannot write outside it.",
         }
     }
     Ok(outcome)
+}
+
+/// The model name a subagent uses with the lead's provider: an explicit name, or the
+/// lead's for `inherit` and Claude Code's family aliases (`sonnet`, `opus`, `haiku`),
+/// which are not model names an API accepts.
+fn subagent_model(asked: Option<&str>, lead: &str) -> String {
+    match asked.map(str::trim) {
+        None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => lead.to_string(),
+        Some(name) => name.to_string(),
+    }
 }
 
 /// What a confined command in a linked worktree must write to for `git add` and
