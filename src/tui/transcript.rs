@@ -230,12 +230,26 @@ impl Transcript {
 }
 
 /// Splits a line into rows of at most `width` characters, keeping each span's style.
+/// Tabs become spaces up to the next stop of four and other control characters are
+/// dropped: a terminal would move the cursor for them and leave stale cells behind
+/// (tool output such as `read_file`'s numbered lines is full of tabs).
 fn wrap(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
     let mut rows = vec![Line::default()];
     let mut used = 0;
     for span in line.spans {
         let mut chunk = String::new();
+        let mut expanded: Vec<char> = Vec::with_capacity(span.content.len());
         for ch in span.content.chars() {
+            match ch {
+                '\t' => {
+                    let col = (used + expanded.len()) % width.max(1);
+                    expanded.extend(std::iter::repeat_n(' ', 4 - col % 4));
+                }
+                c if c.is_control() => {}
+                c => expanded.push(c),
+            }
+        }
+        for ch in expanded {
             if used == width {
                 if let Some(row) = rows.last_mut() {
                     row.spans
@@ -258,6 +272,13 @@ fn wrap(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use ratatui::Terminal;
+
+    #[test]
+    fn tabs_and_control_characters_do_not_reach_the_terminal() {
+        let rows = wrap(Line::raw("     1\tfn main()\r\u{1b}"), 80);
+        let text: String = rows[0].spans.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, "     1  fn main()");
+    }
     use ratatui::backend::TestBackend;
 
     fn call(id: &str, name: &str, args: &str) -> ToolCall {
