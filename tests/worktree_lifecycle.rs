@@ -243,7 +243,8 @@ async fn merge_is_refused_when_the_main_checkout_has_changes_to_a_file_it_touche
 }
 
 #[tokio::test]
-async fn merge_is_refused_while_the_worktree_has_uncommitted_changes() {
+async fn merge_commits_work_left_uncommitted_then_merges_it() {
+    // Subagents leave their edits in the working tree: merging must bring those in too.
     let fx = Fixture::new();
     let actor = fx.spawn().await;
     let wt = create(&actor, "u1", "half done").await;
@@ -251,11 +252,20 @@ async fn merge_is_refused_while_the_worktree_has_uncommitted_changes() {
     commit_all(&wt.path, "a");
     write(&wt.path.join("b.txt"), "not committed\n");
     let head = fx.head();
-    let err = merge(&actor, "u1", false).await.unwrap_err();
-    assert!(matches!(err, WorktreeError::Uncommitted { .. }), "{err}");
-    assert!(err.to_string().contains("discard u1"), "{err}");
-    assert_eq!(fx.head(), head);
-    assert!(wt.path.join("b.txt").is_file());
+    merge(&actor, "u1", false).await.unwrap();
+    assert_ne!(fx.head(), head);
+    assert_eq!(
+        std::fs::read_to_string(fx.repo.join("a.txt")).unwrap(),
+        "a\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.repo.join("b.txt")).unwrap(),
+        "not committed\n"
+    );
+    assert_eq!(fx.status(), "");
+    assert!(!wt.path.exists(), "a merged worktree is removed");
+    let log = git(&fx.repo, &["log", "--format=%s", "-3"]);
+    assert!(log.contains("half done"), "{log}");
     let nothing = create(&actor, "n1", "idle").await;
     let err = merge(&actor, "n1", false).await.unwrap_err();
     assert!(matches!(err, WorktreeError::NothingToMerge { .. }), "{err}");

@@ -86,7 +86,6 @@ pub fn run_in(
         Err(
             e @ (WorktreeError::Conflict { .. }
             | WorktreeError::MainCheckoutDirty { .. }
-            | WorktreeError::Uncommitted { .. }
             | WorktreeError::NothingToMerge { .. }
             | WorktreeError::HeadMoved { .. }
             | WorktreeError::NotFound { .. }

@@ -103,6 +103,36 @@ pub fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError>
         .collect())
 }
 
+/// Commits everything uncommitted in the checkout at `path` (new, changed and deleted
+/// files; ignored files stay out) on its current branch. The author is the repository's
+/// configured identity, else `crewmaster`.
+pub fn commit_all(path: &Path, message: &str) -> Result<Oid, WorktreeError> {
+    let shown = path.display().to_string();
+    let wt = Repository::open(path).map_err(git_err("open", &shown))?;
+    let mut index = wt.index().map_err(git_err("index", &shown))?;
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .map_err(git_err("add", &shown))?;
+    index
+        .update_all(["*"], None)
+        .map_err(git_err("add", &shown))?;
+    index.write().map_err(git_err("write index", &shown))?;
+    let tree_id = index.write_tree().map_err(git_err("write tree", &shown))?;
+    let tree = wt
+        .find_tree(tree_id)
+        .map_err(git_err("find tree", &shown))?;
+    let sig = wt
+        .signature()
+        .or_else(|_| git2::Signature::now("crewmaster", "crewmaster@localhost"))
+        .map_err(git_err("signature", &shown))?;
+    let parent = wt
+        .head()
+        .and_then(|h| h.peel_to_commit())
+        .map_err(git_err("read HEAD", &shown))?;
+    wt.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])
+        .map_err(git_err("commit", &shown))
+}
+
 /// Commits reachable from `tip` that are not reachable from `base`.
 pub fn ahead(repo: &Repository, tip: Oid, base: Oid) -> Result<u32, WorktreeError> {
     let (ahead, _) = repo

@@ -232,10 +232,16 @@ impl Manager {
         let main = self.repo()?;
         let summary = self.summary_of(&main, &rec)?;
         if summary.uncommitted {
-            return Err(WorktreeError::Uncommitted {
-                id: rec.id,
-                path: rec.path,
-            });
+            // Subagents leave their changes in the working tree; asking to merge them is
+            // asking to bring them in, so they are committed on the task's branch first.
+            git::commit_all(
+                &rec.path,
+                &format!(
+                    "{}\n\nWork left uncommitted by crew task {}.\n",
+                    first_line(&rec.description, &rec.id),
+                    rec.id
+                ),
+            )?;
         }
         let base = parse_oid(&rec.base_commit)?;
         let tip = git::branch_tip(&main, &rec.branch).ok_or_else(|| WorktreeError::Missing {

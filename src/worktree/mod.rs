@@ -252,16 +252,6 @@ pub enum WorktreeError {
         /// Its branch.
         branch: String,
     },
-    /// The worktree has uncommitted changes, so merging would lose them.
-    #[error(
-        "the worktree of task `{id}` at {path} has uncommitted changes; commit them there first, or drop everything with `crew worktrees discard {id}`"
-    )]
-    Uncommitted {
-        /// The id.
-        id: String,
-        /// Its directory.
-        path: PathBuf,
-    },
     /// The worktree's HEAD is not the tip of its branch, so merging the branch would miss
     /// commits and removing the worktree afterwards could lose them.
     #[error(
