@@ -418,3 +418,36 @@ async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
     let out = RunCommand::new().run(commit, c).await.unwrap();
     assert!(out.contains("committed"), "{out}");
 }
+
+#[tokio::test]
+async fn landlock_protects_a_checkout_that_lives_in_the_temp_dir() {
+    if landlock::kernel_support() != KernelSupport::Available {
+        eprintln!("skipping: kernel has no Landlock");
+        return;
+    }
+    // The attack: the main checkout sits under /tmp (as in CI or a scratch clone), and a
+    // confined subagent whose root is its own worktree writes into it through the temp
+    // dir, which used to be writable as a whole.
+    let victim = tempfile::tempdir().unwrap();
+    let worktree = tempfile::tempdir().unwrap();
+    let c = landlock_ctx(worktree.path(), worktree.path());
+    let target = victim.path().join("planted.txt");
+    let out = RunCommand::new()
+        .run(
+            json!({"command": format!("touch {}; echo tmp=$TMPDIR; touch \"$TMPDIR/scratch\" && echo scratch ok", target.display())}),
+            c,
+        )
+        .await
+        .unwrap();
+    assert!(out.contains("Permission denied"), "{out}");
+    assert!(
+        !target.exists(),
+        "the checkout in the temp dir was written to"
+    );
+    // Temp files still work, in the private sandbox temp dir.
+    assert!(out.contains("scratch ok"), "{out}");
+    assert!(
+        out.contains(&landlock::sandbox_temp_dir().display().to_string()),
+        "{out}"
+    );
+}

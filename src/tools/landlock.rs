@@ -85,13 +85,32 @@ pub fn kernel_support() -> KernelSupport {
     })
 }
 
-/// The roots a confined command may write below: the given roots, the temp directory
-/// and the devices in [`WRITABLE_DEVICES`]. Roots that do not exist are skipped by
-/// Landlock (so writes there stay denied).
+/// The temp directory confined commands get (their `TMPDIR`, `TMP` and `TEMP` point
+/// there): private to this user, instead of the whole shared temp dir — which may hold the
+/// very checkout the sandbox protects (a project under /tmp would otherwise be writable).
+pub fn sandbox_temp_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("crew-sandbox-{}", nix::unistd::getuid()));
+        let made = std::fs::create_dir_all(&dir).and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        });
+        if let Err(e) = made {
+            // Without it, confined commands simply cannot write temp files (fail closed).
+            tracing::warn!("cannot create the sandbox temp dir {}: {e}", dir.display());
+        }
+        dir
+    })
+    .clone()
+}
+
+/// The roots a confined command may write below: the given roots, the private sandbox
+/// temp directory and the devices in [`WRITABLE_DEVICES`]. Roots that do not exist are
+/// skipped by Landlock (so writes there stay denied).
 pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = writable_roots.to_vec();
-    roots.push(std::env::temp_dir());
-    roots.push(PathBuf::from("/tmp"));
+    roots.push(sandbox_temp_dir());
     roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
     roots.sort();
     roots.dedup();
@@ -193,10 +212,13 @@ mod tests {
     }
 
     #[test]
-    fn writable_roots_include_temp_and_dev_null() {
+    fn writable_roots_include_a_private_temp_dir_and_dev_null() {
         let roots = effective_writable_roots(&[PathBuf::from("/work/x")]);
         assert!(roots.contains(&PathBuf::from("/work/x")));
-        assert!(roots.contains(&std::env::temp_dir()));
+        assert!(roots.contains(&sandbox_temp_dir()));
+        // Not the shared temp dir: a checkout living there must stay protected.
+        assert!(!roots.contains(&std::env::temp_dir()));
+        assert!(!roots.contains(&PathBuf::from("/tmp")));
         assert!(roots.contains(&PathBuf::from("/dev/null")));
         assert!(!roots.contains(&PathBuf::from("/")));
     }

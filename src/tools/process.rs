@@ -138,6 +138,8 @@ pub fn shell_command_with(
         .stderr(Stdio::piped())
         .process_group(0);
     if let CommandSandbox::Landlock { writable_roots } = sandbox {
+        let tmp = landlock::sandbox_temp_dir();
+        cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
         let mut prepared = PreparedLandlock::prepare(writable_roots, support)?;
         // SAFETY: the closure runs between fork and exec; `apply` only makes system
         // calls on a ruleset built beforehand and does not allocate or take locks.

@@ -361,7 +361,7 @@ pub fn plan_merge(
         });
     }
     let sig = main.signature().map_err(git_err(
-        "read user.name/user.email (set them with `git config`) for",
+        "commit (it needs user.name and user.email: set them with `git config`)",
         root.display(),
     ))?;
     let parents = if squash {
