@@ -124,3 +124,14 @@ fn project_root_is_the_nearest_dir_with_git_or_crew_but_never_home() {
     std::fs::create_dir_all(&loose).unwrap();
     assert_eq!(find_project_root(&loose, Some(&f.home)), loose);
 }
+
+#[test]
+fn max_concurrent_agents_comes_from_the_highest_layer_that_sets_it() {
+    let f = Fixture::new();
+    assert_eq!(f.policy().max_concurrent_agents, None);
+    f.settings("user", r#"{"maxConcurrentAgents": 2}"#);
+    f.settings("project", r#"{"maxConcurrentAgents": 4}"#);
+    assert_eq!(f.policy().max_concurrent_agents, Some(4));
+    f.settings("local", r#"{"maxConcurrentAgents": 16}"#);
+    assert_eq!(f.policy().max_concurrent_agents, Some(16));
+}

@@ -69,9 +69,10 @@ pub struct Cli {
     #[arg(long)]
     pub no_wait: bool,
 
-    /// How many subagents may run at once (the rest queue).
-    #[arg(long, default_value_t = 8)]
-    pub max_concurrent_agents: usize,
+    /// How many subagents may run at once, the rest queue (default: the
+    /// `maxConcurrentAgents` setting, else 8).
+    #[arg(long)]
+    pub max_concurrent_agents: Option<usize>,
 
     /// Append every request sent to a `script:` model to FILE as JSON lines (testing).
     #[arg(long, value_name = "FILE", hide = true)]

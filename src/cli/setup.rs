@@ -89,6 +89,10 @@ pub async fn prepare(
         }
     };
     let spec = cli.model.as_deref().or(policy.model.as_deref());
+    let max_concurrent_agents = cli
+        .max_concurrent_agents
+        .or(policy.max_concurrent_agents)
+        .unwrap_or(8);
     let chosen = model::choose(spec, cli.record_requests.clone())?;
     // Commands run under Landlock when unattended, or whenever the settings ask for it.
     let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
@@ -141,7 +145,7 @@ pub async fn prepare(
             catalog,
             worktrees: true,
             worktree_base: None,
-            max_concurrent_agents: cli.max_concurrent_agents,
+            max_concurrent_agents,
             subagent_max_turns: cli.max_turns,
         }),
     })

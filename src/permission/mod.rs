@@ -192,6 +192,8 @@ pub struct Policy {
     pub sandbox: SandboxSettings,
     /// The `model` setting from the highest layer that sets it.
     pub model: Option<String>,
+    /// The `maxConcurrentAgents` setting from the highest layer that sets it.
+    pub max_concurrent_agents: Option<usize>,
 }
 
 /// A rule as shown by `crew permissions list`.

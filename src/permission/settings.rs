@@ -84,6 +84,8 @@ struct RawSettings {
     permissions: RawPermissions,
     sandbox: Option<SandboxSettings>,
     model: Option<String>,
+    #[serde(rename = "maxConcurrentAgents")]
+    max_concurrent_agents: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -232,6 +234,9 @@ impl Policy {
             }
             if policy.model.is_none() {
                 policy.model = raw.model.clone();
+            }
+            if policy.max_concurrent_agents.is_none() {
+                policy.max_concurrent_agents = raw.max_concurrent_agents;
             }
         }
         Ok((policy, warnings))
