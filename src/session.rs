@@ -116,6 +116,8 @@ impl Actor for Session {
         cfg: SessionConfig,
     ) -> Result<Self::State, ActorProcessingErr> {
         let cell = myself.get_cell();
+        let walk = Arc::new(crate::permission::walk::WalkFilter::new(&cfg.policy));
+        let trusted = cfg.policy.trusted;
         let (permission, _) =
             Actor::spawn_linked(None, PermissionEngine, cfg.policy, cell.clone()).await?;
         let (approver, _) = Actor::spawn_linked(None, Approver, cfg.approver, cell.clone()).await?;
@@ -166,7 +168,8 @@ impl Actor for Session {
         };
         let workspaces = match &cfg.orchestration {
             Some(o) if o.worktrees => {
-                start_worktrees(&cfg.cwd, o.worktree_base.clone(), &cell, &cfg.events).await
+                let base = o.worktree_base.clone();
+                start_worktrees(&cfg.cwd, base, trusted, &cell, &cfg.events).await
             }
             _ => None,
         };
@@ -179,6 +182,7 @@ impl Actor for Session {
                 slots: Arc::new(Semaphore::new(o.max_concurrent_agents.max(1))),
                 main_cwd: cfg.cwd.clone(),
                 default_max_turns: o.subagent_max_turns,
+                walk: walk.clone(),
             }),
             _ => None,
         };
@@ -193,6 +197,7 @@ impl Actor for Session {
                     sandbox: cfg.sandbox,
                     delegate: None,
                     tasks: tasks.clone(),
+                    walk,
                 },
                 conversation: cfg.conversation,
                 subagents,
@@ -246,6 +251,7 @@ impl Actor for Session {
 async fn start_worktrees(
     cwd: &Path,
     base: Option<PathBuf>,
+    trusted: bool,
     supervisor: &ractor::ActorCell,
     events: &EventBus,
 ) -> Option<Arc<dyn Workspaces>> {
@@ -256,6 +262,7 @@ async fn start_worktrees(
     let args = WorktreeManagerArgs {
         repo: cwd.to_path_buf(),
         base_dir: base,
+        trusted,
     };
     let (actor, _) = Actor::spawn_linked(None, WorktreeManager, args, supervisor.clone())
         .await

@@ -1,11 +1,18 @@
 //! Delegation: what the `agent` tool asks of the agent that called it. The lead and each
 //! subagent implement `Delegator` by messaging their own actor, which spawns the new
-//! subagent linked under itself (so its supervisor sees it fail).
+//! subagent linked under itself (so its supervisor sees it fail). Also what the
+//! permission engine is told about each agent type ([`delegation`]), and the delegator's
+//! own check of the requested isolation ([`placement`]).
 
 use futures::future::BoxFuture;
 use ractor::{ActorRef, RpcReplyPort, rpc::CallResult};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+use super::catalog::Catalog;
+use super::definition::AgentDefinition;
+use crate::permission::delegation::{AgentProfile, Delegation, Isolation, Placement};
+use crate::tools::{Registry, Safety};
 
 /// A request to start a subagent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +26,8 @@ pub struct SpawnRequest {
     /// Return at once with the task id instead of waiting for the answer.
     pub run_in_background: bool,
     /// `worktree` or `none` (default: the definition's, else worktree in a git repo).
-    pub isolation: Option<String>,
+    /// The model may ask for `none` only for a read-only agent type.
+    pub isolation: Option<Isolation>,
     /// Model override.
     pub model: Option<String>,
 }
@@ -63,4 +71,49 @@ impl<M: ractor::Message> Delegator for ActorDelegate<M> {
             }
         })
     }
+}
+
+/// What the engine must know of `def`: its own isolation, and whether every tool it may
+/// use (of those in `registry`) is read-only.
+pub fn profile(def: &AgentDefinition, registry: &Registry) -> AgentProfile {
+    let all = || registry.definitions().map(|d| d.name.clone());
+    let allowed = def.allowed_tools(all());
+    let read_only = registry
+        .definitions()
+        .filter(|d| allowed.as_ref().is_none_or(|a| a.contains(&d.name)))
+        .all(|d| d.safety == Safety::ReadOnly);
+    AgentProfile {
+        // The catalog refuses other values when it loads a definition.
+        isolation: def.isolation.as_deref().and_then(|i| Isolation::parse(i).ok()),
+        read_only,
+    }
+}
+
+/// The engine's view of a session's agent types; `worktrees` says whether subagents get
+/// worktrees (a git repository and a session that gives them).
+pub fn delegation(catalog: &Catalog, registry: &Registry, worktrees: bool) -> Delegation {
+    Delegation {
+        agents: catalog
+            .agents
+            .iter()
+            .map(|(name, def)| (name.clone(), profile(def, registry)))
+            .collect(),
+        worktrees,
+    }
+}
+
+/// The delegator's own check, independent of the engine's (fail closed): where a
+/// subagent of `def` asked for with `req` works, or why it may not start.
+pub fn placement(
+    req: &SpawnRequest,
+    def: &AgentDefinition,
+    registry: &Registry,
+    worktrees: bool,
+) -> Result<Placement, String> {
+    crate::permission::delegation::placement(
+        &def.name,
+        req.isolation,
+        &profile(def, registry),
+        worktrees,
+    )
 }

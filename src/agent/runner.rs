@@ -65,6 +65,8 @@ pub struct RunPlace {
     pub delegate: Option<Arc<dyn Delegator>>,
     /// The session's task manager (`None`: no background tasks).
     pub tasks: Option<ActorRef<TaskMsg>>,
+    /// What directory walkers may show (built once per session from its policy).
+    pub walk: Arc<crate::permission::walk::WalkFilter>,
 }
 
 impl std::fmt::Debug for RunPlace {
@@ -182,6 +184,7 @@ impl Runner {
         tool_ctx.sandbox = place.sandbox.clone();
         tool_ctx.delegate = place.delegate.clone();
         tool_ctx.tasks = place.tasks.clone();
+        tool_ctx.walk = place.walk.clone();
         let caller = CallerContext {
             agent: agent.to_string(),
             mode: place.permission_mode,

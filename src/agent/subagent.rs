@@ -20,6 +20,7 @@ use super::mode::AgentMode;
 use super::monitor::watch_agent;
 use super::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use crate::permission::PermissionMode;
+use crate::permission::delegation::{Isolation, Placement};
 use crate::tasks::actor::{NewTask, TaskMsg};
 use crate::tasks::{TaskKind, TaskStatus};
 use crate::tools::CommandSandbox;
@@ -55,6 +56,8 @@ pub struct SubagentEnv {
     pub main_cwd: PathBuf,
     /// Turn limit when the definition sets none.
     pub default_max_turns: u32,
+    /// What directory walkers may show (the session's deny rules and credentials).
+    pub walk: Arc<crate::permission::walk::WalkFilter>,
 }
 
 /// Messages a subagent accepts.
@@ -107,6 +110,14 @@ pub async fn launch(
             env.catalog.names().join(", ")
         ));
     };
+    // Refused here as well as in the engine: the model may not move a writer into the
+    // main checkout.
+    super::delegate::placement(
+        &request,
+        def,
+        &env.runner.pipeline.registry,
+        env.workspaces.is_some(),
+    )?;
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Agent,
@@ -302,13 +313,18 @@ async fn work(
         .get(&request.subagent_type)
         .cloned()
         .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))?;
+    let placement = super::delegate::placement(
+        &request,
+        &def,
+        &env.runner.pipeline.registry,
+        env.workspaces.is_some(),
+    )?;
     let isolation = request
         .isolation
-        .clone()
-        .or(def.isolation.clone())
-        .unwrap_or_else(|| "worktree".into());
-    let (cwd, worktree_note, workspace) = match (&env.workspaces, isolation.as_str()) {
-        (Some(ws), "worktree") => {
+        .or(def.isolation.as_deref().and_then(|i| Isolation::parse(i).ok()))
+        .unwrap_or(Isolation::Worktree);
+    let (cwd, worktree_note, workspace) = match (&env.workspaces, placement) {
+        (Some(ws), Placement::Worktree) => {
             let root = ws.create(&task_id, &request.description).await?;
             let rel = env
                 .main_cwd
@@ -323,7 +339,7 @@ use paths inside your worktree. You cannot write outside it.",
             );
             (cwd, note, Some((ws.clone(), root)))
         }
-        (None, "worktree") => (
+        (None, _) if isolation == Isolation::Worktree => (
             env.main_cwd.clone(),
             "\n\nThis project is not a git repository, so you work in the main directory."
                 .to_string(),
@@ -377,6 +393,7 @@ use paths inside your worktree. You cannot write outside it.",
         sandbox: CommandSandbox::Landlock { writable_roots },
         delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
         tasks: Some(env.tasks.clone()),
+        walk: env.walk.clone(),
     };
     let watcher = watch_agent(
         &runner.pipeline.events,

@@ -9,6 +9,7 @@ pub mod run;
 pub mod sessions;
 pub mod setup;
 pub mod tasks;
+pub mod trust;
 pub mod worktrees;
 
 use std::path::PathBuf;
@@ -127,6 +128,9 @@ pub enum Command {
         #[command(subcommand)]
         cmd: tasks::TasksCmd,
     },
+    /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
+    /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
+    Trust(trust::TrustArgs),
 }
 
 async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> {
@@ -137,6 +141,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
+        Command::Trust(args) => trust::run(args, cwd, &mut out),
     }
 }
 

@@ -74,7 +74,7 @@ pub async fn prepare(
     let cwd = working_dir(cli)?;
     let project_root = crate::store::project_root(&cwd);
     let home = crate::store::home_dir();
-    let (policy, warnings) = Policy::load(&project_root, home.as_deref())?;
+    let (mut policy, warnings) = Policy::load(&project_root, home.as_deref())?;
     for w in warnings {
         warn(w.to_string());
     }
@@ -119,6 +119,10 @@ pub async fn prepare(
             .chain(orchestration_tools(&catalog)),
     )?;
     registry.alias("Task", "agent")?;
+    // The engine decides delegation from each agent type's isolation and read-only-ness,
+    // and from whether subagents get worktrees here.
+    let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
+    policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     let events = EventBus::new();
     let model_name = chosen.model.clone();
     let session = SessionHandle::start(SessionConfig {

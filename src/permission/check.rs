@@ -9,7 +9,7 @@ use super::rules::{self, Rule, RuleKind, Subject};
 use super::shell::Part;
 use super::{
     Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
-    mode, sandbox, shell,
+    delegation, mode, sandbox, shell,
 };
 
 /// Decides one call. Pure apart from reading the file system to resolve symlinks.
@@ -110,7 +110,7 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
     let mut d = match &c.target {
         Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
         Target::Command(cmd) => command_decision(&ctx, cmd),
-        Target::Agent(t) => named_decision(&ctx, category, &Subject::Agent(t), t),
+        Target::Agent(t) => agent_decision(&ctx, category, t),
         Target::Mcp(n) => named_decision(&ctx, category, &Subject::Mcp(n), n),
         Target::None => fallback(ctx.mode(), category, ""),
     };
@@ -196,6 +196,29 @@ fn named_decision(
         None => fallback(ctx.mode(), category, ""),
     };
     d.target = Some(what.to_string());
+    d
+}
+
+/// Starting a subagent (`delegation.rs`): a deny rule denies; a model-chosen
+/// `isolation: none` for an agent that is not read-only is refused whatever the rules or
+/// mode; then ask/allow rules; then a worktree-isolated or read-only subagent starts
+/// without approval in default/acceptEdits while an in-place writer asks.
+fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> Decision {
+    let rule = rules::decide(&ctx.policy.rules, &Subject::Agent(kind));
+    let by_mode = delegation::fallback(
+        &ctx.policy.delegation,
+        ctx.mode(),
+        kind,
+        &ctx.req.call.arguments,
+    );
+    let mut d = match (rule, by_mode) {
+        (Some(r), _) if r.kind == RuleKind::Deny => from_rule(r, kind),
+        (_, Err(why)) => Decision::new(Verdict::Deny, Source::Arguments, why),
+        (Some(r), _) => from_rule(r, kind),
+        (None, Ok(Some(d))) => d,
+        (None, Ok(None)) => fallback(ctx.mode(), category, ""),
+    };
+    d.target = Some(kind.to_string());
     d
 }
 

@@ -9,19 +9,24 @@
 //! Modules: `classify` (tool → category, target), `shell` (bash parsing, wrappers),
 //! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
 //! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
-//! `Policy::load`), `grants` (approvals → rules), `check` (the decision), `actor`.
+//! `Policy::load`), `trust` (trusted folders), `grants` (approvals → rules),
+//! `delegation` (starting subagents), `walk` (what directory walkers may show), `check`
+//! (the decision), `actor`.
 
 pub mod actor;
 pub mod blacklist;
 mod check;
 pub mod classify;
 pub mod commands;
+pub mod delegation;
 pub mod grants;
 pub mod mode;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
 pub mod shell;
+pub mod trust;
+pub mod walk;
 
 use std::path::PathBuf;
 
@@ -194,6 +199,11 @@ pub struct Policy {
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
     pub max_concurrent_agents: Option<usize>,
+    /// Whether the project folder is trusted: only then did its shared settings (allow
+    /// rules, a looser `defaultMode`, `worktree.setup`) take effect.
+    pub trusted: bool,
+    /// What the engine knows of the agent types it may be asked to start.
+    pub delegation: delegation::Delegation,
 }
 
 /// A rule as shown by `crew permissions list`.

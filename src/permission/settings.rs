@@ -5,7 +5,11 @@
 //!
 //! A cloned repository's project file must not unlock what the user did not: its
 //! `defaultMode: bypassPermissions`/`dontAsk`, `additionalDirectories` and
-//! `sandbox.writableRoots` are ignored with a warning (put them in settings.local.json).
+//! `sandbox.writableRoots` are always ignored with a warning (put them in
+//! settings.local.json). Its allow rules, a `defaultMode` looser than `default` and
+//! `worktree.setup` apply only in a folder the user trusted (`trust.rs`); elsewhere one
+//! warning names each ignored entry. Its deny and ask rules always apply: they only
+//! tighten. `.claude/settings.json` is not read at all.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::rules::{Rule, RuleKind};
+use super::trust::TrustStore;
 use super::{Layer, PermissionMode, Policy, sandbox};
 
 /// The OS sandbox settings (`sandbox` key); the command runner applies them.
@@ -86,6 +91,8 @@ struct RawSettings {
     model: Option<String>,
     #[serde(rename = "maxConcurrentAgents")]
     max_concurrent_agents: Option<usize>,
+    /// Read only to report an ignored `worktree.setup` (the worktree module applies it).
+    worktree: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -127,19 +134,32 @@ pub fn find_project_root(start: &Path, home: Option<&Path>) -> PathBuf {
 
 impl Policy {
     /// Loads the user, project and local settings of `project_root` (missing files are
-    /// fine). `home` decides the user file and expands `~`.
+    /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
+    /// and expands `~`.
     pub fn load(
         project_root: &Path,
         home: Option<&Path>,
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
         let root =
             std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+        let mut warnings = Vec::new();
+        // Fail closed: no home or an unreadable trust list means not trusted.
+        let trusted = match home.map(TrustStore::for_home) {
+            None => false,
+            Some(store) => store.is_trusted(&root).unwrap_or_else(|e| {
+                warnings.push(Warning {
+                    file: Some(store.path().to_path_buf()),
+                    message: format!("{e}; treating {} as not trusted", root.display()),
+                });
+                false
+            }),
+        };
         let mut policy = Policy {
             project_root: Some(root.clone()),
             home: home.map(Path::to_path_buf),
+            trusted,
             ..Policy::default()
         };
-        let mut warnings = Vec::new();
         let mut mode_set = false;
         // Highest layer first: single values come from the highest layer that sets them.
         for (layer, path) in files(&root, home) {
@@ -150,6 +170,9 @@ impl Policy {
                     message,
                 })
             };
+            // What an untrusted project file asked for and did not get.
+            let shared_untrusted = layer == Layer::Project && !trusted;
+            let mut ignored: Vec<String> = Vec::new();
             for (kind, list, key) in [
                 (RuleKind::Deny, &raw.permissions.deny, "deny"),
                 (RuleKind::Ask, &raw.permissions.ask, "ask"),
@@ -163,6 +186,10 @@ impl Policy {
                         );
                         continue;
                     };
+                    if shared_untrusted && kind == RuleKind::Allow {
+                        ignored.push(format!("permissions.{key}[{index}] `{text}`"));
+                        continue;
+                    }
                     match Rule::parse(text, kind, layer, home) {
                         Ok(mut rule) => {
                             rule.file = Some(path.clone());
@@ -176,7 +203,7 @@ impl Policy {
                     }
                 }
             }
-            let trusted = layer != Layer::Project;
+            let own = layer != Layer::Project;
             if let Some(name) = &raw.permissions.default_mode
                 && !mode_set
             {
@@ -184,7 +211,9 @@ impl Policy {
                 if let Some(w) = w {
                     warn(&mut warnings, format!("permissions.defaultMode: {w}"));
                 }
-                if !trusted
+                if shared_untrusted && mode == PermissionMode::AcceptEdits {
+                    ignored.push(format!("permissions.defaultMode `{mode}`"));
+                } else if !own
                     && matches!(
                         mode,
                         PermissionMode::BypassPermissions | PermissionMode::DontAsk
@@ -202,7 +231,7 @@ impl Policy {
                 }
             }
             for (index, dir) in raw.permissions.additional_directories.iter().enumerate() {
-                if !trusted {
+                if !own {
                     warn(
                         &mut warnings,
                         format!(
@@ -222,7 +251,7 @@ impl Policy {
             }
             if let Some(sb) = &raw.sandbox {
                 policy.sandbox.enabled |= sb.enabled;
-                if trusted {
+                if own {
                     policy.sandbox.writable_roots.extend(
                         sb.writable_roots
                             .iter()
@@ -231,6 +260,21 @@ impl Policy {
                 } else if !sb.writable_roots.is_empty() {
                     warn(&mut warnings, "sandbox.writableRoots is ignored in project settings; set it in .crew/settings.local.json".into());
                 }
+            }
+            if shared_untrusted
+                && let Some(setup) = raw.worktree.as_ref().and_then(|w| w.get("setup"))
+            {
+                ignored.push(format!("worktree.setup {setup}"));
+            }
+            if !ignored.is_empty() {
+                warn(
+                    &mut warnings,
+                    format!(
+                        "this folder is not trusted, so these shared settings were ignored: {}. Its deny and ask rules still apply. If you trust this repository's settings, run `crew trust {}`",
+                        ignored.join(", "),
+                        root.display()
+                    ),
+                );
             }
             if policy.model.is_none() {
                 policy.model = raw.model.clone();

@@ -61,7 +61,7 @@ Agent types (subagent_type):\n{}",
                         ),
                         (
                             "isolation",
-                            json!({"type": "string", "enum": ["worktree", "none"], "description": "worktree (default) or none (work in the main checkout; read-only agents)."}),
+                            json!({"type": "string", "enum": ["worktree", "none"], "description": "worktree (default) or none (work in the main checkout): none is refused unless the agent type is read-only (e.g. explore, plan)."}),
                         ),
                         (
                             "model",

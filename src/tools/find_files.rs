@@ -10,6 +10,8 @@ use ignore::WalkBuilder;
 use serde_json::{Value, json};
 
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::classify::ToolKind;
+use crate::permission::walk::WalkScope;
 
 /// Paths returned at most; the rest are counted.
 pub const MAX_RESULTS: usize = 100;
@@ -60,7 +62,8 @@ impl Tool for FindFiles {
             .build()
             .map_err(|e| ToolError::InvalidInput(format!("argument `pattern`: {e}")))?
             .compile_matcher();
-        tokio::task::spawn_blocking(move || find(&root, &shown_root, &pattern, &matcher))
+        let scope = ctx.walk.scope(&ctx.cwd, ToolKind::FindFiles);
+        tokio::task::spawn_blocking(move || find(&root, &shown_root, &pattern, &matcher, scope))
             .await
             .map_err(|e| ToolError::Failed(format!("the search was interrupted: {e}")))?
     }
@@ -72,6 +75,7 @@ fn find(
     shown_root: &str,
     pattern: &str,
     matcher: &GlobMatcher,
+    scope: WalkScope,
 ) -> Result<String, ToolError> {
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => {}
@@ -90,9 +94,10 @@ fn find(
     // An absolute pattern is matched against absolute paths, a relative one against
     // paths relative to the root.
     let absolute = Path::new(pattern).is_absolute();
-    let mut found: Vec<(SystemTime, PathBuf)> = walker(root)
+    let mut found: Vec<(SystemTime, PathBuf)> = walker(root, &scope)
         .build()
         .flatten()
+        .filter(|e| e.depth() > 0 || scope.allows(e.path()))
         .filter(|e| {
             e.file_type().is_some_and(|t| t.is_file())
                 || (e.path_is_symlink() && e.path().is_file())
@@ -134,12 +139,15 @@ fn find(
 }
 
 /// The shared walk configuration: `.gitignore`/`.ignore` respected even outside a git
-/// repository, hidden files included, `.git` itself skipped.
-pub(crate) fn walker(root: &Path) -> WalkBuilder {
+/// repository, hidden files included, `.git` itself skipped, and every entry below the
+/// root checked against `scope` (deny rules, credentials) before it is shown or entered.
+/// The walker never yields the root to its filter: callers check depth-0 entries.
+pub(crate) fn walker(root: &Path, scope: &WalkScope) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
+    let scope = scope.clone();
     b.require_git(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .hidden(false)
-        .filter_entry(|e| e.file_name() != ".git");
+        .filter_entry(move |e| e.file_name() != ".git" && scope.allows(e.path()));
     b
 }

@@ -114,6 +114,9 @@ pub struct ToolContext {
     pub delegate: Option<std::sync::Arc<dyn crate::agent::delegate::Delegator>>,
     /// The session's task manager (background tasks and the `task_*` tools).
     pub tasks: Option<ractor::ActorRef<crate::tasks::actor::TaskMsg>>,
+    /// What `find_files` and `search_code` may show: the session's Read deny rules and
+    /// the credential locations (by default, credentials only).
+    pub walk: std::sync::Arc<crate::permission::walk::WalkFilter>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -138,6 +141,7 @@ impl ToolContext {
             sandbox: CommandSandbox::None,
             delegate: None,
             tasks: None,
+            walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
         }
     }
 

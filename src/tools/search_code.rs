@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use super::find_files::walker;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::classify::ToolKind;
+use crate::permission::walk::WalkScope;
 
 /// Entries returned when the call gives no `head_limit`.
 pub const DEFAULT_HEAD_LIMIT: usize = 500;
@@ -110,6 +112,7 @@ impl Tool for SearchCode {
             mode,
             context,
             head_limit: head_limit.max(1),
+            scope: ctx.walk.scope(&ctx.cwd, ToolKind::SearchCode),
         };
         tokio::task::spawn_blocking(move || query.run())
             .await
@@ -128,6 +131,8 @@ struct Query {
     mode: OutputMode,
     context: usize,
     head_limit: usize,
+    /// Deny rules and credentials: what may be opened.
+    scope: WalkScope,
 }
 
 impl Query {
@@ -153,8 +158,12 @@ impl Query {
         let mut out = Capped::new(self.head_limit);
         let mut files: Vec<(SystemTime, String)> = Vec::new();
         let mut binary_skipped = 0usize;
-        for entry in walker(&self.root).build().flatten() {
+        for entry in walker(&self.root, &self.scope).build().flatten() {
             if !entry.file_type().is_some_and(|t| t.is_file()) || !self.glob_allows(entry.path()) {
+                continue;
+            }
+            // The walker's filter skips the root; a file given as `path` is checked here.
+            if entry.depth() == 0 && !self.scope.allows(entry.path()) {
                 continue;
             }
             let mut sink = FileSink::default();

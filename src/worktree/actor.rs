@@ -84,6 +84,9 @@ pub struct WorktreeManagerArgs {
     pub repo: PathBuf,
     /// Where worktrees go; `None` for `~/.crew/worktrees`. Tests pass a temporary folder.
     pub base_dir: Option<PathBuf>,
+    /// Whether the project folder is trusted: only then does the `worktree.setup`
+    /// command of its shared `.crew/settings.json` run in new worktrees.
+    pub trusted: bool,
 }
 
 /// Runs `op` on the blocking pool and waits for it (see the module comment for why
@@ -109,7 +112,12 @@ impl Actor for WorktreeManager {
         args: WorktreeManagerArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let opened = tokio::task::spawn_blocking(move || {
-            Manager::open(&args.repo, args.base_dir.as_deref())
+            Manager::open(&args.repo, args.base_dir.as_deref()).map(|mut m| {
+                if !args.trusted {
+                    m.ignore_setup();
+                }
+                m
+            })
         })
         .await?;
         Ok(opened?)

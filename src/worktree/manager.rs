@@ -77,6 +77,12 @@ impl Manager {
         self.settings.setup.as_deref()
     }
 
+    /// Drops the `worktree.setup` command: a folder the user has not trusted cannot make
+    /// crewmaster run its commands.
+    pub fn ignore_setup(&mut self) {
+        self.settings.setup = None;
+    }
+
     fn repo(&self) -> Result<Repository, WorktreeError> {
         Ok(git::open_main(&self.root)?.0)
     }

@@ -80,6 +80,7 @@ impl Fixture {
         let args = WorktreeManagerArgs {
             repo: self.repo.clone(),
             base_dir: Some(self.base.clone()),
+            trusted: true,
         };
         let (actor, _) = Actor::spawn(None, WorktreeManager, args)
             .await

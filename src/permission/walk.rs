@@ -1,0 +1,151 @@
+//! What a directory walker (`find_files`, `search_code`) may show or open. The engine
+//! decides on the directory a walk starts from; everything found below it must pass here
+//! too, or `search_code TOPSECRET` prints a file that `Read(./secrets/**)` denies, and a
+//! walk of the home directory (or a symlink inside the project) reaches `~/.ssh/id_rsa`.
+//!
+//! Built once per session from the `Policy` ([`WalkFilter::new`]) and shared through an
+//! `Arc`; each walk takes a [`WalkScope`] for the calling agent's cwd.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::classify::ToolKind;
+use super::rules::{self, Rule, RuleKind, Subject};
+use super::{Policy, sandbox};
+
+/// The deny rules and credential locations every walked entry is checked against.
+#[derive(Debug, Clone, Default)]
+pub struct WalkFilter {
+    /// The deny rules (those of other tools never match a walker's subjects).
+    denies: Vec<Rule>,
+    /// Home directories whose credential locations are hidden.
+    homes: Vec<PathBuf>,
+    /// Base of relative rule patterns.
+    project_root: Option<PathBuf>,
+}
+
+impl WalkFilter {
+    /// The filter for a session's policy: its Read/Glob/Grep deny rules and the
+    /// credential locations of its home (or, without one, the user's).
+    pub fn new(policy: &Policy) -> Self {
+        let denies = policy
+            .rules
+            .iter()
+            .filter(|r| r.kind == RuleKind::Deny)
+            .cloned()
+            .collect();
+        Self {
+            denies,
+            homes: home_dirs(policy.home.as_deref()),
+            project_root: policy.project_root.clone(),
+        }
+    }
+
+    /// A filter with no rules that still hides the user's credentials: the fail-closed
+    /// default for a tool context built without a session.
+    pub fn credentials_only() -> Self {
+        Self {
+            denies: Vec::new(),
+            homes: home_dirs(None),
+            project_root: None,
+        }
+    }
+
+    /// The filter as seen from an agent working in `cwd`, for walks by `tool`.
+    pub fn scope(self: &Arc<Self>, cwd: &Path, tool: ToolKind) -> WalkScope {
+        let mut bases: Vec<PathBuf> = self.project_root.iter().cloned().collect();
+        if let Ok(real) = std::fs::canonicalize(cwd)
+            && !bases.contains(&real)
+        {
+            bases.push(real);
+        }
+        WalkScope {
+            filter: self.clone(),
+            bases,
+            tool,
+        }
+    }
+}
+
+/// The user's home directories (as given and canonical), for credential matching.
+fn home_dirs(home: Option<&Path>) -> Vec<PathBuf> {
+    match home {
+        Some(h) => sandbox::homes(Some(h)),
+        None => sandbox::homes(crate::store::home_dir().as_deref()),
+    }
+}
+
+/// A [`WalkFilter`] applied from one cwd.
+#[derive(Debug, Clone)]
+pub struct WalkScope {
+    filter: Arc<WalkFilter>,
+    bases: Vec<PathBuf>,
+    tool: ToolKind,
+}
+
+impl WalkScope {
+    /// Whether a walked entry may be shown, opened or descended into. `path` is the entry
+    /// as the walker found it (absolute); its real location is looked up too, so a
+    /// symlink to a credential or to a denied file is hidden like the file itself. An
+    /// entry whose real location cannot be resolved is hidden (fail closed).
+    pub fn allows(&self, path: &Path) -> bool {
+        let lexical = sandbox::lexical(path);
+        let Ok(real) = std::fs::canonicalize(path) else {
+            return false;
+        };
+        for p in [&lexical, &real] {
+            if sandbox::credential(p, &self.filter.homes).is_some() || self.denied(p) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn denied(&self, path: &Path) -> bool {
+        [ToolKind::ReadFile, self.tool].iter().any(|kind| {
+            let subject = Subject::Path {
+                kind: *kind,
+                real: path,
+                bases: &self.bases,
+            };
+            rules::decide(&self.filter.denies, &subject).is_some()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::Layer;
+
+    #[test]
+    fn hides_denied_files_credentials_and_links_to_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().canonicalize().unwrap();
+        let proj = home.join("proj");
+        std::fs::create_dir_all(proj.join("secrets")).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/id_rsa"), "KEY").unwrap();
+        std::fs::write(proj.join("secrets/key.txt"), "TOPSECRET").unwrap();
+        std::fs::write(proj.join("ok.txt"), "fine").unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), proj.join("key")).unwrap();
+        std::os::unix::fs::symlink(proj.join("secrets/key.txt"), proj.join("alias")).unwrap();
+        let rule = Rule::parse("Read(./secrets/**)", RuleKind::Deny, Layer::User, None).unwrap();
+        let policy = Policy {
+            project_root: Some(proj.clone()),
+            home: Some(home.clone()),
+            rules: vec![rule],
+            ..Policy::default()
+        };
+        let filter = Arc::new(WalkFilter::new(&policy));
+        let scope = filter.scope(&proj, ToolKind::SearchCode);
+        assert!(scope.allows(&proj.join("ok.txt")));
+        assert!(!scope.allows(&proj.join("secrets/key.txt")));
+        assert!(!scope.allows(&proj.join("alias")), "link to a denied file");
+        assert!(!scope.allows(&proj.join("key")), "link to a credential");
+        assert!(!scope.allows(&proj.join("missing")), "unresolvable");
+        let from_home = filter.scope(&home, ToolKind::FindFiles);
+        assert!(!from_home.allows(&home.join(".ssh")));
+        assert!(!from_home.allows(&home.join(".ssh/id_rsa")));
+    }
+}
