@@ -551,6 +551,7 @@ fn path_globs_and_mcp_and_agent_rules() {
         "project",
         r#"{"permissions":{"allow":["Edit(src/**/*.rs)","mcp__github","Agent(Explore)"],"deny":["Read(*.pem)","mcp__github__delete_*"]}}"#,
     );
+    f.trust();
     let table = [
         ("write_file", path("src/a/b.rs"), Allow),
         ("write_file", path("src/a/b.txt"), Ask),

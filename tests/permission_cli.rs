@@ -173,6 +173,16 @@ fn list_shows_rules_by_layer_with_their_files() {
         r#"{"permissions": {"allow": ["Read(src/**)"], "deny": ["Bash(rm:*)", "Nope(x)"]}}"#,
     );
     let cwd = f.proj.to_string_lossy().to_string();
+    // Untrusted: the project's allow rule is ignored, and the warning names it.
+    let (code, out) = run(&f, &["list", "--cwd", &cwd]).unwrap();
+    assert_eq!(code, 0);
+    assert!(out.contains("project  deny  Bash(rm:*)"), "{out}");
+    assert!(!out.contains("project  allow"), "{out}");
+    assert!(
+        out.contains("not trusted") && out.contains("permissions.allow[0] `Read(src/**)`"),
+        "{out}"
+    );
+    f.trust();
     let (code, out) = run(&f, &["list", "--cwd", &cwd]).unwrap();
     assert_eq!(code, 0);
     assert!(out.contains("project  deny  Bash(rm:*)"), "{out}");

@@ -241,3 +241,23 @@ pub fn tool_results(
         })
         .collect()
 }
+
+/// Runs the `crew` binary in `cwd` with `HOME` set to `home` and no provider keys.
+pub fn crew(cwd: &std::path::Path, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .expect("crew runs")
+}
+
+/// Writes `text` to `dir/rel`, creating its directory.
+pub fn put(dir: &std::path::Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}

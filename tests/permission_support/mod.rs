@@ -50,6 +50,13 @@ impl Fixture {
         std::fs::write(path, json).unwrap();
     }
 
+    /// Trusts the project folder (its shared settings take effect).
+    pub fn trust(&self) {
+        crewmaster::permission::trust::TrustStore::for_home(&self.home)
+            .trust(&self.proj)
+            .unwrap();
+    }
+
     pub fn policy(&self) -> Policy {
         Policy::load(&self.proj, Some(&self.home)).unwrap().0
     }
