@@ -397,3 +397,50 @@ fn always_allow_saves_a_rule_to_settings_local_json() {
     tui.line("/permissions");
     tui.wait_for(&["Rules (deny, then ask, then allow)", "settings.local.json"]);
 }
+
+#[test]
+fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
+    let (dir, script) = setup(
+        r#"{"turns":[
+        {"text":"Writing.","tool_calls":[{"id":"w1","name":"write_file","input":{"path":"a.txt","content":"one"}}]},
+        {"text":"All done."}]}"#,
+    );
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join(".crew")).unwrap();
+    std::fs::write(
+        work.join(".crew/settings.json"),
+        r#"{"permissions":{"allow":["Write"]}}"#,
+    )
+    .unwrap();
+    let trusted = dir.path().join("home/.crew/trusted.json");
+
+    // Declined: the session starts, says what it ignored, and the write still asks.
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    let screen = tui.wait_for(&["Trust this folder?", "permissions.allow: Write", "[y]"]);
+    assert!(!screen.contains("type a task"), "asked before the session starts");
+    tui.send("n");
+    tui.wait_for(&["type a task", "not trusted", "`Write`"]);
+    tui.line("write it");
+    tui.wait_for(&["lead wants to run write_file"]);
+    assert!(!trusted.exists());
+    drop(tui);
+
+    // Trusted: recorded in the user's config, and the project's allow rule applies.
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    tui.wait_for(&["Trust this folder?"]);
+    tui.send("y");
+    tui.wait_for(&["type a task"]);
+    let list = std::fs::read_to_string(&trusted).unwrap();
+    assert!(
+        list.contains(&work.canonicalize().unwrap().display().to_string()),
+        "{list}"
+    );
+    tui.line("write it");
+    wait_file(&work.join("a.txt"), "one");
+    drop(tui);
+
+    // Once trusted, there is no prompt.
+    let tui = Tui::start(dir.path(), &script, &[]);
+    let screen = tui.wait_for(&["type a task"]);
+    assert!(!screen.contains("Trust this folder?"), "{screen}");
+}

@@ -12,6 +12,7 @@ pub mod runtime;
 pub mod status;
 pub mod tasks_panel;
 pub mod transcript;
+pub mod trust_prompt;
 pub mod view;
 
 pub use runtime::run;

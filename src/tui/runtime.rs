@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::app::{App, Effect, SessionInfo};
 use super::transcript::Entry;
+use super::trust_prompt::{self, Answer, TrustPrompt};
 use super::view;
 use crate::agent::catalog::Catalog;
 use crate::agent::lead::LeadMsg;
@@ -42,6 +43,7 @@ const LOG_TAIL_BYTES: usize = 64 * 1024;
 
 /// Runs the interactive UI until the user quits; returns the exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    ask_trust(&cli).await?;
     let (approval_tx, mut approvals) = mpsc::unbounded_channel();
     let mut warnings = Vec::new();
     let prepared = prepare(&cli, ApproverPolicy::Forward(approval_tx), &mut |w| {
@@ -68,6 +70,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     result?;
     eprintln!("crew: session {session_id} saved; resume it with `crew --resume {session_id}`");
     Ok(0)
+}
+
+/// The first-run trust prompt, before the session (and its settings) are loaded.
+async fn ask_trust(cli: &Cli) -> anyhow::Result<()> {
+    let cwd = crate::cli::setup::working_dir(cli)?;
+    let root = crate::store::project_root(&cwd);
+    let Some(prompt) = TrustPrompt::needed(&root, crate::store::home_dir().as_deref()) else {
+        return Ok(());
+    };
+    let mut terminal = ratatui::try_init()?;
+    let answer = trust_prompt::ask(&mut terminal, &prompt).await;
+    ratatui::restore();
+    if answer? == Answer::Trust {
+        prompt.grant()?;
+    }
+    Ok(())
 }
 
 fn session_info(p: &Prepared) -> SessionInfo {
