@@ -158,6 +158,21 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
     for f in ["one.txt", "two.txt", "three.txt", "gp.txt", "inplace.txt"] {
         assert!(!repo.join(f).exists(), "{f} in the main checkout");
     }
+
+    // `crew permissions check` decides `agent` calls as the session did.
+    for (input, code) in [
+        (r#"{"prompt":"p","subagent_type":"w1"}"#, 0),
+        (r#"{"prompt":"p","subagent_type":"w1","isolation":"none"}"#, 3),
+        (r#"{"prompt":"p","subagent_type":"inplace"}"#, 2),
+        (r#"{"prompt":"p","subagent_type":"explore","isolation":"none"}"#, 0),
+    ] {
+        let out = crew(
+            &repo,
+            &home,
+            &["permissions", "check", "--tool", "agent", "--input", input],
+        );
+        assert_eq!(out.status.code(), Some(code), "{input}: {out:?}");
+    }
 }
 
 /// The engine's decisions for `agent` calls, through `permission::check` with a policy

@@ -43,15 +43,15 @@ pub enum ApprovalAnswer {
 pub fn headless_refusal(req: &ApprovalRequest) -> String {
     let how = match req.decision.category {
         Some(Category::Write) => {
-            "rerun with `--permission-mode acceptEdits`, or add an allow rule such as `Write(src/**)` to .crew/settings.json"
+            "rerun with `--permission-mode acceptEdits`, or add an allow rule such as `Write(src/**)` to .crew/settings.local.json"
         }
         Some(Category::Exec) => {
-            "add an allow rule such as `Bash(npm run test:*)` to .crew/settings.json, or rerun with `--permission-mode bypassPermissions` if you trust the task"
+            "add an allow rule such as `Bash(npm run test:*)` to .crew/settings.local.json, or rerun with `--permission-mode bypassPermissions` if you trust the task"
         }
         Some(Category::Read) => {
             "rerun with `--permission-mode default` (reads are allowed there), or add an allow rule such as `Read(**)`"
         }
-        _ => "add an allow rule for this tool to .crew/settings.json",
+        _ => "add an allow rule for this tool to .crew/settings.local.json",
     };
     format!(
         "`{}` needs approval ({}) and nobody can answer in headless mode; to allow it, {how}",

@@ -126,7 +126,16 @@ fn load(
     let cwd = std::fs::canonicalize(&cwd)
         .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
     let root = find_project_root(&cwd, home);
-    let (policy, warnings) = Policy::load(&root, home)?;
+    let (mut policy, warnings) = Policy::load(&root, home)?;
+    // `agent` calls are decided from the agent types, as in a session.
+    let catalog = crate::agent::catalog::Catalog::load(&root, home);
+    let tools = crate::tools::builtin_tools()
+        .into_iter()
+        .chain(crate::tools::orchestration_tools(&catalog));
+    if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
+        let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
+        policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
+    }
     Ok((
         cwd,
         policy,
