@@ -103,8 +103,16 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
     assert!(out.status.success(), "{stderr}");
 
     // The three worktree subagents started with no approval; only the two attacks failed.
-    assert_eq!(stderr.matches("✓ agent Started background task").count(), 3, "{stderr}");
-    assert_eq!(stderr.matches("✗ agent [permission_denied]").count(), 2, "{stderr}");
+    assert_eq!(
+        stderr.matches("✓ agent Started background task").count(),
+        3,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("✗ agent [permission_denied]").count(),
+        2,
+        "{stderr}"
+    );
     let first_results = std::fs::read_to_string(&record)
         .unwrap()
         .lines()
@@ -147,7 +155,10 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
         let files: Vec<&str> = status.lines().collect();
         assert_eq!(files.len(), 1, "{}: {status}", wt.display());
         let file = files[0].trim_start_matches("?? ");
-        assert!(["one.txt", "two.txt", "three.txt"].contains(&file), "{status}");
+        assert!(
+            ["one.txt", "two.txt", "three.txt"].contains(&file),
+            "{status}"
+        );
         assert_eq!(
             git(wt, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
             branch
@@ -162,9 +173,15 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
     // `crew permissions check` decides `agent` calls as the session did.
     for (input, code) in [
         (r#"{"prompt":"p","subagent_type":"w1"}"#, 0),
-        (r#"{"prompt":"p","subagent_type":"w1","isolation":"none"}"#, 3),
+        (
+            r#"{"prompt":"p","subagent_type":"w1","isolation":"none"}"#,
+            3,
+        ),
         (r#"{"prompt":"p","subagent_type":"inplace"}"#, 2),
-        (r#"{"prompt":"p","subagent_type":"explore","isolation":"none"}"#, 0),
+        (
+            r#"{"prompt":"p","subagent_type":"explore","isolation":"none"}"#,
+            0,
+        ),
     ] {
         let out = crew(
             &repo,
@@ -188,9 +205,12 @@ fn engine_decides_delegation_by_isolation_and_read_only_ness() {
 
     let dir = tempfile::tempdir().unwrap();
     let catalog = Catalog::load(dir.path(), None);
-    let registry =
-        Registry::with_tools(builtin_tools().into_iter().chain(orchestration_tools(&catalog)))
-            .unwrap();
+    let registry = Registry::with_tools(
+        builtin_tools()
+            .into_iter()
+            .chain(orchestration_tools(&catalog)),
+    )
+    .unwrap();
     let mut policy = Policy {
         delegation: crewmaster::agent::delegate::delegation(&catalog, &registry, true),
         ..Policy::default()

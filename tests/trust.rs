@@ -104,7 +104,10 @@ fn an_untrusted_clone_cannot_allow_itself_commands_until_trusted() {
     let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &model]);
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("✗ run_command [permission_denied]"), "{stderr}");
+    assert!(
+        stderr.contains("✗ run_command [permission_denied]"),
+        "{stderr}"
+    );
     assert!(stderr.contains("not trusted"), "{stderr}");
     assert!(!marker.exists(), "the untrusted allow rule ran the command");
 
@@ -134,7 +137,10 @@ fn an_untrusted_clone_cannot_allow_itself_commands_until_trusted() {
     let listed = crew(&c.proj, &c.home, &["trust", "--list"]);
     assert_eq!(text(&listed).0.trim(), c.proj.display().to_string());
     let v: serde_json::Value = serde_json::from_str(text(&check(&c)).0.trim()).unwrap();
-    assert_eq!((&v["decision"], &v["source"]), (&"allow".into(), &"rule:project".into()));
+    assert_eq!(
+        (&v["decision"], &v["source"]),
+        (&"allow".into(), &"rule:project".into())
+    );
     let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &model]);
     assert!(out.status.success(), "{}", text(&out).1);
     assert!(marker.exists(), "trusted: the project's allow rule applies");
@@ -145,7 +151,11 @@ fn an_untrusted_clone_cannot_allow_itself_commands_until_trusted() {
     assert!(out.status.success(), "{}", text(&out).1);
     let v: serde_json::Value = serde_json::from_str(text(&check(&c)).0.trim()).unwrap();
     assert_eq!(v["decision"], "ask");
-    assert!(text(&crew(&c.proj, &c.home, &["trust", "--list"])).0.contains("no trusted folders"));
+    assert!(
+        text(&crew(&c.proj, &c.home, &["trust", "--list"]))
+            .0
+            .contains("no trusted folders")
+    );
     let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &model]);
     assert!(out.status.success());
     assert!(!marker.exists());
@@ -189,7 +199,11 @@ fn trust_refuses_home_and_root_and_names_what_to_do() {
     for dir in ["/", c.home.to_str().unwrap()] {
         let out = crew(&c.proj, &c.home, &["trust", dir]);
         assert_eq!(out.status.code(), Some(2));
-        assert!(text(&out).1.contains("trust the project folder"), "{}", text(&out).1);
+        assert!(
+            text(&out).1.contains("trust the project folder"),
+            "{}",
+            text(&out).1
+        );
     }
     assert!(!c.home.join(".crew/trusted.json").exists());
 }

@@ -417,7 +417,10 @@ fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
     // Declined: the session starts, says what it ignored, and the write still asks.
     let mut tui = Tui::start(dir.path(), &script, &[]);
     let screen = tui.wait_for(&["Trust this folder?", "permissions.allow: Write", "[y]"]);
-    assert!(!screen.contains("type a task"), "asked before the session starts");
+    assert!(
+        !screen.contains("type a task"),
+        "asked before the session starts"
+    );
     tui.send("n");
     tui.wait_for(&["type a task", "not trusted", "`Write`"]);
     tui.line("write it");

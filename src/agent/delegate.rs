@@ -84,7 +84,10 @@ pub fn profile(def: &AgentDefinition, registry: &Registry) -> AgentProfile {
         .all(|d| d.safety == Safety::ReadOnly);
     AgentProfile {
         // The catalog refuses other values when it loads a definition.
-        isolation: def.isolation.as_deref().and_then(|i| Isolation::parse(i).ok()),
+        isolation: def
+            .isolation
+            .as_deref()
+            .and_then(|i| Isolation::parse(i).ok()),
         read_only,
     }
 }

@@ -321,7 +321,10 @@ async fn work(
     )?;
     let isolation = request
         .isolation
-        .or(def.isolation.as_deref().and_then(|i| Isolation::parse(i).ok()))
+        .or(def
+            .isolation
+            .as_deref()
+            .and_then(|i| Isolation::parse(i).ok()))
         .unwrap_or(Isolation::Worktree);
     let (cwd, worktree_note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {

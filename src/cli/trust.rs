@@ -25,7 +25,8 @@ pub struct TrustArgs {
 
 /// Runs `crew trust` from `cwd`; returns the exit code.
 pub fn run(args: TrustArgs, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
-    let store = TrustStore::user().context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let store =
+        TrustStore::user().context("cannot find the home directory for ~/.crew (set HOME)")?;
     if args.list {
         let dirs = store.list()?;
         if dirs.is_empty() {
@@ -76,9 +77,7 @@ pub fn run(args: TrustArgs, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i
             d.display(),
             d.display()
         )?,
-        Granted::AlreadyCovered(by) => {
-            writeln!(out, "already trusted (through {})", by.display())?
-        }
+        Granted::AlreadyCovered(by) => writeln!(out, "already trusted (through {})", by.display())?,
     }
     Ok(0)
 }

@@ -87,7 +87,9 @@ pub fn placement(
             "isolation `none` is refused for agent type `{kind}`: it is not read-only, so it must work in its own worktree; omit `isolation`"
         ));
     }
-    let isolation = requested.or(profile.isolation).unwrap_or(Isolation::Worktree);
+    let isolation = requested
+        .or(profile.isolation)
+        .unwrap_or(Isolation::Worktree);
     Ok(match isolation {
         Isolation::Worktree if worktrees => Placement::Worktree,
         _ => Placement::InPlace,
@@ -212,7 +214,13 @@ mod tests {
             (&git, Default, "general-purpose", none, "refused"),
             (&git, BypassPermissions, "general-purpose", none, "refused"),
             (&git, Default, "unknown", none, "refused"),
-            (&git, Default, "general-purpose", r#"{"isolation":"vm"}"#, "refused"),
+            (
+                &git,
+                Default,
+                "general-purpose",
+                r#"{"isolation":"vm"}"#,
+                "refused",
+            ),
             // Read-only agents may work in place.
             (&git, Default, "explore", "{}", "Allow"),
             (&git, Default, "explore", none, "Allow"),

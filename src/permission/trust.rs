@@ -174,7 +174,10 @@ impl TrustStore {
                 source: std::io::Error::other("not a directory"),
             });
         }
-        let home = self.home.as_deref().and_then(|h| std::fs::canonicalize(h).ok());
+        let home = self
+            .home
+            .as_deref()
+            .and_then(|h| std::fs::canonicalize(h).ok());
         if real.parent().is_none() || Some(&real) == home.as_ref() {
             return Err(TrustError::TooBroad { dir: real });
         }
@@ -190,9 +193,8 @@ impl TrustStore {
     /// Removes the entry for `dir` (canonicalised when it still exists, else as given,
     /// made absolute).
     pub fn revoke(&self, dir: &Path) -> Result<Revoked, TrustError> {
-        let key = std::fs::canonicalize(dir).unwrap_or_else(|_| {
-            std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
-        });
+        let key = std::fs::canonicalize(dir)
+            .unwrap_or_else(|_| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
         let mut file = self.load()?;
         let before = file.trusted.len();
         file.trusted.retain(|t| *t != key);

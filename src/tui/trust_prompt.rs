@@ -122,14 +122,21 @@ fn unlocks(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let list = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().map(|r| r.as_str().unwrap_or("?").to_string()).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|r| r.as_str().unwrap_or("?").to_string())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let allow = list(v.pointer("/permissions/allow"));
     if !allow.is_empty() {
         out.push(format!("permissions.allow: {}", allow.join(", ")));
     }
-    if let Some(mode) = v.pointer("/permissions/defaultMode").and_then(Value::as_str) {
+    if let Some(mode) = v
+        .pointer("/permissions/defaultMode")
+        .and_then(Value::as_str)
+    {
         out.push(format!("permissions.defaultMode: {mode}"));
     }
     if let Some(setup) = v.pointer("/worktree/setup").and_then(Value::as_str) {
@@ -185,7 +192,11 @@ mod tests {
             r#"{"permissions":{"allow":["Bash","Edit"]},"worktree":{"setup":"npm ci"}}"#,
         )
         .unwrap();
-        assert_eq!(TrustPrompt::needed(&proj, None), None, "nowhere to store it");
+        assert_eq!(
+            TrustPrompt::needed(&proj, None),
+            None,
+            "nowhere to store it"
+        );
         let p = TrustPrompt::needed(&proj, Some(&home)).unwrap();
         assert_eq!(
             p.unlocks,
@@ -205,7 +216,12 @@ mod tests {
             .iter()
             .map(|c| c.symbol())
             .collect();
-        for want in ["Trust this folder?", "permissions.allow: Bash, Edit", "[y]", "[n]"] {
+        for want in [
+            "Trust this folder?",
+            "permissions.allow: Bash, Edit",
+            "[y]",
+            "[n]",
+        ] {
             assert!(screen.contains(want), "{want} in {screen}");
         }
         p.grant().unwrap();
