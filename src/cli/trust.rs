@@ -12,7 +12,8 @@ use crate::permission::trust::{Granted, Revoked, TrustStore};
 /// Arguments of `crew trust`.
 #[derive(Debug, Args)]
 pub struct TrustArgs {
-    /// The folder to trust (default: the current project's root).
+    /// The folder to trust (default: the current folder); a folder inside a project
+    /// trusts the project's root.
     #[arg(value_name = "DIR", conflicts_with_all = ["list", "revoke"])]
     pub dir: Option<PathBuf>,
     /// List the trusted folders.
@@ -63,13 +64,13 @@ pub fn run(args: TrustArgs, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i
             }
         });
     }
-    let dir = match args.dir {
-        Some(d) => cwd.join(d),
-        None => crate::store::project_root(
-            &std::fs::canonicalize(cwd)
-                .with_context(|| format!("cannot resolve {}", cwd.display()))?,
-        ),
-    };
+    // A folder inside a project stands for the project: its root's settings are the ones
+    // that take effect.
+    let given = args.dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
+    let dir = crate::store::project_root(
+        &std::fs::canonicalize(&given)
+            .with_context(|| format!("cannot trust {}: no such directory", given.display()))?,
+    );
     match store.trust(&dir)? {
         Granted::Added(d) => writeln!(
             out,
