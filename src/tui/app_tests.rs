@@ -296,7 +296,22 @@ fn permissions_lists_the_rules_of_the_settings_files() {
     a.info.project_root = dir.path().to_path_buf();
     type_line(&mut a, "/permissions");
     let text = notices(&a);
-    assert!(text.contains("allow Read(src/**)"), "{text}");
+    // The folder is not trusted: the project's allow rule is ignored, and said so.
+    assert!(!text.contains("allow Read(src/**)"), "{text}");
+    assert!(
+        text.contains("not trusted") && text.contains("`Read(src/**)`"),
+        "{text}"
+    );
     assert!(text.contains("deny Bash(rm:*)"), "{text}");
     assert!(text.contains("settings.json"), "{text}");
+    std::fs::write(
+        dir.path().join(".crew/settings.local.json"),
+        r#"{"permissions":{"allow":["Read(src/**)"]}}"#,
+    )
+    .unwrap();
+    type_line(&mut a, "/permissions");
+    assert!(
+        notices(&a).contains("allow Read(src/**)"),
+        "local rules need no trust"
+    );
 }

@@ -154,7 +154,8 @@ impl App {
             "Permission mode: {m} ({table} when no rule matches). Shift+Tab cycles the mode."
         );
         // Read afresh: "always allow" answers append to settings.local.json meanwhile.
-        match Policy::load(&self.info.project_root, self.info.home.as_deref()) {
+        let loaded = Policy::load(&self.info.project_root, self.info.home.as_deref());
+        match &loaded {
             Ok((policy, _)) if policy.rules.is_empty() => {
                 text.push_str("\nNo rules in .crew/settings.json, .crew/settings.local.json or ~/.crew/settings.json.");
             }
@@ -174,6 +175,10 @@ impl App {
                 }
             }
             Err(e) => text.push_str(&format!("\nThe settings could not be read: {e}")),
+        }
+        // Say what was ignored (an untrusted folder's shared settings, bad rules).
+        for w in loaded.iter().flat_map(|(_, warnings)| warnings) {
+            text.push_str(&format!("\nWarning: {w}"));
         }
         text.push_str("\nRules granted with \"allow for this session\" last until crew exits.");
         text
