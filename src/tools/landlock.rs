@@ -1,5 +1,7 @@
 //! Linux Landlock confinement for commands: reads and execution anywhere, writes only
-//! below the writable roots, the temp directory and a few harmless devices.
+//! below the writable roots, the temp directory and a few harmless devices; no terminal
+//! is writable, and (ABI 5, Linux 6.10+) device ioctls are allowed only on those devices,
+//! so a command cannot inject keystrokes into a terminal with `TIOCSTI`.
 //!
 //! The ruleset is built in the parent (opening directories and allocating is not allowed
 //! between `fork` and `exec`); the child only calls `prctl` and `landlock_restrict_self`
@@ -16,20 +18,15 @@ use landlock::{
 };
 
 /// The newest Landlock ABI whose filesystem rights we ask for. V3 covers reading,
-/// writing, creating, removing, renaming across directories and truncating; V5's device
-/// ioctl right is left unhandled so terminals and `/dev/null` keep working.
-const TARGET_ABI: ABI = ABI::V3;
+/// writing, creating, removing, renaming across directories and truncating; V5 adds the
+/// device ioctl right, granted only on [`WRITABLE_DEVICES`]. Older kernels enforce what
+/// they know (best effort above V1).
+const TARGET_ABI: ABI = ABI::V5;
 
-/// Devices bash and common tools write to; writing them changes no file.
-const WRITABLE_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
-];
+/// Devices bash and common tools write to; writing them (or an ioctl on them) changes no
+/// file and reaches no terminal. `/dev/tty`, `/dev/ptmx` and `/dev/pts` are deliberately
+/// absent: commands run without a terminal.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/shm"];
 
 /// The errno the child reports when `landlock_restrict_self` could not confine it; the
 /// parent turns it back into [`SandboxError::NotEnforced`].
@@ -61,6 +58,13 @@ pub enum SandboxError {
          in .crew/settings.json"
     )]
     Ruleset(#[from] RulesetError),
+    /// The child could not build its mount namespace (read-only protected paths).
+    #[error(
+        "the command was refused: the mount namespace that keeps .git/hooks, .git/config and \
+         settings read-only could not be set up ({0}). Set \"sandbox\": {{\"enabled\": false}} \
+         in .crew/settings.json or run the agent in a permission mode other than dontAsk"
+    )]
+    MountNamespace(io::Error),
     /// The child could not restrict itself.
     #[error(
         "the command was refused: the kernel did not enforce the Landlock sandbox in the \
@@ -105,13 +109,12 @@ pub fn sandbox_temp_dir() -> PathBuf {
     .clone()
 }
 
-/// The roots a confined command may write below: the given roots, the private sandbox
-/// temp directory and the devices in [`WRITABLE_DEVICES`]. Roots that do not exist are
+/// The roots a confined command may write below: the given roots and the private sandbox
+/// temp directory (the devices in [`WRITABLE_DEVICES`] come on top). Roots that do not exist are
 /// skipped by Landlock (so writes there stay denied).
 pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = writable_roots.to_vec();
     roots.push(sandbox_temp_dir());
-    roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
     roots.sort();
     roots.dedup();
     roots
@@ -139,6 +142,13 @@ pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
         dirs.push(common.canonicalize().unwrap_or(common));
     }
     dirs
+}
+
+/// The rights below a writable root: everything but making device nodes (root could
+/// otherwise `mknod` a terminal or a disk inside its worktree) and device ioctls.
+fn root_access() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_all(TARGET_ABI)
+        & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
 }
 
 /// A ruleset built in the parent, ready to be applied in the child by [`apply`].
@@ -172,7 +182,11 @@ impl PreparedLandlock {
                 [Path::new("/")],
                 AccessFs::from_read(TARGET_ABI),
             ))?
-            .add_rules(path_beneath_rules(&roots, AccessFs::from_all(TARGET_ABI)))?;
+            .add_rules(path_beneath_rules(&roots, root_access()))?
+            .add_rules(path_beneath_rules(
+                WRITABLE_DEVICES,
+                AccessFs::from_all(TARGET_ABI),
+            ))?;
         Ok(Self {
             ruleset: Some(ruleset),
         })
@@ -219,7 +233,10 @@ mod tests {
         // Not the shared temp dir: a checkout living there must stay protected.
         assert!(!roots.contains(&std::env::temp_dir()));
         assert!(!roots.contains(&PathBuf::from("/tmp")));
-        assert!(roots.contains(&PathBuf::from("/dev/null")));
+        for tty in ["/dev/tty", "/dev/pts", "/dev/ptmx"] {
+            assert!(!roots.contains(&PathBuf::from(tty)), "{tty}");
+            assert!(!WRITABLE_DEVICES.contains(&tty), "{tty}");
+        }
         assert!(!roots.contains(&PathBuf::from("/")));
     }
 
