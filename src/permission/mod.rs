@@ -194,6 +194,9 @@ pub struct Policy {
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
     pub max_concurrent_agents: Option<usize>,
+    /// `commandEnv.passthrough` of the trusted layers: secret-looking variables commands
+    /// may still inherit.
+    pub env_passthrough: Vec<String>,
 }
 
 /// A rule as shown by `crew permissions list`.

@@ -86,6 +86,15 @@ struct RawSettings {
     model: Option<String>,
     #[serde(rename = "maxConcurrentAgents")]
     max_concurrent_agents: Option<usize>,
+    #[serde(rename = "commandEnv")]
+    command_env: Option<RawCommandEnv>,
+}
+
+/// `commandEnv`: which secret-looking variables commands may still inherit.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawCommandEnv {
+    passthrough: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -230,6 +239,16 @@ impl Policy {
                     );
                 } else if !sb.writable_roots.is_empty() {
                     warn(&mut warnings, "sandbox.writableRoots is ignored in project settings; set it in .crew/settings.local.json".into());
+                }
+            }
+            if let Some(env) = &raw.command_env {
+                // A cloned repository must not hand the user's secrets to commands.
+                if trusted {
+                    policy
+                        .env_passthrough
+                        .extend(env.passthrough.iter().cloned());
+                } else if !env.passthrough.is_empty() {
+                    warn(&mut warnings, "commandEnv.passthrough is ignored in project settings; set it in .crew/settings.local.json".into());
                 }
             }
             if policy.model.is_none() {

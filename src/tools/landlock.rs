@@ -89,6 +89,19 @@ pub fn kernel_support() -> KernelSupport {
     })
 }
 
+/// Whether the kernel's Landlock restricts device ioctls (ABI 5, Linux 6.10+): only then
+/// is `TIOCSTI` on a terminal a command opened for reading refused by Landlock itself.
+pub fn restricts_device_ioctls() -> bool {
+    static V5: OnceLock<bool> = OnceLock::new();
+    *V5.get_or_init(|| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::IoctlDev)
+            .and_then(|r| r.create())
+            .is_ok()
+    })
+}
+
 /// The temp directory confined commands get (their `TMPDIR`, `TMP` and `TEMP` point
 /// there): private to this user, instead of the whole shared temp dir — which may hold the
 /// very checkout the sandbox protects (a project under /tmp would otherwise be writable).

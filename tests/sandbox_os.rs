@@ -1,0 +1,363 @@
+//! The OS sandbox against real attacks: an opaque program (a python3 one-liner the
+//! permission engine cannot see into) writing protected files, injecting keystrokes into
+//! a terminal, and `env` printing the user's secrets. Each test checks the disk (or the
+//! terminal) afterwards. Tests that need a kernel feature skip, saying why, without it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crewmaster::tools::landlock::{self, KernelSupport};
+use crewmaster::tools::run_command::RunCommand;
+use crewmaster::tools::sandbox::mount_ns;
+use crewmaster::tools::{CommandSandbox, Tool, ToolContext};
+use serde_json::json;
+
+/// Why the confined tests cannot run here, if they cannot.
+fn skip_reason() -> Option<&'static str> {
+    if landlock::kernel_support() != KernelSupport::Available {
+        return Some("the kernel has no Landlock");
+    }
+    if Command::new("python3").arg("-V").output().is_err() {
+        return Some("python3 is not installed");
+    }
+    None
+}
+
+macro_rules! require_sandbox {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipping: {why}");
+            return;
+        }
+    };
+}
+
+/// A git repository with a sample hook, a config and local settings.
+fn repo() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let out = Command::new("git")
+        .args(["init", "-q", "-b", "main"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::create_dir_all(root.join(".crew")).unwrap();
+    (dir, root)
+}
+
+fn confined(root: &Path) -> ToolContext {
+    let mut c = ToolContext::new(root, "test");
+    c.sandbox = CommandSandbox::Landlock {
+        writable_roots: vec![root.to_path_buf()],
+    };
+    c
+}
+
+/// A python3 command writing `rel` below the cwd; the path is assembled at run time, so
+/// nothing in the command line names it.
+fn python_write(rel: &str) -> String {
+    let (a, b) = rel.split_at(2);
+    format!(
+        "python3 -c \"import sys; p='{a}'+'{b}'; open(p,'w').write('#!/bin/sh\\ntouch /tmp/pwned\\n'); print('wrote', p)\"; echo rc=$?"
+    )
+}
+
+fn snapshot(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".crew/settings.local.json",
+        ".crew/settings.json",
+    ]
+    .iter()
+    .map(|r| (r.to_string(), std::fs::read(root.join(r)).ok()))
+    .collect()
+}
+
+async fn run(ctx: ToolContext, command: &str) -> String {
+    RunCommand::new()
+        .run(json!({ "command": command }), ctx)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_confined_program_cannot_change_existing_protected_files() {
+    require_sandbox!();
+    let (_d, root) = repo();
+    std::fs::write(root.join(".crew/settings.local.json"), "{}").unwrap();
+    std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let before = snapshot(&root);
+    for target in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".crew/settings.local.json",
+    ] {
+        let out = run(confined(&root), &python_write(target)).await;
+        assert!(!out.contains("wrote"), "{target}: {out}");
+        if mount_ns::available() {
+            // Stopped by the read-only bind, before anything was written.
+            assert!(out.contains("Read-only file system"), "{target}: {out}");
+        }
+    }
+    // Moving the directory away with the hooks inside does not work either.
+    let out = run(
+        confined(&root),
+        "mv .git .git-old; mv .crew .crew-old; ls -a",
+    )
+    .await;
+    assert_eq!(snapshot(&root), before);
+    assert!(!root.join(".git-old").exists(), "{out}");
+    assert!(!root.join(".crew-old").exists(), "{out}");
+    // Ordinary work in the checkout still works.
+    let out = run(confined(&root), "echo hi > notes.txt && cat notes.txt").await;
+    assert!(out.contains("hi"), "{out}");
+}
+
+#[tokio::test]
+async fn protected_files_a_confined_program_creates_are_removed_loudly() {
+    require_sandbox!();
+    let (_d, root) = repo();
+    std::fs::remove_dir_all(root.join(".crew")).unwrap();
+    std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
+    for target in [
+        ".git/hooks/pre-commit",
+        ".crew/settings.local.json",
+        ".claude/settings.json",
+    ] {
+        let parent = Path::new(target).parent().unwrap();
+        let out = run(
+            confined(&root),
+            &format!("mkdir -p {}; {}", parent.display(), python_write(target)),
+        )
+        .await;
+        // Nothing could stop the creation (a bind needs an existing target), so the
+        // snapshot put things back and the result says so.
+        assert!(out.contains("WARNING"), "{target}: {out}");
+        assert!(out.contains("restored"), "{target}: {out}");
+        assert!(!root.join(target).exists(), "{target} survived: {out}");
+    }
+}
+
+#[tokio::test]
+async fn a_background_program_is_held_to_the_same_rules() {
+    require_sandbox!();
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let before = snapshot(&root);
+    let script = root.join("script.json");
+    let turns = json!({"turns": [
+        {"tool_calls": [{"name": "run_command", "input": {
+            "command": format!("{}; {}", python_write(".git/hooks/pre-commit"), python_write(".crew/settings.local.json")),
+            "run_in_background": true}}]},
+        {"tool_calls": [{"name": "run_command", "input": {"command": "sleep 2"}}]},
+        {"text": "done"}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let out = crew(&root, &home, &script, "dontAsk", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(snapshot(&root), before);
+}
+
+/// Runs `crew -p` on a scripted model in `dir`, recording the requests it makes.
+fn crew(dir: &Path, home: &Path, script: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["-p", "go", "--permission-mode", mode, "--model"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--record-requests")
+        .arg(dir.join("requests.jsonl"))
+        .current_dir(dir)
+        .env("HOME", home)
+        .envs(env.iter().copied())
+        .output()
+        .expect("crew runs")
+}
+
+/// The tool results of the last request the model was sent, joined.
+fn tool_results(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
+    let Some(last) = text.lines().last() else {
+        return String::new();
+    };
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    let mut out = String::new();
+    for m in v["messages"].as_array().unwrap() {
+        for block in m["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                out.push_str(&block["content"].to_string());
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn opaque_programs_under_dont_ask_leave_protected_files_alone() {
+    require_sandbox!();
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(root.join(".crew/settings.json"), "{}").unwrap();
+    let before = snapshot(&root);
+    let calls: Vec<_> = [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".crew/settings.local.json",
+        ".crew/settings.json",
+    ]
+    .iter()
+    .map(|t| json!({"name": "run_command", "input": {"command": python_write(t)}}))
+    .collect();
+    let script = root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"tool_calls": calls}, {"text": "done"}]}).to_string(),
+    )
+    .unwrap();
+    let out = crew(&root, &home, &script, "dontAsk", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The engine allowed the calls (the OS layer is what stopped them).
+    assert!(tool_results(&root).contains("rc="), "{stderr}");
+    assert_eq!(snapshot(&root), before, "{stderr}");
+    assert!(!Path::new("/tmp/pwned").exists());
+}
+
+#[test]
+fn commands_do_not_see_secrets_unless_passed_through() {
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        root.join(".crew/settings.local.json"),
+        r#"{"commandEnv": {"passthrough": ["NPM_TOKEN"]}}"#,
+    )
+    .unwrap();
+    let script = root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "run_command", "input": {"command": "env | sort"}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = crew(
+        &root,
+        &home,
+        &script,
+        "bypassPermissions",
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-leak"),
+            ("GITHUB_TOKEN", "ghp_leak"),
+            ("MY_PASSWORD", "hunter2"),
+            ("Db_Secret", "s3cret"),
+            ("NPM_TOKEN", "npm_passed"),
+            ("HARMLESS_SETTING", "visible"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_results(&root);
+    assert!(
+        results.contains("HARMLESS_SETTING=visible"),
+        "env did not run: {results}"
+    );
+    assert!(results.contains("NPM_TOKEN=npm_passed"), "{results}");
+    for leak in ["sk-ant-leak", "ghp_leak", "hunter2", "s3cret"] {
+        // The first request holds the user's prompt only; any hit is in a tool result.
+        assert!(!results.contains(leak), "{leak} leaked: {results}");
+    }
+}
+
+/// Reads what arrives on a pty master for `wait`.
+fn drain(reader: Box<dyn std::io::Read + Send>, wait: Duration) -> Vec<u8> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = reader;
+        let mut buf = [0u8; 256];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut got = Vec::new();
+    let deadline = std::time::Instant::now() + wait;
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(bytes) => got.extend(bytes),
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+#[tokio::test]
+async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
+    require_sandbox!();
+    use portable_pty::{PtySize, native_pty_system};
+    let pair = native_pty_system()
+        .openpty(PtySize::default())
+        .expect("open a pty");
+    let slave = pair.master.tty_name().expect("the pty has a name");
+    let reader = pair.master.try_clone_reader().unwrap();
+    let (_d, root) = repo();
+    let script = format!(
+        "import fcntl, os, termios\n\
+         print('sid', os.getsid(0) == os.getpid())\n\
+         for flags, name in ((os.O_RDONLY, 'ro'), (os.O_RDWR, 'rw')):\n\
+         \x20   try:\n\
+         \x20       fd = os.open('{}', flags | os.O_NOCTTY)\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, 'open refused', e.errno); continue\n\
+         \x20   try:\n\
+         \x20       fcntl.ioctl(fd, termios.TIOCSTI, b'x'); print(name, 'INJECTED')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, 'ioctl refused', e.errno)\n",
+        slave.display()
+    );
+    std::fs::write(root.join("inject.py"), script).unwrap();
+    let out = run(confined(&root), "python3 inject.py").await;
+    assert!(out.contains("sid True"), "{out}");
+    assert!(out.contains("rw open refused"), "{out}");
+    if landlock::restricts_device_ioctls() {
+        assert!(out.contains("ro ioctl refused"), "{out}");
+    } else {
+        eprintln!("note: Landlock ABI < 5 here; device ioctls are not restricted by Landlock");
+    }
+    assert!(!out.contains("INJECTED"), "{out}");
+    let arrived = drain(reader, Duration::from_millis(500));
+    assert!(!arrived.contains(&b'x'), "keystrokes arrived: {arrived:?}");
+    drop(pair.slave);
+}
+
+#[tokio::test]
+async fn an_unconfined_command_runs_in_its_own_session() {
+    if Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("skipping: python3 is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        ToolContext::new(dir.path(), "test"),
+        "python3 -c 'import os; print(\"sid\", os.getsid(0) == os.getpid()); open(\"/dev/tty\")'",
+    )
+    .await;
+    assert!(out.contains("sid True"), "{out}");
+    // No controlling terminal: /dev/tty cannot be opened.
+    assert!(out.contains("No such device or address"), "{out}");
+}
