@@ -44,7 +44,7 @@ async fn a_worktree_is_made_outside_the_repo_on_its_own_branch_from_head() {
     let fx = Fixture::new();
     let actor = fx.spawn().await;
     let wt = create(&actor, "t1", "Fix the Login bug!").await;
-    assert_eq!(wt.branch, "crew/t1-fix-the-login-bug");
+    assert_eq!(wt.branch, "crew/t1/fix-the-login-bug");
     assert_eq!(wt.base_commit, fx.head());
     assert_eq!(wt.repo_root, fx.repo);
     assert!(wt.path.starts_with(&fx.base) && !wt.path.starts_with(&fx.repo));

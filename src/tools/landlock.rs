@@ -133,28 +133,55 @@ pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
     roots
 }
 
-/// The git directories a command in a linked worktree must write to for `git add` and
-/// `git commit` to work: the worktree's private git dir (`.git/worktrees/NAME`, holding
-/// its index and HEAD) and the repository's common dir (objects, refs). Empty when
-/// `worktree/.git` is a directory (it is then already below the worktree) or missing.
+/// The git directories a confined command in a linked worktree may write, so that
+/// `git add` and `git commit` work and nothing else of the repository is reachable: the
+/// worktree's private git dir (`.git/worktrees/NAME`: its index and HEAD; its
+/// `commondir` and `gitdir` links are bound read-only by the mount namespace), the
+/// common `objects/` directory, and the ref and reflog directories that hold only this
+/// task's branch (`refs/heads/crew/<task>/` and `logs/refs/heads/crew/<task>/`; the
+/// reflog directory is created here, as a confined `git commit` could not create it).
 ///
-/// Granting the common dir lets a confined command rewrite any ref of the repository
-/// (not its checked-out files); callers add these roots knowingly.
+/// The user's branches (`refs/heads/main`), `packed-refs`, the common `config` and
+/// `hooks` stay read-only. A worktree checked out on a branch outside `crew/<task>/`
+/// gets no ref directory at all: its commits then fail rather than reach other refs.
+/// Empty when `worktree/.git` is a directory or missing.
 pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
-    let dot_git = worktree.join(".git");
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+    let Some(private) = crate::tools::sandbox::protect::private_git_dir(worktree) else {
         return Vec::new();
     };
-    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
-        return Vec::new();
+    let mut dirs = vec![private.clone()];
+    let Ok(common) = std::fs::read_to_string(private.join("commondir")) else {
+        return dirs;
     };
-    let gitdir = worktree.join(gitdir.trim());
-    let mut dirs = vec![gitdir.clone()];
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        let common = gitdir.join(common.trim());
-        dirs.push(common.canonicalize().unwrap_or(common));
+    let common = private.join(common.trim());
+    let common = common.canonicalize().unwrap_or(common);
+    dirs.push(common.join("objects"));
+    let head = std::fs::read_to_string(private.join("HEAD")).unwrap_or_default();
+    if let Some(task_dir) = head
+        .trim()
+        .strip_prefix("ref: refs/heads/")
+        .and_then(own_ref_dir)
+    {
+        let refs = common.join("refs/heads").join(&task_dir);
+        let logs = common.join("logs/refs/heads").join(&task_dir);
+        if let Err(e) = std::fs::create_dir_all(&logs) {
+            tracing::warn!("cannot create the reflog directory {}: {e}", logs.display());
+        }
+        dirs.push(refs);
+        dirs.push(logs);
     }
     dirs
+}
+
+/// `crew/<task>` for a branch `crew/<task>/<name…>`: the directory only this task's
+/// branches live in. Anything else (a branch directly in `crew/`, `..`) has none.
+fn own_ref_dir(branch: &str) -> Option<PathBuf> {
+    let mut parts = branch.split('/');
+    let (Some("crew"), Some(task), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+        return None;
+    };
+    let valid = |p: &str| !p.is_empty() && p != "." && p != "..";
+    (valid(task) && branch.split('/').all(valid)).then(|| Path::new("crew").join(task))
 }
 
 /// The rights below a writable root: everything but making device nodes (root could
@@ -254,7 +281,7 @@ mod tests {
     }
 
     #[test]
-    fn git_dirs_of_a_plain_checkout_are_empty_and_of_a_linked_worktree_found() {
+    fn git_dirs_of_a_plain_checkout_are_empty_and_of_a_linked_worktree_narrow() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         assert!(git_writable_dirs(dir.path()).is_empty());
@@ -263,14 +290,38 @@ mod tests {
         let private = dir.path().join(".git/worktrees/wt");
         std::fs::create_dir_all(&private).unwrap();
         std::fs::write(private.join("commondir"), "../..\n").unwrap();
+        std::fs::write(private.join("HEAD"), "ref: refs/heads/crew/t1/fix\n").unwrap();
         std::fs::write(
             wt.path().join(".git"),
             format!("gitdir: {}\n", private.display()),
         )
         .unwrap();
+        let common = dir.path().join(".git").canonicalize().unwrap();
         let dirs = git_writable_dirs(wt.path());
-        assert_eq!(dirs[0], private);
-        assert_eq!(dirs[1], dir.path().join(".git").canonicalize().unwrap());
+        assert_eq!(
+            dirs,
+            [
+                private.clone(),
+                common.join("objects"),
+                common.join("refs/heads/crew/t1"),
+                common.join("logs/refs/heads/crew/t1"),
+            ]
+        );
+        assert!(common.join("logs/refs/heads/crew/t1").is_dir());
+        // Never the common dir itself, nor the refs of other branches.
+        assert!(!dirs.contains(&common));
+        assert!(
+            !dirs
+                .iter()
+                .any(|d| d.ends_with("refs/heads") || d.ends_with("refs"))
+        );
+
+        // A branch outside crew/<task>/ gets no ref directory.
+        std::fs::write(private.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(git_writable_dirs(wt.path()).len(), 2);
+        for bad in ["crew/t1", "crew/../x", "crew//x", "other/t1/x"] {
+            assert_eq!(own_ref_dir(bad), None, "{bad}");
+        }
     }
 
     #[test]
