@@ -216,6 +216,15 @@ fn opaque_programs_under_dont_ask_leave_protected_files_alone() {
     ]
     .iter()
     .map(|t| json!({"name": "run_command", "input": {"command": python_write(t)}}))
+    // The same attacks spelled out, which the engine itself denies.
+    .chain(
+        [
+            "printf '#!/bin/sh\\ntouch /tmp/pwned' > .git/hooks/pre-commit",
+            "git config core.hooksPath /tmp",
+        ]
+        .iter()
+        .map(|c| json!({"name": "run_command", "input": {"command": c}})),
+    )
     .collect();
     let script = root.join("script.json");
     std::fs::write(
@@ -226,8 +235,11 @@ fn opaque_programs_under_dont_ask_leave_protected_files_alone() {
     let out = crew(&root, &home, &script, "dontAsk", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    // The engine allowed the calls (the OS layer is what stopped them).
-    assert!(tool_results(&root).contains("rc="), "{stderr}");
+    // The engine allowed the opaque calls (the OS layer is what stopped them) and denied
+    // the spelled-out ones.
+    let results = tool_results(&root);
+    assert!(results.contains("rc="), "{stderr}");
+    assert_eq!(results.matches("a protected path").count(), 2, "{results}");
     assert_eq!(snapshot(&root), before, "{stderr}");
     assert!(!Path::new("/tmp/pwned").exists());
 }

@@ -18,6 +18,7 @@ pub mod classify;
 pub mod commands;
 pub mod grants;
 pub mod mode;
+pub mod protected;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
