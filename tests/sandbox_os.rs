@@ -111,9 +111,14 @@ async fn a_confined_program_cannot_change_existing_protected_files() {
     assert_eq!(snapshot(&root), before);
     assert!(!root.join(".git-old").exists(), "{out}");
     assert!(!root.join(".crew-old").exists(), "{out}");
-    // Ordinary work in the checkout still works.
-    let out = run(confined(&root), "echo hi > notes.txt && cat notes.txt").await;
-    assert!(out.contains("hi"), "{out}");
+    // Ordinary work in the checkout still works, committing included.
+    let out = run(
+        confined(&root),
+        "echo hi > notes.txt && git add notes.txt && \
+         git -c user.name=t -c user.email=t@t commit -q -m notes && git log --format=%s",
+    )
+    .await;
+    assert!(out.contains("stdout:\nnotes"), "{out}");
 }
 
 #[tokio::test]

@@ -239,3 +239,63 @@ fn write_proc(path: &CStr, text: &CStr) -> Result<(), Errno> {
         Err(Errno::EIO)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// Runs `sh -c script` in `dir` inside the prepared namespace; returns its stderr.
+    fn run_inside(prepared: PreparedMounts, dir: &Path, script: &str) -> String {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", script]).current_dir(dir);
+        // SAFETY: `apply` only makes system calls on data prepared beforehand.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    #[test]
+    fn protected_files_are_read_only_inside_with_and_without_a_user_namespace() {
+        if !available() {
+            eprintln!("skipping: mount namespaces are not available here");
+            return;
+        }
+        for unshare in [Unshare::MountOnly, Unshare::WithUser] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().canonicalize().unwrap();
+            std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+            std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+            let protected = Protected::find(std::slice::from_ref(&root));
+            let mut prepared = PreparedMounts::prepare(&protected).unwrap();
+            prepared.unshare = unshare;
+            let err = run_inside(
+                prepared,
+                &root,
+                "echo x > .git/config; echo x > .git/hooks/pre-commit; mv .git .git-old; echo ok > free.txt",
+            );
+            if unshare == Unshare::WithUser && err.contains("Operation not permitted") {
+                eprintln!("skipping the user namespace case: {err}");
+                continue;
+            }
+            assert!(err.contains("Read-only file system"), "{unshare:?}: {err}");
+            assert_eq!(
+                std::fs::read_to_string(root.join(".git/config")).unwrap(),
+                "[core]\n"
+            );
+            assert!(!root.join(".git/hooks/pre-commit").exists(), "{unshare:?}");
+            assert!(
+                root.join(".git").is_dir() && !root.join(".git-old").exists(),
+                "{unshare:?}"
+            );
+            // The rest of the tree stays writable, and nothing leaked to our namespace.
+            assert_eq!(
+                std::fs::read_to_string(root.join("free.txt")).unwrap(),
+                "ok\n"
+            );
+            std::fs::write(root.join(".git/config"), "[core]\nx=1\n").unwrap();
+        }
+    }
+}

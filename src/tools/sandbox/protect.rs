@@ -35,11 +35,15 @@ pub struct Protected {
 
 impl Protected {
     /// Finds the protected paths directly in each writable root (the project or worktree
-    /// roots; nested repositories are not searched).
+    /// roots; nested repositories are not searched). Roots inside a `.git` directory (a
+    /// worktree's private git dir, `objects/`, its ref directories) are git's own and hold
+    /// no checkout.
     pub fn find(writable_roots: &[PathBuf]) -> Self {
         let mut p = Protected::default();
         for root in writable_roots {
-            p.add_root(root);
+            if !root.components().any(|c| c.as_os_str() == ".git") {
+                p.add_root(root);
+            }
         }
         p.pins.sort();
         p.pins.dedup();
