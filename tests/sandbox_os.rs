@@ -55,12 +55,12 @@ fn confined(root: &Path) -> ToolContext {
     c
 }
 
-/// A python3 command writing `rel` below the cwd; the path is assembled at run time, so
+/// A python3 command writing `rel` below the cwd (creating its directory); the path is assembled at run time, so
 /// nothing in the command line names it.
 fn python_write(rel: &str) -> String {
     let (a, b) = rel.split_at(2);
     format!(
-        "python3 -c \"import sys; p='{a}'+'{b}'; open(p,'w').write('#!/bin/sh\\ntouch /tmp/pwned\\n'); print('wrote', p)\"; echo rc=$?"
+        "python3 -c \"import os; p='{a}'+'{b}'; os.makedirs(os.path.dirname(p), exist_ok=True); open(p,'w').write('#!/bin/sh\\ntouch /tmp/pwned\\n'); print('wrote', p)\"; echo rc=$?"
     )
 }
 
@@ -132,12 +132,7 @@ async fn protected_files_a_confined_program_creates_are_removed_loudly() {
         ".crew/settings.local.json",
         ".claude/settings.json",
     ] {
-        let parent = Path::new(target).parent().unwrap();
-        let out = run(
-            confined(&root),
-            &format!("mkdir -p {}; {}", parent.display(), python_write(target)),
-        )
-        .await;
+        let out = run(confined(&root), &python_write(target)).await;
         // Nothing could stop the creation (a bind needs an existing target), so the
         // snapshot put things back and the result says so.
         assert!(out.contains("WARNING"), "{target}: {out}");
@@ -157,7 +152,12 @@ async fn a_background_program_is_held_to_the_same_rules() {
     let script = root.join("script.json");
     let turns = json!({"turns": [
         {"tool_calls": [{"name": "run_command", "input": {
-            "command": format!("{}; {}", python_write(".git/hooks/pre-commit"), python_write(".crew/settings.local.json")),
+            "command": format!(
+                "{}; {}; {}",
+                python_write(".git/hooks/pre-commit"),
+                python_write(".crew/settings.local.json"),
+                python_write(".claude/settings.json")
+            ),
             "run_in_background": true}}]},
         {"tool_calls": [{"name": "run_command", "input": {"command": "sleep 2"}}]},
         {"text": "done"}
@@ -170,6 +170,19 @@ async fn a_background_program_is_held_to_the_same_rules() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(snapshot(&root), before);
+    // The file no bind could cover was created, then removed when the task ended, and the
+    // task says so.
+    assert!(!root.join(".claude/settings.json").exists());
+    let list = Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["tasks", "list", "--json"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let tasks: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let result = tasks[0]["result"].as_str().unwrap_or_default();
+    assert!(result.contains("WARNING"), "{tasks}");
+    assert!(result.contains(".claude"), "{tasks}");
 }
 
 /// Runs `crew -p` on a scripted model in `dir`, recording the requests it makes.
