@@ -162,7 +162,7 @@ fn from_rule(rule: &Rule, what: &str) -> Decision {
     d
 }
 
-/// A dangerous command or protected file: ask in every mode but bypassPermissions, unless
+/// A dangerous command: ask in every mode but bypassPermissions, unless
 /// an exact allow rule (a grant for this very target) matched.
 fn guarded(
     ctx: &Ctx<'_>,

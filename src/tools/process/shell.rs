@@ -65,8 +65,9 @@ pub fn shell_command_with(
         if mount_ns::available() {
             let prepared = PreparedMounts::prepare(&protected)
                 .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;
-            read_only = protected.existing.clone();
-            mounts = Some(prepared);
+            read_only = prepared.read_only().to_vec();
+            // Nothing to bind: no namespace needed.
+            mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
     }

@@ -55,6 +55,8 @@ pub struct PreparedMounts {
     uid_map: CString,
     gid_map: CString,
     binds: Vec<Bind>,
+    /// The protected paths (as given) that will be read-only.
+    read_only: Vec<PathBuf>,
 }
 
 /// Whether mount namespaces work here, probed once per process by starting `true` in
@@ -123,12 +125,17 @@ impl PreparedMounts {
     /// pinned directories, ancestors first.
     pub fn prepare(protected: &Protected) -> io::Result<Self> {
         let mut binds: Vec<(PathBuf, bool)> = Vec::new();
+        let mut covered = Vec::new();
         for (paths, read_only) in [(&protected.pins, false), (&protected.existing, true)] {
             for p in paths {
                 // Bind the real location: the kernel follows links in a mount target too,
-                // and the canonical path keeps the ancestor-first order right.
+                // and the canonical path keeps the ancestor-first order right. A dangling
+                // link cannot be bound; the snapshot watches it instead.
                 if let Ok(real) = std::fs::canonicalize(p) {
                     binds.push((real, read_only));
+                    if read_only {
+                        covered.push(p.clone());
+                    }
                 }
             }
         }
@@ -154,7 +161,14 @@ impl PreparedMounts {
             uid_map: cstring(Path::new(&format!("{uid} {uid} 1\n")))?,
             gid_map: cstring(Path::new(&format!("{gid} {gid} 1\n")))?,
             binds,
+            read_only: covered,
         })
+    }
+
+    /// The protected paths (as given to [`prepare`](Self::prepare)) that the namespace
+    /// makes read-only.
+    pub fn read_only(&self) -> &[PathBuf] {
+        &self.read_only
     }
 
     /// How many bind mounts the child will make.

@@ -78,9 +78,9 @@ impl Protected {
                 }
             }
             Err(_) => {
-                // No repository yet: `git init` here must not leave hooks behind.
-                self.watch(dot_git.join("hooks"));
-                self.watch(dot_git.join("config"));
+                // No repository yet: one a confined command creates could carry hooks or
+                // config that run later, so it is removed whole (never left half-removed).
+                self.watch(dot_git);
             }
         }
         // The settings directories are protected whole: besides settings they hold agent
@@ -370,6 +370,21 @@ mod tests {
             "{}"
         );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_repository_created_by_the_command_is_removed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let snap = Snapshot::take(&Protected::find(std::slice::from_ref(&root)), &[]);
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit"), "evil").unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join("kept.txt"), "mine").unwrap();
+        let report = snap.restore();
+        assert_eq!(report.len(), 1, "{report:?}");
+        assert!(!root.join(".git").exists());
+        assert!(root.join("kept.txt").exists());
     }
 
     #[test]
