@@ -102,6 +102,15 @@ async fn a_confined_program_cannot_change_existing_protected_files() {
             assert!(out.contains("Read-only file system"), "{target}: {out}");
         }
     }
+    // Root in the namespace cannot undo the binds: Landlock forbids mount changes.
+    let out = run(
+        confined(&root),
+        "umount .git/hooks; umount -l .git/config; mount -o remount,rw,bind .git/config; \
+         echo '#!/bin/sh' > .git/hooks/pre-commit; echo x >> .git/config; echo done",
+    )
+    .await;
+    assert!(out.contains("done"), "{out}");
+    assert_eq!(snapshot(&root), before, "{out}");
     // Moving the directory away with the hooks inside does not work either.
     let out = run(
         confined(&root),
