@@ -123,7 +123,7 @@ pub fn sandbox_temp_dir() -> PathBuf {
 }
 
 /// The roots a confined command may write below: the given roots and the private sandbox
-/// temp directory (the devices in [`WRITABLE_DEVICES`] come on top). Roots that do not exist are
+/// temp directory (the harmless devices, `/dev/null` and kin, come on top). Roots that do not exist are
 /// skipped by Landlock (so writes there stay denied).
 pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = writable_roots.to_vec();

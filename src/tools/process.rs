@@ -2,7 +2,7 @@
 //!
 //! A shell command may start grandchildren (`make -j`, `sleep 300 &`) that outlive the
 //! shell and keep its pipes open. Each command therefore runs as the leader of a new
-//! process group; on timeout, cancellation, drop, or after the shell exits, the whole
+//! session and process group (no controlling terminal); on timeout, cancellation, drop, or after the shell exits, the whole
 //! group is terminated (SIGTERM, a short grace, then SIGKILL). `run_command` uses
 //! [`run_in_group`]; background tasks can build on [`shell_command`], [`GroupChild`] and
 //! [`terminate_group`]. How the child is built (environment, session, confinement) is in

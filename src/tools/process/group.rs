@@ -25,7 +25,7 @@ pub struct GroupChild {
 }
 
 impl GroupChild {
-    /// Spawns `cmd`, which must have been built with [`shell_command`] (or otherwise lead
+    /// Spawns `cmd`, which must have been built with [`shell_command`](super::shell_command) (or otherwise lead
     /// its own process group: `setsid` or `process_group(0)`), and takes charge of its
     /// group.
     pub fn spawn(cmd: &mut Command, cwd: &Path) -> Result<Self, ProcessError> {
