@@ -1,5 +1,5 @@
 //! OS-level confinement of the commands agents run, layer by layer: every command gets
-//! a scrubbed environment ([`env`]) and its own session with no controlling terminal;
+//! a scrubbed environment ([`env`](mod@env)) and its own session with no controlling terminal;
 //! a confined command (`CommandSandbox::Landlock`) also gets a private mount namespace
 //! with the protected paths read-only ([`mount_ns`], [`protect`]), then Landlock
 //! (`tools::landlock`) as the outer fence, and a snapshot of the protected files that is
