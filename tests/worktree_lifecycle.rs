@@ -273,6 +273,31 @@ async fn merge_commits_work_left_uncommitted_then_merges_it() {
 }
 
 #[tokio::test]
+async fn merge_refuses_when_a_subagent_repointed_its_head_at_the_users_branch() {
+    // The attack: a confined subagent may write its worktree's private git dir, so it
+    // points HEAD at `main` and leaves changes uncommitted, hoping the (unconfined)
+    // merge commits them straight onto the user's branch.
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    let wt = create(&actor, "h1", "sneaky").await;
+    write(&wt.path.join("evil.txt"), "planted\n");
+    let private = git(&wt.path, &["rev-parse", "--git-dir"]);
+    std::fs::write(
+        std::path::Path::new(private.trim()).join("HEAD"),
+        "ref: refs/heads/main\n",
+    )
+    .unwrap();
+    let head = fx.head();
+    let err = merge(&actor, "h1", false).await.unwrap_err();
+    assert!(
+        err.to_string().contains("HEAD is no longer branch"),
+        "{err}"
+    );
+    assert_eq!(fx.head(), head, "main moved");
+    assert!(!fx.repo.join("evil.txt").exists());
+}
+
+#[tokio::test]
 async fn discard_removes_a_dirty_worktree_and_its_branch() {
     let fx = Fixture::new();
     let actor = fx.spawn().await;
