@@ -544,3 +544,28 @@ fn a_worktree_subagent_under_dont_ask_cannot_move_the_users_branch() {
         "sub-work"
     );
 }
+
+#[test]
+fn a_cloned_repository_cannot_pass_secrets_through() {
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        root.join(".crew/settings.json"),
+        r#"{"commandEnv": {"passthrough": ["GITHUB_TOKEN"]}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".crew/settings.local.json"),
+        r#"{"commandEnv": {"passthrough": ["NPM_TOKEN"]}}"#,
+    )
+    .unwrap();
+    let (policy, warnings) = crewmaster::permission::Policy::load(&root, Some(&home)).unwrap();
+    assert_eq!(policy.env_passthrough, ["NPM_TOKEN"]);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.to_string().contains("commandEnv.passthrough is ignored")),
+        "{warnings:?}"
+    );
+}
