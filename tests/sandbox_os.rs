@@ -3,85 +3,17 @@
 //! a terminal, and `env` printing the user's secrets. Each test checks the disk (or the
 //! terminal) afterwards. Tests that need a kernel feature skip, saying why, without it.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod sandbox_support;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
-use crewmaster::tools::landlock::{self, KernelSupport};
-use crewmaster::tools::run_command::RunCommand;
+use crewmaster::tools::ToolContext;
+use crewmaster::tools::landlock;
 use crewmaster::tools::sandbox::mount_ns;
-use crewmaster::tools::{CommandSandbox, Tool, ToolContext};
+use sandbox_support::{confined, crew, python_write, repo, run, snapshot, tool_results};
 use serde_json::json;
-
-/// Why the confined tests cannot run here, if they cannot.
-fn skip_reason() -> Option<&'static str> {
-    if landlock::kernel_support() != KernelSupport::Available {
-        return Some("the kernel has no Landlock");
-    }
-    if Command::new("python3").arg("-V").output().is_err() {
-        return Some("python3 is not installed");
-    }
-    None
-}
-
-macro_rules! require_sandbox {
-    () => {
-        if let Some(why) = skip_reason() {
-            eprintln!("skipping: {why}");
-            return;
-        }
-    };
-}
-
-/// A git repository with a sample hook, a config and local settings.
-fn repo() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let out = Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(&root)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::create_dir_all(root.join(".crew")).unwrap();
-    (dir, root)
-}
-
-fn confined(root: &Path) -> ToolContext {
-    let mut c = ToolContext::new(root, "test");
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: vec![root.to_path_buf()],
-    };
-    c
-}
-
-/// A python3 command writing `rel` below the cwd (creating its directory); the path is assembled at run time, so
-/// nothing in the command line names it.
-fn python_write(rel: &str) -> String {
-    let (a, b) = rel.split_at(2);
-    format!(
-        "python3 -c \"import os; p='{a}'+'{b}'; os.makedirs(os.path.dirname(p), exist_ok=True); open(p,'w').write('#!/bin/sh\\ntouch /tmp/pwned\\n'); print('wrote', p)\"; echo rc=$?"
-    )
-}
-
-fn snapshot(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
-    [
-        ".git/config",
-        ".git/hooks/pre-commit",
-        ".crew/settings.local.json",
-        ".crew/settings.json",
-    ]
-    .iter()
-    .map(|r| (r.to_string(), std::fs::read(root.join(r)).ok()))
-    .collect()
-}
-
-async fn run(ctx: ToolContext, command: &str) -> String {
-    RunCommand::new()
-        .run(json!({ "command": command }), ctx)
-        .await
-        .unwrap()
-}
 
 #[tokio::test]
 async fn a_confined_program_cannot_change_existing_protected_files() {
@@ -192,39 +124,6 @@ async fn a_background_program_is_held_to_the_same_rules() {
     let result = tasks[0]["result"].as_str().unwrap_or_default();
     assert!(result.contains("WARNING"), "{tasks}");
     assert!(result.contains(".claude"), "{tasks}");
-}
-
-/// Runs `crew -p` on a scripted model in `dir`, recording the requests it makes.
-fn crew(dir: &Path, home: &Path, script: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "go", "--permission-mode", mode, "--model"])
-        .arg(format!("script:{}", script.display()))
-        .arg("--record-requests")
-        .arg(dir.join("requests.jsonl"))
-        .current_dir(dir)
-        .env("HOME", home)
-        .envs(env.iter().copied())
-        .output()
-        .expect("crew runs")
-}
-
-/// The tool results of the last request the model was sent, joined.
-fn tool_results(dir: &Path) -> String {
-    let text = std::fs::read_to_string(dir.join("requests.jsonl")).unwrap_or_default();
-    let Some(last) = text.lines().last() else {
-        return String::new();
-    };
-    let v: serde_json::Value = serde_json::from_str(last).unwrap();
-    let mut out = String::new();
-    for m in v["messages"].as_array().unwrap() {
-        for block in m["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                out.push_str(&block["content"].to_string());
-                out.push('\n');
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -399,150 +298,6 @@ async fn an_unconfined_command_runs_in_its_own_session() {
     assert!(out.contains("sid True"), "{out}");
     // No controlling terminal: /dev/tty cannot be opened.
     assert!(out.contains("No such device or address"), "{out}");
-}
-
-/// Runs git in `dir` with a fixed identity, returning its trimmed stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A repository with two commits on `main`, and a linked worktree on `crew/t1/work`
-/// confined the way a subagent's commands are.
-fn repo_with_worktree() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let (dir, root) = repo();
-    let repo = root.join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "t"]);
-    git(&repo, &["config", "user.email", "t@t"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "one"]);
-    git(&repo, &["commit", "-q", "--allow-empty", "-m", "two"]);
-    git(
-        &repo,
-        &["worktree", "add", "-q", "../wt", "-b", "crew/t1/work"],
-    );
-    (dir, repo, root.join("wt"))
-}
-
-#[tokio::test]
-async fn a_confined_worktree_commits_on_its_branch_but_cannot_move_main() {
-    require_sandbox!();
-    let (_d, repo, wt) = repo_with_worktree();
-    git(&repo, &["branch", "feature"]);
-    let main_before = git(&repo, &["rev-parse", "main"]);
-    let mut roots = vec![wt.clone()];
-    roots.extend(landlock::git_writable_dirs(&wt));
-    let mut c = ToolContext::new(&wt, "test");
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: roots,
-    };
-    let dot_git = std::fs::read(wt.join(".git")).unwrap();
-    let commondir = repo.join(".git/worktrees/wt/commondir");
-    let commondir_before = std::fs::read(&commondir).unwrap();
-
-    let out = run(
-        c.clone(),
-        "echo hi > f.txt && git add f.txt && git commit -q -m add && echo committed",
-    )
-    .await;
-    assert!(out.contains("committed"), "{out}");
-    assert_eq!(
-        git(&repo, &["log", "-1", "--format=%s", "crew/t1/work"]),
-        "add"
-    );
-
-    let main_ref = repo.join(".git/refs/heads/main");
-    let attacks = [
-        "git update-ref refs/heads/main HEAD~1".to_string(),
-        "git branch -f main HEAD~1".to_string(),
-        // A branch not checked out anywhere, which git itself would let move.
-        "git branch -f feature HEAD~1".to_string(),
-        format!(
-            "python3 -c \"open('{}','w').write('{}\\n')\"",
-            main_ref.display(),
-            "0".repeat(40)
-        ),
-        "python3 -c \"open('.g'+'it','w').write('gitdir: /tmp/evil\\n')\"".to_string(),
-        format!(
-            "python3 -c \"open('{}','w').write('/tmp/evil')\"",
-            commondir.display()
-        ),
-        "git config core.fsmonitor 'touch /tmp/pwned'".to_string(),
-        "git update-ref refs/heads/crew/t2/other HEAD".to_string(),
-    ];
-    for attack in &attacks {
-        let out = run(c.clone(), attack).await;
-        assert!(!out.contains("exit code: 0"), "{attack}: {out}");
-    }
-    assert_eq!(git(&repo, &["rev-parse", "main"]), main_before);
-    assert_eq!(git(&repo, &["rev-parse", "feature"]), main_before);
-    assert_eq!(std::fs::read(wt.join(".git")).unwrap(), dot_git);
-    assert_eq!(std::fs::read(&commondir).unwrap(), commondir_before);
-    let cfg = std::fs::read_to_string(repo.join(".git/config")).unwrap();
-    assert!(!cfg.contains("fsmonitor"), "{cfg}");
-    assert!(!repo.join(".git/refs/heads/crew/t2").exists());
-    // The worktree still works after all that.
-    let out = run(c, "git status --short && echo ok").await;
-    assert!(out.contains("ok"), "{out}");
-}
-
-#[test]
-fn a_worktree_subagent_under_dont_ask_cannot_move_the_users_branch() {
-    require_sandbox!();
-    let (_d, repo, _wt) = repo_with_worktree();
-    let home = repo.parent().unwrap().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let main_before = git(&repo, &["rev-parse", "main"]);
-    let script = repo.join("script.json");
-    let sub_calls: Vec<_> = [
-        "git update-ref refs/heads/main HEAD~1",
-        "git branch -f main HEAD~1",
-        "python3 -c \"import subprocess; open('.g'+'it','w').write('gitdir: /tmp/evil')\"",
-        "echo work > w.txt && git add w.txt && git commit -q -m sub-work && echo committed",
-    ]
-    .iter()
-    .map(|c| json!({"name": "run_command", "input": {"command": c}}))
-    .collect();
-    std::fs::write(
-        &script,
-        json!({
-            "turns": [
-                {"tool_calls": [{"name": "agent", "input": {"description": "sneaky", "prompt": "p", "subagent_type": "general-purpose"}}]},
-                {"text": "done"}
-            ],
-            "agents": {"general-purpose": {"turns": [{"tool_calls": sub_calls}, {"text": "finished"}]}}
-        })
-        .to_string(),
-    )
-    .unwrap();
-    let out = crew(&repo, &home, &script, "dontAsk", &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(git(&repo, &["rev-parse", "main"]), main_before, "{stderr}");
-    // Its own work landed on its own branch.
-    let branches = git(
-        &repo,
-        &["branch", "--list", "crew/*", "--format=%(refname:short)"],
-    );
-    let branch = branches
-        .lines()
-        .find(|b| b.contains("sneaky"))
-        .unwrap_or_else(|| panic!("no branch of the subagent: {branches}\n{stderr}"));
-    assert_eq!(
-        git(&repo, &["log", "-1", "--format=%s", branch]),
-        "sub-work"
-    );
 }
 
 #[test]
