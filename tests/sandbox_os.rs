@@ -324,3 +324,50 @@ fn a_cloned_repository_cannot_pass_secrets_through() {
         "{warnings:?}"
     );
 }
+
+#[test]
+fn an_opaque_program_cannot_read_credentials_under_dont_ask() {
+    require_sandbox!();
+    if !mount_ns::available() {
+        eprintln!("skipping: no mount namespaces here, so credentials are not hidden");
+        return;
+    }
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "SSH-PRIVATE-KEY").unwrap();
+    std::fs::write(home.join(".netrc"), "machine x password NETRC-PASSWORD").unwrap();
+    let reader = "python3 -c \"import os; h=os.environ['HOME']; \
+        [print(p, repr(open(h+p).read()) if os.path.exists(h+p) else 'missing') \
+        for p in ('/.s'+'sh/id_rsa', '/.ne'+'trc')]\"";
+    let script = root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [
+            {"tool_calls": [{"name": "run_command", "input": {"command": reader}}]},
+            {"text": "done"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = crew(&root, &home, &script, "dontAsk", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = tool_results(&root);
+    assert!(
+        results.contains("exit code"),
+        "the engine did not run it: {results}"
+    );
+    assert!(results.contains("/.ssh/id_rsa missing"), "{results}");
+    assert!(results.contains("/.netrc ''"), "{results}");
+    assert!(!results.contains("SSH-PRIVATE-KEY"), "{results}");
+    assert!(!results.contains("NETRC-PASSWORD"), "{results}");
+    // The files themselves are untouched.
+    assert_eq!(
+        std::fs::read_to_string(home.join(".netrc")).unwrap(),
+        "machine x password NETRC-PASSWORD"
+    );
+}

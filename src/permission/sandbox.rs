@@ -149,8 +149,9 @@ pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|r| real.starts_with(r))
 }
 
-/// Credential locations below the home directory, denied in every mode.
-const CREDENTIALS: &[&str] = &[
+/// Credential locations below the home directory, denied in every mode (and hidden from
+/// confined commands by the OS sandbox's mount namespace).
+pub const CREDENTIALS: &[&str] = &[
     ".ssh",
     ".aws",
     ".gnupg",

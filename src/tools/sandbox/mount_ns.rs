@@ -5,7 +5,10 @@
 //! namespace too when we are not root) where each existing protected path is bound onto
 //! itself and remounted read-only, and the directories holding them (`.git`, `.crew`,
 //! `.claude`) are bound onto themselves so they cannot be renamed away (a mount point
-//! cannot be moved or removed). Landlock is applied afterwards, as the outer fence.
+//! cannot be moved or removed). Credential locations in the home directory are hidden:
+//! an empty read-only tmpfs over a directory (`~/.ssh`), `/dev/null` over a file
+//! (`~/.netrc`). Landlock is applied afterwards, as the outer fence (it also forbids the
+//! command to undo any of these mounts).
 //!
 //! Everything is prepared in the parent: paths as C strings, the uid/gid map texts and
 //! each mount's flags. [`PreparedMounts::apply`] runs between `fork` and `exec`, where
@@ -48,6 +51,15 @@ struct Bind {
     read_only: Option<MsFlags>,
 }
 
+/// A credential location to hide.
+#[derive(Debug)]
+enum Hide {
+    /// An empty read-only tmpfs over it.
+    Dir(CString),
+    /// `/dev/null` bound over it.
+    File(CString),
+}
+
 /// A mount namespace set-up, ready for [`PreparedMounts::apply`] in the child.
 #[derive(Debug)]
 pub struct PreparedMounts {
@@ -55,6 +67,7 @@ pub struct PreparedMounts {
     uid_map: CString,
     gid_map: CString,
     binds: Vec<Bind>,
+    hides: Vec<Hide>,
     /// The protected paths (as given) that will be read-only.
     read_only: Vec<PathBuf>,
 }
@@ -66,13 +79,15 @@ pub fn available() -> bool {
     *AVAILABLE.get_or_init(|| {
         let probe_dir = crate::tools::landlock::sandbox_temp_dir();
         let protected = Protected {
-            existing: vec![probe_dir],
+            existing: vec![probe_dir.clone()],
+            hidden: vec![probe_dir],
             ..Protected::default()
         };
         let Some(mut prepared) = PreparedMounts::prepare(&protected).ok() else {
             return false;
         };
         prepared.binds.retain(|b| b.read_only.is_some());
+        prepared.hides.retain(|h| matches!(h, Hide::Dir(_)));
         let mut cmd = std::process::Command::new("true");
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -150,6 +165,18 @@ impl PreparedMounts {
                 })
             })
             .collect::<io::Result<Vec<_>>>()?;
+        let mut hides = Vec::new();
+        for p in &protected.hidden {
+            let Ok(real) = std::fs::canonicalize(p) else {
+                continue;
+            };
+            let c = cstring(&real)?;
+            hides.push(if real.is_dir() {
+                Hide::Dir(c)
+            } else {
+                Hide::File(c)
+            });
+        }
         let uid = nix::unistd::geteuid();
         let gid = nix::unistd::getegid();
         Ok(Self {
@@ -161,6 +188,7 @@ impl PreparedMounts {
             uid_map: cstring(Path::new(&format!("{uid} {uid} 1\n")))?,
             gid_map: cstring(Path::new(&format!("{gid} {gid} 1\n")))?,
             binds,
+            hides,
             read_only: covered,
         })
     }
@@ -171,14 +199,14 @@ impl PreparedMounts {
         &self.read_only
     }
 
-    /// How many bind mounts the child will make.
+    /// How many mounts the child will make.
     pub fn len(&self) -> usize {
-        self.binds.len()
+        self.binds.len() + self.hides.len()
     }
 
-    /// Whether there is nothing to bind.
+    /// Whether there is nothing to bind or hide.
     pub fn is_empty(&self) -> bool {
-        self.binds.is_empty()
+        self.binds.is_empty() && self.hides.is_empty()
     }
 
     /// Builds the namespace in the calling (child) process. Meant for `pre_exec`: system
@@ -236,6 +264,27 @@ impl PreparedMounts {
                     MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
                     None::<&CStr>,
                 )?;
+            }
+        }
+        for h in &self.hides {
+            match h {
+                Hide::Dir(path) => mount(
+                    Some(c"tmpfs"),
+                    path.as_c_str(),
+                    Some(c"tmpfs"),
+                    MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC,
+                    Some(c"size=4k,mode=0500"),
+                )?,
+                Hide::File(path) => mount(
+                    Some(c"/dev/null"),
+                    path.as_c_str(),
+                    None::<&CStr>,
+                    MsFlags::MS_BIND,
+                    None::<&CStr>,
+                )?,
             }
         }
         Ok(())
