@@ -266,20 +266,23 @@ fn remove_any(path: &Path) -> std::io::Result<()> {
 fn put_back(path: &Path, before: &Entry, now: &Entry) -> std::io::Result<()> {
     match (before, now) {
         // A directory (hooks) that is still a directory: fix its entries one by one.
+        // One entry that cannot be put back does not stop the others.
         (Entry::Dir(was), Entry::Dir(is)) => {
+            let mut first_error = None;
             for name in is.keys().filter(|n| !was.contains_key(*n)) {
-                remove_any(&path.join(name))?;
-            }
-            for (name, entry) in was {
-                if is.get(name) != Some(entry) {
-                    put_back(
-                        &path.join(name),
-                        entry,
-                        is.get(name).unwrap_or(&Entry::Missing),
-                    )?;
+                if let Err(e) = remove_any(&path.join(name)) {
+                    first_error.get_or_insert(e);
                 }
             }
-            Ok(())
+            for (name, entry) in was {
+                let now = is.get(name).unwrap_or(&Entry::Missing);
+                if now != entry
+                    && let Err(e) = put_back(&path.join(name), entry, now)
+                {
+                    first_error.get_or_insert(e);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
         }
         (Entry::Missing, _) => remove_any(path),
         (Entry::File { bytes, mode }, _) => {
@@ -290,13 +293,10 @@ fn put_back(path: &Path, before: &Entry, now: &Entry) -> std::io::Result<()> {
             remove_any(path)?;
             std::os::unix::fs::symlink(target, path)
         }
-        (Entry::Dir(was), _) => {
+        (Entry::Dir(_), _) => {
             remove_any(path)?;
             std::fs::create_dir(path)?;
-            for (name, entry) in was {
-                put_back(&path.join(name), entry, &Entry::Missing)?;
-            }
-            Ok(())
+            put_back(path, before, &Entry::Dir(BTreeMap::new()))
         }
         (Entry::Large { .. } | Entry::Other, _) => Err(std::io::Error::other(
             "it was not recorded in full (too large or not a regular file)",
@@ -386,6 +386,36 @@ mod tests {
             "{}"
         );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn an_entry_that_cannot_be_restored_does_not_stop_the_others() {
+        let dir = repo();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join(".crew/agents")).unwrap();
+        let snap = Snapshot::take(&Protected::find(std::slice::from_ref(&root)), &[]);
+        std::fs::remove_dir_all(root.join(".crew/agents")).unwrap();
+        std::fs::write(
+            root.join(".crew/settings.json"),
+            r#"{"permissions":{"allow":["Bash"]}}"#,
+        )
+        .unwrap();
+        // The hooks directory replaced by a file is rebuilt with its hooks.
+        std::fs::remove_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/hooks"), "x").unwrap();
+        let report = snap.restore();
+        assert_eq!(
+            std::fs::read_to_string(root.join(".crew/settings.json")).unwrap(),
+            "{}"
+        );
+        assert!(root.join(".git/hooks/pre-commit.sample").is_file());
+        // The sub-directory was not recorded, and the report says so.
+        assert!(
+            report
+                .iter()
+                .any(|l| l.contains(".crew") && l.contains("NOT")),
+            "{report:?}"
+        );
     }
 
     #[test]
