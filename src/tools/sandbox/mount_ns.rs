@@ -73,7 +73,7 @@ pub struct PreparedMounts {
 }
 
 /// Whether mount namespaces work here, probed once per process by starting `true` in
-/// one (with a read-only bind, the hardest step).
+/// one (with a read-only bind and a tmpfs, the steps most often refused).
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
@@ -83,11 +83,9 @@ pub fn available() -> bool {
             hidden: vec![probe_dir],
             ..Protected::default()
         };
-        let Some(mut prepared) = PreparedMounts::prepare(&protected).ok() else {
+        let Some(prepared) = PreparedMounts::prepare(&protected).ok() else {
             return false;
         };
-        prepared.binds.retain(|b| b.read_only.is_some());
-        prepared.hides.retain(|h| matches!(h, Hide::Dir(_)));
         let mut cmd = std::process::Command::new("true");
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -197,11 +195,6 @@ impl PreparedMounts {
     /// makes read-only.
     pub fn read_only(&self) -> &[PathBuf] {
         &self.read_only
-    }
-
-    /// How many mounts the child will make.
-    pub fn len(&self) -> usize {
-        self.binds.len() + self.hides.len()
     }
 
     /// Whether there is nothing to bind or hide.
