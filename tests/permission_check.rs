@@ -580,7 +580,7 @@ fn path_globs_and_mcp_and_agent_rules() {
 }
 
 #[test]
-fn writes_to_settings_and_git_hooks_always_ask() {
+fn writes_to_settings_and_git_hooks_are_denied_in_every_mode() {
     let f = Fixture::new();
     f.settings("local", r#"{"permissions":{"allow":["Edit","Write(**)"]}}"#);
     for p in [
@@ -588,15 +588,12 @@ fn writes_to_settings_and_git_hooks_always_ask() {
         ".crew/settings.local.json",
         ".git/hooks/pre-commit",
     ] {
-        for mode in [Default, AcceptEdits] {
+        // A hard check: no allow rule and no mode gets past it.
+        for mode in [Default, AcceptEdits, BypassPermissions, DontAsk] {
             let d = f.check("write_file", &path(p), mode);
-            assert_eq!(d.verdict, Ask, "{p} {mode}: {d:?}");
+            assert_eq!(d.verdict, Deny, "{p} {mode}: {d:?}");
+            assert!(d.reason.contains("protected"), "{p}: {}", d.reason);
         }
-        assert_eq!(
-            f.check("write_file", &path(p), DontAsk).verdict,
-            Deny,
-            "{p}"
-        );
     }
     // Reading them is an ordinary read.
     assert_eq!(

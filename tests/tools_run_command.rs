@@ -397,7 +397,10 @@ async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q"]);
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "base"]);
-    git(&repo, &["worktree", "add", "-q", "../wt", "-b", "work"]);
+    git(
+        &repo,
+        &["worktree", "add", "-q", "../wt", "-b", "crew/t1/work"],
+    );
     let wt = root.path().join("wt");
     let commit = json!({"command": "echo hi > f.txt && git add f.txt && \
         git -c user.name=t -c user.email=t@t commit -q -m add && echo committed"});

@@ -53,7 +53,7 @@ fn list_shows_id_branch_state_and_path_in_text_and_json() {
             .unwrap_or("")
             .to_string()
     };
-    assert!(row("clean").contains("crew/clean-clean") && row("clean").contains("clean"));
+    assert!(row("clean").contains("crew/clean/clean") && row("clean").contains("clean"));
     assert!(
         row("clean").ends_with(&clean.display().to_string()),
         "{text}"

@@ -44,7 +44,7 @@ async fn a_worktree_is_made_outside_the_repo_on_its_own_branch_from_head() {
     let fx = Fixture::new();
     let actor = fx.spawn().await;
     let wt = create(&actor, "t1", "Fix the Login bug!").await;
-    assert_eq!(wt.branch, "crew/t1-fix-the-login-bug");
+    assert_eq!(wt.branch, "crew/t1/fix-the-login-bug");
     assert_eq!(wt.base_commit, fx.head());
     assert_eq!(wt.repo_root, fx.repo);
     assert!(wt.path.starts_with(&fx.base) && !wt.path.starts_with(&fx.repo));
@@ -270,6 +270,31 @@ async fn merge_commits_work_left_uncommitted_then_merges_it() {
     let err = merge(&actor, "n1", false).await.unwrap_err();
     assert!(matches!(err, WorktreeError::NothingToMerge { .. }), "{err}");
     assert!(nothing.path.exists());
+}
+
+#[tokio::test]
+async fn merge_refuses_when_a_subagent_repointed_its_head_at_the_users_branch() {
+    // The attack: a confined subagent may write its worktree's private git dir, so it
+    // points HEAD at `main` and leaves changes uncommitted, hoping the (unconfined)
+    // merge commits them straight onto the user's branch.
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    let wt = create(&actor, "h1", "sneaky").await;
+    write(&wt.path.join("evil.txt"), "planted\n");
+    let private = git(&wt.path, &["rev-parse", "--git-dir"]);
+    std::fs::write(
+        std::path::Path::new(private.trim()).join("HEAD"),
+        "ref: refs/heads/main\n",
+    )
+    .unwrap();
+    let head = fx.head();
+    let err = merge(&actor, "h1", false).await.unwrap_err();
+    assert!(
+        err.to_string().contains("HEAD is no longer branch"),
+        "{err}"
+    );
+    assert_eq!(fx.head(), head, "main moved");
+    assert!(!fx.repo.join("evil.txt").exists());
 }
 
 #[tokio::test]

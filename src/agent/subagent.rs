@@ -438,23 +438,10 @@ fn subagent_model(asked: Option<&str>, lead: &str) -> String {
 }
 
 /// What a confined command in a linked worktree must write to for `git add` and
-/// `git commit`: the worktree's private git dir (index, HEAD) and the repository's
-/// objects, refs and ref logs. Not the rest of the common dir: its `hooks/` and `config`
-/// would let a subagent plant code that runs later in the user's own checkout. (Refs stay
-/// writable, so a confined command could move another branch; its files are untouched.)
+/// `git commit`: the worktree's private git dir (index, HEAD), the repository's objects,
+/// and the ref and reflog directories of this task's own branch. Not the rest of the
+/// common dir: its `hooks/` and `config` would let a subagent plant code that runs later
+/// in the user's own checkout, and its `refs/` would let it move the user's branches.
 fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
-    let dirs = crate::tools::landlock::git_writable_dirs(worktree);
-    let mut out = Vec::new();
-    if let Some(private) = dirs.first() {
-        out.push(private.clone());
-    }
-    if let Some(common) = dirs.get(1) {
-        for sub in ["objects", "refs", "logs"] {
-            let d = common.join(sub);
-            if d.is_dir() {
-                out.push(d);
-            }
-        }
-    }
-    out
+    crate::tools::landlock::git_writable_dirs(worktree)
 }

@@ -94,6 +94,7 @@ pub async fn prepare(
         .or(policy.max_concurrent_agents)
         .unwrap_or(8);
     let chosen = model::choose(spec, cli.record_requests.clone())?;
+    crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
     // Commands run under Landlock when unattended, or whenever the settings ask for it.
     let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
         let mut writable_roots = vec![cwd.clone()];

@@ -1,5 +1,5 @@
 //! The decision itself (`check`): classify and parse → hard checks (blacklist,
-//! credentials, sandbox) → rules by layer → dangerous/protected asks → mode fallback;
+//! credentials, sandbox, protected paths) → rules by layer → dangerous asks → mode fallback;
 //! then, under dontAsk, any Ask becomes Deny (nobody is there to answer).
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use super::rules::{self, Rule, RuleKind, Subject};
 use super::shell::Part;
 use super::{
     Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
-    delegation, mode, sandbox, shell,
+    delegation, mode, protected, sandbox, shell,
 };
 
 /// Decides one call. Pure apart from reading the file system to resolve symlinks.
@@ -162,7 +162,7 @@ fn from_rule(rule: &Rule, what: &str) -> Decision {
     d
 }
 
-/// A dangerous command or protected file: ask in every mode but bypassPermissions, unless
+/// A dangerous command: ask in every mode but bypassPermissions, unless
 /// an exact allow rule (a grant for this very target) matched.
 fn guarded(
     ctx: &Ctx<'_>,
@@ -279,6 +279,17 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     }
+    if c.kind.writes()
+        && let Some(what) = sandbox::protected(&real).or_else(|| sandbox::protected(&lexical))
+    {
+        return deny(
+            Source::Sandbox,
+            format!(
+                "`{raw}` is {what}, a protected path: git hooks and config run code later outside any sandbox, and settings decide permissions; agents never write them (edit it yourself)"
+            ),
+            target,
+        );
+    }
     if let Some(r) = path_deny(ctx, c.kind, &real) {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
@@ -291,24 +302,9 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     };
     let rule = rules::decide(&ctx.policy.rules, &subject);
     let category = c.kind.category();
-    let protected = c.kind.writes().then(|| sandbox::protected(&real)).flatten();
     let mut d = match rule {
-        Some(r) if r.kind != RuleKind::Allow => from_rule(r, raw),
-        _ => match protected.and_then(|why| {
-            guarded(
-                ctx,
-                rule,
-                &format!("{why} changes permissions or runs code later"),
-                category,
-                raw,
-            )
-        }) {
-            Some(d) => d,
-            None => match rule {
-                Some(r) => from_rule(r, raw),
-                None => fallback(ctx.mode(), category, ""),
-            },
-        },
+        Some(r) => from_rule(r, raw),
+        None => fallback(ctx.mode(), category, ""),
     };
     d.target = Some(target);
     d
@@ -347,8 +343,21 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     }
     let named = named_by_part(ctx, &script.parts);
     // Credentials are denied wherever they appear, before any rule; so are files that a
-    // Read/Edit/Write deny rule protects (a shell must not walk around a path deny).
+    // Read/Edit/Write deny rule protects (a shell must not walk around a path deny), and
+    // writes to protected paths.
     for (part, named) in script.parts.iter().zip(&named) {
+        let paths = named
+            .iter()
+            .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
+        if let Some(why) = protected::command_write(part, paths) {
+            let mut d = deny(
+                Source::Sandbox,
+                format!("`{}`: {why}; agents never change them", part.full_text()),
+                target,
+            );
+            d.category = Some(Category::Exec);
+            return d;
+        }
         for n in named {
             let hit = sandbox::credential(&n.lexical, &ctx.homes).or_else(|| {
                 n.real

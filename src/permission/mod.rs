@@ -21,6 +21,7 @@ pub mod commands;
 pub mod delegation;
 pub mod grants;
 pub mod mode;
+pub mod protected;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
@@ -204,6 +205,9 @@ pub struct Policy {
     pub trusted: bool,
     /// What the engine knows of the agent types it may be asked to start.
     pub delegation: delegation::Delegation,
+    /// `commandEnv.passthrough` of the trusted layers: secret-looking variables commands
+    /// may still inherit.
+    pub env_passthrough: Vec<String>,
 }
 
 /// A rule as shown by `crew permissions list`.

@@ -149,8 +149,9 @@ pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|r| real.starts_with(r))
 }
 
-/// Credential locations below the home directory, denied in every mode.
-const CREDENTIALS: &[&str] = &[
+/// Credential locations below the home directory, denied in every mode (and hidden from
+/// confined commands by the OS sandbox's mount namespace).
+pub const CREDENTIALS: &[&str] = &[
     ".ssh",
     ".aws",
     ".gnupg",
@@ -196,15 +197,43 @@ pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
-/// Files whose change would alter permissions or run code later (`.crew/settings*.json`,
-/// `.git/hooks`, `.git/config`): writes to them always ask.
-pub fn protected(real: &Path) -> Option<&'static str> {
-    let s = real.to_string_lossy();
-    if s.contains("/.crew/settings") {
-        return Some(".crew/settings*.json");
-    }
-    if s.contains("/.git/hooks") || s.ends_with("/.git/config") {
-        return Some(".git/hooks and .git/config");
+/// Files whose change would alter permissions or run code later, outside any sandbox:
+/// `.git/hooks`, `.git/config` (and `config.worktree`), the same in `.git/modules/*`, a
+/// `.git` entry itself (a linked worktree's `.git` file says where its git dir is), a
+/// worktree's private `commondir`/`gitdir` links, and `.crew`/`.claude` settings files
+/// (and those directories themselves). Writes to them are denied in every mode. Returns
+/// what kind of protected path `path` (lexical or real) is.
+pub fn protected(path: &Path) -> Option<&'static str> {
+    let comps: Vec<std::borrow::Cow<'_, str>> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_string_lossy()),
+            _ => None,
+        })
+        .collect();
+    for (i, c) in comps.iter().enumerate() {
+        let rest: Vec<&str> = comps[i + 1..].iter().map(|c| c.as_ref()).collect();
+        match (c.as_ref(), rest.as_slice()) {
+            (".git", []) => return Some("a `.git` directory or worktree link"),
+            (".git", ["hooks", ..]) => return Some("git hooks"),
+            (".git", ["config" | "config.worktree"]) => return Some("git config"),
+            (".git", ["modules", more @ ..])
+                if more.contains(&"hooks")
+                    || more.last().is_some_and(|l| l.starts_with("config")) =>
+            {
+                return Some("a submodule's git hooks or config");
+            }
+            (".git", ["worktrees", _, "commondir" | "gitdir" | "config.worktree"]) => {
+                return Some("a worktree's git links");
+            }
+            (".crew" | ".claude", []) => return Some("the settings directory"),
+            (".crew" | ".claude", [name])
+                if name.starts_with("settings") && name.ends_with(".json") =>
+            {
+                return Some("a settings file");
+            }
+            _ => {}
+        }
     }
     None
 }
@@ -256,6 +285,35 @@ mod tests {
         assert!(resolve(&root.join("missing/../x")).is_err());
         std::fs::create_dir(root.join("a")).unwrap();
         assert_eq!(resolve(&root.join("a/../b")).unwrap(), root.join("b"));
+    }
+
+    #[test]
+    fn protected_paths_are_recognised() {
+        for p in [
+            "/p/.git/hooks/pre-commit",
+            "/p/.git/hooks",
+            "/p/.git/config",
+            "/p/.git/modules/sub/hooks/post-checkout",
+            "/p/.git/modules/a/modules/b/config",
+            "/wt/.git",
+            "/p/.git/worktrees/t1/commondir",
+            "/p/.git/worktrees/t1/gitdir",
+            "/p/.crew/settings.local.json",
+            "/p/.claude/settings.json",
+            "/p/.crew",
+        ] {
+            assert!(protected(Path::new(p)).is_some(), "{p}");
+        }
+        for p in [
+            "/p/src/main.rs",
+            "/p/.git/objects/ab/cd",
+            "/p/.git/refs/heads/main",
+            "/p/.crew/agents/x.md",
+            "/p/config",
+            "/p/.gitignore",
+        ] {
+            assert!(protected(Path::new(p)).is_none(), "{p}");
+        }
     }
 
     #[test]

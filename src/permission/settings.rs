@@ -93,6 +93,15 @@ struct RawSettings {
     max_concurrent_agents: Option<usize>,
     /// Read only to report an ignored `worktree.setup` (the worktree module applies it).
     worktree: Option<Value>,
+    #[serde(rename = "commandEnv")]
+    command_env: Option<RawCommandEnv>,
+}
+
+/// `commandEnv`: which secret-looking variables commands may still inherit.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawCommandEnv {
+    passthrough: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -259,6 +268,16 @@ impl Policy {
                     );
                 } else if !sb.writable_roots.is_empty() {
                     warn(&mut warnings, "sandbox.writableRoots is ignored in project settings; set it in .crew/settings.local.json".into());
+                }
+            }
+            if let Some(env) = &raw.command_env {
+                // A cloned repository must not hand the user's secrets to commands.
+                if own {
+                    policy
+                        .env_passthrough
+                        .extend(env.passthrough.iter().cloned());
+                } else if !env.passthrough.is_empty() {
+                    warn(&mut warnings, "commandEnv.passthrough is ignored in project settings; set it in .crew/settings.local.json".into());
                 }
             }
             if shared_untrusted

@@ -2,6 +2,7 @@
 //! own process group with its output going to the task's log, registers it as a task, and
 //! returns at once. A waiter records how it ended; stopping the task (or the session)
 //! kills the whole group, and processes it leaves behind are killed when it exits.
+//! Protected files a confined command changed are restored when it ends.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -63,10 +64,14 @@ pub async fn start(
     let err_log = log
         .try_clone()
         .map_err(|e| fail(format!("cannot share the log file: {e}")))?;
-    let mut cmd =
+    let mut shell =
         process::shell_command(command, &ctx.cwd, &ctx.sandbox).map_err(|e| fail(e.to_string()))?;
-    cmd.stdout(Stdio::from(log)).stderr(Stdio::from(err_log));
-    let mut child = GroupChild::spawn(&mut cmd, &ctx.cwd).map_err(|e| fail(e.to_string()))?;
+    shell
+        .cmd
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(err_log));
+    let mut child = GroupChild::spawn(&mut shell.cmd, &ctx.cwd).map_err(|e| fail(e.to_string()))?;
+    let guard = shell.guard;
     let pgid = child.pgid();
     let _ = tasks.cast(TaskMsg::Running {
         id: record.id.clone(),
@@ -81,7 +86,7 @@ pub async fn start(
         // Nothing the command started may outlive it.
         let _ = process::kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
         child.disarm();
-        let (status, result) = match ended {
+        let (mut status, mut result) = match ended {
             Ok(s) if s.success() => (TaskStatus::Completed, "exit code: 0".to_string()),
             Ok(s) => (
                 TaskStatus::Failed,
@@ -97,6 +102,11 @@ pub async fn start(
             Err(Ended::TimedOut) => (TaskStatus::Failed, "timed out".into()),
             Err(Ended::Wait(e)) => (TaskStatus::Failed, format!("could not wait for it: {e}")),
         };
+        // Protected files the command changed are put back, and the task fails loudly.
+        if let Some(report) = guard.finish() {
+            status = TaskStatus::Failed;
+            result = format!("{result}\n{report}");
+        }
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&log_path) {
             let _ = writeln!(f, "\n[{result}]");

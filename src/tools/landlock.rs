@@ -1,5 +1,7 @@
 //! Linux Landlock confinement for commands: reads and execution anywhere, writes only
-//! below the writable roots, the temp directory and a few harmless devices.
+//! below the writable roots, the temp directory and a few harmless devices; no terminal
+//! is writable, and (ABI 5, Linux 6.10+) device ioctls are allowed only on those devices,
+//! so a command cannot inject keystrokes into a terminal with `TIOCSTI`.
 //!
 //! The ruleset is built in the parent (opening directories and allocating is not allowed
 //! between `fork` and `exec`); the child only calls `prctl` and `landlock_restrict_self`
@@ -16,20 +18,15 @@ use landlock::{
 };
 
 /// The newest Landlock ABI whose filesystem rights we ask for. V3 covers reading,
-/// writing, creating, removing, renaming across directories and truncating; V5's device
-/// ioctl right is left unhandled so terminals and `/dev/null` keep working.
-const TARGET_ABI: ABI = ABI::V3;
+/// writing, creating, removing, renaming across directories and truncating; V5 adds the
+/// device ioctl right, granted only on [`WRITABLE_DEVICES`]. Older kernels enforce what
+/// they know (best effort above V1).
+const TARGET_ABI: ABI = ABI::V5;
 
-/// Devices bash and common tools write to; writing them changes no file.
-const WRITABLE_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
-    "/dev/shm",
-];
+/// Devices bash and common tools write to; writing them (or an ioctl on them) changes no
+/// file and reaches no terminal. `/dev/tty`, `/dev/ptmx` and `/dev/pts` are deliberately
+/// absent: commands run without a terminal.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/shm"];
 
 /// The errno the child reports when `landlock_restrict_self` could not confine it; the
 /// parent turns it back into [`SandboxError::NotEnforced`].
@@ -61,6 +58,13 @@ pub enum SandboxError {
          in .crew/settings.json"
     )]
     Ruleset(#[from] RulesetError),
+    /// The child could not build its mount namespace (read-only protected paths).
+    #[error(
+        "the command was refused: the mount namespace that keeps .git/hooks, .git/config and \
+         settings read-only could not be set up ({0}). Set \"sandbox\": {{\"enabled\": false}} \
+         in .crew/settings.json or run the agent in a permission mode other than dontAsk"
+    )]
+    MountNamespace(io::Error),
     /// The child could not restrict itself.
     #[error(
         "the command was refused: the kernel did not enforce the Landlock sandbox in the \
@@ -85,6 +89,19 @@ pub fn kernel_support() -> KernelSupport {
     })
 }
 
+/// Whether the kernel's Landlock restricts device ioctls (ABI 5, Linux 6.10+): only then
+/// is `TIOCSTI` on a terminal a command opened for reading refused by Landlock itself.
+pub fn restricts_device_ioctls() -> bool {
+    static V5: OnceLock<bool> = OnceLock::new();
+    *V5.get_or_init(|| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::IoctlDev)
+            .and_then(|r| r.create())
+            .is_ok()
+    })
+}
+
 /// The temp directory confined commands get (their `TMPDIR`, `TMP` and `TEMP` point
 /// there): private to this user, instead of the whole shared temp dir — which may hold the
 /// very checkout the sandbox protects (a project under /tmp would otherwise be writable).
@@ -105,40 +122,73 @@ pub fn sandbox_temp_dir() -> PathBuf {
     .clone()
 }
 
-/// The roots a confined command may write below: the given roots, the private sandbox
-/// temp directory and the devices in [`WRITABLE_DEVICES`]. Roots that do not exist are
+/// The roots a confined command may write below: the given roots and the private sandbox
+/// temp directory (the harmless devices, `/dev/null` and kin, come on top). Roots that do not exist are
 /// skipped by Landlock (so writes there stay denied).
 pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = writable_roots.to_vec();
     roots.push(sandbox_temp_dir());
-    roots.extend(WRITABLE_DEVICES.iter().map(PathBuf::from));
     roots.sort();
     roots.dedup();
     roots
 }
 
-/// The git directories a command in a linked worktree must write to for `git add` and
-/// `git commit` to work: the worktree's private git dir (`.git/worktrees/NAME`, holding
-/// its index and HEAD) and the repository's common dir (objects, refs). Empty when
-/// `worktree/.git` is a directory (it is then already below the worktree) or missing.
+/// The git directories a confined command in a linked worktree may write, so that
+/// `git add` and `git commit` work and nothing else of the repository is reachable: the
+/// worktree's private git dir (`.git/worktrees/NAME`: its index and HEAD; its
+/// `commondir` and `gitdir` links are bound read-only by the mount namespace), the
+/// common `objects/` directory, and the ref and reflog directories that hold only this
+/// task's branch (`refs/heads/crew/<task>/` and `logs/refs/heads/crew/<task>/`; the
+/// reflog directory is created here, as a confined `git commit` could not create it).
 ///
-/// Granting the common dir lets a confined command rewrite any ref of the repository
-/// (not its checked-out files); callers add these roots knowingly.
+/// The user's branches (`refs/heads/main`), `packed-refs`, the common `config` and
+/// `hooks` stay read-only. A worktree checked out on a branch outside `crew/<task>/`
+/// gets no ref directory at all: its commits then fail rather than reach other refs.
+/// Empty when `worktree/.git` is a directory or missing.
 pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
-    let dot_git = worktree.join(".git");
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+    let Some(private) = crate::tools::sandbox::protect::private_git_dir(worktree) else {
         return Vec::new();
     };
-    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
-        return Vec::new();
+    let mut dirs = vec![private.clone()];
+    let Ok(common) = std::fs::read_to_string(private.join("commondir")) else {
+        return dirs;
     };
-    let gitdir = worktree.join(gitdir.trim());
-    let mut dirs = vec![gitdir.clone()];
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        let common = gitdir.join(common.trim());
-        dirs.push(common.canonicalize().unwrap_or(common));
+    let common = private.join(common.trim());
+    let common = common.canonicalize().unwrap_or(common);
+    dirs.push(common.join("objects"));
+    let head = std::fs::read_to_string(private.join("HEAD")).unwrap_or_default();
+    if let Some(task_dir) = head
+        .trim()
+        .strip_prefix("ref: refs/heads/")
+        .and_then(own_ref_dir)
+    {
+        let refs = common.join("refs/heads").join(&task_dir);
+        let logs = common.join("logs/refs/heads").join(&task_dir);
+        if let Err(e) = std::fs::create_dir_all(&logs) {
+            tracing::warn!("cannot create the reflog directory {}: {e}", logs.display());
+        }
+        dirs.push(refs);
+        dirs.push(logs);
     }
     dirs
+}
+
+/// `crew/<task>` for a branch `crew/<task>/<name…>`: the directory only this task's
+/// branches live in. Anything else (a branch directly in `crew/`, `..`) has none.
+fn own_ref_dir(branch: &str) -> Option<PathBuf> {
+    let mut parts = branch.split('/');
+    let (Some("crew"), Some(task), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
+        return None;
+    };
+    let valid = |p: &str| !p.is_empty() && p != "." && p != "..";
+    (valid(task) && branch.split('/').all(valid)).then(|| Path::new("crew").join(task))
+}
+
+/// The rights below a writable root: everything but making device nodes (root could
+/// otherwise `mknod` a terminal or a disk inside its worktree) and device ioctls.
+fn root_access() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_all(TARGET_ABI)
+        & !(AccessFs::MakeChar | AccessFs::MakeBlock | AccessFs::IoctlDev)
 }
 
 /// A ruleset built in the parent, ready to be applied in the child by [`apply`].
@@ -172,7 +222,11 @@ impl PreparedLandlock {
                 [Path::new("/")],
                 AccessFs::from_read(TARGET_ABI),
             ))?
-            .add_rules(path_beneath_rules(&roots, AccessFs::from_all(TARGET_ABI)))?;
+            .add_rules(path_beneath_rules(&roots, root_access()))?
+            .add_rules(path_beneath_rules(
+                WRITABLE_DEVICES,
+                AccessFs::from_all(TARGET_ABI),
+            ))?;
         Ok(Self {
             ruleset: Some(ruleset),
         })
@@ -219,12 +273,15 @@ mod tests {
         // Not the shared temp dir: a checkout living there must stay protected.
         assert!(!roots.contains(&std::env::temp_dir()));
         assert!(!roots.contains(&PathBuf::from("/tmp")));
-        assert!(roots.contains(&PathBuf::from("/dev/null")));
+        for tty in ["/dev/tty", "/dev/pts", "/dev/ptmx"] {
+            assert!(!roots.contains(&PathBuf::from(tty)), "{tty}");
+            assert!(!WRITABLE_DEVICES.contains(&tty), "{tty}");
+        }
         assert!(!roots.contains(&PathBuf::from("/")));
     }
 
     #[test]
-    fn git_dirs_of_a_plain_checkout_are_empty_and_of_a_linked_worktree_found() {
+    fn git_dirs_of_a_plain_checkout_are_empty_and_of_a_linked_worktree_narrow() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".git")).unwrap();
         assert!(git_writable_dirs(dir.path()).is_empty());
@@ -233,14 +290,38 @@ mod tests {
         let private = dir.path().join(".git/worktrees/wt");
         std::fs::create_dir_all(&private).unwrap();
         std::fs::write(private.join("commondir"), "../..\n").unwrap();
+        std::fs::write(private.join("HEAD"), "ref: refs/heads/crew/t1/fix\n").unwrap();
         std::fs::write(
             wt.path().join(".git"),
             format!("gitdir: {}\n", private.display()),
         )
         .unwrap();
+        let common = dir.path().join(".git").canonicalize().unwrap();
         let dirs = git_writable_dirs(wt.path());
-        assert_eq!(dirs[0], private);
-        assert_eq!(dirs[1], dir.path().join(".git").canonicalize().unwrap());
+        assert_eq!(
+            dirs,
+            [
+                private.clone(),
+                common.join("objects"),
+                common.join("refs/heads/crew/t1"),
+                common.join("logs/refs/heads/crew/t1"),
+            ]
+        );
+        assert!(common.join("logs/refs/heads/crew/t1").is_dir());
+        // Never the common dir itself, nor the refs of other branches.
+        assert!(!dirs.contains(&common));
+        assert!(
+            !dirs
+                .iter()
+                .any(|d| d.ends_with("refs/heads") || d.ends_with("refs"))
+        );
+
+        // A branch outside crew/<task>/ gets no ref directory.
+        std::fs::write(private.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(git_writable_dirs(wt.path()).len(), 2);
+        for bad in ["crew/t1", "crew/../x", "crew//x", "other/t1/x"] {
+            assert_eq!(own_ref_dir(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod process;
 pub mod read_file;
 pub mod registry;
 pub mod run_command;
+pub mod sandbox;
 pub mod schema;
 pub mod search_code;
 pub mod task_tools;

@@ -2,31 +2,34 @@
 //!
 //! A shell command may start grandchildren (`make -j`, `sleep 300 &`) that outlive the
 //! shell and keep its pipes open. Each command therefore runs as the leader of a new
-//! process group; on timeout, cancellation, drop, or after the shell exits, the whole
+//! session and process group (no controlling terminal); on timeout, cancellation, drop, or after the shell exits, the whole
 //! group is terminated (SIGTERM, a short grace, then SIGKILL). `run_command` uses
 //! [`run_in_group`]; background tasks can build on [`shell_command`], [`GroupChild`] and
-//! [`terminate_group`].
+//! [`terminate_group`]. How the child is built (environment, session, confinement) is in
+//! `process/shell.rs`.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::CommandSandbox;
-use super::landlock::{self, KernelSupport, NOT_ENFORCED_ERRNO, PreparedLandlock, SandboxError};
+use super::landlock::SandboxError;
 
 mod capture;
+mod group;
+mod shell;
 
 pub use capture::Capture;
+pub use group::{Ended, GroupChild, group_alive, kill_group, terminate_group};
+pub use shell::{ShellCommand, shell_command, shell_command_with};
 
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -96,6 +99,8 @@ pub struct ProcessOutput {
     pub leftovers_killed: bool,
     /// A process kept the output pipes open past the drain grace; reading was stopped.
     pub output_abandoned: bool,
+    /// The loud report when the command changed protected files and they were restored.
+    pub protected_restored: Option<String>,
 }
 
 impl ProcessOutput {
@@ -110,202 +115,6 @@ impl ProcessOutput {
     }
 }
 
-/// Builds `bash -c COMMAND` in `cwd` with stdin from /dev/null, stdout and stderr piped,
-/// as the leader of a new process group, confined by `sandbox`. The caller may still
-/// redirect stdout/stderr before spawning it with [`GroupChild::spawn`].
-pub fn shell_command(
-    command: &str,
-    cwd: &Path,
-    sandbox: &CommandSandbox,
-) -> Result<Command, ProcessError> {
-    shell_command_with(command, cwd, sandbox, landlock::kernel_support())
-}
-
-/// [`shell_command`] with the kernel's Landlock support given explicitly, so the
-/// fail-closed refusal can be exercised on kernels that do have Landlock.
-pub fn shell_command_with(
-    command: &str,
-    cwd: &Path,
-    sandbox: &CommandSandbox,
-    support: KernelSupport,
-) -> Result<Command, ProcessError> {
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let CommandSandbox::Landlock { writable_roots } = sandbox {
-        let tmp = landlock::sandbox_temp_dir();
-        cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
-        let mut prepared = PreparedLandlock::prepare(writable_roots, support)?;
-        // SAFETY: the closure runs between fork and exec; `apply` only makes system
-        // calls on a ruleset built beforehand and does not allocate or take locks.
-        unsafe {
-            cmd.pre_exec(move || prepared.apply());
-        }
-    }
-    Ok(cmd)
-}
-
-/// A spawned process-group leader. Dropping it kills the whole group (SIGKILL), so an
-/// aborted task leaves no processes behind.
-#[derive(Debug)]
-pub struct GroupChild {
-    child: Child,
-    pgid: Pid,
-    armed: bool,
-}
-
-impl GroupChild {
-    /// Spawns `cmd`, which must have been built with [`shell_command`] (or otherwise set
-    /// `process_group(0)`), and takes charge of its group.
-    pub fn spawn(cmd: &mut Command, cwd: &Path) -> Result<Self, ProcessError> {
-        let child = cmd.spawn().map_err(|source| {
-            if source.raw_os_error() == Some(NOT_ENFORCED_ERRNO) {
-                ProcessError::Sandbox(SandboxError::NotEnforced)
-            } else {
-                ProcessError::Spawn {
-                    cwd: cwd.to_path_buf(),
-                    source,
-                }
-            }
-        })?;
-        let pid = child.id().ok_or_else(|| {
-            ProcessError::Wait(std::io::Error::other("the child exited before it was seen"))
-        })?;
-        // The child is its group's leader, so its pid is the group id.
-        let pgid = Pid::from_raw(pid as i32);
-        Ok(Self {
-            child,
-            pgid,
-            armed: true,
-        })
-    }
-
-    /// The process group id (the leader's pid).
-    pub fn pgid(&self) -> Pid {
-        self.pgid
-    }
-
-    /// The underlying child, e.g. to take its stdout.
-    pub fn child_mut(&mut self) -> &mut Child {
-        &mut self.child
-    }
-
-    /// Waits for the leader to exit, or kills the group when `timeout` passes or
-    /// `cancel` fires. Returns the exit status, or which of the two ended it.
-    pub async fn wait_or_kill(
-        &mut self,
-        timeout: Option<Duration>,
-        cancel: &CancellationToken,
-    ) -> Result<ExitStatus, Ended> {
-        let sleep = async {
-            match timeout {
-                Some(t) => tokio::time::sleep(t).await,
-                None => std::future::pending().await,
-            }
-        };
-        let ended = tokio::select! {
-            status = self.child.wait() => return status.map_err(Ended::Wait),
-            () = sleep => Ended::TimedOut,
-            () = cancel.cancelled() => Ended::Cancelled,
-        };
-        self.terminate().await;
-        Err(ended)
-    }
-
-    /// Terminates the whole group (SIGTERM, grace, SIGKILL) and reaps the leader.
-    pub async fn terminate(&mut self) -> Option<ExitStatus> {
-        terminate_group(self.pgid, KILL_GRACE).await;
-        let status = self.child.wait().await.ok();
-        self.armed = false;
-        status
-    }
-
-    /// Stops the drop guard, once the group is known to be gone.
-    pub fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for GroupChild {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = kill_group(self.pgid, Signal::SIGKILL);
-        }
-    }
-}
-
-/// What stopped [`GroupChild::wait_or_kill`] before the leader exited on its own.
-#[derive(Debug)]
-pub enum Ended {
-    /// The time limit passed; the group was killed.
-    TimedOut,
-    /// The token fired; the group was killed.
-    Cancelled,
-    /// Waiting failed.
-    Wait(std::io::Error),
-}
-
-/// Sends `signal` to every process in group `pgid`. A group that no longer exists is
-/// not an error.
-pub fn kill_group(pgid: Pid, signal: Signal) -> Result<(), Errno> {
-    match killpg(pgid, signal) {
-        Ok(()) | Err(Errno::ESRCH) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Whether group `pgid` still has a live (non-zombie) member. Zombies are ignored:
-/// they run nothing and are reaped by their parent or by init in their own time.
-pub fn group_alive(pgid: Pid) -> bool {
-    if killpg(pgid, None) == Err(Errno::ESRCH) {
-        return false;
-    }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    entries.flatten().any(|e| {
-        e.file_name()
-            .to_str()
-            .is_some_and(|n| n.parse::<u32>().is_ok())
-            && std::fs::read_to_string(e.path().join("stat"))
-                .ok()
-                .and_then(|stat| parse_stat(&stat))
-                .is_some_and(|(state, pgrp)| pgrp == pgid.as_raw() && state != 'Z')
-    })
-}
-
-/// `(state, pgrp)` from a `/proc/PID/stat` line; the command name may hold spaces and
-/// parentheses, so fields are counted after the last `)`.
-fn parse_stat(stat: &str) -> Option<(char, i32)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
-}
-
-/// Terminates group `pgid`: SIGTERM, up to `grace` for it to go, then SIGKILL.
-pub async fn terminate_group(pgid: Pid, grace: Duration) {
-    if kill_group(pgid, Signal::SIGTERM).is_err() {
-        let _ = kill_group(pgid, Signal::SIGKILL);
-        return;
-    }
-    let deadline = tokio::time::Instant::now() + grace;
-    while tokio::time::Instant::now() < deadline {
-        if !group_alive(pgid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let _ = kill_group(pgid, Signal::SIGKILL);
-}
-
 /// Runs `bash -c COMMAND` in `cwd` in its own process group under `sandbox`, capturing
 /// capped stdout and stderr. On timeout or when `cancel` fires, the whole group is
 /// killed and an error carrying the partial output is returned. When the shell exits,
@@ -318,11 +127,37 @@ pub async fn run_in_group(
     cancel: &CancellationToken,
     sandbox: &CommandSandbox,
 ) -> Result<ProcessOutput, ProcessError> {
-    let mut cmd = shell_command(command, cwd, sandbox)?;
-    run_command_in_group(&mut cmd, cwd, timeout, cancel).await
+    let mut shell = shell_command(command, cwd, sandbox)?;
+    let ran = run_command_in_group(&mut shell.cmd, cwd, timeout, cancel).await;
+    // Restore protected files however the command ended (it may have been killed).
+    let restored = shell.guard.finish();
+    match ran {
+        Ok(mut out) => {
+            out.protected_restored = restored;
+            Ok(out)
+        }
+        Err(ProcessError::TimedOut {
+            limit,
+            pgid,
+            mut output,
+        }) => {
+            output.protected_restored = restored;
+            Err(ProcessError::TimedOut {
+                limit,
+                pgid,
+                output,
+            })
+        }
+        Err(ProcessError::Cancelled { pgid, mut output }) => {
+            output.protected_restored = restored;
+            Err(ProcessError::Cancelled { pgid, output })
+        }
+        Err(e) => Err(e),
+    }
 }
 
-/// [`run_in_group`] for a command built by [`shell_command`] or [`shell_command_with`].
+/// [`run_in_group`] for a command built by [`shell_command`] or [`shell_command_with`]
+/// (the caller finishes its guard).
 pub async fn run_command_in_group(
     cmd: &mut Command,
     cwd: &Path,
@@ -367,6 +202,7 @@ pub async fn run_command_in_group(
         pgid,
         leftovers_killed,
         output_abandoned,
+        protected_restored: None,
     };
     match waited {
         Ok(status) => {
@@ -430,13 +266,6 @@ impl Drop for Readers {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parse_stat_handles_odd_command_names() {
-        let line = "1234 (we (ird) name) S 1 777 777 0 -1";
-        assert_eq!(parse_stat(line), Some(('S', 777)));
-        assert_eq!(parse_stat("garbage"), None);
-    }
-
     #[tokio::test]
     async fn exit_code_and_streams_are_reported() {
         let dir = tempfile::tempdir().unwrap();
@@ -467,13 +296,5 @@ mod tests {
         .await
         .unwrap_err();
         assert!(err.to_string().contains("/no/such/dir/crew"), "{err}");
-    }
-
-    #[test]
-    fn kill_group_of_a_missing_group_is_ok() {
-        // Pid 0x3fff_fff0 is above pid_max, so no such group can exist.
-        let pgid = Pid::from_raw(0x3fff_fff0);
-        assert!(kill_group(pgid, Signal::SIGTERM).is_ok());
-        assert!(!group_alive(pgid));
     }
 }

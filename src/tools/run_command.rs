@@ -85,7 +85,13 @@ Use task_output to read it and task_stop to stop it.",
             Err(e @ (ProcessError::TimedOut { .. } | ProcessError::Cancelled { .. })) => {
                 let partial = match &e {
                     ProcessError::TimedOut { output, .. }
-                    | ProcessError::Cancelled { output, .. } => render_streams(output),
+                    | ProcessError::Cancelled { output, .. } => {
+                        let mut text = render_streams(output);
+                        if let Some(report) = &output.protected_restored {
+                            text.push_str(report);
+                        }
+                        text
+                    }
                     _ => String::new(),
                 };
                 Err(ToolError::Failed(if partial.is_empty() {
@@ -123,6 +129,10 @@ fn render(output: &ProcessOutput) -> String {
         text.push_str(
             "note: a process that left the process group kept the output open; reading stopped\n",
         );
+    }
+    if let Some(report) = &output.protected_restored {
+        text.push_str(report);
+        text.push('\n');
     }
     text
 }

@@ -104,11 +104,26 @@ pub fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError>
 }
 
 /// Commits everything uncommitted in the checkout at `path` (new, changed and deleted
-/// files; ignored files stay out) on its current branch. The author is the repository's
-/// configured identity, else `crewmaster`.
-pub fn commit_all(path: &Path, message: &str) -> Result<Oid, WorktreeError> {
+/// files; ignored files stay out) on `branch`, which must be the checkout's current
+/// branch: a confined subagent can repoint its worktree's HEAD (at `main`, say), and
+/// this commit runs outside any sandbox. The author is the repository's configured
+/// identity, else `crewmaster`.
+pub fn commit_all(path: &Path, branch: &str, message: &str) -> Result<Oid, WorktreeError> {
     let shown = path.display().to_string();
     let wt = Repository::open(path).map_err(git_err("open", &shown))?;
+    let own = format!("refs/heads/{branch}");
+    let on_branch = wt
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|h| h.symbolic_target_bytes().map(|t| t == own.as_bytes()))
+        .unwrap_or(false);
+    if !on_branch {
+        return Err(git_err("commit in", &shown)(git2::Error::from_str(
+            &format!(
+                "its HEAD is no longer branch {branch}; nothing was committed. Inspect the worktree with `git -C {shown} status` before merging"
+            ),
+        )));
+    }
     let mut index = wt.index().map_err(git_err("index", &shown))?;
     index
         .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
@@ -129,7 +144,7 @@ pub fn commit_all(path: &Path, message: &str) -> Result<Oid, WorktreeError> {
         .head()
         .and_then(|h| h.peel_to_commit())
         .map_err(git_err("read HEAD", &shown))?;
-    wt.commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])
+    wt.commit(Some(&own), &sig, &sig, message, &tree, &[&parent])
         .map_err(git_err("commit", &shown))
 }
 

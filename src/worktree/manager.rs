@@ -242,6 +242,7 @@ impl Manager {
             // asking to bring them in, so they are committed on the task's branch first.
             git::commit_all(
                 &rec.path,
+                &rec.branch,
                 &format!(
                     "{}\n\nWork left uncommitted by crew task {}.\n",
                     first_line(&rec.description, &rec.id),

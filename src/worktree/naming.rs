@@ -58,11 +58,14 @@ pub fn slug(description: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
-/// The branch of a task: `crew/<task-id>-<slug>`, or `crew/<task-id>` for an empty slug.
+/// The branch of a task: `crew/<task-id>/<slug>`, or `crew/<task-id>/work` for an empty
+/// slug. Each task's branch lives in a ref directory of its own
+/// (`refs/heads/crew/<task-id>/`), the unit the OS sandbox can make writable for that
+/// task alone.
 pub fn branch_name(task_id: &str, description: &str) -> String {
     match slug(description) {
-        s if s.is_empty() => format!("{BRANCH_PREFIX}{task_id}"),
-        s => format!("{BRANCH_PREFIX}{task_id}-{s}"),
+        s if s.is_empty() => format!("{BRANCH_PREFIX}{task_id}/work"),
+        s => format!("{BRANCH_PREFIX}{task_id}/{s}"),
     }
 }
 
@@ -111,8 +114,8 @@ mod tests {
 
     #[test]
     fn branch_is_prefixed_and_falls_back_to_id() {
-        assert_eq!(branch_name("t1", "Add tests"), "crew/t1-add-tests");
-        assert_eq!(branch_name("t1", "???"), "crew/t1");
+        assert_eq!(branch_name("t1", "Add tests"), "crew/t1/add-tests");
+        assert_eq!(branch_name("t1", "???"), "crew/t1/work");
     }
 
     #[test]

@@ -1,0 +1,93 @@
+//! Building the `bash -c` child: a scrubbed environment, its own session (so it has no
+//! controlling terminal and leads its own process group), and, when confined, the
+//! mount namespace and Landlock set up between `fork` and `exec`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::process::Command;
+
+use super::ProcessError;
+use crate::tools::CommandSandbox;
+use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
+use crate::tools::sandbox::mount_ns::{self, PreparedMounts};
+use crate::tools::sandbox::protect::Protected;
+use crate::tools::sandbox::{Guard, env};
+
+/// A shell command ready to spawn, and the guard to finish once it has ended.
+#[derive(Debug)]
+pub struct ShellCommand {
+    /// The command; stdout/stderr may still be redirected before spawning.
+    pub cmd: Command,
+    /// Restores protected files the command changed; call [`Guard::finish`] after it ends.
+    pub guard: Guard,
+}
+
+/// Builds `bash -c COMMAND` in `cwd` with stdin from /dev/null, stdout and stderr piped,
+/// as the leader of a new session (and so of a new process group), without secrets in
+/// its environment, confined by `sandbox`.
+pub fn shell_command(
+    command: &str,
+    cwd: &Path,
+    sandbox: &CommandSandbox,
+) -> Result<ShellCommand, ProcessError> {
+    shell_command_with(command, cwd, sandbox, landlock::kernel_support())
+}
+
+/// [`shell_command`] with the kernel's Landlock support given explicitly, so the
+/// fail-closed refusal can be exercised on kernels that do have Landlock.
+pub fn shell_command_with(
+    command: &str,
+    cwd: &Path,
+    sandbox: &CommandSandbox,
+    support: KernelSupport,
+) -> Result<ShellCommand, ProcessError> {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in env::withheld() {
+        cmd.env_remove(name);
+    }
+    let mut guard = Guard::none();
+    let mut mounts: Option<PreparedMounts> = None;
+    let mut ruleset: Option<PreparedLandlock> = None;
+    if let CommandSandbox::Landlock { writable_roots } = sandbox {
+        let tmp = landlock::sandbox_temp_dir();
+        cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
+        ruleset = Some(PreparedLandlock::prepare(writable_roots, support)?);
+        let protected = Protected::find(writable_roots);
+        let mut read_only: Vec<PathBuf> = Vec::new();
+        if mount_ns::available() {
+            let prepared = PreparedMounts::prepare(&protected)
+                .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;
+            read_only = prepared.read_only().to_vec();
+            // Nothing to bind: no namespace needed.
+            mounts = (!prepared.is_empty()).then_some(prepared);
+        }
+        guard = Guard::take(&protected, &read_only);
+    }
+    // SAFETY: the closure runs between fork and exec. `setsid`, the mount set-up and the
+    // Landlock `apply` only make system calls on data prepared above; none allocates or
+    // takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            // A new session: no controlling terminal (no /dev/tty to inject keys into),
+            // and the child leads its own process group (pgid == pid), which the group
+            // kill relies on.
+            nix::unistd::setsid().map_err(io::Error::from)?;
+            if let Some(m) = &mounts {
+                m.apply()?;
+            }
+            if let Some(r) = &mut ruleset {
+                r.apply()?;
+            }
+            Ok(())
+        });
+    }
+    Ok(ShellCommand { cmd, guard })
+}

@@ -1,0 +1,54 @@
+//! OS-level confinement of the commands agents run, layer by layer: every command gets
+//! a scrubbed environment ([`env`](mod@env)) and its own session with no controlling terminal;
+//! a confined command (`CommandSandbox::Landlock`) also gets a private mount namespace
+//! with the protected paths read-only ([`mount_ns`], [`protect`]), then Landlock
+//! (`tools::landlock`) as the outer fence, and a snapshot of the protected files that is
+//! restored after it ends ([`Guard`]).
+
+pub mod env;
+pub mod mount_ns;
+pub mod protect;
+
+use std::path::PathBuf;
+
+use protect::{Protected, Snapshot};
+
+/// What must happen after a confined command ends: the protected files it could reach
+/// without another layer stopping it are compared with their snapshot and restored.
+#[derive(Debug, Default)]
+pub struct Guard {
+    snapshot: Option<Snapshot>,
+}
+
+impl Guard {
+    /// A guard with nothing to check (unconfined commands).
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Snapshots the protected paths below `writable_roots` that `read_only` does not
+    /// already keep read-only.
+    pub fn take(protected: &Protected, read_only: &[PathBuf]) -> Self {
+        let snapshot = Snapshot::take(protected, read_only);
+        Self {
+            snapshot: (!snapshot.is_empty()).then_some(snapshot),
+        }
+    }
+
+    /// Restores what the command changed; returns the warning for the tool result (and
+    /// logs it), or `None` when no protected file was touched.
+    pub fn finish(&self) -> Option<String> {
+        let lines = self.snapshot.as_ref()?.restore();
+        if lines.is_empty() {
+            return None;
+        }
+        for l in &lines {
+            tracing::warn!("a confined command changed a protected file: {l}");
+        }
+        Some(format!(
+            "WARNING: the command changed protected files (git hooks/config, settings), which \
+             confined commands must not do. They were restored:\n- {}",
+            lines.join("\n- ")
+        ))
+    }
+}

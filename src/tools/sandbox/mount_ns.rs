@@ -1,0 +1,357 @@
+//! A private mount namespace in which the protected paths are read-only.
+//!
+//! Landlock grants rights on whole trees and cannot make `.git/hooks` read-only inside a
+//! writable checkout. So a confined command gets its own mount namespace (a user
+//! namespace too when we are not root) where each existing protected path is bound onto
+//! itself and remounted read-only, and the directories holding them (`.git`, `.crew`,
+//! `.claude`) are bound onto themselves so they cannot be renamed away (a mount point
+//! cannot be moved or removed). Credential locations in the home directory are hidden:
+//! an empty read-only tmpfs over a directory (`~/.ssh`), `/dev/null` over a file
+//! (`~/.netrc`). Landlock is applied afterwards, as the outer fence (it also forbids the
+//! command to undo any of these mounts).
+//!
+//! Everything is prepared in the parent: paths as C strings, the uid/gid map texts and
+//! each mount's flags. [`PreparedMounts::apply`] runs between `fork` and `exec`, where
+//! only system calls are allowed: it allocates nothing and takes no locks.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::stat::Mode;
+use nix::sys::statvfs::{FsFlags, statvfs};
+
+use super::protect::Protected;
+
+/// The errno the child reports when it could not build its mount namespace; the parent
+/// turns it back into a sandbox error.
+pub const MOUNT_NS_ERRNO: i32 = Errno::ENOTRECOVERABLE as i32;
+
+/// Which namespaces the child creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unshare {
+    /// Root: a mount namespace alone (falls back to a user namespace when refused).
+    MountOnly,
+    /// Not root: a user namespace mapping our ids, and a mount namespace in it.
+    WithUser,
+}
+
+/// One bind mount to make in the child.
+#[derive(Debug)]
+struct Bind {
+    path: CString,
+    /// `Some(flags)`: remount read-only, keeping these flags of the underlying mount
+    /// (nosuid, nodev, noexec, atime flags), which a user namespace may not drop.
+    read_only: Option<MsFlags>,
+}
+
+/// A credential location to hide.
+#[derive(Debug)]
+enum Hide {
+    /// An empty read-only tmpfs over it.
+    Dir(CString),
+    /// `/dev/null` bound over it.
+    File(CString),
+}
+
+/// A mount namespace set-up, ready for [`PreparedMounts::apply`] in the child.
+#[derive(Debug)]
+pub struct PreparedMounts {
+    unshare: Unshare,
+    uid_map: CString,
+    gid_map: CString,
+    binds: Vec<Bind>,
+    hides: Vec<Hide>,
+    /// The protected paths (as given) that will be read-only.
+    read_only: Vec<PathBuf>,
+}
+
+/// Whether mount namespaces work here, probed once per process by starting `true` in
+/// one (with a read-only bind and a tmpfs, the steps most often refused).
+pub fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let probe_dir = crate::tools::landlock::sandbox_temp_dir();
+        let protected = Protected {
+            existing: vec![probe_dir.clone()],
+            hidden: vec![probe_dir],
+            ..Protected::default()
+        };
+        let Some(prepared) = PreparedMounts::prepare(&protected).ok() else {
+            return false;
+        };
+        let mut cmd = std::process::Command::new("true");
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: `apply` only makes system calls on data prepared above.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let ok = cmd.status().is_ok_and(|s| s.success());
+        if !ok {
+            tracing::warn!(
+                "mount namespaces are not available: protected files (.git/hooks, .git/config, settings) \
+                 are guarded by snapshot and restore only"
+            );
+        }
+        ok
+    })
+}
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::other(format!("{} contains a NUL byte", path.display())))
+}
+
+/// The flags of the mount holding `path` that a read-only remount must keep.
+fn kept_flags(path: &Path) -> MsFlags {
+    let Ok(st) = statvfs(path) else {
+        return MsFlags::empty();
+    };
+    let f = st.flags();
+    let mut out = MsFlags::empty();
+    for (st_flag, ms_flag) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if f.contains(st_flag) {
+            out |= ms_flag;
+        }
+    }
+    out
+}
+
+impl PreparedMounts {
+    /// Prepares binds for the existing protected paths (their real locations) and the
+    /// pinned directories, ancestors first.
+    pub fn prepare(protected: &Protected) -> io::Result<Self> {
+        let mut binds: Vec<(PathBuf, bool)> = Vec::new();
+        let mut covered = Vec::new();
+        for (paths, read_only) in [(&protected.pins, false), (&protected.existing, true)] {
+            for p in paths {
+                // Bind the real location: the kernel follows links in a mount target too,
+                // and the canonical path keeps the ancestor-first order right. A dangling
+                // link cannot be bound; the snapshot watches it instead.
+                if let Ok(real) = std::fs::canonicalize(p) {
+                    binds.push((real, read_only));
+                    if read_only {
+                        covered.push(p.clone());
+                    }
+                }
+            }
+        }
+        binds.sort();
+        binds.dedup();
+        let binds = binds
+            .into_iter()
+            .map(|(path, read_only)| {
+                Ok(Bind {
+                    read_only: read_only.then(|| kept_flags(&path)),
+                    path: cstring(&path)?,
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut hides = Vec::new();
+        for p in &protected.hidden {
+            let Ok(real) = std::fs::canonicalize(p) else {
+                continue;
+            };
+            let c = cstring(&real)?;
+            hides.push(if real.is_dir() {
+                Hide::Dir(c)
+            } else {
+                Hide::File(c)
+            });
+        }
+        let uid = nix::unistd::geteuid();
+        let gid = nix::unistd::getegid();
+        Ok(Self {
+            unshare: if uid.is_root() {
+                Unshare::MountOnly
+            } else {
+                Unshare::WithUser
+            },
+            uid_map: cstring(Path::new(&format!("{uid} {uid} 1\n")))?,
+            gid_map: cstring(Path::new(&format!("{gid} {gid} 1\n")))?,
+            binds,
+            hides,
+            read_only: covered,
+        })
+    }
+
+    /// The protected paths (as given to [`prepare`](Self::prepare)) that the namespace
+    /// makes read-only.
+    pub fn read_only(&self) -> &[PathBuf] {
+        &self.read_only
+    }
+
+    /// Whether there is nothing to bind or hide.
+    pub fn is_empty(&self) -> bool {
+        self.binds.is_empty() && self.hides.is_empty()
+    }
+
+    /// Builds the namespace in the calling (child) process. Meant for `pre_exec`: system
+    /// calls only, no allocation. Any failure is reported as [`MOUNT_NS_ERRNO`].
+    pub fn apply(&self) -> io::Result<()> {
+        self.try_apply()
+            .map_err(|_| io::Error::from_raw_os_error(MOUNT_NS_ERRNO))
+    }
+
+    fn try_apply(&self) -> Result<(), Errno> {
+        let with_user = match self.unshare {
+            Unshare::MountOnly => match unshare(CloneFlags::CLONE_NEWNS) {
+                Ok(()) => false,
+                Err(_) => {
+                    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+                    true
+                }
+            },
+            Unshare::WithUser => {
+                unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+                true
+            }
+        };
+        if with_user {
+            write_proc(c"/proc/self/setgroups", c"deny")?;
+            write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+            write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+        }
+        // Nothing we mount may propagate back to the parent namespace.
+        mount(
+            None::<&CStr>,
+            c"/",
+            None::<&CStr>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&CStr>,
+        )?;
+        for b in &self.binds {
+            let rec = if b.read_only.is_some() {
+                MsFlags::empty()
+            } else {
+                MsFlags::MS_REC
+            };
+            mount(
+                Some(b.path.as_c_str()),
+                b.path.as_c_str(),
+                None::<&CStr>,
+                MsFlags::MS_BIND | rec,
+                None::<&CStr>,
+            )?;
+            if let Some(kept) = b.read_only {
+                mount(
+                    None::<&CStr>,
+                    b.path.as_c_str(),
+                    None::<&CStr>,
+                    MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
+                    None::<&CStr>,
+                )?;
+            }
+        }
+        for h in &self.hides {
+            match h {
+                Hide::Dir(path) => mount(
+                    Some(c"tmpfs"),
+                    path.as_c_str(),
+                    Some(c"tmpfs"),
+                    MsFlags::MS_RDONLY
+                        | MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC,
+                    Some(c"size=4k,mode=0500"),
+                )?,
+                Hide::File(path) => mount(
+                    Some(c"/dev/null"),
+                    path.as_c_str(),
+                    None::<&CStr>,
+                    MsFlags::MS_BIND,
+                    None::<&CStr>,
+                )?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `text` to a `/proc/self` file (no allocation).
+fn write_proc(path: &CStr, text: &CStr) -> Result<(), Errno> {
+    let fd = nix::fcntl::open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())?;
+    let bytes = text.to_bytes();
+    let n = nix::unistd::write(&fd, bytes)?;
+    if n == bytes.len() {
+        Ok(())
+    } else {
+        Err(Errno::EIO)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// Runs `sh -c script` in `dir` inside the prepared namespace; returns its stderr.
+    fn run_inside(prepared: PreparedMounts, dir: &Path, script: &str) -> String {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", script]).current_dir(dir);
+        // SAFETY: `apply` only makes system calls on data prepared beforehand.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    #[test]
+    fn protected_files_are_read_only_inside_with_and_without_a_user_namespace() {
+        if !available() {
+            eprintln!("skipping: mount namespaces are not available here");
+            return;
+        }
+        for unshare in [Unshare::MountOnly, Unshare::WithUser] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().canonicalize().unwrap();
+            std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+            std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+            let protected = Protected::find(std::slice::from_ref(&root));
+            let mut prepared = PreparedMounts::prepare(&protected).unwrap();
+            prepared.unshare = unshare;
+            let err = run_inside(
+                prepared,
+                &root,
+                "echo x > .git/config; echo x > .git/hooks/pre-commit; mv .git .git-old; echo ok > free.txt",
+            );
+            if unshare == Unshare::WithUser && err.contains("Operation not permitted") {
+                eprintln!("skipping the user namespace case: {err}");
+                continue;
+            }
+            assert!(err.contains("Read-only file system"), "{unshare:?}: {err}");
+            assert_eq!(
+                std::fs::read_to_string(root.join(".git/config")).unwrap(),
+                "[core]\n"
+            );
+            assert!(!root.join(".git/hooks/pre-commit").exists(), "{unshare:?}");
+            assert!(
+                root.join(".git").is_dir() && !root.join(".git-old").exists(),
+                "{unshare:?}"
+            );
+            // The rest of the tree stays writable, and nothing leaked to our namespace.
+            assert_eq!(
+                std::fs::read_to_string(root.join("free.txt")).unwrap(),
+                "ok\n"
+            );
+            std::fs::write(root.join(".git/config"), "[core]\nx=1\n").unwrap();
+        }
+    }
+}
