@@ -143,10 +143,11 @@ fn fallback(mode: PermissionMode, category: Category, what: &str) -> Decision {
 }
 
 fn from_rule(rule: &Rule, what: &str) -> Decision {
-    let (verdict, verb) = match rule.kind {
-        RuleKind::Allow => (Verdict::Allow, "allowed"),
-        RuleKind::Ask => (Verdict::Ask, "asks before"),
-        RuleKind::Deny => (Verdict::Deny, "denies"),
+    let verdict = rule.kind;
+    let verb = match verdict {
+        Verdict::Allow => "allowed",
+        Verdict::Ask => "asks before",
+        Verdict::Deny => "denies",
     };
     let origin = match &rule.file {
         Some(f) => format!(" in {} (index {})", f.display(), rule.index),
@@ -367,13 +368,9 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             d.category = Some(Category::Exec);
             return d;
         }
-        // The strongest part speaks for the command: an explicit ask (rule, dangerous)
-        // over a fallback ask over an allow.
-        let strength = |d: &Decision| match (d.verdict, d.explicit_ask) {
-            (Verdict::Allow, _) => 0,
-            (_, false) => 1,
-            (_, true) => 2,
-        };
+        // The strongest part speaks for the command (verdicts are ordered): an explicit
+        // ask (rule, dangerous) over a fallback ask over an allow.
+        let strength = |d: &Decision| (d.verdict, d.explicit_ask);
         let replace = worst.as_ref().is_none_or(|w| strength(&d) > strength(w));
         if replace {
             worst = Some(d);

@@ -18,6 +18,7 @@ pub mod classify;
 pub mod commands;
 pub mod grants;
 pub mod mode;
+mod permit;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
@@ -32,12 +33,15 @@ use crate::tools::Safety;
 
 pub use check::check;
 pub use grants::{GrantError, grant_rules};
-pub use mode::PermissionMode;
+pub use mode::{PermissionMode, SharedMode};
+pub use permit::{ApprovalMismatch, Checked, Pending, Permit};
 pub use rules::{Rule, RuleKind};
 pub use settings::{SandboxSettings, SettingsError, Warning, find_project_root};
 
-/// The three outcomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The three outcomes, ordered by strength (`Allow < Ask < Deny`): where several
+/// decisions apply to one call, the strongest wins — combine them with `max`. A rule's
+/// kind (`allow`/`ask`/`deny` in settings) is the same type (`rules::RuleKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Run it.
@@ -225,12 +229,7 @@ impl Policy {
                 index: r.index,
             })
             .collect();
-        let kind_rank = |k: RuleKind| match k {
-            RuleKind::Deny => 0,
-            RuleKind::Ask => 1,
-            RuleKind::Allow => 2,
-        };
-        out.sort_by_key(|r| (r.layer, kind_rank(r.kind), r.index));
+        out.sort_by_key(|r| (r.layer, std::cmp::Reverse(r.kind), r.index));
         out
     }
 }

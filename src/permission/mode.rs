@@ -1,6 +1,10 @@
-//! Permission modes and the fallback table applied when no rule matched (design.md §4).
+//! Permission modes, the fallback table applied when no rule matched (design.md §4), and
+//! `SharedMode`: the one copy of an agent's mode that its running loop reads at each call,
+//! so a switch (Shift+Tab in the TUI) applies to the very next call of a run.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -76,6 +80,48 @@ impl std::fmt::Display for PermissionMode {
     }
 }
 
+/// A permission mode shared by whoever may change it (the lead actor) and the loops that
+/// read it at each call (the lead's runs). Clones share the value.
+#[derive(Clone)]
+pub struct SharedMode(Arc<AtomicU8>);
+
+impl SharedMode {
+    /// A shared cell holding `mode`.
+    pub fn new(mode: PermissionMode) -> Self {
+        Self(Arc::new(AtomicU8::new(Self::index(mode))))
+    }
+
+    /// The current mode.
+    pub fn get(&self) -> PermissionMode {
+        let i = usize::from(self.0.load(Ordering::Acquire));
+        // Only `set`/`new` store, and they store an index into ALL; fall back to the
+        // strictest mode rather than panic should that ever change.
+        PermissionMode::ALL
+            .get(i)
+            .copied()
+            .unwrap_or(PermissionMode::Strict)
+    }
+
+    /// Switches every holder to `mode`; a running loop uses it from its next call.
+    pub fn set(&self, mode: PermissionMode) {
+        self.0.store(Self::index(mode), Ordering::Release);
+    }
+
+    fn index(mode: PermissionMode) -> u8 {
+        PermissionMode::ALL
+            .iter()
+            .position(|m| *m == mode)
+            .and_then(|i| u8::try_from(i).ok())
+            .unwrap_or(0)
+    }
+}
+
+impl std::fmt::Debug for SharedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedMode").field(&self.get()).finish()
+    }
+}
+
 /// An unrecognised mode name.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -128,6 +174,16 @@ mod tests {
             for (cat, want) in [Read, Write, Exec].into_iter().zip(expected) {
                 assert_eq!(mode.fallback(cat), want, "{mode} {cat:?}");
             }
+        }
+    }
+
+    #[test]
+    fn shared_mode_clones_see_a_switch() {
+        let a = SharedMode::new(PermissionMode::Default);
+        let b = a.clone();
+        for mode in PermissionMode::ALL {
+            a.set(mode);
+            assert_eq!(b.get(), mode);
         }
     }
 

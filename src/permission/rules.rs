@@ -18,22 +18,13 @@ use std::path::{Path, PathBuf};
 
 use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
-use super::Layer;
 use super::classify::ToolKind;
+use super::{Layer, Verdict};
 
-/// What a matching rule says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleKind {
-    /// Run without asking.
-    Allow,
-    /// Ask a human.
-    Ask,
-    /// Refuse.
-    Deny,
-}
+/// What a matching rule says: the engine's one ordered decision type (`allow`, `ask`,
+/// `deny` in settings files, as before).
+pub type RuleKind = Verdict;
 
 /// The tool family a rule names.
 #[derive(Debug, Clone)]
@@ -434,13 +425,10 @@ pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> 
     best
 }
 
-/// Lower is stronger: every deny beats everything, then by layer, then ask before allow.
-fn rank(r: &Rule) -> (u8, Layer, u8) {
-    match r.kind {
-        RuleKind::Deny => (0, r.layer, 0),
-        RuleKind::Ask => (1, r.layer, 0),
-        RuleKind::Allow => (1, r.layer, 1),
-    }
+/// Lower is stronger: every deny beats everything, then by layer, then the stronger
+/// verdict (ask before allow).
+fn rank(r: &Rule) -> (bool, Layer, std::cmp::Reverse<Verdict>) {
+    (r.kind != Verdict::Deny, r.layer, std::cmp::Reverse(r.kind))
 }
 
 /// Escapes glob metacharacters so a literal path can be used as a pattern.
