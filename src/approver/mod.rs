@@ -7,7 +7,7 @@
 //! so no other code can fake a human's consent; with the engine's `Pending` it makes a
 //! `Permit` (`crate::permission::Permit::approved`). Outside code cannot build one:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0624
 //! use crewmaster::approver::{Approval, ApprovalAnswer};
 //! use crewmaster::protocol::ToolCall;
 //! let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() };

@@ -3,7 +3,7 @@
 //! module; the actor in `actor.rs` only spawns it so its mailbox never waits on a tool.
 //! Outside code cannot run a call without the executor actor (and so without the gate):
 //!
-//! ```compile_fail
+//! ```compile_fail,E0603
 //! use crewmaster::executor::run_cleared;
 //! ```
 

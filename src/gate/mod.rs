@@ -8,7 +8,7 @@
 //! `clear` is private to this module (the `Gate` actor in `actor.rs` calls it); outside
 //! code can neither call it nor build a `ClearedCall`:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0451
 //! use crewmaster::gate::ClearedCall;
 //! use crewmaster::protocol::ToolCall;
 //! use crewmaster::tools::ToolContext;
@@ -19,7 +19,7 @@
 //! };
 //! ```
 //!
-//! ```compile_fail
+//! ```compile_fail,E0603
 //! use crewmaster::agent::mode::AgentMode;
 //! use crewmaster::gate::{GatePolicy, clear};
 //! fn forge(r: &crewmaster::tools::Registry, p: crewmaster::permission::Permit) {

@@ -8,7 +8,7 @@
 //!
 //! Code outside the engine can neither build a permit by hand nor call its constructor:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0451
 //! use crewmaster::permission::Permit;
 //! use crewmaster::protocol::ToolCall;
 //! let forged = Permit {
@@ -18,7 +18,7 @@
 //! };
 //! ```
 //!
-//! ```compile_fail
+//! ```compile_fail,E0624
 //! use crewmaster::permission::Permit;
 //! use crewmaster::protocol::ToolCall;
 //! let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() };
@@ -27,7 +27,7 @@
 //!
 //! Nor can it turn an Ask into a permit without the approver's token:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0451
 //! use crewmaster::approver::Approval;
 //! use crewmaster::protocol::ToolCall;
 //! let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() };
