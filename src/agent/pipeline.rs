@@ -99,7 +99,11 @@ impl Pipeline {
         let mode = caller.mode.get();
         let request = CheckRequest {
             call: call.clone(),
-            safety: self.registry.safety(&call.name),
+            // The spec comes from the tool's definition in the registry, never the model.
+            spec: self
+                .registry
+                .definition(&call.name)
+                .and_then(|d| d.permission.clone()),
             cwd: caller.tool_ctx.cwd.clone(),
             mode,
         };

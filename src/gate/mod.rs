@@ -209,6 +209,8 @@ mod tests {
             safety,
             system,
             timeout: None,
+            aliases: Vec::new(),
+            permission: None,
         }))
     }
 

@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::classify::{self, Classified, ClassifyError, Target, ToolKind};
+use super::classify::{self, Classified, ClassifyError, Target};
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::shell::Part;
+use super::spec::RuleName;
 use super::{
     Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
     mode, sandbox, shell,
@@ -92,7 +93,7 @@ impl<'a> Ctx<'a> {
 }
 
 fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
-    let c = match classify::classify(&req.call.name, &req.call.arguments) {
+    let c = match classify::classify(&req.call.name, req.spec.as_ref(), &req.call.arguments) {
         Ok(c) => c,
         Err(e @ ClassifyError::Unknown(_)) => {
             let mut d = Decision::new(Verdict::Ask, Source::Unknown, e.to_string());
@@ -101,12 +102,12 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
         }
         Err(ClassifyError::Arguments(m)) => {
             let mut d = Decision::new(Verdict::Deny, Source::Arguments, m);
-            d.category = ToolKind::of(&req.call.name).map(ToolKind::category);
+            d.category = req.spec.as_ref().map(|s| s.category);
             return d;
         }
     };
     let ctx = Ctx::new(req, policy);
-    let category = c.kind.category();
+    let category = c.category;
     let mut d = match &c.target {
         Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
         Target::Command(cmd) => command_decision(&ctx, cmd),
@@ -257,19 +258,19 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     }
-    if let Some(r) = path_deny(ctx, c.kind, &real) {
+    if let Some(r) = path_deny(ctx, &c.rule_names, &real) {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
         return d;
     }
     let subject = Subject::Path {
-        kind: c.kind,
+        names: &c.rule_names,
         real: &real,
         bases: &ctx.bases,
     };
     let rule = rules::decide(&ctx.policy.rules, &subject);
-    let category = c.kind.category();
-    let protected = c.kind.writes().then(|| sandbox::protected(&real)).flatten();
+    let category = c.category;
+    let protected = c.writes.then(|| sandbox::protected(&real)).flatten();
     let mut d = match rule {
         Some(r) if r.kind != RuleKind::Allow => from_rule(r, raw),
         _ => match protected.and_then(|why| {
@@ -346,8 +347,8 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
                 return d;
             }
             let Some(real) = &n.real else { continue };
-            for kind in [ToolKind::ReadFile, ToolKind::EditFile] {
-                if let Some(r) = path_deny(ctx, kind, real) {
+            for names in [[RuleName::Read], [RuleName::Edit]] {
+                if let Some(r) = path_deny(ctx, &names, real) {
                     let mut d = from_rule(r, &part.full_text());
                     d.target = Some(target);
                     d.category = Some(Category::Exec);
@@ -448,7 +449,7 @@ fn path_words(part: &Part) -> impl Iterator<Item = &str> {
 /// A deny rule protecting `real` — or, when `real` is a directory, something directly
 /// below it (`tar cf - secrets` reads what `Read(secrets/**)` denies). Best effort: a deny
 /// on a deeper glob is seen only when the named path itself matches.
-fn path_deny<'r>(ctx: &'r Ctx<'_>, kind: ToolKind, real: &Path) -> Option<&'r Rule> {
+fn path_deny<'r>(ctx: &'r Ctx<'_>, names: &[RuleName], real: &Path) -> Option<&'r Rule> {
     let probe = real.join("_");
     let candidates: &[&Path] = if real.is_dir() {
         &[real, &probe]
@@ -457,7 +458,7 @@ fn path_deny<'r>(ctx: &'r Ctx<'_>, kind: ToolKind, real: &Path) -> Option<&'r Ru
     };
     candidates.iter().find_map(|p| {
         let subject = Subject::Path {
-            kind,
+            names,
             real: p,
             bases: &ctx.bases,
         };

@@ -65,9 +65,9 @@ impl PermissionMode {
         use PermissionMode::*;
         match (self, category) {
             (Strict, _) => Verdict::Ask,
-            (Default, Read) => Verdict::Allow,
+            (Default, Read | Control) => Verdict::Allow,
             (Default, _) => Verdict::Ask,
-            (AcceptEdits, Read | Write) => Verdict::Allow,
+            (AcceptEdits, Read | Write | Control) => Verdict::Allow,
             (AcceptEdits, _) => Verdict::Ask,
             (BypassPermissions | DontAsk, _) => Verdict::Allow,
         }
@@ -147,6 +147,7 @@ pub fn fallback_reason(mode: PermissionMode, category: Category, verdict: Verdic
         Category::Write => "write",
         Category::Exec => "exec",
         Category::Mcp => "mcp",
+        Category::Control => "task-control",
     };
     match verdict {
         Verdict::Allow => format!("{mode} mode allows {cat} tools"),
@@ -174,6 +175,8 @@ mod tests {
             for (cat, want) in [Read, Write, Exec].into_iter().zip(expected) {
                 assert_eq!(mode.fallback(cat), want, "{mode} {cat:?}");
             }
+            // Task control (task_stop) falls back like a read.
+            assert_eq!(mode.fallback(Control), expected[0], "{mode} control");
         }
     }
 

@@ -10,6 +10,7 @@ use ignore::WalkBuilder;
 use serde_json::{Value, json};
 
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Paths returned at most; the rest are counted.
 pub const MAX_RESULTS: usize = 100;
@@ -30,6 +31,8 @@ impl FindFiles {
                 safety: Safety::ReadOnly,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Read, [RuleName::Glob, RuleName::Read], TargetSpec::walks("path", &["pattern"])).requiring(&["pattern"])),
             },
         }
     }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::find_files::walker;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Entries returned when the call gives no `head_limit`.
 pub const DEFAULT_HEAD_LIMIT: usize = 500;
@@ -47,6 +48,8 @@ impl SearchCode {
                 safety: Safety::ReadOnly,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Read, [RuleName::Grep, RuleName::Read], TargetSpec::walks("path", &["glob"])).requiring(&["pattern"])),
             },
         }
     }
