@@ -358,3 +358,46 @@ async fn a_mode_switch_during_a_run_applies_to_its_next_call() {
     );
     t.session.shutdown().await;
 }
+
+#[tokio::test]
+async fn nobody_is_asked_about_a_call_the_registered_gate_policy_refuses() {
+    use crewmaster::approver::ApprovalAnswer;
+    use crewmaster::approver::actor::ApproverPolicy;
+    use crewmaster::tools::write_file::WriteFile;
+
+    let (tx, mut questions) =
+        tokio::sync::mpsc::unbounded_channel::<crewmaster::approver::actor::PendingApproval>();
+    // Default mode would ask before a write; Plan Mode (registered with the gate by the
+    // lead for this run) refuses it first, so no human sees the question.
+    let t = start(Setup {
+        mode: PermissionMode::Default,
+        approver: ApproverPolicy::Forward(tx),
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"write_file","input":{"path":"x.txt","content":"1"}}]},
+                {"text":"a plan"}]}"#,
+            vec![Arc::new(WriteFile::new()) as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    // Should a question come, answer it (so the run ends) and count it.
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    tokio::spawn(async move {
+        while let Some(q) = questions.recv().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = q.reply.send(ApprovalAnswer::AllowOnce);
+        }
+    });
+    let outcome = t.session.run(request(AgentMode::Plan)).await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(
+        asked.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nobody was asked"
+    );
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert_eq!(results[0].error_code.as_deref(), Some("tool_not_allowed"));
+    assert!(!t.cwd().join("x.txt").exists());
+    t.session.shutdown().await;
+}
