@@ -278,6 +278,16 @@ pub fn builtin_definition(name: &str) -> Option<&'static Definition> {
         .find(|d| d.name == name || d.aliases.iter().any(|a| a == name))
 }
 
+/// The built-in tool whose own rule name is `rule` (`Read` → `read_file`).
+pub fn builtin_tool_for_rule(rule: crate::permission::RuleName) -> Option<&'static Definition> {
+    builtin_definitions().iter().find(|d| {
+        d.permission
+            .as_ref()
+            .and_then(PermissionSpec::own_rule_name)
+            == Some(rule)
+    })
+}
+
 /// The permission spec of the built-in tool called (or aliased) `name`, read from its
 /// definition; an `mcp__server__tool` name gets the MCP spec.
 pub fn builtin_permission(name: &str) -> Option<PermissionSpec> {
