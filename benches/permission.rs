@@ -20,7 +20,7 @@ fn req(tool: &str, args: serde_json::Value, cwd: &Path, mode: PermissionMode) ->
             name: tool.into(),
             arguments: args.to_string(),
         },
-        safety: None,
+        spec: crewmaster::tools::builtin_permission(tool),
         cwd: cwd.to_path_buf(),
         mode,
     }

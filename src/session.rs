@@ -22,7 +22,7 @@ use crate::events::{EventBus, EventKind};
 use crate::executor::actor::{ExecutorArgs, ToolExecutor};
 use crate::gate::actor::{Gate, GateArgs};
 use crate::permission::actor::PermissionEngine;
-use crate::permission::{PermissionMode, Policy};
+use crate::permission::{PermissionMode, Policy, SharedMode};
 use crate::protocol::Message;
 use crate::provider::Provider;
 use crate::tasks::actor::{TaskManager, TaskMsg};
@@ -193,7 +193,7 @@ impl Actor for Session {
                 runner,
                 place: RunPlace {
                     cwd: cfg.cwd,
-                    permission_mode: cfg.permission_mode,
+                    permission_mode: SharedMode::new(cfg.permission_mode),
                     sandbox: cfg.sandbox,
                     delegate: None,
                     tasks: tasks.clone(),

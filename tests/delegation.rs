@@ -222,7 +222,7 @@ fn engine_decides_delegation_by_isolation_and_read_only_ness() {
                 name: "agent".into(),
                 arguments: args.into(),
             },
-            safety: None,
+            spec: crewmaster::tools::builtin_permission("agent"),
             cwd: dir.path().to_path_buf(),
             mode,
         };

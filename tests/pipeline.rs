@@ -292,3 +292,112 @@ async fn headless_ask_is_refused_with_a_how_to_allow_reason() {
     );
     t.session.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_mode_switch_during_a_run_applies_to_its_next_call() {
+    use crewmaster::agent::lead::LeadMsg;
+    use crewmaster::approver::ApprovalAnswer;
+    use crewmaster::approver::actor::ApproverPolicy;
+    use crewmaster::tools::write_file::WriteFile;
+
+    let (tx, mut questions) = tokio::sync::mpsc::unbounded_channel();
+    let t = start(Setup {
+        mode: PermissionMode::Default,
+        approver: ApproverPolicy::Forward(tx),
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"write_file","input":{"path":"first.txt","content":"1"}}]},
+                {"tool_calls":[{"name":"write_file","input":{"path":"second.txt","content":"2"}}]},
+                {"text":"done"}]}"#,
+            vec![Arc::new(WriteFile::new()) as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    let mut asked = Vec::new();
+    let outcome = {
+        let run = t.session.run(request(AgentMode::Chat));
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                Some(q) = questions.recv() => {
+                    asked.push(q.request.call.arguments.clone());
+                    if asked.len() == 1 {
+                        // Default mode asks before the first write.
+                        assert_eq!(q.request.mode, PermissionMode::Default);
+                        // Shift+Tab in the TUI sends this to the lead while the run waits.
+                        t.session
+                            .lead()
+                            .cast(LeadMsg::SetPermissionMode(PermissionMode::AcceptEdits))
+                            .unwrap();
+                        // The lead handles its mailbox in order: once this answers, the
+                        // switch is done.
+                        t.session.conversation().await.unwrap();
+                    }
+                    q.reply
+                        .send(ApprovalAnswer::Deny { message: Some("not this one".into()) })
+                        .unwrap();
+                }
+            }
+        }
+    };
+    assert_eq!(outcome.unwrap().status, RunStatus::Completed);
+    assert_eq!(
+        asked.len(),
+        1,
+        "acceptEdits allows the second write unasked: {asked:?}"
+    );
+    assert!(asked[0].contains("first.txt"));
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert_eq!(results[0].error_code.as_deref(), Some("permission_denied"));
+    assert!(!results[1].is_error, "{}", results[1].content);
+    assert!(!t.cwd().join("first.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(t.cwd().join("second.txt")).unwrap(),
+        "2"
+    );
+    t.session.shutdown().await;
+}
+
+#[tokio::test]
+async fn nobody_is_asked_about_a_call_the_registered_gate_policy_refuses() {
+    use crewmaster::approver::ApprovalAnswer;
+    use crewmaster::approver::actor::ApproverPolicy;
+    use crewmaster::tools::write_file::WriteFile;
+
+    let (tx, mut questions) =
+        tokio::sync::mpsc::unbounded_channel::<crewmaster::approver::actor::PendingApproval>();
+    // Default mode would ask before a write; Plan Mode (registered with the gate by the
+    // lead for this run) refuses it first, so no human sees the question.
+    let t = start(Setup {
+        mode: PermissionMode::Default,
+        approver: ApproverPolicy::Forward(tx),
+        ..Setup::new(
+            r#"{"turns":[
+                {"tool_calls":[{"name":"write_file","input":{"path":"x.txt","content":"1"}}]},
+                {"text":"a plan"}]}"#,
+            vec![Arc::new(WriteFile::new()) as Arc<dyn Tool>],
+        )
+    })
+    .await;
+    // Should a question come, answer it (so the run ends) and count it.
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    tokio::spawn(async move {
+        while let Some(q) = questions.recv().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = q.reply.send(ApprovalAnswer::AllowOnce);
+        }
+    });
+    let outcome = t.session.run(request(AgentMode::Plan)).await.unwrap();
+    assert_eq!(outcome.status, RunStatus::Completed);
+    assert_eq!(
+        asked.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nobody was asked"
+    );
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    assert_eq!(results[0].error_code.as_deref(), Some("tool_not_allowed"));
+    assert!(!t.cwd().join("x.txt").exists());
+    t.session.shutdown().await;
+}

@@ -101,17 +101,21 @@ impl ToolList {
     }
 }
 
-/// Maps Claude Code's tool names to ours so users can bring their agent files.
+/// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
+/// name (`Read`, `Bash`, …) is the built-in tool whose own rule name it is, an alias
+/// (`Task`) its tool — both read from the tools' definitions. `MultiEdit` has no twin
+/// here; `edit_file` does its job.
 pub fn tool_name(name: &str) -> &str {
-    match name {
-        "Read" => "read_file",
-        "Write" => "write_file",
-        "Edit" | "MultiEdit" => "edit_file",
-        "Glob" => "find_files",
-        "Grep" => "search_code",
-        "Bash" => "run_command",
-        "Task" | "Agent" => "agent",
-        other => other,
+    if name == "MultiEdit" {
+        return "edit_file";
+    }
+    let by_rule = name
+        .parse::<crate::permission::RuleName>()
+        .ok()
+        .and_then(crate::tools::builtin_tool_for_rule);
+    match by_rule.or_else(|| crate::tools::builtin_definition(name)) {
+        Some(def) => &def.name,
+        None => name,
     }
 }
 
@@ -208,6 +212,25 @@ mod tests {
             HashSet::from(["read_file".to_string(), "search_code".to_string()])
         );
         assert_eq!(d.prompt, "Body");
+    }
+
+    #[test]
+    fn claude_code_tool_names_come_from_the_tool_definitions() {
+        let table = [
+            ("Read", "read_file"),
+            ("Write", "write_file"),
+            ("Edit", "edit_file"),
+            ("MultiEdit", "edit_file"),
+            ("Glob", "find_files"),
+            ("Grep", "search_code"),
+            ("Bash", "run_command"),
+            ("Agent", "agent"),
+            ("Task", "agent"),
+            ("mcp__gh__x", "mcp__gh__x"),
+        ];
+        for (claude, ours) in table {
+            assert_eq!(tool_name(claude), ours, "{claude}");
+        }
     }
 
     #[test]

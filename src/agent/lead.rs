@@ -1,6 +1,9 @@
 //! The `LeadAgent` actor: owns the lead's conversation and runs one request at a time.
 //! The ReAct loop runs in a spawned task (a model turn or a tool can take minutes), and
-//! reports back with `Finished`; the mailbox stays free for `Cancel` and status queries.
+//! reports back with `Finished`; the mailbox stays free for `Cancel`, mode switches and
+//! status queries. It registers the lead's gate policy with the gate (and updates it for
+//! each run's Agent Mode), and holds the lead's `SharedMode`: a switch applies to the
+//! running loop's next call.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,9 +12,12 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 use tokio_util::sync::CancellationToken;
 
 use super::delegate::{ActorDelegate, SpawnRequest};
+use super::mode::AgentMode;
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent::{SubagentEnv, launch, on_child_event};
 use crate::events::EventKind;
+use crate::gate::GatePolicy;
+use crate::gate::actor::GateMsg;
 use crate::permission::PermissionMode;
 use crate::protocol::{Message, Usage};
 
@@ -21,7 +27,7 @@ pub enum LeadMsg {
     Run(RunRequest, RpcReplyPort<Result<RunOutcome, String>>),
     /// Cancel the current run (no-op when idle).
     Cancel,
-    /// Change the permission mode for the next calls.
+    /// Change the permission mode from the next call on (of a running run too).
     SetPermissionMode(PermissionMode),
     /// A copy of the conversation so far.
     Conversation(RpcReplyPort<Vec<Message>>),
@@ -72,6 +78,10 @@ impl Actor for LeadAgent {
         args: LeadArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut place = args.place;
+        let _ = args.runner.pipeline.gate.cast(GateMsg::Register {
+            agent: args.runner.spec.id.clone(),
+            policy: GatePolicy::new(AgentMode::Chat, args.runner.spec.allowed_tools.clone()),
+        });
         if let Some(env) = &args.subagents {
             place.delegate = Some(Arc::new(ActorDelegate::new(myself, LeadMsg::Spawn)));
             place.tasks = Some(env.tasks.clone());
@@ -84,6 +94,17 @@ impl Actor for LeadAgent {
             subagents: args.subagents,
             children: HashMap::new(),
         })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let _ = state.runner.pipeline.gate.cast(GateMsg::Unregister {
+            agent: state.runner.spec.id.clone(),
+        });
+        Ok(())
     }
 
     async fn handle_supervisor_evt(
@@ -111,6 +132,11 @@ impl Actor for LeadAgent {
                     let _ = reply.send(Err("the lead agent is already running a request".into()));
                     return Ok(());
                 }
+                // Before the run's first call reaches the gate (one mailbox, in order).
+                let _ = state.runner.pipeline.gate.cast(GateMsg::Update {
+                    agent: state.runner.spec.id.clone(),
+                    policy: GatePolicy::new(req.mode, state.runner.spec.allowed_tools.clone()),
+                });
                 let cancel = CancellationToken::new();
                 state.running = Some((cancel.clone(), reply));
                 spawn_run(
@@ -134,7 +160,8 @@ impl Actor for LeadAgent {
                     cancel.cancel();
                 }
             }
-            LeadMsg::SetPermissionMode(mode) => state.place.permission_mode = mode,
+            // The running loop shares this cell: its next call uses the new mode.
+            LeadMsg::SetPermissionMode(mode) => state.place.permission_mode.set(mode),
             LeadMsg::Conversation(reply) => {
                 let _ = reply.send(state.conversation.clone());
             }

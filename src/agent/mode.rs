@@ -1,14 +1,13 @@
 //! Agent Mode: what a run is for (`chat`, `plan`, `do`) and what follows from it — the
-//! prompt the model gets, the tool definitions it is shown, the per-turn reminder, and
-//! the gate policy its calls must pass. Pure functions: the double read-only boundary of
-//! Plan Mode (seed 000/002) is decided here and enforced again by the gate.
+//! prompt the model gets, the tool definitions it is shown and the per-turn reminder.
+//! Pure functions: the double read-only boundary of Plan Mode (seed 000/002) is decided
+//! here and enforced again by the gate (`gate::GatePolicy::new`).
 
 use std::collections::HashSet;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gate::GatePolicy;
 use crate::tools::{Definition, Registry, Safety};
 
 /// What a run is for. Orthogonal to the permission mode: a call must pass both.
@@ -111,15 +110,6 @@ pub fn visible_definitions(
             .filter(|d| d.safety == Safety::ReadOnly)
             .collect(),
         AgentMode::Chat | AgentMode::Do => defs,
-    }
-}
-
-/// The gate policy for a mode: the same name set, and read-only safety in Plan Mode.
-pub fn gate_policy(mode: AgentMode, allowed_names: Option<HashSet<String>>) -> GatePolicy {
-    let policy = GatePolicy::open().with_names(allowed_names);
-    match mode {
-        AgentMode::Plan => policy.read_only(),
-        AgentMode::Chat | AgentMode::Do => policy,
     }
 }
 

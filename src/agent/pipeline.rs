@@ -1,5 +1,8 @@
 //! The one path a tool call takes from an agent: permission engine → (approver) → gate →
-//! executor. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
+//! executor, typed at every hop: the engine answers with a `Permit` (allowed), a
+//! `Pending` (ask a human) or a refusal; a `Pending` becomes a `Permit` only with the
+//! approver's `Approval`; the gate accepts only a `Permit` and hands the executor a
+//! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
 //! (fail closed). A refusal at any stage becomes an error `ToolResult` that goes back
 //! into the conversation; it never aborts the agent.
 
@@ -9,16 +12,17 @@ use std::time::Duration;
 use ractor::{ActorRef, RpcReplyPort, rpc::CallResult};
 
 use crate::approver::actor::ApproverMsg;
-use crate::approver::{ApprovalAnswer, ApprovalRequest};
+use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
 use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
-use crate::gate::{self, GatePolicy};
 use crate::permission::actor::{GrantScope, PermissionMsg};
-use crate::permission::{CheckRequest, Decision, PermissionMode, Source, Verdict};
+use crate::permission::{
+    CheckRequest, Checked, Decision, Pending, Permit, SharedMode, Source, Verdict,
+};
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, ToolContext};
 
-/// How long the permission engine may take to decide.
+/// How long the permission engine (or the gate, for a query) may take to answer.
 pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a human may take to answer.
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(60 * 60);
@@ -34,21 +38,20 @@ pub struct Pipeline {
     pub permission: ActorRef<PermissionMsg>,
     /// The approver.
     pub approver: ActorRef<ApproverMsg>,
-    /// The gate.
+    /// The gate (agents register their policy with it).
     pub gate: ActorRef<GateMsg>,
     /// Where events go.
     pub events: EventBus,
 }
 
-/// The calling agent's situation, fixed for a run.
+/// The calling agent's situation during a run. Its gate policy is not here: the agent's
+/// actor registered it with the gate.
 #[derive(Clone)]
 pub struct CallerContext {
     /// The agent's id.
     pub agent: String,
-    /// Its permission mode.
-    pub mode: PermissionMode,
-    /// Its gate policy (Agent Mode and tool list).
-    pub policy: GatePolicy,
+    /// Its permission mode, read at each call (a switch applies to the next call).
+    pub mode: SharedMode,
     /// The template for each call's tool context (cwd, sandbox, cancellation).
     pub tool_ctx: ToolContext,
 }
@@ -93,70 +96,99 @@ impl Pipeline {
     }
 
     async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+        let mode = caller.mode.get();
         let request = CheckRequest {
             call: call.clone(),
-            safety: self.registry.safety(&call.name),
+            // The spec comes from the tool's definition in the registry, never the model.
+            spec: self
+                .registry
+                .definition(&call.name)
+                .and_then(|d| d.permission.clone()),
             cwd: caller.tool_ctx.cwd.clone(),
-            mode: caller.mode,
+            mode,
         };
-        let decision = rpc(
+        let checked = rpc(
             &self.permission,
-            |reply| PermissionMsg::Check(request.clone(), reply),
+            |reply| PermissionMsg::Authorize {
+                agent: caller.agent.clone(),
+                request: request.clone(),
+                reply,
+            },
             PERMISSION_TIMEOUT,
         )
         .await
         .unwrap_or_else(|| {
-            Decision::new(
+            Checked::Denied(Decision::new(
                 Verdict::Deny,
                 Source::Unknown,
                 "the permission engine did not answer in time",
-            )
+            ))
         });
-        self.publish_decision(&caller.agent, &call.id, &decision);
-        match decision.verdict {
-            Verdict::Deny => return denied(&call, &decision),
-            Verdict::Allow => {}
-            Verdict::Ask => {
+        self.publish_decision(&caller.agent, &call.id, checked.decision());
+        let permit = match checked {
+            Checked::Denied(decision) => return denied(&call, &decision),
+            Checked::Allowed { permit, .. } => permit,
+            Checked::Asked(pending) => {
                 // Never ask a human about a call the gate will refuse anyway.
-                if let Some(refused) = gate::refusal(&self.registry, &caller.policy, &call) {
+                if let Some(refused) = self.gate_refusal(caller, &call).await {
                     return refused;
                 }
-                if let Some(refused) = self.ask(caller, &call, request, decision).await {
-                    return refused;
+                match self.ask(caller, pending, request).await {
+                    Ok(permit) => permit,
+                    Err(refused) => return refused,
                 }
             }
-        }
-        self.run_through_gate(caller, call).await
+        };
+        self.run_through_gate(caller, permit).await
     }
 
-    /// Asks the approver; `None` means go ahead, `Some` is the refusal.
+    /// What the gate would answer for this call of this agent; no answer is a refusal.
+    async fn gate_refusal(&self, caller: &CallerContext, call: &ToolCall) -> Option<ToolResult> {
+        rpc(
+            &self.gate,
+            |reply| GateMsg::Refusal {
+                agent: caller.agent.clone(),
+                call: call.clone(),
+                reply,
+            },
+            PERMISSION_TIMEOUT,
+        )
+        .await
+        .unwrap_or_else(|| {
+            Some(ToolResult::error(
+                &call.id,
+                "tool_not_allowed",
+                "the gate did not answer; the call was not run",
+            ))
+        })
+    }
+
+    /// Asks the approver; a human's allow and the engine's `Pending` make the permit.
     async fn ask(
         &self,
         caller: &CallerContext,
-        call: &ToolCall,
+        pending: Pending,
         request: CheckRequest,
-        decision: Decision,
-    ) -> Option<ToolResult> {
+    ) -> Result<Permit, ToolResult> {
+        let call = pending.call().clone();
         let question = ApprovalRequest {
             agent: caller.agent.clone(),
             call: call.clone(),
-            decision: decision.clone(),
-            mode: caller.mode,
+            decision: pending.decision().clone(),
+            mode: request.mode,
         };
-        let answer = rpc(
+        let outcome = rpc(
             &self.approver,
             |reply| ApproverMsg::Ask(question, reply),
             APPROVAL_TIMEOUT,
         )
         .await
-        .unwrap_or(ApprovalAnswer::Deny {
+        .unwrap_or(Outcome::Refused {
             message: Some("the approval was not answered".into()),
         });
-        let scope = match answer {
-            ApprovalAnswer::AllowOnce => None,
-            ApprovalAnswer::AllowSession => Some(GrantScope::Session),
-            ApprovalAnswer::AllowForever => Some(GrantScope::Forever),
-            ApprovalAnswer::Deny { message } => {
+        let approval = match outcome {
+            Outcome::Approved(approval) => approval,
+            Outcome::Refused { message } => {
                 let reason = message.unwrap_or_else(|| "the user denied this tool call".into());
                 self.events.publish(
                     &caller.agent,
@@ -166,11 +198,18 @@ impl Pipeline {
                     },
                 );
                 let mut d = Decision::new(Verdict::Deny, Source::User, reason);
-                d.category = decision.category;
+                d.category = pending.decision().category;
                 self.publish_decision(&caller.agent, &call.id, &d);
-                return Some(denied(call, &d));
+                return Err(denied(&call, &d));
             }
         };
+        let scope = match approval.answer() {
+            ApprovalAnswer::AllowSession => Some(GrantScope::Session),
+            ApprovalAnswer::AllowForever => Some(GrantScope::Forever),
+            ApprovalAnswer::AllowOnce | ApprovalAnswer::Deny { .. } => None,
+        };
+        let permit = Permit::approved(pending, &approval)
+            .map_err(|e| ToolResult::error(&call.id, "permission_denied", e.to_string()))?;
         self.publish_decision(
             &caller.agent,
             &call.id,
@@ -198,27 +237,22 @@ impl Pipeline {
                 );
             }
         }
-        None
+        Ok(permit)
     }
 
-    async fn run_through_gate(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+    async fn run_through_gate(&self, caller: &CallerContext, permit: Permit) -> ToolResult {
         let mut ctx = caller.tool_ctx.clone();
         ctx.cancel = caller.tool_ctx.cancel.child_token();
+        let call = permit.call();
         let tool_timeout = self
             .registry
             .definition(&call.name)
             .and_then(|d| d.timeout)
             .unwrap_or(crate::executor::DEFAULT_TIMEOUT);
         let id = call.id.clone();
-        let policy = caller.policy.clone();
         rpc(
             &self.gate,
-            |reply| GateMsg::Submit {
-                call,
-                ctx,
-                policy,
-                reply,
-            },
+            |reply| GateMsg::Submit { permit, ctx, reply },
             tool_timeout + EXECUTION_MARGIN,
         )
         .await

@@ -18,7 +18,7 @@ use super::delegate::Delegator;
 use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
-use crate::permission::PermissionMode;
+use crate::permission::SharedMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::tasks::actor::TaskMsg;
@@ -57,8 +57,8 @@ pub struct RunRequest {
 pub struct RunPlace {
     /// The working directory (and first sandbox root).
     pub cwd: std::path::PathBuf,
-    /// The permission mode.
-    pub permission_mode: PermissionMode,
+    /// The permission mode, shared with whoever may switch it; each call reads it.
+    pub permission_mode: SharedMode,
     /// OS confinement for commands.
     pub sandbox: CommandSandbox,
     /// Starts subagents for this agent (`None`: the `agent` tool refuses).
@@ -185,10 +185,11 @@ impl Runner {
         tool_ctx.delegate = place.delegate.clone();
         tool_ctx.tasks = place.tasks.clone();
         tool_ctx.walk = place.walk.clone();
+        // The gate policy for this run (Agent Mode, tool list) was registered with the
+        // gate by the agent's actor; the loop only carries the permission mode.
         let caller = CallerContext {
             agent: agent.to_string(),
-            mode: place.permission_mode,
-            policy: mode::gate_policy(req.mode, self.spec.allowed_tools.clone()),
+            mode: place.permission_mode.clone(),
             tool_ctx,
         };
         conversation.push(Message::user_text(opening_message(req)));

@@ -19,8 +19,10 @@ use super::delegate::{ActorDelegate, SpawnRequest};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
 use super::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
-use crate::permission::PermissionMode;
+use crate::gate::GatePolicy;
+use crate::gate::actor::GateMsg;
 use crate::permission::delegation::{Isolation, Placement};
+use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::actor::{NewTask, TaskMsg};
 use crate::tasks::{TaskKind, TaskStatus};
 use crate::tools::CommandSandbox;
@@ -392,7 +394,7 @@ use paths inside your worktree. You cannot write outside it.",
     };
     let place = RunPlace {
         cwd,
-        permission_mode: PermissionMode::DontAsk,
+        permission_mode: SharedMode::new(PermissionMode::DontAsk),
         sandbox: CommandSandbox::Landlock { writable_roots },
         delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
         tasks: Some(env.tasks.clone()),
@@ -411,7 +413,14 @@ use paths inside your worktree. You cannot write outside it.",
         task: request.prompt.clone(),
         plan: None,
     };
+    // The subagent's tool list is enforced by the gate, registered for its run only.
+    let gate = runner.pipeline.gate.clone();
+    let _ = gate.cast(GateMsg::Register {
+        agent: agent_id.clone(),
+        policy: GatePolicy::new(req.mode, runner.spec.allowed_tools.clone()),
+    });
     let mut outcome = runner.run(&mut conversation, &req, &place, cancel).await;
+    let _ = gate.cast(GateMsg::Unregister { agent: agent_id });
     watcher.finish().await;
     if let Some((ws, _)) = workspace {
         match ws.finish(&task_id).await {

@@ -1,12 +1,13 @@
 //! The `Approver` actor: turns an Ask into an answer. Headless, it refuses with a reason
 //! that says how to allow the call; interactive, it forwards the question to whoever
-//! holds the receiving end (the TUI, or a test) together with the reply port, and never
-//! waits for the human itself.
+//! holds the receiving end (the TUI, or a test) together with a reply port, and never
+//! waits for the human in its handler: a spawned task turns the human's answer into the
+//! `Outcome` (minting the `Approval` for an allow) and replies to the asking agent.
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::mpsc;
 
-use super::{ApprovalAnswer, ApprovalRequest, headless_refusal};
+use super::{ApprovalAnswer, ApprovalRequest, Outcome, headless_refusal};
 
 /// A question waiting for a human, with the port the answer goes to.
 pub struct PendingApproval {
@@ -27,7 +28,7 @@ pub enum ApproverPolicy {
 /// Messages the approver accepts.
 pub enum ApproverMsg {
     /// Ask about one call.
-    Ask(ApprovalRequest, RpcReplyPort<ApprovalAnswer>),
+    Ask(ApprovalRequest, RpcReplyPort<Outcome>),
 }
 
 /// The approver actor (configuration only).
@@ -56,18 +57,30 @@ impl Actor for Approver {
         match state {
             ApproverPolicy::Headless => {
                 let message = headless_refusal(&request);
-                let _ = reply.send(ApprovalAnswer::Deny {
+                let _ = reply.send(Outcome::Refused {
                     message: Some(message),
                 });
             }
             ApproverPolicy::Forward(tx) => {
-                if let Err(mpsc::error::SendError(p)) = tx.send(PendingApproval { request, reply })
-                {
+                let (answer_tx, answer_rx) = tokio::sync::oneshot::channel();
+                let question = PendingApproval {
+                    request: request.clone(),
+                    reply: answer_tx.into(),
+                };
+                if tx.send(question).is_err() {
                     // Nobody is listening any more: fail closed.
-                    let _ = p.reply.send(ApprovalAnswer::Deny {
+                    let _ = reply.send(Outcome::Refused {
                         message: Some("no one is available to approve this call".into()),
                     });
+                    return Ok(());
                 }
+                tokio::spawn(async move {
+                    // A dropped question (the TUI closed) is a refusal.
+                    let answer = answer_rx.await.unwrap_or(ApprovalAnswer::Deny {
+                        message: Some("the approval was not answered".into()),
+                    });
+                    let _ = reply.send(Outcome::from_answer(request, answer));
+                });
             }
         }
         Ok(())

@@ -1,6 +1,18 @@
 //! Approvals: what is asked when the permission engine answers Ask, the possible
-//! answers, and the headless policy's refusal text. The `Approver` actor (`actor.rs`)
-//! routes questions to a human (TUI, tests) or answers them from a policy.
+//! answers, the `Approval` token a human's "allow" becomes, and the headless policy's
+//! refusal text. The `Approver` actor (`actor.rs`) routes questions to a human (TUI,
+//! tests) or answers them from a policy.
+//!
+//! An `Approval` is built only here, from an answer that came back through the approver,
+//! so no other code can fake a human's consent; with the engine's `Pending` it makes a
+//! `Permit` (`crate::permission::Permit::approved`). Outside code cannot build one:
+//!
+//! ```compile_fail,E0624
+//! use crewmaster::approver::{Approval, ApprovalAnswer};
+//! use crewmaster::protocol::ToolCall;
+//! let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() };
+//! let fake = Approval::new("lead".into(), call, ApprovalAnswer::AllowOnce);
+//! ```
 
 pub mod actor;
 
@@ -37,6 +49,70 @@ pub enum ApprovalAnswer {
         /// A message for the model.
         message: Option<String>,
     },
+}
+
+/// A human's "allow" for one call of one agent. Private fields, built only by the
+/// approver from an answer it received; deliberately neither `Clone` nor `Deserialize`.
+#[derive(Debug)]
+pub struct Approval {
+    agent: String,
+    call: ToolCall,
+    answer: ApprovalAnswer,
+}
+
+impl Approval {
+    /// Only the approver builds approvals, and only for an allowing answer.
+    fn new(agent: String, call: ToolCall, answer: ApprovalAnswer) -> Option<Approval> {
+        match answer {
+            ApprovalAnswer::Deny { .. } => None,
+            _ => Some(Approval {
+                agent,
+                call,
+                answer,
+            }),
+        }
+    }
+
+    /// The approved call.
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// The agent whose call was approved.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// How the human allowed it (once, for the session, forever).
+    pub fn answer(&self) -> &ApprovalAnswer {
+        &self.answer
+    }
+}
+
+/// The approver's reply to the asking agent.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Allowed: present the approval with the pending call.
+    Approved(Approval),
+    /// Refused, optionally telling the model why.
+    Refused {
+        /// A message for the model.
+        message: Option<String>,
+    },
+}
+
+impl Outcome {
+    /// Turns an answer about `request` into the outcome (the only place an `Approval`
+    /// is minted).
+    fn from_answer(request: ApprovalRequest, answer: ApprovalAnswer) -> Outcome {
+        match answer {
+            ApprovalAnswer::Deny { message } => Outcome::Refused { message },
+            allow => match Approval::new(request.agent, request.call, allow) {
+                Some(a) => Outcome::Approved(a),
+                None => Outcome::Refused { message: None },
+            },
+        }
+    }
 }
 
 /// Why a headless run refuses an Ask, and how the user can allow such calls.

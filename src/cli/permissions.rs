@@ -10,13 +10,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::permission::classify::ToolKind;
 use crate::permission::settings;
 use crate::permission::{
-    Category, CheckRequest, Decision, PermissionMode, Policy, Verdict, check, find_project_root,
+    CheckRequest, Decision, PermissionMode, Policy, Verdict, check, find_project_root,
 };
 use crate::protocol::ToolCall;
-use crate::tools::Safety;
 
 /// Exit code of `check` for Allow.
 pub const EXIT_ALLOW: i32 = 0;
@@ -87,10 +85,7 @@ pub fn run_with_home(
             let (cwd, policy, warnings) = load(cwd, home)?;
             let mode = permission_mode.unwrap_or(policy.default_mode);
             let req = CheckRequest {
-                safety: ToolKind::of(&tool).map(|k| match k.category() {
-                    Category::Read => Safety::ReadOnly,
-                    _ => Safety::SideEffect,
-                }),
+                spec: crate::tools::builtin_permission(&tool),
                 call: ToolCall {
                     id: "cli".into(),
                     name: tool,

@@ -114,12 +114,12 @@ pub async fn prepare(
     let session_dir = crate::store::session_dir(&project_root, &session_id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let agents_dir = session_dir.join("agents");
-    let mut registry = Registry::with_tools(
+    // Aliases (Claude Code's `Task` for `agent`) come with the tools' definitions.
+    let registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
             .chain(orchestration_tools(&catalog)),
     )?;
-    registry.alias("Task", "agent")?;
     // The engine decides delegation from each agent type's isolation and read-only-ness,
     // and from whether subagents get worktrees here.
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();

@@ -1,6 +1,11 @@
 //! The tool executor: runs cleared calls with argument validation, a timeout, a panic
-//! guard and output truncation. `run_cleared` is the whole procedure; the actor in
-//! `actor.rs` only spawns it so its mailbox never waits on a tool.
+//! guard and output truncation. `run_cleared` is the whole procedure, private to this
+//! module; the actor in `actor.rs` only spawns it so its mailbox never waits on a tool.
+//! Outside code cannot run a call without the executor actor (and so without the gate):
+//!
+//! ```compile_fail,E0603
+//! use crewmaster::executor::run_cleared;
+//! ```
 
 pub mod actor;
 
@@ -17,9 +22,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// Results longer than this many characters are cut in the middle.
 pub const MAX_RESULT_CHARS: usize = 30_000;
 
-/// Runs one cleared call to completion and returns the result the model will see.
+/// Runs one cleared call to completion (only the executor actor calls it) and returns the result the model will see.
 /// Never panics: a panicking tool becomes a `panicked` error result.
-pub async fn run_cleared(
+async fn run_cleared(
     registry: Arc<Registry>,
     cleared: ClearedCall,
     default_timeout: Duration,

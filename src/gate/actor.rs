@@ -1,27 +1,60 @@
-//! The `Gate` actor: receives calls that the permission engine (and, if asked, a human)
-//! allowed, applies the Safety/Names policy, and forwards the resulting `ClearedCall` to
-//! the executor — whose only reference it holds. It never waits for the executor: the
-//! caller's reply port travels with the cleared call.
+//! The `Gate` actor: keeps each agent's policy (registered by the agent's actor), receives
+//! `Permit`s — calls that the permission engine (and, if asked, a human) allowed —, applies
+//! the calling agent's Safety/Names policy, and forwards the resulting `ClearedCall` to
+//! the executor, whose only reference it holds. A permit of an agent that registered no
+//! policy is refused. It never waits for the executor: the caller's reply port travels
+//! with the cleared call.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, MessagingErr, RpcReplyPort};
 
-use super::{GatePolicy, clear};
+use super::{GatePolicy, clear, refusal};
 use crate::executor::actor::ExecutorMsg;
+use crate::permission::Permit;
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, ToolContext};
 
 /// Messages the gate accepts.
 pub enum GateMsg {
-    /// Check a call against the policy and, if it passes, run it.
-    Submit {
+    /// An agent's policy (its Agent Mode and tool list), before its first call; a second
+    /// registration under the same id replaces the first.
+    Register {
+        /// The agent's id (the one its permits carry).
+        agent: String,
+        /// What it may run.
+        policy: GatePolicy,
+    },
+    /// An agent's policy changed (a new run in another Agent Mode); ignored for an agent
+    /// that is not registered.
+    Update {
+        /// The agent's id.
+        agent: String,
+        /// What it may run from now on.
+        policy: GatePolicy,
+    },
+    /// The agent ended: its permits are refused from now on.
+    Unregister {
+        /// The agent's id.
+        agent: String,
+    },
+    /// Would the gate refuse this call of this agent? (`None`: it would clear it.) A
+    /// query, so that nobody asks a human about a call the gate will refuse.
+    Refusal {
+        /// The calling agent.
+        agent: String,
         /// The call.
         call: ToolCall,
-        /// Where and how it runs.
+        /// Receives the refusal, if any.
+        reply: RpcReplyPort<Option<ToolResult>>,
+    },
+    /// Check a permitted call against its agent's policy and, if it passes, run it.
+    Submit {
+        /// Leave to run the call (the call and the agent come from it).
+        permit: Permit,
+        /// Where and how it runs (must be the permit's agent and directory).
         ctx: ToolContext,
-        /// The calling agent's policy (its Agent Mode and tool list).
-        policy: GatePolicy,
         /// Receives the tool's result or the refusal.
         reply: RpcReplyPort<ToolResult>,
     },
@@ -38,9 +71,29 @@ pub struct GateArgs {
     pub executor: ActorRef<ExecutorMsg>,
 }
 
+/// The gate's state: its configuration and each registered agent's policy.
+pub struct GateState {
+    registry: Arc<Registry>,
+    executor: ActorRef<ExecutorMsg>,
+    policies: HashMap<String, GatePolicy>,
+}
+
+impl GateState {
+    /// The agent's policy, or the refusal of a call from an unregistered agent.
+    fn policy(&self, agent: &str, call: &ToolCall) -> Result<&GatePolicy, ToolResult> {
+        self.policies.get(agent).ok_or_else(|| {
+            ToolResult::error(
+                &call.id,
+                "tool_not_allowed",
+                format!("agent `{agent}` is not registered with the gate; the call was not run"),
+            )
+        })
+    }
+}
+
 impl Actor for Gate {
     type Msg = GateMsg;
-    type State = GateArgs;
+    type State = GateState;
     type Arguments = GateArgs;
 
     async fn pre_start(
@@ -48,7 +101,11 @@ impl Actor for Gate {
         _myself: ActorRef<Self::Msg>,
         args: GateArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(args)
+        Ok(GateState {
+            registry: args.registry,
+            executor: args.executor,
+            policies: HashMap::new(),
+        })
     }
 
     async fn handle(
@@ -57,26 +114,47 @@ impl Actor for Gate {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let GateMsg::Submit {
-            call,
-            ctx,
-            policy,
-            reply,
-        } = msg;
-        match clear(&state.registry, &policy, call, ctx) {
-            Err(refusal) => {
-                let _ = reply.send(refusal);
+        match msg {
+            GateMsg::Register { agent, policy } => {
+                state.policies.insert(agent, policy);
             }
-            Ok(cleared) => {
-                let id = cleared.call().id.clone();
-                if let Err(MessagingErr::SendErr(ExecutorMsg::Execute(_, reply))) =
-                    state.executor.cast(ExecutorMsg::Execute(cleared, reply))
-                {
-                    let _ = reply.send(ToolResult::error(
-                        id,
-                        "executor_unavailable",
-                        "the tool executor is not running; the call was not run",
-                    ));
+            // An update never registers: a late one must not revive an ended agent.
+            GateMsg::Update { agent, policy } => {
+                if let Some(current) = state.policies.get_mut(&agent) {
+                    *current = policy;
+                }
+            }
+            GateMsg::Unregister { agent } => {
+                state.policies.remove(&agent);
+            }
+            GateMsg::Refusal { agent, call, reply } => {
+                let refused = match state.policy(&agent, &call) {
+                    Ok(policy) => refusal(&state.registry, policy, &call),
+                    Err(refused) => Some(refused),
+                };
+                let _ = reply.send(refused);
+            }
+            GateMsg::Submit { permit, ctx, reply } => {
+                let cleared = match state.policy(permit.agent(), permit.call()) {
+                    Ok(policy) => clear(&state.registry, policy, permit, ctx),
+                    Err(refused) => Err(refused),
+                };
+                match cleared {
+                    Err(refusal) => {
+                        let _ = reply.send(refusal);
+                    }
+                    Ok(cleared) => {
+                        let id = cleared.call().id.clone();
+                        if let Err(MessagingErr::SendErr(ExecutorMsg::Execute(_, reply))) =
+                            state.executor.cast(ExecutorMsg::Execute(cleared, reply))
+                        {
+                            let _ = reply.send(ToolResult::error(
+                                id,
+                                "executor_unavailable",
+                                "the tool executor is not running; the call was not run",
+                            ));
+                        }
+                    }
                 }
             }
         }

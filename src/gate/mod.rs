@@ -1,41 +1,65 @@
 //! The Safety/Names gate: the last check before a tool runs, and the only code that can
-//! produce a `ClearedCall` — the one thing the executor accepts. Agent Mode and the
-//! active agent's tool list are enforced here, after (and independently of) the
-//! permission engine: a user's approval or bypassPermissions cannot widen them.
+//! produce a `ClearedCall` — the one thing the executor accepts. It accepts only a
+//! `Permit` (which only the permission engine, or a human through the approver, can
+//! produce), and judges it against the policy the calling agent registered (Agent Mode
+//! and tool list), never against a copy sent with the call: a user's approval or
+//! bypassPermissions cannot widen them.
+//!
+//! `clear` is private to this module (the `Gate` actor in `actor.rs` calls it); outside
+//! code can neither call it nor build a `ClearedCall`:
+//!
+//! ```compile_fail,E0451
+//! use crewmaster::gate::ClearedCall;
+//! use crewmaster::protocol::ToolCall;
+//! use crewmaster::tools::ToolContext;
+//! let forged = ClearedCall {
+//!     call: ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() },
+//!     canonical_name: "write_file".into(),
+//!     ctx: ToolContext::new("/", "lead"),
+//! };
+//! ```
+//!
+//! ```compile_fail,E0603
+//! use crewmaster::agent::mode::AgentMode;
+//! use crewmaster::gate::{GatePolicy, clear};
+//! fn forge(r: &crewmaster::tools::Registry, p: crewmaster::permission::Permit) {
+//!     let policy = GatePolicy::new(AgentMode::Chat, None);
+//!     let ctx = crewmaster::tools::ToolContext::new("/", "lead");
+//!     let _ = clear(r, &policy, p, ctx);
+//! }
+//! ```
 
 pub mod actor;
 
 use std::collections::HashSet;
 
+use crate::agent::mode::AgentMode;
+use crate::permission::Permit;
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, Safety, ToolContext};
 
-/// What the active agent may run: a safety set (Plan Mode: read-only) and a name set
-/// (the agent definition's tools).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What one agent may run: a safety set (Plan Mode: read-only) and a name set (the agent
+/// definition's tools). Registered with the gate by the agent's actor.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatePolicy {
     /// Allowed safety classes; `None` allows all.
-    pub allowed_safety: Option<HashSet<Safety>>,
+    allowed_safety: Option<HashSet<Safety>>,
     /// Allowed tool names; `None` allows all. System tools pass this filter.
-    pub allowed_names: Option<HashSet<String>>,
+    allowed_names: Option<HashSet<String>>,
 }
 
 impl GatePolicy {
-    /// A policy that allows everything.
-    pub fn open() -> Self {
-        Self::default()
-    }
-
-    /// Restricts to read-only tools (Plan Mode).
-    pub fn read_only(mut self) -> Self {
-        self.allowed_safety = Some(HashSet::from([Safety::ReadOnly]));
-        self
-    }
-
-    /// Restricts to the given names.
-    pub fn with_names(mut self, names: Option<HashSet<String>>) -> Self {
-        self.allowed_names = names;
-        self
+    /// The policy of an agent in `mode` (Plan Mode: read-only tools) limited to
+    /// `allowed_names` (`None`: every tool).
+    pub fn new(mode: AgentMode, allowed_names: Option<HashSet<String>>) -> Self {
+        let allowed_safety = match mode {
+            AgentMode::Plan => Some(HashSet::from([Safety::ReadOnly])),
+            AgentMode::Chat | AgentMode::Do => None,
+        };
+        Self {
+            allowed_safety,
+            allowed_names,
+        }
     }
 
     /// Whether a tool of this safety may run.
@@ -52,21 +76,8 @@ impl GatePolicy {
 }
 
 /// A call that passed the gate. Its fields are private and it has no public constructor:
-/// only `clear` (in this module) builds one, so no code path can reach the executor
-/// without passing the gate. Deliberately neither `Clone` nor `Deserialize`.
-///
-/// Code outside the gate cannot build one:
-///
-/// ```compile_fail
-/// use crewmaster::gate::ClearedCall;
-/// use crewmaster::protocol::ToolCall;
-/// use crewmaster::tools::ToolContext;
-/// let forged = ClearedCall {
-///     call: ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() },
-///     canonical_name: "write_file".into(),
-///     ctx: ToolContext::new("/", "lead"),
-/// };
-/// ```
+/// only `clear` (private to this module) builds one, so no code path can reach the
+/// executor without passing the gate. Deliberately neither `Clone` nor `Deserialize`.
 #[derive(Debug)]
 pub struct ClearedCall {
     call: ToolCall,
@@ -96,9 +107,10 @@ impl ClearedCall {
     }
 }
 
-/// Why the gate would refuse `call`, or `None` if it would clear it. Agents use this to
-/// avoid asking a human about a call the gate will refuse anyway (design.md §2.2); the
-/// gate itself calls it again in `clear`, so it stays the authority.
+/// Why the gate would refuse `call` under `policy`, or `None` if it would clear it. A
+/// query only (it produces no `ClearedCall`): the gate answers it for agents that must
+/// not ask a human about a call it will refuse anyway (design.md §2.2), and calls it
+/// again in `clear`, so it stays the authority.
 pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Option<ToolResult> {
     let Some(def) = registry.definition(&call.name) else {
         return Some(ToolResult::error(
@@ -132,13 +144,28 @@ pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Opt
     None
 }
 
-/// Clears a call or refuses it (`tool_not_allowed`, or `unknown_tool`).
-pub fn clear(
+/// Clears a permitted call or refuses it (`tool_not_allowed`, `unknown_tool`). The call,
+/// the agent and the working directory come from the permit; a context for another agent
+/// or directory than the permit's is refused.
+fn clear(
     registry: &Registry,
     policy: &GatePolicy,
-    call: ToolCall,
-    ctx: ToolContext,
+    permit: Permit,
+    mut ctx: ToolContext,
 ) -> Result<ClearedCall, ToolResult> {
+    let (call, agent, cwd) = permit.into_parts();
+    if ctx.agent_id != agent || ctx.cwd != cwd {
+        return Err(ToolResult::error(
+            &call.id,
+            "tool_not_allowed",
+            format!(
+                "the permit was issued to `{agent}` in {}, not to `{}` in {}; the call was not run",
+                cwd.display(),
+                ctx.agent_id,
+                ctx.cwd.display()
+            ),
+        ));
+    }
     if let Some(refused) = refusal(registry, policy, &call) {
         return Err(refused);
     }
@@ -146,6 +173,7 @@ pub fn clear(
         .canonical(&call.name)
         .unwrap_or(&call.name)
         .to_string();
+    ctx.agent_id = agent;
     Ok(ClearedCall {
         call,
         canonical_name,
@@ -181,6 +209,8 @@ mod tests {
             safety,
             system,
             timeout: None,
+            aliases: Vec::new(),
+            permission: None,
         }))
     }
 
@@ -194,12 +224,17 @@ mod tests {
         .unwrap()
     }
 
-    fn call(name: &str) -> ToolCall {
-        ToolCall {
+    fn permit(name: &str) -> Permit {
+        let call = ToolCall {
             id: "c1".into(),
             name: name.into(),
             arguments: "{}".into(),
-        }
+        };
+        Permit::for_test(call, "lead", "/")
+    }
+
+    fn ctx() -> ToolContext {
+        ToolContext::new("/", "lead")
     }
 
     fn code(r: Result<ClearedCall, ToolResult>) -> Option<String> {
@@ -208,37 +243,47 @@ mod tests {
 
     #[test]
     fn read_only_policy_refuses_side_effects() {
-        let p = GatePolicy::open().read_only();
-        let ctx = ToolContext::new("/", "lead");
-        let r = clear(&registry(), &p, call("write_file"), ctx.clone());
+        let p = GatePolicy::new(AgentMode::Plan, None);
+        let r = clear(&registry(), &p, permit("write_file"), ctx());
         let err = r.unwrap_err();
         assert_eq!(err.error_code.as_deref(), Some("tool_not_allowed"));
         assert!(err.content.contains("not available in the current mode"));
-        assert!(clear(&registry(), &p, call("read_file"), ctx).is_ok());
+        assert!(clear(&registry(), &p, permit("read_file"), ctx()).is_ok());
     }
 
     #[test]
     fn names_filter_spares_system_tools_but_not_their_safety() {
         let names = Some(HashSet::from(["read_file".to_string()]));
-        let ctx = ToolContext::new("/", "lead");
-        let p = GatePolicy::open().with_names(names.clone());
-        let err = clear(&registry(), &p, call("write_file"), ctx.clone()).unwrap_err();
+        let p = GatePolicy::new(AgentMode::Chat, names.clone());
+        let err = clear(&registry(), &p, permit("write_file"), ctx()).unwrap_err();
         assert!(err.content.contains("for the active skill"));
-        assert!(clear(&registry(), &p, call("task_list"), ctx.clone()).is_ok());
-        assert!(clear(&registry(), &p, call("task_stop"), ctx.clone()).is_ok());
-        let plan = GatePolicy::open().with_names(names).read_only();
+        assert!(clear(&registry(), &p, permit("task_list"), ctx()).is_ok());
+        assert!(clear(&registry(), &p, permit("task_stop"), ctx()).is_ok());
+        let plan = GatePolicy::new(AgentMode::Plan, names);
         assert_eq!(
-            code(clear(&registry(), &plan, call("task_stop"), ctx)),
+            code(clear(&registry(), &plan, permit("task_stop"), ctx())),
             Some("tool_not_allowed".into())
         );
     }
 
     #[test]
     fn unknown_tools_are_refused() {
-        let ctx = ToolContext::new("/", "lead");
+        let open = GatePolicy::new(AgentMode::Chat, None);
         assert_eq!(
-            code(clear(&registry(), &GatePolicy::open(), call("nope"), ctx)),
+            code(clear(&registry(), &open, permit("nope"), ctx())),
             Some("unknown_tool".into())
         );
+    }
+
+    #[test]
+    fn a_permit_runs_only_as_its_agent_in_its_directory() {
+        let open = GatePolicy::new(AgentMode::Chat, None);
+        let other_agent = ToolContext::new("/", "explore/t1");
+        let err = clear(&registry(), &open, permit("read_file"), other_agent).unwrap_err();
+        assert!(err.content.contains("issued to `lead`"), "{}", err.content);
+        let other_dir = ToolContext::new("/tmp", "lead");
+        assert!(clear(&registry(), &open, permit("read_file"), other_dir).is_err());
+        let cleared = clear(&registry(), &open, permit("read_file"), ctx()).unwrap();
+        assert_eq!(cleared.context().agent_id, "lead");
     }
 }

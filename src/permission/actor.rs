@@ -1,12 +1,15 @@
 //! The `PermissionEngine` actor: holds the policy (rule layers, additional roots) and the
-//! session's grants, and answers `Check` with the pure `check` function. Grants from the
-//! approver arrive as messages, so every agent sees them on its next call.
+//! session's grants, and answers with the pure `check` function: `Authorize` turns the
+//! decision into a `Permit`, a `Pending` question or a refusal for the calling agent;
+//! `Check` only reports the decision. Grants from the approver arrive as messages, so
+//! every agent sees them on its next call.
 //!
 //! Build its arguments with `Policy::load(project_root, home)` (or `Policy::default()`).
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
+use super::permit::Checked;
 use super::{CheckRequest, Decision, Layer, Policy, RuleInfo, check, grants};
 
 /// How long a grant lasts.
@@ -21,7 +24,17 @@ pub enum GrantScope {
 
 /// Messages the permission engine accepts.
 pub enum PermissionMsg {
-    /// Decide one call.
+    /// Decide one call for an agent about to run it: a `Permit` when allowed, a
+    /// `Pending` when a human must answer, the decision when refused.
+    Authorize {
+        /// The calling agent (the permit is bound to it).
+        agent: String,
+        /// The call and the caller's situation.
+        request: CheckRequest,
+        /// Receives the answer.
+        reply: RpcReplyPort<Checked>,
+    },
+    /// Decide one call without authorising it (a query: `crew permissions check`, tests).
     Check(CheckRequest, RpcReplyPort<Decision>),
     /// Record a human's grant for calls like this one (send the same request that was
     /// checked). Replies with an error the user can read when the call cannot be granted
@@ -63,6 +76,16 @@ impl Actor for PermissionEngine {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            PermissionMsg::Authorize {
+                agent,
+                request,
+                reply,
+            } => {
+                let decision = check(&request, &state.policy);
+                let CheckRequest { call, cwd, .. } = request;
+                // A caller that gave up (timeout) has dropped its port; nothing to do.
+                let _ = reply.send(Checked::from_decision(call, agent, cwd, decision));
+            }
             PermissionMsg::Check(req, reply) => {
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
                 let _ = reply.send(check(&req, &state.policy));

@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::classify::{self, Classified, ClassifyError, Target, ToolKind};
+use super::classify::{self, Classified, ClassifyError, Target};
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::shell::Part;
+use super::spec::RuleName;
 use super::{
     Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
     delegation, mode, protected, sandbox, shell,
@@ -92,7 +93,7 @@ impl<'a> Ctx<'a> {
 }
 
 fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
-    let c = match classify::classify(&req.call.name, &req.call.arguments) {
+    let c = match classify::classify(&req.call.name, req.spec.as_ref(), &req.call.arguments) {
         Ok(c) => c,
         Err(e @ ClassifyError::Unknown(_)) => {
             let mut d = Decision::new(Verdict::Ask, Source::Unknown, e.to_string());
@@ -101,12 +102,12 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
         }
         Err(ClassifyError::Arguments(m)) => {
             let mut d = Decision::new(Verdict::Deny, Source::Arguments, m);
-            d.category = ToolKind::of(&req.call.name).map(ToolKind::category);
+            d.category = req.spec.as_ref().map(|s| s.category);
             return d;
         }
     };
     let ctx = Ctx::new(req, policy);
-    let category = c.kind.category();
+    let category = c.category;
     let mut d = match &c.target {
         Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
         Target::Command(cmd) => command_decision(&ctx, cmd),
@@ -143,10 +144,11 @@ fn fallback(mode: PermissionMode, category: Category, what: &str) -> Decision {
 }
 
 fn from_rule(rule: &Rule, what: &str) -> Decision {
-    let (verdict, verb) = match rule.kind {
-        RuleKind::Allow => (Verdict::Allow, "allowed"),
-        RuleKind::Ask => (Verdict::Ask, "asks before"),
-        RuleKind::Deny => (Verdict::Deny, "denies"),
+    let verdict = rule.kind;
+    let verb = match verdict {
+        Verdict::Allow => "allowed",
+        Verdict::Ask => "asks before",
+        Verdict::Deny => "denies",
     };
     let origin = match &rule.file {
         Some(f) => format!(" in {} (index {})", f.display(), rule.index),
@@ -279,7 +281,7 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     }
-    if c.kind.writes()
+    if c.writes
         && let Some(what) = sandbox::protected(&real).or_else(|| sandbox::protected(&lexical))
     {
         return deny(
@@ -290,18 +292,18 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             target,
         );
     }
-    if let Some(r) = path_deny(ctx, c.kind, &real) {
+    if let Some(r) = path_deny(ctx, &c.rule_names, &real) {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
         return d;
     }
     let subject = Subject::Path {
-        kind: c.kind,
+        names: &c.rule_names,
         real: &real,
         bases: &ctx.bases,
     };
     let rule = rules::decide(&ctx.policy.rules, &subject);
-    let category = c.kind.category();
+    let category = c.category;
     let mut d = match rule {
         Some(r) => from_rule(r, raw),
         None => fallback(ctx.mode(), category, ""),
@@ -377,8 +379,8 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
                 return d;
             }
             let Some(real) = &n.real else { continue };
-            for kind in [ToolKind::ReadFile, ToolKind::EditFile] {
-                if let Some(r) = path_deny(ctx, kind, real) {
+            for names in [[RuleName::Read], [RuleName::Edit]] {
+                if let Some(r) = path_deny(ctx, &names, real) {
                     let mut d = from_rule(r, &part.full_text());
                     d.target = Some(target);
                     d.category = Some(Category::Exec);
@@ -399,13 +401,9 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             d.category = Some(Category::Exec);
             return d;
         }
-        // The strongest part speaks for the command: an explicit ask (rule, dangerous)
-        // over a fallback ask over an allow.
-        let strength = |d: &Decision| match (d.verdict, d.explicit_ask) {
-            (Verdict::Allow, _) => 0,
-            (_, false) => 1,
-            (_, true) => 2,
-        };
+        // The strongest part speaks for the command (verdicts are ordered): an explicit
+        // ask (rule, dangerous) over a fallback ask over an allow.
+        let strength = |d: &Decision| (d.verdict, d.explicit_ask);
         let replace = worst.as_ref().is_none_or(|w| strength(&d) > strength(w));
         if replace {
             worst = Some(d);
@@ -483,7 +481,7 @@ fn path_words(part: &Part) -> impl Iterator<Item = &str> {
 /// A deny rule protecting `real` — or, when `real` is a directory, something directly
 /// below it (`tar cf - secrets` reads what `Read(secrets/**)` denies). Best effort: a deny
 /// on a deeper glob is seen only when the named path itself matches.
-fn path_deny<'r>(ctx: &'r Ctx<'_>, kind: ToolKind, real: &Path) -> Option<&'r Rule> {
+fn path_deny<'r>(ctx: &'r Ctx<'_>, names: &[RuleName], real: &Path) -> Option<&'r Rule> {
     let probe = real.join("_");
     let candidates: &[&Path] = if real.is_dir() {
         &[real, &probe]
@@ -492,7 +490,7 @@ fn path_deny<'r>(ctx: &'r Ctx<'_>, kind: ToolKind, real: &Path) -> Option<&'r Ru
     };
     candidates.iter().find_map(|p| {
         let subject = Subject::Path {
-            kind,
+            names,
             real: p,
             bases: &ctx.bases,
         };

@@ -1,75 +1,12 @@
-//! Classification: which category a tool belongs to, which rule names cover it, and what
-//! its target is (a path, a command, a subagent type, an MCP name), parsed from the raw
-//! JSON arguments. Unknown tools and unusable arguments are reported, not guessed.
+//! Classification: what a call does (category), which rule names cover it, and what its
+//! target is (a path, a command, a subagent type, an MCP name), read from the tool's
+//! permission spec (carried by its `Definition`) and parsed from the raw JSON
+//! arguments. Unknown tools (no spec) and unusable arguments are reported, not guessed.
 
 use serde_json::{Map, Value};
 
 use super::Category;
-
-/// The kinds of tool the engine understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolKind {
-    /// `read_file`.
-    ReadFile,
-    /// `find_files`.
-    FindFiles,
-    /// `search_code`.
-    SearchCode,
-    /// `write_file`.
-    WriteFile,
-    /// `edit_file`.
-    EditFile,
-    /// `run_command`.
-    RunCommand,
-    /// `agent` (alias `Task`).
-    Agent,
-    /// `task_list`, `task_output`: control-plane reads of the session's own tasks.
-    TaskRead,
-    /// `task_stop`: stops one of the session's own tasks.
-    TaskStop,
-    /// `mcp__server__tool`.
-    Mcp,
-}
-
-impl ToolKind {
-    /// The kind of a tool name, if the engine knows it.
-    pub fn of(name: &str) -> Option<ToolKind> {
-        Some(match name {
-            "read_file" => ToolKind::ReadFile,
-            "find_files" => ToolKind::FindFiles,
-            "search_code" => ToolKind::SearchCode,
-            "write_file" => ToolKind::WriteFile,
-            "edit_file" => ToolKind::EditFile,
-            "run_command" => ToolKind::RunCommand,
-            "agent" | "Task" => ToolKind::Agent,
-            "task_list" | "task_output" => ToolKind::TaskRead,
-            "task_stop" => ToolKind::TaskStop,
-            n if n.starts_with("mcp__") && n.len() > 5 => ToolKind::Mcp,
-            _ => return None,
-        })
-    }
-
-    /// The category used by the mode fallback. System tools act only on crewmaster's
-    /// own tasks (no files, no processes besides the session's own), so they fall back
-    /// like reads — strict still asks.
-    pub fn category(self) -> Category {
-        match self {
-            ToolKind::ReadFile
-            | ToolKind::FindFiles
-            | ToolKind::SearchCode
-            | ToolKind::TaskRead
-            | ToolKind::TaskStop => Category::Read,
-            ToolKind::WriteFile | ToolKind::EditFile => Category::Write,
-            ToolKind::RunCommand | ToolKind::Agent => Category::Exec,
-            ToolKind::Mcp => Category::Mcp,
-        }
-    }
-
-    /// Whether the tool writes the file at its path.
-    pub fn writes(self) -> bool {
-        matches!(self, ToolKind::WriteFile | ToolKind::EditFile)
-    }
-}
+use super::spec::{PermissionSpec, RuleName, TargetSpec};
 
 /// What a call acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +26,12 @@ pub enum Target {
 /// A classified call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {
-    /// The tool kind.
-    pub kind: ToolKind,
+    /// What the call does, for the mode fallback.
+    pub category: Category,
+    /// The rule names that cover the tool, its own first.
+    pub rule_names: Vec<RuleName>,
+    /// Whether the tool writes the file at its path.
+    pub writes: bool,
     /// The target.
     pub target: Target,
     /// Glob patterns the tool will walk with (`find_files.pattern`, `search_code.glob`).
@@ -108,9 +49,14 @@ pub enum ClassifyError {
     Arguments(String),
 }
 
-/// Classifies a call from its tool name and raw JSON arguments.
-pub fn classify(name: &str, arguments: &str) -> Result<Classified, ClassifyError> {
-    let kind = ToolKind::of(name).ok_or_else(|| ClassifyError::Unknown(name.to_string()))?;
+/// Classifies a call from its tool name, the tool's permission spec (`None`: the tool is
+/// unknown) and the raw JSON arguments.
+pub fn classify(
+    name: &str,
+    spec: Option<&PermissionSpec>,
+    arguments: &str,
+) -> Result<Classified, ClassifyError> {
+    let spec = spec.ok_or_else(|| ClassifyError::Unknown(name.to_string()))?;
     let value: Value = serde_json::from_str(arguments).map_err(|e| {
         ClassifyError::Arguments(format!(
             "arguments are not valid JSON ({e}); send a JSON object"
@@ -122,41 +68,55 @@ pub fn classify(name: &str, arguments: &str) -> Result<Classified, ClassifyError
         ));
     };
     let mut patterns = Vec::new();
-    let target = match kind {
-        ToolKind::ReadFile | ToolKind::WriteFile | ToolKind::EditFile => {
-            Target::Path(Some(required_str(&args, "path")?))
-        }
-        ToolKind::FindFiles => {
-            patterns.push(required_str(&args, "pattern")?);
-            Target::Path(optional_str(&args, "path")?)
-        }
-        ToolKind::SearchCode => {
-            required_str(&args, "pattern")?;
-            if let Some(g) = optional_str(&args, "glob")? {
-                patterns.push(g);
+    let target = match &spec.target {
+        TargetSpec::Path {
+            field,
+            required,
+            glob_fields,
+            ..
+        } => {
+            let path = if *required {
+                Some(required_str(&args, field)?)
+            } else {
+                None
+            };
+            for g in glob_fields {
+                if spec.required.contains(g) {
+                    patterns.push(required_str(&args, g)?);
+                } else if let Some(p) = optional_str(&args, g)? {
+                    patterns.push(p);
+                }
             }
-            Target::Path(optional_str(&args, "path")?)
+            for f in &spec.required {
+                required_str(&args, f)?;
+            }
+            match path {
+                Some(p) => Target::Path(Some(p)),
+                None => Target::Path(optional_str(&args, field)?),
+            }
         }
-        ToolKind::RunCommand => {
-            let command = required_str(&args, "command")?;
+        TargetSpec::Command { field } => {
+            let command = required_str(&args, field)?;
             if command.trim().is_empty() {
-                return Err(ClassifyError::Arguments(
-                    "argument `command` is empty; send the command to run".into(),
-                ));
+                return Err(ClassifyError::Arguments(format!(
+                    "argument `{field}` is empty; send the command to run"
+                )));
             }
             Target::Command(command)
         }
-        ToolKind::Agent => {
-            required_str(&args, "prompt")?;
-            Target::Agent(
-                optional_str(&args, "subagent_type")?.unwrap_or_else(|| "general-purpose".into()),
-            )
+        TargetSpec::Agent { field, default } => {
+            for f in &spec.required {
+                required_str(&args, f)?;
+            }
+            Target::Agent(optional_str(&args, field)?.unwrap_or_else(|| default.clone()))
         }
-        ToolKind::Mcp => Target::Mcp(name.to_string()),
-        ToolKind::TaskRead | ToolKind::TaskStop => Target::None,
+        TargetSpec::Mcp => Target::Mcp(name.to_string()),
+        TargetSpec::None => Target::None,
     };
     Ok(Classified {
-        kind,
+        category: spec.category,
+        rule_names: spec.rule_names.clone(),
+        writes: spec.writes(),
         target,
         patterns,
     })
@@ -192,6 +152,11 @@ fn kind_of(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::builtin_permission;
+
+    fn classify_builtin(name: &str, args: &str) -> Result<Classified, ClassifyError> {
+        classify(name, builtin_permission(name).as_ref(), args)
+    }
 
     #[test]
     fn table() {
@@ -217,27 +182,68 @@ mod tests {
                 r#"{"prompt":"p","subagent_type":"Explore"}"#,
                 Target::Agent("Explore".into()),
             ),
+            (
+                "Task",
+                r#"{"prompt":"p"}"#,
+                Target::Agent("general-purpose".into()),
+            ),
             ("mcp__gh__issue", "{}", Target::Mcp("mcp__gh__issue".into())),
             ("task_list", "{}", Target::None),
         ];
         for (name, args, want) in ok {
-            assert_eq!(classify(name, args).unwrap().target, want, "{name}");
+            assert_eq!(classify_builtin(name, args).unwrap().target, want, "{name}");
         }
+        let c = classify_builtin("find_files", r#"{"pattern":"*.rs","path":"src"}"#).unwrap();
+        assert_eq!(c.patterns, ["*.rs"]);
+        assert_eq!(c.rule_names, [RuleName::Glob, RuleName::Read]);
         let bad = [
             ("read_file", "{}", "missing required argument `path`"),
             ("read_file", r#"{"path":3}"#, "`path` must be a string"),
             ("write_file", "not json", "not valid JSON"),
             ("run_command", "[]", "must be a JSON object"),
             ("run_command", r#"{"command":"  "}"#, "empty"),
+            ("search_code", r#"{"path":"src"}"#, "`pattern`"),
+            ("agent", r#"{"subagent_type":"x"}"#, "`prompt`"),
         ];
         for (name, args, want) in bad {
-            let e = classify(name, args).unwrap_err();
+            let e = classify_builtin(name, args).unwrap_err();
             assert!(matches!(e, ClassifyError::Arguments(_)), "{name} {args}");
             assert!(e.to_string().contains(want), "{e}");
         }
         assert!(matches!(
-            classify("web_fetch", "{}"),
+            classify_builtin("web_fetch", "{}"),
             Err(ClassifyError::Unknown(_))
         ));
+    }
+
+    #[test]
+    fn every_tool_agrees_with_itself_safety_and_category() {
+        // One source of truth: a read-only tool falls back as a read, a side-effecting
+        // one never does (task_stop is task control, not a read).
+        for name in [
+            "read_file",
+            "find_files",
+            "search_code",
+            "write_file",
+            "edit_file",
+            "run_command",
+            "agent",
+            "task_list",
+            "task_output",
+            "task_stop",
+        ] {
+            let def = crate::tools::builtin_definition(name).unwrap();
+            let spec = def.permission.as_ref().unwrap();
+            let reads = spec.category == Category::Read;
+            assert_eq!(
+                reads,
+                def.safety == crate::tools::Safety::ReadOnly,
+                "{name}: {:?} vs {:?}",
+                spec.category,
+                def.safety
+            );
+        }
+        let stop = builtin_permission("task_stop").unwrap();
+        assert_eq!(stop.category, Category::Control);
     }
 }

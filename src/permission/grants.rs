@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::classify::{self, Target, ToolKind};
+use super::classify::{self, Target};
 use super::rules::{Rule, RuleKind, escape_glob};
 use super::settings::{self, SettingsError};
 use super::{CheckRequest, Layer, PermissionMode, Policy, Source, Verdict, check, shell};
@@ -43,21 +43,18 @@ pub fn grant_rules(req: &CheckRequest, policy: &Policy) -> Result<Vec<String>, G
     if d.verdict == Verdict::Deny {
         return Err(GrantError::Refused(d.reason));
     }
-    if matches!(d.source, Source::Unknown) && ToolKind::of(&req.call.name).is_none() {
+    if matches!(d.source, Source::Unknown) && req.spec.is_none() {
         return Err(GrantError::NoRule(req.call.name.clone()));
     }
-    let c = classify::classify(&req.call.name, &req.call.arguments)
+    let c = classify::classify(&req.call.name, req.spec.as_ref(), &req.call.arguments)
         .map_err(|e| GrantError::Refused(e.to_string()))?;
     let mut out: Vec<String> = Vec::new();
     match &c.target {
         Target::Path(_) => {
             let real = d.target.clone().unwrap_or_default();
-            let name = match c.kind {
-                ToolKind::ReadFile => "Read",
-                ToolKind::WriteFile => "Write",
-                ToolKind::EditFile => "Edit",
-                ToolKind::FindFiles => "Glob",
-                _ => "Grep",
+            // The tool's own rule name, from its permission spec.
+            let Some(name) = c.rule_names.first().map(|n| n.as_str()) else {
+                return Err(GrantError::NoRule(req.call.name.clone()));
             };
             let spec = match policy
                 .project_root

@@ -6,7 +6,8 @@
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
 //!
-//! Modules: `classify` (tool → category, target), `shell` (bash parsing, wrappers),
+//! Modules: `spec` (a tool's permission spec, carried by its `Definition`), `classify`
+//! (spec + arguments → category, target), `permit` (`Permit`, `Pending`), `shell` (bash parsing, wrappers),
 //! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
 //! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
 //! `Policy::load`), `trust` (trusted folders), `grants` (approvals → rules),
@@ -22,28 +23,33 @@ pub mod delegation;
 pub mod grants;
 pub mod mode;
 pub mod protected;
+mod permit;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
 pub mod shell;
 pub mod trust;
 pub mod walk;
+pub mod spec;
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::ToolCall;
-use crate::tools::Safety;
 
 pub use check::check;
 pub use grants::{GrantError, grant_rules};
-pub use mode::PermissionMode;
+pub use mode::{PermissionMode, SharedMode};
+pub use permit::{ApprovalMismatch, Checked, Pending, Permit};
 pub use rules::{Rule, RuleKind};
 pub use settings::{SandboxSettings, SettingsError, Warning, find_project_root};
+pub use spec::{PermissionSpec, RuleName, TargetSpec};
 
-/// The three outcomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The three outcomes, ordered by strength (`Allow < Ask < Deny`): where several
+/// decisions apply to one call, the strongest wins — combine them with `max`. A rule's
+/// kind (`allow`/`ask`/`deny` in settings) is the same type (`rules::RuleKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Run it.
@@ -66,6 +72,11 @@ pub enum Category {
     Exec,
     /// Calls an MCP server's tool.
     Mcp,
+    /// Acts on the session's own background tasks (`task_stop`): a side effect for the
+    /// gate (Plan Mode refuses it), but one on crewmaster's own work — no files, no
+    /// processes besides the task's own — so the mode fallback treats it like a read
+    /// (allowed from default mode up; strict asks).
+    Control,
 }
 
 /// A rule layer, highest precedence first.
@@ -168,8 +179,10 @@ impl Decision {
 pub struct CheckRequest {
     /// The call as the model sent it.
     pub call: ToolCall,
-    /// The registry's safety label for the tool, if the tool exists.
-    pub safety: Option<Safety>,
+    /// The tool's permission spec, from its `Definition` in the registry (`None`: the
+    /// tool is unknown, and the call asks). Outside a session, take it from
+    /// `crate::tools::builtin_permission`.
+    pub spec: Option<PermissionSpec>,
     /// The calling agent's cwd: the first sandbox root.
     pub cwd: PathBuf,
     /// The calling agent's permission mode.
@@ -239,12 +252,7 @@ impl Policy {
                 index: r.index,
             })
             .collect();
-        let kind_rank = |k: RuleKind| match k {
-            RuleKind::Deny => 0,
-            RuleKind::Ask => 1,
-            RuleKind::Allow => 2,
-        };
-        out.sort_by_key(|r| (r.layer, kind_rank(r.kind), r.index));
+        out.sort_by_key(|r| (r.layer, std::cmp::Reverse(r.kind), r.index));
         out
     }
 }

@@ -1,6 +1,10 @@
-//! Permission modes and the fallback table applied when no rule matched (design.md §4).
+//! Permission modes, the fallback table applied when no rule matched (design.md §4), and
+//! `SharedMode`: the one copy of an agent's mode that its running loop reads at each call,
+//! so a switch (Shift+Tab in the TUI) applies to the very next call of a run.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -61,9 +65,9 @@ impl PermissionMode {
         use PermissionMode::*;
         match (self, category) {
             (Strict, _) => Verdict::Ask,
-            (Default, Read) => Verdict::Allow,
+            (Default, Read | Control) => Verdict::Allow,
             (Default, _) => Verdict::Ask,
-            (AcceptEdits, Read | Write) => Verdict::Allow,
+            (AcceptEdits, Read | Write | Control) => Verdict::Allow,
             (AcceptEdits, _) => Verdict::Ask,
             (BypassPermissions | DontAsk, _) => Verdict::Allow,
         }
@@ -73,6 +77,48 @@ impl PermissionMode {
 impl std::fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A permission mode shared by whoever may change it (the lead actor) and the loops that
+/// read it at each call (the lead's runs). Clones share the value.
+#[derive(Clone)]
+pub struct SharedMode(Arc<AtomicU8>);
+
+impl SharedMode {
+    /// A shared cell holding `mode`.
+    pub fn new(mode: PermissionMode) -> Self {
+        Self(Arc::new(AtomicU8::new(Self::index(mode))))
+    }
+
+    /// The current mode.
+    pub fn get(&self) -> PermissionMode {
+        let i = usize::from(self.0.load(Ordering::Acquire));
+        // Only `set`/`new` store, and they store an index into ALL; fall back to the
+        // strictest mode rather than panic should that ever change.
+        PermissionMode::ALL
+            .get(i)
+            .copied()
+            .unwrap_or(PermissionMode::Strict)
+    }
+
+    /// Switches every holder to `mode`; a running loop uses it from its next call.
+    pub fn set(&self, mode: PermissionMode) {
+        self.0.store(Self::index(mode), Ordering::Release);
+    }
+
+    fn index(mode: PermissionMode) -> u8 {
+        PermissionMode::ALL
+            .iter()
+            .position(|m| *m == mode)
+            .and_then(|i| u8::try_from(i).ok())
+            .unwrap_or(0)
+    }
+}
+
+impl std::fmt::Debug for SharedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedMode").field(&self.get()).finish()
     }
 }
 
@@ -101,6 +147,7 @@ pub fn fallback_reason(mode: PermissionMode, category: Category, verdict: Verdic
         Category::Write => "write",
         Category::Exec => "exec",
         Category::Mcp => "mcp",
+        Category::Control => "task-control",
     };
     match verdict {
         Verdict::Allow => format!("{mode} mode allows {cat} tools"),
@@ -128,6 +175,18 @@ mod tests {
             for (cat, want) in [Read, Write, Exec].into_iter().zip(expected) {
                 assert_eq!(mode.fallback(cat), want, "{mode} {cat:?}");
             }
+            // Task control (task_stop) falls back like a read.
+            assert_eq!(mode.fallback(Control), expected[0], "{mode} control");
+        }
+    }
+
+    #[test]
+    fn shared_mode_clones_see_a_switch() {
+        let a = SharedMode::new(PermissionMode::Default);
+        let b = a.clone();
+        for mode in PermissionMode::ALL {
+            a.set(mode);
+            assert_eq!(b.get(), mode);
         }
     }
 

@@ -2,11 +2,12 @@
 //! seed's matchers (`=exact`, `~regex`, `!negation`), and the layer precedence that picks
 //! the rule deciding a call (design.md §3).
 //!
-//! Rule names: `Read` (read_file, find_files, search_code), `Write` (write_file), `Edit`
-//! (write_file and edit_file: Claude Code's Edit rules "apply to all built-in tools that
-//! edit files"), `Glob` (find_files), `Grep` (search_code), `Bash` (run_command), `Agent`
-//! or `Task` (agent; specifier = subagent type), `mcp__server[__tool]` (globs allowed).
-//! The snake_case tool names are accepted as well.
+//! Rule names (`spec::RuleName`): `Read`, `Write`, `Edit`, `Glob`, `Grep`, `Bash`,
+//! `Agent` (specifier = subagent type), `mcp__server[__tool]` (globs allowed). Which tools
+//! a name covers is said by each tool's permission spec (its `Definition`), not here: today
+//! `Read` covers read_file, find_files and search_code, `Edit` covers write_file and
+//! edit_file (Claude Code's Edit rules "apply to all built-in tools that edit files"). A
+//! tool's own name or alias (`write_file`, `Task`) stands for its own rule name.
 //!
 //! Path specifiers are gitignore-style: `//abs` absolute, `~/x` home, `/x` relative to the
 //! project root, `x` or `./x` relative to the project root (or the agent's cwd), matching at
@@ -18,33 +19,19 @@ use std::path::{Path, PathBuf};
 
 use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
-use super::Layer;
-use super::classify::ToolKind;
+use super::spec::RuleName;
+use super::{Layer, Verdict};
 
-/// What a matching rule says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleKind {
-    /// Run without asking.
-    Allow,
-    /// Ask a human.
-    Ask,
-    /// Refuse.
-    Deny,
-}
+/// What a matching rule says: the engine's one ordered decision type (`allow`, `ask`,
+/// `deny` in settings files, as before).
+pub type RuleKind = Verdict;
 
 /// The tool family a rule names.
 #[derive(Debug, Clone)]
 enum RuleTool {
-    Read,
-    Write,
-    Edit,
-    Glob,
-    Grep,
-    Bash,
-    Agent,
+    /// A family of built-in tools.
+    Named(RuleName),
     /// An MCP name pattern (anchored regex).
     Mcp(Regex),
 }
@@ -89,8 +76,8 @@ pub struct Rule {
 pub enum Subject<'a> {
     /// A file tool's real target.
     Path {
-        /// The tool.
-        kind: ToolKind,
+        /// The rule names that cover the tool (from its permission spec).
+        names: &'a [RuleName],
         /// The resolved real path.
         real: &'a Path,
         /// Bases for relative patterns (project root, agent cwd).
@@ -150,36 +137,27 @@ impl Rule {
         if name.is_empty() {
             return Err(RuleError::Malformed(text.into()));
         }
-        let tool = match name {
-            "Read" | "read_file" => RuleTool::Read,
-            "Write" | "write_file" => RuleTool::Write,
-            "Edit" | "edit_file" => RuleTool::Edit,
-            "Glob" | "find_files" => RuleTool::Glob,
-            "Grep" | "search_code" => RuleTool::Grep,
-            "Bash" | "run_command" => RuleTool::Bash,
-            "Agent" | "Task" | "agent" => RuleTool::Agent,
-            n if n.starts_with("mcp__") => {
-                if spec.is_some() {
-                    return Err(RuleError::Malformed(text.into()));
-                }
-                // `mcp__server` covers every tool of the server.
-                let re = wildcard_regex(n, false);
-                let re = format!("{}(__.*)?$", re.trim_end_matches('$'));
-                RuleTool::Mcp(Regex::new(&re).map_err(|e| pattern_err(text, e))?)
+        let tool = if let Ok(n) = name.parse::<RuleName>() {
+            RuleTool::Named(n)
+        } else if name.starts_with("mcp__") {
+            if spec.is_some() {
+                return Err(RuleError::Malformed(text.into()));
             }
-            _ => return Err(RuleError::UnknownTool(text.into())),
+            // `mcp__server` covers every tool of the server.
+            let re = wildcard_regex(name, false);
+            let re = format!("{}(__.*)?$", re.trim_end_matches('$'));
+            RuleTool::Mcp(Regex::new(&re).map_err(|e| pattern_err(text, e))?)
+        } else {
+            // A tool's own name or alias: its own rule name, from its definition.
+            match crate::tools::builtin_permission(name).and_then(|s| s.own_rule_name()) {
+                Some(n) => RuleTool::Named(n),
+                None => return Err(RuleError::UnknownTool(text.into())),
+            }
         };
         let matcher = match spec.map(str::trim) {
             None | Some("") | Some("*") => Matcher::Any,
             Some(s) => {
-                let path = matches!(
-                    tool,
-                    RuleTool::Read
-                        | RuleTool::Write
-                        | RuleTool::Edit
-                        | RuleTool::Glob
-                        | RuleTool::Grep
-                );
+                let path = matches!(tool, RuleTool::Named(n) if n.takes_paths());
                 parse_matcher(text, s, path, home)?
             }
         };
@@ -194,33 +172,23 @@ impl Rule {
         })
     }
 
-    /// Whether the rule covers this tool kind.
-    fn covers(&self, kind: ToolKind) -> bool {
-        use ToolKind as K;
-        matches!(
-            (&self.tool, kind),
-            (RuleTool::Read, K::ReadFile | K::FindFiles | K::SearchCode)
-                | (RuleTool::Write, K::WriteFile)
-                | (RuleTool::Edit, K::WriteFile | K::EditFile)
-                | (RuleTool::Glob, K::FindFiles)
-                | (RuleTool::Grep, K::SearchCode)
-                | (RuleTool::Bash, K::RunCommand)
-                | (RuleTool::Agent, K::Agent)
-        )
+    /// Whether the rule covers a tool that these rule names cover (its spec's).
+    fn covers(&self, names: &[RuleName]) -> bool {
+        matches!(self.tool, RuleTool::Named(n) if names.contains(&n))
     }
 
     /// Whether the rule matches the subject.
     pub fn matches(&self, subject: &Subject<'_>) -> bool {
         match *subject {
-            Subject::Path { kind, real, bases } => {
-                self.covers(kind) && path_matches(&self.matcher, &PathProbe::new(real, bases))
+            Subject::Path { names, real, bases } => {
+                self.covers(names) && path_matches(&self.matcher, &PathProbe::new(real, bases))
             }
             Subject::Command {
                 text,
                 full,
                 privileged,
             } => {
-                if !matches!(self.tool, RuleTool::Bash) {
+                if !matches!(self.tool, RuleTool::Named(RuleName::Bash)) {
                     return false;
                 }
                 // Deny and ask see through every wrapper; allow sees through a wrapper
@@ -232,7 +200,8 @@ impl Rule {
                 }
             }
             Subject::Agent(t) => {
-                matches!(self.tool, RuleTool::Agent) && str_matches(&self.matcher, t)
+                matches!(self.tool, RuleTool::Named(RuleName::Agent))
+                    && str_matches(&self.matcher, t)
             }
             Subject::Mcp(name) => match &self.tool {
                 RuleTool::Mcp(re) => re.is_match(name),
@@ -411,13 +380,13 @@ fn path_matches(m: &Matcher, p: &PathProbe<'_>) -> bool {
 /// order.
 pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> {
     let probe = match *subject {
-        Subject::Path { kind, real, bases } => Some((kind, PathProbe::new(real, bases))),
+        Subject::Path { names, real, bases } => Some((names, PathProbe::new(real, bases))),
         _ => None,
     };
     let mut best: Option<&Rule> = None;
     for r in rules {
         let matched = match &probe {
-            Some((kind, p)) => r.covers(*kind) && path_matches(&r.matcher, p),
+            Some((names, p)) => r.covers(names) && path_matches(&r.matcher, p),
             None => r.matches(subject),
         };
         if !matched {
@@ -434,13 +403,10 @@ pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> 
     best
 }
 
-/// Lower is stronger: every deny beats everything, then by layer, then ask before allow.
-fn rank(r: &Rule) -> (u8, Layer, u8) {
-    match r.kind {
-        RuleKind::Deny => (0, r.layer, 0),
-        RuleKind::Ask => (1, r.layer, 0),
-        RuleKind::Allow => (1, r.layer, 1),
-    }
+/// Lower is stronger: every deny beats everything, then by layer, then the stronger
+/// verdict (ask before allow).
+fn rank(r: &Rule) -> (bool, Layer, std::cmp::Reverse<Verdict>) {
+    (r.kind != Verdict::Deny, r.layer, std::cmp::Reverse(r.kind))
 }
 
 /// Escapes glob metacharacters so a literal path can be used as a pattern.
@@ -506,33 +472,43 @@ mod tests {
     #[test]
     fn path_patterns() {
         let bases = vec![PathBuf::from("/p")];
-        let m = |r: &str, kind: ToolKind, path: &str| {
+        let spec = |tool: &str| crate::tools::builtin_permission(tool).unwrap().rule_names;
+        let (read_file, search_code, write_file, edit_file) = (
+            spec("read_file"),
+            spec("search_code"),
+            spec("write_file"),
+            spec("edit_file"),
+        );
+        let m = |r: &str, names: &[RuleName], path: &str| {
             rule(r).matches(&Subject::Path {
-                kind,
+                names,
                 real: Path::new(path),
                 bases: &bases,
             })
         };
-        use ToolKind::*;
         let table = [
-            ("Read(src/**)", ReadFile, "/p/src/a/b.rs", true),
-            ("Read(src/**)", ReadFile, "/p/lib/src/b.rs", false),
-            ("Read(*.env)", ReadFile, "/p/deep/x/.env", true),
-            ("Read(.env)", ReadFile, "/p/deep/x/.env", true),
-            ("Read(*.env)", ReadFile, "/p/deep/prod.env", true),
-            ("Read(secrets)", ReadFile, "/p/a/secrets/key", true),
-            ("Read(/src/*.rs)", ReadFile, "/p/src/a.rs", true),
-            ("Read(/src/*.rs)", ReadFile, "/p/src/a/b.rs", false),
-            ("Read(//etc/**)", ReadFile, "/etc/hosts", true),
-            ("Read(~/.env)", ReadFile, "/home/u/.env", true),
-            ("Read(src/**)", SearchCode, "/p/src/x", true),
-            ("Glob(src/**)", ReadFile, "/p/src/x", false),
-            ("Edit(src/**)", WriteFile, "/p/src/x", true),
-            ("Edit(src/**)", EditFile, "/p/src/x", true),
-            ("Write(src/**)", EditFile, "/p/src/x", false),
-            ("Edit(!src/**)", WriteFile, "/p/docs/x", true),
-            ("Edit(=/p/a.txt)", WriteFile, "/p/a.txt", true),
-            ("Edit(~^/p/.*\\.md$)", WriteFile, "/p/x.md", true),
+            ("Read(src/**)", &read_file, "/p/src/a/b.rs", true),
+            ("Read(src/**)", &read_file, "/p/lib/src/b.rs", false),
+            ("Read(*.env)", &read_file, "/p/deep/x/.env", true),
+            ("Read(.env)", &read_file, "/p/deep/x/.env", true),
+            ("Read(*.env)", &read_file, "/p/deep/prod.env", true),
+            ("Read(secrets)", &read_file, "/p/a/secrets/key", true),
+            ("Read(/src/*.rs)", &read_file, "/p/src/a.rs", true),
+            ("Read(/src/*.rs)", &read_file, "/p/src/a/b.rs", false),
+            ("Read(//etc/**)", &read_file, "/etc/hosts", true),
+            ("Read(~/.env)", &read_file, "/home/u/.env", true),
+            ("Read(src/**)", &search_code, "/p/src/x", true),
+            ("Glob(src/**)", &read_file, "/p/src/x", false),
+            ("Edit(src/**)", &write_file, "/p/src/x", true),
+            ("Edit(src/**)", &edit_file, "/p/src/x", true),
+            ("Write(src/**)", &edit_file, "/p/src/x", false),
+            ("Edit(!src/**)", &write_file, "/p/docs/x", true),
+            ("Edit(=/p/a.txt)", &write_file, "/p/a.txt", true),
+            ("Edit(~^/p/.*\\.md$)", &write_file, "/p/x.md", true),
+            // A tool's own name stands for its own rule name (from its definition).
+            ("write_file(src/**)", &write_file, "/p/src/x", true),
+            ("write_file(src/**)", &edit_file, "/p/src/x", false),
+            ("read_file(src/**)", &search_code, "/p/src/x", true),
         ];
         for (r, kind, path, want) in table {
             assert_eq!(m(r, kind, path), want, "{r} vs {path}");

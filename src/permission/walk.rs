@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::classify::ToolKind;
+use super::spec::RuleName;
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::{Policy, sandbox};
 
@@ -52,7 +52,7 @@ impl WalkFilter {
     }
 
     /// The filter as seen from an agent working in `cwd`, for walks by `tool`.
-    pub fn scope(self: &Arc<Self>, cwd: &Path, tool: ToolKind) -> WalkScope {
+    pub fn scope(self: &Arc<Self>, cwd: &Path, tool: RuleName) -> WalkScope {
         let mut bases: Vec<PathBuf> = self.project_root.iter().cloned().collect();
         if let Ok(real) = std::fs::canonicalize(cwd)
             && !bases.contains(&real)
@@ -80,7 +80,7 @@ fn home_dirs(home: Option<&Path>) -> Vec<PathBuf> {
 pub struct WalkScope {
     filter: Arc<WalkFilter>,
     bases: Vec<PathBuf>,
-    tool: ToolKind,
+    tool: RuleName,
 }
 
 impl WalkScope {
@@ -102,14 +102,12 @@ impl WalkScope {
     }
 
     fn denied(&self, path: &Path) -> bool {
-        [ToolKind::ReadFile, self.tool].iter().any(|kind| {
-            let subject = Subject::Path {
-                kind: *kind,
-                real: path,
-                bases: &self.bases,
-            };
-            rules::decide(&self.filter.denies, &subject).is_some()
-        })
+        let subject = Subject::Path {
+            names: &[RuleName::Read, self.tool],
+            real: path,
+            bases: &self.bases,
+        };
+        rules::decide(&self.filter.denies, &subject).is_some()
     }
 }
 
@@ -138,13 +136,13 @@ mod tests {
             ..Policy::default()
         };
         let filter = Arc::new(WalkFilter::new(&policy));
-        let scope = filter.scope(&proj, ToolKind::SearchCode);
+        let scope = filter.scope(&proj, RuleName::Grep);
         assert!(scope.allows(&proj.join("ok.txt")));
         assert!(!scope.allows(&proj.join("secrets/key.txt")));
         assert!(!scope.allows(&proj.join("alias")), "link to a denied file");
         assert!(!scope.allows(&proj.join("key")), "link to a credential");
         assert!(!scope.allows(&proj.join("missing")), "unresolvable");
-        let from_home = filter.scope(&home, ToolKind::FindFiles);
+        let from_home = filter.scope(&home, RuleName::Glob);
         assert!(!from_home.allows(&home.join(".ssh")));
         assert!(!from_home.allows(&home.join(".ssh/id_rsa")));
     }

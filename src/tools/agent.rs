@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::agent::catalog::Catalog;
 use crate::agent::delegate::SpawnRequest;
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 use crate::tasks::TaskStatus;
 use crate::tasks::actor::TaskMsg;
 
@@ -73,6 +74,18 @@ Agent types (subagent_type):\n{}",
                 safety: Safety::SideEffect,
                 system: false,
                 timeout: Some(FOREGROUND_LIMIT + Duration::from_secs(60)),
+                aliases: vec!["Task".into()],
+                permission: Some(
+                    PermissionSpec::new(
+                        Category::Exec,
+                        [RuleName::Agent],
+                        TargetSpec::Agent {
+                            field: "subagent_type".into(),
+                            default: "general-purpose".into(),
+                        },
+                    )
+                    .requiring(&["prompt"]),
+                ),
             },
         }
     }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::write_file::write_atomic;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// The `edit_file` tool.
 pub struct EditFile {
@@ -24,6 +25,8 @@ impl EditFile {
                 safety: Safety::SideEffect,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Write, [RuleName::Edit], TargetSpec::writes("path"))),
             },
         }
     }

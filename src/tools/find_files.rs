@@ -10,8 +10,8 @@ use ignore::WalkBuilder;
 use serde_json::{Value, json};
 
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
-use crate::permission::classify::ToolKind;
 use crate::permission::walk::WalkScope;
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Paths returned at most; the rest are counted.
 pub const MAX_RESULTS: usize = 100;
@@ -32,6 +32,8 @@ impl FindFiles {
                 safety: Safety::ReadOnly,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Read, [RuleName::Glob, RuleName::Read], TargetSpec::walks("path", &["pattern"])).requiring(&["pattern"])),
             },
         }
     }
@@ -62,7 +64,7 @@ impl Tool for FindFiles {
             .build()
             .map_err(|e| ToolError::InvalidInput(format!("argument `pattern`: {e}")))?
             .compile_matcher();
-        let scope = ctx.walk.scope(&ctx.cwd, ToolKind::FindFiles);
+        let scope = ctx.walk.scope(&ctx.cwd, RuleName::Glob);
         tokio::task::spawn_blocking(move || find(&root, &shown_root, &pattern, &matcher, scope))
             .await
             .map_err(|e| ToolError::Failed(format!("the search was interrupted: {e}")))?

@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use registry::Registry;
 
+use crate::permission::PermissionSpec;
+
 /// A tool's coarse side-effect class. Plan Mode and the gate trust only this label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -47,11 +49,16 @@ impl Safety {
 }
 
 /// The contract a tool publishes: sent to the model (name, description, schema) and
-/// used locally (safety, system, timeout).
+/// used locally (safety, system, timeout, aliases, and the permission spec — the one
+/// place that says what the tool is).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Definition {
     /// The stable name the model calls.
     pub name: String,
+    /// Other names that call the tool (Claude Code's, e.g. `Task` for `agent`); the
+    /// registry resolves them and rules may use them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     /// When and why to use the tool, for the model.
     pub description: String,
     /// JSON schema of the arguments object.
@@ -63,6 +70,10 @@ pub struct Definition {
     /// Per-tool timeout overriding the executor default.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_millis")]
     pub timeout: Option<Duration>,
+    /// What the permission engine needs to know (category, rule names, target fields);
+    /// `None`: no permission rule covers the tool, and every call asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionSpec>,
 }
 
 /// What the model is shown of a tool.
@@ -248,4 +259,45 @@ pub fn orchestration_tools(
         std::sync::Arc::new(task_tools::TaskOutput::new()),
         std::sync::Arc::new(task_tools::TaskStop::new()),
     ]
+}
+
+/// The definitions of every built-in tool (file, command and orchestration tools), built
+/// once. For code that judges calls without a session's registry (`crew permissions
+/// check`, tests, benchmarks).
+fn builtin_definitions() -> &'static [Definition] {
+    static DEFS: std::sync::LazyLock<Vec<Definition>> = std::sync::LazyLock::new(|| {
+        let catalog = crate::agent::catalog::Catalog::default();
+        builtin_tools()
+            .into_iter()
+            .chain(orchestration_tools(&catalog))
+            .map(|t| t.definition().clone())
+            .collect()
+    });
+    &DEFS
+}
+
+/// The definition of the built-in tool called (or aliased) `name`.
+pub fn builtin_definition(name: &str) -> Option<&'static Definition> {
+    builtin_definitions()
+        .iter()
+        .find(|d| d.name == name || d.aliases.iter().any(|a| a == name))
+}
+
+/// The built-in tool whose own rule name is `rule` (`Read` → `read_file`).
+pub fn builtin_tool_for_rule(rule: crate::permission::RuleName) -> Option<&'static Definition> {
+    builtin_definitions().iter().find(|d| {
+        d.permission
+            .as_ref()
+            .and_then(PermissionSpec::own_rule_name)
+            == Some(rule)
+    })
+}
+
+/// The permission spec of the built-in tool called (or aliased) `name`, read from its
+/// definition; an `mcp__server__tool` name gets the MCP spec.
+pub fn builtin_permission(name: &str) -> Option<PermissionSpec> {
+    if name.starts_with("mcp__") && name.len() > 5 {
+        return Some(PermissionSpec::mcp());
+    }
+    builtin_definition(name).and_then(|d| d.permission.clone())
 }

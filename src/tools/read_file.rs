@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Lines returned when the call gives no limit.
 pub const DEFAULT_LIMIT: usize = 2000;
@@ -40,6 +41,8 @@ impl ReadFile {
                 safety: Safety::ReadOnly,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Read, [RuleName::Read], TargetSpec::reads("path"))),
             },
         }
     }

@@ -37,11 +37,14 @@ impl Registry {
         Ok(r)
     }
 
-    /// Adds a tool at the end of the order.
+    /// Adds a tool at the end of the order, with the aliases its definition declares.
     pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), DuplicateTool> {
         let name = tool.definition().name.clone();
         if self.index.contains_key(&name) || self.aliases.contains_key(&name) {
             return Err(DuplicateTool(name));
+        }
+        for alias in &tool.definition().aliases {
+            self.alias(alias, &name)?;
         }
         self.index.insert(name, self.tools.len());
         self.tools.push(tool);

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::process::{self, ProcessError, ProcessOutput};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -35,6 +36,8 @@ impl RunCommand {
                 // Above MAX_TIMEOUT so our own limit (which kills the group and keeps
                 // the partial output) always fires before the executor's.
                 timeout: Some(MAX_TIMEOUT + Duration::from_secs(10)),
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Exec, [RuleName::Bash], TargetSpec::Command { field: "command".into() })),
             },
         }
     }

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::find_files::walker;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
-use crate::permission::classify::ToolKind;
 use crate::permission::walk::WalkScope;
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Entries returned when the call gives no `head_limit`.
 pub const DEFAULT_HEAD_LIMIT: usize = 500;
@@ -49,6 +49,8 @@ impl SearchCode {
                 safety: Safety::ReadOnly,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Read, [RuleName::Grep, RuleName::Read], TargetSpec::walks("path", &["glob"])).requiring(&["pattern"])),
             },
         }
     }
@@ -112,7 +114,7 @@ impl Tool for SearchCode {
             mode,
             context,
             head_limit: head_limit.max(1),
-            scope: ctx.walk.scope(&ctx.cwd, ToolKind::SearchCode),
+            scope: ctx.walk.scope(&ctx.cwd, RuleName::Grep),
         };
         tokio::task::spawn_blocking(move || query.run())
             .await

@@ -8,6 +8,7 @@ use ractor::rpc::CallResult;
 use serde_json::{Value, json};
 
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
+use crate::permission::{Category, PermissionSpec, TargetSpec};
 use crate::tasks::actor::TaskMsg;
 use crate::tasks::{TaskRecord, now_ms};
 
@@ -16,14 +17,22 @@ const OUTPUT_TAIL_BYTES: u64 = 8 * 1024;
 /// The longest `task_output` waits when asked to.
 const MAX_WAIT: Duration = Duration::from_secs(600);
 
+/// A task tool's definition. Its permission category follows its safety: a read-only
+/// tool reads the session's tasks, a side-effecting one (`task_stop`) controls them.
 fn def(name: &str, description: &str, input_schema: Value, safety: Safety) -> Definition {
+    let category = match safety {
+        Safety::ReadOnly => Category::Read,
+        Safety::SideEffect => Category::Control,
+    };
     Definition {
         name: name.into(),
+        aliases: Vec::new(),
         description: description.into(),
         input_schema,
         safety,
         system: true,
         timeout: Some(MAX_WAIT + Duration::from_secs(30)),
+        permission: Some(PermissionSpec::new(category, [], TargetSpec::None)),
     }
 }
 

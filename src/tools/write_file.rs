@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Definition, Safety, Tool, ToolContext, ToolError, required, schema};
+use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// The `write_file` tool.
 pub struct WriteFile {
@@ -27,6 +28,8 @@ impl WriteFile {
                 safety: Safety::SideEffect,
                 system: false,
                 timeout: None,
+                aliases: Vec::new(),
+                permission: Some(PermissionSpec::new(Category::Write, [RuleName::Write, RuleName::Edit], TargetSpec::writes("path"))),
             },
         }
     }

@@ -38,6 +38,7 @@ pub struct FakeTool {
 }
 
 impl FakeTool {
+    /// A fake of the built-in tool `name` (its permission spec is the real tool's).
     pub fn new(name: &str, safety: Safety, system: bool, behaviour: Behaviour) -> Self {
         Self {
             def: Definition {
@@ -53,6 +54,9 @@ impl FakeTool {
                     Behaviour::Hang => Some(Duration::from_millis(200)),
                     _ => None,
                 },
+                aliases: Vec::new(),
+                // A fake stands in for the built-in tool of its name: same permission spec.
+                permission: crewmaster::tools::builtin_permission(name),
             },
             behaviour,
             runs: Arc::default(),

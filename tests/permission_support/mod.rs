@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use crewmaster::permission::{CheckRequest, Decision, PermissionMode, Policy, check};
 use crewmaster::protocol::ToolCall;
-use crewmaster::tools::Safety;
 
 /// A temporary home directory holding a project (`home/proj`) and a sibling
 /// (`home/proj2`), all canonical.
@@ -71,22 +70,14 @@ impl Fixture {
 }
 
 pub fn request(tool: &str, args: &str, cwd: &Path, mode: PermissionMode) -> CheckRequest {
-    let safety = match tool {
-        "read_file" | "find_files" | "search_code" | "task_list" | "task_output" => {
-            Some(Safety::ReadOnly)
-        }
-        "write_file" | "edit_file" | "run_command" | "agent" | "task_stop" => {
-            Some(Safety::SideEffect)
-        }
-        _ => None,
-    };
     CheckRequest {
         call: ToolCall {
             id: "call-1".into(),
             name: tool.into(),
             arguments: args.into(),
         },
-        safety,
+        // The spec the built-in tool's definition declares, as a session's registry has it.
+        spec: crewmaster::tools::builtin_permission(tool),
         cwd: cwd.to_path_buf(),
         mode,
     }

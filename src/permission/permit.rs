@@ -1,0 +1,188 @@
+//! What the permission engine hands out: a `Permit` for a call it allowed, a `Pending` for
+//! a call that needs a human, and nothing but a `Decision` for a refusal. A `Permit` is
+//! the only thing the gate accepts (design.md invariant 1). Its fields are private and
+//! its constructors are visible only inside `permission`, so a permit exists only where
+//! the engine allowed the call — or where a human did: `Permit::approved` turns a
+//! `Pending` into a permit only together with an `Approval`, which only the approver can
+//! build (`crate::approver::Approval`).
+//!
+//! Code outside the engine can neither build a permit by hand nor call its constructor:
+//!
+//! ```compile_fail,E0451
+//! use crewmaster::permission::Permit;
+//! use crewmaster::protocol::ToolCall;
+//! let forged = Permit {
+//!     call: ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() },
+//!     agent: "lead".into(),
+//!     cwd: "/".into(),
+//! };
+//! ```
+//!
+//! ```compile_fail,E0624
+//! use crewmaster::permission::Permit;
+//! use crewmaster::protocol::ToolCall;
+//! let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() };
+//! let forged = Permit::issue(call, "lead".into(), "/".into());
+//! ```
+//!
+//! Nor can it turn an Ask into a permit without the approver's token:
+//!
+//! ```compile_fail,E0451
+//! use crewmaster::approver::Approval;
+//! use crewmaster::protocol::ToolCall;
+//! let call = ToolCall { id: "1".into(), name: "write_file".into(), arguments: "{}".into() };
+//! let fake = Approval { agent: "lead".into(), call, answer: crewmaster::approver::ApprovalAnswer::AllowOnce };
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use super::Decision;
+use crate::approver::Approval;
+use crate::protocol::ToolCall;
+
+/// Leave to run one call: issued by the permission engine for an Allow, or built from a
+/// `Pending` and a human's `Approval`. Bound to the call (id, name, arguments), the
+/// calling agent and its working directory. Deliberately neither `Clone` nor
+/// `Deserialize`: it is spent when submitted to the gate.
+#[derive(Debug)]
+pub struct Permit {
+    call: ToolCall,
+    agent: String,
+    cwd: PathBuf,
+}
+
+impl Permit {
+    /// Only the engine issues permits (this module and `permission::actor`).
+    pub(super) fn issue(call: ToolCall, agent: String, cwd: PathBuf) -> Permit {
+        Permit { call, agent, cwd }
+    }
+
+    /// A permit for a call the engine asked about and a human approved. Fails when the
+    /// approval was given for another call or another agent.
+    pub fn approved(pending: Pending, approval: &Approval) -> Result<Permit, ApprovalMismatch> {
+        if approval.call() != &pending.call || approval.agent() != pending.agent {
+            return Err(ApprovalMismatch {
+                call_id: pending.call.id,
+            });
+        }
+        Ok(Permit::issue(pending.call, pending.agent, pending.cwd))
+    }
+
+    /// The permitted call.
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// The agent the permit was issued to.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The working directory the call was judged in.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
+    /// Spends the permit: the call, the agent and the working directory.
+    pub fn into_parts(self) -> (ToolCall, String, PathBuf) {
+        (self.call, self.agent, self.cwd)
+    }
+}
+
+#[cfg(test)]
+impl Permit {
+    /// A permit for the crate's own unit tests (the gate's); never compiled otherwise.
+    pub(crate) fn for_test(call: ToolCall, agent: &str, cwd: &str) -> Permit {
+        Permit::issue(call, agent.into(), cwd.into())
+    }
+}
+
+/// A call the engine answered with Ask: it runs only once a human approves it
+/// (`Permit::approved`). Built only by the engine.
+#[derive(Debug)]
+pub struct Pending {
+    call: ToolCall,
+    agent: String,
+    cwd: PathBuf,
+    decision: Decision,
+}
+
+impl Pending {
+    /// Only the engine builds pending calls.
+    pub(super) fn new(call: ToolCall, agent: String, cwd: PathBuf, decision: Decision) -> Pending {
+        Pending {
+            call,
+            agent,
+            cwd,
+            decision,
+        }
+    }
+
+    /// The call waiting for an answer.
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// The asking agent.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// Why the engine asks.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+}
+
+/// The approval presented with a pending call was given for a different call or agent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the approval does not belong to call `{call_id}`; the call was not run")]
+pub struct ApprovalMismatch {
+    /// The pending call's id.
+    pub call_id: String,
+}
+
+/// The engine's answer to a `Check` from an agent: leave to run, a question for a human,
+/// or a refusal.
+#[derive(Debug)]
+pub enum Checked {
+    /// Allowed: submit the permit to the gate.
+    Allowed {
+        /// Leave to run the call.
+        permit: Permit,
+        /// Why it was allowed.
+        decision: Decision,
+    },
+    /// Needs a human: ask the approver, then combine with its approval.
+    Asked(Pending),
+    /// Refused.
+    Denied(Decision),
+}
+
+impl Checked {
+    /// Wraps a decision of the pure `check` for the calling agent.
+    pub(super) fn from_decision(
+        call: ToolCall,
+        agent: String,
+        cwd: PathBuf,
+        decision: Decision,
+    ) -> Checked {
+        use super::Verdict;
+        match decision.verdict {
+            Verdict::Allow => Checked::Allowed {
+                permit: Permit::issue(call, agent, cwd),
+                decision,
+            },
+            Verdict::Ask => Checked::Asked(Pending::new(call, agent, cwd, decision)),
+            Verdict::Deny => Checked::Denied(decision),
+        }
+    }
+
+    /// The decision behind the answer.
+    pub fn decision(&self) -> &Decision {
+        match self {
+            Checked::Allowed { decision, .. } | Checked::Denied(decision) => decision,
+            Checked::Asked(p) => &p.decision,
+        }
+    }
+}

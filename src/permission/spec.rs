@@ -1,0 +1,274 @@
+//! A tool's permission spec: everything the permission engine needs to know about a tool —
+//! its category for the mode fallback, the settings rule names that cover it, and which
+//! argument names its target (a path, a command, a subagent type). It lives on the tool's
+//! `Definition` (`crate::tools::Definition::permission`), the one place a tool is
+//! described; classification and rule matching read it from there, so no second table
+//! of tool names can disagree with the tool itself.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::Category;
+
+/// A rule name as written in settings (`Read(src/**)`, `Bash(npm test)`, …): the family
+/// of tools a rule covers. Which tools belong to a family is said by each tool's spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RuleName {
+    /// Tools that read files.
+    Read,
+    /// Tools that write whole files.
+    Write,
+    /// Tools that change files (Claude Code: "all built-in tools that edit files").
+    Edit,
+    /// File-name search.
+    Glob,
+    /// Content search.
+    Grep,
+    /// Shell commands.
+    Bash,
+    /// Subagents (specifier: the subagent type).
+    Agent,
+}
+
+impl RuleName {
+    /// The name as written in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleName::Read => "Read",
+            RuleName::Write => "Write",
+            RuleName::Edit => "Edit",
+            RuleName::Glob => "Glob",
+            RuleName::Grep => "Grep",
+            RuleName::Bash => "Bash",
+            RuleName::Agent => "Agent",
+        }
+    }
+
+    /// Whether the rule's specifier is a path pattern (else a command or agent pattern).
+    pub fn takes_paths(self) -> bool {
+        matches!(
+            self,
+            RuleName::Read | RuleName::Write | RuleName::Edit | RuleName::Glob | RuleName::Grep
+        )
+    }
+}
+
+impl FromStr for RuleName {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            RuleName::Read,
+            RuleName::Write,
+            RuleName::Edit,
+            RuleName::Glob,
+            RuleName::Grep,
+            RuleName::Bash,
+            RuleName::Agent,
+        ]
+        .into_iter()
+        .find(|n| n.as_str() == s)
+        .ok_or(())
+    }
+}
+
+/// What a call of the tool acts on, and which argument says so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum TargetSpec {
+    /// A file or directory.
+    Path {
+        /// The argument holding the path.
+        field: String,
+        /// Whether the argument is required (else it defaults to the caller's cwd).
+        required: bool,
+        /// Whether the tool writes the file at the path.
+        writes: bool,
+        /// Arguments holding glob patterns the tool walks with (relative, no `..`).
+        glob_fields: Vec<String>,
+    },
+    /// A shell command.
+    Command {
+        /// The argument holding the command.
+        field: String,
+    },
+    /// A subagent type.
+    Agent {
+        /// The argument holding the type.
+        field: String,
+        /// The type when the argument is absent.
+        default: String,
+    },
+    /// An MCP tool: its full name is the target.
+    Mcp,
+    /// Nothing rules can name (the session's own tasks).
+    None,
+}
+
+/// A tool's permission spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionSpec {
+    /// What the tool does, for the mode fallback.
+    pub category: Category,
+    /// The settings rule names that cover the tool, its own first (`write_file` is
+    /// `Write`, and `Edit` rules cover it too). Empty: no rule names it.
+    pub rule_names: Vec<RuleName>,
+    /// What a call acts on.
+    pub target: TargetSpec,
+    /// String arguments that must be present besides the target (checked before any
+    /// rule, so a malformed call is denied early).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<String>,
+}
+
+impl PermissionSpec {
+    /// A spec of `category`, covered by `rule_names` (own first), acting on `target`.
+    pub fn new(
+        category: Category,
+        rule_names: impl IntoIterator<Item = RuleName>,
+        target: TargetSpec,
+    ) -> Self {
+        Self {
+            category,
+            rule_names: rule_names.into_iter().collect(),
+            target,
+            required: Vec::new(),
+        }
+    }
+
+    /// The same spec, also requiring these string arguments.
+    pub fn requiring(mut self, fields: &[&str]) -> Self {
+        self.required.extend(fields.iter().map(|f| f.to_string()));
+        self
+    }
+
+    /// The spec of an MCP tool (`mcp__server__tool`): rules name it by its full name.
+    pub fn mcp() -> Self {
+        Self::new(Category::Mcp, [], TargetSpec::Mcp)
+    }
+
+    /// The rule name a grant for this tool is written with (its own), if any.
+    pub fn own_rule_name(&self) -> Option<RuleName> {
+        self.rule_names.first().copied()
+    }
+
+    /// Whether the tool writes the file its path names.
+    pub fn writes(&self) -> bool {
+        matches!(self.target, TargetSpec::Path { writes: true, .. })
+    }
+}
+
+impl TargetSpec {
+    /// A required path argument the tool reads.
+    pub fn reads(field: &str) -> Self {
+        TargetSpec::Path {
+            field: field.into(),
+            required: true,
+            writes: false,
+            glob_fields: Vec::new(),
+        }
+    }
+
+    /// A required path argument the tool writes.
+    pub fn writes(field: &str) -> Self {
+        TargetSpec::Path {
+            field: field.into(),
+            required: true,
+            writes: true,
+            glob_fields: Vec::new(),
+        }
+    }
+
+    /// An optional directory argument (default: the cwd) walked with these glob fields.
+    pub fn walks(field: &str, glob_fields: &[&str]) -> Self {
+        TargetSpec::Path {
+            field: field.into(),
+            required: false,
+            writes: false,
+            glob_fields: glob_fields.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::permission::{CheckRequest, PermissionMode, Policy, Rule, Verdict, check};
+    use crate::protocol::ToolCall;
+    use crate::tools::builtin_permission;
+
+    fn decide(tool: &str, args: &str, mode: PermissionMode, policy: &Policy) -> Verdict {
+        let req = CheckRequest {
+            call: ToolCall {
+                id: "c".into(),
+                name: tool.into(),
+                arguments: args.into(),
+            },
+            spec: builtin_permission(tool),
+            cwd: std::env::temp_dir(),
+            mode,
+        };
+        check(&req, policy).verdict
+    }
+
+    #[test]
+    fn task_stop_falls_back_as_its_spec_says() {
+        let p = Policy::default();
+        let stop = r#"{"task_id":"t1"}"#;
+        assert_eq!(
+            decide("task_stop", stop, PermissionMode::Default, &p),
+            Verdict::Allow
+        );
+        assert_eq!(
+            decide("task_stop", stop, PermissionMode::Strict, &p),
+            Verdict::Ask
+        );
+    }
+
+    #[test]
+    fn rule_names_cover_the_tools_whose_spec_names_them() {
+        let deny = |text: &str| {
+            Rule::parse(text, Verdict::Deny, crate::permission::Layer::User, None).unwrap()
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = tmp.path().canonicalize().unwrap();
+        let policy = Policy {
+            rules: vec![deny("Edit(**)"), deny("Task(Explore)")],
+            ..Policy::default()
+        };
+        let run = |tool: &str, args: serde_json::Value| {
+            let req = CheckRequest {
+                call: ToolCall {
+                    id: "c".into(),
+                    name: tool.into(),
+                    arguments: args.to_string(),
+                },
+                spec: builtin_permission(tool),
+                cwd: cwd.clone(),
+                mode: PermissionMode::BypassPermissions,
+            };
+            check(&req, &policy).verdict
+        };
+        let write = serde_json::json!({"path": "a.txt", "content": "x"});
+        // write_file's spec lists Edit among its rule names; read_file's does not.
+        assert_eq!(run("write_file", write), Verdict::Deny);
+        assert_eq!(
+            run("read_file", serde_json::json!({"path": "."})),
+            Verdict::Allow
+        );
+        // `Task` is the agent tool's alias, declared once, on its definition.
+        let explore = serde_json::json!({"prompt": "p", "subagent_type": "Explore"});
+        assert_eq!(run("agent", explore.clone()), Verdict::Deny);
+        assert_eq!(run("Task", explore), Verdict::Deny);
+        // A tool without a spec is unknown: it asks.
+        assert_eq!(
+            decide(
+                "web_fetch",
+                "{}",
+                PermissionMode::BypassPermissions,
+                &policy
+            ),
+            Verdict::Ask
+        );
+    }
+}
