@@ -1,0 +1,158 @@
+//! From a simple command's words to the part that runs: wrappers are stripped
+//! (`commands::unwrap`), shell source becomes parts of its own (`bash -c`, `eval`, and
+//! literal text fed to a shell's stdin), and so do the commands a command runs besides
+//! itself (`find -exec`, git aliases and command-valued settings, `GIT_SSH_COMMAND=`).
+//! What cannot be followed makes the part opaque.
+
+use super::stdin::{self, Feed};
+use super::{Ctx, Inherit, MAX_DEPTH, Redirect, ShellError};
+use crate::permission::commands::{self, Embedded, Unwrap};
+
+impl Ctx {
+    /// Strips wrappers from `argv` and stores the rest in part `index`; nested source
+    /// and embedded commands become parts whose parent is this part. `feed` is what the
+    /// part's stdin holds, if anything.
+    pub(super) fn unwrap(
+        &mut self,
+        index: usize,
+        mut argv: Vec<String>,
+        depth: usize,
+        feed: Option<Feed>,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        if depth > MAX_DEPTH {
+            return Err(ShellError("wrappers nest too deeply".into()));
+        }
+        let mut part = std::mem::take(&mut self.script.parts[index]);
+        // Shell source to parse as parts of this one, and what its commands read.
+        let mut nested: Option<(String, Option<Feed>)> = None;
+        while let Some(step) = commands::unwrap(&argv) {
+            match step {
+                Unwrap::Command {
+                    wrapper,
+                    rest,
+                    privileged,
+                    dynamic,
+                    open,
+                    effects,
+                } => {
+                    part.wrappers.push(wrapper);
+                    part.privileged |= privileged;
+                    part.dynamic |= dynamic;
+                    part.open |= open;
+                    part.env.extend(effects.env);
+                    part.chdir = effects.chdir.or(part.chdir);
+                    let writes = effects.writes.into_iter().map(|target| (true, target));
+                    let reads = effects.reads.into_iter().map(|target| (false, target));
+                    part.redirects.extend(
+                        writes
+                            .chain(reads)
+                            .map(|(write, target)| Redirect { write, target }),
+                    );
+                    argv = rest;
+                }
+                Unwrap::Script {
+                    wrapper,
+                    script,
+                    privileged,
+                } => {
+                    if part.open {
+                        part.opaque = Some(format!(
+                            "`{wrapper}` runs shell source built from `xargs` input"
+                        ));
+                        break;
+                    }
+                    part.wrappers.push(wrapper);
+                    part.privileged |= privileged;
+                    nested = Some((script, feed.clone()));
+                    argv = Vec::new();
+                    break;
+                }
+                Unwrap::Stdin {
+                    wrapper,
+                    privileged,
+                } => {
+                    match (&feed, part.open || inh.in_function) {
+                        (Some(Feed::Literal(text)), false) => {
+                            part.wrappers.push(wrapper);
+                            part.privileged |= privileged;
+                            // The program consumed stdin; what is left is unknown.
+                            nested = Some((text.clone(), Some(Feed::Unknown)));
+                            argv = Vec::new();
+                        }
+                        (Some(_), _) | (None, true) => {
+                            part.opaque = Some(format!(
+                                "`{wrapper}` reads its program from stdin, and that text is not literal"
+                            ));
+                        }
+                        // Nothing is fed: stdin is closed, the shell runs nothing.
+                        (None, false) => {}
+                    }
+                    break;
+                }
+                Unwrap::Opaque { reason, .. } => {
+                    part.opaque = Some(reason);
+                    break;
+                }
+            }
+        }
+        part.argv = argv;
+        let embedded = commands::embedded(&part.argv, &part.env);
+        let child = Inherit {
+            wrappers: part.wrappers.clone(),
+            substituted: false,
+            piped: part.piped,
+            privileged: part.privileged,
+            background: part.background,
+            parent: Some(index),
+            dynamic: part.dynamic,
+            stdin: None,
+            in_function: inh.in_function,
+        };
+        let (pipeline, pipe_pos) = (part.pipeline, part.pipe_pos);
+        for e in &embedded {
+            if let Embedded::Opaque(why) = e {
+                part.opaque.get_or_insert_with(|| why.clone());
+            }
+        }
+        self.script.parts[index] = part;
+        for e in embedded {
+            match e {
+                Embedded::Opaque(_) => {}
+                Embedded::Command { via, argv } => {
+                    let mut inh = child.clone();
+                    // `find -exec rm {} ;`: `{}` is a file name known only at run time.
+                    inh.dynamic |= via.starts_with("find");
+                    inh.wrappers.push(via);
+                    let at = self.push(self.base(&inh, pipeline, pipe_pos));
+                    self.unwrap(at, argv, depth + 1, None, &inh)?;
+                }
+                Embedded::Script { via, script } => {
+                    let mut inh = child.clone();
+                    inh.wrappers.push(via);
+                    self.parse_into(&script, depth + 1, &inh)?;
+                }
+            }
+        }
+        if let Some((script, stdin)) = nested {
+            let mut inh = child;
+            inh.stdin = stdin;
+            return self.parse_into(&script, depth + 1, &inh);
+        }
+        Ok(())
+    }
+
+    /// What the member at `pos` of pipeline `id` (directly under `parent`) writes to
+    /// its stdout, when known without running anything.
+    pub(super) fn output_of(&self, id: usize, pos: usize, parent: Option<usize>) -> Feed {
+        let mut members = self
+            .script
+            .parts
+            .iter()
+            .filter(|p| p.pipeline == id && p.pipe_pos == pos && p.parent == parent);
+        match (members.next(), members.next()) {
+            (Some(p), None) => stdin::output_of(p),
+            _ => Feed::Unknown,
+        }
+    }
+}
