@@ -66,7 +66,7 @@ pub fn embedded(argv: &[String]) -> Vec<Embedded> {
         }
         if end > begin {
             out.push(Embedded::Command {
-                via: format!("find {a}"),
+                via: format!("(find {a})"),
                 argv: argv[begin..end].to_vec(),
             });
         }
@@ -111,11 +111,11 @@ mod tests {
             embedded(&w("find . -name x -exec rm -rf {} ; -execdir git push +")),
             [
                 Embedded::Command {
-                    via: "find -exec".into(),
+                    via: "(find -exec)".into(),
                     argv: w("rm -rf {}")
                 },
                 Embedded::Command {
-                    via: "find -execdir".into(),
+                    via: "(find -execdir)".into(),
                     argv: w("git push +")
                 },
             ]
@@ -123,7 +123,7 @@ mod tests {
         assert_eq!(
             embedded(&w("find . -exec rm {} +")),
             [Embedded::Command {
-                via: "find -exec".into(),
+                via: "(find -exec)".into(),
                 argv: w("rm {}")
             }]
         );

@@ -173,7 +173,7 @@ pub fn embedded(argv: &[String]) -> Vec<Embedded> {
     for (k, v) in &g.config {
         match config_effect(k, v) {
             ConfigEffect::Shell(script) => out.push(Embedded::Script {
-                via: format!("git -c {k}"),
+                via: format!("(git -c {k})"),
                 script,
             }),
             ConfigEffect::Opaque(why) => out.push(Embedded::Opaque(why)),
@@ -198,7 +198,7 @@ fn alias_of(g: &Git, argv: &[String]) -> Option<(String, Alias)> {
     let sub = g.sub?;
     let name = argv[sub].to_ascii_lowercase();
     let (_, value) = g.config.iter().rev().find(|(k, _)| k == &format!("alias.{name}"))?;
-    let via = format!("git alias {name}");
+    let via = format!("(git alias {name})");
     if let Some(shell) = value.strip_prefix('!') {
         // git runs `sh -c '<alias> "$@"' <alias> ARGS…`.
         let mut script = shell.to_string();
@@ -428,14 +428,14 @@ mod tests {
         assert_eq!(
             embedded(&argv),
             [Embedded::Script {
-                via: "git alias p".into(),
+                via: "(git alias p)".into(),
                 script: "git push 'origin'".into()
             }]
         );
         assert_eq!(
             embedded(&w("git -c alias.p=push p -f")),
             [Embedded::Command {
-                via: "git alias p".into(),
+                via: "(git alias p)".into(),
                 argv: w("git push -f")
             }]
         );

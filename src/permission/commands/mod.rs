@@ -24,7 +24,8 @@ use super::shell::Part;
 pub enum Embedded {
     /// An argv (`find -exec rm {} ;` runs `rm {}`; a git alias runs `git push`).
     Command {
-        /// How it is run (`find -exec`, `git alias p`).
+        /// How it is run, in parentheses so that no allow rule on the outer program
+        /// matches it as a wrapper (`(find -exec)`, `(git alias p)`).
         via: String,
         /// The command.
         argv: Vec<String>,
@@ -69,7 +70,7 @@ pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
     for (name, value) in env {
         if COMMAND_VARS.contains(&name.as_str()) {
             out.push(Embedded::Script {
-                via: format!("{name}="),
+                via: format!("({name}=)"),
                 script: value.clone(),
             });
         } else if loads_code(name) {

@@ -278,14 +278,40 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         // `sudo -i`, `xargs` alone (runs echo), `nohup` alone: nothing to unwrap.
         return None;
     }
+    let mut wrapped = rest[i..].to_vec();
+    if prog == "xargs"
+        && let Some(r) = replace_str(&rest[..i])
+    {
+        // `xargs -I{} git {}`: the replace string stands for input read at run time.
+        for w in &mut wrapped {
+            *w = w.replace(&r, "$(…)");
+        }
+    }
     Some(Unwrap::Command {
         wrapper: argv[..=i].join(" "),
-        rest: rest[i..].to_vec(),
+        rest: wrapped,
         privileged,
         dynamic,
         open: prog == "xargs",
         effects,
     })
+}
+
+/// The replace string of `xargs -I R`, `-IR`, `-i[R]`, `--replace[=R]`.
+fn replace_str(opts: &[String]) -> Option<String> {
+    opts.iter().enumerate().find_map(|(k, a)| {
+        let a = a.as_str();
+        if a == "-I" {
+            return opts.get(k + 1).cloned();
+        }
+        if let Some(r) = a.strip_prefix("--replace") {
+            return Some(r.strip_prefix('=').unwrap_or("{}").to_string());
+        }
+        let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+        let at = cluster.find(['I', 'i'])?;
+        let glued = &cluster[at + 1..];
+        Some(if glued.is_empty() { "{}".into() } else { glued.into() })
+    }).filter(|r| !r.is_empty())
 }
 
 fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
@@ -379,7 +405,7 @@ fn env(argv: &[String]) -> Option<Unwrap> {
         rest: rest[i..].to_vec(),
         privileged: false,
         // Assignments through env change the command's environment.
-        dynamic: i > 0,
+        dynamic: !effects.env.is_empty(),
         open: false,
         effects,
     })
@@ -587,7 +613,7 @@ mod tests {
         assert_eq!(rest("env -i A=1 rm x"), w("rm x"));
         assert_eq!(rest("env --chdir=/ rm x"), w("rm x"));
         assert_eq!(rest("env -u HOME -C / rm x"), w("rm x"));
-        assert_eq!(rest("xargs -I{} -n1 rm {}"), w("rm {}"));
+        assert_eq!(rest("xargs -I{} -n1 rm {}"), w("rm $(…)"));
         assert_eq!(rest("busybox rm -rf x"), w("rm -rf x"));
         assert_eq!(rest("/usr/bin/time -o out true"), w("true"));
         assert_eq!(rest("flock /tmp/l git push"), w("git push"));

@@ -96,6 +96,9 @@ impl Ctx {
                 }
             }
         }
+        if part.open && part.opaque.is_none() && commands::INTERPRETERS.contains(&program(&argv)) {
+            part.opaque = Some("an interpreter runs source built from `xargs` input".into());
+        }
         part.argv = argv;
         let embedded = commands::embedded(&part.argv, &part.env);
         let child = Inherit {
@@ -122,7 +125,7 @@ impl Ctx {
                 Embedded::Command { via, argv } => {
                     let mut inh = child.clone();
                     // `find -exec rm {} ;`: `{}` is a file name known only at run time.
-                    inh.dynamic |= via.starts_with("find");
+                    inh.dynamic |= via.starts_with("(find");
                     inh.wrappers.push(via);
                     let at = self.push(self.base(&inh, pipeline, pipe_pos));
                     self.unwrap(at, argv, depth + 1, None, &inh)?;
@@ -155,4 +158,10 @@ impl Ctx {
             _ => Feed::Unknown,
         }
     }
+}
+
+fn program(argv: &[String]) -> &str {
+    argv.first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .unwrap_or("")
 }
