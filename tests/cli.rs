@@ -194,7 +194,12 @@ fn read_only_lookalikes_are_refused_in_default_mode_and_write_nothing() {
     .unwrap();
     let out = crew(
         dir.path(),
-        &["-p", "go", "--model", &format!("script:{}", script.display())],
+        &[
+            "-p",
+            "go",
+            "--model",
+            &format!("script:{}", script.display()),
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -204,7 +209,13 @@ fn read_only_lookalikes_are_refused_in_default_mode_and_write_nothing() {
         "{stderr}"
     );
     assert!(stderr.contains("✓ run_command"), "the read ran: {stderr}");
-    for f in ["pwned-env", "pwned-time", "pwned-xxd", "pwned-sort", "pwned-stdin"] {
+    for f in [
+        "pwned-env",
+        "pwned-time",
+        "pwned-xxd",
+        "pwned-sort",
+        "pwned-stdin",
+    ] {
         assert!(!dir.path().join(f).exists(), "{f} was written: {stderr}");
     }
 }

@@ -94,7 +94,10 @@ impl Cmd {
 /// `s` as one shell word, quoted in the given style.
 fn quote(s: &str, q: Quote) -> String {
     match q {
-        Quote::Plain if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,".contains(c)) => {
+        Quote::Plain
+            if s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=,".contains(c)) =>
+        {
             s.to_string()
         }
         Quote::Plain | Quote::Single => format!("'{}'", s.replace('\'', r"'\''")),
@@ -123,7 +126,8 @@ fn quote(s: &str, q: Quote) -> String {
             .collect(),
         Quote::Split
             if s.len() >= 2
-                && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,".contains(c)) =>
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,".contains(c)) =>
         {
             let mid = s.len() / 2;
             format!("{}''{}", &s[..mid], &s[mid..])
@@ -140,7 +144,11 @@ const GIT_SPELLINGS: &[&[&str]] = &[
     &["git", "--no-pager", "push"],
     &["git", "-C", ".", "--no-pager", "push", "origin", "main"],
 ];
-const RM_SPELLINGS: &[&[&str]] = &[&["rm", "x"], &["/bin/rm", "-f", "x"], &["rm", "-rf", "build"]];
+const RM_SPELLINGS: &[&[&str]] = &[
+    &["rm", "x"],
+    &["/bin/rm", "-f", "x"],
+    &["rm", "-rf", "build"],
+];
 const SEPS: &[&str] = &[" ; ", " && ", " || ", " | ", "\n"];
 
 /// The core command: the program's spelling, its words quoted, one word maybe computed.
@@ -273,7 +281,12 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         1 => Just(Expansion::Variable),
     ];
     (
-        (any::<bool>(), 0usize..8, prop::collection::vec(quote_strategy(), 1..4), expansion),
+        (
+            any::<bool>(),
+            0usize..8,
+            prop::collection::vec(quote_strategy(), 1..4),
+            expansion,
+        ),
         prop::collection::vec(wrap_strategy(), 0..4),
         (0usize..5, 0usize..5, any::<bool>()),
         (mode, any::<bool>()),

@@ -239,10 +239,12 @@ impl Rule {
                 match self.kind {
                     RuleKind::Allow if privileged => m(full),
                     RuleKind::Allow => m(text) || m(full),
-                    _ => std::iter::once(text)
-                        .chain(forms.iter().map(String::as_str))
-                        .any(|s| m(s) || could_match(&self.matcher, s, open))
-                        || m(full),
+                    _ => {
+                        std::iter::once(text)
+                            .chain(forms.iter().map(String::as_str))
+                            .any(|s| m(s) || could_match(&self.matcher, s, open))
+                            || m(full)
+                    }
                 }
             }
             Subject::Agent(t) => {
@@ -260,7 +262,9 @@ impl Rule {
     pub fn is_exact(&self) -> bool {
         matches!(
             self.matcher,
-            Matcher::Exact(_) | Matcher::Wildcard(_, false, _) | Matcher::Path { literal: true, .. }
+            Matcher::Exact(_)
+                | Matcher::Wildcard(_, false, _)
+                | Matcher::Path { literal: true, .. }
         )
     }
 
@@ -696,7 +700,10 @@ mod tests {
             forms: &none,
             open,
         };
-        assert!(deny.matches(&bare("git $VAR", false)), "the word could be push");
+        assert!(
+            deny.matches(&bare("git $VAR", false)),
+            "the word could be push"
+        );
         assert!(deny.matches(&bare("git pu$VAR", false)));
         assert!(deny.matches(&bare("$(…) push", false)));
         assert!(deny.matches(&bare("git", true)), "xargs git");

@@ -60,7 +60,11 @@ mod tests {
         ] {
             assert!(dangerous(&part(s)).is_some(), "{s}");
         }
-        for s in ["git reset --soft", "git -C . status", "git push origin main"] {
+        for s in [
+            "git reset --soft",
+            "git -C . status",
+            "git push origin main",
+        ] {
             assert!(dangerous(&part(s)).is_none(), "{s}");
         }
     }

@@ -5,6 +5,7 @@
 use super::Embedded;
 
 /// Expressions without an argument that only test or print to stdout.
+#[rustfmt::skip]
 const NULLARY: &[&str] = &[
     "-print", "-print0", "-ls", "-prune", "-empty", "-executable", "-readable", "-writable",
     "-true", "-false", "-not", "!", "-a", "-o", "-and", "-or", "(", ")", ",", "-depth",
@@ -12,6 +13,7 @@ const NULLARY: &[&str] = &[
     "-ignore_readdir_race", "-noignore_readdir_race", "-d",
 ];
 /// Expressions with one argument.
+#[rustfmt::skip]
 const UNARY: &[&str] = &[
     "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
     "-type", "-xtype", "-size", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
@@ -20,6 +22,7 @@ const UNARY: &[&str] = &[
     "-anewer", "-cnewer", "-samefile",
 ];
 /// Expressions that run a command.
+#[rustfmt::skip]
 const EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
 
 /// Whether `find` only reads: global options `-L -H -P`, then start paths, then only

@@ -107,7 +107,11 @@ fn long_option(
         .ok_or_else(|| Unknown(format!("--{name}")))?;
     out.seen.push(format!("--{name}"));
     let kind = &entry[name.len()..];
-    let value_at = |k: usize| args.get(k).cloned().ok_or_else(|| Unknown(format!("--{name}")));
+    let value_at = |k: usize| {
+        args.get(k)
+            .cloned()
+            .ok_or_else(|| Unknown(format!("--{name}")))
+    };
     match kind {
         "" if glued.is_some() => Err(Unknown(format!("--{name}="))),
         "" | "?" => Ok(i + 1),
@@ -210,19 +214,38 @@ mod tests {
 
     #[test]
     fn known_options_parse_and_paths_are_reported() {
-        let p = parse(&SPEC, &args("-la -n5 x -fFILE --lines 3 --file=/etc/y -- -z"), false)
-            .unwrap();
+        let p = parse(
+            &SPEC,
+            &args("-la -n5 x -fFILE --lines 3 --file=/etc/y -- -z"),
+            false,
+        )
+        .unwrap();
         assert_eq!(p.operands, ["x", "-z"]);
         assert_eq!(p.paths, ["FILE", "/etc/y"]);
-        let p = parse(&SPEC, &args("-f ~/.ssh/id_rsa --color --color=auto -5"), false).unwrap();
+        let p = parse(
+            &SPEC,
+            &args("-f ~/.ssh/id_rsa --color --color=auto -5"),
+            false,
+        )
+        .unwrap();
         assert_eq!(p.paths, ["~/.ssh/id_rsa"]);
         let p = parse(&SPEC, &args("--arg k v --slurp n f.json y"), false).unwrap();
-        assert_eq!((p.paths, p.operands), (vec!["f.json".into()], vec!["y".into()]));
+        assert_eq!(
+            (p.paths, p.operands),
+            (vec!["f.json".into()], vec!["y".into()])
+        );
     }
 
     #[test]
     fn unknown_options_fail() {
-        for bad in ["-o x", "-lo", "--output=x", "--all=1", "--compress-prog=sh", "-n"] {
+        for bad in [
+            "-o x",
+            "-lo",
+            "--output=x",
+            "--all=1",
+            "--compress-prog=sh",
+            "-n",
+        ] {
             assert!(parse(&SPEC, &args(bad), false).is_err(), "{bad}");
         }
     }

@@ -24,6 +24,7 @@ pub struct Git {
 }
 
 /// Global options that take no value and change nothing that runs.
+#[rustfmt::skip]
 const PLAIN_GLOBALS: &[&str] = &[
     "-P", "--no-pager", "--no-replace-objects", "--no-lazy-fetch", "--no-optional-locks",
     "--no-advice", "--bare", "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs",
@@ -69,7 +70,9 @@ pub fn parse(argv: &[String]) -> Git {
             n if n.starts_with("-c") && !n.starts_with("--") => push_config(&mut g, &n[2..]),
             "--namespace" | "--super-prefix" | "--attr-source" | "--list-cmds" => {}
             "--exec-path" if glued.is_some() => {
-                g.opaque = Some(format!("`{a}` makes git run its programs from another directory"));
+                g.opaque = Some(format!(
+                    "`{a}` makes git run its programs from another directory"
+                ));
             }
             "--config-env" => {
                 g.opaque = Some(format!("`{a}` sets configuration from the environment"));
@@ -101,7 +104,9 @@ pub enum ConfigEffect {
     Unknown,
 }
 
+#[rustfmt::skip]
 const SAFE_SECTIONS: &[&str] = &["user.", "color.", "advice.", "i18n.", "column.", "status."];
+#[rustfmt::skip]
 const SAFE_KEYS: &[&str] = &[
     "init.defaultbranch", "core.quotepath", "core.abbrev", "core.autocrlf", "core.safecrlf",
     "core.filemode", "core.ignorecase", "diff.renames", "diff.algorithm", "diff.noprefix",
@@ -112,12 +117,14 @@ const SAFE_KEYS: &[&str] = &[
     "fetch.prune", "pull.rebase", "push.default", "merge.conflictstyle", "protocol.version",
 ];
 /// Keys (or key suffixes after the last dot) whose value is a command.
+#[rustfmt::skip]
 const SHELL_KEYS: &[&str] = &[
     "core.pager", "core.editor", "sequence.editor", "core.sshcommand", "core.askpass",
     "core.gitproxy", "core.fsmonitor", "diff.external", "gpg.program",
     "uploadpack.packobjectshook", "web.browser", "man.viewer", "interactive.difffilter",
     "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd", "credential.helper",
 ];
+#[rustfmt::skip]
 const SHELL_SUFFIXES: &[&str] = &[
     ".textconv", ".command", ".cmd", ".program", ".driver", ".clean", ".smudge", ".process",
     ".helper", ".receivepack", ".uploadpack", ".path", ".hook", ".sshcommand",
@@ -136,8 +143,8 @@ pub fn config_effect(key: &str, value: &str) -> ConfigEffect {
     if key.starts_with("pager.") && !is_bool(value) {
         return ConfigEffect::Shell(value.to_string());
     }
-    let shell = SHELL_KEYS.contains(&key.as_str())
-        || SHELL_SUFFIXES.iter().any(|s| key.ends_with(s));
+    let shell =
+        SHELL_KEYS.contains(&key.as_str()) || SHELL_SUFFIXES.iter().any(|s| key.ends_with(s));
     if shell {
         if key == "core.fsmonitor" && is_bool(value) {
             return ConfigEffect::Safe;
@@ -197,7 +204,11 @@ enum Alias {
 fn alias_of(g: &Git, argv: &[String]) -> Option<(String, Alias)> {
     let sub = g.sub?;
     let name = argv[sub].to_ascii_lowercase();
-    let (_, value) = g.config.iter().rev().find(|(k, _)| k == &format!("alias.{name}"))?;
+    let (_, value) = g
+        .config
+        .iter()
+        .rev()
+        .find(|(k, _)| k == &format!("alias.{name}"))?;
     let via = format!("(git alias {name})");
     if let Some(shell) = value.strip_prefix('!') {
         // git runs `sh -c '<alias> "$@"' <alias> ARGS…`.
@@ -237,7 +248,10 @@ pub fn read_only(argv: &[String]) -> bool {
     if g.opaque.is_some() || g.risky_global.is_some() {
         return false;
     }
-    if g.config.iter().any(|(k, v)| config_effect(k, v) != ConfigEffect::Safe) {
+    if g.config
+        .iter()
+        .any(|(k, v)| config_effect(k, v) != ConfigEffect::Safe)
+    {
         return false;
     }
     let Some(sub) = g.sub else {
@@ -246,9 +260,16 @@ pub fn read_only(argv: &[String]) -> bool {
     let rest: Vec<&str> = argv[sub + 1..].iter().map(String::as_str).collect();
     // Writing to a file or running a program, whatever the subcommand.
     if rest.iter().any(|a| {
-        ["--output", "--ext-diff", "--textconv", "--exec", "--paginate", "--open-files-in-pager"]
-            .iter()
-            .any(|bad| a.starts_with(bad))
+        [
+            "--output",
+            "--ext-diff",
+            "--textconv",
+            "--exec",
+            "--paginate",
+            "--open-files-in-pager",
+        ]
+        .iter()
+        .any(|bad| a.starts_with(bad))
             || a.starts_with("-O")
     }) {
         return false;
@@ -259,7 +280,9 @@ pub fn read_only(argv: &[String]) -> bool {
         | "show-ref" | "count-objects" | "name-rev" | "cherry" | "var" | "version"
         | "check-ignore" | "diff-tree" | "diff-files" | "diff-index" => true,
         "grep" => grep_read_only(&rest),
-        "reflog" => rest.first().is_none_or(|a| *a == "show" || a.starts_with('-')),
+        "reflog" => rest
+            .first()
+            .is_none_or(|a| *a == "show" || a.starts_with('-')),
         // Listing only: any positional (a new branch name) or a mutating flag is not.
         "branch" => rest.iter().all(|a| {
             matches!(
@@ -286,8 +309,10 @@ pub fn read_only(argv: &[String]) -> bool {
             rest.iter()
                 .any(|a| matches!(*a, "--get" | "--list" | "-l" | "--get-all" | "--get-regexp"))
                 && !rest.iter().any(|a| {
-                    matches!(*a, "--add" | "--unset" | "--unset-all" | "--replace-all" | "-e")
-                        || a.starts_with("--edit")
+                    matches!(
+                        *a,
+                        "--add" | "--unset" | "--unset-all" | "--replace-all" | "-e"
+                    ) || a.starts_with("--edit")
                 })
         }
         _ => false,
@@ -295,6 +320,7 @@ pub fn read_only(argv: &[String]) -> bool {
 }
 
 /// `git grep` runs a pager with `-O`/`--open-files-in-pager`; only known flags count.
+#[rustfmt::skip]
 const GREP: Spec = Spec {
     short: "aiIvwEFGPnlLcohHzqrWp0",
     short_val: "efABCm",
@@ -405,15 +431,30 @@ mod tests {
 
     #[test]
     fn config_that_runs_programs() {
-        assert_eq!(config_effect("core.pager", "sh -c x"), ConfigEffect::Shell("sh -c x".into()));
-        assert_eq!(config_effect("core.sshCommand", "evil"), ConfigEffect::Shell("evil".into()));
+        assert_eq!(
+            config_effect("core.pager", "sh -c x"),
+            ConfigEffect::Shell("sh -c x".into())
+        );
+        assert_eq!(
+            config_effect("core.sshCommand", "evil"),
+            ConfigEffect::Shell("evil".into())
+        );
         assert_eq!(
             config_effect("credential.helper", "store"),
             ConfigEffect::Shell("git credential-store".into())
         );
-        assert_eq!(config_effect("filter.x.smudge", "evil"), ConfigEffect::Shell("evil".into()));
-        assert_eq!(config_effect("diff.x.textconv", "evil"), ConfigEffect::Shell("evil".into()));
-        assert!(matches!(config_effect("core.hooksPath", "/tmp/h"), ConfigEffect::Opaque(_)));
+        assert_eq!(
+            config_effect("filter.x.smudge", "evil"),
+            ConfigEffect::Shell("evil".into())
+        );
+        assert_eq!(
+            config_effect("diff.x.textconv", "evil"),
+            ConfigEffect::Shell("evil".into())
+        );
+        assert!(matches!(
+            config_effect("core.hooksPath", "/tmp/h"),
+            ConfigEffect::Opaque(_)
+        ));
         assert_eq!(config_effect("core.fsmonitor", "false"), ConfigEffect::Safe);
         assert_eq!(config_effect("user.name", "x"), ConfigEffect::Safe);
         assert_eq!(config_effect("some.new.key", "x"), ConfigEffect::Unknown);

@@ -11,6 +11,7 @@ mod find;
 mod flags;
 pub mod git;
 mod read_only;
+mod shells;
 mod wrappers;
 
 pub use dangerous::dangerous;
@@ -42,6 +43,7 @@ pub enum Embedded {
 }
 
 /// Environment variables whose value is a command some program runs.
+#[rustfmt::skip]
 const COMMAND_VARS: &[&str] = &[
     "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL",
     "GIT_SEQUENCE_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",
@@ -56,9 +58,22 @@ fn loads_code(name: &str) -> bool {
         || name.starts_with("DYLD_")
         || matches!(
             name,
-            "GIT_EXEC_PATH" | "GIT_DIR" | "GIT_TEMPLATE_DIR" | "BASH_ENV" | "ENV" | "ZDOTDIR"
-                | "PYTHONSTARTUP" | "PYTHONPATH" | "PERL5OPT" | "PERL5LIB" | "RUBYOPT"
-                | "NODE_OPTIONS" | "SHELLOPTS" | "BASHOPTS" | "IFS" | "PATH"
+            "GIT_EXEC_PATH"
+                | "GIT_DIR"
+                | "GIT_TEMPLATE_DIR"
+                | "BASH_ENV"
+                | "ENV"
+                | "ZDOTDIR"
+                | "PYTHONSTARTUP"
+                | "PYTHONPATH"
+                | "PERL5OPT"
+                | "PERL5LIB"
+                | "RUBYOPT"
+                | "NODE_OPTIONS"
+                | "SHELLOPTS"
+                | "BASHOPTS"
+                | "IFS"
+                | "PATH"
         )
 }
 

@@ -10,6 +10,7 @@ use super::{find, git};
 use crate::permission::shell::Part;
 
 /// The allow-list of each program read-only by its options alone.
+#[rustfmt::skip]
 fn spec(prog: &str) -> Option<Spec> {
     let s = |short, short_val, short_path, long: &'static [&'static str]| Spec {
         short,

@@ -6,6 +6,8 @@
 //! wrapped command starts could hide it from deny rules, so we do not guess.
 
 use super::flags::{self, Spec};
+use super::shells::{self, STDIN_PATHS};
+pub use super::shells::{INTERPRETERS, SHELLS};
 
 /// The result of unwrapping one wrapper from the front of an argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,16 +67,8 @@ pub struct Effects {
     pub env: Vec<(String, String)>,
 }
 
-/// Programs that run shell source.
-pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"];
-
-/// Programs that read a script from stdin when given no file (for `curl … | X`).
-pub const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "python", "python3", "python2",
-    "perl", "ruby", "node", "php", "lua", "pwsh", "sudo", "source", ".", "eval",
-];
-
 /// Programs that run a command in ways we do not model; always opaque.
+#[rustfmt::skip]
 const OPAQUE_RUNNERS: &[&str] = &[
     "strace", "ltrace", "chroot", "unshare", "nsenter", "setpriv", "runuser", "chrt",
     "taskset", "numactl", "prlimit", "systemd-run", "firejail", "bwrap", "fakeroot", "proot",
@@ -82,9 +76,7 @@ const OPAQUE_RUNNERS: &[&str] = &[
     "sg", "newgrp", "pkexec", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
 ];
 
-/// Paths that make a shell read its program from stdin.
-const STDIN_PATHS: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev/fd/0", "-"];
-
+#[rustfmt::skip]
 const SUDO: Spec = Spec {
     short: "AbEHiKknPSsBN",
     short_val: "ugCDhprtUTR",
@@ -97,11 +89,13 @@ const SUDO: Spec = Spec {
     ],
     numeric: false,
 };
+#[rustfmt::skip]
 const DOAS: Spec = Spec {
     short: "ns",
     short_val: "uC",
     ..Spec::NONE
 };
+#[rustfmt::skip]
 const NICE: Spec = Spec {
     short: "",
     short_val: "n",
@@ -109,12 +103,15 @@ const NICE: Spec = Spec {
     long: &["adjustment="],
     numeric: true,
 };
+#[rustfmt::skip]
 const NOHUP: Spec = Spec::NONE;
+#[rustfmt::skip]
 const SETSID: Spec = Spec {
     short: "cfw",
     long: &["ctty", "fork", "wait"],
     ..Spec::NONE
 };
+#[rustfmt::skip]
 const TIME: Spec = Spec {
     short: "apqvV",
     short_val: "f",
@@ -124,6 +121,7 @@ const TIME: Spec = Spec {
     ],
     numeric: false,
 };
+#[rustfmt::skip]
 const TIMEOUT: Spec = Spec {
     short: "fpv",
     short_val: "ks",
@@ -133,11 +131,13 @@ const TIMEOUT: Spec = Spec {
     ],
     numeric: false,
 };
+#[rustfmt::skip]
 const STDBUF: Spec = Spec {
     short_val: "ioe",
     long: &["input=", "output=", "error="],
     ..Spec::NONE
 };
+#[rustfmt::skip]
 const IONICE: Spec = Spec {
     short: "t",
     short_val: "cn",
@@ -145,15 +145,18 @@ const IONICE: Spec = Spec {
     long: &["ignore", "class=", "classdata="],
     numeric: false,
 };
+#[rustfmt::skip]
 const EXEC: Spec = Spec {
     short: "cl",
     short_val: "a",
     ..Spec::NONE
 };
+#[rustfmt::skip]
 const COMMAND: Spec = Spec {
     short: "p",
     ..Spec::NONE
 };
+#[rustfmt::skip]
 const XARGS: Spec = Spec {
     short: "0rtpxo",
     short_val: "ILnPsdE",
@@ -165,6 +168,7 @@ const XARGS: Spec = Spec {
     ],
     numeric: false,
 };
+#[rustfmt::skip]
 const ENV: Spec = Spec {
     short: "i0v",
     short_val: "uCS",
@@ -175,6 +179,7 @@ const ENV: Spec = Spec {
     ],
     numeric: false,
 };
+#[rustfmt::skip]
 const FLOCK: Spec = Spec {
     short: "sxeunoFv",
     short_val: "wEc",
@@ -185,6 +190,7 @@ const FLOCK: Spec = Spec {
     ],
     numeric: false,
 };
+#[rustfmt::skip]
 const WATCH: Spec = Spec {
     short: "bcdegptwxC",
     short_val: "nq",
@@ -233,13 +239,15 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         }
         "source" | "." => {
             let first = rest.first()?;
-            return STDIN_PATHS.contains(&first.as_str()).then(|| Unwrap::Stdin {
-                wrapper: format!("{prog} {first}"),
-                privileged: false,
-            });
+            return STDIN_PATHS
+                .contains(&first.as_str())
+                .then(|| Unwrap::Stdin {
+                    wrapper: format!("{prog} {first}"),
+                    privileged: false,
+                });
         }
-        "su" => return su(argv),
-        p if SHELLS.contains(&p) => return shell(argv),
+        "su" => return shells::su(argv),
+        p if SHELLS.contains(&p) => return shells::shell(argv),
         p if OPAQUE_RUNNERS.contains(&p) => {
             return Some(Unwrap::Opaque {
                 wrapper: argv.join(" "),
@@ -299,22 +307,29 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
 
 /// The replace string of `xargs -I R`, `-IR`, `-i[R]`, `--replace[=R]`.
 fn replace_str(opts: &[String]) -> Option<String> {
-    opts.iter().enumerate().find_map(|(k, a)| {
-        let a = a.as_str();
-        if a == "-I" {
-            return opts.get(k + 1).cloned();
-        }
-        if let Some(r) = a.strip_prefix("--replace") {
-            return Some(r.strip_prefix('=').unwrap_or("{}").to_string());
-        }
-        let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
-        let at = cluster.find(['I', 'i'])?;
-        let glued = &cluster[at + 1..];
-        Some(if glued.is_empty() { "{}".into() } else { glued.into() })
-    }).filter(|r| !r.is_empty())
+    opts.iter()
+        .enumerate()
+        .find_map(|(k, a)| {
+            let a = a.as_str();
+            if a == "-I" {
+                return opts.get(k + 1).cloned();
+            }
+            if let Some(r) = a.strip_prefix("--replace") {
+                return Some(r.strip_prefix('=').unwrap_or("{}").to_string());
+            }
+            let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+            let at = cluster.find(['I', 'i'])?;
+            let glued = &cluster[at + 1..];
+            Some(if glued.is_empty() {
+                "{}".into()
+            } else {
+                glued.into()
+            })
+        })
+        .filter(|r| !r.is_empty())
 }
 
-fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
+pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
     Unwrap::Opaque {
         wrapper: argv.join(" "),
         reason: format!(
@@ -457,121 +472,6 @@ fn busybox(argv: &[String]) -> Option<Unwrap> {
     })
 }
 
-/// `su [options] [-] [user [args]]`: only `-c`/`--command` runs something unattended.
-fn su(argv: &[String]) -> Option<Unwrap> {
-    let rest = &argv[1..];
-    let mut i = 0;
-    while i < rest.len() {
-        let a = rest[i].as_str();
-        let script = match a {
-            "-c" | "--command" | "--session-command" => Some(rest.get(i + 1)?.clone()),
-            _ => a
-                .strip_prefix("--command=")
-                .or_else(|| a.strip_prefix("--session-command="))
-                .map(String::from),
-        };
-        if let Some(script) = script {
-            return Some(Unwrap::Script {
-                wrapper: "su -c".into(),
-                script,
-                privileged: true,
-            });
-        }
-        match a {
-            "-s" | "--shell" | "-g" | "--group" | "-G" | "--supp-group" | "-w"
-            | "--whitelist-environment" => i += 2,
-            "-" | "-l" | "--login" | "-m" | "-p" | "--preserve-environment" | "-P" | "--pty"
-            | "-f" | "--fast" => i += 1,
-            a if a.starts_with('-') && !a.starts_with("--shell=") => {
-                return Some(opaque(argv, "su", a));
-            }
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// `bash [options] -c SCRIPT`, `bash -s`, `bash /dev/stdin`, `bash` alone. Options may
-/// come before or after `-c` (`bash -o errexit -c '…'`, `bash -c -e '…'`); `-o`/`-O`
-/// take a value; unknown options make the shell opaque.
-fn shell(argv: &[String]) -> Option<Unwrap> {
-    let prog = argv.first()?.rsplit('/').next()?;
-    let rest = &argv[1..];
-    let (mut c, mut s) = (false, false);
-    let mut i = 0;
-    while i < rest.len() {
-        let a = rest[i].as_str();
-        if a == "--" || a == "-" {
-            i += 1;
-            break;
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            match long {
-                "norc" | "noprofile" | "login" | "posix" | "restricted" | "verbose"
-                | "noediting" | "protected" | "no-config" | "private" | "interactive" => {
-                    i += 1;
-                    continue;
-                }
-                "version" | "help" => return None,
-                _ => {
-                    if let Some(cmd) = long.strip_prefix("command=").filter(|_| prog == "fish") {
-                        return Some(Unwrap::Script {
-                            wrapper: argv[..=i].join(" "),
-                            script: cmd.to_string(),
-                            privileged: false,
-                        });
-                    }
-                    if long == "command" && prog == "fish" {
-                        c = true;
-                        i += 1;
-                        continue;
-                    }
-                    return Some(opaque(argv, prog, a));
-                }
-            }
-        }
-        let Some(cluster) = a.strip_prefix('-').or_else(|| a.strip_prefix('+')) else {
-            break;
-        };
-        let mut takes = 0;
-        for ch in cluster.chars() {
-            match ch {
-                'c' => c = true,
-                's' => s = true,
-                'o' | 'O' => takes += 1,
-                ch if "abefhkmnptuvxBCEHPTilr".contains(ch) => {}
-                _ => return Some(opaque(argv, prog, &format!("-{ch}"))),
-            }
-        }
-        i += 1 + takes;
-    }
-    let i = i.min(rest.len());
-    let wrapper = argv[..=i].join(" ");
-    if c {
-        return Some(Unwrap::Script {
-            wrapper,
-            script: rest.get(i)?.clone(),
-            privileged: false,
-        });
-    }
-    match rest.get(i) {
-        _ if s => Some(Unwrap::Stdin {
-            wrapper,
-            privileged: false,
-        }),
-        None => Some(Unwrap::Stdin {
-            wrapper,
-            privileged: false,
-        }),
-        Some(file) if STDIN_PATHS.contains(&file.as_str()) => Some(Unwrap::Stdin {
-            wrapper: argv[..=i + 1].join(" "),
-            privileged: false,
-        }),
-        // A script file: an ordinary program run.
-        Some(_) => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,14 +484,6 @@ mod tests {
         match unwrap(&w(s)) {
             Some(Unwrap::Command { rest, .. }) => rest,
             other => panic!("{s}: {other:?}"),
-        }
-    }
-
-    fn script(s: &[&str]) -> String {
-        let argv: Vec<String> = s.iter().map(|a| a.to_string()).collect();
-        match unwrap(&argv) {
-            Some(Unwrap::Script { script, .. }) => script,
-            other => panic!("{s:?}: {other:?}"),
         }
     }
 
@@ -617,29 +509,6 @@ mod tests {
         assert_eq!(rest("busybox rm -rf x"), w("rm -rf x"));
         assert_eq!(rest("/usr/bin/time -o out true"), w("true"));
         assert_eq!(rest("flock /tmp/l git push"), w("git push"));
-    }
-
-    #[test]
-    fn shells_and_split_strings_become_scripts() {
-        assert_eq!(script(&["env", "-vS", "touch /tmp/x"]), "touch /tmp/x");
-        assert_eq!(script(&["env", "-vStouch /tmp/x"]), "touch /tmp/x");
-        assert_eq!(script(&["env", "--split-string=rm x"]), "rm x");
-        assert_eq!(script(&["bash", "-o", "errexit", "-c", "rm x"]), "rm x");
-        assert_eq!(script(&["bash", "-e", "-o", "pipefail", "-c", "rm x"]), "rm x");
-        assert_eq!(script(&["bash", "--norc", "-c", "rm x"]), "rm x");
-        assert_eq!(script(&["sh", "-lc", "rm x"]), "rm x");
-        assert_eq!(script(&["bash", "-c", "-e", "rm x"]), "rm x");
-        assert_eq!(script(&["su", "-", "root", "-c", "rm x"]), "rm x");
-        assert_eq!(script(&["watch", "-n", "1", "git", "push"]), "git push");
-        assert_eq!(script(&["flock", "/tmp/l", "-c", "git push"]), "git push");
-    }
-
-    #[test]
-    fn stdin_shells() {
-        for s in ["bash", "sh -s", "bash /dev/stdin", "source /dev/stdin", "bash -e -s x"] {
-            assert!(matches!(unwrap(&w(s)), Some(Unwrap::Stdin { .. })), "{s}");
-        }
-        assert_eq!(unwrap(&w("bash build.sh")), None);
     }
 
     #[test]

@@ -445,26 +445,6 @@ impl Ctx {
     }
 }
 
-impl Ctx {
-    /// A here-string's text and whether it is dynamic. Words holding `$` or a backquote
-    /// count as dynamic without being expanded here: `redirect` expands them once, so
-    /// their substitutions become parts exactly once.
-    fn here_string(
-        &mut self,
-        r: &ast::IoRedirect,
-        depth: usize,
-        inh: &Inherit,
-    ) -> Result<Option<(String, bool)>, ShellError> {
-        let ast::IoRedirect::HereString(_, w) = r else {
-            return Ok(None);
-        };
-        if w.value.contains(['$', '`']) {
-            return Ok(Some((String::new(), true)));
-        }
-        self.word(&w.value, depth, inh).map(Some)
-    }
-}
-
 /// The words and redirections of a simple command, gathered item by item.
 struct Acc {
     argv: Vec<String>,

@@ -5,7 +5,7 @@
 
 use brush_parser::ast;
 
-use super::Part;
+use super::{Ctx, Inherit, Part, ShellError};
 
 /// What a command's stdin holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +109,26 @@ fn printf(args: &[String]) -> Option<String> {
     }
 }
 
+impl Ctx {
+    /// A here-string's text and whether it is dynamic. Words holding `$` or a backquote
+    /// count as dynamic without being expanded here: `redirect` expands them once, so
+    /// their substitutions become parts exactly once.
+    pub(super) fn here_string(
+        &mut self,
+        r: &ast::IoRedirect,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<Option<(String, bool)>, ShellError> {
+        let ast::IoRedirect::HereString(_, w) = r else {
+            return Ok(None);
+        };
+        if w.value.contains(['$', '`']) {
+            return Ok(Some((String::new(), true)));
+        }
+        self.word(&w.value, depth, inh).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,11 +144,23 @@ mod tests {
     fn echo_and_printf_output_is_known() {
         let lit = |s: &str| Feed::Literal(s.to_string());
         assert_eq!(output_of(&part(&["echo", "git push"])), lit("git push\n"));
-        assert_eq!(output_of(&part(&["echo", "-n", "git", "push"])), lit("git push"));
-        assert_eq!(output_of(&part(&["printf", "git push\\n"])), lit("git push\n"));
-        assert_eq!(output_of(&part(&["printf", "%s\\n", "git push", "rm x"])), lit("git push\nrm x\n"));
+        assert_eq!(
+            output_of(&part(&["echo", "-n", "git", "push"])),
+            lit("git push")
+        );
+        assert_eq!(
+            output_of(&part(&["printf", "git push\\n"])),
+            lit("git push\n")
+        );
+        assert_eq!(
+            output_of(&part(&["printf", "%s\\n", "git push", "rm x"])),
+            lit("git push\nrm x\n")
+        );
         assert_eq!(output_of(&part(&["printf", "%d", "1"])), Feed::Unknown);
-        assert_eq!(output_of(&part(&["echo", "-e", "git\\x20push"])), Feed::Unknown);
+        assert_eq!(
+            output_of(&part(&["echo", "-e", "git\\x20push"])),
+            Feed::Unknown
+        );
         assert_eq!(output_of(&part(&["cat", "f"])), Feed::Unknown);
         let mut dynamic = part(&["echo", "$VAR"]);
         dynamic.dynamic = true;
