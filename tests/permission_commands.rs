@@ -158,6 +158,8 @@ const CLASS2: &[&str] = &[
     "watch -n 1 git push",
     "flock /tmp/l git push",
     "X=push; git \"$X\"",
+    "shopt -s expand_aliases; alias p='git push'\np",
+    "trap 'rm -rf x' EXIT",
     "git $(echo push)",
     "$(echo git) push",
 ];
@@ -242,6 +244,8 @@ fn opaque_stdin_scripts_are_asked_in_every_mode_and_never_allowed_by_rules() {
         "f() { bash; }; cat f | f",
         "LD_PRELOAD=./x.so ls",
         "git -c core.hooksPath=/tmp/h commit -m x",
+        "echo 'git push' | at now",
+        "strace -f git push",
     ];
     for c in opaque {
         for (mode, want) in [
@@ -273,7 +277,11 @@ fn opaque_stdin_scripts_are_asked_in_every_mode_and_never_allowed_by_rules() {
         "bash --norc -o errexit -c 'rm -rf /'",
     ] {
         let d = f.check("run_command", &cmd(c), BypassPermissions);
-        assert_eq!((d.verdict, d.source), (Deny, Source::Blacklist), "{c}: {d:?}");
+        assert_eq!(
+            (d.verdict, d.source),
+            (Deny, Source::Blacklist),
+            "{c}: {d:?}"
+        );
     }
 }
 

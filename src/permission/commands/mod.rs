@@ -101,6 +101,25 @@ pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
     match prog {
         "find" => out.extend(find::embedded(argv)),
         "git" => out.extend(git::embedded(argv)),
+        // `alias p='git push'` (run later where aliases expand), `trap 'git push' EXIT`:
+        // shell source stored now and run later, judged now.
+        "alias" => out.extend(argv[1..].iter().filter_map(|a| {
+            let (name, value) = a.split_once('=')?;
+            Some(Embedded::Script {
+                via: format!("(alias {name})"),
+                script: value.to_string(),
+            })
+        })),
+        "trap" => {
+            out.extend(
+                argv.get(1)
+                    .filter(|a| !a.starts_with('-'))
+                    .map(|script| Embedded::Script {
+                        via: "(trap)".into(),
+                        script: script.clone(),
+                    }),
+            )
+        }
         _ => {}
     }
     out
@@ -179,5 +198,13 @@ mod tests {
         assert_eq!(e.len(), 2);
         assert!(matches!(&e[0], Embedded::Script { script, .. } if script == "git push"));
         assert!(matches!(e[1], Embedded::Opaque(_)));
+        let later =
+            |s: &[&str]| embedded(&s.iter().map(|a| a.to_string()).collect::<Vec<_>>(), &[]);
+        assert!(
+            matches!(&later(&["alias", "p=git push"])[..], [Embedded::Script { script, .. }] if script == "git push")
+        );
+        assert!(
+            matches!(&later(&["trap", "rm x", "EXIT"])[..], [Embedded::Script { script, .. }] if script == "rm x")
+        );
     }
 }

@@ -73,7 +73,7 @@ const OPAQUE_RUNNERS: &[&str] = &[
     "strace", "ltrace", "chroot", "unshare", "nsenter", "setpriv", "runuser", "chrt",
     "taskset", "numactl", "prlimit", "systemd-run", "firejail", "bwrap", "fakeroot", "proot",
     "faketime", "torsocks", "proxychains", "proxychains4", "parallel", "script", "expect",
-    "sg", "newgrp", "pkexec", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
+    "sg", "newgrp", "pkexec", "at", "batch", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
 ];
 
 #[rustfmt::skip]
