@@ -160,6 +160,7 @@ const CLASS2: &[&str] = &[
     "X=push; git \"$X\"",
     "shopt -s expand_aliases; alias p='git push'\np",
     "trap 'rm -rf x' EXIT",
+    "git -c alias.a='!sh' a <<< 'git push'",
     "git $(echo push)",
     "$(echo git) push",
 ];
@@ -246,6 +247,8 @@ fn opaque_stdin_scripts_are_asked_in_every_mode_and_never_allowed_by_rules() {
         "git -c core.hooksPath=/tmp/h commit -m x",
         "echo 'git push' | at now",
         "strace -f git push",
+        "bash <(echo 'git push')",
+        "source <(echo 'git push')",
     ];
     for c in opaque {
         for (mode, want) in [

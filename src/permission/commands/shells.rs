@@ -140,6 +140,15 @@ pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
             wrapper,
             privileged: false,
         }),
+        // `bash <(…)`, `bash /dev/fd/63`: the program comes from a pipe we cannot read.
+        Some(file)
+            if file.contains("<(") || file.starts_with("/dev/fd/") && file != "/dev/fd/0" =>
+        {
+            Some(Unwrap::Opaque {
+                wrapper: argv.join(" "),
+                reason: format!("`{prog}` runs a program read from a pipe (`{file}`)"),
+            })
+        }
         Some(file) if STDIN_PATHS.contains(&file.as_str()) => Some(Unwrap::Stdin {
             wrapper: argv[..=i + 1].join(" "),
             privileged: false,

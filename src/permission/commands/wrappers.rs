@@ -239,6 +239,12 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         }
         "source" | "." => {
             let first = rest.first()?;
+            if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
+                return Some(Unwrap::Opaque {
+                    wrapper: argv.join(" "),
+                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
+                });
+            }
             return STDIN_PATHS
                 .contains(&first.as_str())
                 .then(|| Unwrap::Stdin {

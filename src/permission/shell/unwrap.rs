@@ -109,7 +109,8 @@ impl Ctx {
             background: part.background,
             parent: Some(index),
             dynamic: part.dynamic,
-            stdin: None,
+            // What the command runs inherits its stdin (`git -c alias.a='!sh' a <<< …`).
+            stdin: feed.clone(),
             in_function: inh.in_function,
         };
         let (pipeline, pipe_pos) = (part.pipeline, part.pipe_pos);
@@ -128,7 +129,8 @@ impl Ctx {
                     inh.dynamic |= via.starts_with("(find");
                     inh.wrappers.push(via);
                     let at = self.push(self.base(&inh, pipeline, pipe_pos));
-                    self.unwrap(at, argv, depth + 1, None, &inh)?;
+                    let stdin = inh.stdin.clone();
+                    self.unwrap(at, argv, depth + 1, stdin, &inh)?;
                 }
                 Embedded::Script { via, script } => {
                     let mut inh = child.clone();
