@@ -167,3 +167,69 @@ fn program(argv: &[String]) -> &str {
         .map(|a| a.rsplit('/').next().unwrap_or(a))
         .unwrap_or("")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::permission::shell::{Part, parse};
+
+    fn parts(cmd: &str) -> Vec<Part> {
+        parse(cmd).unwrap().parts
+    }
+
+    fn runs(cmd: &str, text: &str) -> bool {
+        parts(cmd).iter().any(|p| p.text() == text)
+    }
+
+    #[test]
+    fn literal_stdin_is_parsed_as_a_nested_script() {
+        for cmd in [
+            "echo 'git push' | bash",
+            "printf 'git push\\n' | sh",
+            "bash <<< 'git push'",
+            "bash <<'EOF'\ngit push\nEOF",
+            "cat <<EOF | sh -s\ngit push\nEOF",
+            "echo 'git push' | bash /dev/stdin",
+            "echo 'git push' | source /dev/stdin",
+            "{ bash; } <<< 'git push'",
+        ] {
+            assert!(runs(cmd, "git push"), "{cmd}: {:?}", parts(cmd));
+            assert!(parts(cmd).iter().all(|p| p.opaque.is_none()), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn unknown_stdin_makes_the_shell_opaque() {
+        for cmd in [
+            "cat f | bash",
+            "bash <<< \"$X\"",
+            "bash <<EOF\n$(cat f)\nEOF",
+            "f() { bash; }",
+            "echo 'x' | xargs sh -c",
+            // `cat` passes its input on, but we do not follow it: fail closed.
+            "echo 'git push' | { cat | bash; }",
+        ] {
+            assert!(
+                parts(cmd).iter().any(|p| p.opaque.is_some()),
+                "{cmd}: {:?}",
+                parts(cmd)
+            );
+        }
+        // Nothing fed: a bare shell reads a closed stdin and runs nothing.
+        assert!(parts("bash").iter().all(|p| p.opaque.is_none()));
+    }
+
+    #[test]
+    fn embedded_commands_become_parts_with_their_parent() {
+        let ps = parts("find . -exec rm -rf {} \\;");
+        let rm = ps.iter().find(|p| p.program() == "rm").unwrap();
+        assert_eq!((rm.parent, rm.dynamic), (Some(0), true));
+        assert!(rm.full_text().starts_with("(find -exec)"));
+        assert!(runs("git -c alias.p='!git push' p", "git push"));
+        assert!(runs("git -c core.pager='rm x' log", "rm x"));
+        assert!(runs("GIT_SSH_COMMAND='rm x' git fetch", "rm x"));
+        assert!(runs("env GIT_SSH_COMMAND='rm x' git fetch", "rm x"));
+        let p = &parts("/usr/bin/time -o out true")[0];
+        assert!(p.redirects.iter().any(|r| r.write && r.target == "out"));
+        assert_eq!(parts("env -C /etc cat x")[0].chdir.as_deref(), Some("/etc"));
+    }
+}
