@@ -57,14 +57,23 @@ fn class1_read_only_lookalikes_are_no_longer_allowed_in_default_mode() {
         assert_ne!(d.verdict, Allow, "`{c}` must not run unasked: {d:?}");
         assert_ne!(d.category, Some(Category::Read), "`{c}` is no read: {d:?}");
     }
-    // The key named through an option value is a credential, denied in every mode.
-    for mode in MODES {
-        let d = f.check("run_command", &cmd("file -f ~/.ssh/id_rsa"), mode);
-        assert_eq!(
-            (d.verdict, d.source),
-            (Deny, Source::Credentials),
-            "{mode}: {d:?}"
-        );
+    // A key named through an option value, or relative to the directory a wrapper runs
+    // the command in, is a credential, denied in every mode.
+    for c in [
+        "file -f ~/.ssh/id_rsa",
+        "env -C ~ cat .ssh/id_rsa",
+        "env --chdir=.. cat .ssh/id_rsa",
+        "sudo -D ~ cat .ssh/id_rsa",
+        "git blame --contents=~/.ssh/id_rsa README.md",
+    ] {
+        for mode in MODES {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(
+                (d.verdict, d.source),
+                (Deny, Source::Credentials),
+                "{c} {mode}: {d:?}"
+            );
+        }
     }
 }
 

@@ -259,6 +259,10 @@ pub fn is_read_only(part: &Part) -> bool {
     let Some(p) = parsed(part) else {
         return false;
     };
+    // `less +'!cmd' f` runs a pager command at start-up.
+    if matches!(prog, "less" | "more") && p.operands.iter().any(|o| o.starts_with('+')) {
+        return false;
+    }
     // A second operand is the output file of `uniq IN OUT` and `xxd IN OUT`.
     !(matches!(prog, "uniq" | "xxd") && p.operands.len() > 1)
 }
@@ -360,6 +364,7 @@ mod tests {
             "ls --frobnicate",
             "cat -Z x",
             "jq -o x",
+            "less +!id f",
             "nosuchprog",
         ] {
             assert!(!is_read_only(&part(s)), "{s}");
