@@ -170,6 +170,10 @@ const CLASS2: &[&str] = &[
     "shopt -s expand_aliases; alias p='git push'\np",
     "trap 'rm -rf x' EXIT",
     "git -c alias.a='!sh' a <<< 'git push'",
+    "git rebase -x 'rm x' HEAD~1",
+    "git submodule foreach --recursive git push",
+    "git bisect run rm x",
+    "git fetch --upload-pack='rm x' origin",
     "git $(echo push)",
     "$(echo git) push",
 ];
@@ -256,6 +260,7 @@ fn opaque_stdin_scripts_are_asked_in_every_mode_and_never_allowed_by_rules() {
         "git -c core.hooksPath=/tmp/h commit -m x",
         "echo 'git push' | at now",
         "strace -f git push",
+        "git -c protocol.ext.allow=always fetch 'ext::sh -c touch% x'",
         "bash <(echo 'git push')",
         "source <(echo 'git push')",
     ];

@@ -4,6 +4,7 @@
 //! read-only subcommands, and the dangerous ones.
 
 use super::flags::{self, Spec};
+pub use super::git_config::{ConfigEffect, config_effect};
 use super::{Embedded, has_short_or_long};
 
 /// A git command line split at its subcommand.
@@ -91,83 +92,6 @@ fn push_config(g: &mut Git, kv: &str) {
     g.config.push((k.to_ascii_lowercase(), v.to_string()));
 }
 
-/// What a `-c key=value` setting does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigEffect {
-    /// Changes only presentation or identity.
-    Safe,
-    /// Its value is a shell command git may run.
-    Shell(String),
-    /// It makes git run programs we cannot see (`core.hooksPath`, `include.path`).
-    Opaque(String),
-    /// Not on either list: not read-only.
-    Unknown,
-}
-
-#[rustfmt::skip]
-const SAFE_SECTIONS: &[&str] = &["user.", "color.", "advice.", "i18n.", "column.", "status."];
-#[rustfmt::skip]
-const SAFE_KEYS: &[&str] = &[
-    "init.defaultbranch", "core.quotepath", "core.abbrev", "core.autocrlf", "core.safecrlf",
-    "core.filemode", "core.ignorecase", "diff.renames", "diff.algorithm", "diff.noprefix",
-    "diff.mnemonicprefix", "diff.context", "diff.interhunkcontext", "diff.relative",
-    "diff.statgraphwidth", "diff.colormoved", "log.date", "log.decorate", "log.abbrevcommit",
-    "log.follow", "format.pretty", "grep.linenumber", "grep.patterntype",
-    "grep.extendedregexp", "grep.fullname", "grep.column", "gc.auto", "maintenance.auto",
-    "fetch.prune", "pull.rebase", "push.default", "merge.conflictstyle", "protocol.version",
-];
-/// Keys (or key suffixes after the last dot) whose value is a command.
-#[rustfmt::skip]
-const SHELL_KEYS: &[&str] = &[
-    "core.pager", "core.editor", "sequence.editor", "core.sshcommand", "core.askpass",
-    "core.gitproxy", "core.fsmonitor", "diff.external", "gpg.program",
-    "uploadpack.packobjectshook", "web.browser", "man.viewer", "interactive.difffilter",
-    "sendemail.sendmailcmd", "sendemail.tocmd", "sendemail.cccmd", "credential.helper",
-];
-#[rustfmt::skip]
-const SHELL_SUFFIXES: &[&str] = &[
-    ".textconv", ".command", ".cmd", ".program", ".driver", ".clean", ".smudge", ".process",
-    ".helper", ".receivepack", ".uploadpack", ".path", ".hook", ".sshcommand",
-];
-
-/// Classifies one `-c` setting.
-pub fn config_effect(key: &str, value: &str) -> ConfigEffect {
-    let key = key.to_ascii_lowercase();
-    if key.starts_with("alias.") {
-        // Resolved where the alias is used (`alias_of`); defining one runs nothing.
-        return ConfigEffect::Unknown;
-    }
-    if key == "core.hookspath" || key.starts_with("include") || key == "safe.directory" {
-        return ConfigEffect::Opaque(format!("`-c {key}` makes git run or trust unseen code"));
-    }
-    if key.starts_with("pager.") && !is_bool(value) {
-        return ConfigEffect::Shell(value.to_string());
-    }
-    let shell =
-        SHELL_KEYS.contains(&key.as_str()) || SHELL_SUFFIXES.iter().any(|s| key.ends_with(s));
-    if shell {
-        if key == "core.fsmonitor" && is_bool(value) {
-            return ConfigEffect::Safe;
-        }
-        if key.ends_with("helper") && !value.starts_with('!') && !value.starts_with('/') {
-            // `credential.helper=store` runs `git credential-store`.
-            return ConfigEffect::Shell(format!("git credential-{value}"));
-        }
-        return ConfigEffect::Shell(value.strip_prefix('!').unwrap_or(value).to_string());
-    }
-    if SAFE_KEYS.contains(&key.as_str()) || SAFE_SECTIONS.iter().any(|s| key.starts_with(s)) {
-        return ConfigEffect::Safe;
-    }
-    ConfigEffect::Unknown
-}
-
-fn is_bool(v: &str) -> bool {
-    matches!(
-        v.to_ascii_lowercase().as_str(),
-        "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0" | ""
-    )
-}
-
 /// Commands a git command line runs besides git itself: `-c` values that are commands,
 /// and the subcommand's alias (`git -c alias.p='!git push' p` runs `git push`;
 /// `git -c alias.p=push p` is `git push`).
@@ -187,11 +111,71 @@ pub fn embedded(argv: &[String]) -> Vec<Embedded> {
             ConfigEffect::Safe | ConfigEffect::Unknown => {}
         }
     }
+    out.extend(subcommand_runs(&g, argv));
     if let Some((via, e)) = alias_of(&g, argv) {
         out.push(match e {
             Alias::Shell(script) => Embedded::Script { via, script },
             Alias::Git(argv) => Embedded::Command { via, argv },
         });
+    }
+    out
+}
+
+/// Commands a subcommand's own options run: `submodule foreach CMD`, `rebase -x CMD`,
+/// `bisect run CMD`, `difftool -x CMD`, `--upload-pack=CMD`, and `ext::` URLs.
+fn subcommand_runs(g: &Git, argv: &[String]) -> Vec<Embedded> {
+    let Some(sub) = g.sub else {
+        return Vec::new();
+    };
+    let rest = &argv[sub + 1..];
+    let via = |what: &str| format!("(git {} {what})", argv[sub]);
+    let mut out = Vec::new();
+    match argv[sub].as_str() {
+        "submodule" if rest.first().is_some_and(|a| a == "foreach") => {
+            let cmd: Vec<&String> = rest[1..]
+                .iter()
+                .skip_while(|a| a.starts_with('-'))
+                .collect();
+            if !cmd.is_empty() {
+                let script = cmd.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
+                out.push(Embedded::Script {
+                    via: via("foreach"),
+                    script,
+                });
+            }
+        }
+        "bisect" if rest.first().is_some_and(|a| a == "run") && rest.len() > 1 => {
+            out.push(Embedded::Command {
+                via: via("run"),
+                argv: rest[1..].to_vec(),
+            });
+        }
+        _ => {}
+    }
+    for (i, a) in rest.iter().enumerate() {
+        let value = |long: &str, short: Option<&str>| -> Option<String> {
+            if let Some(v) = a.strip_prefix(&format!("--{long}=")) {
+                return Some(v.to_string());
+            }
+            let separate = a == &format!("--{long}") || short.is_some_and(|s| a == s);
+            separate.then(|| rest.get(i + 1).cloned()).flatten()
+        };
+        let found = value("exec", Some("-x"))
+            .or_else(|| value("extcmd", None))
+            .or_else(|| value("upload-pack", None))
+            .or_else(|| value("receive-pack", None))
+            .or_else(|| value("tool-cmd", None));
+        if let Some(script) = found {
+            out.push(Embedded::Script {
+                via: via(a.split('=').next().unwrap_or(a)),
+                script,
+            });
+        }
+        if a.starts_with("ext::") {
+            out.push(Embedded::Opaque(format!(
+                "`{a}` makes git run a transport command"
+            )));
+        }
     }
     out
 }
@@ -425,39 +409,25 @@ mod tests {
             assert_eq!(canonical(&w(s)), Some(w("git push")), "{s}");
         }
         assert_eq!(canonical(&w("git push")), None);
-        assert!(dangerous(&w("git -C . reset --hard")).is_some());
-        assert!(dangerous(&w("git -c x=y -C . push -f")).is_some());
-    }
-
-    #[test]
-    fn config_that_runs_programs() {
-        assert_eq!(
-            config_effect("core.pager", "sh -c x"),
-            ConfigEffect::Shell("sh -c x".into())
+        let runs = |s: &str| embedded(&w(s));
+        assert!(
+            matches!(&runs("git rebase -x rm HEAD~2")[..], [Embedded::Script { script, .. }] if script == "rm")
         );
-        assert_eq!(
-            config_effect("core.sshCommand", "evil"),
-            ConfigEffect::Shell("evil".into())
+        assert!(
+            matches!(&runs("git submodule foreach --recursive git push")[..], [Embedded::Script { script, .. }] if script == "git push")
         );
-        assert_eq!(
-            config_effect("credential.helper", "store"),
-            ConfigEffect::Shell("git credential-store".into())
+        assert!(
+            matches!(&runs("git bisect run rm x")[..], [Embedded::Command { argv, .. }] if argv == &w("rm x"))
         );
-        assert_eq!(
-            config_effect("filter.x.smudge", "evil"),
-            ConfigEffect::Shell("evil".into())
-        );
-        assert_eq!(
-            config_effect("diff.x.textconv", "evil"),
-            ConfigEffect::Shell("evil".into())
+        assert!(
+            matches!(&runs("git fetch --upload-pack=rm x")[..], [Embedded::Script { script, .. }] if script == "rm")
         );
         assert!(matches!(
-            config_effect("core.hooksPath", "/tmp/h"),
-            ConfigEffect::Opaque(_)
+            &runs("git fetch ext::sh")[..],
+            [Embedded::Opaque(_)]
         ));
-        assert_eq!(config_effect("core.fsmonitor", "false"), ConfigEffect::Safe);
-        assert_eq!(config_effect("user.name", "x"), ConfigEffect::Safe);
-        assert_eq!(config_effect("some.new.key", "x"), ConfigEffect::Unknown);
+        assert!(dangerous(&w("git -C . reset --hard")).is_some());
+        assert!(dangerous(&w("git -c x=y -C . push -f")).is_some());
     }
 
     #[test]

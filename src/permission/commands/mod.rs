@@ -10,6 +10,7 @@ mod dangerous;
 mod find;
 mod flags;
 pub mod git;
+mod git_config;
 mod read_only;
 mod shells;
 mod wrappers;
