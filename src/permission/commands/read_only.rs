@@ -169,7 +169,7 @@ fn spec(prog: &str) -> Option<Spec> {
             "all", "print-file-name", "bytes=", "radix=", "encoding=", "include-all-whitespace",
             "data",
         ]),
-        "jq" => s("ncrjasSCMeR", "L", "f", &[
+        "jq" => s("ncrjasSCMeR", "", "fL", &[
             "null-input", "compact-output", "raw-output", "join-output", "ascii-output",
             "slurp", "sort-keys", "color-output", "monochrome-output", "exit-status",
             "raw-input", "tab", "indent=", "arg+", "argjson+", "slurpfile+@", "rawfile+@",
