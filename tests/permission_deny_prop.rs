@@ -6,10 +6,19 @@
 //! `git --no-pager`, …) × separators (`;`, `&&`, `||`, `|`, newline) × quoting (single,
 //! double, backslash, split) × expansions (`$(…)`, `"$X"`).
 //!
-//! 256 cases by default; `PROPTEST_CASES=20000 cargo test --release --test
-//! permission_deny_prop` for a long run.
+//! A second test runs the attack for real: generated commands run in bash in a fresh
+//! repository whose pre-push hook leaves a marker (with `x` and `build/` to remove);
+//! whenever one really pushed or removed something, the engine must not have allowed it,
+//! and most of them must really run (which keeps the grammar honest).
+//!
+//! 256 cases by default (and a twentieth of that, at least 24, run for real);
+//! `PROPTEST_CASES=20000 cargo test --release --test permission_deny_prop` for a long
+//! run.
 
 mod permission_support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use crewmaster::permission::{PermissionMode, Policy, Verdict, check};
 use permission_support::{Fixture, cmd, request};
@@ -377,4 +386,126 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+/// Runs `git` in `dir`, failing the test if it fails.
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// Runs `command` with bash in a fresh repository (remote `origin`, a pre-push hook that
+/// leaves `PUSHED`, files `x` and `build/`) and says whether it really pushed or removed.
+/// `sudo` and `busybox` are stand-ins that run their command, for machines without them.
+fn really_runs(command: &str) -> bool {
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, bare, bin) = (
+        tmp.path().join("r"),
+        tmp.path().join("b.git"),
+        tmp.path().join("bin"),
+    );
+    for d in [&repo, &bin] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "push.default", "current"]);
+    git(&repo, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    let hook = repo.join(".git/hooks/pre-push");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexit 1\n",
+            tmp.path().join("PUSHED").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(bin.join("sudo"), "#!/bin/sh\nshift 2\nexec \"$@\"\n").unwrap();
+    std::fs::write(bin.join("busybox"), "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    for f in [&hook, &bin.join("sudo"), &bin.join("busybox")] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(repo.join("x"), "x").unwrap();
+    std::fs::create_dir_all(repo.join("build")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new("bash")
+        .args(["-c", command])
+        .current_dir(&repo)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    tmp.path().join("PUSHED").exists() || !repo.join("x").exists() || !repo.join("build").exists()
+}
+
+#[test]
+fn what_really_runs_a_denied_command_is_never_allowed() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let f = Fixture::new();
+    let (deny_only, with_allows) = policies(&f);
+    let mut runner = TestRunner::default();
+    let total = (cases() / 20).max(24);
+    let mut ran = 0;
+    for _ in 0..total {
+        let c = case_strategy().new_tree(&mut runner).unwrap().current();
+        let command = render(&c);
+        let policy = if c.allow_all {
+            &with_allows
+        } else {
+            &deny_only
+        };
+        let d = check(
+            &request("run_command", &cmd(&command), &f.proj, c.mode),
+            policy,
+        );
+        if really_runs(&command) {
+            ran += 1;
+            assert_ne!(
+                d.verdict,
+                Verdict::Allow,
+                "`{command}` ran in {}: {d:?}",
+                c.mode
+            );
+        }
+    }
+    // Most generated commands really run what is denied (the rest sit behind `ls ||`).
+    assert!(
+        ran * 2 >= total,
+        "only {ran} of {total} generated commands really ran"
+    );
+}
+
+#[test]
+fn the_real_run_sees_a_push_and_a_removal() {
+    assert!(really_runs("git push"));
+    assert!(really_runs("echo 'rm x' | bash"));
+    assert!(!really_runs("ls || git push"));
 }
