@@ -72,21 +72,28 @@ impl Ctx {
                     wrapper,
                     privileged,
                 } => {
-                    match (&feed, part.open || inh.in_function) {
-                        (Some(Feed::Literal(text)), false) => {
+                    // A function body's stdin is whatever its caller feeds it.
+                    let unknown_caller = part.open || inh.in_function;
+                    match &feed {
+                        Some(Feed::Literal(text)) if !part.open => {
                             part.wrappers.push(wrapper);
                             part.privileged |= privileged;
                             // The program consumed stdin; what is left is unknown.
                             nested = Some((text.clone(), Some(Feed::Unknown)));
                             argv = Vec::new();
                         }
-                        (Some(_), _) | (None, true) => {
+                        Some(_) => {
                             part.opaque = Some(format!(
                                 "`{wrapper}` reads its program from stdin, and that text is not literal"
                             ));
                         }
+                        None if unknown_caller => {
+                            part.opaque = Some(format!(
+                                "`{wrapper}` reads its program from its caller's stdin"
+                            ));
+                        }
                         // Nothing is fed: stdin is closed, the shell runs nothing.
-                        (None, false) => {}
+                        None => {}
                     }
                     break;
                 }
@@ -187,6 +194,7 @@ mod tests {
             "printf 'git push\\n' | sh",
             "bash <<< 'git push'",
             "bash <<'EOF'\ngit push\nEOF",
+            "f() { echo 'git push' | bash; }",
             "cat <<EOF | sh -s\ngit push\nEOF",
             "echo 'git push' | bash /dev/stdin",
             "echo 'git push' | source /dev/stdin",
