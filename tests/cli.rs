@@ -167,3 +167,55 @@ fn bad_arguments_get_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such.json"));
 }
+
+/// Issue 9, class 1: commands that pass for reads but write files ran unasked in default
+/// mode. Driven end to end by the scripted model; headless, nobody can approve, so each
+/// must be refused and the disk must show nothing was written — while a real read runs.
+#[test]
+fn read_only_lookalikes_are_refused_in_default_mode_and_write_nothing() {
+    let dir = project();
+    let script = dir.path().join("script.json");
+    let calls = [
+        "env -vS'touch pwned-env'",
+        "/usr/bin/time -o pwned-time true",
+        "xxd -r -p - pwned-xxd",
+        "sort --compress-program=sh -o pwned-sort README.md",
+        "echo 'touch pwned-stdin' | bash",
+        "ls README.md",
+    ];
+    let tool_calls: Vec<serde_json::Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"name": "run_command", "input": {"command": c}}))
+        .collect();
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [{"tool_calls": tool_calls}, {"text": "done"}]}).to_string(),
+    )
+    .unwrap();
+    let out = crew(
+        dir.path(),
+        &[
+            "-p",
+            "go",
+            "--model",
+            &format!("script:{}", script.display()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches("✗ run_command [permission_denied]").count(),
+        5,
+        "{stderr}"
+    );
+    assert!(stderr.contains("✓ run_command"), "the read ran: {stderr}");
+    for f in [
+        "pwned-env",
+        "pwned-time",
+        "pwned-xxd",
+        "pwned-sort",
+        "pwned-stdin",
+    ] {
+        assert!(!dir.path().join(f).exists(), "{f} was written: {stderr}");
+    }
+}

@@ -428,12 +428,18 @@ fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision
     }
     let text = part.text();
     let full = part.full_text();
+    let forms = commands::match_forms(part);
     let subject = Subject::Command {
         text: &text,
         full: &full,
         privileged: part.privileged,
+        forms: &forms,
+        open: part.open,
     };
     let rule = rules::decide(&ctx.policy.rules, &subject);
+    if let Some(why) = &part.opaque {
+        return Some(opaque(ctx, rule, why, &full));
+    }
     // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
     let inside = named.iter().all(|n| {
         n.lexical == Path::new("/dev/null")
@@ -462,20 +468,42 @@ fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision
     Some(d)
 }
 
-/// Words of a part that may name files: operands and `--opt=value` values, redirect
-/// targets. Substitution placeholders are skipped.
-fn path_words(part: &Part) -> impl Iterator<Item = &str> {
-    part.argv
-        .iter()
-        .skip(1)
-        .map(|a| match a.split_once('=') {
-            Some((k, v)) if k.starts_with('-') || !k.contains('/') => v,
-            _ => a.as_str(),
-        })
-        .chain(part.redirects.iter().map(|r| r.target.as_str()))
-        .filter(|w| {
-            !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$(")
-        })
+/// An opaque part (`Part::opaque`: `cat f | bash`, `bash <<< "$X"`, an unknown wrapper
+/// option) runs code nobody can see. A deny rule matching what is visible denies it.
+/// Otherwise it asks explicitly in every mode — so dontAsk denies it — because no allow
+/// rule, grant or read-only class can vouch for unseen code. bypassPermissions runs it
+/// unasked only when no Bash deny or ask rule exists: any of them might be what the
+/// unseen code runs.
+fn opaque(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, full: &str) -> Decision {
+    if let Some(r) = rule.filter(|r| r.kind == RuleKind::Deny) {
+        return from_rule(r, full);
+    }
+    let guarded = ctx.policy.rules.iter().any(Rule::guards_commands);
+    if ctx.mode() == PermissionMode::BypassPermissions && !guarded {
+        return fallback(ctx.mode(), Category::Exec, full);
+    }
+    let mut d = Decision::new(
+        Verdict::Ask,
+        Source::Mode,
+        format!("`{full}`: {why}; confirm it, or write the command out literally"),
+    );
+    d.rule = Some(format!("opaque: {why}"));
+    d.explicit_ask = true;
+    d.category = Some(Category::Exec);
+    d
+}
+
+/// Words of a part that may name files (`commands::path_operands`: operands, option
+/// values that name files, glued values), the directory a wrapper runs it in, and
+/// redirect targets. Substitution placeholders are skipped.
+fn path_words(part: &Part) -> Vec<String> {
+    let mut words = commands::path_operands(part);
+    words.extend(part.chdir.iter().cloned());
+    words.extend(part.redirects.iter().map(|r| r.target.clone()));
+    words.retain(|w| {
+        !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$(")
+    });
+    words
 }
 
 /// A deny rule protecting `real` — or, when `real` is a directory, something directly
@@ -518,7 +546,16 @@ fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
         let mut named = Vec::new();
+        if let Some(d) = &part.chdir {
+            // `env -C DIR cmd`: relative words are also located from DIR.
+            dir = match &dir {
+                _ if part.dynamic && d.contains('$') => Dir::Unknown,
+                Dir::At(base) => Dir::At(sandbox::absolute(d, base, ctx.home)),
+                _ => Dir::At(sandbox::absolute(d, &ctx.req.cwd, ctx.home)),
+            };
+        }
         for w in path_words(part) {
+            let w = w.as_str();
             let (abs, real) = ctx.locate(w);
             named.push(Named {
                 lexical: sandbox::lexical(&abs),

@@ -43,8 +43,9 @@ enum Matcher {
     Exact(String),
     Regex(Regex),
     Not(Box<Matcher>),
-    /// Command or agent wildcard pattern (anchored regex) and whether it has wildcards.
-    Wildcard(Regex, bool),
+    /// Command or agent wildcard pattern (anchored regex), whether it has wildcards, and
+    /// its literal text before the first wildcard.
+    Wildcard(Regex, bool, String),
     /// Path glob, anchored at the filesystem root or relative to the project; `literal`
     /// when it names one anchored path without glob characters.
     Path {
@@ -91,6 +92,11 @@ pub enum Subject<'a> {
         full: &'a str,
         /// Whether wrappers raise privileges (then only `full` can be allowed).
         privileged: bool,
+        /// Other spellings of what runs (`git push` for `/usr/bin/git -C . push`): seen
+        /// by deny and ask rules only, so an allow rule never grows wider.
+        forms: &'a [String],
+        /// Arguments are appended at run time (`xargs git`).
+        open: bool,
     },
     /// A subagent type.
     Agent(&'a str),
@@ -187,16 +193,26 @@ impl Rule {
                 text,
                 full,
                 privileged,
+                forms,
+                open,
             } => {
                 if !matches!(self.tool, RuleTool::Named(RuleName::Bash)) {
                     return false;
                 }
-                // Deny and ask see through every wrapper; allow sees through a wrapper
-                // only when it does not raise privileges (`sudo x` needs its own rule).
+                // Deny and ask see through every wrapper and spelling, and a word computed
+                // at run time could be anything; allow sees only the command as written,
+                // through a wrapper only when it does not raise privileges (`sudo x` needs
+                // its own rule).
                 let m = |s: &str| str_matches(&self.matcher, s);
                 match self.kind {
                     RuleKind::Allow if privileged => m(full),
-                    _ => m(text) || m(full),
+                    RuleKind::Allow => m(text) || m(full),
+                    _ => {
+                        std::iter::once(text)
+                            .chain(forms.iter().map(String::as_str))
+                            .any(|s| m(s) || could_match(&self.matcher, s, open))
+                            || m(full)
+                    }
                 }
             }
             Subject::Agent(t) => {
@@ -215,9 +231,35 @@ impl Rule {
     pub fn is_exact(&self) -> bool {
         matches!(
             self.matcher,
-            Matcher::Exact(_) | Matcher::Wildcard(_, false) | Matcher::Path { literal: true, .. }
+            Matcher::Exact(_)
+                | Matcher::Wildcard(_, false, _)
+                | Matcher::Path { literal: true, .. }
         )
     }
+
+    /// Whether this is a deny or ask rule on commands: one that an opaque command (whose
+    /// real text is unknown) might be meant to hit.
+    pub fn guards_commands(&self) -> bool {
+        matches!(self.tool, RuleTool::Named(RuleName::Bash)) && self.kind != RuleKind::Allow
+    }
+}
+
+/// Whether a command whose words after the first `$` (a variable or substitution, shown
+/// as `$VAR`/`$(…)`) are unknown — or, when `open`, that gets more arguments at run
+/// time — could match the pattern for some value of them. Fails closed: a regex or a
+/// negation could match anything.
+fn could_match(m: &Matcher, s: &str, open: bool) -> bool {
+    let known = match s.find('$') {
+        Some(i) => &s[..i],
+        None if open => s,
+        None => return false,
+    };
+    let literal = match m {
+        Matcher::Wildcard(_, _, lit) => lit.as_str(),
+        Matcher::Exact(e) => e.as_str(),
+        _ => return true,
+    };
+    literal.starts_with(known) || known.starts_with(literal)
 }
 
 fn pattern_err(rule: &str, e: impl std::fmt::Display) -> RuleError {
@@ -253,8 +295,15 @@ fn parse_matcher(
     }
     let spec = collapse_spaces(spec);
     let wild = spec.contains('*');
+    let literal = spec
+        .strip_suffix(":*")
+        .unwrap_or(&spec)
+        .split('*')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     Regex::new(&wildcard_regex(&spec, true))
-        .map(|re| Matcher::Wildcard(re, wild))
+        .map(|re| Matcher::Wildcard(re, wild, literal))
         .map_err(|e| pattern_err(rule, e))
 }
 
@@ -323,7 +372,7 @@ fn str_matches(m: &Matcher, s: &str) -> bool {
         Matcher::Regex(re) => re.is_match(s),
         Matcher::Not(inner) => !str_matches(inner, s),
         // Command subjects are parts whose words are already joined by single spaces.
-        Matcher::Wildcard(re, _) => re.is_match(s),
+        Matcher::Wildcard(re, ..) => re.is_match(s),
         Matcher::Path { set, .. } => set.is_match(s),
     }
 }
@@ -371,7 +420,7 @@ fn path_matches(m: &Matcher, p: &PathProbe<'_>) -> bool {
             re.is_match(&p.real.to_string_lossy())
                 || p.rels.iter().any(|r| re.is_match(&r.to_string_lossy()))
         }
-        Matcher::Wildcard(re, _) => re.is_match(&p.real.to_string_lossy()),
+        Matcher::Wildcard(re, ..) => re.is_match(&p.real.to_string_lossy()),
     }
 }
 
@@ -440,6 +489,8 @@ mod tests {
             text,
             full: text,
             privileged: false,
+            forms: &[],
+            open: false,
         })
     }
 
@@ -556,6 +607,8 @@ mod tests {
             text: "git push",
             full: "git push",
             privileged: false,
+            forms: &[],
+            open: false,
         };
         // A project deny beats a session allow (a cloned repo cannot be out-voted… and a
         // user deny cannot be unlocked by a project allow).
@@ -585,6 +638,8 @@ mod tests {
             text: "npm test",
             full: "sudo npm test",
             privileged: true,
+            forms: &[],
+            open: false,
         };
         assert!(!r.matches(&s));
         let d = Rule::parse("Bash(rm:*)", RuleKind::Deny, Layer::User, None).unwrap();
@@ -592,7 +647,44 @@ mod tests {
             text: "rm x",
             full: "sudo rm x",
             privileged: true,
+            forms: &[],
+            open: false,
         };
         assert!(d.matches(&s), "deny sees through sudo");
+    }
+
+    #[test]
+    fn deny_sees_other_spellings_and_unknown_words_but_allow_does_not() {
+        let mk = |t: &str, k| Rule::parse(t, k, Layer::User, None).unwrap();
+        let forms = vec!["git push".to_string()];
+        let s = |text: &'static str, open| Subject::Command {
+            text,
+            full: text,
+            privileged: false,
+            forms: &forms,
+            open,
+        };
+        let deny = mk("Bash(git push:*)", RuleKind::Deny);
+        let allow = mk("Bash(git push:*)", RuleKind::Allow);
+        assert!(deny.matches(&s("git -C . push", false)));
+        assert!(!allow.matches(&s("git -C . push", false)));
+        let none: Vec<String> = Vec::new();
+        let bare = |text: &'static str, open| Subject::Command {
+            text,
+            full: text,
+            privileged: false,
+            forms: &none,
+            open,
+        };
+        assert!(
+            deny.matches(&bare("git $VAR", false)),
+            "the word could be push"
+        );
+        assert!(deny.matches(&bare("git pu$VAR", false)));
+        assert!(deny.matches(&bare("$(…) push", false)));
+        assert!(deny.matches(&bare("git", true)), "xargs git");
+        assert!(!deny.matches(&bare("git log $VAR", false)));
+        assert!(!deny.matches(&bare("git", false)));
+        assert!(!allow.matches(&bare("git $VAR", false)));
     }
 }

@@ -6,13 +6,18 @@
 //! `bash|sh|zsh -c '…'`, `eval`, …) are unwrapped recursively; compound commands (`&&`,
 //! `||`, `;`, `|`, `&`, subshells, groups, `if`/`for`/`while`/`case`, function bodies) are
 //! flattened; command substitutions are parsed and contribute parts of their own.
+//! Commands a command runs besides itself (`find -exec`, git aliases and command-valued
+//! settings) and shell source fed to a shell's stdin (`echo 'x' | bash`, `bash <<< 'x'`)
+//! become parts too (`unwrap.rs`, `stdin.rs`).
 
+mod stdin;
+mod unwrap;
 mod words;
 
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions};
 
-use super::commands::{self, Unwrap};
+pub use stdin::Feed;
 
 /// How deep wrappers and substitutions may nest before the command counts as unparseable.
 const MAX_DEPTH: usize = 8;
@@ -54,6 +59,18 @@ pub struct Part {
     /// For parts found inside a substitution or a `bash -c` script: the enclosing part
     /// (its index in `Script::parts`), if that part is itself in the list.
     pub parent: Option<usize>,
+    /// Why what this part runs cannot be seen (a shell reading a program that is not
+    /// literal from stdin, a wrapper option we do not know, `core.hooksPath`): no allow
+    /// rule, grant or read-only class may let it through.
+    pub opaque: Option<String>,
+    /// Arguments are appended at run time (`xargs`): rules must assume any.
+    pub open: bool,
+    /// Variables assigned for this command (`A=1 cmd`, `env A=1 cmd`), values as text.
+    pub env: Vec<(String, String)>,
+    /// The directory a wrapper runs the command in (`env -C DIR`, `sudo -D DIR`).
+    pub chdir: Option<String>,
+    /// The text of this command's here-document or here-string.
+    pub here: Option<Feed>,
 }
 
 impl Part {
@@ -131,6 +148,10 @@ struct Inherit {
     background: bool,
     parent: Option<usize>,
     dynamic: bool,
+    /// What stdin holds for commands in this construct (a pipe, a here-string on a group).
+    stdin: Option<Feed>,
+    /// Inside a function body: its stdin is whatever the caller feeds it.
+    in_function: bool,
 }
 
 struct Ctx {
@@ -189,6 +210,9 @@ impl Ctx {
         for (pos, cmd) in pipeline.seq.iter().enumerate() {
             let mut inh = inh.clone();
             inh.piped |= piped;
+            if pos > 0 {
+                inh.stdin = Some(self.output_of(id, pos - 1, inh.parent));
+            }
             self.command(cmd, depth, &inh, id, pos)?;
         }
         Ok(())
@@ -206,6 +230,14 @@ impl Ctx {
             ast::Command::Simple(simple) => self.simple(simple, depth, inh, pipeline, pos),
             ast::Command::Compound(compound, redirects) => {
                 let start = self.script.parts.len();
+                let mut inh = inh.clone();
+                for r in redirects.iter().flat_map(|l| l.0.iter()) {
+                    let expanded = self.here_string(r, depth, &inh)?;
+                    if let Some(feed) = stdin::here(r, expanded) {
+                        inh.stdin = Some(feed);
+                    }
+                }
+                let inh = &inh;
                 self.compound(compound, depth, inh)?;
                 let redirects = self.redirect_list(redirects.as_ref(), depth, inh)?;
                 for p in &mut self.script.parts[start..] {
@@ -219,7 +251,9 @@ impl Ctx {
             }
             ast::Command::Function(def) => {
                 let start = self.script.parts.len();
-                self.compound(&def.body.0, depth, inh)?;
+                let mut inh = inh.clone();
+                inh.in_function = true;
+                self.compound(&def.body.0, depth, &inh)?;
                 let end = self.script.parts.len();
                 self.functions.push((def.fname.value.clone(), start..end));
                 Ok(())
@@ -339,6 +373,8 @@ impl Ctx {
             argv: Vec::new(),
             redirects: Vec::new(),
             dynamic: inh.dynamic,
+            env: Vec::new(),
+            here: None,
         };
         for item in cmd.prefix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
@@ -354,7 +390,11 @@ impl Ctx {
         let part = &mut self.script.parts[index];
         part.redirects = acc.redirects;
         part.dynamic = acc.dynamic;
-        self.unwrap(index, acc.argv, depth)
+        part.env = acc.env;
+        // Its own here-document wins over a pipe or a group's stdin.
+        let feed = acc.here.clone().or_else(|| inh.stdin.clone());
+        part.here = acc.here;
+        self.unwrap(index, acc.argv, depth, feed, inh)
     }
 
     fn item(
@@ -371,16 +411,23 @@ impl Ctx {
                 acc.dynamic |= d;
                 acc.argv.push(t);
             }
-            I::AssignmentWord(_, w) => {
+            I::AssignmentWord(a, w) => {
                 // `VAR=value cmd` changes the command's environment (PAGER, LD_PRELOAD…),
                 // so the part is not read-only; the value may hold substitutions.
                 let (t, _) = self.word(&w.value, depth, nested)?;
                 acc.dynamic = true;
                 if !acc.argv.is_empty() {
                     acc.argv.push(t);
+                } else if let ast::AssignmentName::VariableName(name) = &a.name {
+                    let value = t.split_once('=').map_or(t.as_str(), |(_, v)| v);
+                    acc.env.push((name.clone(), value.to_string()));
                 }
             }
             I::IoRedirect(r) => {
+                let expanded = self.here_string(r, depth, nested)?;
+                if let Some(feed) = stdin::here(r, expanded) {
+                    acc.here = Some(feed);
+                }
                 if let Some(r) = self.redirect(r, depth, nested)? {
                     acc.redirects.push(r);
                 }
@@ -396,63 +443,6 @@ impl Ctx {
         }
         Ok(())
     }
-
-    /// Strips wrappers from `argv` and stores the rest in part `index`; a nested script
-    /// (`bash -c`, `eval`) becomes parts of its own whose parent is this part.
-    fn unwrap(
-        &mut self,
-        index: usize,
-        mut argv: Vec<String>,
-        depth: usize,
-    ) -> Result<(), ShellError> {
-        let mut wrappers = self.script.parts[index].wrappers.clone();
-        let mut privileged = self.script.parts[index].privileged;
-        let mut dynamic = self.script.parts[index].dynamic;
-        while let Some(step) = commands::unwrap(&argv) {
-            match step {
-                Unwrap::Command {
-                    wrapper,
-                    rest,
-                    privileged: p,
-                    dynamic: d,
-                } => {
-                    wrappers.push(wrapper);
-                    privileged |= p;
-                    dynamic |= d;
-                    argv = rest;
-                }
-                Unwrap::Script {
-                    wrapper,
-                    script,
-                    privileged: p,
-                } => {
-                    wrappers.push(wrapper);
-                    privileged |= p;
-                    let part = &mut self.script.parts[index];
-                    part.wrappers = wrappers.clone();
-                    part.privileged = privileged;
-                    part.dynamic = dynamic;
-                    part.argv = Vec::new();
-                    let inh = Inherit {
-                        wrappers,
-                        substituted: false,
-                        piped: part.piped,
-                        privileged,
-                        background: part.background,
-                        parent: Some(index),
-                        dynamic,
-                    };
-                    return self.parse_into(&script, depth + 1, &inh);
-                }
-            }
-        }
-        let part = &mut self.script.parts[index];
-        part.wrappers = wrappers;
-        part.privileged = privileged;
-        part.dynamic = dynamic;
-        part.argv = argv;
-        Ok(())
-    }
 }
 
 /// The words and redirections of a simple command, gathered item by item.
@@ -460,6 +450,8 @@ struct Acc {
     argv: Vec<String>,
     redirects: Vec<Redirect>,
     dynamic: bool,
+    env: Vec<(String, String)>,
+    here: Option<Feed>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,211 @@
+//! What the engine knows about individual commands, one concept per module:
+//! `wrappers` (programs that only run another command, unwrapped before any decision),
+//! `read_only` (allow-lists of known-good options; such commands count as reads),
+//! `dangerous` (ask in every mode but bypassPermissions, deny under dontAsk), `git`
+//! (global options, `-c` settings and aliases that run programs), `find` (`-exec`), and
+//! here, the commands a command runs besides itself (`embedded`) and the spellings a
+//! deny rule must see (`match_forms`). The blacklist (deny everywhere) is `blacklist.rs`.
+
+mod dangerous;
+mod find;
+mod flags;
+pub mod git;
+mod git_config;
+mod read_only;
+mod shells;
+mod wrappers;
+
+pub use dangerous::dangerous;
+pub use read_only::{is_read_only, path_operands};
+pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap};
+
+use super::shell::Part;
+
+/// A command that a command runs besides itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Embedded {
+    /// An argv (`find -exec rm {} ;` runs `rm {}`; a git alias runs `git push`).
+    Command {
+        /// How it is run, in parentheses so that no allow rule on the outer program
+        /// matches it as a wrapper (`(find -exec)`, `(git alias p)`).
+        via: String,
+        /// The command.
+        argv: Vec<String>,
+    },
+    /// Shell source (`git -c core.pager='…'`, `GIT_SSH_COMMAND='…'`, `alias.x=!…`).
+    Script {
+        /// How it is run.
+        via: String,
+        /// The source.
+        script: String,
+    },
+    /// Something runs that we cannot see (`core.hooksPath`, `LD_PRELOAD`).
+    Opaque(String),
+}
+
+/// Environment variables whose value is a command some program runs.
+#[rustfmt::skip]
+const COMMAND_VARS: &[&str] = &[
+    "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL",
+    "GIT_SEQUENCE_EDITOR", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND", "LESSOPEN", "LESSCLOSE", "MANPAGER", "SYSTEMD_PAGER", "BROWSER",
+    "PROMPT_COMMAND",
+];
+
+/// Environment variables that make programs load code we cannot see.
+fn loads_code(name: &str) -> bool {
+    name.starts_with("GIT_CONFIG")
+        || name.starts_with("LD_")
+        || name.starts_with("DYLD_")
+        || matches!(
+            name,
+            "GIT_EXEC_PATH"
+                | "GIT_DIR"
+                | "GIT_TEMPLATE_DIR"
+                | "BASH_ENV"
+                | "ENV"
+                | "ZDOTDIR"
+                | "PYTHONSTARTUP"
+                | "PYTHONPATH"
+                | "PERL5OPT"
+                | "PERL5LIB"
+                | "RUBYOPT"
+                | "NODE_OPTIONS"
+                | "SHELLOPTS"
+                | "BASHOPTS"
+                | "IFS"
+                | "PATH"
+        )
+}
+
+/// What a command runs besides itself: `find -exec` commands, git's command-valued
+/// settings and aliases, and commands given through environment variables (`env` are
+/// the assignments in effect for the command).
+pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
+    let mut out = Vec::new();
+    for (name, value) in env {
+        if COMMAND_VARS.contains(&name.as_str()) {
+            out.push(Embedded::Script {
+                via: format!("({name}=)"),
+                script: value.clone(),
+            });
+        } else if loads_code(name) {
+            out.push(Embedded::Opaque(format!(
+                "`{name}=…` makes programs load code the engine cannot see"
+            )));
+        }
+    }
+    let prog = argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .unwrap_or("");
+    match prog {
+        "find" => out.extend(find::embedded(argv)),
+        "git" => out.extend(git::embedded(argv)),
+        // `alias p='git push'` (run later where aliases expand), `trap 'git push' EXIT`:
+        // shell source stored now and run later, judged now.
+        "alias" => out.extend(argv[1..].iter().filter_map(|a| {
+            let (name, value) = a.split_once('=')?;
+            Some(Embedded::Script {
+                via: format!("(alias {name})"),
+                script: value.to_string(),
+            })
+        })),
+        "trap" => {
+            out.extend(
+                argv.get(1)
+                    .filter(|a| !a.starts_with('-'))
+                    .map(|script| Embedded::Script {
+                        via: "(trap)".into(),
+                        script: script.clone(),
+                    }),
+            )
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Other spellings of a part's command that deny and ask rules must also see: the
+/// program's basename (`/usr/bin/git push` → `git push`) and git without its global
+/// options (`git -C . -c k=v push` → `git push`). Allow rules never look at these, so
+/// they cannot widen what an allow rule grants.
+pub fn match_forms(part: &Part) -> Vec<String> {
+    let mut forms = Vec::new();
+    let Some(first) = part.argv.first() else {
+        return forms;
+    };
+    let mut argv = part.argv.clone();
+    let base = part.program().to_string();
+    if base != *first {
+        argv[0] = base;
+        forms.push(argv.join(" "));
+    }
+    if part.program() == "git"
+        && let Some(g) = git::canonical(&argv)
+    {
+        forms.push(g.join(" "));
+    }
+    forms
+}
+
+/// Whether a part is a shell or interpreter that reads its program from stdin.
+pub fn reads_program_from_stdin(part: &Part) -> bool {
+    let prog = part.program();
+    if !INTERPRETERS.contains(&prog) {
+        return false;
+    }
+    // Any non-option argument names a script file (or `-c` was unwrapped already);
+    // `-s` and `-` explicitly read stdin.
+    let args = &part.argv[1..];
+    args.iter().all(|a| a.starts_with('-')) || args.iter().any(|a| a == "-s" || a == "-")
+}
+
+/// Whether `args` hold the short flag `c` (alone or in a cluster) or `long`.
+pub fn has_short_or_long(args: &[&str], c: char, long: &str) -> bool {
+    args.iter()
+        .any(|a| *a == long || (a.starts_with('-') && !a.starts_with("--") && a[1..].contains(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(s: &str) -> Part {
+        Part {
+            argv: s.split_whitespace().map(String::from).collect(),
+            ..Part::default()
+        }
+    }
+
+    #[test]
+    fn forms_see_basename_and_git_globals() {
+        assert_eq!(match_forms(&part("/usr/bin/git push")), ["git push"]);
+        assert_eq!(
+            match_forms(&part("/usr/bin/git -C . push")),
+            ["git -C . push", "git push"]
+        );
+        assert_eq!(match_forms(&part("git --no-pager push")), ["git push"]);
+        assert!(match_forms(&part("git push")).is_empty());
+    }
+
+    #[test]
+    fn environment_commands_are_embedded() {
+        let env = vec![
+            ("GIT_SSH_COMMAND".to_string(), "git push".to_string()),
+            ("LD_PRELOAD".to_string(), "x.so".to_string()),
+        ];
+        let e = embedded(&["git".into(), "fetch".into()], &env);
+        assert_eq!(e.len(), 2);
+        assert!(matches!(&e[0], Embedded::Script { script, .. } if script == "git push"));
+        assert!(matches!(e[1], Embedded::Opaque(_)));
+        let later =
+            |s: &[&str]| embedded(&s.iter().map(|a| a.to_string()).collect::<Vec<_>>(), &[]);
+        assert!(
+            matches!(&later(&["alias", "p=git push"])[..], [Embedded::Script { script, .. }] if script == "git push")
+        );
+        assert!(
+            matches!(&later(&["trap", "rm x", "EXIT"])[..], [Embedded::Script { script, .. }] if script == "rm x")
+        );
+    }
+}

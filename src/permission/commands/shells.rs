@@ -1,0 +1,209 @@
+//! Shells and `su`: wrappers that run shell source. `bash -c SCRIPT` (options before or
+//! after `-c`, `-o`/`-O` taking a value), `bash -s`, `bash /dev/stdin` and a bare `bash`
+//! (the program comes from stdin), `su -c SCRIPT`. An option we do not know makes the
+//! shell opaque (`bash --rcfile x`): it may run code from elsewhere.
+
+use super::wrappers::{Unwrap, opaque};
+
+/// Programs that run shell source.
+#[rustfmt::skip]
+pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"];
+
+/// Programs that read a script from stdin when given no file (for `curl … | X`).
+#[rustfmt::skip]
+pub const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "python", "python3", "python2",
+    "perl", "ruby", "node", "php", "lua", "pwsh", "sudo", "source", ".", "eval",
+];
+
+/// Paths that make a shell read its program from stdin.
+#[rustfmt::skip]
+pub(super) const STDIN_PATHS: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev/fd/0", "-"];
+
+/// `su [options] [-] [user [args]]`: only `-c`/`--command` runs something unattended.
+pub(super) fn su(argv: &[String]) -> Option<Unwrap> {
+    let rest = &argv[1..];
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        let script = match a {
+            "-c" | "--command" | "--session-command" => Some(rest.get(i + 1)?.clone()),
+            _ => a
+                .strip_prefix("--command=")
+                .or_else(|| a.strip_prefix("--session-command="))
+                .map(String::from),
+        };
+        if let Some(script) = script {
+            return Some(Unwrap::Script {
+                wrapper: "su -c".into(),
+                script,
+                privileged: true,
+            });
+        }
+        match a {
+            "-s"
+            | "--shell"
+            | "-g"
+            | "--group"
+            | "-G"
+            | "--supp-group"
+            | "-w"
+            | "--whitelist-environment" => i += 2,
+            "-"
+            | "-l"
+            | "--login"
+            | "-m"
+            | "-p"
+            | "--preserve-environment"
+            | "-P"
+            | "--pty"
+            | "-f"
+            | "--fast" => i += 1,
+            a if a.starts_with('-') && !a.starts_with("--shell=") => {
+                return Some(opaque(argv, "su", a));
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// `bash [options] -c SCRIPT`, `bash -s`, `bash /dev/stdin`, `bash` alone. Options may
+/// come before or after `-c` (`bash -o errexit -c '…'`, `bash -c -e '…'`); `-o`/`-O`
+/// take a value; unknown options make the shell opaque.
+pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
+    let prog = argv.first()?.rsplit('/').next()?;
+    let rest = &argv[1..];
+    let (mut c, mut s) = (false, false);
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        if a == "--" || a == "-" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            match long {
+                "norc" | "noprofile" | "login" | "posix" | "restricted" | "verbose"
+                | "noediting" | "protected" | "no-config" | "private" | "interactive" => {
+                    i += 1;
+                    continue;
+                }
+                "version" | "help" => return None,
+                _ => {
+                    if let Some(cmd) = long.strip_prefix("command=").filter(|_| prog == "fish") {
+                        return Some(Unwrap::Script {
+                            wrapper: argv[..=i].join(" "),
+                            script: cmd.to_string(),
+                            privileged: false,
+                        });
+                    }
+                    if long == "command" && prog == "fish" {
+                        c = true;
+                        i += 1;
+                        continue;
+                    }
+                    return Some(opaque(argv, prog, a));
+                }
+            }
+        }
+        let Some(cluster) = a.strip_prefix('-').or_else(|| a.strip_prefix('+')) else {
+            break;
+        };
+        let mut takes = 0;
+        for ch in cluster.chars() {
+            match ch {
+                'c' => c = true,
+                's' => s = true,
+                'o' | 'O' => takes += 1,
+                ch if "abefhkmnptuvxBCEHPTilr".contains(ch) => {}
+                _ => return Some(opaque(argv, prog, &format!("-{ch}"))),
+            }
+        }
+        i += 1 + takes;
+    }
+    let i = i.min(rest.len());
+    let wrapper = argv[..=i].join(" ");
+    if c {
+        return Some(Unwrap::Script {
+            wrapper,
+            script: rest.get(i)?.clone(),
+            privileged: false,
+        });
+    }
+    match rest.get(i) {
+        _ if s => Some(Unwrap::Stdin {
+            wrapper,
+            privileged: false,
+        }),
+        None => Some(Unwrap::Stdin {
+            wrapper,
+            privileged: false,
+        }),
+        // `bash <(…)`, `bash /dev/fd/63`: the program comes from a pipe we cannot read.
+        Some(file)
+            if file.contains("<(") || file.starts_with("/dev/fd/") && file != "/dev/fd/0" =>
+        {
+            Some(Unwrap::Opaque {
+                wrapper: argv.join(" "),
+                reason: format!("`{prog}` runs a program read from a pipe (`{file}`)"),
+            })
+        }
+        Some(file) if STDIN_PATHS.contains(&file.as_str()) => Some(Unwrap::Stdin {
+            wrapper: argv[..=i + 1].join(" "),
+            privileged: false,
+        }),
+        // A script file: an ordinary program run.
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wrappers::unwrap;
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn script(s: &[&str]) -> String {
+        let argv: Vec<String> = s.iter().map(|a| a.to_string()).collect();
+        match unwrap(&argv) {
+            Some(Unwrap::Script { script, .. }) => script,
+            other => panic!("{s:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn shells_and_split_strings_become_scripts() {
+        assert_eq!(script(&["env", "-vS", "touch /tmp/x"]), "touch /tmp/x");
+        assert_eq!(script(&["env", "-vStouch /tmp/x"]), "touch /tmp/x");
+        assert_eq!(script(&["env", "--split-string=rm x"]), "rm x");
+        assert_eq!(script(&["bash", "-o", "errexit", "-c", "rm x"]), "rm x");
+        assert_eq!(
+            script(&["bash", "-e", "-o", "pipefail", "-c", "rm x"]),
+            "rm x"
+        );
+        assert_eq!(script(&["bash", "--norc", "-c", "rm x"]), "rm x");
+        assert_eq!(script(&["sh", "-lc", "rm x"]), "rm x");
+        assert_eq!(script(&["bash", "-c", "-e", "rm x"]), "rm x");
+        assert_eq!(script(&["su", "-", "root", "-c", "rm x"]), "rm x");
+        assert_eq!(script(&["watch", "-n", "1", "git", "push"]), "git push");
+        assert_eq!(script(&["flock", "/tmp/l", "-c", "git push"]), "git push");
+    }
+
+    #[test]
+    fn stdin_shells() {
+        for s in [
+            "bash",
+            "sh -s",
+            "bash /dev/stdin",
+            "source /dev/stdin",
+            "bash -e -s x",
+        ] {
+            assert!(matches!(unwrap(&w(s)), Some(Unwrap::Stdin { .. })), "{s}");
+        }
+        assert_eq!(unwrap(&w("bash build.sh")), None);
+    }
+}

@@ -1,0 +1,549 @@
+//! Wrappers: programs that only run another command (`sudo`, `env`, `timeout`, `nice`,
+//! `nohup`, `xargs`, `busybox`, …) or shell source (`bash -c`, `eval`, `su -c`, `env -S`).
+//! Each wrapper's options are parsed from an allow-list, so that a value-taking option
+//! (`timeout -k 1 5`, `sudo --user root`, `bash -o errexit -c`) is not mistaken for the
+//! wrapped command. An option we do not know makes the wrapper opaque: guessing where the
+//! wrapped command starts could hide it from deny rules, so we do not guess.
+
+use super::flags::{self, Spec};
+use super::shells::{self, STDIN_PATHS};
+pub use super::shells::{INTERPRETERS, SHELLS};
+
+/// The result of unwrapping one wrapper from the front of an argv.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unwrap {
+    /// The wrapper runs `rest` as a command.
+    Command {
+        /// The wrapper as written (`sudo -u bob`, `timeout 5`).
+        wrapper: String,
+        /// The wrapped command.
+        rest: Vec<String>,
+        /// It raises privileges.
+        privileged: bool,
+        /// The wrapped command gets arguments or an environment we cannot see.
+        dynamic: bool,
+        /// Arguments are appended at run time (`xargs`): deny rules must assume the worst.
+        open: bool,
+        /// Files and directories the wrapper itself uses.
+        effects: Effects,
+    },
+    /// The wrapper runs `script` as shell source (`bash -c`, `eval`, `su -c`, `env -S`).
+    Script {
+        /// The wrapper as written.
+        wrapper: String,
+        /// The script text.
+        script: String,
+        /// It raises privileges.
+        privileged: bool,
+    },
+    /// A shell that reads its program from stdin (`bash`, `sh -s`, `bash /dev/stdin`,
+    /// `source /dev/stdin`).
+    Stdin {
+        /// The wrapper as written.
+        wrapper: String,
+        /// It raises privileges.
+        privileged: bool,
+    },
+    /// A wrapper whose options we do not understand, or one known to run commands in ways
+    /// we cannot follow (`strace`, `chroot`): what runs is unknown.
+    Opaque {
+        /// The wrapper as written.
+        wrapper: String,
+        /// Why it is opaque.
+        reason: String,
+    },
+}
+
+/// What a wrapper does besides running the wrapped command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effects {
+    /// Files it writes (`time -o FILE`, `flock FILE`).
+    pub writes: Vec<String>,
+    /// Files it reads (`xargs -a FILE`).
+    pub reads: Vec<String>,
+    /// The directory it runs the command in (`env -C DIR`, `sudo -D DIR`).
+    pub chdir: Option<String>,
+    /// Variables it sets (`env A=1`).
+    pub env: Vec<(String, String)>,
+}
+
+/// Programs that run a command in ways we do not model; always opaque.
+#[rustfmt::skip]
+const OPAQUE_RUNNERS: &[&str] = &[
+    "strace", "ltrace", "chroot", "unshare", "nsenter", "setpriv", "runuser", "chrt",
+    "taskset", "numactl", "prlimit", "systemd-run", "firejail", "bwrap", "fakeroot", "proot",
+    "faketime", "torsocks", "proxychains", "proxychains4", "parallel", "script", "expect",
+    "sg", "newgrp", "pkexec", "at", "batch", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
+];
+
+#[rustfmt::skip]
+const SUDO: Spec = Spec {
+    short: "AbEHiKknPSsBN",
+    short_val: "ugCDhprtUTR",
+    short_path: "",
+    long: &[
+        "askpass", "background", "preserve-env?", "set-home", "login", "remove-timestamp",
+        "reset-timestamp", "non-interactive", "preserve-groups", "stdin", "shell", "bell",
+        "no-update", "user=", "group=", "close-from=", "chdir=", "host=", "prompt=", "role=",
+        "type=", "other-user=", "command-timeout=", "chroot=",
+    ],
+    numeric: false,
+};
+#[rustfmt::skip]
+const DOAS: Spec = Spec {
+    short: "ns",
+    short_val: "uC",
+    ..Spec::NONE
+};
+#[rustfmt::skip]
+const NICE: Spec = Spec {
+    short: "",
+    short_val: "n",
+    short_path: "",
+    long: &["adjustment="],
+    numeric: true,
+};
+#[rustfmt::skip]
+const NOHUP: Spec = Spec::NONE;
+#[rustfmt::skip]
+const SETSID: Spec = Spec {
+    short: "cfw",
+    long: &["ctty", "fork", "wait"],
+    ..Spec::NONE
+};
+#[rustfmt::skip]
+const TIME: Spec = Spec {
+    short: "apqvV",
+    short_val: "f",
+    short_path: "o",
+    long: &[
+        "append", "portability", "quiet", "verbose", "format=", "output@",
+    ],
+    numeric: false,
+};
+#[rustfmt::skip]
+const TIMEOUT: Spec = Spec {
+    short: "fpv",
+    short_val: "ks",
+    short_path: "",
+    long: &[
+        "foreground", "preserve-status", "verbose", "kill-after=", "signal=",
+    ],
+    numeric: false,
+};
+#[rustfmt::skip]
+const STDBUF: Spec = Spec {
+    short_val: "ioe",
+    long: &["input=", "output=", "error="],
+    ..Spec::NONE
+};
+#[rustfmt::skip]
+const IONICE: Spec = Spec {
+    short: "t",
+    short_val: "cn",
+    short_path: "",
+    long: &["ignore", "class=", "classdata="],
+    numeric: false,
+};
+#[rustfmt::skip]
+const EXEC: Spec = Spec {
+    short: "cl",
+    short_val: "a",
+    ..Spec::NONE
+};
+#[rustfmt::skip]
+const COMMAND: Spec = Spec {
+    short: "p",
+    ..Spec::NONE
+};
+#[rustfmt::skip]
+const XARGS: Spec = Spec {
+    short: "0rtpxo",
+    short_val: "ILnPsdE",
+    short_path: "a",
+    long: &[
+        "null", "no-run-if-empty", "verbose", "interactive", "exit", "open-tty", "replace?",
+        "eof?", "max-args=", "max-lines?", "max-procs=", "max-chars=", "delimiter=",
+        "process-slot-var=", "arg-file@", "show-limits",
+    ],
+    numeric: false,
+};
+#[rustfmt::skip]
+const ENV: Spec = Spec {
+    short: "i0v",
+    short_val: "uCS",
+    short_path: "",
+    long: &[
+        "ignore-environment", "null", "debug", "ignore-signal?", "default-signal?",
+        "block-signal?", "list-signal-handling", "unset=", "chdir=", "split-string=",
+    ],
+    numeric: false,
+};
+#[rustfmt::skip]
+const FLOCK: Spec = Spec {
+    short: "sxeunoFv",
+    short_val: "wEc",
+    short_path: "",
+    long: &[
+        "shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose", "timeout=",
+        "conflict-exit-code=", "command=",
+    ],
+    numeric: false,
+};
+#[rustfmt::skip]
+const WATCH: Spec = Spec {
+    short: "bcdegptwxC",
+    short_val: "nq",
+    short_path: "",
+    long: &[
+        "beep", "color", "no-color", "differences?", "errexit", "chgexit", "precise",
+        "no-title", "no-wrap", "exec", "interval=", "equexit=", "no-rerun",
+    ],
+    numeric: false,
+};
+
+/// If `argv` starts with a wrapper, what it wraps.
+pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
+    let prog = argv.first()?.rsplit('/').next()?;
+    let rest = &argv[1..];
+    let (spec, privileged, dynamic, positional_before) = match prog {
+        // `sudo -l`, `-v`, `-e` (sudoedit) are not in the table: they become opaque.
+        "sudo" => (SUDO, true, false, 0),
+        "doas" => (DOAS, true, false, 0),
+        "nice" => (NICE, false, false, 0),
+        "nohup" | "builtin" => (NOHUP, false, false, 0),
+        "setsid" => (SETSID, false, false, 0),
+        "time" => (TIME, false, false, 0),
+        "timeout" => (TIMEOUT, false, false, 1),
+        "stdbuf" => (STDBUF, false, false, 0),
+        "ionice" => (IONICE, false, false, 0),
+        "exec" => (EXEC, false, false, 0),
+        "command" => {
+            // `command -v x` only looks a name up.
+            if rest.iter().any(|a| a == "-v" || a == "-V") {
+                return None;
+            }
+            (COMMAND, false, false, 0)
+        }
+        "xargs" => (XARGS, false, true, 0),
+        "flock" => (FLOCK, false, false, 1),
+        "env" => return env(argv),
+        "watch" => return watch(argv),
+        "busybox" => return busybox(argv),
+        "eval" => {
+            return Some(Unwrap::Script {
+                wrapper: "eval".into(),
+                script: rest.join(" "),
+                privileged: false,
+            });
+        }
+        "source" | "." => {
+            let first = rest.first()?;
+            if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
+                return Some(Unwrap::Opaque {
+                    wrapper: argv.join(" "),
+                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
+                });
+            }
+            return STDIN_PATHS
+                .contains(&first.as_str())
+                .then(|| Unwrap::Stdin {
+                    wrapper: format!("{prog} {first}"),
+                    privileged: false,
+                });
+        }
+        "su" => return shells::su(argv),
+        p if SHELLS.contains(&p) => return shells::shell(argv),
+        p if OPAQUE_RUNNERS.contains(&p) => {
+            return Some(Unwrap::Opaque {
+                wrapper: argv.join(" "),
+                reason: format!("`{p}` runs a command in a way the engine does not follow"),
+            });
+        }
+        _ => return None,
+    };
+    let parsed = match flags::parse(&spec, rest, true) {
+        Ok(p) => p,
+        Err(flags::Unknown(opt)) => return Some(opaque(argv, prog, &opt)),
+    };
+    let mut effects = Effects::default();
+    let i = parsed.stopped_at.unwrap_or(rest.len()) + positional_before;
+    if prog == "flock" {
+        // `flock FILE cmd` creates FILE; `flock FILE -c 'cmd'` runs shell source.
+        let file = rest.get(i - 1)?;
+        effects.writes.push(file.clone());
+        if rest.get(i).is_some_and(|a| a == "-c" || a == "--command") {
+            return Some(Unwrap::Script {
+                wrapper: argv[..=i + 1].join(" "),
+                script: rest.get(i + 1)?.clone(),
+                privileged: false,
+            });
+        }
+    }
+    match prog {
+        "time" => effects.writes.extend(parsed.paths),
+        "xargs" => effects.reads.extend(parsed.paths),
+        _ => {}
+    }
+    if prog == "sudo" {
+        effects.chdir = sudo_chdir(rest, i);
+    }
+    if i >= rest.len() {
+        // `sudo -i`, `xargs` alone (runs echo), `nohup` alone: nothing to unwrap.
+        return None;
+    }
+    let mut wrapped = rest[i..].to_vec();
+    if prog == "xargs"
+        && let Some(r) = replace_str(&rest[..i])
+    {
+        // `xargs -I{} git {}`: the replace string stands for input read at run time.
+        for w in &mut wrapped {
+            *w = w.replace(&r, "$(…)");
+        }
+    }
+    Some(Unwrap::Command {
+        wrapper: argv[..=i].join(" "),
+        rest: wrapped,
+        privileged,
+        dynamic,
+        open: prog == "xargs",
+        effects,
+    })
+}
+
+/// The replace string of `xargs -I R`, `-IR`, `-i[R]`, `--replace[=R]`.
+fn replace_str(opts: &[String]) -> Option<String> {
+    opts.iter()
+        .enumerate()
+        .find_map(|(k, a)| {
+            let a = a.as_str();
+            if a == "-I" {
+                return opts.get(k + 1).cloned();
+            }
+            if let Some(r) = a.strip_prefix("--replace") {
+                return Some(r.strip_prefix('=').unwrap_or("{}").to_string());
+            }
+            let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+            let at = cluster.find(['I', 'i'])?;
+            let glued = &cluster[at + 1..];
+            Some(if glued.is_empty() {
+                "{}".into()
+            } else {
+                glued.into()
+            })
+        })
+        .filter(|r| !r.is_empty())
+}
+
+pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
+    Unwrap::Opaque {
+        wrapper: argv.join(" "),
+        reason: format!(
+            "`{prog}` option `{opt}` is not one the engine knows, so what it runs is unknown"
+        ),
+    }
+}
+
+fn sudo_chdir(rest: &[String], end: usize) -> Option<String> {
+    let opts = &rest[..end.min(rest.len())];
+    opts.iter().enumerate().find_map(|(i, a)| {
+        if a == "-D" || a == "--chdir" {
+            opts.get(i + 1).cloned()
+        } else {
+            a.strip_prefix("--chdir=")
+                .or_else(|| a.strip_prefix("-D").filter(|v| !v.is_empty()))
+                .map(String::from)
+        }
+    })
+}
+
+/// `env [OPTION]… [NAME=VALUE]… [COMMAND [ARG]…]`, with `-S`/`--split-string` running
+/// its value as (space-split) source and `-C DIR` changing directory.
+fn env(argv: &[String]) -> Option<Unwrap> {
+    let rest = &argv[1..];
+    let mut effects = Effects::default();
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if let Some((k, v)) = a.split_once('=').filter(|(k, _)| !k.starts_with('-')) {
+            effects.env.push((k.to_string(), v.to_string()));
+            i += 1;
+            continue;
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        // The option alone, or with its value in the next word.
+        let consumed = if flags::parse(&ENV, &rest[i..=i], true).is_ok() {
+            1
+        } else if i + 1 < rest.len() && flags::parse(&ENV, &rest[i..=i + 1], true).is_ok() {
+            2
+        } else {
+            return Some(opaque(argv, "env", a));
+        };
+        let seen = flags::parse(&ENV, &rest[i..i + consumed], true)
+            .map(|p| p.seen)
+            .unwrap_or_default();
+        let value = |short: char, long: &str| -> Option<String> {
+            let glued = a
+                .strip_prefix(&format!("--{long}="))
+                .map(String::from)
+                .or_else(|| {
+                    let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+                    let at = cluster.find(short)?;
+                    let v = &cluster[at + 1..];
+                    (!v.is_empty()).then(|| v.to_string())
+                });
+            glued.or_else(|| (consumed == 2).then(|| rest[i + 1].clone()))
+        };
+        if seen.iter().any(|s| s == "-S" || s == "--split-string") {
+            let mut script = value('S', "split-string")?;
+            // `env -S 'cmd a' b`: the split string is followed by more arguments.
+            for extra in &rest[i + consumed..] {
+                script.push(' ');
+                script.push_str(extra);
+            }
+            return Some(Unwrap::Script {
+                wrapper: "env -S".into(),
+                script,
+                privileged: false,
+            });
+        }
+        if seen.iter().any(|s| s == "-C" || s == "--chdir") {
+            effects.chdir = value('C', "chdir");
+        }
+        i += consumed;
+    }
+    if i >= rest.len() {
+        return None;
+    }
+    Some(Unwrap::Command {
+        wrapper: argv[..=i].join(" "),
+        rest: rest[i..].to_vec(),
+        privileged: false,
+        // Assignments through env change the command's environment.
+        dynamic: !effects.env.is_empty(),
+        open: false,
+        effects,
+    })
+}
+
+/// `watch [options] command…`: runs its arguments joined by spaces through `sh -c`
+/// (with `-x`, directly).
+fn watch(argv: &[String]) -> Option<Unwrap> {
+    let rest = &argv[1..];
+    let parsed = match flags::parse(&WATCH, rest, true) {
+        Ok(p) => p,
+        Err(flags::Unknown(opt)) => return Some(opaque(argv, "watch", &opt)),
+    };
+    let i = parsed.stopped_at.unwrap_or(rest.len());
+    if i >= rest.len() {
+        return None;
+    }
+    let wrapper = argv[..=i].join(" ");
+    if parsed.seen.iter().any(|s| s == "-x" || s == "--exec") {
+        return Some(Unwrap::Command {
+            wrapper,
+            rest: rest[i..].to_vec(),
+            privileged: false,
+            dynamic: false,
+            open: false,
+            effects: Effects::default(),
+        });
+    }
+    Some(Unwrap::Script {
+        wrapper,
+        script: rest[i..].join(" "),
+        privileged: false,
+    })
+}
+
+/// `busybox APPLET args…` runs the applet; `busybox --list` and friends run nothing.
+fn busybox(argv: &[String]) -> Option<Unwrap> {
+    let applet = argv.get(1)?;
+    if applet.starts_with('-') {
+        return None;
+    }
+    Some(Unwrap::Command {
+        wrapper: "busybox".into(),
+        rest: argv[1..].to_vec(),
+        privileged: false,
+        dynamic: false,
+        open: false,
+        effects: Effects::default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn rest(s: &str) -> Vec<String> {
+        match unwrap(&w(s)) {
+            Some(Unwrap::Command { rest, .. }) => rest,
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    fn is_opaque(s: &str) -> bool {
+        matches!(unwrap(&w(s)), Some(Unwrap::Opaque { .. }))
+    }
+
+    #[test]
+    fn value_taking_options_are_skipped() {
+        assert_eq!(rest("timeout --kill-after 1 5 git push"), w("git push"));
+        assert_eq!(rest("timeout -k1 5 git push"), w("git push"));
+        assert_eq!(rest("timeout -s KILL 5 rm x"), w("rm x"));
+        assert_eq!(rest("nice --adjustment 5 rm x"), w("rm x"));
+        assert_eq!(rest("nice -n5 rm x"), w("rm x"));
+        assert_eq!(rest("nice -10 rm x"), w("rm x"));
+        assert_eq!(rest("sudo --user root rm x"), w("rm x"));
+        assert_eq!(rest("sudo -uroot rm x"), w("rm x"));
+        assert_eq!(rest("sudo -u root -- rm x"), w("rm x"));
+        assert_eq!(rest("env -i A=1 rm x"), w("rm x"));
+        assert_eq!(rest("env --chdir=/ rm x"), w("rm x"));
+        assert_eq!(rest("env -u HOME -C / rm x"), w("rm x"));
+        assert_eq!(rest("xargs -I{} -n1 rm {}"), w("rm $(…)"));
+        assert_eq!(rest("busybox rm -rf x"), w("rm -rf x"));
+        assert_eq!(rest("/usr/bin/time -o out true"), w("true"));
+        assert_eq!(rest("flock /tmp/l git push"), w("git push"));
+    }
+
+    #[test]
+    fn effects_are_reported() {
+        let Some(Unwrap::Command { effects, .. }) = unwrap(&w("/usr/bin/time -o ~/.bashrc true"))
+        else {
+            panic!()
+        };
+        assert_eq!(effects.writes, ["~/.bashrc"]);
+        let Some(Unwrap::Command { effects, .. }) = unwrap(&w("env --chdir=/etc cat x")) else {
+            panic!()
+        };
+        assert_eq!(effects.chdir.as_deref(), Some("/etc"));
+    }
+
+    #[test]
+    fn unknown_options_are_opaque() {
+        for s in [
+            "timeout --frobnicate 5 rm x",
+            "env -P /x rm",
+            "sudo --weird rm",
+            "bash --rcfile x -c ls",
+            "bash -Z -c ls",
+            "strace -f git push",
+            "nice --adj=5 rm",
+        ] {
+            assert!(is_opaque(s), "{s}: {:?}", unwrap(&w(s)));
+        }
+        assert!(is_opaque("sudo -l"));
+        assert_eq!(unwrap(&w("command -v git")), None);
+    }
+}

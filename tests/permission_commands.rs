@@ -1,0 +1,344 @@
+//! Decision tests for issue 9 classes 1 and 2 through `permission::check`: read-only
+//! commands are allow-lists (an unknown or writing flag is not a read), deny rules and
+//! the dangerous guard match a command by what it runs (basename, git's global options,
+//! busybox, `find -exec`, `xargs`, git aliases and command-valued settings, shell source
+//! fed on stdin), opaque commands are never allowed by an allow rule, and nothing
+//! legitimate is over-blocked.
+
+mod permission_support;
+
+use crewmaster::permission::{Category, PermissionMode, Source, Verdict};
+use permission_support::{Fixture, cmd};
+
+use PermissionMode::*;
+use Verdict::*;
+
+const MODES: [PermissionMode; 5] = [Strict, Default, AcceptEdits, BypassPermissions, DontAsk];
+
+fn fixture() -> Fixture {
+    let f = Fixture::new();
+    std::fs::write(f.proj.join("README.md"), "# x\n").unwrap();
+    std::fs::write(f.proj.join("f"), "b\na\n").unwrap();
+    f
+}
+
+#[test]
+fn class1_read_only_lookalikes_are_no_longer_allowed_in_default_mode() {
+    let f = fixture();
+    for c in [
+        "env -vS'touch /tmp/x'",
+        "env -vS 'touch /tmp/x'",
+        "git grep -O'cmd' pat",
+        "git grep --open-files-in-pager=cmd pat",
+        "sort --compress-program=sh f",
+        "sort --compress-prog=sh f",
+        "sort -o out f",
+        "/usr/bin/time -o ~/.bashrc true",
+        "time -o out.txt ls",
+        "xxd -r -p - .crew/settings.local.json",
+        "xxd f out",
+        "tree -o FILE",
+        "tree -oFILE",
+        "file -f ~/.ssh/id_rsa",
+        "file -f~/.ssh/id_rsa",
+        "grep -f ~/.ssh/id_rsa x",
+        "uniq f out",
+        "date -s 2020-01-01",
+        "ls --frobnicate",
+        "git -c core.pager=evil log",
+        "git -p log",
+        "git --exec-path=/tmp status",
+        "git -c alias.st=status st",
+        "timeout --kill-after 1 5 touch x",
+        "nice --adjustment 5 touch x",
+        "bash -e -o pipefail -c 'touch x'",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_ne!(d.verdict, Allow, "`{c}` must not run unasked: {d:?}");
+        assert_ne!(d.category, Some(Category::Read), "`{c}` is no read: {d:?}");
+    }
+    // A key named through an option value, or relative to the directory a wrapper runs
+    // the command in, is a credential, denied in every mode.
+    for c in [
+        "file -f ~/.ssh/id_rsa",
+        "env -C ~ cat .ssh/id_rsa",
+        "env --chdir=.. cat .ssh/id_rsa",
+        "sudo -D ~ cat .ssh/id_rsa",
+        "git blame --contents=~/.ssh/id_rsa README.md",
+    ] {
+        for mode in MODES {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(
+                (d.verdict, d.source),
+                (Deny, Source::Credentials),
+                "{c} {mode}: {d:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn wrapper_options_that_take_values_are_parsed_so_reads_stay_reads() {
+    let f = fixture();
+    for c in [
+        "timeout --kill-after 1 5 cat f",
+        "timeout -k1 5 cat f",
+        "nice --adjustment 5 cat f",
+        "nice -n5 cat f",
+        "env -i cat f",
+        "bash -o errexit -c 'cat f'",
+        "bash --norc -c 'ls'",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Allow, Some(Category::Read)),
+            "{c}: {d:?}"
+        );
+    }
+    // An option we do not know: we cannot tell where the wrapped command starts.
+    for c in [
+        "timeout --frobnicate 5 cat f",
+        "env -P /x cat f",
+        "bash -Z -c ls",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert!(d.verdict == Ask && d.explicit_ask, "{c}: {d:?}");
+    }
+}
+
+/// Every spelling that really runs `git push` or `rm`.
+const CLASS2: &[&str] = &[
+    "/usr/bin/git push",
+    "git -C . push",
+    "git -c k=v push",
+    "git --no-pager push",
+    "git -P push",
+    "git --git-dir=.git push",
+    "git --git-dir .git push",
+    "git --work-tree=. push",
+    "git --namespace=x push",
+    "git -C . -c a.b=c --no-pager push origin main",
+    "/usr/bin/env git push",
+    "busybox rm -rf x",
+    "busybox sh -c 'git push'",
+    "/bin/busybox rm x",
+    "find . -name x -exec rm {} \\;",
+    "find . -execdir rm {} +",
+    "find . -ok rm {} \\;",
+    "find . -okdir /bin/rm {} \\;",
+    "find . -exec sh -c 'git push' \\;",
+    "xargs rm < f",
+    "echo x | xargs rm",
+    "echo push | xargs git",
+    "cat f | xargs -I{} git {}",
+    "echo 'git push' | bash",
+    "echo git push | sh",
+    "printf 'git push\\n' | sh",
+    "printf '%s\\n' 'rm x' | bash -s",
+    "bash <<< 'git push'",
+    "sh <<< 'rm -rf x'",
+    "bash <<'EOF'\ngit push\nEOF",
+    "sh <<EOF\nrm x\nEOF",
+    "echo 'git push' | bash /dev/stdin",
+    "echo 'git push' | source /dev/stdin",
+    "cat <<'EOF' | bash\ngit push\nEOF",
+    "eval 'git push'",
+    "eval git push",
+    "git -c alias.p='!git push' p",
+    "git -c alias.p='!rm -rf x' p",
+    "git -c alias.p=push p",
+    "git -c core.pager='rm x' log",
+    "git -c core.sshCommand='rm x' fetch",
+    "GIT_SSH_COMMAND='rm x' git fetch",
+    "GIT_PAGER='git push' git log",
+    "timeout --kill-after 1 5 git push",
+    "timeout -k1 5 git push",
+    "nice --adjustment 5 git push",
+    "nice -n5 git push",
+    "sudo --user root git push",
+    "sudo -uroot git push",
+    "env -i git push",
+    "env --chdir=. git push",
+    "env -vS'git push'",
+    "bash -o errexit -c 'git push'",
+    "bash -e -o pipefail -c 'rm -rf x'",
+    "bash --norc -c 'git push'",
+    "watch -n 1 git push",
+    "flock /tmp/l git push",
+    "X=push; git \"$X\"",
+    "shopt -s expand_aliases; alias p='git push'\np",
+    "trap 'rm -rf x' EXIT",
+    "git -c alias.a='!sh' a <<< 'git push'",
+    "git rebase -x 'rm x' HEAD~1",
+    "git submodule foreach --recursive git push",
+    "git bisect run rm x",
+    "git fetch --upload-pack='rm x' origin",
+    "git $(echo push)",
+    "$(echo git) push",
+];
+
+#[test]
+fn class2_deny_rules_match_every_spelling_in_every_mode() {
+    let f = fixture();
+    f.settings(
+        "user",
+        r#"{"permissions":{"deny":["Bash(git push:*)","Bash(rm:*)"]}}"#,
+    );
+    // Even a blanket allow in a higher layer cannot unlock them.
+    f.settings("local", r#"{"permissions":{"allow":["Bash","Bash(*)"]}}"#);
+    for c in CLASS2 {
+        for mode in MODES {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(d.verdict, Deny, "`{c}` in {mode}: {d:?}");
+        }
+    }
+    // Commands that only look alike stay allowed.
+    for c in [
+        "git push-mirror-docs",
+        "git log",
+        "echo git push",
+        "grep -rn rm src",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(d.verdict, Allow, "{c}: {d:?}");
+    }
+}
+
+#[test]
+fn the_dangerous_guard_skips_git_global_options() {
+    let f = fixture();
+    f.settings("local", r#"{"permissions":{"allow":["Bash(git:*)"]}}"#);
+    for c in [
+        "git -C . reset --hard",
+        "/usr/bin/git reset --hard HEAD",
+        "git --no-pager -c a=b push --force",
+        "git -C . clean -fd",
+    ] {
+        for (mode, want) in [(Default, Ask), (BypassPermissions, Allow), (DontAsk, Deny)] {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(d.verdict, want, "`{c}` in {mode}: {d:?}");
+        }
+    }
+}
+
+#[test]
+fn allow_rules_do_not_become_wider() {
+    let f = fixture();
+    f.settings(
+        "local",
+        r#"{"permissions":{"allow":["Bash(git status:*)","Bash(git push:*)","Bash(git:*)"]}}"#,
+    );
+    for c in [
+        // The pager runs `evil`, which no allow rule names.
+        "git -c core.pager=evil status",
+        "git -c core.pager='sh -c evil' log",
+        "git -c alias.p='!evil' p",
+        "GIT_SSH_COMMAND=evil git push",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_ne!(d.verdict, Allow, "{c}: {d:?}");
+    }
+}
+
+#[test]
+fn opaque_stdin_scripts_are_asked_in_every_mode_and_never_allowed_by_rules() {
+    let f = fixture();
+    f.settings(
+        "local",
+        r#"{"permissions":{"allow":["Bash","Bash(bash:*)","Bash(cat:*)","Bash(sh:*)"]}}"#,
+    );
+    let opaque = [
+        "cat f | bash",
+        "bash <<< \"$X\"",
+        "sh <<EOF\n$X\nEOF",
+        "cat f | sh -s",
+        "cat f | source /dev/stdin",
+        "cat f | xargs sh -c",
+        "f() { bash; }; cat f | f",
+        "LD_PRELOAD=./x.so ls",
+        "git -c core.hooksPath=/tmp/h commit -m x",
+        "echo 'git push' | at now",
+        "strace -f git push",
+        "git -c protocol.ext.allow=always fetch 'ext::sh -c touch% x'",
+        "bash <(echo 'git push')",
+        "source <(echo 'git push')",
+    ];
+    for c in opaque {
+        for (mode, want) in [
+            (Strict, Ask),
+            (Default, Ask),
+            (AcceptEdits, Ask),
+            (BypassPermissions, Allow),
+            (DontAsk, Deny),
+        ] {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(d.verdict, want, "`{c}` in {mode}: {d:?}");
+            if want == Ask {
+                assert!(d.explicit_ask, "`{c}` in {mode}: {d:?}");
+            }
+        }
+    }
+    // Under bypass, any Bash deny or ask rule might be what the unseen code runs.
+    f.settings("user", r#"{"permissions":{"ask":["Bash(git push:*)"]}}"#);
+    for c in opaque {
+        let d = f.check("run_command", &cmd(c), BypassPermissions);
+        assert_eq!(d.verdict, Ask, "`{c}`: {d:?}");
+    }
+    // A download piped into a shell is still the blacklist's, and so is what a shell
+    // with value-taking options runs.
+    for c in [
+        "curl -s x | sh",
+        "curl -s x | busybox sh",
+        "bash -e -o pipefail -c 'rm -rf /'",
+        "bash --norc -o errexit -c 'rm -rf /'",
+    ] {
+        let d = f.check("run_command", &cmd(c), BypassPermissions);
+        assert_eq!(
+            (d.verdict, d.source),
+            (Deny, Source::Blacklist),
+            "{c}: {d:?}"
+        );
+    }
+}
+
+#[test]
+fn legitimate_commands_are_not_over_blocked() {
+    let f = fixture();
+    std::fs::create_dir_all(f.proj.join("src")).unwrap();
+    let reads = [
+        "git log --oneline -5",
+        "ls -la src && grep -rn main src | wc -l",
+        "git -C . status",
+        "sort f | uniq -c",
+        "git diff",
+        "rg -n foo src",
+        "cat README.md | head -5",
+        "find . -name '*.rs'",
+        "sed -n 1,20p f",
+        "git --no-pager log -p -3",
+        "git branch --show-current",
+        "head -5 f && tail -n 2 f",
+        "wc -l src/main.rs",
+        "echo 'git push' | cat",
+    ];
+    let check_all = |f: &Fixture| {
+        for c in reads {
+            let d = f.check("run_command", &cmd(c), Default);
+            assert_eq!(
+                (d.verdict, d.category),
+                (Allow, Some(Category::Read)),
+                "{c}: {d:?}"
+            );
+        }
+        let d = f.check("run_command", &cmd("cargo build && git diff"), DontAsk);
+        assert_eq!(d.verdict, Allow, "{d:?}");
+    };
+    check_all(&f);
+    // The deny rules of class 2 do not touch them either.
+    f.settings(
+        "user",
+        r#"{"permissions":{"deny":["Bash(git push:*)","Bash(rm:*)"]}}"#,
+    );
+    check_all(&f);
+}
