@@ -134,7 +134,10 @@ struct Scan {
 impl Team {
     /// Sends a message: appends it (fsynced) to the recipient's inbox, or to every member's
     /// but the sender's for `*` (the lead included). `from` is the lead, `user` or a teammate;
-    /// `to` must be on the team. Returns what was stored, one envelope per recipient.
+    /// `to` must be on the team (whatever its status: a stopped or finished teammate reads
+    /// its mail when resumed). Returns what was stored, one envelope per recipient; when it
+    /// returns, every one of them is on disk. A broadcast is not atomic across recipients: an
+    /// error part-way leaves the earlier recipients' copies delivered.
     pub fn send(&self, from: &MemberName, to: &Recipient, out: Outgoing) -> Result<Vec<Envelope>> {
         if out.kind == MessageKind::Text && out.message.trim().is_empty() {
             return Err(TeamError::Empty { field: "message" });
@@ -235,6 +238,7 @@ impl Team {
     ) -> Result<Envelope> {
         let _locked = lock::exclusive(&self.inbox_lock(to))?;
         let path = self.inbox_path(to);
+        let created = !path.exists();
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -278,6 +282,13 @@ impl Team {
         line.push(b'\n');
         file.write_all(&line).map_err(io_at(&path))?;
         file.sync_data().map_err(io_at(&path))?;
+        if created {
+            // A new inbox's directory entry must be durable too, or a crash could lose it.
+            let dir = self.inbox_dir();
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io_at(&dir))?;
+        }
         state.offset = scan.end + line.len() as u64;
         state.records += 1;
         state.seqs.insert(from.to_string(), seq);

@@ -7,6 +7,7 @@
 //! config.json            the roster (roster.rs)
 //! inboxes/<name>.jsonl   one append-only inbox per member, `lead` included (inbox.rs)
 //! inboxes/<name>.cursor  how many of those messages were delivered (inbox.rs)
+//! inboxes/<name>.state.json  a cache of where appends stand (rebuilt when lost)
 //! todos/<id>.json        one file per work-list item, ids "1", "2", … (todos.rs)
 //! *.lock                 flock(2) lock files that serialise writers across processes
 //! ```
@@ -31,7 +32,7 @@ use crate::store;
 pub use error::{Result, TeamError};
 pub use inbox::{Envelope, MessageKind, Outgoing};
 pub use roster::{Member, MemberStatus, Roster};
-pub use todos::{NewTodo, TodoId, TodoItem, TodoStatus, TodoUpdate};
+pub use todos::{NewTodo, TodoId, TodoItem, TodoStatus, TodoUpdate, open_blockers};
 
 /// The lead's name in every team: its inbox is `inboxes/lead.jsonl`.
 pub const LEAD: &str = "lead";
@@ -145,6 +146,17 @@ impl Team {
     pub fn for_session(session_id: &str) -> Result<Self> {
         let root = store::teams_dir().ok_or(TeamError::NoHome)?;
         Self::open(&root, session_id)
+    }
+
+    /// The team of a session if it exists, without creating anything (for monitoring).
+    pub fn find_for_session(session_id: &str) -> Result<Option<Self>> {
+        let root = store::teams_dir().ok_or(TeamError::NoHome)?;
+        check_file_name("team", session_id)?;
+        if root.join(session_id).is_dir() {
+            Self::open(&root, session_id).map(Some)
+        } else {
+            Ok(None)
+        }
     }
 
     /// The team `name` under `teams_root` (created if missing). Tests pass a temp dir.
