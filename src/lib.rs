@@ -16,6 +16,7 @@ pub mod provider;
 pub mod session;
 pub mod store;
 pub mod tasks;
+pub mod team;
 pub mod tools;
 pub mod transcript;
 pub mod tui;

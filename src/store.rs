@@ -54,6 +54,11 @@ pub fn session_dir(project_root: &Path, session_id: &str) -> Option<PathBuf> {
     Some(project_dir(project_root)?.join(session_id))
 }
 
+/// `~/.crew/teams`: one directory per agent team (see `team`).
+pub fn teams_dir() -> Option<PathBuf> {
+    Some(crew_home()?.join("teams"))
+}
+
 /// The most recently modified session directory of a project, if any.
 pub fn newest_session(project_root: &Path) -> Option<(String, PathBuf)> {
     let dir = project_dir(project_root)?;
