@@ -366,3 +366,60 @@ fn nested_git_dir_cannot_be_planted_and_run() {
         "a read-only git command ran a planted fsmonitor"
     );
 }
+
+/// Class 5 (edit tools): `write_file .git/commondir` is allowed in acceptEdits and runs in
+/// crew's own process (no OS sandbox); it redirects the repository's config and hooks.
+#[test]
+#[ignore = "redteam: .git/commondir (and other .git internals) are writable by edit tools"]
+fn edit_tools_cannot_write_git_internals_that_redirect_config() {
+    let f = Fixture::new();
+    for p in [
+        ".git/commondir",
+        ".git/info/attributes",
+        ".git/objects/info/alternates",
+    ] {
+        let d = f.check(
+            "write_file",
+            &permission_support::path(p),
+            PermissionMode::AcceptEdits,
+        );
+        assert_eq!(d.verdict, Verdict::Deny, "`{p}` is writable: {d:?}");
+    }
+}
+
+/// Class 3 (no expansion needed): a relative target is not resolved against the cwd, so
+/// `rm -rf ../../../../../../../..` (the root from any shallower cwd) passes the blacklist.
+#[test]
+#[ignore = "redteam: the blacklist resolves relative targets only after a tracked cd"]
+fn blacklist_resolves_relative_targets_against_the_cwd() {
+    let f = Fixture::new();
+    for c in [
+        "rm -rf ../../../../../../../..",
+        "find ../../../../../../../.. -delete",
+        "rm -rf ..",
+    ] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::BypassPermissions);
+        assert_eq!(
+            d.verdict,
+            Verdict::Deny,
+            "`{c}` removes / or the home directory: {d:?}"
+        );
+    }
+}
+
+/// Class 11: an untrusted project's `.crew/settings.json` picks the model, including a
+/// `script:` file shipped in the repository, which then drives the agent's tool calls.
+#[test]
+#[ignore = "redteam: the model setting of untrusted project settings takes effect"]
+fn untrusted_project_settings_cannot_pick_the_model() {
+    let (_t, proj, home) = repo();
+    common::put(
+        &proj,
+        ".crew/settings.json",
+        r#"{"model":"script:evil.json"}"#,
+    );
+    let policy = crewmaster::permission::Policy::load(&proj, Some(&home))
+        .unwrap()
+        .0;
+    assert_eq!(policy.model, None, "an untrusted clone chose the model");
+}
