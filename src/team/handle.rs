@@ -128,11 +128,28 @@ impl TeamHandle {
         }
     }
 
+    /// Publishes a teammate's change (joined, idle, working, failed, …; no-op without an
+    /// event bus).
+    pub fn publish_member(&self, member: &super::Member) {
+        if let Some(events) = &self.events {
+            events.publish(self.me.as_str(), member_event(member));
+        }
+    }
+
     /// Publishes a delivered-to-inbox message (no-op without an event bus).
     pub fn publish_message(&self, envelope: &Envelope) {
         if let Some(events) = &self.events {
             events.publish(self.me.as_str(), message_event(envelope));
         }
+    }
+}
+
+/// The `team_member_changed` event for a teammate as the roster holds it.
+pub fn member_event(member: &super::Member) -> EventKind {
+    EventKind::TeamMemberChanged {
+        name: member.name.to_string(),
+        status: member.status.to_string(),
+        current_item: member.current_item.map(|i| i.to_string()),
     }
 }
 

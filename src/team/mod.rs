@@ -23,6 +23,7 @@ mod item;
 mod lock;
 pub mod roster;
 pub mod todos;
+pub mod watch;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
