@@ -63,6 +63,8 @@ pub struct MemberView {
     pub name: String,
     /// `lead` for the lead, else the agent definition it runs.
     pub agent_type: String,
+    /// Its agent id (its transcript is `<session>/agents/<id>.jsonl`); `None` for the lead.
+    pub agent_id: Option<String>,
     /// `idle`, `working`, `failed`, `stopped`, `finished`; `None` for the lead.
     pub status: Option<MemberStatus>,
     /// The item it holds: the roster's, or else an in-progress item it owns.
@@ -106,6 +108,7 @@ pub fn view(team: &Team) -> anyhow::Result<TeamView> {
     let mut members = vec![MemberView {
         name: lead.to_string(),
         agent_type: "lead".into(),
+        agent_id: None,
         status: None,
         current_item: held(&lead),
         last_activity_ms: None,
@@ -116,6 +119,7 @@ pub fn view(team: &Team) -> anyhow::Result<TeamView> {
         members.push(MemberView {
             name: m.name.to_string(),
             agent_type: m.agent_type.clone(),
+            agent_id: Some(m.agent_id.clone()),
             status: Some(m.status),
             current_item: m
                 .current_item

@@ -324,6 +324,7 @@ mod tests {
     ) -> MemberView {
         MemberView {
             name: name.into(),
+            agent_id: status.map(|_| format!("{name}-1")),
             agent_type: if status.is_some() {
                 "general-purpose"
             } else {
