@@ -89,6 +89,41 @@ pub enum EventKind {
         /// Its result, once it has ended.
         result: Option<String>,
     },
+    /// A teammate joined the team or changed status (idle, working, failed, …).
+    TeamMemberChanged {
+        /// The teammate's name.
+        name: String,
+        /// Its new status (`idle`, `working`, `failed`, `stopped`, `finished`).
+        status: String,
+        /// The work-list item it holds, if any.
+        current_item: Option<String>,
+    },
+    /// A message was appended to a team member's inbox (`agent` is the sender's actor).
+    TeamMessage {
+        /// The sender (`lead`, `user` or a teammate).
+        from: String,
+        /// The recipient.
+        to: String,
+        /// The message's index in the recipient's inbox.
+        index: u64,
+        /// `text`, `shutdown_request`, `plan_approval_response`, …
+        kind: String,
+        /// The sender's summary, or the start of the message.
+        summary: String,
+    },
+    /// A work-list item was added or changed.
+    TodoChanged {
+        /// The item's id ("1", "2", …).
+        id: String,
+        /// What it is.
+        subject: String,
+        /// `pending`, `in_progress`, `completed` or `deleted`.
+        status: String,
+        /// Who holds it.
+        owner: Option<String>,
+        /// The items it waits for.
+        blocked_by: Vec<String>,
+    },
     /// A provider is retrying a request.
     Retrying {
         /// Which attempt comes next.

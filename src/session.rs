@@ -73,6 +73,8 @@ pub struct Orchestration {
     pub max_concurrent_agents: usize,
     /// Turn limit for subagents whose definition sets none.
     pub subagent_max_turns: u32,
+    /// The session's team, as seen by the lead (`None`: no work list).
+    pub team: Option<crate::team::TeamHandle>,
 }
 
 /// Messages the session accepts.
@@ -173,6 +175,7 @@ impl Actor for Session {
             }
             _ => None,
         };
+        let team = cfg.orchestration.as_ref().and_then(|o| o.team.clone());
         let subagents = match (cfg.orchestration, &tasks) {
             (Some(o), Some(tasks)) => Some(SubagentEnv {
                 runner: runner.clone(),
@@ -198,6 +201,7 @@ impl Actor for Session {
                     delegate: None,
                     tasks: tasks.clone(),
                     walk,
+                    team,
                 },
                 conversation: cfg.conversation,
                 subagents,

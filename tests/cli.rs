@@ -149,7 +149,9 @@ fn plan_mode_from_the_cli_refuses_writes_even_under_bypass() {
             "find_files",
             "search_code",
             "task_list",
-            "task_output"
+            "task_output",
+            "todo_get",
+            "todo_list"
         ]
     );
 }

@@ -67,6 +67,8 @@ pub struct RunPlace {
     pub tasks: Option<ActorRef<TaskMsg>>,
     /// What directory walkers may show (built once per session from its policy).
     pub walk: Arc<crate::permission::walk::WalkFilter>,
+    /// The agent's team and member name (`None`: not in a team).
+    pub team: Option<crate::team::TeamHandle>,
 }
 
 impl std::fmt::Debug for RunPlace {
@@ -185,6 +187,7 @@ impl Runner {
         tool_ctx.delegate = place.delegate.clone();
         tool_ctx.tasks = place.tasks.clone();
         tool_ctx.walk = place.walk.clone();
+        tool_ctx.team = place.team.clone();
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
         let caller = CallerContext {

@@ -399,6 +399,7 @@ use paths inside your worktree. You cannot write outside it.",
         delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
         tasks: Some(env.tasks.clone()),
         walk: env.walk.clone(),
+        team: None,
     };
     let watcher = watch_agent(
         &runner.pipeline.events,

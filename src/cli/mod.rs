@@ -9,6 +9,7 @@ pub mod run;
 pub mod sessions;
 pub mod setup;
 pub mod tasks;
+pub mod team;
 pub mod trust;
 pub mod worktrees;
 
@@ -128,6 +129,13 @@ pub enum Command {
         #[command(subcommand)]
         cmd: tasks::TasksCmd,
     },
+    /// A session's agent team: `show` its members and work list, `send` a message to a
+    /// member (works from another terminal during a run).
+    Team {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: team::TeamCmd,
+    },
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
@@ -138,6 +146,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
     match cmd {
         Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
+        Command::Team { cmd } => team::run(cmd, cwd, &mut out),
         Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),

@@ -91,6 +91,12 @@ fn render_text(
             )?;
         }
         EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
+        EventKind::TeamMemberChanged { name, status, .. } => {
+            writeln!(err, "team: {name} is {status}")?;
+        }
+        EventKind::TeamMessage {
+            from, to, summary, ..
+        } => writeln!(err, "team: {from} → {to}: {summary}")?,
         _ => {}
     }
     Ok(())

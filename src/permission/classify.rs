@@ -231,6 +231,10 @@ mod tests {
             "task_list",
             "task_output",
             "task_stop",
+            "todo_add",
+            "todo_update",
+            "todo_get",
+            "todo_list",
         ] {
             let def = crate::tools::builtin_definition(name).unwrap();
             let spec = def.permission.as_ref().unwrap();

@@ -17,11 +17,13 @@
 //! inboxes, which are appended and fsynced under a lock.
 
 mod error;
+pub mod handle;
 pub mod inbox;
 mod item;
 mod lock;
 pub mod roster;
 pub mod todos;
+pub mod watch;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -30,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::store;
 pub use error::{Result, TeamError};
+pub use handle::TeamHandle;
 pub use inbox::{Envelope, MessageKind, Outgoing};
 pub use roster::{Member, MemberStatus, Roster};
 pub use todos::{NewTodo, TodoId, TodoItem, TodoStatus, TodoUpdate, open_blockers};

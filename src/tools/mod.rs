@@ -14,6 +14,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod search_code;
 pub mod task_tools;
+pub mod todo_tools;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -129,6 +130,9 @@ pub struct ToolContext {
     /// What `find_files` and `search_code` may show: the session's Read deny rules and
     /// the credential locations (by default, credentials only).
     pub walk: std::sync::Arc<crate::permission::walk::WalkFilter>,
+    /// The caller's team and member name (the `todo_*` and message tools); `None`
+    /// outside a team.
+    pub team: Option<crate::team::TeamHandle>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -139,6 +143,7 @@ impl std::fmt::Debug for ToolContext {
             .field("sandbox", &self.sandbox)
             .field("delegate", &self.delegate.is_some())
             .field("tasks", &self.tasks.is_some())
+            .field("team", &self.team)
             .finish()
     }
 }
@@ -154,6 +159,7 @@ impl ToolContext {
             delegate: None,
             tasks: None,
             walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
+            team: None,
         }
     }
 
@@ -248,17 +254,18 @@ pub fn builtin_tools() -> Vec<std::sync::Arc<dyn Tool>> {
     ]
 }
 
-/// The orchestration tools: `agent` (described with the catalog's agent types) and the
-/// background-task tools.
+/// The orchestration tools: `agent` (described with the catalog's agent types), the
+/// background-task tools and the team's work-list tools.
 pub fn orchestration_tools(
     catalog: &crate::agent::catalog::Catalog,
 ) -> Vec<std::sync::Arc<dyn Tool>> {
-    vec![
+    let tools: Vec<std::sync::Arc<dyn Tool>> = vec![
         std::sync::Arc::new(agent::AgentTool::new(catalog)),
         std::sync::Arc::new(task_tools::TaskList::new()),
         std::sync::Arc::new(task_tools::TaskOutput::new()),
         std::sync::Arc::new(task_tools::TaskStop::new()),
-    ]
+    ];
+    tools.into_iter().chain(todo_tools::todo_tools()).collect()
 }
 
 /// The definitions of every built-in tool (file, command and orchestration tools), built

@@ -13,6 +13,7 @@ use super::commands;
 use super::input::{InputBox, InputOutcome};
 use super::plan::{PlanStage, next_permission_mode};
 use super::tasks_panel::{PanelAction, TasksPanel};
+use super::team_panel::{TeamAction, TeamPanel, TeamTab};
 use super::transcript::{Entry, Transcript};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
@@ -34,6 +35,17 @@ pub enum Effect {
     StopTask(String),
     /// Load a task's log file.
     LoadLog(String),
+    /// Append a message from the user to a teammate's inbox.
+    SendToTeammate {
+        /// The teammate.
+        to: String,
+        /// The message.
+        message: String,
+    },
+    /// Ask a teammate to shut down.
+    StopTeammate(String),
+    /// Load a teammate's transcript.
+    LoadTeammateTranscript(String),
 }
 
 /// Facts about the session, for commands and the status line.
@@ -69,6 +81,8 @@ pub struct App {
     pub approvals: ApprovalQueue,
     /// Background tasks.
     pub tasks: TasksPanel,
+    /// The agent team.
+    pub team: TeamPanel,
     /// The Plan → approve → Do flow.
     pub plan: PlanStage,
     /// The lead's permission mode.
@@ -104,6 +118,7 @@ impl App {
             input: InputBox::default(),
             approvals: ApprovalQueue::default(),
             tasks: TasksPanel::default(),
+            team: TeamPanel::default(),
             plan: PlanStage::Off,
             permission,
             usage: Usage::default(),
@@ -168,6 +183,19 @@ impl App {
             }
             return;
         }
+        if self.team.open {
+            match self.team.on_key(key) {
+                TeamAction::OpenTranscript(name) => {
+                    self.effects.push(Effect::LoadTeammateTranscript(name))
+                }
+                TeamAction::Send { to, message } => {
+                    self.effects.push(Effect::SendToTeammate { to, message })
+                }
+                TeamAction::Stop(name) => self.effects.push(Effect::StopTeammate(name)),
+                TeamAction::None | TeamAction::Close => {}
+            }
+            return;
+        }
         match key.code {
             KeyCode::BackTab => {
                 self.permission = next_permission_mode(self.permission);
@@ -179,6 +207,10 @@ impl App {
                 self.notice("Interrupting…");
             }
             KeyCode::Char('o') if ctrl => self.transcript.expanded = !self.transcript.expanded,
+            KeyCode::Char('t') if ctrl => {
+                self.team.open = true;
+                self.team.tab = TeamTab::Items;
+            }
             KeyCode::PageUp => self.transcript.scroll_up += 10,
             KeyCode::PageDown => {
                 self.transcript.scroll_up = self.transcript.scroll_up.saturating_sub(10)

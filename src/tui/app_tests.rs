@@ -315,3 +315,50 @@ fn permissions_lists_the_rules_of_the_settings_files() {
         "local rules need no trust"
     );
 }
+
+#[test]
+fn team_panel_keys_become_team_effects_and_leave_the_input_alone() {
+    use crate::cli::team::{MemberView, TeamView};
+    let mut a = app();
+    a.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+    assert!(a.team.open);
+    assert_eq!(a.team.tab, super::super::team_panel::TeamTab::Items);
+    a.on_key(key(KeyCode::Esc));
+    assert!(!a.team.open);
+    type_line(&mut a, "/team");
+    assert!(a.team.open);
+    assert_eq!(a.team.tab, super::super::team_panel::TeamTab::Members);
+    a.team.set_view(TeamView {
+        team: "s1".into(),
+        dir: "/tmp/t".into(),
+        members: vec![MemberView {
+            name: "bob".into(),
+            agent_type: "general-purpose".into(),
+            agent_id: Some("general-purpose/t1".into()),
+            status: Some(crate::team::MemberStatus::Idle),
+            current_item: None,
+            last_activity_ms: Some(1),
+            unread: 0,
+            worktree: None,
+        }],
+        items: Vec::new(),
+    });
+    a.take_effects();
+    a.on_key(key(KeyCode::Char('x')));
+    a.on_key(key(KeyCode::Enter));
+    for c in "go".chars() {
+        a.on_key(key(KeyCode::Char(c)));
+    }
+    a.on_key(key(KeyCode::Enter));
+    let effects: Vec<String> = a.take_effects().iter().map(|e| format!("{e:?}")).collect();
+    assert_eq!(
+        effects,
+        [
+            r#"StopTeammate("bob")"#,
+            r#"LoadTeammateTranscript("bob")"#,
+            r#"SendToTeammate { to: "bob", message: "go" }"#
+        ]
+    );
+    assert!(a.input.text().is_empty(), "typing went to the teammate");
+    assert!(a.running.is_none(), "nothing was sent to the lead");
+}

@@ -16,6 +16,8 @@ pub enum SlashCommand {
     Do,
     /// Show or hide the tasks panel.
     Tasks,
+    /// Show or hide the team panel.
+    Team,
     /// Subagent worktrees.
     Worktrees,
     /// The permission mode and what it allows.
@@ -40,6 +42,7 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
         "plan" => SlashCommand::Plan,
         "do" => SlashCommand::Do,
         "tasks" => SlashCommand::Tasks,
+        "team" => SlashCommand::Team,
         "worktrees" => SlashCommand::Worktrees,
         "permissions" => SlashCommand::Permissions,
         "agents" => SlashCommand::Agents,
@@ -56,6 +59,7 @@ Commands:
   /plan         Plan Mode: the next input is investigated read-only and planned
   /do           carry out the plan under review (without one: back to chat)
   /tasks        background tasks and subagents (Enter: live log, x: stop)
+  /team         teammates (Enter: live transcript and a line to write to it, x: stop)
   /worktrees    subagent worktrees
   /permissions  the permission mode and what it allows
   /agents       the agent definitions
@@ -65,6 +69,7 @@ Commands:
 Keys:
   Enter send · Alt+Enter new line · Up/Down history · Shift+Tab permission mode
   Esc interrupt the current turn · Ctrl+O expand tool calls · PgUp/PgDn scroll
+  Ctrl+T the team's work list
   Ctrl+C twice quit";
 
 impl App {
@@ -89,6 +94,10 @@ impl App {
                 if self.tasks.records.is_empty() {
                     self.notice("No background tasks or subagents yet.");
                 }
+            }
+            SlashCommand::Team => {
+                self.team.open = !self.team.open;
+                self.team.tab = super::team_panel::TeamTab::Members;
             }
             SlashCommand::Worktrees => {
                 let lines: Vec<String> = self

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod runtime;
 pub mod status;
 pub mod tasks_panel;
+pub mod team_panel;
 pub mod transcript;
 pub mod trust_prompt;
 pub mod view;

@@ -1,0 +1,254 @@
+//! `crew team show|send`: watch a session's team and write to it from another terminal,
+//! during or after a run. Reads the files the team keeps in `~/.crew/teams/<session>/`
+//! through the storage core; a message is appended (and fsynced) to the recipient's inbox,
+//! which the running session notices within a fraction of a second (`team::watch`).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use serde::Serialize;
+
+use crate::team::{
+    MemberName, MemberStatus, Outgoing, Recipient, Team, TodoItem, TodoStatus, now_ms,
+    open_blockers,
+};
+
+/// `crew team …`
+#[derive(Debug, Subcommand)]
+pub enum TeamCmd {
+    /// Show the team: members with status, current item, last activity and unread
+    /// messages; work-list items with status, owner and blockers.
+    Show {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The session id (default: this project's newest session that has a team).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Send a message from you to a teammate (`lead` for the lead, `*` for everyone).
+    Send {
+        /// The recipient: a teammate's name, `lead`, or `*`.
+        name: String,
+        /// The message.
+        message: String,
+        /// A short preview for notifications and the team panel.
+        #[arg(long)]
+        summary: Option<String>,
+        /// The session id (default: this project's newest session that has a team).
+        #[arg(long)]
+        session: Option<String>,
+    },
+}
+
+/// What `crew team show --json` prints.
+#[derive(Debug, Serialize)]
+pub struct TeamView {
+    /// The team's name (its session id).
+    pub team: String,
+    /// Its directory.
+    pub dir: std::path::PathBuf,
+    /// The lead, then the teammates in the order they joined.
+    pub members: Vec<MemberView>,
+    /// The work list (deleted items included), by id.
+    pub items: Vec<ItemView>,
+}
+
+/// One member in [`TeamView`].
+#[derive(Debug, Serialize)]
+pub struct MemberView {
+    /// Its name.
+    pub name: String,
+    /// `lead` for the lead, else the agent definition it runs.
+    pub agent_type: String,
+    /// Its agent id (its transcript is `<session>/agents/<id>.jsonl`); `None` for the lead.
+    pub agent_id: Option<String>,
+    /// `idle`, `working`, `failed`, `stopped`, `finished`; `None` for the lead.
+    pub status: Option<MemberStatus>,
+    /// The item it holds: the roster's, or else an in-progress item it owns.
+    pub current_item: Option<String>,
+    /// When it last changed (Unix ms); `None` for the lead.
+    pub last_activity_ms: Option<u64>,
+    /// Messages in its inbox not yet delivered to it.
+    pub unread: usize,
+    /// Its worktree, if it has one.
+    pub worktree: Option<std::path::PathBuf>,
+}
+
+/// One work-list item in [`TeamView`].
+#[derive(Debug, Serialize)]
+pub struct ItemView {
+    /// Its id.
+    pub id: String,
+    /// What it is.
+    pub subject: String,
+    /// Where it is in its life.
+    pub status: TodoStatus,
+    /// Who holds (or held) it.
+    pub owner: Option<String>,
+    /// Everything it waits for.
+    pub blocked_by: Vec<String>,
+    /// Those of `blocked_by` still open.
+    pub open_blockers: Vec<String>,
+}
+
+/// Reads the team's state for display.
+pub fn view(team: &Team) -> anyhow::Result<TeamView> {
+    let roster = team.roster()?;
+    let items = team.list_todos()?;
+    let held = |name: &MemberName| {
+        items
+            .values()
+            .find(|i| i.status == TodoStatus::InProgress && i.owner.as_ref() == Some(name))
+            .map(|i| i.id.to_string())
+    };
+    let lead = MemberName::lead();
+    let mut members = vec![MemberView {
+        name: lead.to_string(),
+        agent_type: "lead".into(),
+        agent_id: None,
+        status: None,
+        current_item: held(&lead),
+        last_activity_ms: None,
+        unread: team.unread_count(&lead)?,
+        worktree: None,
+    }];
+    for m in &roster.members {
+        members.push(MemberView {
+            name: m.name.to_string(),
+            agent_type: m.agent_type.clone(),
+            agent_id: Some(m.agent_id.clone()),
+            status: Some(m.status),
+            current_item: m
+                .current_item
+                .map(|i| i.to_string())
+                .or_else(|| held(&m.name)),
+            last_activity_ms: Some(m.last_activity_ms),
+            unread: team.unread_count(&m.name)?,
+            worktree: m.worktree.clone(),
+        });
+    }
+    let ids = |list: &[crate::team::TodoId]| list.iter().map(|i| i.to_string()).collect();
+    let items = items
+        .values()
+        .map(|i: &TodoItem| ItemView {
+            id: i.id.to_string(),
+            subject: i.subject.clone(),
+            status: i.status,
+            owner: i.owner.as_ref().map(|o| o.to_string()),
+            blocked_by: ids(&i.blocked_by),
+            open_blockers: if i.status.is_open() {
+                ids(&open_blockers(&items, i))
+            } else {
+                Vec::new()
+            },
+        })
+        .collect();
+    Ok(TeamView {
+        team: team.name().to_string(),
+        dir: team.dir().to_path_buf(),
+        members,
+        items,
+    })
+}
+
+/// Writes the view as text.
+pub fn write_text(v: &TeamView, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "team {}  ({})", v.team, v.dir.display())?;
+    writeln!(out, "members:")?;
+    let now = now_ms();
+    for m in &v.members {
+        let status = m.status.map_or("-".to_string(), |s| s.to_string());
+        let item = m
+            .current_item
+            .as_ref()
+            .map_or("-".to_string(), |i| format!("#{i}"));
+        let active = m.last_activity_ms.map_or("-".to_string(), |t| {
+            format!("{}s ago", now.saturating_sub(t) / 1000)
+        });
+        writeln!(
+            out,
+            "  {:<16} {:<16} {:<9} item {:<5} active {:<9} unread {}",
+            m.name, m.agent_type, status, item, active, m.unread
+        )?;
+    }
+    writeln!(out, "items:")?;
+    if v.items.is_empty() {
+        writeln!(out, "  (none)")?;
+    }
+    for i in &v.items {
+        write!(out, "  #{} [{}] {}", i.id, i.status, i.subject)?;
+        if let Some(owner) = &i.owner {
+            write!(out, " — owner {owner}")?;
+        }
+        if !i.open_blockers.is_empty() {
+            let list: Vec<String> = i.open_blockers.iter().map(|b| format!("#{b}")).collect();
+            write!(out, " — blocked by {}", list.join(", "))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The team of `--session ID`, or of this project's newest session that has one.
+fn find_team(cwd: &Path, session: Option<&str>) -> anyhow::Result<Team> {
+    if let Some(id) = session {
+        return Team::find_for_session(id)?
+            .with_context(|| format!("--session {id}: that session has no team"));
+    }
+    let root = crate::store::project_root(cwd);
+    for s in crate::transcript::list_sessions(&root) {
+        if let Ok(Some(team)) = Team::find_for_session(&s.id) {
+            return Ok(team);
+        }
+    }
+    bail!(
+        "no session of {} has a team yet; start one with `crew`, or pass --session ID",
+        root.display()
+    )
+}
+
+/// Runs a team subcommand; returns the exit code.
+pub fn run(cmd: TeamCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match cmd {
+        TeamCmd::Show { json, session } => {
+            let team = find_team(cwd, session.as_deref())?;
+            let v = view(&team)?;
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            } else {
+                write_text(&v, out)?;
+            }
+            Ok(0)
+        }
+        TeamCmd::Send {
+            name,
+            message,
+            summary,
+            session,
+        } => {
+            let team = find_team(cwd, session.as_deref())?;
+            let to = Recipient::parse(name.trim())?;
+            let sent = team.send(
+                &MemberName::user(),
+                &to,
+                Outgoing {
+                    summary,
+                    ..Outgoing::text(message)
+                },
+            )?;
+            for e in &sent {
+                writeln!(
+                    out,
+                    "sent to {} (message {} of its inbox, team {})",
+                    e.to,
+                    e.index + 1,
+                    team.name()
+                )?;
+            }
+            Ok(0)
+        }
+    }
+}
