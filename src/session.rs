@@ -16,6 +16,9 @@ use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
 use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
+use crate::agent::teammate::TeamLink;
+use crate::team::Team;
+use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::agent::workspaces::WorktreeWorkspaces;
 use crate::approver::actor::{Approver, ApproverPolicy};
 use crate::events::{EventBus, EventKind};
@@ -73,13 +76,23 @@ pub struct Orchestration {
     pub max_concurrent_agents: usize,
     /// Turn limit for subagents whose definition sets none.
     pub subagent_max_turns: u32,
+    /// Where teams live (`~/.crew/teams`); the session's team is named after its session
+    /// directory. `None`: no team (named agents are refused).
+    pub teams_dir: Option<PathBuf>,
 }
 
 /// Messages the session accepts.
 pub enum SessionMsg {
     /// The lead agent's and the task manager's references.
-    Refs(RpcReplyPort<(ActorRef<LeadMsg>, Option<ActorRef<TaskMsg>>)>),
+    Refs(RpcReplyPort<SessionRefs>),
 }
+
+/// The references `SessionHandle` keeps.
+pub type SessionRefs = (
+    ActorRef<LeadMsg>,
+    Option<ActorRef<TaskMsg>>,
+    Option<ActorRef<TeamMsg>>,
+);
 
 /// The session supervisor (configuration only).
 pub struct Session;
@@ -88,6 +101,7 @@ pub struct Session;
 pub struct SessionState {
     lead: ActorRef<LeadMsg>,
     tasks: Option<ActorRef<TaskMsg>>,
+    team: Option<ActorRef<TeamMsg>>,
     events: EventBus,
 }
 
@@ -173,6 +187,23 @@ impl Actor for Session {
             }
             _ => None,
         };
+        let team = match &cfg.orchestration {
+            Some(Orchestration {
+                teams_dir: Some(dir),
+                session_dir,
+                ..
+            }) => {
+                let name = session_dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("session");
+                let storage = Team::open(dir, name)?;
+                let (actor, _) =
+                    Actor::spawn_linked(None, TeamActor, storage.clone(), cell.clone()).await?;
+                Some(TeamLink { actor, storage })
+            }
+            _ => None,
+        };
         let subagents = match (cfg.orchestration, &tasks) {
             (Some(o), Some(tasks)) => Some(SubagentEnv {
                 runner: runner.clone(),
@@ -183,6 +214,7 @@ impl Actor for Session {
                 main_cwd: cfg.cwd.clone(),
                 default_max_turns: o.subagent_max_turns,
                 walk: walk.clone(),
+                team: team.clone(),
             }),
             _ => None,
         };
@@ -198,6 +230,7 @@ impl Actor for Session {
                     delegate: None,
                     tasks: tasks.clone(),
                     walk,
+                    mail: None,
                 },
                 conversation: cfg.conversation,
                 subagents,
@@ -208,6 +241,7 @@ impl Actor for Session {
         Ok(SessionState {
             lead,
             tasks,
+            team: team.map(|t| t.actor),
             events: cfg.events,
         })
     }
@@ -220,7 +254,11 @@ impl Actor for Session {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::Refs(reply) => {
-                let _ = reply.send((state.lead.clone(), state.tasks.clone()));
+                let _ = reply.send((
+                    state.lead.clone(),
+                    state.tasks.clone(),
+                    state.team.clone(),
+                ));
             }
         }
         Ok(())
@@ -304,6 +342,7 @@ pub struct SessionHandle {
     session: ActorRef<SessionMsg>,
     lead: ActorRef<LeadMsg>,
     tasks: Option<ActorRef<TaskMsg>>,
+    team: Option<ActorRef<TeamMsg>>,
     join: tokio::task::JoinHandle<()>,
     /// The session's events.
     pub events: EventBus,
@@ -316,7 +355,7 @@ impl SessionHandle {
         let (session, join) = Actor::spawn(None, Session, cfg)
             .await
             .map_err(|e| SessionError::Spawn(e.to_string()))?;
-        let (lead, tasks) = match session
+        let (lead, tasks, team) = match session
             .call(SessionMsg::Refs, Some(Duration::from_secs(10)))
             .await
         {
@@ -327,6 +366,7 @@ impl SessionHandle {
             session,
             lead,
             tasks,
+            team,
             join,
             events,
         })
@@ -340,6 +380,27 @@ impl SessionHandle {
     /// The task manager, when the session runs background tasks.
     pub fn tasks(&self) -> Option<&ActorRef<TaskMsg>> {
         self.tasks.as_ref()
+    }
+
+    /// The team actor, when the session has a team.
+    pub fn team(&self) -> Option<&ActorRef<TeamMsg>> {
+        self.team.as_ref()
+    }
+
+    /// Waits until the lead has team mail or notices to read (`Mail`) or the team is quiet
+    /// (`Quiet`: every teammate idle, no unread message, no item in progress). `Quiet` at
+    /// once when the session has no team.
+    pub async fn wait_team(&self) -> LeadWake {
+        let Some(team) = &self.team else {
+            return LeadWake::Quiet;
+        };
+        match team
+            .call(TeamMsg::WaitLead, Some(Duration::from_secs(24 * 3600)))
+            .await
+        {
+            Ok(CallResult::Success(w)) => w,
+            _ => LeadWake::Quiet,
+        }
     }
 
     /// Waits until a background task of the lead ends and returns it; `None` when the

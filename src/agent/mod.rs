@@ -11,4 +11,5 @@ pub mod pipeline;
 pub mod prompt;
 pub mod runner;
 pub mod subagent;
+pub mod teammate;
 pub mod workspaces;

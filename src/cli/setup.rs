@@ -152,6 +152,7 @@ pub async fn prepare(
             worktree_base: None,
             max_concurrent_agents,
             subagent_max_turns: cli.max_turns,
+            teams_dir: crate::store::teams_dir(),
         }),
     })
     .await?;

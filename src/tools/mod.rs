@@ -13,6 +13,7 @@ pub mod run_command;
 pub mod sandbox;
 pub mod schema;
 pub mod search_code;
+pub mod send_message;
 pub mod task_tools;
 pub mod write_file;
 
@@ -129,6 +130,8 @@ pub struct ToolContext {
     /// What `find_files` and `search_code` may show: the session's Read deny rules and
     /// the credential locations (by default, credentials only).
     pub walk: std::sync::Arc<crate::permission::walk::WalkFilter>,
+    /// The caller's mailbox in its team (`send_message`); `None` outside a team.
+    pub mailbox: Option<crate::team::actor::Mailbox>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -153,6 +156,7 @@ impl ToolContext {
             sandbox: CommandSandbox::None,
             delegate: None,
             tasks: None,
+            mailbox: None,
             walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
         }
     }
@@ -258,6 +262,7 @@ pub fn orchestration_tools(
         std::sync::Arc::new(task_tools::TaskList::new()),
         std::sync::Arc::new(task_tools::TaskOutput::new()),
         std::sync::Arc::new(task_tools::TaskStop::new()),
+        std::sync::Arc::new(send_message::SendMessage::new()),
     ]
 }
 
