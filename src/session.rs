@@ -14,7 +14,7 @@ use ractor::{
 use crate::agent::catalog::Catalog;
 use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
-use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, Runner};
+use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
 use crate::agent::teammate::TeamLink;
 use crate::team::Team;
@@ -337,6 +337,13 @@ async fn start_worktrees(
     Some(Arc::new(WorktreeWorkspaces::new(actor, repo_root)))
 }
 
+/// The lead's next task when a background task it started has ended.
+const TASK_NEWS: &str = "Background work you started has ended (see the task notifications). Act on the results, \
+or give your final report if everything is done.";
+/// The lead's next task when its team has messages or notices for it.
+const TEAM_NEWS: &str = "Your team has news for you (the messages and notices below). Act on them, or give your \
+final report if the team's work is done.";
+
 /// A running session.
 pub struct SessionHandle {
     session: ActorRef<SessionMsg>,
@@ -401,6 +408,44 @@ impl SessionHandle {
             Ok(CallResult::Success(w)) => w,
             _ => LeadWake::Quiet,
         }
+    }
+
+    /// Runs `first` on the lead, then keeps the lead going while there is news for it: each
+    /// background task that ends, and each batch of team mail or notices, starts another
+    /// lead run that receives it. Ends when the lead has finished, its background tasks
+    /// have ended and the team is quiet (every teammate idle, no unread message, no item in
+    /// progress); or after `max_runs` lead runs; or when a run fails or is cancelled.
+    pub async fn run_until_quiet(
+        &self,
+        first: RunRequest,
+        max_runs: u32,
+    ) -> Result<RunOutcome, SessionError> {
+        let mut outcome = self.run(first).await?;
+        let mut runs = 1;
+        while matches!(outcome.status, RunStatus::Completed | RunStatus::MaxTurns)
+            && runs < max_runs.max(1)
+        {
+            let news = tokio::select! {
+                rec = self.next_completion() => match rec {
+                    Some(_) => Some(TASK_NEWS),
+                    None => (self.wait_team().await == LeadWake::Mail).then_some(TEAM_NEWS),
+                },
+                wake = self.wait_team() => match wake {
+                    LeadWake::Mail => Some(TEAM_NEWS),
+                    LeadWake::Quiet => self.next_completion().await.map(|_| TASK_NEWS),
+                },
+            };
+            let Some(task) = news else { break };
+            runs += 1;
+            outcome = self
+                .run(RunRequest {
+                    mode: crate::agent::mode::AgentMode::Chat,
+                    task: task.into(),
+                    plan: None,
+                })
+                .await?;
+        }
+        Ok(outcome)
     }
 
     /// Waits until a background task of the lead ends and returns it; `None` when the

@@ -1,0 +1,229 @@
+//! Agent teams end to end (issue 10), through the real actors, inboxes and worktrees with
+//! per-agent scripted models: the lead starts named teammates, they message each other and
+//! the lead, each message reaches the recipient's next request marked with its sender, each
+//! teammate writes only in its own worktree, the lead is told when teammates go idle, and
+//! the run ends once the team is quiet. A panicking teammate's items return to pending and
+//! the lead is told.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Setup, git, start};
+use crewmaster::agent::mode::AgentMode;
+use crewmaster::agent::runner::RunRequest;
+use crewmaster::provider::ModelRequest;
+use crewmaster::team::{MemberName, MemberStatus, NewTodo, Team, TodoStatus, TodoUpdate};
+
+fn chat(task: &str) -> RunRequest {
+    RunRequest {
+        mode: AgentMode::Chat,
+        task: task.into(),
+        plan: None,
+    }
+}
+
+const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
+
+/// Everything a request shows the model, as one string.
+fn shown(r: &ModelRequest) -> String {
+    serde_json::to_string(&r.messages).unwrap()
+}
+
+fn requests_of<'a>(all: &'a [ModelRequest], agent: &str) -> Vec<&'a ModelRequest> {
+    all.iter().filter(|r| r.agent == agent).collect()
+}
+
+fn team_of(home: &std::path::Path) -> Team {
+    Team::open(&home.canonicalize().unwrap().join("teams"), "session").unwrap()
+}
+
+fn worktree(team: &Team, name: &str) -> PathBuf {
+    let roster = team.roster().unwrap();
+    let member = roster
+        .member(&MemberName::parse(name).unwrap())
+        .unwrap_or_else(|| panic!("{name} is not on the roster: {roster:?}"));
+    member.worktree.clone().expect("a teammate has a worktree")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
+    let script = r#"{
+      "turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "writer a", "prompt": "Write a.txt, then tell bob.", "subagent_type": "w", "name": "alice"}},
+          {"name": "agent", "input": {"description": "writer b", "prompt": "Wait for alice, then write b.txt.", "subagent_type": "w", "name": "bob"}}]},
+        {"text": "team started"}
+      ],
+      "agents": {
+        "alice": {"turns": [
+          {"delay_ms": 300, "tool_calls": [{"name": "write_file", "input": {"path": "a.txt", "content": "from alice"}}]},
+          {"tool_calls": [{"name": "send_message", "input": {"to": "bob", "message": "a.txt is ready, your turn", "summary": "a done"}}]},
+          {"text": "ALICE-PRIVATE-OUTPUT"}
+        ]},
+        "bob": {"turns": [
+          {"text": "waiting for alice"},
+          {"tool_calls": [
+            {"name": "write_file", "input": {"path": "b.txt", "content": "from bob"}},
+            {"name": "send_message", "input": {"to": "lead", "message": "b.txt written after alice"}}]},
+          {"text": "bob done"}
+        ]}
+      }
+    }"#;
+    let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
+    setup.orchestration = true;
+    setup.git = true;
+    setup.files = vec![(".crew/agents/w.md", WRITER.to_string())];
+    let t = start(setup).await;
+    let main = t.cwd();
+
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        t.session.run_until_quiet(chat("split the work"), 20),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    assert_eq!(outcome.status.as_str(), "completed");
+
+    let all = t.provider.requests();
+    // bob's next request after alice's message holds it, marked with the sender.
+    let bob = requests_of(&all, "w/bob");
+    assert!(bob.len() >= 2, "bob was woken by alice's message: {bob:?}");
+    assert!(
+        !shown(bob[0]).contains("a.txt is ready"),
+        "bob's first request came before alice wrote"
+    );
+    let got = shown(bob[1]);
+    assert!(
+        got.contains(r#"from=\"alice\""#) && got.contains("a.txt is ready, your turn"),
+        "bob's second request: {got}"
+    );
+    // The lead's next request holds bob's message, and idle notices without output.
+    let lead = requests_of(&all, "lead");
+    let first = lead
+        .iter()
+        .find(|r| shown(r).contains("b.txt written after alice"))
+        .expect("bob's message reached the lead");
+    assert!(shown(first).contains(r#"from=\"bob\""#));
+    // Delivered once: the whole conversation, as last sent, holds it once.
+    let last = shown(lead.last().unwrap());
+    assert_eq!(last.matches("b.txt written after alice").count(), 1, "{last}");
+    let lead_text: String = lead.iter().map(|r| shown(r)).collect();
+    assert!(lead_text.contains("Teammate alice is idle"), "{lead_text}");
+    assert!(
+        !lead_text.contains("ALICE-PRIVATE-OUTPUT"),
+        "an idle notice carries no output"
+    );
+    // Each message was delivered exactly once: nobody has unread mail.
+    let team = team_of(t.home.path());
+    for name in ["lead", "alice", "bob"] {
+        let n = MemberName::parse(name).unwrap();
+        assert_eq!(team.unread_count(&n).unwrap(), 0, "{name} has unread mail");
+    }
+    let roster = team.roster().unwrap();
+    assert!(
+        roster.members.iter().all(|m| m.status == MemberStatus::Idle),
+        "{roster:?}"
+    );
+
+    // Files: each teammate's only in its own worktree; the main checkout is clean.
+    let (a, b) = (worktree(&team, "alice"), worktree(&team, "bob"));
+    assert_ne!(a, b);
+    assert_eq!(std::fs::read_to_string(a.join("a.txt")).unwrap(), "from alice");
+    assert!(!a.join("b.txt").exists());
+    assert_eq!(std::fs::read_to_string(b.join("b.txt")).unwrap(), "from bob");
+    assert!(!b.join("a.txt").exists());
+    assert!(!main.join("a.txt").exists() && !main.join("b.txt").exists());
+    assert_eq!(git(&main, &["status", "--porcelain"]), "");
+    t.session.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
+    let script = r#"{
+      "turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "crasher", "prompt": "Work on item 1.", "subagent_type": "w", "name": "carol"}}]},
+        {"text": "started"}
+      ],
+      "agents": {
+        "carol": {"turns": [
+          {"delay_ms": 500, "text": "about to crash"},
+          {"panic": true}
+        ]}
+      }
+    }"#;
+    let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
+    setup.orchestration = true;
+    setup.git = true;
+    setup.files = vec![(".crew/agents/w.md", WRITER.to_string())];
+    let t = start(setup).await;
+    let team = team_of(t.home.path());
+    let lead = MemberName::lead();
+    let carol = MemberName::parse("carol").unwrap();
+
+    t.session.run(chat("go")).await.unwrap();
+    // carol claims item 1 (as the work-list tools would) while its first turn is pending.
+    let item = team
+        .add_todo(
+            &lead,
+            NewTodo {
+                subject: "the crashing part".into(),
+                description: None,
+                blocked_by: Vec::new(),
+            },
+        )
+        .unwrap();
+    team.update_todo(
+        &carol,
+        item.id,
+        TodoUpdate {
+            status: Some(TodoStatus::InProgress),
+            owner: Some(carol.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // Its first run ends idle; a message wakes it and its second turn panics.
+    let mailbox = crewmaster::team::actor::Mailbox {
+        team: team.clone(),
+        me: lead.clone(),
+        actor: t.session.team().unwrap().clone(),
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    mailbox
+        .send(
+            crewmaster::team::Recipient::Member(carol.clone()),
+            crewmaster::team::Outgoing::text("go on"),
+        )
+        .await
+        .unwrap();
+
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        t.session.run_until_quiet(chat("continue"), 10),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    assert_eq!(outcome.status.as_str(), "completed");
+    let item = team.get_todo(item.id).unwrap();
+    assert_eq!(item.status, TodoStatus::Pending, "{item:?}");
+    assert_eq!(item.owner, None);
+    let member = team.roster().unwrap().member(&carol).cloned().unwrap();
+    assert_eq!(member.status, MemberStatus::Failed);
+    let told = t
+        .provider
+        .requests()
+        .iter()
+        .filter(|r| r.agent == "lead")
+        .map(shown)
+        .find(|s| s.contains("Teammate carol failed"))
+        .expect("the lead is told of the failure");
+    assert!(
+        told.contains("returned to pending") && told.contains(&item.id.to_string()),
+        "{told}"
+    );
+    t.session.shutdown().await;
+}
