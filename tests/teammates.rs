@@ -332,3 +332,79 @@ async fn sixteen_members_exchange_2000_messages_none_lost_none_twice_in_order() 
     actor.stop(None);
     handle.await.unwrap();
 }
+
+/// `crew -p` with a team: the run ends by itself once the lead has finished and the team
+/// is quiet (exit 0), with both teammates idle in `config.json`, the lead having received
+/// bob's message, and the files only in the teammates' worktrees.
+#[test]
+fn crew_p_ends_when_the_team_is_quiet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, repo) = (base.join("home"), base.join("repo"));
+    std::fs::create_dir_all(&home).unwrap();
+    common::put(&repo, "README.md", "# repo\n");
+    common::put(&repo, ".crew/agents/w.md", WRITER);
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "initial"]);
+    let script = base.join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [
+              {"name": "agent", "input": {"description": "a", "prompt": "Write a.txt, tell bob.", "subagent_type": "w", "name": "alice"}},
+              {"name": "agent", "input": {"description": "b", "prompt": "Wait for alice.", "subagent_type": "w", "name": "bob"}}]},
+            {"text": "team started"}],
+          "agents": {
+            "alice": {"turns": [
+              {"delay_ms": 300, "tool_calls": [{"name": "write_file", "input": {"path": "a.txt", "content": "a"}}]},
+              {"tool_calls": [{"name": "send_message", "input": {"to": "bob", "message": "your turn"}}]},
+              {"text": "alice done"}]},
+            "bob": {"turns": [
+              {"text": "waiting"},
+              {"tool_calls": [
+                {"name": "write_file", "input": {"path": "b.txt", "content": "b"}},
+                {"name": "SendMessage", "input": {"to": "lead", "message": "BOB-REPORTS-DONE"}}]},
+              {"text": "bob done"}]}}}"#,
+    )
+    .unwrap();
+    let record = base.join("requests.jsonl");
+    let out = common::crew(
+        &repo,
+        &home,
+        &[
+            "-p",
+            "split the work",
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            &format!("script:{}", script.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let requests = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        requests
+            .lines()
+            .any(|l| l.contains("\"agent\":\"lead\"") && l.contains("BOB-REPORTS-DONE")),
+        "the lead received bob's message before the run ended"
+    );
+    let teams = home.join(".crew/teams");
+    let dir = std::fs::read_dir(&teams).unwrap().next().unwrap().unwrap();
+    let team = Team::open(&teams, dir.file_name().to_str().unwrap()).unwrap();
+    let roster = team.roster().unwrap();
+    assert_eq!(roster.members.len(), 2, "{roster:?}");
+    assert!(
+        roster.members.iter().all(|m| m.status == MemberStatus::Idle),
+        "{roster:?}"
+    );
+    // Kept worktrees (they hold work) have the files; the main checkout is clean.
+    let a = worktree(&team, "alice");
+    assert!(a.join("a.txt").exists() && !a.join("b.txt").exists());
+    let b = worktree(&team, "bob");
+    assert!(b.join("b.txt").exists() && !b.join("a.txt").exists());
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+}
