@@ -408,3 +408,128 @@ fn crew_p_ends_when_the_team_is_quiet() {
     assert!(b.join("b.txt").exists() && !b.join("a.txt").exists());
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
 }
+
+/// `plan_first`: the teammate works in Plan mode (no write tools), its plan goes to the lead
+/// as a `plan_approval_request`, and only the lead's approval moves it to Do mode, where it
+/// carries the plan out. Then the lead's `shutdown_request` is answered with a
+/// `shutdown_response` and the teammate's actor ends (`finished` in the roster).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_first_waits_for_approval_and_shutdown_is_answered() {
+    let script = r#"{
+      "turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "planner", "prompt": "Plan p.txt first.", "subagent_type": "w", "name": "pat", "plan_first": true}}]},
+        {"text": "started"},
+        {"delay_ms": 300, "tool_calls": [{"name": "send_message", "input": {"to": "pat", "type": "plan_approval_response", "approve": true, "message": "plan approved"}}]},
+        {"text": "approved"},
+        {"tool_calls": [{"name": "send_message", "input": {"to": "pat", "type": "shutdown_request", "message": "wrap up"}}]},
+        {"text": "asked"}
+      ],
+      "agents": {
+        "pat": {"turns": [
+          {"text": "PLAN: write p.txt"},
+          {"tool_calls": [{"name": "write_file", "input": {"path": "p.txt", "content": "planned"}}]},
+          {"text": "built"}
+        ]}
+      }
+    }"#;
+    let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
+    setup.orchestration = true;
+    setup.git = true;
+    setup.files = vec![(".crew/agents/w.md", WRITER.to_string())];
+    let t = start(setup).await;
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        t.session.run_until_quiet(chat("plan it"), 20),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    assert_eq!(outcome.status.as_str(), "completed");
+
+    let all = t.provider.requests();
+    let pat = requests_of(&all, "w/pat");
+    assert!(pat.len() >= 2, "{pat:?}");
+    let tools = |r: &ModelRequest| r.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert!(
+        !tools(pat[0]).contains(&"write_file".to_string()),
+        "Plan mode hides write tools: {:?}",
+        tools(pat[0])
+    );
+    let second = shown(pat[1]);
+    assert!(
+        second.contains("plan_approval_response") && second.contains("PLAN: write p.txt"),
+        "pat's Do run starts from the approval and its plan: {second}"
+    );
+    assert!(tools(pat[1]).contains(&"write_file".to_string()));
+    let lead: String = requests_of(&all, "lead").into_iter().map(shown).collect();
+    assert!(
+        lead.contains(r#"from=\"pat\""#) && lead.contains("plan_approval_request"),
+        "{lead}"
+    );
+    assert!(lead.contains(r#"shutdown_response\" approve=\"true"#), "{lead}");
+    let team = team_of(t.home.path());
+    let p = worktree(&team, "pat");
+    assert_eq!(std::fs::read_to_string(p.join("p.txt")).unwrap(), "planned");
+    let roster = team.roster().unwrap();
+    assert_eq!(roster.members[0].status, MemberStatus::Finished, "{roster:?}");
+    t.session.shutdown().await;
+}
+
+/// The lead is told when an item is completed (and by whom), at its next turn boundary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_is_told_when_an_item_is_completed() {
+    let script = r#"{
+      "turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "worker", "prompt": "Do item 1.", "subagent_type": "w", "name": "dan"}}]},
+        {"text": "started"}
+      ],
+      "agents": {"dan": {"turns": [{"delay_ms": 600, "text": "did it"}]}}
+    }"#;
+    let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
+    setup.orchestration = true;
+    setup.git = true;
+    setup.files = vec![(".crew/agents/w.md", WRITER.to_string())];
+    let t = start(setup).await;
+    let team = team_of(t.home.path());
+    let dan = MemberName::parse("dan").unwrap();
+    t.session.run(chat("go")).await.unwrap();
+    // dan claims and completes item 1 (as todo_update would) during its turn.
+    let item = team
+        .add_todo(
+            &MemberName::lead(),
+            NewTodo {
+                subject: "ship it".into(),
+                description: None,
+                blocked_by: Vec::new(),
+            },
+        )
+        .unwrap();
+    for status in [TodoStatus::InProgress, TodoStatus::Completed] {
+        team.update_todo(
+            &dan,
+            item.id,
+            TodoUpdate {
+                status: Some(status),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        t.session.run_until_quiet(chat("continue"), 10),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    let lead: Vec<String> = requests_of(&t.provider.requests(), "lead")
+        .into_iter()
+        .map(shown)
+        .collect();
+    let told = format!("Item {} (ship it) was completed by dan", item.id);
+    let last = lead.last().unwrap();
+    assert_eq!(last.matches(&told).count(), 1, "told once: {last}");
+    t.session.shutdown().await;
+}

@@ -434,22 +434,26 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
 /// Answers the lead's shutdown request (approving it: a teammate has no unfinished turn
 /// when it reads its mail here), acknowledges its inbox and stops.
 async fn shut_down(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, unread: &[Envelope]) {
+    let team = &state.mailbox.actor;
+    // Busy until it has left (the team actor handles these in order), so the team cannot
+    // look quiet before the lead has the answer.
+    let _ = team.cast(TeamMsg::Status(state.name.clone(), MemberStatus::Working));
+    if let Some(last) = unread.last() {
+        state.mailbox.ack(last.index + 1).await;
+    }
     let out = Outgoing {
         message: format!("{} is shutting down.", state.name),
         summary: None,
         kind: MessageKind::ShutdownResponse { approve: true },
     };
-    let _ = state
+    if let Err(e) = state
         .mailbox
         .send(Recipient::Member(MemberName::lead()), out)
-        .await;
-    if let Some(last) = unread.last() {
-        state.mailbox.ack(last.index + 1).await;
+        .await
+    {
+        tracing::warn!("{} could not answer the shutdown request: {e}", state.name);
     }
-    let _ = state.mailbox.actor.cast(TeamMsg::Left(
-        state.name.clone(),
-        MemberStatus::Finished,
-    ));
+    let _ = team.cast(TeamMsg::Left(state.name.clone(), MemberStatus::Finished));
     myself.stop(Some("shutdown approved".into()));
 }
 
