@@ -17,8 +17,6 @@ use crate::agent::pipeline::Pipeline;
 use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
 use crate::agent::teammate::TeamLink;
-use crate::team::Team;
-use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::agent::workspaces::WorktreeWorkspaces;
 use crate::approver::actor::{Approver, ApproverPolicy};
 use crate::events::{EventBus, EventKind};
@@ -29,6 +27,8 @@ use crate::permission::{PermissionMode, Policy, SharedMode};
 use crate::protocol::Message;
 use crate::provider::Provider;
 use crate::tasks::actor::{TaskManager, TaskMsg};
+use crate::team::Team;
+use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::tools::{CommandSandbox, Registry};
 use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
 use std::path::Path;
@@ -254,11 +254,7 @@ impl Actor for Session {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::Refs(reply) => {
-                let _ = reply.send((
-                    state.lead.clone(),
-                    state.tasks.clone(),
-                    state.team.clone(),
-                ));
+                let _ = reply.send((state.lead.clone(), state.tasks.clone(), state.team.clone()));
             }
         }
         Ok(())

@@ -108,7 +108,11 @@ async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
     assert!(shown(first).contains(r#"from=\"bob\""#));
     // Delivered once: the whole conversation, as last sent, holds it once.
     let last = shown(lead.last().unwrap());
-    assert_eq!(last.matches("b.txt written after alice").count(), 1, "{last}");
+    assert_eq!(
+        last.matches("b.txt written after alice").count(),
+        1,
+        "{last}"
+    );
     let lead_text: String = lead.iter().map(|r| shown(r)).collect();
     assert!(lead_text.contains("Teammate alice is idle"), "{lead_text}");
     assert!(
@@ -123,16 +127,25 @@ async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
     }
     let roster = team.roster().unwrap();
     assert!(
-        roster.members.iter().all(|m| m.status == MemberStatus::Idle),
+        roster
+            .members
+            .iter()
+            .all(|m| m.status == MemberStatus::Idle),
         "{roster:?}"
     );
 
     // Files: each teammate's only in its own worktree; the main checkout is clean.
     let (a, b) = (worktree(&team, "alice"), worktree(&team, "bob"));
     assert_ne!(a, b);
-    assert_eq!(std::fs::read_to_string(a.join("a.txt")).unwrap(), "from alice");
+    assert_eq!(
+        std::fs::read_to_string(a.join("a.txt")).unwrap(),
+        "from alice"
+    );
     assert!(!a.join("b.txt").exists());
-    assert_eq!(std::fs::read_to_string(b.join("b.txt")).unwrap(), "from bob");
+    assert_eq!(
+        std::fs::read_to_string(b.join("b.txt")).unwrap(),
+        "from bob"
+    );
     assert!(!b.join("a.txt").exists());
     assert!(!main.join("a.txt").exists() && !main.join("b.txt").exists());
     assert_eq!(git(&main, &["status", "--porcelain"]), "");
@@ -323,12 +336,18 @@ async fn sixteen_members_exchange_2000_messages_none_lost_none_twice_in_order() 
     let total: usize = by_pair.values().map(Vec::len).sum();
     assert_eq!(total, TOTAL, "none lost, none twice");
     for ((from, to), ks) in &by_pair {
-        assert!(ks.windows(2).all(|w| w[0] < w[1]), "{from}→{to} out of order: {ks:?}");
+        assert!(
+            ks.windows(2).all(|w| w[0] < w[1]),
+            "{from}→{to} out of order: {ks:?}"
+        );
     }
     for n in &names {
         assert_eq!(team.unread_count(n).unwrap(), 0);
     }
-    assert!(wakes.load(Ordering::Relaxed) > 0, "deliveries woke the recipients");
+    assert!(
+        wakes.load(Ordering::Relaxed) > 0,
+        "deliveries woke the recipients"
+    );
     actor.stop(None);
     handle.await.unwrap();
 }
@@ -398,7 +417,10 @@ fn crew_p_ends_when_the_team_is_quiet() {
     let roster = team.roster().unwrap();
     assert_eq!(roster.members.len(), 2, "{roster:?}");
     assert!(
-        roster.members.iter().all(|m| m.status == MemberStatus::Idle),
+        roster
+            .members
+            .iter()
+            .all(|m| m.status == MemberStatus::Idle),
         "{roster:?}"
     );
     // Kept worktrees (they hold work) have the files; the main checkout is clean.
@@ -467,12 +489,19 @@ async fn plan_first_waits_for_approval_and_shutdown_is_answered() {
         lead.contains(r#"from=\"pat\""#) && lead.contains("plan_approval_request"),
         "{lead}"
     );
-    assert!(lead.contains(r#"shutdown_response\" approve=\"true"#), "{lead}");
+    assert!(
+        lead.contains(r#"shutdown_response\" approve=\"true"#),
+        "{lead}"
+    );
     let team = team_of(t.home.path());
     let p = worktree(&team, "pat");
     assert_eq!(std::fs::read_to_string(p.join("p.txt")).unwrap(), "planned");
     let roster = team.roster().unwrap();
-    assert_eq!(roster.members[0].status, MemberStatus::Finished, "{roster:?}");
+    assert_eq!(
+        roster.members[0].status,
+        MemberStatus::Finished,
+        "{roster:?}"
+    );
     t.session.shutdown().await;
 }
 

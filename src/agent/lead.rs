@@ -86,7 +86,7 @@ impl Actor for LeadAgent {
             place.delegate = Some(Arc::new(ActorDelegate::new(myself, LeadMsg::Spawn)));
             place.tasks = Some(env.tasks.clone());
             if let Some(team) = &env.team {
-                place.mail = Some(team.mailbox(crate::team::MemberName::lead()));
+                place.mail = Some(Arc::new(team.mailbox(crate::team::MemberName::lead())));
             }
         }
         Ok(LeadState {

@@ -68,7 +68,7 @@ pub struct RunPlace {
     /// What directory walkers may show (built once per session from its policy).
     pub walk: Arc<crate::permission::walk::WalkFilter>,
     /// The agent's mailbox in its team: unread mail is injected at each turn boundary.
-    pub mail: Option<crate::team::actor::Mailbox>,
+    pub mail: Option<Arc<crate::team::actor::Mailbox>>,
 }
 
 impl std::fmt::Debug for RunPlace {

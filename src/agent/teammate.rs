@@ -104,13 +104,17 @@ pub async fn launch(
 ) -> Result<String, String> {
     let raw = req.name.clone().unwrap_or_default();
     let name = MemberName::teammate(&raw).map_err(|e| e.to_string())?;
-    let def = env.catalog.get(&req.subagent_type).cloned().ok_or_else(|| {
-        format!(
-            "unknown subagent_type `{}`; available: {}",
-            req.subagent_type,
-            env.catalog.names().join(", ")
-        )
-    })?;
+    let def = env
+        .catalog
+        .get(&req.subagent_type)
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "unknown subagent_type `{}`; available: {}",
+                req.subagent_type,
+                env.catalog.names().join(", ")
+            )
+        })?;
     let storage = team.storage.clone();
     let taken = name.clone();
     let exists = tokio::task::spawn_blocking(move || storage.roster())
@@ -131,10 +135,7 @@ pub async fn launch(
         env.workspaces.is_some(),
     )?;
     let agent_id = format!("{}/{name}", def.name);
-    let work_id = format!(
-        "{name}-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
+    let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let (cwd, note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {
             let root = ws.create(&work_id, &req.description).await?;
@@ -152,10 +153,7 @@ use paths inside your worktree. You cannot write outside it.",
         }
         _ => (env.main_cwd.clone(), String::new(), None),
     };
-    let worktree_root = match &workspace {
-        Some(_) => Some(cwd.clone()),
-        None => None,
-    };
+    let worktree_root = workspace.as_ref().map(|_| cwd.clone());
     let member = Member::new(name.clone(), &agent_id, &def.name, worktree_root.clone());
     let storage = team.storage.clone();
     let added = tokio::task::spawn_blocking(move || storage.add_member(member))
@@ -220,7 +218,7 @@ end your turn: you wait, idle, until a message arrives.",
         delegate: None,
         tasks: None,
         walk: env.walk.clone(),
-        mail: Some(mailbox.clone()),
+        mail: Some(Arc::new(mailbox.clone())),
     };
     let first = RunRequest {
         mode: if req.plan_first {
@@ -396,13 +394,10 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         shut_down(myself, state, &unread).await;
         return;
     }
-    let verdict = unread
-        .iter()
-        .filter(from_lead)
-        .find_map(|e| match &e.kind {
-            MessageKind::PlanApprovalResponse { approve, .. } => Some(*approve),
-            _ => None,
-        });
+    let verdict = unread.iter().filter(from_lead).find_map(|e| match &e.kind {
+        MessageKind::PlanApprovalResponse { approve, .. } => Some(*approve),
+        _ => None,
+    });
     let req = match (state.mode, verdict, &state.plan) {
         (AgentMode::Plan, Some(true), Some(plan)) => RunRequest {
             mode: AgentMode::Do,

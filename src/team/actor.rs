@@ -15,7 +15,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
+};
 
 use super::{Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team};
 use super::{TodoId, TodoStatus};
@@ -187,8 +189,7 @@ impl Actor for TeamActor {
                 let team = state.team.clone();
                 let who = name.clone();
                 // Recorded in order (awaited here): the roster never shows an older status.
-                if let Err(e) = blocking(move || team.set_member_status(&who, status, None)).await
-                {
+                if let Err(e) = blocking(move || team.set_member_status(&who, status, None)).await {
                     tracing::warn!("could not record {name}'s status: {e}");
                 }
                 if status == MemberStatus::Idle && previous != Some(MemberStatus::Idle) {
@@ -317,10 +318,7 @@ async fn check_lead(state: &mut TeamState) {
     }
     completed_notices(state).await;
     let team = state.team.clone();
-    let busy = state
-        .status
-        .values()
-        .any(|s| *s == MemberStatus::Working);
+    let busy = state.status.values().any(|s| *s == MemberStatus::Working);
     let verdict = blocking(move || {
         if team.unread_count(&MemberName::lead())? > 0 {
             return Ok(Some(LeadWake::Mail));
@@ -417,10 +415,12 @@ impl Mailbox {
     /// acknowledged: call [`Mailbox::ack`] with `ack` once the texts are in the conversation.
     pub async fn take(&self) -> Delivery {
         let (team, me) = (self.team.clone(), self.me.clone());
-        let unread = blocking(move || team.unread(&me)).await.unwrap_or_else(|e| {
-            tracing::warn!("could not read the inbox: {e}");
-            Vec::new()
-        });
+        let unread = blocking(move || team.unread(&me))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!("could not read the inbox: {e}");
+                Vec::new()
+            });
         let mut delivery = Delivery {
             texts: unread.iter().map(render).collect(),
             ack: unread.last().map(|e| e.index + 1),

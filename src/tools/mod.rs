@@ -131,7 +131,7 @@ pub struct ToolContext {
     /// the credential locations (by default, credentials only).
     pub walk: std::sync::Arc<crate::permission::walk::WalkFilter>,
     /// The caller's mailbox in its team (`send_message`); `None` outside a team.
-    pub mailbox: Option<crate::team::actor::Mailbox>,
+    pub mailbox: Option<std::sync::Arc<crate::team::actor::Mailbox>>,
 }
 
 impl std::fmt::Debug for ToolContext {

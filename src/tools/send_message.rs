@@ -85,7 +85,9 @@ fn kind(input: &Value) -> Result<MessageKind, ToolError> {
     Ok(match kind.as_deref().unwrap_or("message") {
         "message" => MessageKind::Text,
         "shutdown_request" => MessageKind::ShutdownRequest,
-        "shutdown_response" => MessageKind::ShutdownResponse { approve: approve()? },
+        "shutdown_response" => MessageKind::ShutdownResponse {
+            approve: approve()?,
+        },
         "plan_approval_request" => MessageKind::PlanApprovalRequest,
         "plan_approval_response" => MessageKind::PlanApprovalResponse {
             approve: approve()?,
