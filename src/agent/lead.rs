@@ -155,7 +155,7 @@ impl Actor for LeadAgent {
                 let result = match (&state.subagents, req.name.is_some()) {
                     (Some(env), true) => match &env.team {
                         Some(team) => {
-                            let mode = state.place.permission_mode.get();
+                            let mode = state.place.permission_mode.clone();
                             super::teammate::launch(env, team, req, mode).await
                         }
                         None => Err("this session has no team: leave out `name`".into()),

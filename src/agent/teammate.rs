@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, rpc::CallResult};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::delegate::SpawnRequest;
@@ -77,6 +78,7 @@ pub struct TeammateArgs {
     mailbox: Mailbox,
     first: RunRequest,
     workspace: Option<(Arc<dyn Workspaces>, String)>,
+    slots: Arc<Semaphore>,
 }
 
 /// A teammate's state.
@@ -92,15 +94,18 @@ pub struct TeammateState {
     /// The plan sent for approval (plan_first), until approved.
     plan: Option<String>,
     workspace: Option<(Arc<dyn Workspaces>, String)>,
+    /// The session's agent slots: a teammate holds one while it runs, not while idle.
+    slots: Arc<Semaphore>,
 }
 
 /// Starts teammate `req.name` for the lead: checks, worktree, roster, actor. Returns its
-/// agent id. `mode` is the lead's permission mode (the teammate's default).
+/// agent id. `mode` is the lead's permission mode: the teammate shares it (a switch applies
+/// to the teammate too) unless its definition narrows it to a stricter one.
 pub async fn launch(
     env: &SubagentEnv,
     team: &TeamLink,
     req: SpawnRequest,
-    mode: PermissionMode,
+    mode: SharedMode,
 ) -> Result<String, String> {
     let raw = req.name.clone().unwrap_or_default();
     let name = MemberName::teammate(&raw).map_err(|e| e.to_string())?;
@@ -211,7 +216,7 @@ end your turn: you wait, idle, until a message arrives.",
     };
     let place = RunPlace {
         cwd,
-        permission_mode: SharedMode::new(mode),
+        permission_mode: narrowed(mode, def.permission_mode.as_deref()),
         sandbox: CommandSandbox::Landlock {
             writable_roots: writable,
         },
@@ -236,6 +241,7 @@ end your turn: you wait, idle, until a message arrives.",
         mailbox,
         first,
         workspace: workspace.clone(),
+        slots: env.slots.clone(),
     };
     let spawn: SpawnFn = Box::new(move |cell| {
         Box::pin(async move {
@@ -260,6 +266,30 @@ end your turn: you wait, idle, until a message arrives.",
         Ok(CallResult::Success(Ok(_))) => Ok(agent_id),
         Ok(CallResult::Success(Err(e))) => Err(e),
         _ => Err("the team did not answer; the teammate may not have started".into()),
+    }
+}
+
+/// The lead's mode, or the definition's when that is stricter (a definition may narrow the
+/// lead's mode, never widen it).
+fn narrowed(lead: SharedMode, definition: Option<&str>) -> SharedMode {
+    let Some(name) = definition else {
+        return lead;
+    };
+    let (own, _) = PermissionMode::parse_lenient(name);
+    if strictness(own) > strictness(lead.get()) {
+        SharedMode::new(own)
+    } else {
+        lead
+    }
+}
+
+/// Higher is stricter: how much a mode asks before it lets a call through.
+fn strictness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::Strict => 3,
+        PermissionMode::Default => 2,
+        PermissionMode::AcceptEdits => 1,
+        PermissionMode::BypassPermissions | PermissionMode::DontAsk => 0,
     }
 }
 
@@ -295,6 +325,7 @@ impl Actor for Teammate {
             running: None,
             plan: None,
             workspace: args.workspace,
+            slots: args.slots,
         })
     }
 
@@ -468,10 +499,13 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
     let runner = state.runner.clone();
     let place = state.place.clone();
     let mut conversation = state.conversation.clone();
+    let slots = state.slots.clone();
     tokio::spawn(async move {
         let events = runner.pipeline.events.clone();
         let agent = runner.spec.id.clone();
         let inner = tokio::spawn(async move {
+            // Concurrency limits apply as for subagents (`maxConcurrentAgents`).
+            let _slot = slots.acquire_owned().await;
             let outcome = runner.run(&mut conversation, &req, &place, cancel).await;
             (outcome, conversation)
         });
@@ -516,5 +550,31 @@ async fn tidy(state: &mut TeammateState) {
     });
     if let Some((ws, id)) = state.workspace.take() {
         let _ = ws.finish(&id).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_definition_narrows_the_leads_mode_but_never_widens_it() {
+        let lead = SharedMode::new(PermissionMode::AcceptEdits);
+        let own = narrowed(lead.clone(), Some("default"));
+        assert_eq!(own.get(), PermissionMode::Default);
+        lead.set(PermissionMode::BypassPermissions);
+        assert_eq!(
+            own.get(),
+            PermissionMode::Default,
+            "a narrowed mode is its own"
+        );
+        let shared = narrowed(lead.clone(), Some("bypassPermissions"));
+        lead.set(PermissionMode::Strict);
+        assert_eq!(
+            shared.get(),
+            PermissionMode::Strict,
+            "a wider one follows the lead"
+        );
+        assert_eq!(narrowed(lead, None).get(), PermissionMode::Strict);
     }
 }
