@@ -16,7 +16,7 @@ use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
 use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
-use crate::agent::teammate::TeamLink;
+use crate::agent::team_launch::TeamLink;
 use crate::agent::workspaces::WorktreeWorkspaces;
 use crate::approver::actor::{Approver, ApproverPolicy};
 use crate::events::{EventBus, EventKind};

@@ -156,7 +156,7 @@ impl Actor for LeadAgent {
                     (Some(env), true) => match &env.team {
                         Some(team) => {
                             let mode = state.place.permission_mode.clone();
-                            super::teammate::launch(env, team, req, mode).await
+                            super::team_launch::launch(env, team, req, mode).await
                         }
                         None => Err("this session has no team: leave out `name`".into()),
                     },

@@ -61,7 +61,7 @@ pub struct SubagentEnv {
     /// What directory walkers may show (the session's deny rules and credentials).
     pub walk: Arc<crate::permission::walk::WalkFilter>,
     /// The session's team (`None`: named agents cannot be started).
-    pub team: Option<super::teammate::TeamLink>,
+    pub team: Option<super::team_launch::TeamLink>,
 }
 
 /// Messages a subagent accepts.
