@@ -562,3 +562,73 @@ async fn the_lead_is_told_when_an_item_is_completed() {
     assert_eq!(last.matches(&told).count(), 1, "told once: {last}");
     t.session.shutdown().await;
 }
+
+/// Stopping a teammate (the lead or the user) returns its claimed items to pending, marks
+/// it `stopped`, and tells the lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_teammate_returns_its_items_and_the_lead_is_told() {
+    let script = r#"{
+      "turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "slow", "prompt": "Work on item 1.", "subagent_type": "w", "name": "sam"}}]},
+        {"text": "started"}
+      ],
+      "agents": {"sam": {"turns": [{"delay_ms": 60000, "text": "never"}]}}
+    }"#;
+    let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
+    setup.orchestration = true;
+    setup.git = true;
+    setup.files = vec![(".crew/agents/w.md", WRITER.to_string())];
+    let t = start(setup).await;
+    let team = team_of(t.home.path());
+    let sam = MemberName::parse("sam").unwrap();
+    t.session.run(chat("go")).await.unwrap();
+    let item = team
+        .add_todo(
+            &MemberName::lead(),
+            NewTodo {
+                subject: "long job".into(),
+                description: None,
+                blocked_by: Vec::new(),
+            },
+        )
+        .unwrap();
+    team.update_todo(
+        &sam,
+        item.id,
+        TodoUpdate {
+            status: Some(TodoStatus::InProgress),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let actor = t.session.team().unwrap().clone();
+    let stopped = actor
+        .call(
+            |r| crewmaster::team::actor::TeamMsg::StopMember(sam.clone(), r),
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(stopped, ractor::rpc::CallResult::Success(Ok(()))));
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        t.session.run_until_quiet(chat("continue"), 10),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    let item = team.get_todo(item.id).unwrap();
+    assert_eq!((item.status, item.owner), (TodoStatus::Pending, None));
+    let member = team.roster().unwrap().member(&sam).cloned().unwrap();
+    assert_eq!(member.status, MemberStatus::Stopped);
+    let lead: String = requests_of(&t.provider.requests(), "lead")
+        .into_iter()
+        .map(shown)
+        .collect();
+    assert!(
+        lead.contains("Teammate sam was stopped") && lead.contains("returned to pending"),
+        "{lead}"
+    );
+    t.session.shutdown().await;
+}

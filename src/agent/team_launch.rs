@@ -190,7 +190,7 @@ end your turn: you wait, idle, until a message arrives.",
         Box::pin(async move {
             Actor::spawn_linked(None, Teammate, args, cell)
                 .await
-                .map(|(actor, _)| actor.get_id())
+                .map(|(actor, _)| actor.get_cell())
                 .map_err(|e| format!("could not start teammate: {e}"))
         })
     });

@@ -77,6 +77,9 @@ pub enum TeamMsg {
         /// Its actor id, or why it could not start.
         reply: RpcReplyPort<Result<ActorId, String>>,
     },
+    /// Stops a teammate (the lead or the user): its `in_progress` items return to
+    /// `pending`, its roster entry says `stopped`, and the lead is told.
+    StopMember(MemberName, RpcReplyPort<Result<(), String>>),
     /// Internal: look at the disk again.
     Tick,
 }
@@ -91,6 +94,8 @@ pub struct TeamState {
     wakers: HashMap<MemberName, Waker>,
     /// Which actor is which member (for supervision events).
     actors: HashMap<ActorId, MemberName>,
+    /// Live teammates' actors, to stop them.
+    cells: HashMap<MemberName, ActorCell>,
     /// The last status each member reported.
     status: HashMap<MemberName, MemberStatus>,
     /// Notices for the lead's next turn boundary.
@@ -103,7 +108,7 @@ pub struct TeamState {
 
 /// Spawns a teammate's actor linked under the given (team actor's) cell; returns its id.
 pub type SpawnFn = Box<
-    dyn FnOnce(ActorCell) -> futures::future::BoxFuture<'static, Result<ActorId, String>> + Send,
+    dyn FnOnce(ActorCell) -> futures::future::BoxFuture<'static, Result<ActorCell, String>> + Send,
 >;
 
 impl Actor for TeamActor {
@@ -132,6 +137,7 @@ impl Actor for TeamActor {
             team,
             wakers: HashMap::new(),
             actors: HashMap::new(),
+            cells: HashMap::new(),
             status: HashMap::new(),
             notices: Vec::new(),
             completed,
@@ -147,11 +153,24 @@ impl Actor for TeamActor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             TeamMsg::Adopt { name, spawn, reply } => {
-                let result = spawn(myself.get_cell()).await;
-                if let Ok(id) = &result {
-                    state.actors.insert(*id, name.clone());
+                let result = spawn(myself.get_cell()).await.map(|cell| {
+                    let id = cell.get_id();
+                    state.actors.insert(id, name.clone());
+                    state.cells.insert(name.clone(), cell);
                     state.status.insert(name, MemberStatus::Working);
-                }
+                    id
+                });
+                let _ = reply.send(result);
+            }
+            TeamMsg::StopMember(name, reply) => {
+                let result = match state.cells.get(&name) {
+                    // Its termination reaches `handle_supervisor_evt`, which releases its items.
+                    Some(cell) => {
+                        cell.stop(Some("stopped by the lead".into()));
+                        Ok(())
+                    }
+                    None => Err(format!("{name} is not a running teammate")),
+                };
                 let _ = reply.send(result);
             }
             TeamMsg::Join(name, waker) => {
@@ -199,14 +218,11 @@ impl Actor for TeamActor {
                 }
                 check_lead(state).await;
             }
+            // A teammate leaving on its own (an approved shutdown): nothing to tell the lead
+            // beyond its answer, but whatever it still held goes back to the list.
             TeamMsg::Left(name, status) => {
-                state.wakers.remove(&name);
                 state.actors.retain(|_, n| *n != name);
-                if status != MemberStatus::Working {
-                    state.status.insert(name.clone(), status);
-                    let team = state.team.clone();
-                    let _ = blocking(move || team.set_member_status(&name, status, None)).await;
-                }
+                let _ = ended(state, &name, status).await;
                 check_lead(state).await;
             }
             TeamMsg::TakeNotices(reply) => {
@@ -250,43 +266,54 @@ impl Actor for TeamActor {
     ) -> Result<(), ActorProcessingErr> {
         match evt {
             SupervisionEvent::ActorFailed(who, reason) => {
-                let Some(name) = state.actors.remove(&who.get_id()) else {
-                    return Ok(());
-                };
-                state.wakers.remove(&name);
-                state.status.insert(name.clone(), MemberStatus::Failed);
-                let team = state.team.clone();
-                let who = name.clone();
-                let released = blocking(move || {
-                    let released = team.release_owner(&who)?;
-                    team.set_member_status(&who, MemberStatus::Failed, None)?;
-                    Ok(released)
-                })
-                .await;
-                let items = match &released {
-                    Ok(ids) if ids.is_empty() => "it held no item".to_string(),
-                    Ok(ids) => format!(
-                        "its items {} were returned to pending with no owner",
-                        ids.iter()
-                            .map(|i| i.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    Err(e) => format!("its items could not be released: {e}"),
-                };
-                state.notices.push(format!(
-                    "<team-notice>Teammate {name} failed ({reason}); {items}.</team-notice>"
-                ));
-                check_lead(state).await;
+                if let Some(name) = state.actors.remove(&who.get_id()) {
+                    let items = ended(state, &name, MemberStatus::Failed).await;
+                    state.notices.push(format!(
+                        "<team-notice>Teammate {name} failed ({reason}); {items}.</team-notice>"
+                    ));
+                    check_lead(state).await;
+                }
             }
+            // Still on the books: it was stopped, not shut down at its own answer.
             SupervisionEvent::ActorTerminated(who, _, _) => {
                 if let Some(name) = state.actors.remove(&who.get_id()) {
-                    state.wakers.remove(&name);
+                    let items = ended(state, &name, MemberStatus::Stopped).await;
+                    state.notices.push(format!(
+                        "<team-notice>Teammate {name} was stopped; {items}.</team-notice>"
+                    ));
+                    check_lead(state).await;
                 }
             }
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// A teammate's actor is gone: forget it, return its `in_progress` items to `pending`,
+/// record `status`. Returns what happened to its items, for the lead.
+async fn ended(state: &mut TeamState, name: &MemberName, status: MemberStatus) -> String {
+    state.wakers.remove(name);
+    state.cells.remove(name);
+    state.status.insert(name.clone(), status);
+    let team = state.team.clone();
+    let who = name.clone();
+    let released = blocking(move || {
+        let released = team.release_owner(&who)?;
+        team.set_member_status(&who, status, None)?;
+        Ok(released)
+    })
+    .await;
+    match released {
+        Ok(ids) if ids.is_empty() => "it held no item".to_string(),
+        Ok(ids) => format!(
+            "its items {} were returned to pending with no owner",
+            ids.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => format!("its items could not be released: {e}"),
     }
 }
 
