@@ -208,7 +208,9 @@ impl Actor for TeamActor {
                 let team = state.team.clone();
                 let who = name.clone();
                 // Recorded in order (awaited here): the roster never shows an older status.
-                if let Err(e) = blocking(move || team.set_member_status(&who, status, None)).await {
+                if let Err(e) =
+                    blocking(move || team.update_member(&who, |m| m.status = status)).await
+                {
                     tracing::warn!("could not record {name}'s status: {e}");
                 }
                 if status == MemberStatus::Idle && previous != Some(MemberStatus::Idle) {
