@@ -197,10 +197,25 @@ impl Actor for Session {
                     .file_name()
                     .and_then(|n| n.to_str())
                     .unwrap_or("session");
-                let storage = Team::open(dir, name)?;
-                let (actor, _) =
-                    Actor::spawn_linked(None, TeamActor, storage.clone(), cell.clone()).await?;
-                Some(TeamLink { actor, storage })
+                // Without its team directory the session still runs; named agents are
+                // then refused with the reason.
+                match Team::open(dir, name) {
+                    Ok(storage) => {
+                        let (actor, _) =
+                            Actor::spawn_linked(None, TeamActor, storage.clone(), cell.clone())
+                                .await?;
+                        Some(TeamLink { actor, storage })
+                    }
+                    Err(e) => {
+                        cfg.events.publish(
+                            "session",
+                            EventKind::Error {
+                                message: format!("teams are unavailable in this session: {e}"),
+                            },
+                        );
+                        None
+                    }
+                }
             }
             _ => None,
         };
