@@ -192,7 +192,7 @@ async fn main() -> anyhow::Result<()> {
             worktree_base: Some(root.join("worktrees")),
             max_concurrent_agents: n,
             subagent_max_turns: 10,
-            team: None,
+            teams_dir: None,
         }),
     })
     .await?;

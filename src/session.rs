@@ -14,8 +14,9 @@ use ractor::{
 use crate::agent::catalog::Catalog;
 use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
-use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, Runner};
+use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
+use crate::agent::team_launch::TeamLink;
 use crate::agent::workspaces::WorktreeWorkspaces;
 use crate::approver::actor::{Approver, ApproverPolicy};
 use crate::events::{EventBus, EventKind};
@@ -26,6 +27,8 @@ use crate::permission::{PermissionMode, Policy, SharedMode};
 use crate::protocol::Message;
 use crate::provider::Provider;
 use crate::tasks::actor::{TaskManager, TaskMsg};
+use crate::team::Team;
+use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::tools::{CommandSandbox, Registry};
 use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
 use std::path::Path;
@@ -73,15 +76,23 @@ pub struct Orchestration {
     pub max_concurrent_agents: usize,
     /// Turn limit for subagents whose definition sets none.
     pub subagent_max_turns: u32,
-    /// The session's team, as seen by the lead (`None`: no work list).
-    pub team: Option<crate::team::TeamHandle>,
+    /// Where teams live (`~/.crew/teams`); the session's team is named after its session
+    /// directory. `None`: no team (named agents are refused).
+    pub teams_dir: Option<PathBuf>,
 }
 
 /// Messages the session accepts.
 pub enum SessionMsg {
     /// The lead agent's and the task manager's references.
-    Refs(RpcReplyPort<(ActorRef<LeadMsg>, Option<ActorRef<TaskMsg>>)>),
+    Refs(RpcReplyPort<SessionRefs>),
 }
+
+/// The references `SessionHandle` keeps.
+pub type SessionRefs = (
+    ActorRef<LeadMsg>,
+    Option<ActorRef<TaskMsg>>,
+    Option<ActorRef<TeamMsg>>,
+);
 
 /// The session supervisor (configuration only).
 pub struct Session;
@@ -90,6 +101,7 @@ pub struct Session;
 pub struct SessionState {
     lead: ActorRef<LeadMsg>,
     tasks: Option<ActorRef<TaskMsg>>,
+    team: Option<ActorRef<TeamMsg>>,
     events: EventBus,
 }
 
@@ -175,7 +187,38 @@ impl Actor for Session {
             }
             _ => None,
         };
-        let team = cfg.orchestration.as_ref().and_then(|o| o.team.clone());
+        let team = match &cfg.orchestration {
+            Some(Orchestration {
+                teams_dir: Some(dir),
+                session_dir,
+                ..
+            }) => {
+                let name = session_dir
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("session");
+                // Without its team directory the session still runs; named agents are
+                // then refused with the reason.
+                match Team::open(dir, name) {
+                    Ok(storage) => {
+                        let (actor, _) =
+                            Actor::spawn_linked(None, TeamActor, storage.clone(), cell.clone())
+                                .await?;
+                        Some(TeamLink { actor, storage })
+                    }
+                    Err(e) => {
+                        cfg.events.publish(
+                            "session",
+                            EventKind::Error {
+                                message: format!("teams are unavailable in this session: {e}"),
+                            },
+                        );
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         let subagents = match (cfg.orchestration, &tasks) {
             (Some(o), Some(tasks)) => Some(SubagentEnv {
                 runner: runner.clone(),
@@ -186,6 +229,7 @@ impl Actor for Session {
                 main_cwd: cfg.cwd.clone(),
                 default_max_turns: o.subagent_max_turns,
                 walk: walk.clone(),
+                team: team.clone(),
             }),
             _ => None,
         };
@@ -201,7 +245,14 @@ impl Actor for Session {
                     delegate: None,
                     tasks: tasks.clone(),
                     walk,
-                    team,
+                    team: team.as_ref().map(|link| {
+                        crate::team::TeamHandle::new(
+                            Arc::new(link.storage.clone()),
+                            crate::team::MemberName::lead(),
+                        )
+                        .with_events(cfg.events.clone())
+                    }),
+                    mail: None,
                 },
                 conversation: cfg.conversation,
                 subagents,
@@ -212,6 +263,7 @@ impl Actor for Session {
         Ok(SessionState {
             lead,
             tasks,
+            team: team.map(|t| t.actor),
             events: cfg.events,
         })
     }
@@ -224,7 +276,7 @@ impl Actor for Session {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             SessionMsg::Refs(reply) => {
-                let _ = reply.send((state.lead.clone(), state.tasks.clone()));
+                let _ = reply.send((state.lead.clone(), state.tasks.clone(), state.team.clone()));
             }
         }
         Ok(())
@@ -303,11 +355,19 @@ async fn start_worktrees(
     Some(Arc::new(WorktreeWorkspaces::new(actor, repo_root)))
 }
 
+/// The lead's next task when a background task it started has ended.
+const TASK_NEWS: &str = "Background work you started has ended (see the task notifications). Act on the results, \
+or give your final report if everything is done.";
+/// The lead's next task when its team has messages or notices for it.
+const TEAM_NEWS: &str = "Your team has news for you (the messages and notices below). Act on them, or give your \
+final report if the team's work is done.";
+
 /// A running session.
 pub struct SessionHandle {
     session: ActorRef<SessionMsg>,
     lead: ActorRef<LeadMsg>,
     tasks: Option<ActorRef<TaskMsg>>,
+    team: Option<ActorRef<TeamMsg>>,
     join: tokio::task::JoinHandle<()>,
     /// The session's events.
     pub events: EventBus,
@@ -320,7 +380,7 @@ impl SessionHandle {
         let (session, join) = Actor::spawn(None, Session, cfg)
             .await
             .map_err(|e| SessionError::Spawn(e.to_string()))?;
-        let (lead, tasks) = match session
+        let (lead, tasks, team) = match session
             .call(SessionMsg::Refs, Some(Duration::from_secs(10)))
             .await
         {
@@ -331,6 +391,7 @@ impl SessionHandle {
             session,
             lead,
             tasks,
+            team,
             join,
             events,
         })
@@ -344,6 +405,65 @@ impl SessionHandle {
     /// The task manager, when the session runs background tasks.
     pub fn tasks(&self) -> Option<&ActorRef<TaskMsg>> {
         self.tasks.as_ref()
+    }
+
+    /// The team actor, when the session has a team.
+    pub fn team(&self) -> Option<&ActorRef<TeamMsg>> {
+        self.team.as_ref()
+    }
+
+    /// Waits until the lead has team mail or notices to read (`Mail`) or the team is quiet
+    /// (`Quiet`: every teammate idle, no unread message, no item in progress). `Quiet` at
+    /// once when the session has no team.
+    pub async fn wait_team(&self) -> LeadWake {
+        let Some(team) = &self.team else {
+            return LeadWake::Quiet;
+        };
+        match team
+            .call(TeamMsg::WaitLead, Some(Duration::from_secs(24 * 3600)))
+            .await
+        {
+            Ok(CallResult::Success(w)) => w,
+            _ => LeadWake::Quiet,
+        }
+    }
+
+    /// Runs `first` on the lead, then keeps the lead going while there is news for it: each
+    /// background task that ends, and each batch of team mail or notices, starts another
+    /// lead run that receives it. Ends when the lead has finished, its background tasks
+    /// have ended and the team is quiet (every teammate idle, no unread message, no item in
+    /// progress); or after `max_runs` lead runs; or when a run fails or is cancelled.
+    pub async fn run_until_quiet(
+        &self,
+        first: RunRequest,
+        max_runs: u32,
+    ) -> Result<RunOutcome, SessionError> {
+        let mut outcome = self.run(first).await?;
+        let mut runs = 1;
+        while matches!(outcome.status, RunStatus::Completed | RunStatus::MaxTurns)
+            && runs < max_runs.max(1)
+        {
+            let news = tokio::select! {
+                rec = self.next_completion() => match rec {
+                    Some(_) => Some(TASK_NEWS),
+                    None => (self.wait_team().await == LeadWake::Mail).then_some(TEAM_NEWS),
+                },
+                wake = self.wait_team() => match wake {
+                    LeadWake::Mail => Some(TEAM_NEWS),
+                    LeadWake::Quiet => self.next_completion().await.map(|_| TASK_NEWS),
+                },
+            };
+            let Some(task) = news else { break };
+            runs += 1;
+            outcome = self
+                .run(RunRequest {
+                    mode: crate::agent::mode::AgentMode::Chat,
+                    task: task.into(),
+                    plan: None,
+                })
+                .await?;
+        }
+        Ok(outcome)
     }
 
     /// Waits until a background task of the lead ends and returns it; `None` when the

@@ -30,6 +30,12 @@ pub struct SpawnRequest {
     pub isolation: Option<Isolation>,
     /// Model override.
     pub model: Option<String>,
+    /// A name makes the agent a long-lived teammate (messages reach it by this name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A teammate that works in Plan mode until the lead approves its plan.
+    #[serde(default)]
+    pub plan_first: bool,
 }
 
 /// Starts subagents on behalf of one agent.

@@ -85,6 +85,9 @@ impl Actor for LeadAgent {
         if let Some(env) = &args.subagents {
             place.delegate = Some(Arc::new(ActorDelegate::new(myself, LeadMsg::Spawn)));
             place.tasks = Some(env.tasks.clone());
+            if let Some(team) = &env.team {
+                place.mail = Some(Arc::new(team.mailbox(crate::team::MemberName::lead())));
+            }
         }
         Ok(LeadState {
             runner: args.runner,
@@ -149,9 +152,18 @@ impl Actor for LeadAgent {
                 );
             }
             LeadMsg::Spawn(req, reply) => {
-                let result = match &state.subagents {
-                    Some(env) => launch(myself.get_cell(), env, 1, req, &mut state.children).await,
-                    None => Err("this session cannot start subagents".into()),
+                let result = match (&state.subagents, req.name.is_some()) {
+                    (Some(env), true) => match &env.team {
+                        Some(team) => {
+                            let mode = state.place.permission_mode.clone();
+                            super::team_launch::launch(env, team, req, mode).await
+                        }
+                        None => Err("this session has no team: leave out `name`".into()),
+                    },
+                    (Some(env), false) => {
+                        launch(myself.get_cell(), env, 1, req, &mut state.children).await
+                    }
+                    (None, _) => Err("this session cannot start subagents".into()),
                 };
                 let _ = reply.send(result);
             }

@@ -11,4 +11,6 @@ pub mod pipeline;
 pub mod prompt;
 pub mod runner;
 pub mod subagent;
+pub mod team_launch;
+pub mod teammate;
 pub mod workspaces;

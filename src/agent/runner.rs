@@ -69,6 +69,8 @@ pub struct RunPlace {
     pub walk: Arc<crate::permission::walk::WalkFilter>,
     /// The agent's team and member name (`None`: not in a team).
     pub team: Option<crate::team::TeamHandle>,
+    /// The agent's mailbox in its team: unread mail is injected at each turn boundary.
+    pub mail: Option<Arc<crate::team::actor::Mailbox>>,
 }
 
 impl std::fmt::Debug for RunPlace {
@@ -187,7 +189,14 @@ impl Runner {
         tool_ctx.delegate = place.delegate.clone();
         tool_ctx.tasks = place.tasks.clone();
         tool_ctx.walk = place.walk.clone();
-        tool_ctx.team = place.team.clone();
+        // A teammate reaches the work list as itself; the lead's handle comes with its place.
+        tool_ctx.team = place.team.clone().or_else(|| {
+            place.mail.as_ref().map(|m| {
+                crate::team::TeamHandle::new(Arc::new(m.team.clone()), m.me.clone())
+                    .with_events(self.pipeline.events.clone())
+            })
+        });
+        tool_ctx.mailbox = place.mail.clone();
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
         let caller = CallerContext {
@@ -211,7 +220,16 @@ impl Runner {
             if let Some(tasks) = &place.tasks {
                 inject_notifications(conversation, tasks, agent).await;
             }
+            let delivered = match &place.mail {
+                Some(mail) => inject_mail(conversation, mail).await,
+                None => None,
+            };
             self.publish_messages(conversation, &mut published);
+            // Acknowledged only once the messages are in the conversation and published to
+            // the transcript (the inbox's delivery contract).
+            if let (Some(mail), Some(through)) = (&place.mail, delivered) {
+                mail.ack(through).await;
+            }
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: self.spec.system_prompt.clone(),
@@ -400,6 +418,30 @@ async fn inject_notifications(
             });
         }
     }
+}
+
+/// Appends this agent's unread team mail (and, for the lead, its notices) to the last user
+/// message, each marked with its sender; returns what to acknowledge.
+async fn inject_mail(
+    conversation: &mut Vec<Message>,
+    mail: &crate::team::actor::Mailbox,
+) -> Option<u64> {
+    let delivery = mail.take().await;
+    if delivery.texts.is_empty() {
+        return delivery.ack;
+    }
+    let blocks = delivery
+        .texts
+        .into_iter()
+        .map(|text| ContentBlock::Text { text });
+    match conversation.last_mut() {
+        Some(last) if last.role == Role::User => last.content.extend(blocks),
+        _ => conversation.push(Message {
+            role: Role::User,
+            content: blocks.collect(),
+        }),
+    }
+    delivery.ack
 }
 
 /// The conversation as sent for this turn: consecutive messages of one role merged (a

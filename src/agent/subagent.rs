@@ -60,6 +60,8 @@ pub struct SubagentEnv {
     pub default_max_turns: u32,
     /// What directory walkers may show (the session's deny rules and credentials).
     pub walk: Arc<crate::permission::walk::WalkFilter>,
+    /// The session's team (`None`: named agents cannot be started).
+    pub team: Option<super::team_launch::TeamLink>,
 }
 
 /// Messages a subagent accepts.
@@ -100,6 +102,9 @@ pub async fn launch(
     request: SpawnRequest,
     children: &mut HashMap<ActorId, String>,
 ) -> Result<String, String> {
+    if request.name.is_some() {
+        return Err("only the lead can start teammates (named agents); leave out `name`".into());
+    }
     if depth > MAX_DEPTH {
         return Err(format!(
             "subagents cannot start subagents beyond a depth of {MAX_DEPTH}"
@@ -400,6 +405,7 @@ use paths inside your worktree. You cannot write outside it.",
         tasks: Some(env.tasks.clone()),
         walk: env.walk.clone(),
         team: None,
+        mail: None,
     };
     let watcher = watch_agent(
         &runner.pipeline.events,

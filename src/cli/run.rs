@@ -54,7 +54,14 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             }
         }
     });
-    let outcome = run_until_quiet(session, RunRequest { mode, task, plan }, cli.no_wait).await;
+    let max_turns = cli.max_turns;
+    let outcome = run_until_quiet(
+        session,
+        RunRequest { mode, task, plan },
+        cli.no_wait,
+        max_turns,
+    )
+    .await;
     ctrl_c.abort();
     let tasks = match session.tasks() {
         Some(t) => match t
@@ -83,27 +90,17 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     })
 }
 
-/// Runs the request, then — unless `no_wait` — keeps the lead going while its background
-/// tasks are running: each completion starts another lead run that receives it.
+/// Runs the request, then — unless `no_wait` — keeps the lead going while its team or its
+/// background tasks have news for it (see [`SessionHandle::run_until_quiet`]); at most
+/// `max_turns` lead runs in all.
 async fn run_until_quiet(
     session: &SessionHandle,
     first: RunRequest,
     no_wait: bool,
+    max_turns: u32,
 ) -> Result<RunOutcome, SessionError> {
-    let mut outcome = session.run(first).await?;
-    while !no_wait && matches!(outcome.status, RunStatus::Completed | RunStatus::MaxTurns) {
-        if session.next_completion().await.is_none() {
-            break;
-        }
-        outcome = session
-            .run(RunRequest {
-                mode: AgentMode::Chat,
-                task: "Background work you started has ended (see the task notifications). Act on the results, \
-or give your final report if everything is done."
-                    .into(),
-                plan: None,
-            })
-            .await?;
+    if no_wait {
+        return session.run(first).await;
     }
-    Ok(outcome)
+    session.run_until_quiet(first, max_turns).await
 }

@@ -125,11 +125,6 @@ pub async fn prepare(
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     let events = EventBus::new();
-    // The team is named after the session; the lead reaches it as `lead`.
-    let team = crate::team::Team::for_session(&session_id)
-        .with_context(|| format!("cannot open the team of session {session_id}"))?;
-    let team = crate::team::TeamHandle::new(Arc::new(team), crate::team::MemberName::lead())
-        .with_events(events.clone());
     let model_name = chosen.model.clone();
     let session = SessionHandle::start(SessionConfig {
         cwd: cwd.clone(),
@@ -157,7 +152,7 @@ pub async fn prepare(
             worktree_base: None,
             max_concurrent_agents,
             subagent_max_turns: cli.max_turns,
-            team: Some(team),
+            teams_dir: crate::store::teams_dir(),
         }),
     })
     .await?;

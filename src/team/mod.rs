@@ -16,6 +16,7 @@
 //! `tokio::task::spawn_blocking`. Every file is written with [`store::write_atomic`] except the
 //! inboxes, which are appended and fsynced under a lock.
 
+pub mod actor;
 mod error;
 pub mod handle;
 pub mod inbox;

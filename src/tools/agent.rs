@@ -68,6 +68,14 @@ Agent types (subagent_type):\n{}",
                             "model",
                             json!({"type": "string", "description": "Model override for this subagent."}),
                         ),
+                        (
+                            "name",
+                            json!({"type": "string", "description": "Make it a named teammate: it stays alive between assignments, in its own worktree, and you talk to it with send_message {to: name}. You are told when it goes idle; it reports by message."}),
+                        ),
+                        (
+                            "plan_first",
+                            json!({"type": "boolean", "description": "For a teammate: it works in Plan mode and sends you its plan (plan_approval_request); it goes on only after you answer plan_approval_response {approve: true}."}),
+                        ),
                     ],
                     &["description", "prompt", "subagent_type"],
                 ),
@@ -105,12 +113,26 @@ impl Tool for AgentTool {
             run_in_background: field(&input, "run_in_background")?.unwrap_or(false),
             isolation: field(&input, "isolation")?,
             model: field(&input, "model")?,
+            name: field(&input, "name")?,
+            plan_first: field(&input, "plan_first")?.unwrap_or(false),
         };
+        if request.plan_first && request.name.is_none() {
+            return Err(ToolError::InvalidInput(
+                "`plan_first` is for teammates: give the agent a `name`".into(),
+            ));
+        }
         let (Some(delegate), Some(tasks)) = (&ctx.delegate, &ctx.tasks) else {
             return Err(ToolError::Failed(
                 "subagents are not available in this session".into(),
             ));
         };
+        if let Some(name) = request.name.clone() {
+            // A teammate lives on: the answer is that it started, not its report.
+            let id = delegate.spawn(request).await.map_err(ToolError::Failed)?;
+            return Ok(format!(
+                "Teammate {name} started ({id}). It works on its prompt now and stays available; message it with send_message {{to: \"{name}\"}}. You are told when it goes idle."
+            ));
+        }
         let background = request.run_in_background;
         let kind = request.subagent_type.clone();
         let id = delegate.spawn(request).await.map_err(ToolError::Failed)?;

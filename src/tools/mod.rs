@@ -13,6 +13,7 @@ pub mod run_command;
 pub mod sandbox;
 pub mod schema;
 pub mod search_code;
+pub mod send_message;
 pub mod task_tools;
 pub mod todo_tools;
 pub mod write_file;
@@ -133,6 +134,8 @@ pub struct ToolContext {
     /// The caller's team and member name (the `todo_*` and message tools); `None`
     /// outside a team.
     pub team: Option<crate::team::TeamHandle>,
+    /// The caller's mailbox in its team (`send_message`); `None` outside a team.
+    pub mailbox: Option<std::sync::Arc<crate::team::actor::Mailbox>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -158,6 +161,7 @@ impl ToolContext {
             sandbox: CommandSandbox::None,
             delegate: None,
             tasks: None,
+            mailbox: None,
             walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
             team: None,
         }
@@ -264,6 +268,7 @@ pub fn orchestration_tools(
         std::sync::Arc::new(task_tools::TaskList::new()),
         std::sync::Arc::new(task_tools::TaskOutput::new()),
         std::sync::Arc::new(task_tools::TaskStop::new()),
+        std::sync::Arc::new(send_message::SendMessage::new()),
     ];
     tools.into_iter().chain(todo_tools::todo_tools()).collect()
 }

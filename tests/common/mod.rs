@@ -194,7 +194,7 @@ pub async fn start(setup: Setup) -> TestSession {
             worktree_base: Some(home.join(".crew/worktrees")),
             max_concurrent_agents: 8,
             subagent_max_turns: 10,
-            team: None,
+            teams_dir: Some(home.join("teams")),
         }
     });
     let provider = ScriptedProvider::new(script);

@@ -1,0 +1,264 @@
+//! Starting a teammate: the lead's `agent {name}` call checks the request (a free, valid
+//! name; a known definition; the same placement rules as subagents), gives the teammate
+//! its own worktree, adds it to the roster, and has the team actor spawn its `Teammate`
+//! actor linked under itself (so a crash is seen there). Teammates cannot start
+//! teammates; they share the lead's permission mode unless their definition narrows it.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorRef, rpc::CallResult};
+
+use super::delegate::SpawnRequest;
+use super::mode::AgentMode;
+use super::runner::{AgentSpec, RunPlace, RunRequest};
+use super::subagent::SubagentEnv;
+use super::teammate::{Teammate, TeammateArgs};
+use crate::permission::delegation::Placement;
+use crate::permission::{PermissionMode, SharedMode};
+use crate::team::actor::{Mailbox, SpawnFn, TeamMsg};
+use crate::team::{Member, MemberName, Team};
+use crate::tools::CommandSandbox;
+
+/// The session's team, as the lead's actor holds it.
+#[derive(Clone)]
+pub struct TeamLink {
+    /// The team actor.
+    pub actor: ActorRef<TeamMsg>,
+    /// The team's files.
+    pub storage: Team,
+}
+
+impl TeamLink {
+    /// The mailbox of member `me`.
+    pub fn mailbox(&self, me: MemberName) -> Mailbox {
+        Mailbox {
+            team: self.storage.clone(),
+            me,
+            actor: self.actor.clone(),
+        }
+    }
+}
+
+/// Starts teammate `req.name` for the lead: checks, worktree, roster, actor. Returns its
+/// agent id. `mode` is the lead's permission mode: the teammate shares it (a switch applies
+/// to the teammate too) unless its definition narrows it to a stricter one.
+pub async fn launch(
+    env: &SubagentEnv,
+    team: &TeamLink,
+    req: SpawnRequest,
+    mode: SharedMode,
+) -> Result<String, String> {
+    let raw = req.name.clone().unwrap_or_default();
+    let name = MemberName::teammate(&raw).map_err(|e| e.to_string())?;
+    let def = env
+        .catalog
+        .get(&req.subagent_type)
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "unknown subagent_type `{}`; available: {}",
+                req.subagent_type,
+                env.catalog.names().join(", ")
+            )
+        })?;
+    let storage = team.storage.clone();
+    let taken = name.clone();
+    let exists = tokio::task::spawn_blocking(move || storage.roster())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .member(&taken)
+        .is_some();
+    if exists {
+        return Err(format!(
+            "a teammate called {name} already exists: message it with send_message instead"
+        ));
+    }
+    let placement = super::delegate::placement(
+        &req,
+        &def,
+        &env.runner.pipeline.registry,
+        env.workspaces.is_some(),
+    )?;
+    let agent_id = format!("{}/{name}", def.name);
+    let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let (cwd, note, workspace) = match (&env.workspaces, placement) {
+        (Some(ws), Placement::Worktree) => {
+            let root = ws.create(&work_id, &req.description).await?;
+            let rel = env
+                .main_cwd
+                .strip_prefix(ws.repo_root())
+                .unwrap_or(Path::new(""));
+            let note = format!(
+                "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
+use paths inside your worktree. You cannot write outside it.",
+                root.display(),
+                ws.repo_root().display()
+            );
+            (root.join(rel), note, Some((ws.clone(), work_id.clone())))
+        }
+        _ => (env.main_cwd.clone(), String::new(), None),
+    };
+    let worktree_root = workspace.as_ref().map(|_| cwd.clone());
+    let member = Member::new(name.clone(), &agent_id, &def.name, worktree_root.clone());
+    let storage = team.storage.clone();
+    let added = tokio::task::spawn_blocking(move || storage.add_member(member))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| e.to_string()));
+    if let Err(e) = added {
+        if let Some((ws, id)) = &workspace {
+            let _ = ws.finish(id).await;
+        }
+        return Err(e);
+    }
+
+    let all: Vec<String> = env
+        .runner
+        .pipeline
+        .registry
+        .definitions()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut allowed: HashSet<String> = def
+        .allowed_tools(all.iter().cloned())
+        .unwrap_or_else(|| all.into_iter().collect());
+    // Teammates cannot start teammates (nor, for now, subagents).
+    allowed.remove("agent");
+    allowed.insert("send_message".into());
+    let mut runner = env.runner.clone();
+    runner.spec = AgentSpec {
+        id: agent_id.clone(),
+        model: match def.model.as_deref().or(req.model.as_deref()).map(str::trim) {
+            None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => {
+                env.runner.spec.model.clone()
+            }
+            Some(m) => m.to_string(),
+        },
+        system_prompt: format!(
+            "{}{note}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
+other teammates arrive in your conversation marked <team-message from=\"...\">. Report to the lead with \
+send_message {{to: \"lead\"}} (it does not see your output otherwise). When you have nothing left to do, \
+end your turn: you wait, idle, until a message arrives.",
+            def.prompt
+        ),
+        allowed_tools: Some(allowed),
+        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
+        max_tokens: env.runner.spec.max_tokens,
+    };
+    let mailbox = team.mailbox(name.clone());
+    let writable = match &worktree_root {
+        Some(root) => {
+            let mut roots = vec![root.clone()];
+            roots.extend(crate::tools::landlock::git_writable_dirs(root));
+            roots
+        }
+        None => vec![cwd.clone()],
+    };
+    let place = RunPlace {
+        cwd,
+        permission_mode: narrowed(mode, def.permission_mode.as_deref()),
+        sandbox: CommandSandbox::Landlock {
+            writable_roots: writable,
+        },
+        delegate: None,
+        tasks: None,
+        walk: env.walk.clone(),
+        team: None,
+        mail: Some(Arc::new(mailbox.clone())),
+    };
+    let first = RunRequest {
+        mode: if req.plan_first {
+            AgentMode::Plan
+        } else {
+            AgentMode::Chat
+        },
+        task: req.prompt.clone(),
+        plan: None,
+    };
+    let args = TeammateArgs {
+        name: name.clone(),
+        runner,
+        place,
+        mailbox,
+        first,
+        workspace: workspace.clone(),
+        slots: env.slots.clone(),
+    };
+    let spawn: SpawnFn = Box::new(move |cell| {
+        Box::pin(async move {
+            Actor::spawn_linked(None, Teammate, args, cell)
+                .await
+                .map(|(actor, _)| actor.get_cell())
+                .map_err(|e| format!("could not start teammate: {e}"))
+        })
+    });
+    let started = team
+        .actor
+        .call(
+            |reply| TeamMsg::Adopt {
+                name: name.clone(),
+                spawn,
+                reply,
+            },
+            Some(std::time::Duration::from_secs(30)),
+        )
+        .await;
+    match started {
+        Ok(CallResult::Success(Ok(_))) => Ok(agent_id),
+        Ok(CallResult::Success(Err(e))) => Err(e),
+        _ => Err("the team did not answer; the teammate may not have started".into()),
+    }
+}
+
+/// The lead's mode, or the definition's when that is stricter (a definition may narrow the
+/// lead's mode, never widen it).
+fn narrowed(lead: SharedMode, definition: Option<&str>) -> SharedMode {
+    let Some(name) = definition else {
+        return lead;
+    };
+    let (own, _) = PermissionMode::parse_lenient(name);
+    if strictness(own) > strictness(lead.get()) {
+        SharedMode::new(own)
+    } else {
+        lead
+    }
+}
+
+/// Higher is stricter: how much a mode asks before it lets a call through.
+fn strictness(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::Strict => 3,
+        PermissionMode::Default => 2,
+        PermissionMode::AcceptEdits => 1,
+        PermissionMode::BypassPermissions | PermissionMode::DontAsk => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_definition_narrows_the_leads_mode_but_never_widens_it() {
+        let lead = SharedMode::new(PermissionMode::AcceptEdits);
+        let own = narrowed(lead.clone(), Some("default"));
+        assert_eq!(own.get(), PermissionMode::Default);
+        lead.set(PermissionMode::BypassPermissions);
+        assert_eq!(
+            own.get(),
+            PermissionMode::Default,
+            "a narrowed mode is its own"
+        );
+        let shared = narrowed(lead.clone(), Some("bypassPermissions"));
+        lead.set(PermissionMode::Strict);
+        assert_eq!(
+            shared.get(),
+            PermissionMode::Strict,
+            "a wider one follows the lead"
+        );
+        assert_eq!(narrowed(lead, None).get(), PermissionMode::Strict);
+    }
+}

@@ -1,0 +1,497 @@
+//! The `Team` actor: routes messages between the lead and its teammates and keeps the lead
+//! informed. A send is written to the recipient's durable inbox through the storage core
+//! (off the actor's thread, in `spawn_blocking`) and only then wakes the recipient's actor;
+//! the recipient injects its unread mail at its next turn boundary ([`Mailbox::take`]) and
+//! acknowledges it once it is in its conversation ([`Mailbox::ack`]).
+//!
+//! Teammate actors are spawned linked under this actor, so a teammate that crashes reaches
+//! [`Actor::handle_supervisor_evt`] here: its `in_progress` items go back to `pending`, its
+//! roster entry is marked failed, and the lead is told. The lead is also told when a
+//! teammate goes idle (without its output: teammates report by message or through the work
+//! list) and when an item is completed. The `-p` driver asks [`TeamMsg::WaitLead`] whether
+//! the lead has something to read or the team is quiet.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{
+    Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
+};
+
+use super::{Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team};
+use super::{TodoId, TodoStatus};
+
+/// How often the actor looks at the disk for changes it was not told about (a message from
+/// `crew team send` in another terminal, a work-list change).
+const POLL: Duration = Duration::from_millis(300);
+/// How long a mailbox waits for the team actor to answer.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Wakes a member's actor when mail arrives for it.
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// What the `-p` driver learns from [`TeamMsg::WaitLead`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadWake {
+    /// The lead has unread mail or notices: run it again.
+    Mail,
+    /// Every teammate is idle (or gone), no inbox holds unread mail and no item is in
+    /// progress: the team is done.
+    Quiet,
+}
+
+/// Messages the team actor accepts.
+pub enum TeamMsg {
+    /// A member's actor started: wake it with `waker` when mail arrives.
+    Join(MemberName, Waker),
+    /// Store a message in the recipients' inboxes, then wake them. Replies once every copy
+    /// is on disk.
+    Send {
+        /// The sender.
+        from: MemberName,
+        /// The recipient(s).
+        to: Recipient,
+        /// The message.
+        out: Outgoing,
+        /// What was stored, or why not.
+        reply: RpcReplyPort<Result<Vec<Envelope>, String>>,
+    },
+    /// Internal: these members have new mail.
+    Delivered(Vec<MemberName>),
+    /// A teammate's status changed (recorded in the roster; idle tells the lead).
+    Status(MemberName, MemberStatus),
+    /// A teammate's actor ended normally (stopped or shut down).
+    Left(MemberName, MemberStatus),
+    /// Takes the lead's pending notices (teammate idle, item completed, teammate failed).
+    TakeNotices(RpcReplyPort<Vec<String>>),
+    /// Replies when the lead has something to read, or when the team is quiet.
+    WaitLead(RpcReplyPort<LeadWake>),
+    /// Spawns a teammate under this actor (so its crash is seen here) and records which
+    /// actor it is before any other message is handled.
+    Adopt {
+        /// The teammate's name.
+        name: MemberName,
+        /// Spawns its actor.
+        spawn: SpawnFn,
+        /// Its actor id, or why it could not start.
+        reply: RpcReplyPort<Result<ActorId, String>>,
+    },
+    /// Stops a teammate (the lead or the user): its `in_progress` items return to
+    /// `pending`, its roster entry says `stopped`, and the lead is told.
+    StopMember(MemberName, RpcReplyPort<Result<(), String>>),
+    /// Internal: look at the disk again.
+    Tick,
+}
+
+/// The team actor (configuration only).
+pub struct TeamActor;
+
+/// The team actor's state.
+pub struct TeamState {
+    team: Team,
+    /// Live members' wakers.
+    wakers: HashMap<MemberName, Waker>,
+    /// Which actor is which member (for supervision events).
+    actors: HashMap<ActorId, MemberName>,
+    /// Live teammates' actors, to stop them.
+    cells: HashMap<MemberName, ActorCell>,
+    /// The last status each member reported.
+    status: HashMap<MemberName, MemberStatus>,
+    /// Notices for the lead's next turn boundary.
+    notices: Vec<String>,
+    /// Items already reported as completed.
+    completed: BTreeSet<TodoId>,
+    /// The `-p` driver waiting for the lead to have something to do.
+    waiting: Option<RpcReplyPort<LeadWake>>,
+}
+
+/// Spawns a teammate's actor linked under the given (team actor's) cell; returns its id.
+pub type SpawnFn = Box<
+    dyn FnOnce(ActorCell) -> futures::future::BoxFuture<'static, Result<ActorCell, String>> + Send,
+>;
+
+impl Actor for TeamActor {
+    type Msg = TeamMsg;
+    type State = TeamState;
+    type Arguments = Team;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        team: Team,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        myself.send_interval(POLL, || TeamMsg::Tick);
+        let storage = team.clone();
+        let completed = blocking(move || storage.list_todos())
+            .await
+            .map(|items| {
+                items
+                    .values()
+                    .filter(|i| i.status == TodoStatus::Completed)
+                    .map(|i| i.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(TeamState {
+            team,
+            wakers: HashMap::new(),
+            actors: HashMap::new(),
+            cells: HashMap::new(),
+            status: HashMap::new(),
+            notices: Vec::new(),
+            completed,
+            waiting: None,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            TeamMsg::Adopt { name, spawn, reply } => {
+                let result = spawn(myself.get_cell()).await.map(|cell| {
+                    let id = cell.get_id();
+                    state.actors.insert(id, name.clone());
+                    state.cells.insert(name.clone(), cell);
+                    state.status.insert(name, MemberStatus::Working);
+                    id
+                });
+                let _ = reply.send(result);
+            }
+            TeamMsg::StopMember(name, reply) => {
+                let result = match state.cells.get(&name) {
+                    // Its termination reaches `handle_supervisor_evt`, which releases its items.
+                    Some(cell) => {
+                        cell.stop(Some("stopped by the lead".into()));
+                        Ok(())
+                    }
+                    None => Err(format!("{name} is not a running teammate")),
+                };
+                let _ = reply.send(result);
+            }
+            TeamMsg::Join(name, waker) => {
+                state.wakers.insert(name, waker);
+            }
+            TeamMsg::Send {
+                from,
+                to,
+                out,
+                reply,
+            } => {
+                // Written off the actor so one slow fsync does not hold up the others; the
+                // sender waits for the reply, so its own messages stay in order.
+                let team = state.team.clone();
+                tokio::spawn(async move {
+                    let result = blocking(move || team.send(&from, &to, out)).await;
+                    if let Ok(stored) = &result {
+                        let names = stored.iter().map(|e| e.to.clone()).collect();
+                        let _ = myself.cast(TeamMsg::Delivered(names));
+                    }
+                    let _ = reply.send(result);
+                });
+            }
+            TeamMsg::Delivered(names) => {
+                for name in names {
+                    if name.is_lead() {
+                        check_lead(state).await;
+                    } else if let Some(wake) = state.wakers.get(&name) {
+                        wake();
+                    }
+                }
+            }
+            TeamMsg::Status(name, status) => {
+                let previous = state.status.insert(name.clone(), status);
+                let team = state.team.clone();
+                let who = name.clone();
+                // Recorded in order (awaited here): the roster never shows an older status.
+                if let Err(e) =
+                    blocking(move || team.update_member(&who, |m| m.status = status)).await
+                {
+                    tracing::warn!("could not record {name}'s status: {e}");
+                }
+                if status == MemberStatus::Idle && previous != Some(MemberStatus::Idle) {
+                    state.notices.push(format!(
+                        "<team-notice>Teammate {name} is idle (waiting for a message).</team-notice>"
+                    ));
+                }
+                check_lead(state).await;
+            }
+            // A teammate leaving on its own (an approved shutdown): nothing to tell the lead
+            // beyond its answer, but whatever it still held goes back to the list.
+            TeamMsg::Left(name, status) => {
+                state.actors.retain(|_, n| *n != name);
+                let _ = ended(state, &name, status).await;
+                check_lead(state).await;
+            }
+            TeamMsg::TakeNotices(reply) => {
+                completed_notices(state).await;
+                let _ = reply.send(std::mem::take(&mut state.notices));
+            }
+            TeamMsg::WaitLead(reply) => {
+                state.waiting = Some(reply);
+                check_lead(state).await;
+            }
+            TeamMsg::Tick => {
+                if state.waiting.is_some() {
+                    check_lead(state).await;
+                }
+                // Mail written by another process (`crew team send`): wake its reader.
+                let team = state.team.clone();
+                let names: Vec<MemberName> = state.wakers.keys().cloned().collect();
+                let unread = blocking(move || {
+                    Ok(names
+                        .into_iter()
+                        .filter(|n| team.unread_count(n).unwrap_or(0) > 0)
+                        .collect::<Vec<_>>())
+                })
+                .await
+                .unwrap_or_default();
+                for name in unread {
+                    if let Some(wake) = state.wakers.get(&name) {
+                        wake();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match evt {
+            SupervisionEvent::ActorFailed(who, reason) => {
+                if let Some(name) = state.actors.remove(&who.get_id()) {
+                    let items = ended(state, &name, MemberStatus::Failed).await;
+                    state.notices.push(format!(
+                        "<team-notice>Teammate {name} failed ({reason}); {items}.</team-notice>"
+                    ));
+                    check_lead(state).await;
+                }
+            }
+            // Still on the books: it was stopped, not shut down at its own answer.
+            SupervisionEvent::ActorTerminated(who, _, _) => {
+                if let Some(name) = state.actors.remove(&who.get_id()) {
+                    let items = ended(state, &name, MemberStatus::Stopped).await;
+                    state.notices.push(format!(
+                        "<team-notice>Teammate {name} was stopped; {items}.</team-notice>"
+                    ));
+                    check_lead(state).await;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A teammate's actor is gone: forget it, return its `in_progress` items to `pending`,
+/// record `status`. Returns what happened to its items, for the lead.
+async fn ended(state: &mut TeamState, name: &MemberName, status: MemberStatus) -> String {
+    state.wakers.remove(name);
+    state.cells.remove(name);
+    state.status.insert(name.clone(), status);
+    let team = state.team.clone();
+    let who = name.clone();
+    let released = blocking(move || {
+        let released = team.release_owner(&who)?;
+        team.set_member_status(&who, status, None)?;
+        Ok(released)
+    })
+    .await;
+    match released {
+        Ok(ids) if ids.is_empty() => "it held no item".to_string(),
+        Ok(ids) => format!(
+            "its items {} were returned to pending with no owner",
+            ids.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => format!("its items could not be released: {e}"),
+    }
+}
+
+/// Adds a notice for every item completed since the last look.
+async fn completed_notices(state: &mut TeamState) {
+    let team = state.team.clone();
+    let Ok(items) = blocking(move || team.list_todos()).await else {
+        return;
+    };
+    for item in items.values() {
+        if item.status == TodoStatus::Completed && state.completed.insert(item.id) {
+            let by = item
+                .owner
+                .as_ref()
+                .map(|o| format!(" by {o}"))
+                .unwrap_or_default();
+            state.notices.push(format!(
+                "<team-notice>Item {} ({}) was completed{by}.</team-notice>",
+                item.id, item.subject
+            ));
+        }
+    }
+}
+
+/// Answers a waiting `-p` driver when the lead has something to read or the team is quiet.
+async fn check_lead(state: &mut TeamState) {
+    if state.waiting.is_none() {
+        return;
+    }
+    completed_notices(state).await;
+    let team = state.team.clone();
+    let busy = state.status.values().any(|s| *s == MemberStatus::Working);
+    let verdict = blocking(move || {
+        if team.unread_count(&MemberName::lead())? > 0 {
+            return Ok(Some(LeadWake::Mail));
+        }
+        if busy {
+            return Ok(None);
+        }
+        let roster = team.roster()?;
+        for m in &roster.members {
+            if team.unread_count(&m.name)? > 0 {
+                return Ok(None);
+            }
+        }
+        let in_progress = team
+            .list_todos()?
+            .values()
+            .any(|i| i.status == TodoStatus::InProgress);
+        Ok((!in_progress).then_some(LeadWake::Quiet))
+    })
+    .await;
+    let verdict = match verdict {
+        _ if !state.notices.is_empty() => Some(LeadWake::Mail),
+        Ok(v) => v,
+        // The team's files cannot be read: stop waiting rather than hang the run.
+        Err(e) => {
+            tracing::warn!("team {}: {e}", state.team.name());
+            Some(LeadWake::Quiet)
+        }
+    };
+    if let Some(v) = verdict
+        && let Some(reply) = state.waiting.take()
+    {
+        let _ = reply.send(v);
+    }
+}
+
+/// Runs a storage call on the blocking pool; errors become text.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> super::Result<T> + Send + 'static,
+) -> Result<T, String> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("the team store call failed: {e}")),
+    }
+}
+
+/// One member's connection to its team: sends through the team actor, reads and
+/// acknowledges its own inbox. The runner injects mail through it at turn boundaries; the
+/// `send_message` tool sends through it.
+#[derive(Clone)]
+pub struct Mailbox {
+    /// The team's files.
+    pub team: Team,
+    /// Whose mailbox this is.
+    pub me: MemberName,
+    /// The team actor.
+    pub actor: ActorRef<TeamMsg>,
+}
+
+/// What [`Mailbox::take`] found: the text to inject, and what to acknowledge afterwards.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    /// Each message (and notice) as the model sees it, marked with its sender.
+    pub texts: Vec<String>,
+    /// Acknowledge through this count once the texts are in the conversation.
+    pub ack: Option<u64>,
+    /// The structured messages among them.
+    pub envelopes: Vec<Envelope>,
+}
+
+impl Mailbox {
+    /// Sends a message; returns once it is on disk in every recipient's inbox.
+    pub async fn send(&self, to: Recipient, out: Outgoing) -> Result<Vec<Envelope>, String> {
+        let from = self.me.clone();
+        match self
+            .actor
+            .call(
+                |reply| TeamMsg::Send {
+                    from,
+                    to,
+                    out,
+                    reply,
+                },
+                Some(CALL_TIMEOUT),
+            )
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(r)) => r,
+            _ => Err("the team did not answer; the message may not have been sent".into()),
+        }
+    }
+
+    /// The unread mail (and, for the lead, its notices), rendered for the model. Nothing is
+    /// acknowledged: call [`Mailbox::ack`] with `ack` once the texts are in the conversation.
+    pub async fn take(&self) -> Delivery {
+        let (team, me) = (self.team.clone(), self.me.clone());
+        let unread = blocking(move || team.unread(&me))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!("could not read the inbox: {e}");
+                Vec::new()
+            });
+        let mut delivery = Delivery {
+            texts: unread.iter().map(render).collect(),
+            ack: unread.last().map(|e| e.index + 1),
+            envelopes: unread,
+        };
+        if self.me.is_lead()
+            && let Ok(ractor::rpc::CallResult::Success(notes)) = self
+                .actor
+                .call(TeamMsg::TakeNotices, Some(CALL_TIMEOUT))
+                .await
+        {
+            delivery.texts.extend(notes);
+        }
+        delivery
+    }
+
+    /// Records that the inbox was delivered through `delivered` messages.
+    pub async fn ack(&self, delivered: u64) {
+        let (team, me) = (self.team.clone(), self.me.clone());
+        if let Err(e) = blocking(move || team.ack(&me, delivered)).await {
+            tracing::warn!("could not acknowledge {}'s inbox: {e}", self.me);
+        }
+    }
+}
+
+/// A message as the recipient's model sees it: marked with its sender, index and kind.
+pub fn render(e: &Envelope) -> String {
+    let kind = match &e.kind {
+        MessageKind::Text => "message".to_string(),
+        MessageKind::ShutdownRequest => "shutdown_request".to_string(),
+        MessageKind::ShutdownResponse { approve } => {
+            format!("shutdown_response\" approve=\"{approve}")
+        }
+        MessageKind::PlanApprovalRequest => "plan_approval_request".to_string(),
+        MessageKind::PlanApprovalResponse { approve, feedback } => format!(
+            "plan_approval_response\" approve=\"{approve}\" feedback=\"{}",
+            feedback.as_deref().unwrap_or("").replace('"', "'")
+        ),
+    };
+    let broadcast = if e.broadcast { " to=\"*\"" } else { "" };
+    format!(
+        "<team-message from=\"{}\"{broadcast} index=\"{}\" type=\"{kind}\">\n{}\n</team-message>",
+        e.from, e.index, e.message
+    )
+}
