@@ -39,7 +39,9 @@ pub fn split() -> Result<(), Errno> {
         ForkResult::Child => {
             // If the intermediate is killed (the group kill on timeout or cancel sends
             // SIGTERM, which PID 1 would ignore), the shell dies with it, and with the
-            // shell the whole namespace.
+            // shell the whole namespace. Should the intermediate die before this line,
+            // the shell is still in the process group, and the group kill's SIGKILL
+            // (which reaches a namespace's PID 1 from outside) ends it.
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             mount_proc()?;
             Ok(())
@@ -63,10 +65,7 @@ fn mount_proc() -> Result<(), Errno> {
 /// spawner's exec-status pipe belong to the shell alone), waits for the shell and ends the
 /// way it ended.
 fn wait_and_exit(child: nix::unistd::Pid) -> ! {
-    // SAFETY: a raw system call on no memory; failure only leaves descriptors open.
-    unsafe {
-        nix::libc::syscall(nix::libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-    }
+    close_all();
     let code = loop {
         match waitpid(child, None) {
             Ok(WaitStatus::Exited(_, code)) => break code,
@@ -84,6 +83,31 @@ fn wait_and_exit(child: nix::unistd::Pid) -> ! {
     };
     // SAFETY: `_exit` ends the process without running anything of the parent's.
     unsafe { nix::libc::_exit(code) }
+}
+
+/// Closes every descriptor: `close_range` (Linux 5.9+), else one by one up to the limit.
+/// A descriptor left open here would hold the spawner's exec-status pipe, and so the
+/// spawn itself, until the command ends.
+fn close_all() {
+    use nix::libc;
+    // SAFETY: raw system calls on no memory of ours.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) == 0 {
+            return;
+        }
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur.min(1 << 20) as libc::c_int
+        } else {
+            4096
+        };
+        for fd in 0..max {
+            libc::close(fd);
+        }
+    }
 }
 
 /// Whether PID namespaces with a fresh `/proc` work here (on top of the mount namespace),
