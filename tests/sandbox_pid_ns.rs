@@ -167,3 +167,52 @@ fn a_confined_background_task_reports_its_status_and_leaves_nothing_behind() {
     let log = std::fs::read_to_string(log).unwrap_or_default();
     assert!(log.contains("bg-out"), "{tasks}: {log}");
 }
+
+#[test]
+fn a_worktree_subagent_delegated_in_default_mode_cannot_read_crews_environment() {
+    require_pid_ns!();
+    let (_d, root, _wt) = sandbox_support::repo_with_worktree();
+    let home = root.parent().unwrap().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let script = root.join("script.json");
+    let sub_call = json!({"name": "run_command", "input": {"command": format!(
+        "echo pid=$$; tr '\\0' '\\n' < /proc/$PPID/environ; \
+         for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done; {}; echo sub-ran",
+        daemon("349", true)
+    )}});
+    std::fs::write(
+        &script,
+        json!({
+            "turns": [
+                {"tool_calls": [{"name": "agent", "input": {"description": "peek", "prompt": "p", "subagent_type": "general-purpose"}}]},
+                {"text": "done"}
+            ],
+            "agents": {"general-purpose": {"turns": [{"tool_calls": [sub_call]}, {"text": "finished"}]}}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = crew(
+        &root,
+        &home,
+        &script,
+        "default",
+        &[("ANTHROPIC_API_KEY", "sk-ant-PIDNS-LEAK")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let requests = std::fs::read_to_string(root.join("requests.jsonl")).unwrap_or_default();
+    assert!(
+        requests.contains("sub-ran"),
+        "the subagent's command ran: {stderr}"
+    );
+    assert!(
+        !requests.contains("sk-ant-PIDNS-LEAK"),
+        "crew's key reached the model"
+    );
+    assert!(
+        requests.contains("pid=1"),
+        "the command ran in its own PID namespace"
+    );
+    assert!(processes_with("time.sleep(349)").is_empty());
+}
