@@ -102,7 +102,8 @@ async fn nothing_a_confined_command_starts_outlives_it() {
     assert!(processes_with("time.sleep(317)").is_empty());
     assert!(processes_with("time.sleep(319)").is_empty());
     assert!(!out.contains("kept the output open"), "{out}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{out}");
+    // Not held until the daemons end (300+ s); loose for loaded machines.
+    assert!(started.elapsed() < Duration::from_secs(15), "{out}");
 }
 
 #[tokio::test]
@@ -127,9 +128,12 @@ async fn a_timeout_kills_the_whole_namespace_promptly() {
     assert!(!text.contains("never"), "{text}");
     assert!(processes_with("sleep 331").is_empty());
     assert!(processes_with("time.sleep(329)").is_empty());
-    // SIGTERM ends the intermediate process, and the shell dies with it: no need to wait
-    // out the grace period before SIGKILL.
-    assert!(started.elapsed() < Duration::from_secs(3), "{text}");
+    // The kill did not wait for the command (sleep 331) nor hang on the daemon holding the
+    // output pipe; typically ~1.3 s: SIGTERM ends the intermediate process and the shell
+    // dies with it, with no need to wait out the grace before SIGKILL. The bound is loose
+    // for loaded machines.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "took {took:?}: {text}");
 }
 
 #[test]
