@@ -9,5 +9,12 @@ async fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
+    // A second fence around crew's own environment (provider keys): a non-dumpable
+    // process's /proc/<pid>/environ, mem and fds are closed to other processes of the
+    // same (non-root) user, such as commands run unconfined. Confined commands cannot see
+    // crew at all (own PID namespace). Children are dumpable again once they exec.
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!("could not make crew non-dumpable: {e}");
+    }
     std::process::exit(crewmaster::cli::main().await);
 }

@@ -50,6 +50,21 @@ fn crew_run(
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Whether confined commands get their own PID namespace (with Landlock under it) here;
+/// prints why not otherwise, for the tests that need it to skip.
+fn pid_namespaces() -> bool {
+    use crewmaster::tools::landlock;
+    if landlock::kernel_support() != landlock::KernelSupport::Available {
+        eprintln!("skipping: the kernel has no Landlock, so dontAsk refuses commands");
+        return false;
+    }
+    if !crewmaster::tools::sandbox::pid_ns::available() {
+        eprintln!("skipping: no PID namespaces here, so confined commands share /proc");
+        return false;
+    }
+    true
+}
+
 /// A git repository with one commit in a fresh temporary directory, and a separate home.
 fn repo() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
@@ -272,8 +287,10 @@ fn committed_local_settings_need_trust() {
 /// Class 9: the scrubbed child environment is moot while the child can read its parent's:
 /// `/proc/$PPID/environ` is crew's own environment, provider keys included.
 #[test]
-#[ignore = "redteam: /proc/$PPID/environ shows crew's API keys to a confined command"]
 fn confined_command_cannot_read_crews_environment() {
+    if !pid_namespaces() {
+        return;
+    }
     let (_t, proj, home) = repo();
     let out = crew_run(
         &proj,
@@ -297,7 +314,6 @@ fn confined_command_cannot_read_crews_environment() {
 /// Class 5: `.git/commondir` is not protected; pointing it at a copy of `.git` whose config
 /// sets `core.fsmonitor` makes the user's next `git status` run it outside any sandbox.
 #[test]
-#[ignore = "redteam: .git/commondir is writable and redirects the repository's config and hooks"]
 fn git_commondir_cannot_be_planted() {
     let (_t, proj, home) = repo();
     let marker = home.join("FSMON");
@@ -321,22 +337,46 @@ fn git_commondir_cannot_be_planted() {
 /// the command and crew, and re-creates `.crew/settings.local.json` after the snapshot
 /// restore; the next run in default mode then runs in bypassPermissions with `Bash` allowed.
 #[test]
-#[ignore = "redteam: a setsid daemon survives the command and re-plants snapshot-protected settings"]
 fn confined_daemon_cannot_replant_settings_after_restore() {
+    if !pid_namespaces() {
+        return;
+    }
     let (_t, proj, home) = repo();
     let daemon = format!(
         "import os,time,sys\nif os.fork(): sys.exit(0)\nos.setsid()\nif os.fork(): sys.exit(0)\nfor fd in (0,1,2): os.close(fd)\nend=time.time()+8\nwhile time.time()<end:\n    try:\n        os.makedirs('{p}/.crew',exist_ok=True)\n        open('{p}/.crew/settings.local.json','w').write('{{\"permissions\":{{\"allow\":[\"Bash\"],\"defaultMode\":\"bypassPermissions\"}}}}')\n    except Exception: pass\n    time.sleep(0.05)\n",
         p = proj.display()
     );
     common::put(&home, "daemon.py", &daemon);
-    crew_run(
+    let out = crew_run(
         &proj,
         &home,
         "dontAsk",
         &[&format!("python3 {}/daemon.py; sleep 1", home.display())],
         &[],
     );
-    std::thread::sleep(std::time::Duration::from_secs(9));
+    assert!(
+        out.contains("\"type\":\"tool_result\""),
+        "the command ran: {out}"
+    );
+    // Nothing the command started runs any more once crew is done with it.
+    let daemon_path = home.join("daemon.py").display().to_string();
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&daemon_path))
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "a daemon outlived its confined command: {survivors:?}"
+    );
+    // Had it survived, it would have re-planted the settings within 50 ms.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(
+        !proj.join(".crew/settings.local.json").exists(),
+        "the planted settings file is still there"
+    );
     let policy = crewmaster::permission::Policy::load(&proj, Some(&home))
         .unwrap()
         .0;
@@ -370,7 +410,6 @@ fn nested_git_dir_cannot_be_planted_and_run() {
 /// Class 5 (edit tools): `write_file .git/commondir` is allowed in acceptEdits and runs in
 /// crew's own process (no OS sandbox); it redirects the repository's config and hooks.
 #[test]
-#[ignore = "redteam: .git/commondir (and other .git internals) are writable by edit tools"]
 fn edit_tools_cannot_write_git_internals_that_redirect_config() {
     let f = Fixture::new();
     for p in [

@@ -256,7 +256,11 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
     let (_d, root) = repo();
     let script = format!(
         "import fcntl, os, termios\n\
-         print('sid', os.getsid(0) == os.getpid())\n\
+         print('sid', os.getsid(0) in (0, os.getpid()))\n\
+         try:\n\
+         \x20   os.open('/dev/tty', os.O_RDONLY)\n\
+         except OSError as e:\n\
+         \x20   print('no ctty', e.errno)\n\
          for flags, name in ((os.O_RDONLY, 'ro'), (os.O_RDWR, 'rw')):\n\
          \x20   try:\n\
          \x20       fd = os.open('{}', flags | os.O_NOCTTY)\n\
@@ -270,7 +274,10 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
     );
     std::fs::write(root.join("inject.py"), script).unwrap();
     let out = run(confined(&root), "python3 inject.py").await;
+    // Its own session: it leads it, or, in its own PID namespace, the process that
+    // leads it is outside (sid 0); either way there is no controlling terminal (ENXIO).
     assert!(out.contains("sid True"), "{out}");
+    assert!(out.contains("no ctty 6"), "{out}");
     assert!(out.contains("rw open refused"), "{out}");
     if landlock::restricts_device_ioctls() {
         assert!(out.contains("ro ioctl refused"), "{out}");

@@ -198,6 +198,16 @@ fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
     panic!("gave up waiting for {what}");
 }
 
+/// The pid of a live process whose command line (spaces for NULs) is `cmdline`.
+fn pid_running(cmdline: &str) -> Option<String> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        (String::from_utf8_lossy(&cmd).replace('\0', " ").trim() == cmdline && alive(&pid))
+            .then_some(pid)
+    })
+}
+
 fn alive(pid: &str) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| !s.contains(") Z "))
@@ -213,7 +223,7 @@ async fn stopping_a_subagent_kills_the_command_it_is_running() {
                 {"tool_calls":[{"name":"agent","input":{"description":"sleeper","prompt":"p","subagent_type":"general-purpose","run_in_background":true}}]},
                 {"text":"started"}],
               "agents":{"general-purpose":{"turns":[
-                {"tool_calls":[{"name":"run_command","input":{"command":"echo $$ > sub.pid; exec sleep 300"}}]},
+                {"tool_calls":[{"name":"run_command","input":{"command":"echo $$ > sub.pid; exec sleep 347"}}]},
                 {"text":"never reached"}]}}}"#,
             crewmaster::tools::builtin_tools(),
         )
@@ -225,10 +235,16 @@ async fn stopping_a_subagent_kills_the_command_it_is_running() {
         || std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.trim().is_empty()),
         "the pid file",
     );
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_string();
+    // `$$` is the shell's pid in its own PID namespace when the command is confined, so
+    // the sleep is found by its command line as this process sees it.
+    let mut pid = String::new();
+    wait_for(
+        || {
+            pid = pid_running("sleep 347").unwrap_or_default();
+            !pid.is_empty()
+        },
+        "the sleep to start",
+    );
     assert!(alive(&pid), "the subagent's sleep should be running");
     let tasks = t.session.tasks().unwrap().clone();
     let records = tasks

@@ -282,12 +282,13 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
         }
     }
     if c.writes
-        && let Some(what) = sandbox::protected(&real).or_else(|| sandbox::protected(&lexical))
+        && let Some(what) =
+            sandbox::protected_from_edits(&real).or_else(|| sandbox::protected_from_edits(&lexical))
     {
         return deny(
             Source::Sandbox,
             format!(
-                "`{raw}` is {what}, a protected path: git hooks and config run code later outside any sandbox, and settings decide permissions; agents never write them (edit it yourself)"
+                "`{raw}` is {what}, a protected path: git hooks, config and internals decide what git runs and what your branches hold, and settings decide permissions; agents never write them with file tools (git itself does when a command runs it; edit it yourself if needed)"
             ),
             target,
         );

@@ -198,7 +198,8 @@ pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// Files whose change would alter permissions or run code later, outside any sandbox:
-/// `.git/hooks`, `.git/config` (and `config.worktree`), the same in `.git/modules/*`, a
+/// `.git/hooks`, `.git/config` (and `config.worktree`), `.git/commondir` (it says where
+/// git reads config and hooks from), the same in `.git/modules/*`, a
 /// `.git` entry itself (a linked worktree's `.git` file says where its git dir is), a
 /// worktree's private `commondir`/`gitdir` links, and `.crew`/`.claude` settings files
 /// (and those directories themselves). Writes to them are denied in every mode. Returns
@@ -217,11 +218,15 @@ pub fn protected(path: &Path) -> Option<&'static str> {
             (".git", []) => return Some("a `.git` directory or worktree link"),
             (".git", ["hooks", ..]) => return Some("git hooks"),
             (".git", ["config" | "config.worktree"]) => return Some("git config"),
+            // `commondir` redirects where git reads its config and hooks from.
+            (".git", ["commondir"]) => return Some("git's common-dir link"),
             (".git", ["modules", more @ ..])
                 if more.contains(&"hooks")
-                    || more.last().is_some_and(|l| l.starts_with("config")) =>
+                    || more
+                        .last()
+                        .is_some_and(|l| l.starts_with("config") || *l == "commondir") =>
             {
-                return Some("a submodule's git hooks or config");
+                return Some("a submodule's git hooks, config or common-dir link");
             }
             (".git", ["worktrees", _, "commondir" | "gitdir" | "config.worktree"]) => {
                 return Some("a worktree's git links");
@@ -236,6 +241,19 @@ pub fn protected(path: &Path) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// What the file tools (`write_file`, `edit_file`) may not write: every protected path,
+/// and anything inside a `.git` directory (HEAD, refs, packed-refs, `info/attributes`,
+/// `objects/info/alternates`, …). Agents never need to edit git's internals by hand, and
+/// they redirect what the user's git reads and runs; git itself still writes them when a
+/// command runs it. Returns what kind of path `path` (lexical or real) is.
+pub fn protected_from_edits(path: &Path) -> Option<&'static str> {
+    protected(path).or_else(|| {
+        let mut comps = path.components().skip_while(|c| c.as_os_str() != ".git");
+        (comps.next().is_some() && comps.next().is_some())
+            .then_some("inside a `.git` directory (git's internals)")
+    })
 }
 
 #[cfg(test)]
@@ -301,8 +319,30 @@ mod tests {
             "/p/.crew/settings.local.json",
             "/p/.claude/settings.json",
             "/p/.crew",
+            "/p/.git/commondir",
+            "/p/.git/modules/sub/commondir",
         ] {
             assert!(protected(Path::new(p)).is_some(), "{p}");
+        }
+        // The file tools may write none of git's internals.
+        for p in [
+            "/p/.git/HEAD",
+            "/p/.git/refs/heads/main",
+            "/p/.git/packed-refs",
+            "/p/.git/info/attributes",
+            "/p/.git/objects/info/alternates",
+            "/p/.git/worktrees/t1/HEAD",
+            "/p/.git/commondir",
+            "/p/.crew/settings.json",
+        ] {
+            assert!(protected_from_edits(Path::new(p)).is_some(), "{p}");
+        }
+        for p in [
+            "/p/src/.gitignore",
+            "/p/.github/workflows/ci.yml",
+            "/p/git/HEAD",
+        ] {
+            assert!(protected_from_edits(Path::new(p)).is_none(), "{p}");
         }
         for p in [
             "/p/src/main.rs",

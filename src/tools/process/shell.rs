@@ -1,6 +1,11 @@
 //! Building the `bash -c` child: a scrubbed environment, its own session (so it has no
 //! controlling terminal and leads its own process group), and, when confined, the
-//! mount namespace and Landlock set up between `fork` and `exec`.
+//! mount and PID namespaces and Landlock set up between `fork` and `exec`.
+//!
+//! With a PID namespace the spawned process is an intermediate that stays outside it:
+//! it leads the session and process group, waits for the shell (PID 1 inside, same
+//! process group) and exits with its status. Killing the group kills both; the shell
+//! also dies with the intermediate, and every process of the namespace with the shell.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -12,6 +17,7 @@ use super::ProcessError;
 use crate::tools::CommandSandbox;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::tools::sandbox::mount_ns::{self, PreparedMounts};
+use crate::tools::sandbox::pid_ns;
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
 
@@ -63,17 +69,20 @@ pub fn shell_command_with(
         let protected = Protected::find(writable_roots);
         let mut read_only: Vec<PathBuf> = Vec::new();
         if mount_ns::available() {
-            let prepared = PreparedMounts::prepare(&protected)
+            let mut prepared = PreparedMounts::prepare(&protected)
                 .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;
+            if pid_ns::available() {
+                prepared = prepared.with_pid_namespace();
+            }
             read_only = prepared.read_only().to_vec();
-            // Nothing to bind: no namespace needed.
+            // Nothing to bind and no PID namespace: no namespace needed.
             mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
     }
-    // SAFETY: the closure runs between fork and exec. `setsid`, the mount set-up and the
-    // Landlock `apply` only make system calls on data prepared above; none allocates or
-    // takes a lock.
+    // SAFETY: the closure runs between fork and exec. `setsid`, the mount and PID namespace
+    // set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
+    // make system calls on data prepared above; none allocates or takes a lock.
     unsafe {
         cmd.pre_exec(move || {
             // A new session: no controlling terminal (no /dev/tty to inject keys into),

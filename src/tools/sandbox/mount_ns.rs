@@ -70,6 +70,8 @@ pub struct PreparedMounts {
     hides: Vec<Hide>,
     /// The protected paths (as given) that will be read-only.
     read_only: Vec<PathBuf>,
+    /// Also a PID namespace with a fresh `/proc` ([`pid_ns`](super::pid_ns)).
+    new_pid: bool,
 }
 
 /// Whether mount namespaces work here, probed once per process by starting `true` in
@@ -188,7 +190,21 @@ impl PreparedMounts {
             binds,
             hides,
             read_only: covered,
+            new_pid: false,
         })
+    }
+
+    /// Also runs the command in its own PID namespace with a fresh `/proc`: it sees no
+    /// other process, and nothing it starts outlives it. `apply` then returns only in the
+    /// namespace's first process ([`pid_ns::split`](super::pid_ns::split)).
+    pub fn with_pid_namespace(mut self) -> Self {
+        self.new_pid = true;
+        self
+    }
+
+    /// Whether [`with_pid_namespace`](Self::with_pid_namespace) was asked for.
+    pub fn has_pid_namespace(&self) -> bool {
+        self.new_pid
     }
 
     /// The protected paths (as given to [`prepare`](Self::prepare)) that the namespace
@@ -197,9 +213,9 @@ impl PreparedMounts {
         &self.read_only
     }
 
-    /// Whether there is nothing to bind or hide.
+    /// Whether there is nothing to bind or hide (and no PID namespace to make).
     pub fn is_empty(&self) -> bool {
-        self.binds.is_empty() && self.hides.is_empty()
+        self.binds.is_empty() && self.hides.is_empty() && !self.new_pid
     }
 
     /// Builds the namespace in the calling (child) process. Meant for `pre_exec`: system
@@ -210,16 +226,20 @@ impl PreparedMounts {
     }
 
     fn try_apply(&self) -> Result<(), Errno> {
+        let mut flags = CloneFlags::CLONE_NEWNS;
+        if self.new_pid {
+            flags |= CloneFlags::CLONE_NEWPID;
+        }
         let with_user = match self.unshare {
-            Unshare::MountOnly => match unshare(CloneFlags::CLONE_NEWNS) {
+            Unshare::MountOnly => match unshare(flags) {
                 Ok(()) => false,
                 Err(_) => {
-                    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+                    unshare_with_user(flags)?;
                     true
                 }
             },
             Unshare::WithUser => {
-                unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)?;
+                unshare_with_user(flags)?;
                 true
             }
         };
@@ -280,8 +300,19 @@ impl PreparedMounts {
                 )?,
             }
         }
+        if self.new_pid {
+            super::pid_ns::split()?;
+        }
         Ok(())
     }
+}
+
+/// `unshare` with a user namespace added. A non-dumpable parent (crew makes itself one)
+/// leaves its `/proc/self` files owned by root, so the id maps could not be written:
+/// the child becomes dumpable again first (exec would reset it anyway).
+fn unshare_with_user(flags: CloneFlags) -> Result<(), Errno> {
+    nix::sys::prctl::set_dumpable(true)?;
+    unshare(CloneFlags::CLONE_NEWUSER | flags)
 }
 
 /// Writes `text` to a `/proc/self` file (no allocation).

@@ -2,9 +2,10 @@
 //! defence for them: a snapshot taken before the command and restored after it.
 //!
 //! Protected are the files whose change would run code or widen permissions later,
-//! outside any sandbox: `.git/hooks`, `.git/config` (and `config.worktree`), the same in
-//! `.git/modules/*`, a linked worktree's `.git` file and its private git dir's
-//! `commondir`, `gitdir` and `config.worktree`, and `.crew/settings*.json` /
+//! outside any sandbox: `.git/hooks`, `.git/config` (and `config.worktree`),
+//! `.git/commondir`, the same in `.git/modules/*`, a linked worktree's `.git` file and its
+//! private git dir's `commondir`, `gitdir` and `config.worktree` (seen from the worktree
+//! and from the main checkout's `.git/worktrees/*`), and `.crew/settings*.json` /
 //! `.claude/settings*.json`. Where they exist, the mount namespace (`mount_ns`) binds them
 //! read-only; a path that does not exist yet cannot be bound, and some kernels have no
 //! usable mount namespace, so every confined command is also bracketed by a
@@ -101,11 +102,25 @@ impl Protected {
         }
     }
 
-    /// `.git/hooks`, `.git/config`, `.git/config.worktree` and the same in each
-    /// `.git/modules/<name>` (submodules nest, so recursively, a few levels deep).
+    /// `.git/hooks`, `.git/config`, `.git/config.worktree`, `.git/commondir` (missing in
+    /// a plain checkout; created, it makes git read config and hooks from elsewhere) and
+    /// the same in each `.git/modules/<name>` (submodules nest, so recursively, a few
+    /// levels deep); in the top git dir also the links of its linked worktrees
+    /// (`.git/worktrees/<name>/{commondir,gitdir,config.worktree}`).
     fn add_git_dir(&mut self, git: &Path, depth: usize) {
-        for name in ["hooks", "config", "config.worktree"] {
+        for name in ["hooks", "config", "config.worktree", "commondir"] {
             self.watch(git.join(name));
+        }
+        if depth == 0
+            && let Ok(entries) = std::fs::read_dir(git.join("worktrees"))
+        {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    for name in ["commondir", "gitdir", "config.worktree"] {
+                        self.watch(e.path().join(name));
+                    }
+                }
+            }
         }
         if depth >= 4 {
             return;
@@ -347,6 +362,31 @@ mod tests {
         assert!(p.watched.contains(&root.join(".crew/settings.local.json")));
         assert!(p.watched.contains(&root.join(".claude/settings.json")));
         assert!(p.pins.contains(&root.join(".git")));
+        // A plain checkout has no commondir; one a command creates is removed again.
+        assert!(p.watched.contains(&root.join(".git/commondir")));
+        assert!(!p.existing.contains(&root.join(".git/commondir")));
+    }
+
+    #[test]
+    fn a_planted_commondir_is_removed_and_worktree_links_are_watched_from_main() {
+        let dir = repo();
+        let root = dir.path().to_path_buf();
+        let private = root.join(".git/worktrees/t1");
+        std::fs::create_dir_all(&private).unwrap();
+        std::fs::write(private.join("commondir"), "../..\n").unwrap();
+        let p = Protected::find(std::slice::from_ref(&root));
+        assert!(p.existing.contains(&private.join("commondir")));
+        assert!(p.watched.contains(&private.join("gitdir")));
+        let snap = Snapshot::take(&p, &[]);
+        std::fs::write(root.join(".git/commondir"), "../g2\n").unwrap();
+        std::fs::write(private.join("commondir"), "../../../g2\n").unwrap();
+        let report = snap.restore();
+        assert_eq!(report.len(), 2, "{report:?}");
+        assert!(!root.join(".git/commondir").exists());
+        assert_eq!(
+            std::fs::read_to_string(private.join("commondir")).unwrap(),
+            "../..\n"
+        );
     }
 
     #[test]
