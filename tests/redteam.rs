@@ -134,7 +134,6 @@ fn deny_rule_sees_commands_in_program_options_and_multi_call_binaries() {
 
 /// Class 1: "read-only" commands that change the system or run project-controlled code.
 #[test]
-#[ignore = "redteam: hostname NAME, date MMDDhhmm and cargo metadata/tree pass as reads"]
 fn read_only_class_has_no_setters_or_cargo() {
     let f = Fixture::new();
     for c in [
@@ -152,7 +151,6 @@ fn read_only_class_has_no_setters_or_cargo() {
 /// Class 1 end to end: `cargo metadata` (allowed as a read in default mode, and run without
 /// the OS sandbox there) runs `build.rustc-wrapper` from the project's `.cargo/config.toml`.
 #[test]
-#[ignore = "redteam: cargo metadata runs .cargo/config.toml rustc-wrapper unasked"]
 fn cargo_metadata_does_not_run_project_rustc_wrapper_unasked() {
     let (_t, proj, home) = repo();
     let marker = home.join("CARGO_PWNED");
@@ -241,7 +239,6 @@ fn recursive_grep_from_home_is_not_a_read() {
 /// Class 11: a cloned repository that commits `.crew/settings.local.json` gets its allow
 /// rules and `defaultMode` without trust (local settings are assumed to be the user's own).
 #[test]
-#[ignore = "redteam: a tracked .crew/settings.local.json is trusted as the user's own"]
 fn committed_local_settings_need_trust() {
     let (_t, proj, home) = repo();
     common::put(
@@ -410,7 +407,6 @@ fn blacklist_resolves_relative_targets_against_the_cwd() {
 /// Class 11: an untrusted project's `.crew/settings.json` picks the model, including a
 /// `script:` file shipped in the repository, which then drives the agent's tool calls.
 #[test]
-#[ignore = "redteam: the model setting of untrusted project settings takes effect"]
 fn untrusted_project_settings_cannot_pick_the_model() {
     let (_t, proj, home) = repo();
     common::put(
