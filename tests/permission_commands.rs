@@ -342,3 +342,124 @@ fn legitimate_commands_are_not_over_blocked() {
     );
     check_all(&f);
 }
+
+/// Red-team 3: git reads the configuration of the repository it discovers, and that can
+/// run programs (`core.fsmonitor`); git is a read only in the project's own repository.
+#[test]
+fn git_is_a_read_only_in_the_projects_own_repository() {
+    let f = fixture();
+    let sub = f.proj.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let ok = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&sub)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    std::fs::create_dir_all(f.proj.join("bare/objects")).unwrap();
+    std::fs::write(f.proj.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+    for c in [
+        "git -C sub status --short",
+        "cd sub && git diff",
+        "cd sub; cd ..; git status",
+        "(cd sub && true); git log",
+        "git -C src -C ../sub log",
+        "git -C bare log",
+        "git --git-dir=sub/.git log",
+        "git --work-tree=sub status",
+        "GIT_DIR=sub/.git git log",
+        "export GIT_DIR=sub/.git; git log",
+        "cd $D && git status",
+        "cd ~ && git status",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert!(
+            d.verdict != Allow && d.category == Some(Category::Exec),
+            "{c}: {d:?}"
+        );
+    }
+    for c in [
+        "git -C src status",
+        "git -C src log --oneline -3",
+        "git status",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Allow, Some(Category::Read)),
+            "{c}: {d:?}"
+        );
+    }
+}
+
+/// Red-team 9, 10: git object names are paths (`HEAD:secrets/k`), and a search that reads
+/// everything below a directory is no read when a Read deny rule may match below it or
+/// the directory holds a credential location.
+#[test]
+fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
+    let f = fixture();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Read(./secrets/**)"]}}"#,
+    );
+    std::fs::create_dir_all(f.proj.join("secrets")).unwrap();
+    std::fs::write(f.proj.join("secrets/key.txt"), "TOPSECRET").unwrap();
+    for c in [
+        "git show HEAD:secrets/key.txt",
+        "git show :secrets/key.txt",
+        "git show :0:secrets/key.txt",
+        "git cat-file -p HEAD:secrets/key.txt",
+        "git log -p -- secrets",
+        "git diff HEAD -- secrets/key.txt",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(d.verdict, Deny, "{c}: {d:?}");
+    }
+    for c in [
+        "grep -r TOPSECRET .",
+        "grep -R TOPSECRET",
+        "grep -d recurse TOPSECRET .",
+        "rg TOPSECRET",
+        "git grep TOPSECRET",
+        "git grep --no-index TOPSECRET",
+        "git show",
+        "git log -p",
+        "cd src && grep -r TOPSECRET ..",
+        "cd .. && rg TOPSECRET proj",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Ask, Some(Category::Exec)),
+            "{c}: {d:?}"
+        );
+    }
+    for c in [
+        "grep -rn main src",
+        "rg -n main src",
+        "git show HEAD:src/main.rs",
+        "git log --oneline -5",
+        "grep TOPSECRET f",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Allow, Some(Category::Read)),
+            "{c}: {d:?}"
+        );
+    }
+    // From the home directory, every recursive search reaches ~/.ssh.
+    for c in [
+        "grep -r secret .",
+        "rg secret",
+        "git grep --no-index secret",
+        "grep -rl x ~",
+    ] {
+        let req = permission_support::request("run_command", &cmd(c), &f.home, Default);
+        let d = crewmaster::permission::check(&req, &f.policy());
+        assert_ne!(d.verdict, Allow, "{c}: {d:?}");
+    }
+    let d = f.check("run_command", &cmd("cd ~ && grep -r secret ."), Default);
+    assert_ne!(d.verdict, Allow, "{d:?}");
+}

@@ -198,7 +198,6 @@ fn cargo_metadata_does_not_run_project_rustc_wrapper_unasked() {
 /// Class 7 (commands): a deny rule on a directory is bypassed by naming a git object or by
 /// a recursive grep from above it.
 #[test]
-#[ignore = "redteam: git show HEAD:secrets/… and grep -r from above a denied dir print it"]
 fn read_deny_rule_covers_git_objects_and_recursive_greps() {
     let f = deny_fixture();
     for c in [
@@ -219,7 +218,6 @@ fn read_deny_rule_covers_git_objects_and_recursive_greps() {
 
 /// Class 4/7 (commands): with cwd = HOME, a recursive grep is a read and prints ~/.ssh keys.
 #[test]
-#[ignore = "redteam: grep -r from a directory holding ~/.ssh is allowed and unsandboxed in default mode"]
 fn recursive_grep_from_home_is_not_a_read() {
     let f = Fixture::new();
     let req = permission_support::request(
@@ -348,7 +346,6 @@ fn confined_daemon_cannot_replant_settings_after_restore() {
 /// `core.fsmonitor`, and `git -C sub status` (a read in default mode, run unsandboxed)
 /// runs it.
 #[test]
-#[ignore = "redteam: nested .git directories are not protected and git -C into them is a read"]
 fn nested_git_dir_cannot_be_planted_and_run() {
     let (_t, proj, home) = repo();
     let marker = home.join("FSMON3");

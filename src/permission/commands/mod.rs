@@ -11,12 +11,15 @@ mod find;
 mod flags;
 pub mod git;
 mod git_config;
+pub mod git_repo;
 mod read_only;
+mod search;
 mod shells;
 mod wrappers;
 
 pub use dangerous::dangerous;
 pub use read_only::{is_read_only, path_operands};
+pub use search::scopes as search_scopes;
 pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap};
 
 use super::shell::Part;

@@ -6,7 +6,7 @@
 //! them like any other path (`file -f ~/.ssh/id_rsa`).
 
 use super::flags::{self, Parsed, Spec};
-use super::{find, git};
+use super::{find, git, search};
 use crate::permission::shell::Part;
 
 /// The allow-list of each program read-only by its options alone.
@@ -219,7 +219,7 @@ fn any_args(prog: &str) -> bool {
 }
 
 /// Parses a read-only program's arguments with its allow-list.
-fn parsed(part: &Part) -> Option<Parsed> {
+pub(super) fn parsed(part: &Part) -> Option<Parsed> {
     let args = part.argv.get(1..)?;
     flags::parse(&spec(part.program())?, args, false).ok()
 }
@@ -288,6 +288,8 @@ pub fn path_operands(part: &Part) -> Vec<String> {
         .collect();
     if part.program() == "git" {
         out.extend(git::parse(&part.argv).paths);
+        // `git show HEAD:secrets/key` prints `secrets/key`.
+        out.extend(search::object_paths(&part.argv));
     }
     out
 }
