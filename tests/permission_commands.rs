@@ -463,3 +463,62 @@ fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
     let d = f.check("run_command", &cmd("cd ~ && grep -r secret ."), Default);
     assert_ne!(d.verdict, Allow, "{d:?}");
 }
+
+/// Red-team 12: commands given in program options or program text, multi-call binaries,
+/// process substitutions feeding a shell and push plumbing are seen by deny rules; a
+/// command that is not literal there is opaque.
+#[test]
+fn commands_in_program_options_are_parts_of_their_own() {
+    let f = fixture();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Bash(git push:*)","Bash(rm:*)"]}}"#,
+    );
+    for c in [
+        "toybox rm x",
+        "coreutils --coreutils-prog=rm x",
+        "coreutils --coreutils-prog-shebang=rm x",
+        "awk 'BEGIN{system(\"rm x\")}'",
+        "gawk '{print | \"rm x\"}' f",
+        "mawk 'BEGIN{\"rm x\" | getline}'",
+        "busybox awk 'BEGIN{system(\"rm x\")}'",
+        "sed '1e rm x' f",
+        "sed -e '$e git push' f",
+        "vim -c '!rm x' -c q",
+        "nvim '+!rm x'",
+        "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm x' f",
+        "tar -I 'rm x' -xf a.tar",
+        "tar --use-compress-program='rm x' -xf a.tar",
+        "tar --to-command='rm x' -xf a.tar",
+        "rsync -e 'rm x' a b:c",
+        "rsync -avz --rsh='rm x' a b:c",
+        "ssh -o ProxyCommand='rm x' h",
+        "ssh -oLocalCommand='rm x' -o PermitLocalCommand=yes h",
+        "man -P 'rm x' ls",
+        "zip -T -TT 'rm x' a.zip f",
+        "git grep -e x --open-files-in-pager='rm x'",
+        "git grep -O'rm x' x",
+        "bash < <(echo rm x)",
+        "echo rm x > >(bash)",
+        "echo ls | bash < <(echo rm x)",
+        "git send-pack origin main",
+        "git http-push https://h/r main",
+        "awk '{system($0)}' f",
+        "sed 's/.*/rm x/e' f",
+    ] {
+        for mode in MODES {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_ne!(d.verdict, Allow, "`{c}` in {mode}: {d:?}");
+        }
+    }
+    // Programs that run nothing through their options stay as they were.
+    for c in [
+        "awk '/a|b/ {print $1}' f",
+        "sed -n 1,5p f",
+        "tar -tf a.tar",
+        "ssh h ls",
+    ] {
+        let d = f.check("run_command", &cmd(c), DontAsk);
+        assert_eq!(d.verdict, Allow, "`{c}`: {d:?}");
+    }
+}

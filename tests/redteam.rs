@@ -102,7 +102,6 @@ fn deny_rule_sees_substitutions_in_tests_arithmetic_and_parameter_defaults() {
 /// Class 2: programs that run a literal command given in an option or script; under
 /// dontAsk the mode fallback allows them, so `Bash(rm:*)` / `Bash(git push:*)` are bypassed.
 #[test]
-#[ignore = "redteam: command-valued options and multi-call binaries bypass deny rules"]
 fn deny_rule_sees_commands_in_program_options_and_multi_call_binaries() {
     let f = deny_fixture();
     for c in [

@@ -74,6 +74,18 @@ impl Ctx {
                 } => {
                     // A function body's stdin is whatever its caller feeds it.
                     let unknown_caller = part.open || inh.in_function;
+                    // `bash < FILE` reads FILE, not the pipe or group stdin: like
+                    // `bash FILE`; `bash < <(…)` reads a process substitution's output.
+                    let file = part
+                        .redirects
+                        .iter()
+                        .find(|r| !r.write && !r.target.starts_with('&'))
+                        .map(|r| r.target.clone());
+                    let feed = match &file {
+                        Some(t) if t == "<(…)" => Some(Feed::Unknown),
+                        Some(_) => None,
+                        None => feed.clone(),
+                    };
                     match &feed {
                         Some(Feed::Literal(text)) if !part.open => {
                             part.wrappers.push(wrapper);
@@ -90,6 +102,13 @@ impl Ctx {
                         None if unknown_caller => {
                             part.opaque = Some(format!(
                                 "`{wrapper}` reads its program from its caller's stdin"
+                            ));
+                        }
+                        // `bash < <(…)` reads a process substitution's output; inside
+                        // `>(bash)` stdin is the parent's output: neither is literal.
+                        None if part.substituted && file.is_none() => {
+                            part.opaque = Some(format!(
+                                "`{wrapper}` reads its program from a process substitution"
                             ));
                         }
                         // Nothing is fed: stdin is closed, the shell runs nothing.
