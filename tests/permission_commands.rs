@@ -501,6 +501,8 @@ fn commands_in_program_options_are_parts_of_their_own() {
         "bash < <(echo rm x)",
         "echo rm x > >(bash)",
         "echo ls | bash < <(echo rm x)",
+        "echo | sed '1e echo rm x > >(bash)'",
+        "echo ls | bash < evil.sh; rm x",
         "git send-pack origin main",
         "git http-push https://h/r main",
         "awk '{system($0)}' f",

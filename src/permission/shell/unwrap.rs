@@ -81,9 +81,12 @@ impl Ctx {
                         .iter()
                         .find(|r| !r.write && !r.target.starts_with('&'))
                         .map(|r| r.target.clone());
+                    // Inside `>(bash)` stdin is the parent's output (a substitution's
+                    // stdin is not the literal feed of its enclosing command).
                     let feed = match &file {
                         Some(t) if t == "<(…)" => Some(Feed::Unknown),
                         Some(_) => None,
+                        None if part.substituted => Some(Feed::Unknown),
                         None => feed.clone(),
                     };
                     match &feed {
@@ -102,13 +105,6 @@ impl Ctx {
                         None if unknown_caller => {
                             part.opaque = Some(format!(
                                 "`{wrapper}` reads its program from its caller's stdin"
-                            ));
-                        }
-                        // `bash < <(…)` reads a process substitution's output; inside
-                        // `>(bash)` stdin is the parent's output: neither is literal.
-                        None if part.substituted && file.is_none() => {
-                            part.opaque = Some(format!(
-                                "`{wrapper}` reads its program from a process substitution"
                             ));
                         }
                         // Nothing is fed: stdin is closed, the shell runs nothing.
