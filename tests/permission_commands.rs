@@ -462,6 +462,16 @@ fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
     }
     let d = f.check("run_command", &cmd("cd ~ && grep -r secret ."), Default);
     assert_ne!(d.verdict, Allow, "{d:?}");
+    // Git resolves `HEAD:path` from the repository root, whatever the cwd.
+    for c in [
+        "git show HEAD:secrets/key.txt",
+        "git cat-file -p :secrets/key.txt",
+        "git diff",
+    ] {
+        let req = permission_support::request("run_command", &cmd(c), &f.proj.join("src"), Default);
+        let d = crewmaster::permission::check(&req, &f.policy());
+        assert_ne!(d.verdict, Allow, "{c} from src/: {d:?}");
+    }
 }
 
 /// Red-team 12: commands given in program options or program text, multi-call binaries,

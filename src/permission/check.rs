@@ -636,13 +636,21 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
                 .iter()
                 .find_map(|w| scope_why(ctx, &sandbox::absolute(w, &d, ctx.home)))
         });
+        // Git names paths from the repository root (`HEAD:path`, a whole-tree diff).
+        if out[i].is_none()
+            && part.program() == "git"
+            && let Some(root) = project
+        {
+            out[i] = words.iter().find_map(|w| scope_why(ctx, &root.join(w)));
+        }
     }
     out
 }
 
-/// Why reading everything below `scope` is not a plain read, if it is not.
+/// Why reading everything below `scope` (a directory or a file) is not a plain read, if
+/// it is not.
 fn scope_why(ctx: &Ctx<'_>, scope: &Path) -> Option<String> {
-    let dir = std::fs::canonicalize(scope).ok().filter(|d| d.is_dir())?;
+    let dir = std::fs::canonicalize(scope).ok()?;
     for home in &ctx.homes {
         for c in sandbox::CREDENTIALS {
             if home.join(c).starts_with(&dir) {

@@ -9,9 +9,9 @@ use crate::permission::shell::Part;
 
 use super::{git, read_only};
 
-/// The directories a part reads everything below, as words relative to the cwd (`.` is
-/// the cwd), or `None` when it is not such a command. Words that do not name existing
-/// directories are for the caller to skip (they are checked as plain paths anyway).
+/// The directories (or files) a part reads everything below, as words relative to the
+/// cwd (`.` is the cwd; for git also relative to the repository root), or `None` when it
+/// is not such a command. Words that name nothing are for the caller to skip.
 pub fn scopes(part: &Part) -> Option<Vec<String>> {
     match part.program() {
         "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "ack-grep" => search_scopes(part),
@@ -97,7 +97,15 @@ fn git_scopes(argv: &[String]) -> Option<Vec<String>> {
             .iter()
             .all(|a| object_path(a).is_some() || is_type_word(a));
     if only_objects {
-        return Some(Vec::new());
+        // Object paths name files from the repository root: the caller resolves them
+        // from there too.
+        return Some(
+            operands
+                .iter()
+                .filter_map(|a| object_path(a))
+                .map(String::from)
+                .collect(),
+        );
     }
     Some(vec![".".into()])
 }
@@ -169,7 +177,7 @@ mod tests {
         assert_eq!(sc("rg x"), Some(vec!["x".into(), ".".into()]));
         assert_eq!(sc("git grep x"), Some(vec![".".into()]));
         assert_eq!(sc("git show"), Some(vec![".".into()]));
-        assert_eq!(sc("git show HEAD:src/x.rs"), Some(vec![]));
+        assert_eq!(sc("git show HEAD:src/x.rs"), Some(vec!["src/x.rs".into()]));
         assert_eq!(sc("git diff -- src"), Some(vec!["src".into()]));
         assert_eq!(sc("git log --oneline -5"), None);
         assert_eq!(sc("git log -p"), Some(vec![".".into()]));
