@@ -342,3 +342,195 @@ fn legitimate_commands_are_not_over_blocked() {
     );
     check_all(&f);
 }
+
+/// Red-team 3: git reads the configuration of the repository it discovers, and that can
+/// run programs (`core.fsmonitor`); git is a read only in the project's own repository.
+#[test]
+fn git_is_a_read_only_in_the_projects_own_repository() {
+    let f = fixture();
+    let sub = f.proj.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let ok = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&sub)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    std::fs::create_dir_all(f.proj.join("bare/objects")).unwrap();
+    std::fs::write(f.proj.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+    for c in [
+        "git -C sub status --short",
+        "cd sub && git diff",
+        "cd sub; cd ..; git status",
+        "(cd sub && true); git log",
+        "git -C src -C ../sub log",
+        "git -C bare log",
+        "git --git-dir=sub/.git log",
+        "git --work-tree=sub status",
+        "GIT_DIR=sub/.git git log",
+        "export GIT_DIR=sub/.git; git log",
+        "cd $D && git status",
+        "cd ~ && git status",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert!(
+            d.verdict != Allow && d.category == Some(Category::Exec),
+            "{c}: {d:?}"
+        );
+    }
+    for c in [
+        "git -C src status",
+        "git -C src log --oneline -3",
+        "git status",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Allow, Some(Category::Read)),
+            "{c}: {d:?}"
+        );
+    }
+}
+
+/// Red-team 9, 10: git object names are paths (`HEAD:secrets/k`), and a search that reads
+/// everything below a directory is no read when a Read deny rule may match below it or
+/// the directory holds a credential location.
+#[test]
+fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
+    let f = fixture();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Read(./secrets/**)"]}}"#,
+    );
+    std::fs::create_dir_all(f.proj.join("secrets")).unwrap();
+    std::fs::write(f.proj.join("secrets/key.txt"), "TOPSECRET").unwrap();
+    for c in [
+        "git show HEAD:secrets/key.txt",
+        "git show :secrets/key.txt",
+        "git show :0:secrets/key.txt",
+        "git cat-file -p HEAD:secrets/key.txt",
+        "git log -p -- secrets",
+        "git diff HEAD -- secrets/key.txt",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(d.verdict, Deny, "{c}: {d:?}");
+    }
+    for c in [
+        "grep -r TOPSECRET .",
+        "grep -R TOPSECRET",
+        "grep -d recurse TOPSECRET .",
+        "rg TOPSECRET",
+        "git grep TOPSECRET",
+        "git grep --no-index TOPSECRET",
+        "git show",
+        "git log -p",
+        "cd src && grep -r TOPSECRET ..",
+        "cd .. && rg TOPSECRET proj",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Ask, Some(Category::Exec)),
+            "{c}: {d:?}"
+        );
+    }
+    for c in [
+        "grep -rn main src",
+        "rg -n main src",
+        "git show HEAD:src/main.rs",
+        "git log --oneline -5",
+        "grep TOPSECRET f",
+    ] {
+        let d = f.check("run_command", &cmd(c), Default);
+        assert_eq!(
+            (d.verdict, d.category),
+            (Allow, Some(Category::Read)),
+            "{c}: {d:?}"
+        );
+    }
+    // From the home directory, every recursive search reaches ~/.ssh.
+    for c in [
+        "grep -r secret .",
+        "rg secret",
+        "git grep --no-index secret",
+        "grep -rl x ~",
+    ] {
+        let req = permission_support::request("run_command", &cmd(c), &f.home, Default);
+        let d = crewmaster::permission::check(&req, &f.policy());
+        assert_ne!(d.verdict, Allow, "{c}: {d:?}");
+    }
+    let d = f.check("run_command", &cmd("cd ~ && grep -r secret ."), Default);
+    assert_ne!(d.verdict, Allow, "{d:?}");
+    // Git resolves `HEAD:path` from the repository root, whatever the cwd.
+    for c in [
+        "git show HEAD:secrets/key.txt",
+        "git cat-file -p :secrets/key.txt",
+        "git diff",
+    ] {
+        let req = permission_support::request("run_command", &cmd(c), &f.proj.join("src"), Default);
+        let d = crewmaster::permission::check(&req, &f.policy());
+        assert_ne!(d.verdict, Allow, "{c} from src/: {d:?}");
+    }
+}
+
+/// Red-team 12: commands given in program options or program text, multi-call binaries,
+/// process substitutions feeding a shell and push plumbing are seen by deny rules; a
+/// command that is not literal there is opaque.
+#[test]
+fn commands_in_program_options_are_parts_of_their_own() {
+    let f = fixture();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Bash(git push:*)","Bash(rm:*)"]}}"#,
+    );
+    for c in [
+        "toybox rm x",
+        "coreutils --coreutils-prog=rm x",
+        "coreutils --coreutils-prog-shebang=rm x",
+        "awk 'BEGIN{system(\"rm x\")}'",
+        "gawk '{print | \"rm x\"}' f",
+        "mawk 'BEGIN{\"rm x\" | getline}'",
+        "busybox awk 'BEGIN{system(\"rm x\")}'",
+        "sed '1e rm x' f",
+        "sed -e '$e git push' f",
+        "vim -c '!rm x' -c q",
+        "nvim '+!rm x'",
+        "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='rm x' f",
+        "tar -I 'rm x' -xf a.tar",
+        "tar --use-compress-program='rm x' -xf a.tar",
+        "tar --to-command='rm x' -xf a.tar",
+        "rsync -e 'rm x' a b:c",
+        "rsync -avz --rsh='rm x' a b:c",
+        "ssh -o ProxyCommand='rm x' h",
+        "ssh -oLocalCommand='rm x' -o PermitLocalCommand=yes h",
+        "man -P 'rm x' ls",
+        "zip -T -TT 'rm x' a.zip f",
+        "git grep -e x --open-files-in-pager='rm x'",
+        "git grep -O'rm x' x",
+        "bash < <(echo rm x)",
+        "echo rm x > >(bash)",
+        "echo ls | bash < <(echo rm x)",
+        "echo | sed '1e echo rm x > >(bash)'",
+        "echo ls | bash < evil.sh; rm x",
+        "git send-pack origin main",
+        "git http-push https://h/r main",
+        "awk '{system($0)}' f",
+        "sed 's/.*/rm x/e' f",
+    ] {
+        for mode in MODES {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_ne!(d.verdict, Allow, "`{c}` in {mode}: {d:?}");
+        }
+    }
+    // Programs that run nothing through their options stay as they were.
+    for c in [
+        "awk '/a|b/ {print $1}' f",
+        "sed -n 1,5p f",
+        "tar -tf a.tar",
+        "ssh h ls",
+    ] {
+        let d = f.check("run_command", &cmd(c), DontAsk);
+        assert_eq!(d.verdict, Allow, "`{c}`: {d:?}");
+    }
+}

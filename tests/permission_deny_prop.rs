@@ -2,8 +2,9 @@
 //! command that really runs `git push` or `rm` is never allowed, in any permission mode,
 //! whatever allow rules exist. Commands come from a grammar of wrappers (sudo, env,
 //! timeout, nice, nohup, bash -c, sh -c, xargs, busybox, find -exec, eval, echo | bash,
-//! here-strings) × spellings of the program (`/usr/bin/git`, `git -C .`, `git -c a.b=c`,
-//! `git --no-pager`, …) × separators (`;`, `&&`, `||`, `|`, newline) × quoting (single,
+//! here-strings, toybox, coreutils --coreutils-prog, awk system(), sed `1e`, process
+//! substitutions feeding bash) × spellings of the program (`/usr/bin/git`, `git -C .`, `git -c a.b=c`,
+//! `git --no-pager`, `git send-pack`, …) × separators (`;`, `&&`, `||`, `|`, newline) × quoting (single,
 //! double, backslash, split) × expansions (`$(…)`, `"$X"`).
 //!
 //! A second test runs the attack for real: generated commands run in bash in a fresh
@@ -51,6 +52,18 @@ enum Wrap {
     Eval(Quote),
     EchoBash(Quote),
     HereString(Quote),
+    /// `toybox rm …` (rm only; else `toybox sh -c`).
+    Toybox(Quote),
+    /// `coreutils --coreutils-prog=rm …` (rm only; else through `bash -c`).
+    Coreutils,
+    /// `awk 'BEGIN{system("…")}'`.
+    AwkSystem(Quote),
+    /// `echo | sed '1e …'` (single-line commands; else through `bash -c`).
+    SedE(Quote),
+    /// `bash < <(echo …)`.
+    ProcSubstIn(Quote),
+    /// `echo … > >(bash)`.
+    ProcSubstOut(Quote),
 }
 
 /// How one word of the core command is computed.
@@ -152,6 +165,8 @@ const GIT_SPELLINGS: &[&[&str]] = &[
     &["git", "-c", "a.b=c", "push"],
     &["git", "--no-pager", "push"],
     &["git", "-C", ".", "--no-pager", "push", "origin", "main"],
+    // Push plumbing (no pre-push hook: the real run sees the remote's new branch).
+    &["git", "send-pack", "../b.git", "main"],
 ];
 const RM_SPELLINGS: &[&[&str]] = &[
     &["rm", "x"],
@@ -222,6 +237,38 @@ fn wrap(cmd: Cmd, w: Wrap) -> Cmd {
         Wrap::Eval(q) => Cmd::Script(format!("eval {}", quote(&cmd.text(), q))),
         Wrap::EchoBash(q) => Cmd::Script(format!("echo {} | bash", quote(&cmd.text(), q))),
         Wrap::HereString(q) => Cmd::Script(format!("bash <<< {}", quote(&cmd.text(), q))),
+        Wrap::Toybox(q) => match cmd {
+            Cmd::Argv(w) if w[0] == "rm" => argv_wrap(&["toybox"], Cmd::Argv(w)),
+            other => Cmd::Script(format!("toybox sh -c {}", quote(&other.text(), q))),
+        },
+        Wrap::Coreutils => match cmd {
+            Cmd::Argv(w) if w[0] == "rm" => argv_wrap(
+                &["coreutils", "--coreutils-prog=rm"],
+                Cmd::Argv(w[1..].to_vec()),
+            ),
+            other => argv_wrap(&[], Cmd::Argv(other.argv())),
+        },
+        Wrap::AwkSystem(q) => {
+            let text = cmd
+                .text()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            Cmd::Script(format!(
+                "awk {}",
+                quote(&format!("BEGIN{{system(\"{text}\")}}"), q)
+            ))
+        }
+        Wrap::SedE(q) => {
+            let text = cmd.text();
+            if text.contains('\n') {
+                Cmd::Script(format!("bash -c {}", quote(&text, q)))
+            } else {
+                Cmd::Script(format!("echo | sed {}", quote(&format!("1e {text}"), q)))
+            }
+        }
+        Wrap::ProcSubstIn(q) => Cmd::Script(format!("bash < <(echo {})", quote(&cmd.text(), q))),
+        Wrap::ProcSubstOut(q) => Cmd::Script(format!("echo {} > >(bash)", quote(&cmd.text(), q))),
     }
 }
 
@@ -273,6 +320,12 @@ fn wrap_strategy() -> impl Strategy<Value = Wrap> {
         quote_strategy().prop_map(Wrap::Eval),
         quote_strategy().prop_map(Wrap::EchoBash),
         quote_strategy().prop_map(Wrap::HereString),
+        quote_strategy().prop_map(Wrap::Toybox),
+        Just(Wrap::Coreutils),
+        quote_strategy().prop_map(Wrap::AwkSystem),
+        quote_strategy().prop_map(Wrap::SedE),
+        quote_strategy().prop_map(Wrap::ProcSubstIn),
+        quote_strategy().prop_map(Wrap::ProcSubstOut),
     ]
 }
 
@@ -434,7 +487,14 @@ fn really_runs(command: &str) -> bool {
     .unwrap();
     std::fs::write(bin.join("sudo"), "#!/bin/sh\nshift 2\nexec \"$@\"\n").unwrap();
     std::fs::write(bin.join("busybox"), "#!/bin/sh\nexec \"$@\"\n").unwrap();
-    for f in [&hook, &bin.join("sudo"), &bin.join("busybox")] {
+    std::fs::write(bin.join("toybox"), "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    std::fs::write(
+        bin.join("coreutils"),
+        "#!/bin/sh\np=${1#--coreutils-prog=}\nshift\nexec \"$p\" \"$@\"\n",
+    )
+    .unwrap();
+    let stubs = ["sudo", "busybox", "toybox", "coreutils"].map(|s| bin.join(s));
+    for f in std::iter::once(&hook).chain(&stubs) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
@@ -462,7 +522,10 @@ fn really_runs(command: &str) -> bool {
     }
     let _ = child.kill();
     let _ = child.wait();
-    tmp.path().join("PUSHED").exists() || !repo.join("x").exists() || !repo.join("build").exists()
+    tmp.path().join("PUSHED").exists()
+        || bare.join("refs/heads/main").exists()
+        || !repo.join("x").exists()
+        || !repo.join("build").exists()
 }
 
 #[test]
@@ -508,4 +571,8 @@ fn the_real_run_sees_a_push_and_a_removal() {
     assert!(really_runs("git push"));
     assert!(really_runs("echo 'rm x' | bash"));
     assert!(!really_runs("ls || git push"));
+    assert!(really_runs("git send-pack ../b.git main"));
+    assert!(really_runs("awk 'BEGIN{system(\"rm x\")}'"));
+    assert!(really_runs("echo | sed '1e rm x'"));
+    assert!(really_runs("bash < <(echo rm x)"));
 }

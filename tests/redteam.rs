@@ -117,7 +117,6 @@ fn deny_rule_sees_substitutions_in_tests_arithmetic_and_parameter_defaults() {
 /// Class 2: programs that run a literal command given in an option or script; under
 /// dontAsk the mode fallback allows them, so `Bash(rm:*)` / `Bash(git push:*)` are bypassed.
 #[test]
-#[ignore = "redteam: command-valued options and multi-call binaries bypass deny rules"]
 fn deny_rule_sees_commands_in_program_options_and_multi_call_binaries() {
     let f = deny_fixture();
     for c in [
@@ -149,7 +148,6 @@ fn deny_rule_sees_commands_in_program_options_and_multi_call_binaries() {
 
 /// Class 1: "read-only" commands that change the system or run project-controlled code.
 #[test]
-#[ignore = "redteam: hostname NAME, date MMDDhhmm and cargo metadata/tree pass as reads"]
 fn read_only_class_has_no_setters_or_cargo() {
     let f = Fixture::new();
     for c in [
@@ -167,7 +165,6 @@ fn read_only_class_has_no_setters_or_cargo() {
 /// Class 1 end to end: `cargo metadata` (allowed as a read in default mode, and run without
 /// the OS sandbox there) runs `build.rustc-wrapper` from the project's `.cargo/config.toml`.
 #[test]
-#[ignore = "redteam: cargo metadata runs .cargo/config.toml rustc-wrapper unasked"]
 fn cargo_metadata_does_not_run_project_rustc_wrapper_unasked() {
     let (_t, proj, home) = repo();
     let marker = home.join("CARGO_PWNED");
@@ -215,7 +212,6 @@ fn cargo_metadata_does_not_run_project_rustc_wrapper_unasked() {
 /// Class 7 (commands): a deny rule on a directory is bypassed by naming a git object or by
 /// a recursive grep from above it.
 #[test]
-#[ignore = "redteam: git show HEAD:secrets/… and grep -r from above a denied dir print it"]
 fn read_deny_rule_covers_git_objects_and_recursive_greps() {
     let f = deny_fixture();
     for c in [
@@ -236,7 +232,6 @@ fn read_deny_rule_covers_git_objects_and_recursive_greps() {
 
 /// Class 4/7 (commands): with cwd = HOME, a recursive grep is a read and prints ~/.ssh keys.
 #[test]
-#[ignore = "redteam: grep -r from a directory holding ~/.ssh is allowed and unsandboxed in default mode"]
 fn recursive_grep_from_home_is_not_a_read() {
     let f = Fixture::new();
     let req = permission_support::request(
@@ -256,7 +251,6 @@ fn recursive_grep_from_home_is_not_a_read() {
 /// Class 11: a cloned repository that commits `.crew/settings.local.json` gets its allow
 /// rules and `defaultMode` without trust (local settings are assumed to be the user's own).
 #[test]
-#[ignore = "redteam: a tracked .crew/settings.local.json is trusted as the user's own"]
 fn committed_local_settings_need_trust() {
     let (_t, proj, home) = repo();
     common::put(
@@ -391,7 +385,6 @@ fn confined_daemon_cannot_replant_settings_after_restore() {
 /// `core.fsmonitor`, and `git -C sub status` (a read in default mode, run unsandboxed)
 /// runs it.
 #[test]
-#[ignore = "redteam: nested .git directories are not protected and git -C into them is a read"]
 fn nested_git_dir_cannot_be_planted_and_run() {
     let (_t, proj, home) = repo();
     let marker = home.join("FSMON3");
@@ -449,7 +442,6 @@ fn blacklist_resolves_relative_targets_against_the_cwd() {
 /// Class 11: an untrusted project's `.crew/settings.json` picks the model, including a
 /// `script:` file shipped in the repository, which then drives the agent's tool calls.
 #[test]
-#[ignore = "redteam: the model setting of untrusted project settings takes effect"]
 fn untrusted_project_settings_cannot_pick_the_model() {
     let (_t, proj, home) = repo();
     common::put(

@@ -446,9 +446,15 @@ use paths inside your worktree. You cannot write outside it.",
 /// The model name a subagent uses with the lead's provider: an explicit name, or the
 /// lead's for `inherit` and Claude Code's family aliases (`sonnet`, `opus`, `haiku`),
 /// which are not model names an API accepts.
+/// The model a subagent runs on. A `script:` model replays a file's tool calls, so a
+/// definition (possibly from a cloned repository) or the lead's request may pick one only
+/// when the lead itself runs on a script (tests); otherwise the lead's model is used.
 fn subagent_model(asked: Option<&str>, lead: &str) -> String {
     match asked.map(str::trim) {
         None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => lead.to_string(),
+        Some(name) if name.starts_with("script:") && !lead.starts_with("script:") => {
+            lead.to_string()
+        }
         Some(name) => name.to_string(),
     }
 }
@@ -460,4 +466,23 @@ fn subagent_model(asked: Option<&str>, lead: &str) -> String {
 /// in the user's own checkout, and its `refs/` would let it move the user's branches.
 fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
     crate::tools::landlock::git_writable_dirs(worktree)
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::subagent_model;
+
+    #[test]
+    fn a_script_model_is_picked_only_under_a_scripted_lead() {
+        assert_eq!(
+            subagent_model(Some("script:/r/evil.json"), "claude-x"),
+            "claude-x"
+        );
+        assert_eq!(
+            subagent_model(Some("script:s.json"), "script:l.json"),
+            "script:s.json"
+        );
+        assert_eq!(subagent_model(Some("gpt-x"), "claude-x"), "gpt-x");
+        assert_eq!(subagent_model(Some("inherit"), "claude-x"), "claude-x");
+    }
 }

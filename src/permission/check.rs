@@ -392,10 +392,14 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     }
     let mut worst: Option<Decision> = None;
     let mut all_read = true;
-    for (part, named) in script.parts.iter().zip(&named) {
+    let not_read = not_a_read(ctx, &script.parts);
+    for ((part, named), why) in script.parts.iter().zip(&named).zip(&not_read) {
         let Some(mut d) = part_decision(ctx, part, named) else {
             continue;
         };
+        if let Some(why) = why {
+            d = demote(ctx, part, d, why);
+        }
         all_read &= d.category == Some(Category::Read);
         if d.verdict == Verdict::Deny {
             d.target = Some(target);
@@ -600,4 +604,90 @@ fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
         out.push(named);
     }
     out
+}
+
+/// Why each part that may look like a read is not one (`None` when nothing says so): git
+/// that may use a repository other than the project's (`commands::git_repo`), or a search
+/// that reads everything below a directory where a Read deny rule may match or a
+/// credential location lies (`commands::search_scopes`).
+fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
+    let cwd = ctx.cwd_real.as_deref().unwrap_or(&ctx.req.cwd);
+    let project = ctx.policy.project_root.as_deref();
+    let mut out = commands::git_repo::foreign(parts, cwd, project, ctx.home);
+    let mut dirs = None;
+    for (i, part) in parts.iter().enumerate() {
+        let Some(words) = out[i]
+            .is_none()
+            .then(|| commands::search_scopes(part))
+            .flatten()
+        else {
+            continue;
+        };
+        let dirs =
+            dirs.get_or_insert_with(|| commands::git_repo::dirs_by_part(parts, cwd, ctx.home));
+        out[i] = dirs[i].iter().find_map(|d| {
+            let Some(d) = d else {
+                return Some("it searches a directory the engine cannot follow".to_string());
+            };
+            let d = match &part.chdir {
+                Some(c) => sandbox::absolute(c, d, ctx.home),
+                None => d.clone(),
+            };
+            words
+                .iter()
+                .find_map(|w| scope_why(ctx, &sandbox::absolute(w, &d, ctx.home)))
+        });
+        // Git names paths from the repository root (`HEAD:path`, a whole-tree diff).
+        if out[i].is_none()
+            && part.program() == "git"
+            && let Some(root) = project
+        {
+            out[i] = words.iter().find_map(|w| scope_why(ctx, &root.join(w)));
+        }
+    }
+    out
+}
+
+/// Why reading everything below `scope` (a directory or a file) is not a plain read, if
+/// it is not.
+fn scope_why(ctx: &Ctx<'_>, scope: &Path) -> Option<String> {
+    let dir = std::fs::canonicalize(scope).ok()?;
+    for home in &ctx.homes {
+        for c in sandbox::CREDENTIALS {
+            if home.join(c).starts_with(&dir) {
+                return Some(format!(
+                    "it reads everything below {}, which holds the credential location ~/{c}",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    let names = [RuleName::Read];
+    ctx.policy
+        .rules
+        .iter()
+        .find(|r| r.kind == RuleKind::Deny && r.could_match_below(&names, &dir, &ctx.bases))
+        .map(|r| {
+            format!(
+                "it reads everything below {}, where rule `{}` denies reading",
+                dir.display(),
+                r.text
+            )
+        })
+}
+
+/// A part decided as a read that is not one: the mode decides it as Exec instead (a rule
+/// that matched keeps its verdict), and the reason says why.
+fn demote(ctx: &Ctx<'_>, part: &Part, d: Decision, why: &str) -> Decision {
+    if d.category != Some(Category::Read) {
+        return d;
+    }
+    let mut d = if d.source == Source::Mode {
+        fallback(ctx.mode(), Category::Exec, &part.full_text())
+    } else {
+        d
+    };
+    d.reason = format!("{}; it is not a plain read: {why}", d.reason);
+    d.category = Some(Category::Exec);
+    d
 }

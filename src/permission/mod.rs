@@ -29,6 +29,7 @@ pub mod sandbox;
 pub mod settings;
 pub mod shell;
 pub mod spec;
+mod tracked;
 pub mod trust;
 pub mod walk;
 

@@ -52,6 +52,9 @@ enum Matcher {
         set: GlobSet,
         absolute: bool,
         literal: bool,
+        /// The pattern's directories before its first glob character (`secrets/` of
+        /// `secrets/**`; empty for `**/x`), absolute when `absolute`.
+        prefix: String,
     },
 }
 
@@ -237,6 +240,28 @@ impl Rule {
         )
     }
 
+    /// Whether this rule, for a tool covered by `names`, may match something inside the
+    /// directory `dir` (or `dir` itself): a recursive search of `dir` reads all of it.
+    /// Fails closed: regexes, negations and patterns that match at any depth may.
+    pub fn could_match_below(&self, names: &[RuleName], dir: &Path, bases: &[PathBuf]) -> bool {
+        if !self.covers(names) {
+            return false;
+        }
+        let overlaps = |p: &Path| p.starts_with(dir) || dir.starts_with(p);
+        match &self.matcher {
+            Matcher::Path {
+                absolute: true,
+                prefix,
+                ..
+            } => overlaps(Path::new(prefix)),
+            Matcher::Path { prefix, .. } if prefix.is_empty() => true,
+            Matcher::Path { prefix, .. } => bases.iter().any(|b| overlaps(&b.join(prefix))),
+            Matcher::Exact(e) if Path::new(e).is_absolute() => overlaps(Path::new(e)),
+            Matcher::Exact(e) => bases.iter().any(|b| overlaps(&b.join(e))),
+            _ => true,
+        }
+    }
+
     /// Whether this is a deny or ask rule on commands: one that an opaque command (whose
     /// real text is unknown) might be meant to hit.
     pub fn guards_commands(&self) -> bool {
@@ -358,10 +383,17 @@ fn path_matcher(rule: &str, spec: &str, home: Option<&Path>) -> Result<Matcher, 
     }
     let set = set.build().map_err(|e| pattern_err(rule, e))?;
     let literal = !base.contains(['*', '?', '[', '{', '\\']);
+    let fixed = &base[..base.find(['*', '?', '[', '{', '\\']).unwrap_or(base.len())];
+    let prefix = match fixed.rfind('/') {
+        _ if literal => base.to_string(),
+        Some(i) => fixed[..i].to_string(),
+        None => String::new(),
+    };
     Ok(Matcher::Path {
         set,
         absolute,
         literal,
+        prefix,
     })
 }
 

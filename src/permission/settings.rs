@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::rules::{Rule, RuleKind};
 use super::trust::TrustStore;
-use super::{Layer, PermissionMode, Policy, sandbox};
+use super::{Layer, PermissionMode, Policy, sandbox, tracked};
 
 /// The OS sandbox settings (`sandbox` key); the command runner applies them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,8 +179,14 @@ impl Policy {
                     message,
                 })
             };
-            // What an untrusted project file asked for and did not get.
-            let shared_untrusted = layer == Layer::Project && !trusted;
+            // A local file that git tracks came with the clone: shared, like the project's.
+            let shared = match layer {
+                Layer::Project => true,
+                Layer::Local => local_is_shared(&path, &mut warnings),
+                _ => false,
+            };
+            // What an untrusted shared file asked for and did not get.
+            let shared_untrusted = shared && !trusted;
             let mut ignored: Vec<String> = Vec::new();
             for (kind, list, key) in [
                 (RuleKind::Deny, &raw.permissions.deny, "deny"),
@@ -212,7 +218,7 @@ impl Policy {
                     }
                 }
             }
-            let own = layer != Layer::Project;
+            let own = !shared;
             if let Some(name) = &raw.permissions.default_mode
                 && !mode_set
             {
@@ -285,6 +291,12 @@ impl Policy {
             {
                 ignored.push(format!("worktree.setup {setup}"));
             }
+            // The model decides what runs (a `script:` model replays a file's tool calls).
+            if shared_untrusted && let Some(model) = &raw.model {
+                ignored.push(format!("model `{model}`"));
+            } else if policy.model.is_none() {
+                policy.model = raw.model.clone();
+            }
             if !ignored.is_empty() {
                 warn(
                     &mut warnings,
@@ -295,15 +307,29 @@ impl Policy {
                     ),
                 );
             }
-            if policy.model.is_none() {
-                policy.model = raw.model.clone();
-            }
             if policy.max_concurrent_agents.is_none() {
                 policy.max_concurrent_agents = raw.max_concurrent_agents;
             }
         }
         Ok((policy, warnings))
     }
+}
+
+/// Whether the local settings file at `path` is shared content (git tracks it, or its
+/// repository cannot be read), with a warning saying why it is treated like the project's.
+fn local_is_shared(path: &Path, warnings: &mut Vec<Warning>) -> bool {
+    let why = match tracked::is_shared(path) {
+        tracked::Shared::No => return false,
+        tracked::Shared::Tracked => "git tracks this file, so it came with the repository".into(),
+        tracked::Shared::Unknown(e) => format!("{e}, so it may be tracked"),
+    };
+    warnings.push(Warning {
+        file: Some(path.to_path_buf()),
+        message: format!(
+            "{why}: it is treated as shared project settings, not your own (its allow rules, looser modes and model need trust; directories, writable roots and passthrough are ignored). Keep your own settings untracked (`git rm --cached` it and add it to .gitignore)"
+        ),
+    });
+    true
 }
 
 /// Reads and parses one settings file; `None` when it does not exist.

@@ -171,6 +171,24 @@ fn subcommand_runs(g: &Git, argv: &[String]) -> Vec<Embedded> {
                 script,
             });
         }
+        // `git grep -O<cmd>` / `--open-files-in-pager=<cmd>` runs cmd on the matches;
+        // bare `-O` runs the configured pager.
+        if argv[sub] == "grep" {
+            let pager = a
+                .strip_prefix("--open-files-in-pager")
+                .map(|v| v.strip_prefix('=').unwrap_or(v))
+                .or_else(|| a.strip_prefix("-O"));
+            match pager {
+                Some("") => out.push(Embedded::Opaque(
+                    "`git grep -O` runs the configured pager".into(),
+                )),
+                Some(cmd) => out.push(Embedded::Script {
+                    via: via("-O"),
+                    script: cmd.to_string(),
+                }),
+                None => {}
+            }
+        }
         if a.starts_with("ext::") {
             out.push(Embedded::Opaque(format!(
                 "`{a}` makes git run a transport command"

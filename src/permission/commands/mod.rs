@@ -11,12 +11,16 @@ mod find;
 mod flags;
 pub mod git;
 mod git_config;
+pub mod git_repo;
+mod programs;
 mod read_only;
+mod search;
 mod shells;
 mod wrappers;
 
 pub use dangerous::dangerous;
 pub use read_only::{is_read_only, path_operands};
+pub use search::scopes as search_scopes;
 pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap};
 
 use super::shell::Part;
@@ -121,7 +125,7 @@ pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
                     }),
             )
         }
-        _ => {}
+        _ => out.extend(programs::embedded(prog, argv)),
     }
     out
 }
@@ -145,6 +149,18 @@ pub fn match_forms(part: &Part) -> Vec<String> {
         && let Some(g) = git::canonical(&argv)
     {
         forms.push(g.join(" "));
+    }
+    // Push plumbing: `git send-pack`/`git http-push` push like `git push`.
+    if part.program() == "git" {
+        let mut more = Vec::new();
+        for f in std::iter::once(argv.join(" ")).chain(forms.iter().cloned()) {
+            for plumbing in [" send-pack", " http-push"] {
+                if let Some(at) = f.find(plumbing) {
+                    more.push(format!("{} push{}", &f[..at], &f[at + plumbing.len()..]));
+                }
+            }
+        }
+        forms.extend(more);
     }
     forms
 }

@@ -6,7 +6,7 @@
 //! them like any other path (`file -f ~/.ssh/id_rsa`).
 
 use super::flags::{self, Parsed, Spec};
-use super::{find, git};
+use super::{find, git, search};
 use crate::permission::shell::Part;
 
 /// The allow-list of each program read-only by its options alone.
@@ -219,7 +219,7 @@ fn any_args(prog: &str) -> bool {
 }
 
 /// Parses a read-only program's arguments with its allow-list.
-fn parsed(part: &Part) -> Option<Parsed> {
+pub(super) fn parsed(part: &Part) -> Option<Parsed> {
     let args = part.argv.get(1..)?;
     flags::parse(&spec(part.program())?, args, false).ok()
 }
@@ -248,12 +248,9 @@ pub fn is_read_only(part: &Part) -> bool {
         "git" => return git::read_only(&part.argv),
         "find" => return find::read_only(&part.argv),
         "sed" => return sed_read_only(&part.argv[1..]),
-        "cargo" => {
-            return matches!(
-                part.argv.get(1).map(String::as_str),
-                Some("--version") | Some("tree") | Some("metadata")
-            );
-        }
+        // cargo is never a read: even `cargo metadata` runs `build.rustc-wrapper` and
+        // other programs named by the project's `.cargo/config.toml`.
+        "cargo" => return false,
         _ => {}
     }
     let Some(p) = parsed(part) else {
@@ -263,8 +260,14 @@ pub fn is_read_only(part: &Part) -> bool {
     if matches!(prog, "less" | "more") && p.operands.iter().any(|o| o.starts_with('+')) {
         return false;
     }
-    // A second operand is the output file of `uniq IN OUT` and `xxd IN OUT`.
-    !(matches!(prog, "uniq" | "xxd") && p.operands.len() > 1)
+    match prog {
+        // A second operand is the output file of `uniq IN OUT` and `xxd IN OUT`.
+        "uniq" | "xxd" => p.operands.len() <= 1,
+        // `hostname NAME` sets the host name; `date MMDDhhmm` sets the clock.
+        "hostname" => p.operands.is_empty(),
+        "date" => p.operands.iter().all(|o| o.starts_with('+')),
+        _ => true,
+    }
 }
 
 /// The words of a part that may name files: for a program with an allow-list, its
@@ -285,6 +288,8 @@ pub fn path_operands(part: &Part) -> Vec<String> {
         .collect();
     if part.program() == "git" {
         out.extend(git::parse(&part.argv).paths);
+        // `git show HEAD:secrets/key` prints `secrets/key`.
+        out.extend(search::object_paths(&part.argv));
     }
     out
 }
@@ -341,6 +346,10 @@ mod tests {
             "jq --arg k v .x f.json",
             "diff -u a b",
             "cat README.md",
+            "date",
+            "date +%Y-%m-%d",
+            "date -u -d @0 +%s",
+            "hostname",
         ] {
             assert!(is_read_only(&part(s)), "{s}");
         }
@@ -361,6 +370,14 @@ mod tests {
             "rg -z x",
             "rg --search-zip x",
             "date -s 2020-01-01",
+            "date --set=2020-01-01",
+            "date 0101000030",
+            "date +%s 0101000030",
+            "hostname evil",
+            "hostname -F f",
+            "cargo metadata",
+            "cargo tree",
+            "cargo --version",
             "ls --frobnicate",
             "cat -Z x",
             "jq -o x",

@@ -229,7 +229,8 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         "flock" => (FLOCK, false, false, 1),
         "env" => return env(argv),
         "watch" => return watch(argv),
-        "busybox" => return busybox(argv),
+        "busybox" | "toybox" => return busybox(prog, argv),
+        "coreutils" => return coreutils(argv),
         "eval" => {
             return Some(Unwrap::Script {
                 wrapper: "eval".into(),
@@ -462,15 +463,35 @@ fn watch(argv: &[String]) -> Option<Unwrap> {
     })
 }
 
-/// `busybox APPLET args…` runs the applet; `busybox --list` and friends run nothing.
-fn busybox(argv: &[String]) -> Option<Unwrap> {
+/// `busybox APPLET args…` (or `toybox`) runs the applet; `busybox --list` and friends
+/// run nothing.
+fn busybox(prog: &str, argv: &[String]) -> Option<Unwrap> {
     let applet = argv.get(1)?;
     if applet.starts_with('-') {
         return None;
     }
     Some(Unwrap::Command {
-        wrapper: "busybox".into(),
+        wrapper: prog.into(),
         rest: argv[1..].to_vec(),
+        privileged: false,
+        dynamic: false,
+        open: false,
+        effects: Effects::default(),
+    })
+}
+
+/// `coreutils --coreutils-prog=PROG args…` runs PROG; so does
+/// `--coreutils-prog-shebang=PROG FILE…` (on the file). Anything else runs nothing.
+fn coreutils(argv: &[String]) -> Option<Unwrap> {
+    let first = argv.get(1)?;
+    let prog = first
+        .strip_prefix("--coreutils-prog-shebang=")
+        .or_else(|| first.strip_prefix("--coreutils-prog="))?;
+    let mut rest = vec![prog.to_string()];
+    rest.extend(argv[2..].iter().cloned());
+    Some(Unwrap::Command {
+        wrapper: "coreutils".into(),
+        rest,
         privileged: false,
         dynamic: false,
         open: false,

@@ -74,6 +74,21 @@ impl Ctx {
                 } => {
                     // A function body's stdin is whatever its caller feeds it.
                     let unknown_caller = part.open || inh.in_function;
+                    // `bash < FILE` reads FILE, not the pipe or group stdin: like
+                    // `bash FILE`; `bash < <(…)` reads a process substitution's output.
+                    let file = part
+                        .redirects
+                        .iter()
+                        .find(|r| !r.write && !r.target.starts_with('&'))
+                        .map(|r| r.target.clone());
+                    // Inside `>(bash)` stdin is the parent's output (a substitution's
+                    // stdin is not the literal feed of its enclosing command).
+                    let feed = match &file {
+                        Some(t) if t == "<(…)" => Some(Feed::Unknown),
+                        Some(_) => None,
+                        None if part.substituted => Some(Feed::Unknown),
+                        None => feed.clone(),
+                    };
                     match &feed {
                         Some(Feed::Literal(text)) if !part.open => {
                             part.wrappers.push(wrapper);

@@ -1,0 +1,262 @@
+//! Which repository a git command will use. Git reads the configuration of the repository
+//! it discovers (`core.fsmonitor`, `core.pager`, filters, hooks), and those settings run
+//! programs. A command can plant a nested `sub/.git` (or a bare repository) with such a
+//! setting; `git -C sub status` would then run it unconfined. So git counts as read-only
+//! only when it will use the project's own repository: the one discovered from the
+//! project root, or the one whose `.git` sits in the agent's cwd (a worktree).
+
+use std::path::{Path, PathBuf};
+
+use crate::permission::sandbox;
+use crate::permission::shell::Part;
+
+use super::git;
+
+/// At most this many candidate directories are followed through `cd`s before the
+/// directory counts as unknown.
+const MAX_DIRS: usize = 16;
+
+/// For each part of a script, why it is a git command that may not use the project's own
+/// repository (`None` for every other part, and for git that surely uses it).
+/// `cwd` is the agent's cwd, `project_root` the project root, `home` expands `~`.
+pub fn foreign(
+    parts: &[Part],
+    cwd: &Path,
+    project_root: Option<&Path>,
+    home: Option<&Path>,
+) -> Vec<Option<String>> {
+    if !parts.iter().any(|p| p.program() == "git") {
+        return vec![None; parts.len()];
+    }
+    let own = own_repos(cwd, project_root);
+    let env_why = git_env_set(parts);
+    parts
+        .iter()
+        .zip(dirs_by_part(parts, cwd, home))
+        .map(|(part, dirs)| {
+            (part.program() == "git")
+                .then(|| {
+                    env_why
+                        .clone()
+                        .or_else(|| git_foreign(part, &dirs, &own, home))
+                })
+                .flatten()
+        })
+        .collect()
+}
+
+/// For each part, every directory the shell may be in when it runs (`None`: one the
+/// engine cannot follow). A `cd` may sit in a subshell that has ended, so the
+/// directories before it stay possible.
+pub fn dirs_by_part(parts: &[Part], cwd: &Path, home: Option<&Path>) -> Vec<Vec<Option<PathBuf>>> {
+    let mut dirs: Vec<Option<PathBuf>> = vec![Some(cwd.to_path_buf())];
+    let mut out = Vec::with_capacity(parts.len());
+    for part in parts {
+        out.push(dirs.clone());
+        if let Some(next) = after_cd(part, &dirs, home) {
+            for d in next {
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+            if dirs.len() > MAX_DIRS {
+                dirs = vec![None];
+            }
+        }
+    }
+    out
+}
+
+/// The repositories the agent may read with git unasked.
+fn own_repos(cwd: &Path, project_root: Option<&Path>) -> Vec<PathBuf> {
+    let mut own: Vec<PathBuf> = discover(project_root.unwrap_or(cwd)).into_iter().collect();
+    let here = cwd.join(".git");
+    if here.symlink_metadata().is_ok() {
+        own.push(real(&here));
+    }
+    own
+}
+
+/// Why git's repository is not the project's, if it may not be.
+fn git_foreign(
+    part: &Part,
+    dirs: &[Option<PathBuf>],
+    own: &[PathBuf],
+    home: Option<&Path>,
+) -> Option<String> {
+    let argv = &part.argv;
+    let g = git::parse(argv);
+    let globals = &argv[1..g.sub.unwrap_or(argv.len())];
+    if let Some(a) = globals.iter().find(|a| {
+        ["--git-dir", "--work-tree", "--bare"]
+            .iter()
+            .any(|o| a.starts_with(o))
+    }) {
+        return Some(format!(
+            "`{a}` points git at a repository chosen by the command"
+        ));
+    }
+    // `-C a -C b` is cumulative; `env -C DIR` comes first.
+    let mut hops: Vec<&str> = part.chdir.iter().map(String::as_str).collect();
+    let mut i = 0;
+    while i < globals.len() {
+        if globals[i] == "-C" {
+            hops.extend(globals.get(i + 1).map(String::as_str));
+            i += 1;
+        }
+        i += 1;
+    }
+    for d in dirs {
+        let Some(mut dir) = d.clone() else {
+            return Some("git runs in a directory the engine cannot follow".into());
+        };
+        for h in &hops {
+            if h.contains('$') {
+                return Some(format!("git -C `{h}` is computed at run time"));
+            }
+            dir = sandbox::absolute(h, &dir, home);
+        }
+        match discover(&dir) {
+            Some(repo) if own.contains(&repo) => {}
+            Some(repo) => {
+                return Some(format!(
+                    "git in {} uses the repository {}, not the project's own, and its configuration can run programs",
+                    dir.display(),
+                    repo.display()
+                ));
+            }
+            None => {
+                return Some(format!(
+                    "git in {} uses no repository the engine can locate",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The directories a `cd`/`pushd`/`popd` part may lead to, `None` when it is not one.
+fn after_cd(
+    part: &Part,
+    dirs: &[Option<PathBuf>],
+    home: Option<&Path>,
+) -> Option<Vec<Option<PathBuf>>> {
+    match part.program() {
+        "cd" | "pushd" => {}
+        "popd" => return Some(vec![None]),
+        _ => return None,
+    }
+    let arg = part
+        .argv
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with('-') || *a == "-");
+    Some(match arg {
+        _ if part.dynamic => vec![None],
+        None => vec![home.map(Path::to_path_buf)],
+        Some(a) if a == "-" || a.contains('$') => vec![None],
+        Some(a) => dirs
+            .iter()
+            .map(|d| d.as_ref().map(|d| sandbox::absolute(a, d, home)))
+            .collect(),
+    })
+}
+
+/// Why the script may change git's environment (`GIT_DIR`, `GIT_WORK_TREE`, …) for its
+/// git commands, if it may: an assignment, an `export`/`declare` of a `GIT_` name, or a
+/// sourced file.
+fn git_env_set(parts: &[Part]) -> Option<String> {
+    parts.iter().find_map(|p| {
+        if let Some((name, _)) = p.env.iter().find(|(n, _)| n.starts_with("GIT_")) {
+            return Some(format!(
+                "`{name}=…` chooses git's repository or configuration"
+            ));
+        }
+        match p.program() {
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                p.argv[1..].iter().find(|a| a.starts_with("GIT_")).map(|a| {
+                    format!(
+                        "`{} {a}` chooses git's repository or configuration",
+                        p.program()
+                    )
+                })
+            }
+            "source" | "." => Some(format!(
+                "`{}` may set git's environment (GIT_DIR…)",
+                p.full_text()
+            )),
+            _ => None,
+        }
+    })
+}
+
+/// The repository git discovers from `start`: the first ancestor (itself included) that
+/// holds a `.git` entry or is itself a git directory (a bare repository), canonical.
+pub fn discover(start: &Path) -> Option<PathBuf> {
+    let start = std::fs::canonicalize(start).ok()?;
+    for d in start.ancestors() {
+        let dot = d.join(".git");
+        if dot.symlink_metadata().is_ok() {
+            return Some(real(&dot));
+        }
+        if d.join("HEAD").is_file() && (d.join("objects").is_dir() || d.join("commondir").is_file())
+        {
+            return Some(d.to_path_buf());
+        }
+    }
+    None
+}
+
+fn real(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::shell;
+
+    #[test]
+    fn nested_bare_and_cd_repositories_are_foreign() {
+        let tmp = tempfile::tempdir().unwrap();
+        let proj = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        std::fs::create_dir_all(proj.join("src")).unwrap();
+        std::fs::create_dir_all(proj.join("sub/.git")).unwrap();
+        std::fs::create_dir_all(proj.join("bare/objects")).unwrap();
+        std::fs::write(proj.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let run = |c: &str| {
+            let s = shell::parse(c).unwrap();
+            foreign(&s.parts, &proj, Some(&proj), None)
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+        };
+        for ok in [
+            "git status",
+            "git -C . status",
+            "git -C src log",
+            "cd src && git diff",
+            "ls; git log",
+        ] {
+            assert!(run(ok).is_empty(), "{ok}: {:?}", run(ok));
+        }
+        for bad in [
+            "git -C sub status",
+            "cd sub && git diff",
+            "(cd sub) ; git status",
+            "git -C src -C ../sub log",
+            "git -C bare log",
+            "git --git-dir=sub/.git log",
+            "git --bare log",
+            "cd $X && git status",
+            "export GIT_DIR=sub/.git; git status",
+            "GIT_DIR=sub/.git; git status",
+            "git -C /nonexistent status",
+            "cd / && git status",
+        ] {
+            assert!(!run(bad).is_empty(), "{bad}");
+        }
+    }
+}

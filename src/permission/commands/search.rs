@@ -1,0 +1,200 @@
+//! Commands that read everything below a directory: recursive searches (`grep -r`, `rg`,
+//! `git grep`) and git commands that print file contents of the whole repository
+//! (`git show`, `git diff`, `git log -p`, `git cat-file`). Naming only the directory, they
+//! reach files that a Read deny rule or a credential location protects; the caller
+//! (`check.rs`) makes them not a read when such a file may lie below a scope.
+//! Also git's object paths (`HEAD:path`, `:path`), which name files like any operand.
+
+use crate::permission::shell::Part;
+
+use super::{git, read_only};
+
+/// The directories (or files) a part reads everything below, as words relative to the
+/// cwd (`.` is the cwd; for git also relative to the repository root), or `None` when it
+/// is not such a command. Words that name nothing are for the caller to skip.
+pub fn scopes(part: &Part) -> Option<Vec<String>> {
+    match part.program() {
+        "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "ack-grep" => search_scopes(part),
+        "git" => git_scopes(&part.argv),
+        _ => None,
+    }
+}
+
+fn search_scopes(part: &Part) -> Option<Vec<String>> {
+    let prog = part.program();
+    let args = &part.argv[1..];
+    let p = read_only::parsed(part);
+    let seen = |o: &str| p.as_ref().is_some_and(|p| p.seen.iter().any(|s| s == o));
+    let recursive = !matches!(prog, "grep" | "egrep" | "fgrep")
+        || ["-r", "-R", "--recursive", "--dereference-recursive"]
+            .iter()
+            .any(|o| seen(o))
+        || args.iter().any(|a| a.ends_with("recurse"));
+    if !recursive {
+        return None;
+    }
+    // Unparsed (an option we do not know): every word may be a directory.
+    let Some(p) = &p else {
+        let mut out: Vec<String> = args
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .cloned()
+            .collect();
+        out.push(".".into());
+        return Some(out);
+    };
+    let pattern_given = ["-e", "--regexp", "-f", "--file"].iter().any(|o| seen(o));
+    let files = if pattern_given {
+        &p.operands[..]
+    } else {
+        p.operands.get(1..).unwrap_or_default()
+    };
+    // With no file operand, a recursive search reads the cwd; every operand may be a
+    // directory (the pattern too, if it names one: over-reporting is safe).
+    let mut out = p.operands.clone();
+    if files.is_empty() {
+        out.push(".".into());
+    }
+    Some(out)
+}
+
+/// Git subcommands that print the contents of files in the work tree or the object store.
+fn git_scopes(argv: &[String]) -> Option<Vec<String>> {
+    let g = git::parse(argv);
+    let sub = g.sub?;
+    let rest = &argv[sub + 1..];
+    let patch = rest.iter().any(|a| {
+        a.starts_with("-p")
+            || a.starts_with("-u")
+            || a.starts_with("-U")
+            || a.starts_with("--patch")
+            || a.starts_with("--unified")
+            || a.starts_with("--word-diff")
+            || matches!(a.as_str(), "--cc" | "-c" | "-m" | "--full-diff")
+    });
+    let reads = match argv[sub].as_str() {
+        "grep" | "diff" | "diff-index" | "diff-files" | "difftool" | "show" | "cat-file"
+        | "archive" => true,
+        "log" | "whatchanged" | "diff-tree" | "reflog" | "format-patch" => patch,
+        "stash" => rest.first().is_some_and(|a| a == "show"),
+        _ => false,
+    };
+    if !reads {
+        return None;
+    }
+    // Pathspecs after `--` limit what is printed; so do object paths alone
+    // (`git show HEAD:src/x`), which are checked as paths (`object_paths`).
+    if let Some(dd) = rest.iter().position(|a| a == "--") {
+        let specs = &rest[dd + 1..];
+        if !specs.is_empty() {
+            return Some(specs.to_vec());
+        }
+    }
+    let operands: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
+    let only_objects = matches!(argv[sub].as_str(), "show" | "cat-file")
+        && operands.iter().any(|a| object_path(a).is_some())
+        && operands
+            .iter()
+            .all(|a| object_path(a).is_some() || is_type_word(a));
+    if only_objects {
+        // Object paths name files from the repository root: the caller resolves them
+        // from there too.
+        return Some(
+            operands
+                .iter()
+                .filter_map(|a| object_path(a))
+                .map(String::from)
+                .collect(),
+        );
+    }
+    Some(vec![".".into()])
+}
+
+fn is_type_word(a: &str) -> bool {
+    matches!(a, "blob" | "tree" | "commit" | "tag")
+}
+
+/// The file an object name like `HEAD:path`, `main:./path` or `:path` (the index)
+/// names, relative to the repository (`./` relative to the cwd; taken from the cwd
+/// either way). `None` for words that are not object paths (`:/message` searches
+/// commit messages and is a path too, failing closed: `/message` is outside the project).
+pub fn object_path(word: &str) -> Option<&str> {
+    if word.starts_with('-') || word.contains("://") {
+        return None;
+    }
+    let (rev, path) = word.split_once(':')?;
+    // `:0:path`, `:1:path`: index stages.
+    let path = match (rev, path.split_once(':')) {
+        ("", Some((stage, p))) if stage.len() == 1 && stage.chars().all(|c| c.is_ascii_digit()) => {
+            p
+        }
+        _ => path,
+    };
+    Some(if path.is_empty() { "." } else { path })
+}
+
+/// The object paths among a git command's arguments after the subcommand.
+pub fn object_paths(argv: &[String]) -> Vec<String> {
+    let g = git::parse(argv);
+    let Some(sub) = g.sub else {
+        return Vec::new();
+    };
+    // `git config a.b x:y`, `git remote add o host:path`: not objects, and not reads.
+    if matches!(
+        argv[sub].as_str(),
+        "config" | "remote" | "clone" | "push" | "fetch" | "pull"
+    ) {
+        return Vec::new();
+    }
+    argv[sub + 1..]
+        .iter()
+        .filter_map(|a| object_path(a))
+        .map(String::from)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(s: &str) -> Part {
+        Part {
+            argv: s.split_whitespace().map(String::from).collect(),
+            ..Part::default()
+        }
+    }
+
+    #[test]
+    fn recursive_searches_and_git_content_have_scopes() {
+        let sc = |s: &str| scopes(&part(s));
+        assert_eq!(sc("grep -r x"), Some(vec!["x".into(), ".".into()]));
+        assert_eq!(
+            sc("grep -rn main src"),
+            Some(vec!["main".into(), "src".into()])
+        );
+        assert_eq!(sc("grep -d recurse x"), Some(vec!["x".into(), ".".into()]));
+        assert_eq!(sc("grep -n main src/x.rs"), None);
+        assert_eq!(sc("rg x"), Some(vec!["x".into(), ".".into()]));
+        assert_eq!(sc("git grep x"), Some(vec![".".into()]));
+        assert_eq!(sc("git show"), Some(vec![".".into()]));
+        assert_eq!(sc("git show HEAD:src/x.rs"), Some(vec!["src/x.rs".into()]));
+        assert_eq!(sc("git diff -- src"), Some(vec!["src".into()]));
+        assert_eq!(sc("git log --oneline -5"), None);
+        assert_eq!(sc("git log -p"), Some(vec![".".into()]));
+        assert_eq!(sc("git status"), None);
+    }
+
+    #[test]
+    fn object_names_hold_paths() {
+        assert_eq!(object_path("HEAD:secrets/k"), Some("secrets/k"));
+        assert_eq!(object_path(":secrets/k"), Some("secrets/k"));
+        assert_eq!(object_path(":0:secrets/k"), Some("secrets/k"));
+        assert_eq!(object_path("HEAD:"), Some("."));
+        assert_eq!(object_path("HEAD"), None);
+        let argv: Vec<String> = ["git", "cat-file", "blob", "HEAD:s/k"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(object_paths(&argv), vec!["s/k".to_string()]);
+    }
+}
