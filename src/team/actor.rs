@@ -102,6 +102,8 @@ pub struct TeamState {
     notices: Vec<String>,
     /// Items already reported as completed.
     completed: BTreeSet<TodoId>,
+    /// Items already reported as stalled (in progress while nobody works or has mail).
+    stalled: BTreeSet<TodoId>,
     /// The `-p` driver waiting for the lead to have something to do.
     waiting: Option<RpcReplyPort<LeadWake>>,
 }
@@ -139,6 +141,7 @@ impl Actor for TeamActor {
             actors: HashMap::new(),
             cells: HashMap::new(),
             status: HashMap::new(),
+            stalled: BTreeSet::new(),
             notices: Vec::new(),
             completed,
             waiting: None,
@@ -348,29 +351,62 @@ async fn check_lead(state: &mut TeamState) {
     completed_notices(state).await;
     let team = state.team.clone();
     let busy = state.status.values().any(|s| *s == MemberStatus::Working);
-    let verdict = blocking(move || {
+    /// What the team's files say about the lead's wait.
+    enum Seen {
+        /// The lead has mail.
+        Mail,
+        /// Someone works or has mail: keep waiting.
+        Busy,
+        /// Nobody works and nobody has mail; these items are still in progress.
+        Idle(Vec<(TodoId, String)>),
+    }
+    let seen = blocking(move || {
         if team.unread_count(&MemberName::lead())? > 0 {
-            return Ok(Some(LeadWake::Mail));
+            return Ok(Seen::Mail);
         }
         if busy {
-            return Ok(None);
+            return Ok(Seen::Busy);
         }
         let roster = team.roster()?;
         for m in &roster.members {
             if team.unread_count(&m.name)? > 0 {
-                return Ok(None);
+                return Ok(Seen::Busy);
             }
         }
-        let in_progress = team
+        let stalled = team
             .list_todos()?
-            .values()
-            .any(|i| i.status == TodoStatus::InProgress);
-        Ok((!in_progress).then_some(LeadWake::Quiet))
+            .into_iter()
+            .filter(|(_, i)| i.status == TodoStatus::InProgress)
+            .map(|(id, i)| (id, i.owner.map(|o| o.to_string()).unwrap_or_default()))
+            .collect();
+        Ok(Seen::Idle(stalled))
     })
     .await;
-    let verdict = match verdict {
+    let verdict = match seen {
+        Ok(Seen::Idle(stalled)) => {
+            // Nobody works and nobody has mail, so an item still in progress cannot move.
+            // The lead is told once (it may finish, release or reassign it); after that the
+            // team counts as quiet, so a run never waits forever on an abandoned item.
+            let fresh: Vec<String> = stalled
+                .into_iter()
+                .filter(|(id, _)| state.stalled.insert(*id))
+                .map(|(id, owner)| format!("#{id} (owner: {owner})"))
+                .collect();
+            if !fresh.is_empty() {
+                state.notices.push(format!(
+                    "Work items still in progress while every teammate is idle: {}. Complete, release or reassign them.",
+                    fresh.join(", ")
+                ));
+            }
+            Some(if state.notices.is_empty() {
+                LeadWake::Quiet
+            } else {
+                LeadWake::Mail
+            })
+        }
         _ if !state.notices.is_empty() => Some(LeadWake::Mail),
-        Ok(v) => v,
+        Ok(Seen::Mail) => Some(LeadWake::Mail),
+        Ok(Seen::Busy) => None,
         // The team's files cannot be read: stop waiting rather than hang the run.
         Err(e) => {
             tracing::warn!("team {}: {e}", state.team.name());
