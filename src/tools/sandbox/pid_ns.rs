@@ -39,10 +39,16 @@ pub fn split() -> Result<(), Errno> {
         ForkResult::Child => {
             // If the intermediate is killed (the group kill on timeout or cancel sends
             // SIGTERM, which PID 1 would ignore), the shell dies with it, and with the
-            // shell the whole namespace. Should the intermediate die before this line,
-            // the shell is still in the process group, and the group kill's SIGKILL
-            // (which reaches a namespace's PID 1 from outside) ends it.
+            // shell the whole namespace. (Only an intermediate killed in the instant
+            // between the fork and this line would leave the shell running to its end,
+            // still confined.)
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+            // A process group of its own: the group kill's SIGTERM then reaches only the
+            // intermediate, whose death kills the shell (and so the whole namespace) at
+            // once. Were the shell in the group, the SIGTERM would also end the command it
+            // is running and the shell, as PID 1 ignoring SIGTERM, would go on with the
+            // rest of its script until the SIGKILL arrived.
+            nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0))?;
             mount_proc()?;
             Ok(())
         }
