@@ -6,8 +6,18 @@
 //! `bash|sh|zsh -c '…'`, `eval`, …) are unwrapped recursively; compound commands (`&&`,
 //! `||`, `;`, `|`, `&`, subshells, groups, `if`/`for`/`while`/`case`, function bodies) are
 //! flattened; command substitutions are parsed and contribute parts of their own.
+//!
+//! Each part also carries its words as bash would expand them (`expand.rs`, `glob.rs`)
+//! and the directory it runs in (`cwd.rs`): the blacklist and the path checks judge those.
 
+mod cwd;
+mod expand;
+mod glob;
 mod words;
+
+pub use cwd::{Dir, Env};
+pub use expand::Arg;
+use cwd::State;
 
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions};
@@ -18,12 +28,14 @@ use super::commands::{self, Unwrap};
 const MAX_DEPTH: usize = 8;
 
 /// A redirection of a part.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Redirect {
     /// Whether it writes (`>`, `>>`, `<>`, `>|`, `&>`).
     pub write: bool,
     /// The target as literal text (`~` for the home directory).
     pub target: String,
+    /// The target expanded (tilde, variables), as the shell would open it.
+    pub arg: Arg,
 }
 
 /// One simple command the shell would run.
@@ -54,6 +66,11 @@ pub struct Part {
     /// For parts found inside a substitution or a `bash -c` script: the enclosing part
     /// (its index in `Script::parts`), if that part is itself in the list.
     pub parent: Option<usize>,
+    /// `argv` as bash would expand it: braces, tilde, variables assigned earlier, globs
+    /// matched in `dir`. An argument that cannot be known says so (`Arg::known`).
+    pub args: Vec<Arg>,
+    /// The directory the part runs in.
+    pub dir: Dir,
 }
 
 impl Part {
@@ -95,13 +112,21 @@ pub struct Script {
 #[error("cannot parse the command as shell: {0}")]
 pub struct ShellError(pub String);
 
-/// Parses a command line into its parts.
+/// Parses a command line into its parts, with no cwd or home to expand against.
 pub fn parse(command: &str) -> Result<Script, ShellError> {
+    parse_in(command, &Env::default())
+}
+
+/// Parses a command line into its parts, expanding words against `env` (the caller's cwd
+/// for relative globs, the home for `~`).
+pub fn parse_in(command: &str, env: &Env) -> Result<Script, ShellError> {
     let mut ctx = Ctx {
         opts: ParserOptions::default(),
         script: Script::default(),
         next_pipeline: 0,
         functions: Vec::new(),
+        state: State::default(),
+        env: env.clone(),
     };
     ctx.parse_into(command, 0, &Inherit::default())?;
     // A function that calls itself in a pipe or the background forks without bound.
@@ -139,6 +164,9 @@ struct Ctx {
     next_pipeline: usize,
     /// Functions defined, with the range of parts their bodies produced.
     functions: Vec<(String, std::ops::Range<usize>)>,
+    /// The directory and variables at the point being parsed.
+    state: State,
+    env: Env,
 }
 
 impl Ctx {
@@ -169,9 +197,31 @@ impl Ctx {
     ) -> Result<(), ShellError> {
         for ast::CompoundListItem(and_or, sep) in &list.0 {
             let mut inh = inh.clone();
-            inh.background |= matches!(sep, ast::SeparatorOperator::Async);
-            for (_, pipeline) in and_or.iter() {
+            let background = matches!(sep, ast::SeparatorOperator::Async);
+            inh.background |= background;
+            let before = self.state.clone();
+            // Every state the list passed through: a part after `||` may run after any
+            // earlier one failed, and what follows the list may see any of them.
+            let mut seen = self.state.clone();
+            let mut saw_or = false;
+            for (op, pipeline) in and_or.iter() {
+                if matches!(op, ast::PipelineOperator::Or) {
+                    saw_or = true;
+                }
+                if saw_or {
+                    let mut merged = seen.clone();
+                    merged.merge(&self.state);
+                    self.state = merged;
+                }
                 self.pipeline(pipeline, depth, &inh)?;
+                seen.merge(&self.state);
+            }
+            if !and_or.additional.is_empty() {
+                self.state = seen;
+            }
+            // `a &` runs in a subshell.
+            if background {
+                self.state = before;
             }
         }
         Ok(())
@@ -189,7 +239,12 @@ impl Ctx {
         for (pos, cmd) in pipeline.seq.iter().enumerate() {
             let mut inh = inh.clone();
             inh.piped |= piped;
+            // Members of a pipeline run in subshells: their `cd` and assignments vanish.
+            let saved = piped.then(|| self.state.clone());
             self.command(cmd, depth, &inh, id, pos)?;
+            if let Some(saved) = saved {
+                self.state = saved;
+            }
         }
         Ok(())
     }
@@ -219,7 +274,10 @@ impl Ctx {
             }
             ast::Command::Function(def) => {
                 let start = self.script.parts.len();
+                // The body runs whenever the function is called: nothing is known there.
+                let saved = std::mem::replace(&mut self.state, State::unknown());
                 self.compound(&def.body.0, depth, inh)?;
+                self.state = saved;
                 let end = self.script.parts.len();
                 self.functions.push((def.fname.value.clone(), start..end));
                 Ok(())
@@ -246,45 +304,77 @@ impl Ctx {
         use ast::CompoundCommand as C;
         match c {
             C::BraceGroup(g) => self.compound_list(&g.list, depth, inh),
-            C::Subshell(s) => self.compound_list(&s.list, depth, inh),
+            C::Subshell(s) => {
+                let saved = self.state.clone();
+                self.compound_list(&s.list, depth, inh)?;
+                self.state = saved;
+                Ok(())
+            }
             C::ForClause(f) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
                 for w in f.values.iter().flatten() {
                     self.word(&w.value, depth, &inh)?;
                 }
-                self.compound_list(&f.body.list, depth, &inh)
+                let text = f.body.to_string();
+                self.state.forget(Some(&text));
+                self.state.assign(&f.variable_name, None);
+                self.compound_list(&f.body.list, depth, &inh)?;
+                self.state.forget(Some(&text));
+                Ok(())
             }
             C::ArithmeticForClause(f) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
-                self.compound_list(&f.body.list, depth, &inh)
+                self.state.forget(None);
+                self.compound_list(&f.body.list, depth, &inh)?;
+                self.state.forget(None);
+                Ok(())
             }
             C::CaseClause(c) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
                 self.word(&c.value.value, depth, &inh)?;
+                let start = self.state.clone();
+                let mut end = self.state.clone();
                 for item in &c.cases {
                     if let Some(list) = &item.cmd {
+                        self.state = start.clone();
                         self.compound_list(list, depth, &inh)?;
+                        end.merge(&self.state);
                     }
                 }
+                self.state = end;
                 Ok(())
             }
             C::IfClause(i) => {
+                // Each branch starts where the conditions left off; after the `if`, any
+                // branch (or none) may have run.
                 self.compound_list(&i.condition, depth, inh)?;
+                let mut end = self.state.clone();
+                let mut cond = self.state.clone();
                 self.compound_list(&i.then, depth, inh)?;
+                end.merge(&self.state);
                 for e in i.elses.iter().flatten() {
-                    if let Some(cond) = &e.condition {
-                        self.compound_list(cond, depth, inh)?;
+                    self.state = cond.clone();
+                    if let Some(c) = &e.condition {
+                        self.compound_list(c, depth, inh)?;
+                        cond.merge(&self.state);
+                        end.merge(&self.state);
                     }
                     self.compound_list(&e.body, depth, inh)?;
+                    end.merge(&self.state);
                 }
+                self.state = end;
                 Ok(())
             }
             C::WhileClause(w) | C::UntilClause(w) => {
+                let text = format!("{} {}", w.0, w.1);
+                self.state.forget(Some(&text));
                 self.compound_list(&w.0, depth, inh)?;
-                self.compound_list(&w.1.list, depth, inh)
+                self.compound_list(&w.1.list, depth, inh)?;
+                self.state.forget(Some(&text));
+                Ok(())
             }
             C::Coprocess(c) => {
                 let mut inh = inh.clone();
@@ -337,6 +427,8 @@ impl Ctx {
         nested.parent = Some(index);
         let mut acc = Acc {
             argv: Vec::new(),
+            words: Vec::new(),
+            assigns: Vec::new(),
             redirects: Vec::new(),
             dynamic: inh.dynamic,
         };
@@ -344,9 +436,10 @@ impl Ctx {
             self.item(item, depth, &nested, &mut acc)?;
         }
         if let Some(name) = &cmd.word_or_name {
-            let (t, d) = self.word(&name.value, depth, &nested)?;
+            let (t, d, args) = self.word_args(&name.value, depth, &nested)?;
             acc.dynamic |= d;
             acc.argv.push(t);
+            acc.words.push(args);
         }
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
@@ -354,7 +447,31 @@ impl Ctx {
         let part = &mut self.script.parts[index];
         part.redirects = acc.redirects;
         part.dynamic = acc.dynamic;
-        self.unwrap(index, acc.argv, depth)
+        part.dir = self.state.dir.clone();
+        let original = acc.argv.clone();
+        let before = self.state.clone();
+        self.unwrap(index, acc.argv, depth)?;
+        // A nested script (`bash -c`, `eval`) may or may not have changed the state.
+        if self.state != before {
+            let mut merged = before;
+            merged.merge(&self.state);
+            self.state = merged;
+        }
+        let part = &mut self.script.parts[index];
+        part.args = cwd::align(&original, &acc.words, &part.argv);
+        if cwd::wrappers_change_dir(&part.wrappers) {
+            part.dir = Dir::Unknown;
+        }
+        if original.is_empty() {
+            for (name, value) in acc.assigns {
+                self.state.assign(&name, value);
+            }
+        } else {
+            let names: Vec<String> = self.functions.iter().map(|(n, _)| n.clone()).collect();
+            let args = self.script.parts[index].args.clone();
+            self.state.apply(&args, &names, &self.env);
+        }
+        Ok(())
     }
 
     fn item(
@@ -367,18 +484,26 @@ impl Ctx {
         use ast::CommandPrefixOrSuffixItem as I;
         match item {
             I::Word(w) => {
-                let (t, d) = self.word(&w.value, depth, nested)?;
+                let (t, d, args) = self.word_args(&w.value, depth, nested)?;
                 acc.dynamic |= d;
                 acc.argv.push(t);
+                acc.words.push(args);
             }
-            I::AssignmentWord(_, w) => {
+            I::AssignmentWord(a, w) => {
                 // `VAR=value cmd` changes the command's environment (PAGER, LD_PRELOAD…),
                 // so the part is not read-only; the value may hold substitutions.
-                let (t, _) = self.word(&w.value, depth, nested)?;
-                acc.dynamic = true;
                 if !acc.argv.is_empty() {
+                    let (t, _, args) = self.word_args(&w.value, depth, nested)?;
                     acc.argv.push(t);
+                    acc.words.push(args);
+                } else {
+                    self.word(&w.value, depth, nested)?;
+                    let value = self.assigned_value(a);
+                    if let ast::AssignmentName::VariableName(name) = &a.name {
+                        acc.assigns.push((name.clone(), value));
+                    }
                 }
+                acc.dynamic = true;
             }
             I::IoRedirect(r) => {
                 if let Some(r) = self.redirect(r, depth, nested)? {
@@ -390,8 +515,14 @@ impl Ctx {
                 let mut inner = nested.clone();
                 inner.dynamic = true;
                 inner.substituted = true;
+                let saved = self.state.clone();
                 self.compound_list(&sub.list, depth + 1, &inner)?;
+                self.state = saved;
                 acc.argv.push("<(…)".into());
+                acc.words.push(vec![Arg {
+                    text: "<(…)".into(),
+                    ..Arg::default()
+                }]);
             }
         }
         Ok(())
@@ -458,6 +589,10 @@ impl Ctx {
 /// The words and redirections of a simple command, gathered item by item.
 struct Acc {
     argv: Vec<String>,
+    /// Each word of `argv`, expanded (a brace or glob may give several arguments).
+    words: Vec<Vec<Arg>>,
+    /// `NAME=value` before the command word: shell variables when no command follows.
+    assigns: Vec<(String, Option<String>)>,
     redirects: Vec<Redirect>,
     dynamic: bool,
 }
