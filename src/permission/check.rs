@@ -3,10 +3,12 @@
 //! then, under dontAsk, any Ask becomes Deny (nobody is there to answer).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::cache::Fixed;
 use super::classify::{self, Classified, ClassifyError, Target, ToolKind};
 use super::rules::{self, Rule, RuleKind, Subject};
-use super::shell::Part;
+use super::shell::{Arg, Dir, Part};
 use super::{
     Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
     mode, sandbox, shell,
@@ -39,7 +41,11 @@ struct Ctx<'a> {
     cwd_real: Option<PathBuf>,
     policy: &'a Policy,
     home: Option<&'a Path>,
-    homes: Vec<PathBuf>,
+    /// The home that `~` means in a command, and whose credentials are protected (the
+    /// process's own when the policy has none).
+    shell_home: Option<PathBuf>,
+    /// Canonical extra roots and credentials, computed once per policy.
+    fixed: Arc<Fixed>,
     roots: Vec<PathBuf>,
     /// Bases of relative rule patterns: project root, then the agent's cwd.
     bases: Vec<PathBuf>,
@@ -47,11 +53,14 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(req: &'a CheckRequest, policy: &'a Policy) -> Self {
-        let cwd_real = std::fs::canonicalize(&req.cwd).ok();
+        // Credentials are protected even when the policy was built without a home.
+        let shell_home = policy.home.clone().or_else(dirs::home_dir);
+        let fixed = policy
+            .cache
+            .fixed(shell_home.as_deref(), &policy.additional_roots);
+        let cwd_real = policy.cache.cwd(&req.cwd);
         let mut roots: Vec<PathBuf> = cwd_real.iter().cloned().collect();
-        roots.extend(sandbox::canonical_roots(
-            policy.additional_roots.iter().map(PathBuf::as_path),
-        ));
+        roots.extend(fixed.roots.iter().cloned());
         let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
         if let Some(cwd) = roots.first()
             && !bases.contains(cwd)
@@ -63,13 +72,36 @@ impl<'a> Ctx<'a> {
             cwd_real,
             policy,
             home: policy.home.as_deref(),
-            // Credentials are protected even when the policy was built without a home.
-            homes: match &policy.home {
-                Some(h) => sandbox::homes(Some(h)),
-                None => sandbox::homes(dirs::home_dir().as_deref()),
-            },
+            shell_home,
+            fixed,
             roots,
             bases,
+        }
+    }
+
+    fn creds(&self) -> &sandbox::Credentials {
+        &self.fixed.creds
+    }
+
+    /// Where an expanded command argument points, given the directory its part runs in.
+    fn locate_arg(&self, arg: &Arg, dir: &Dir) -> Named {
+        let unlocatable = Named {
+            lexical: PathBuf::from("/"),
+            real: None,
+        };
+        if !arg.known {
+            return unlocatable;
+        }
+        let text = arg.text.as_str();
+        let (abs, real) = match dir {
+            _ if Path::new(text).is_absolute() => self.locate(text),
+            Dir::Initial => self.locate(text),
+            Dir::Known(d) => (d.join(text), sandbox::resolve_at(d, Path::new(text))),
+            Dir::Unknown => return unlocatable,
+        };
+        Named {
+            lexical: sandbox::lexical(&abs),
+            real: real.ok(),
         }
     }
 
@@ -214,9 +246,7 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     };
     let target = real.display().to_string();
     let lexical = sandbox::lexical(&abs);
-    if let Some(name) =
-        sandbox::credential(&lexical, &ctx.homes).or_else(|| sandbox::credential(&real, &ctx.homes))
-    {
+    if let Some(name) = ctx.creds().matches(&lexical, Some(&real)) {
         let mut d = deny(
             Source::Credentials,
             format!(
@@ -297,7 +327,11 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         d.rule = Some(hit.pattern.into());
         return d;
     }
-    let script = match shell::parse(command) {
+    let env = shell::Env {
+        cwd: ctx.cwd_real.clone(),
+        home: ctx.shell_home.clone(),
+    };
+    let script = match shell::parse_in(command, &env) {
         Ok(s) => s,
         Err(e) => {
             let mut d = Decision::new(
@@ -317,7 +351,11 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         .map(Part::full_text)
         .collect::<Vec<_>>()
         .join(" ; ");
-    if let Some(hit) = blacklist::check(&script) {
+    let at = blacklist::Where {
+        cwd: ctx.cwd_real.as_deref(),
+        homes: ctx.creds().homes(),
+    };
+    if let Some(hit) = blacklist::check(&script, &at) {
         let mut d = deny(Source::Blacklist, hit.reason, target);
         d.rule = Some(hit.pattern.into());
         return d;
@@ -327,12 +365,7 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny).
     for (part, named) in script.parts.iter().zip(&named) {
         for n in named {
-            let hit = sandbox::credential(&n.lexical, &ctx.homes).or_else(|| {
-                n.real
-                    .as_ref()
-                    .and_then(|r| sandbox::credential(r, &ctx.homes))
-            });
-            if let Some(name) = hit {
+            if let Some(name) = ctx.creds().matches(&n.lexical, n.real.as_deref()) {
                 let mut d = deny(
                     Source::Credentials,
                     format!(
@@ -355,10 +388,11 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             }
         }
     }
+    let grant = raw_grant(ctx, command);
     let mut worst: Option<Decision> = None;
     let mut all_read = true;
     for (part, named) in script.parts.iter().zip(&named) {
-        let Some(mut d) = part_decision(ctx, part, named) else {
+        let Some(mut d) = part_decision(ctx, part, named, grant) else {
             continue;
         };
         all_read &= d.category == Some(Category::Read);
@@ -390,20 +424,68 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     d
 }
 
+/// An exact allow rule naming the whole command as written (a grant of a command with
+/// variables, globs or substitutions: it is matched against the raw text only).
+fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
+    let raw = command.trim();
+    let subject = Subject::Command {
+        text: raw,
+        full: raw,
+        privileged: false,
+    };
+    ctx.policy
+        .rules
+        .iter()
+        .find(|r| r.kind == RuleKind::Allow && r.is_exact() && r.matches(&subject))
+}
+
+/// The rule deciding one part: rules matched against its text, and deny or ask rules also
+/// against its expanded words (`r=rm; $r -rf x` is `rm -rf x`). An exact allow rule does
+/// not match a part with expansions (its placeholder text may equal the rule by chance);
+/// a raw grant of the whole command stands in for it.
+fn part_rule<'r>(ctx: &'r Ctx<'_>, part: &Part, text: &str, full: &str, grant: Option<&'r Rule>) -> Option<&'r Rule> {
+    let rules = &ctx.policy.rules;
+    let subject = Subject::Command {
+        text,
+        full,
+        privileged: part.privileged,
+    };
+    let expanded_part = part.dynamic || part.args.iter().any(|a| a.pattern.is_some());
+    let rule = rules::decide(rules, &subject)
+        .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
+    let expanded: Option<String> = (expanded_part && part.args.iter().all(|a| a.known))
+        .then(|| part.args.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(" "))
+        .filter(|e| e != text);
+    let by_expansion = expanded.and_then(|e| {
+        let subject = Subject::Command {
+            text: &e,
+            full: &e,
+            privileged: part.privileged,
+        };
+        rules::decide(rules, &subject).filter(|r| r.kind != RuleKind::Allow)
+    });
+    match (rule, by_expansion) {
+        (Some(r), _) if r.kind == RuleKind::Deny => Some(r),
+        (_, Some(e)) => Some(e),
+        (Some(r), _) if r.kind == RuleKind::Ask => Some(r),
+        (r, None) => r.or(grant),
+    }
+}
+
 /// One part's decision, or `None` for a part that runs nothing (a `bash -c` shell whose
 /// script became parts of its own).
-fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision> {
+fn part_decision(
+    ctx: &Ctx<'_>,
+    part: &Part,
+    named: &[Named],
+    grant: Option<&Rule>,
+) -> Option<Decision> {
     if part.argv.is_empty() && !part.redirects.iter().any(|r| r.write) {
         return None;
     }
     let text = part.text();
     let full = part.full_text();
-    let subject = Subject::Command {
-        text: &text,
-        full: &full,
-        privileged: part.privileged,
-    };
-    let rule = rules::decide(&ctx.policy.rules, &subject);
+    let rule = part_rule(ctx, part, &text, &full, grant);
     // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
     let inside = named.iter().all(|n| {
         n.lexical == Path::new("/dev/null")
@@ -432,19 +514,22 @@ fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision
     Some(d)
 }
 
-/// Words of a part that may name files: operands and `--opt=value` values, redirect
-/// targets. Substitution placeholders are skipped.
-fn path_words(part: &Part) -> impl Iterator<Item = &str> {
-    part.argv
+/// Words of a part that may name files, expanded: operands and `--opt=value` values,
+/// redirect targets. Unknown words are kept (they cannot be located).
+fn path_words(part: &Part) -> impl Iterator<Item = Arg> + '_ {
+    part.args
         .iter()
         .skip(1)
-        .map(|a| match a.split_once('=') {
-            Some((k, v)) if k.starts_with('-') || !k.contains('/') => v,
-            _ => a.as_str(),
+        .map(|a| match a.text.split_once('=') {
+            Some((k, v)) if a.known && (k.starts_with('-') || !k.contains('/')) => Arg {
+                text: v.to_string(),
+                ..a.clone()
+            },
+            _ => a.clone(),
         })
-        .chain(part.redirects.iter().map(|r| r.target.as_str()))
+        .chain(part.redirects.iter().map(|r| r.arg.clone()))
         .filter(|w| {
-            !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$(")
+            !w.known || !w.text.is_empty() && !w.text.starts_with('-') && !w.text.starts_with('&')
         })
 }
 
@@ -474,62 +559,16 @@ struct Named {
     real: Option<PathBuf>,
 }
 
-/// The files each part names. After a `cd`/`pushd`, relative words are located both
-/// against the agent's cwd and against the new directory (`cd ~ && cat .ssh/id_rsa`);
-/// after a `cd` we cannot follow (`cd -`, `cd $X`), they count as unlocatable, which
+/// The files each part names, located in the directory the part runs in (tracked once,
+/// by `shell/`): after a `cd` we cannot follow, relative words cannot be located, which
 /// makes the part not a plain read.
 fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
-    enum Dir {
-        Cwd,
-        At(PathBuf),
-        Unknown,
-    }
-    let mut dir = Dir::Cwd;
-    let mut out = Vec::with_capacity(parts.len());
-    for part in parts {
-        let mut named = Vec::new();
-        for w in path_words(part) {
-            let (abs, real) = ctx.locate(w);
-            named.push(Named {
-                lexical: sandbox::lexical(&abs),
-                real: real.ok(),
-            });
-            let relative = !w.starts_with('/') && !w.starts_with('~');
-            match &dir {
-                Dir::At(d) if relative => {
-                    let abs = d.join(w);
-                    named.push(Named {
-                        lexical: sandbox::lexical(&abs),
-                        real: sandbox::resolve(&abs).ok(),
-                    });
-                }
-                Dir::Unknown if relative => named.push(Named {
-                    lexical: PathBuf::from("/"),
-                    real: None,
-                }),
-                _ => {}
-            }
-        }
-        if matches!(part.program(), "cd" | "pushd") {
-            let arg = part
-                .argv
-                .iter()
-                .skip(1)
-                .find(|a| !a.starts_with('-') || *a == "-");
-            dir = match arg {
-                _ if part.dynamic => Dir::Unknown,
-                None => ctx.home.map_or(Dir::Unknown, |h| Dir::At(h.to_path_buf())),
-                Some(a) if a == "-" => Dir::Unknown,
-                Some(a) => {
-                    let base = match &dir {
-                        Dir::At(d) => d.clone(),
-                        _ => ctx.req.cwd.clone(),
-                    };
-                    Dir::At(sandbox::absolute(a, &base, ctx.home))
-                }
-            };
-        }
-        out.push(named);
-    }
-    out
+    parts
+        .iter()
+        .map(|part| {
+            path_words(part)
+                .map(|w| ctx.locate_arg(&w, &part.dir))
+                .collect()
+        })
+        .collect()
 }

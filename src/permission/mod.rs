@@ -13,6 +13,7 @@
 
 pub mod actor;
 pub mod blacklist;
+pub mod cache;
 mod check;
 pub mod classify;
 pub mod commands;
@@ -194,6 +195,9 @@ pub struct Policy {
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
     pub max_concurrent_agents: Option<usize>,
+    /// File-system facts computed once, not per decision (canonical roots and cwds,
+    /// credential identities).
+    pub cache: cache::PolicyCache,
 }
 
 /// A rule as shown by `crew permissions list`.
