@@ -135,10 +135,11 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
     }
     let prog = first.text.rsplit('/').next().unwrap_or(&first.text);
     // `xargs` appends arguments nobody has seen yet.
-    let hidden = part
-        .wrappers
-        .iter()
-        .any(|w| w.split_whitespace().next().is_some_and(|p| p.ends_with("xargs")));
+    let hidden = part.wrappers.iter().any(|w| {
+        w.split_whitespace()
+            .next()
+            .is_some_and(|p| p.ends_with("xargs"))
+    });
     let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
     let (flags, operands, unknown_flags) = split_options(args);
     match prog {
@@ -188,7 +189,14 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
                 if roots.is_empty() {
                     roots.push(&dot);
                 }
-                return destructive("find / -delete", "`find` with -delete/-exec", &roots, hidden, part, at);
+                return destructive(
+                    "find / -delete",
+                    "`find` with -delete/-exec",
+                    &roots,
+                    hidden,
+                    part,
+                    at,
+                );
             }
         }
         "dd" => {
@@ -205,7 +213,10 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
             if let Some(t) = operands.iter().find(|t| is_raw_disk(&t.text)) {
                 return Some(Hit::new(
                     "> /dev/sd*",
-                    format!("`{prog}` on the raw disk `{}` destroys its file systems", t.text),
+                    format!(
+                        "`{prog}` on the raw disk `{}` destroys its file systems",
+                        t.text
+                    ),
                 ));
             }
         }
@@ -311,7 +322,10 @@ fn judge(arg: &Arg, part: &Part, at: &Where<'_>) -> Target {
         return Target::Unresolved(arg.text.clone());
     }
     let Some(abs) = absolute(&arg.text, &part.dir, at) else {
-        return Target::Unresolved(format!("{} (in a directory that cannot be known)", arg.text));
+        return Target::Unresolved(format!(
+            "{} (in a directory that cannot be known)",
+            arg.text
+        ));
     };
     let lexical = sandbox::lexical(&abs);
     // A symlinked directory on the way (`link/usr`, `link/`) is followed by the command.

@@ -443,18 +443,30 @@ fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
 /// against its expanded words (`r=rm; $r -rf x` is `rm -rf x`). An exact allow rule does
 /// not match a part with expansions (its placeholder text may equal the rule by chance);
 /// a raw grant of the whole command stands in for it.
-fn part_rule<'r>(ctx: &'r Ctx<'_>, part: &Part, text: &str, full: &str, grant: Option<&'r Rule>) -> Option<&'r Rule> {
+fn part_rule<'r>(
+    ctx: &'r Ctx<'_>,
+    part: &Part,
+    text: &str,
+    full: &str,
+    grant: Option<&'r Rule>,
+) -> Option<&'r Rule> {
     let rules = &ctx.policy.rules;
     let subject = Subject::Command {
         text,
         full,
         privileged: part.privileged,
     };
-    let expanded_part = part.dynamic || part.args.iter().any(|a| a.pattern.is_some());
+    let expanded_part = part.expanded();
     let rule = rules::decide(rules, &subject)
         .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
     let expanded: Option<String> = (expanded_part && part.args.iter().all(|a| a.known))
-        .then(|| part.args.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(" "))
+        .then(|| {
+            part.args
+                .iter()
+                .map(|a| a.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .filter(|e| e != text);
     let by_expansion = expanded.and_then(|e| {
         let subject = Subject::Command {

@@ -237,7 +237,12 @@ impl Credentials {
     }
 }
 
-fn identify(path: &Path, name: &'static str, depth: usize, ids: &mut HashMap<(u64, u64), &'static str>) {
+fn identify(
+    path: &Path,
+    name: &'static str,
+    depth: usize,
+    ids: &mut HashMap<(u64, u64), &'static str>,
+) {
     if ids.len() >= MAX_CREDENTIAL_FILES || depth > 6 {
         return;
     }

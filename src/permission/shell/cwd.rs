@@ -117,7 +117,19 @@ impl State {
             self.stack = None;
         }
         // Builtins that can assign a computed name make every variable unknown.
-        let computed = ["eval", "source", ". ", "declare", "typeset", "printf", "read", "export", "local", "mapfile", "readarray"];
+        let computed = [
+            "eval",
+            "source",
+            ". ",
+            "declare",
+            "typeset",
+            "printf",
+            "read",
+            "export",
+            "local",
+            "mapfile",
+            "readarray",
+        ];
         if text.is_none_or(|t| computed.iter().any(|w| t.contains(w))) {
             for v in self.vars.values_mut() {
                 *v = None;
@@ -193,9 +205,9 @@ impl State {
                 };
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
-                let plain = rest
-                    .iter()
-                    .all(|a| !a.text.starts_with('-') || matches!(a.text.as_str(), "-x" | "-r" | "-g" | "--"));
+                let plain = rest.iter().all(|a| {
+                    !a.text.starts_with('-') || matches!(a.text.as_str(), "-x" | "-r" | "-g" | "--")
+                });
                 for a in rest {
                     let (name, value) = match a.text.split_once('=') {
                         Some((n, v)) => (n, Some(v)),
@@ -395,7 +407,11 @@ mod tests {
         assert_eq!(texts(part(&s, "rm")), ["rm", "-rf", "/usr", "/etc"]);
         // Unknown stays unknown; a prefix assignment is the command's environment only.
         let s = parse_in("X=/ rm -rf $X; rm -rf $Y", &e).unwrap();
-        assert!(s.parts.iter().all(|p| p.args.len() == 3 && !p.args[2].known));
+        assert!(
+            s.parts
+                .iter()
+                .all(|p| p.args.len() == 3 && !p.args[2].known)
+        );
         // A value set in a pipeline member or a subshell does not survive it.
         let s = parse_in("(X=/); X=a | true; rm $X", &e).unwrap();
         assert!(!part(&s, "rm").args[1].known);
@@ -428,7 +444,11 @@ mod tests {
         assert_eq!(dir("bash -c 'cd /'; ls"), Dir::Unknown);
         assert_eq!(dir("f() { cd /; }; f; ls"), Dir::Unknown);
         assert_eq!(dir("cd / && env -C /tmp ls"), Dir::Unknown);
-        assert_eq!(dir("cd; ls"), Dir::Unknown, "home /home/u does not exist here");
+        assert_eq!(
+            dir("cd; ls"),
+            Dir::Unknown,
+            "home /home/u does not exist here"
+        );
     }
 
     #[test]

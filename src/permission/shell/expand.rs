@@ -419,7 +419,9 @@ fn sequence(body: &str) -> Option<Option<Vec<String>>> {
     let mut v = from;
     loop {
         out.push(if chars {
-            char::from_u32(u32::try_from(v).ok()?.min(0x10FFFF)).unwrap_or('?').to_string()
+            char::from_u32(u32::try_from(v).ok()?.min(0x10FFFF))
+                .unwrap_or('?')
+                .to_string()
         } else {
             v.to_string()
         });

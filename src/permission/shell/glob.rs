@@ -24,10 +24,12 @@ pub(super) enum PChar {
 #[derive(Debug)]
 pub(super) struct Unknowable;
 
-/// Whether the pattern holds an active glob character.
+/// Whether the pattern holds an active glob character or an extended glob (`@(…)`).
 pub(super) fn is_glob(p: &[PChar]) -> bool {
     p.iter()
         .any(|c| matches!(c, PChar::Active('*' | '?' | '[')))
+        || p.windows(2)
+            .any(|w| matches!(w[0], PChar::Active('@' | '!' | '+')) && w[1] == PChar::Active('('))
 }
 
 /// The pattern as text (what the shell passes on when nothing matches).
@@ -61,10 +63,8 @@ pub(super) fn expand(pattern: &[PChar], dir: Option<&Path>) -> Result<Vec<String
         .filter(|c| !c.is_empty())
         .collect();
     // (shown text, real location)
-    let mut found: Vec<(String, PathBuf)> = vec![(
-        if absolute { "/".into() } else { String::new() },
-        base,
-    )];
+    let mut found: Vec<(String, PathBuf)> =
+        vec![(if absolute { "/".into() } else { String::new() }, base)];
     let mut budget = MAX_ENTRIES;
     for comp in comps {
         let mut next = Vec::new();
@@ -271,9 +271,15 @@ mod tests {
         assert_eq!(expand(&pat("*/*/key"), Some(d)).unwrap(), ["a/.hidden/key"]);
         assert_eq!(expand(&pat("**/key"), Some(d)).unwrap(), ["a/.hidden/key"]);
         assert!(expand(&pat("nothing*"), Some(d)).unwrap().is_empty());
-        assert!(expand(&pat("*"), None).is_err(), "relative glob, unknown dir");
+        assert!(
+            expand(&pat("*"), None).is_err(),
+            "relative glob, unknown dir"
+        );
         let abs = format!("{}/?/x", d.display());
-        assert_eq!(expand(&pat(&abs), None).unwrap(), [format!("{}/b/x", d.display())]);
+        assert_eq!(
+            expand(&pat(&abs), None).unwrap(),
+            [format!("{}/b/x", d.display())]
+        );
         assert!(expand(&pat("@(a)"), Some(d)).is_err());
     }
 }

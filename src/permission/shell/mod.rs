@@ -15,9 +15,9 @@ mod expand;
 mod glob;
 mod words;
 
+use cwd::State;
 pub use cwd::{Dir, Env};
 pub use expand::Arg;
-use cwd::State;
 
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions};
@@ -87,6 +87,15 @@ impl Part {
         }
         s.push_str(&self.text());
         s
+    }
+
+    /// Whether the shell changes the part's words before running it: variables,
+    /// substitutions, globs, braces, or anything that cannot be known.
+    pub fn expanded(&self) -> bool {
+        self.dynamic
+            || self.args.len() != self.argv.len()
+            || self.args.iter().any(|a| !a.known || a.pattern.is_some())
+            || self.redirects.iter().any(|r| !r.arg.known)
     }
 
     /// The program name (last path component of argv[0]).
