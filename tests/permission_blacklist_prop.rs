@@ -33,7 +33,15 @@ const OTHER_COMMANDS: &[&str] = &[
 ];
 
 /// Spellings of `rm`.
-const PROGRAMS: &[&str] = &["rm", "/bin/rm", "\\rm", "\"rm\"", "'rm'", "r\"\"m", "command rm"];
+const PROGRAMS: &[&str] = &[
+    "rm",
+    "/bin/rm",
+    "\\rm",
+    "\"rm\"",
+    "'rm'",
+    "r\"\"m",
+    "command rm",
+];
 
 /// (statements run before, target as written). `{H}` is the home's absolute path.
 const TARGETS: &[(&str, &str)] = &[
@@ -75,7 +83,14 @@ const TARGETS: &[(&str, &str)] = &[
 ];
 
 /// Wrappers of the destructive command alone.
-const WRAPPERS: &[&str] = &["", "sudo ", "timeout 5 ", "nice -n 5 ", "env A=1 ", "nohup "];
+const WRAPPERS: &[&str] = &[
+    "",
+    "sudo ",
+    "timeout 5 ",
+    "nice -n 5 ",
+    "env A=1 ",
+    "nohup ",
+];
 
 /// Wrappers of the whole script: `{S}` is the script (single quotes escaped).
 const SCRIPT_WRAPPERS: &[&str] = &[
@@ -124,7 +139,10 @@ fn build(
 #[test]
 fn blacklisted_targets_are_never_allowed_whatever_the_spelling() {
     let f = Fixture::new();
-    f.settings("local", r#"{"permissions":{"allow":["Bash","Bash(rm:*)"]}}"#);
+    f.settings(
+        "local",
+        r#"{"permissions":{"allow":["Bash","Bash(rm:*)"]}}"#,
+    );
     let policy = f.policy();
     let home = f.home.display().to_string();
     let cases = std::env::var("PROPTEST_CASES")
@@ -158,7 +176,14 @@ fn blacklisted_targets_are_never_allowed_whatever_the_spelling() {
             let command = build(&home, choice);
             for mode in modes {
                 let d = check(&f.req("run_command", &cmd(&command), mode), &policy);
-                prop_assert_ne!(d.verdict, Verdict::Allow, "`{}` in {}: {:?}", command, mode, d);
+                prop_assert_ne!(
+                    d.verdict,
+                    Verdict::Allow,
+                    "`{}` in {}: {:?}",
+                    command,
+                    mode,
+                    d
+                );
             }
             Ok(())
         })

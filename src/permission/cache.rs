@@ -1,6 +1,7 @@
 //! File-system facts that every decision needs and that need not be recomputed per call:
 //! the canonical extra sandbox roots, the home directory's spellings, the credential
-//! identities (`sandbox::Credentials`), and each cwd's real location. A cwd is re-checked
+//! identities (`sandbox::Credentials`), the path rules' glob index (`PathIndex`), and
+//! each cwd's real location. A cwd is re-checked
 //! on every use by its device and inode (one `stat`), so a directory replaced under the
 //! same name is resolved again; the rest is computed once per policy contents.
 
@@ -9,6 +10,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::path_index::PathIndex;
+use super::rules::Rule;
 use super::sandbox::{self, Credentials};
 
 /// How many cwds one policy remembers (an agent has one; a lead with subagents a few).
@@ -21,6 +24,7 @@ pub struct PolicyCache(Arc<Inner>);
 #[derive(Default)]
 struct Inner {
     fixed: Mutex<Option<Arc<Fixed>>>,
+    index: Mutex<Option<Arc<PathIndex>>>,
     cwds: Mutex<HashMap<PathBuf, (PathBuf, (u64, u64))>>,
 }
 
@@ -43,11 +47,14 @@ pub(crate) struct Fixed {
 impl PolicyCache {
     /// The facts for this home and these extra roots, computed on first use.
     pub(crate) fn fixed(&self, home: Option<&Path>, additional: &[PathBuf]) -> Arc<Fixed> {
-        let key = (home.map(Path::to_path_buf), additional.to_vec());
         let mut slot = self.0.fixed.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = slot.as_ref().filter(|f| f.key == key) {
+        if let Some(f) = slot
+            .as_ref()
+            .filter(|f| f.key.0.as_deref() == home && f.key.1 == additional)
+        {
             return f.clone();
         }
+        let key = (home.map(Path::to_path_buf), additional.to_vec());
         let fixed = Arc::new(Fixed {
             roots: sandbox::canonical_roots(additional.iter().map(PathBuf::as_path)),
             creds: Credentials::load(home),
@@ -55,6 +62,17 @@ impl PolicyCache {
         });
         *slot = Some(fixed.clone());
         fixed
+    }
+
+    /// The glob index of `rules`' path rules (rebuilt when the rules were replaced).
+    pub(crate) fn path_index(&self, rules: &[Rule]) -> Option<Arc<PathIndex>> {
+        let mut slot = self.0.index.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = slot.as_ref().filter(|i| i.fresh(rules)) {
+            return Some(i.clone());
+        }
+        let index = Arc::new(PathIndex::build(rules)?);
+        *slot = Some(index.clone());
+        Some(index)
     }
 
     /// The real location of `cwd`, `None` when it does not exist.

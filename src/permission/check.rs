@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::cache::Fixed;
 use super::classify::{self, Classified, ClassifyError, Target, ToolKind};
+use super::path_index::PathIndex;
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::shell::{Arg, Dir, Part};
 use super::{
@@ -46,6 +47,8 @@ struct Ctx<'a> {
     shell_home: Option<PathBuf>,
     /// Canonical extra roots and credentials, computed once per policy.
     fixed: Arc<Fixed>,
+    /// The path rules' glob index, when it could be built.
+    index: Option<Arc<PathIndex>>,
     roots: Vec<PathBuf>,
     /// Bases of relative rule patterns: project root, then the agent's cwd.
     bases: Vec<PathBuf>,
@@ -74,8 +77,24 @@ impl<'a> Ctx<'a> {
             home: policy.home.as_deref(),
             shell_home,
             fixed,
+            index: policy.cache.path_index(&policy.rules),
             roots,
             bases,
+        }
+    }
+
+    /// The rule deciding a file tool's `real` target (`rules::decide`, through the index).
+    fn path_rule(&self, kind: ToolKind, real: &Path) -> Option<&'a Rule> {
+        match &self.index {
+            Some(i) => i.decide(&self.policy.rules, kind, real, &self.bases),
+            None => rules::decide(
+                &self.policy.rules,
+                &Subject::Path {
+                    kind,
+                    real,
+                    bases: &self.bases,
+                },
+            ),
         }
     }
 
@@ -286,17 +305,18 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     }
-    if let Some(r) = path_deny(ctx, c.kind, &real) {
+    let rule = ctx.path_rule(c.kind, &real);
+    // A deny of the target, or (for a directory) of what is below it.
+    let deny = match rule {
+        Some(r) if r.kind == RuleKind::Deny => Some(r),
+        _ if real.is_dir() => path_deny(ctx, &[c.kind], &real.join("_")),
+        _ => None,
+    };
+    if let Some(r) = deny {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
         return d;
     }
-    let subject = Subject::Path {
-        kind: c.kind,
-        real: &real,
-        bases: &ctx.bases,
-    };
-    let rule = rules::decide(&ctx.policy.rules, &subject);
     let category = c.kind.category();
     let protected = c.kind.writes().then(|| sandbox::protected(&real)).flatten();
     let mut d = match rule {
@@ -378,13 +398,17 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
                 return d;
             }
             let Some(real) = &n.real else { continue };
-            for kind in [ToolKind::ReadFile, ToolKind::EditFile] {
-                if let Some(r) = path_deny(ctx, kind, real) {
-                    let mut d = from_rule(r, &part.full_text());
-                    d.target = Some(target);
-                    d.category = Some(Category::Exec);
-                    return d;
-                }
+            let kinds = [ToolKind::ReadFile, ToolKind::EditFile];
+            let deny = path_deny(ctx, &kinds, real).or_else(|| {
+                real.is_dir()
+                    .then(|| path_deny(ctx, &kinds, &real.join("_")))
+                    .flatten()
+            });
+            if let Some(r) = deny {
+                let mut d = from_rule(r, &part.full_text());
+                d.target = Some(target);
+                d.category = Some(Category::Exec);
+                return d;
             }
         }
     }
@@ -545,24 +569,17 @@ fn path_words(part: &Part) -> impl Iterator<Item = Arg> + '_ {
         })
 }
 
-/// A deny rule protecting `real` — or, when `real` is a directory, something directly
-/// below it (`tar cf - secrets` reads what `Read(secrets/**)` denies). Best effort: a deny
-/// on a deeper glob is seen only when the named path itself matches.
-fn path_deny<'r>(ctx: &'r Ctx<'_>, kind: ToolKind, real: &Path) -> Option<&'r Rule> {
-    let probe = real.join("_");
-    let candidates: &[&Path] = if real.is_dir() {
-        &[real, &probe]
-    } else {
-        &[real]
-    };
-    candidates.iter().find_map(|p| {
-        let subject = Subject::Path {
-            kind,
-            real: p,
-            bases: &ctx.bases,
-        };
-        rules::decide(&ctx.policy.rules, &subject).filter(|r| r.kind == RuleKind::Deny)
-    })
+/// The strongest deny rule for `real` under the first of `kinds` that has one. Callers
+/// also probe `real/_` for a directory: `tar cf - secrets` reads what `Read(secrets/**)`
+/// denies. Best effort: a deny on a deeper glob is seen only when the named path itself
+/// matches.
+fn path_deny<'r>(ctx: &Ctx<'r>, kinds: &[ToolKind], real: &Path) -> Option<&'r Rule> {
+    match &ctx.index {
+        Some(i) => i.deny(&ctx.policy.rules, kinds, real, &ctx.bases),
+        None => kinds
+            .iter()
+            .find_map(|k| ctx.path_rule(*k, real).filter(|r| r.kind == RuleKind::Deny)),
+    }
 }
 
 /// A file a command names: where its name points and where it really is.

@@ -19,6 +19,7 @@ pub mod classify;
 pub mod commands;
 pub mod grants;
 pub mod mode;
+pub mod path_index;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;

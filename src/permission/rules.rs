@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +62,8 @@ enum Matcher {
     /// when it names one anchored path without glob characters.
     Path {
         set: GlobSet,
+        /// The globs of `set`, for the policy-wide index (`path_index.rs`).
+        globs: Vec<Glob>,
         absolute: bool,
         literal: bool,
     },
@@ -82,6 +84,9 @@ pub struct Rule {
     pub index: usize,
     tool: RuleTool,
     matcher: Matcher,
+    /// Text every command it matches starts with (a wildcard pattern's literal head): a
+    /// cheap test before the regex, since most command rules do not match most commands.
+    command_prefix: String,
 }
 
 /// What a rule is matched against.
@@ -183,6 +188,10 @@ impl Rule {
                 parse_matcher(text, s, path, home)?
             }
         };
+        let command_prefix = match (&tool, &matcher, spec) {
+            (RuleTool::Bash, Matcher::Wildcard(..), Some(s)) => literal_head(s),
+            _ => String::new(),
+        };
         Ok(Rule {
             text: text.to_string(),
             kind,
@@ -191,11 +200,29 @@ impl Rule {
             index: 0,
             tool,
             matcher,
+            command_prefix,
         })
     }
 
+    /// For a path rule matched by globs alone: its globs and whether they are absolute
+    /// (else relative to the project root or cwd). Used to index every path rule at once.
+    pub(crate) fn path_globs(&self) -> Option<(&[Glob], bool)> {
+        match &self.matcher {
+            Matcher::Path {
+                globs, absolute, ..
+            } if !matches!(
+                self.tool,
+                RuleTool::Bash | RuleTool::Agent | RuleTool::Mcp(_)
+            ) =>
+            {
+                Some((globs, *absolute))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the rule covers this tool kind.
-    fn covers(&self, kind: ToolKind) -> bool {
+    pub(crate) fn covers(&self, kind: ToolKind) -> bool {
         use ToolKind as K;
         matches!(
             (&self.tool, kind),
@@ -223,12 +250,16 @@ impl Rule {
                 if !matches!(self.tool, RuleTool::Bash) {
                     return false;
                 }
+                let p = self.command_prefix.as_str();
+                if !text.starts_with(p) && !full.starts_with(p) {
+                    return false;
+                }
                 // Deny and ask see through every wrapper; allow sees through a wrapper
                 // only when it does not raise privileges (`sudo x` needs its own rule).
                 let m = |s: &str| str_matches(&self.matcher, s);
                 match self.kind {
                     RuleKind::Allow if privileged => m(full),
-                    _ => m(text) || m(full),
+                    _ => m(text) || (full != text && m(full)),
                 }
             }
             Subject::Agent(t) => {
@@ -302,6 +333,15 @@ fn wildcard_regex(spec: &str, command: bool) -> String {
     format!("(?s)^{}{}$", parts.join(".*"), tail)
 }
 
+/// The literal text a wildcard command pattern's matches start with: the collapsed
+/// specifier up to its first `*`, without the `:` or space before it (`ls *` also
+/// matches the bare `ls`).
+fn literal_head(spec: &str) -> String {
+    let spec = collapse_spaces(spec.trim());
+    let head = spec.split('*').next().unwrap_or("");
+    head.trim_end_matches([':', ' ']).to_string()
+}
+
 fn collapse_spaces(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -330,18 +370,21 @@ fn path_matcher(rule: &str, spec: &str, home: Option<&Path>) -> Result<Matcher, 
     };
     let base = pattern.trim_end_matches('/');
     let mut set = GlobSetBuilder::new();
+    let mut globs = Vec::new();
     // A pattern naming a directory also covers everything below it (gitignore).
     for p in [base.to_string(), format!("{base}/**")] {
         let glob = GlobBuilder::new(&p)
             .literal_separator(true)
             .build()
             .map_err(|e| pattern_err(rule, e))?;
-        set.add(glob);
+        set.add(glob.clone());
+        globs.push(glob);
     }
     let set = set.build().map_err(|e| pattern_err(rule, e))?;
     let literal = !base.contains(['*', '?', '[', '{', '\\']);
     Ok(Matcher::Path {
         set,
+        globs,
         absolute,
         literal,
     })
@@ -435,7 +478,7 @@ pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> 
 }
 
 /// Lower is stronger: every deny beats everything, then by layer, then ask before allow.
-fn rank(r: &Rule) -> (u8, Layer, u8) {
+pub(crate) fn rank(r: &Rule) -> (u8, Layer, u8) {
     match r.kind {
         RuleKind::Deny => (0, r.layer, 0),
         RuleKind::Ask => (1, r.layer, 0),

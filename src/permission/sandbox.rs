@@ -175,8 +175,16 @@ const CREDENTIALS: &[&str] = &[
 pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
     for home in homes {
         if let Ok(rel) = path.strip_prefix(home) {
+            // Every credential location starts with a dot-name directly in the home.
+            let Some(first) = rel.components().next() else {
+                continue;
+            };
+            let first = first.as_os_str().as_encoded_bytes();
+            if first.first() != Some(&b'.') {
+                continue;
+            }
             for c in CREDENTIALS {
-                if rel.starts_with(c) {
+                if c.as_bytes().starts_with(first) && rel.starts_with(c) {
                     return Some(c);
                 }
             }

@@ -169,9 +169,9 @@ impl State {
     }
 
     /// Applies what a simple command does to the state: `cd`/`pushd`/`popd`, variable
-    /// assignments by builtins, and calls we cannot follow (`functions` are the names
-    /// the script defined).
-    pub fn apply(&mut self, args: &[Arg], functions: &[String], env: &Env) {
+    /// assignments by builtins, and calls we cannot follow (`is_function` tells the
+    /// names the script defined).
+    pub fn apply(&mut self, args: &[Arg], is_function: &dyn Fn(&str) -> bool, env: &Env) {
         let Some(first) = args.first() else { return };
         if !first.known {
             // A computed program may be `cd`, `read`, `source`, or a function.
@@ -236,7 +236,7 @@ impl State {
                 }
             }
             "source" | "." | "eval" => self.forget(None),
-            p if functions.iter().any(|f| f == p) => self.forget(None),
+            p if is_function(p) => self.forget(None),
             _ => {}
         }
     }

@@ -476,9 +476,10 @@ impl Ctx {
                 self.state.assign(&name, value);
             }
         } else {
-            let names: Vec<String> = self.functions.iter().map(|(n, _)| n.clone()).collect();
-            let args = self.script.parts[index].args.clone();
-            self.state.apply(&args, &names, &self.env);
+            let functions = &self.functions;
+            let is_function = |p: &str| functions.iter().any(|(n, _)| n == p);
+            let args = &self.script.parts[index].args;
+            self.state.apply(args, &is_function, &self.env);
         }
         Ok(())
     }

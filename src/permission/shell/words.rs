@@ -19,6 +19,15 @@ impl Ctx {
     ) -> Result<(String, bool), ShellError> {
         let pieces =
             word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
+        self.text_of(&pieces, depth, inh)
+    }
+
+    fn text_of(
+        &mut self,
+        pieces: &[word::WordPieceWithSource],
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(String, bool), ShellError> {
         let mut out = String::new();
         let mut dynamic = false;
         for p in pieces {
@@ -34,8 +43,15 @@ impl Ctx {
         depth: usize,
         inh: &Inherit,
     ) -> Result<(String, bool, Vec<Arg>), ShellError> {
-        let (text, dynamic) = self.word(raw, depth, inh)?;
-        Ok((text, dynamic, self.expand_raw(raw)))
+        let pieces =
+            word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
+        let (text, dynamic) = self.text_of(&pieces, depth, inh)?;
+        let args = if raw.contains('{') {
+            self.expand_raw(raw)
+        } else {
+            expand::expand(&[expand::segs(&pieces)], &self.state, &self.env)
+        };
+        Ok((text, dynamic, args))
     }
 
     /// Expands a raw word under the current state, without parsing substitutions again.
