@@ -107,6 +107,7 @@ impl<'a> Ctx<'a> {
         let unlocatable = Named {
             lexical: PathBuf::from("/"),
             real: None,
+            dir: false,
         };
         if !arg.known {
             return unlocatable;
@@ -115,12 +116,14 @@ impl<'a> Ctx<'a> {
         let (abs, real) = match dir {
             _ if Path::new(text).is_absolute() => self.locate(text),
             Dir::Initial => self.locate(text),
-            Dir::Known(d) => (d.join(text), sandbox::resolve_at(d, Path::new(text))),
+            Dir::Known(d) => (d.join(text), sandbox::resolve_traced(d, Path::new(text))),
             Dir::Unknown => return unlocatable,
         };
+        let real = real.ok();
         Named {
             lexical: sandbox::lexical(&abs),
-            real: real.ok(),
+            dir: real.as_ref().is_some_and(|r| r.dir),
+            real: real.map(|r| r.path),
         }
     }
 
@@ -130,13 +133,13 @@ impl<'a> Ctx<'a> {
 
     /// A path argument made absolute (`~` expanded, joined onto the cwd) and its real
     /// location.
-    fn locate(&self, raw: &str) -> (PathBuf, std::io::Result<PathBuf>) {
+    fn locate(&self, raw: &str) -> (PathBuf, std::io::Result<sandbox::Resolved>) {
         let abs = sandbox::absolute(raw, &self.req.cwd, self.home);
         let real = match &self.cwd_real {
             Some(cwd) if !raw.starts_with('~') && Path::new(raw).is_relative() => {
-                sandbox::resolve_at(cwd, Path::new(raw))
+                sandbox::resolve_traced(cwd, Path::new(raw))
             }
-            _ => sandbox::resolve(&abs),
+            _ => sandbox::resolve_traced(Path::new("/"), &abs),
         };
         (abs, real)
     }
@@ -252,8 +255,8 @@ fn named_decision(
 
 fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     let raw = raw.unwrap_or(".");
-    let (abs, real) = ctx.locate(raw);
-    let real = match real {
+    let (abs, resolved) = ctx.locate(raw);
+    let resolved = match resolved {
         Ok(r) => r,
         Err(e) => {
             return deny(
@@ -263,6 +266,7 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     };
+    let real = resolved.path;
     let target = real.display().to_string();
     let lexical = sandbox::lexical(&abs);
     if let Some(name) = ctx.creds().matches(&lexical, Some(&real)) {
@@ -277,8 +281,10 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
         return d;
     }
     // A missing target is judged both where a write would land (through a dangling link)
-    // and where its name says it is; both must be inside.
-    let by_name_inside = real.exists()
+    // and where its name says it is; both must be inside. Without a link on the way they
+    // are the same place.
+    let by_name_inside = resolved.exists
+        || resolved.links == 0
         || sandbox::by_ancestor(&abs).is_some_and(|p| sandbox::inside(&p, &ctx.roots));
     if !sandbox::inside(&real, &ctx.roots) || !by_name_inside {
         return deny(
@@ -309,7 +315,7 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     // A deny of the target, or (for a directory) of what is below it.
     let deny = match rule {
         Some(r) if r.kind == RuleKind::Deny => Some(r),
-        _ if real.is_dir() => path_deny(ctx, &[c.kind], &real.join("_")),
+        _ if resolved.dir => path_deny(ctx, &[c.kind], &real.join("_")),
         _ => None,
     };
     if let Some(r) = deny {
@@ -400,7 +406,7 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             let Some(real) = &n.real else { continue };
             let kinds = [ToolKind::ReadFile, ToolKind::EditFile];
             let deny = path_deny(ctx, &kinds, real).or_else(|| {
-                real.is_dir()
+                n.dir
                     .then(|| path_deny(ctx, &kinds, &real.join("_")))
                     .flatten()
             });
@@ -586,6 +592,8 @@ fn path_deny<'r>(ctx: &Ctx<'r>, kinds: &[ToolKind], real: &Path) -> Option<&'r R
 struct Named {
     lexical: PathBuf,
     real: Option<PathBuf>,
+    /// `real` is a directory.
+    dir: bool,
 }
 
 /// The files each part names, located in the directory the part runs in (tracked once,

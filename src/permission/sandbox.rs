@@ -31,23 +31,44 @@ pub fn absolute(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
 /// a dangling final link (a write through it would create its target). Components that do
 /// not exist yet are appended as written; `..` after one of them is an error.
 pub fn resolve(path: &Path) -> io::Result<PathBuf> {
-    resolve_from(PathBuf::from("/"), path)
+    resolve_from(PathBuf::from("/"), path).map(|r| r.path)
 }
 
 /// `resolve` for a path relative to `base`, which must already be a real (canonical)
 /// directory: only the relative components are looked up. Absolute paths ignore `base`.
 pub fn resolve_at(base: &Path, path: &Path) -> io::Result<PathBuf> {
-    if path.is_absolute() {
-        resolve(path)
-    } else {
-        resolve_from(base.to_path_buf(), path)
-    }
+    resolve_traced(base, path).map(|r| r.path)
 }
 
-fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
+/// Where a path resolved to, with what the walk learned on the way (so callers need no
+/// further `stat` of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The real location.
+    pub path: PathBuf,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Whether it is a directory.
+    pub dir: bool,
+    /// How many symlinks were followed.
+    pub links: usize,
+}
+
+/// `resolve_at`, with what the walk learned.
+pub fn resolve_traced(base: &Path, path: &Path) -> io::Result<Resolved> {
+    let start = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        base.to_path_buf()
+    };
+    resolve_from(start, path)
+}
+
+fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {
     let mut out = start;
     let mut missing = false;
     let mut links = 0;
+    let mut dir = true;
     // Components are processed from a stack so a link's target can be pushed in front.
     let mut stack: Vec<PathBuf> = path
         .components()
@@ -61,6 +82,7 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             Some(Component::RootDir) | Some(Component::Prefix(_)) => {
                 out = PathBuf::from("/");
                 missing = false;
+                dir = true;
             }
             // `..` after a component that does not exist (a missing directory or a
             // dangling link) has no real location: the kernel would fail, and guessing
@@ -73,6 +95,7 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             }
             Some(Component::ParentDir) => {
                 out.pop();
+                dir = true;
             }
             Some(Component::Normal(name)) => {
                 let candidate = out.join(name);
@@ -80,6 +103,7 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
                     out = candidate;
                     continue;
                 }
+                dir = false;
                 match std::fs::symlink_metadata(&candidate) {
                     Ok(meta) if meta.file_type().is_symlink() => {
                         links += 1;
@@ -94,7 +118,10 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
                             stack.push(PathBuf::from(tc.as_os_str()));
                         }
                     }
-                    Ok(_) => out = candidate,
+                    Ok(meta) => {
+                        dir = meta.is_dir();
+                        out = candidate;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         missing = true;
                         out = candidate;
@@ -104,7 +131,12 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             }
         }
     }
-    Ok(out)
+    Ok(Resolved {
+        path: out,
+        exists: !missing,
+        dir: dir && !missing,
+        links,
+    })
 }
 
 /// Where a not-yet-existing path would be by name: the canonical nearest existing
