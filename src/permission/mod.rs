@@ -16,21 +16,23 @@
 
 pub mod actor;
 pub mod blacklist;
+pub mod cache;
 mod check;
 pub mod classify;
 pub mod commands;
 pub mod delegation;
 pub mod grants;
 pub mod mode;
-pub mod protected;
+pub mod path_index;
 mod permit;
+pub mod protected;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
 pub mod shell;
+pub mod spec;
 pub mod trust;
 pub mod walk;
-pub mod spec;
 
 use std::path::PathBuf;
 
@@ -221,6 +223,9 @@ pub struct Policy {
     /// `commandEnv.passthrough` of the trusted layers: secret-looking variables commands
     /// may still inherit.
     pub env_passthrough: Vec<String>,
+    /// File-system facts computed once, not per decision (canonical roots and cwds,
+    /// credential identities).
+    pub cache: cache::PolicyCache,
 }
 
 /// A rule as shown by `crew permissions list`.

@@ -1,0 +1,98 @@
+//! File-system facts that every decision needs and that need not be recomputed per call:
+//! the canonical extra sandbox roots, the home directory's spellings, the credential
+//! identities (`sandbox::Credentials`), the path rules' glob index (`PathIndex`), and
+//! each cwd's real location. A cwd is re-checked
+//! on every use by its device and inode (one `stat`), so a directory replaced under the
+//! same name is resolved again; the rest is computed once per policy contents.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::path_index::PathIndex;
+use super::rules::Rule;
+use super::sandbox::{self, Credentials};
+
+/// How many cwds one policy remembers (an agent has one; a lead with subagents a few).
+const MAX_CWDS: usize = 64;
+
+/// The cache a `Policy` carries; clones share it.
+#[derive(Clone, Default)]
+pub struct PolicyCache(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    fixed: Mutex<Option<Arc<Fixed>>>,
+    index: Mutex<Option<Arc<PathIndex>>>,
+    cwds: Mutex<HashMap<PathBuf, CwdEntry>>,
+}
+
+/// A cwd's real location and the (device, inode) it had.
+type CwdEntry = (PathBuf, (u64, u64));
+
+impl std::fmt::Debug for PolicyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PolicyCache")
+    }
+}
+
+/// What depends only on the policy's home and extra roots.
+#[derive(Debug)]
+pub(crate) struct Fixed {
+    key: (Option<PathBuf>, Vec<PathBuf>),
+    /// `additionalDirectories`, canonical.
+    pub roots: Vec<PathBuf>,
+    /// The home's spellings and the credential identities below it.
+    pub creds: Credentials,
+}
+
+impl PolicyCache {
+    /// The facts for this home and these extra roots, computed on first use.
+    pub(crate) fn fixed(&self, home: Option<&Path>, additional: &[PathBuf]) -> Arc<Fixed> {
+        let mut slot = self.0.fixed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = slot
+            .as_ref()
+            .filter(|f| f.key.0.as_deref() == home && f.key.1 == additional)
+        {
+            return f.clone();
+        }
+        let key = (home.map(Path::to_path_buf), additional.to_vec());
+        let fixed = Arc::new(Fixed {
+            roots: sandbox::canonical_roots(additional.iter().map(PathBuf::as_path)),
+            creds: Credentials::load(home),
+            key,
+        });
+        *slot = Some(fixed.clone());
+        fixed
+    }
+
+    /// The glob index of `rules`' path rules (rebuilt when the rules were replaced).
+    pub(crate) fn path_index(&self, rules: &[Rule]) -> Option<Arc<PathIndex>> {
+        let mut slot = self.0.index.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = slot.as_ref().filter(|i| i.fresh(rules)) {
+            return Some(i.clone());
+        }
+        let index = Arc::new(PathIndex::build(rules)?);
+        *slot = Some(index.clone());
+        Some(index)
+    }
+
+    /// The real location of `cwd`, `None` when it does not exist.
+    pub(crate) fn cwd(&self, cwd: &Path) -> Option<PathBuf> {
+        let meta = std::fs::metadata(cwd).ok()?;
+        let id = (meta.dev(), meta.ino());
+        let mut map = self.0.cwds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((real, seen)) = map.get(cwd)
+            && *seen == id
+        {
+            return Some(real.clone());
+        }
+        let real = std::fs::canonicalize(cwd).ok()?;
+        if map.len() >= MAX_CWDS {
+            map.clear();
+        }
+        map.insert(cwd.to_path_buf(), (real.clone(), id));
+        Some(real)
+    }
+}
