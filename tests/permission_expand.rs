@@ -305,6 +305,27 @@ fn expansion_sees_through_spellings_embedded_commands_and_wrappers() {
             );
         }
     }
+    // The git-config check and the dangerous-command guard judge the expanded command.
+    for mode in MODES {
+        let d = f.check(
+            "run_command",
+            &cmd("G=git; $G config core.hooksPath /tmp/h"),
+            mode,
+        );
+        assert_eq!(
+            (d.verdict, d.source),
+            (Deny, Source::Sandbox),
+            "{mode}: {d:?}"
+        );
+    }
+    // (With a Bash deny rule, a command whose program is a variable is denied outright:
+    // the rule could match it.)
+    let plain = Fixture::new();
+    plain.settings("local", r#"{"permissions":{"allow":["Bash"]}}"#);
+    for c in ["g=git; $g -C . reset --hard", "git r{e,}set --hard"] {
+        let d = plain.check("run_command", &cmd(c), Default);
+        assert_eq!((d.verdict, d.explicit_ask), (Ask, true), "{c}: {d:?}");
+    }
     // Still a plain read without any rule: a file named from a wrapper's directory inside
     // the project.
     let f = Fixture::new();

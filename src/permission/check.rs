@@ -415,7 +415,13 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         let paths = named
             .iter()
             .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        if let Some(why) = protected::command_write(part, paths) {
+        // `G=git; $G config core.hooksPath x` writes git configuration too.
+        let expanded = as_expanded(part);
+        let why = match &expanded {
+            Some(e) => protected::command_write(e, paths),
+            None => protected::command_write(part, paths),
+        };
+        if let Some(why) = why {
             let mut d = deny(
                 Source::Sandbox,
                 format!("`{}`: {why}; agents never change them", part.full_text()),
@@ -501,6 +507,20 @@ fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
         .find(|r| r.kind == RuleKind::Allow && r.is_exact() && r.matches(&subject))
 }
 
+/// The part as bash runs it, when expansion changed its words and all of them are known
+/// (`r=rm; $r -rf x` runs `rm -rf x`): what deny and ask rules, the dangerous-command
+/// guard and the git-config check also judge.
+fn as_expanded(part: &Part) -> Option<Part> {
+    let changed = part.expanded()
+        && part.args.iter().all(|a| a.known)
+        && (part.args.len() != part.argv.len()
+            || part.args.iter().zip(&part.argv).any(|(a, t)| a.text != *t));
+    changed.then(|| Part {
+        argv: part.args.iter().map(|a| a.text.clone()).collect(),
+        ..part.clone()
+    })
+}
+
 /// The rule deciding one part: rules matched against its text (deny and ask rules also
 /// against its other spellings, `commands::match_forms`), and deny or ask rules also
 /// against its expanded words and their spellings (`r=rm; $r -rf x` is `rm -rf x`). An
@@ -509,6 +529,7 @@ fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
 fn part_rule<'r>(
     ctx: &'r Ctx<'_>,
     part: &Part,
+    expanded: Option<&Part>,
     text: &str,
     full: &str,
     grant: Option<&'r Rule>,
@@ -525,15 +546,9 @@ fn part_rule<'r>(
     let expanded_part = part.expanded();
     let rule = rules::decide(rules, &subject)
         .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
-    let expanded: Option<Part> = (expanded_part && part.args.iter().all(|a| a.known))
-        .then(|| Part {
-            argv: part.args.iter().map(|a| a.text.clone()).collect(),
-            ..part.clone()
-        })
-        .filter(|e| e.text() != text);
     let by_expansion = expanded.and_then(|e| {
         let text = e.text();
-        let forms = commands::match_forms(&e);
+        let forms = commands::match_forms(e);
         let subject = Subject::Command {
             text: &text,
             full: &text,
@@ -564,7 +579,8 @@ fn part_decision(
     }
     let text = part.text();
     let full = part.full_text();
-    let rule = part_rule(ctx, part, &text, &full, grant);
+    let expanded = as_expanded(part);
+    let rule = part_rule(ctx, part, expanded.as_ref(), &text, &full, grant);
     if let Some(why) = &part.opaque {
         return Some(opaque(ctx, rule, why, &full));
     }
@@ -583,6 +599,7 @@ fn part_decision(
     let mut d = match rule {
         Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
         _ => match commands::dangerous(part)
+            .or_else(|| expanded.as_ref().and_then(commands::dangerous))
             .and_then(|why| guarded(ctx, rule, why, category, &full))
         {
             Some(d) => d,
