@@ -155,14 +155,12 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
                 return destructive("rm -rf /", "recursive removal", &operands, hidden, part, at);
             }
         }
-        "chmod" | "chown" | "chgrp" => {
-            if has_flag(&flags, &['R'], "--recursive") || unknown_flags {
-                // The first operand is the mode or owner, unless `--reference` gives it.
-                let skip = usize::from(!flags.iter().any(|f| f.text.starts_with("--reference")));
-                let what = format!("recursive `{prog}`");
-                let targets: Vec<&Arg> = operands.iter().skip(skip).copied().collect();
-                return destructive("chmod -R 777 /", &what, &targets, hidden, part, at);
-            }
+        "chmod" | "chown" | "chgrp" if has_flag(&flags, &['R'], "--recursive") || unknown_flags => {
+            // The first operand is the mode or owner, unless `--reference` gives it.
+            let skip = usize::from(!flags.iter().any(|f| f.text.starts_with("--reference")));
+            let what = format!("recursive `{prog}`");
+            let targets: Vec<&Arg> = operands.iter().skip(skip).copied().collect();
+            return destructive("chmod -R 777 /", &what, &targets, hidden, part, at);
         }
         "find" => {
             // An unquoted unknown argument may split into `-delete`.

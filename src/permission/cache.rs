@@ -30,10 +30,16 @@ pub struct PolicyCache(Arc<Inner>);
 struct Inner {
     fixed: Mutex<Option<Arc<Fixed>>>,
     index: Mutex<Option<Arc<PathIndex>>>,
-    cwds: Mutex<HashMap<PathBuf, (PathBuf, (u64, u64))>>,
+    cwds: Mutex<HashMap<PathBuf, CwdEntry>>,
     /// Command text → (cwd, home, parse) for parses that did not read the file system.
-    scripts: Mutex<HashMap<String, Vec<(shell::Env, Arc<Script>)>>>,
+    scripts: Mutex<HashMap<String, Vec<ScriptEntry>>>,
 }
+
+/// A cwd's real location and the (device, inode) it had.
+type CwdEntry = (PathBuf, (u64, u64));
+
+/// A parse and the cwd and home it was made in.
+type ScriptEntry = (shell::Env, Arc<Script>);
 
 impl std::fmt::Debug for PolicyCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
