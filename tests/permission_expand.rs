@@ -338,3 +338,24 @@ fn expansion_sees_through_spellings_embedded_commands_and_wrappers() {
         );
     }
 }
+
+#[test]
+fn a_reused_policy_sees_the_file_system_as_it_is_now() {
+    let f = Fixture::new();
+    let p = f.policy();
+    std::fs::write(f.proj.join("a.txt"), "a").unwrap();
+    let cat = f.req("run_command", &cmd("cat *.txt"), Default);
+    assert_eq!(check(&cat, &p).verdict, Allow);
+    // The glob is matched again on the next decision: now it names a link to the key.
+    std::fs::hard_link(f.home.join(".ssh/id_rsa"), f.proj.join("b.txt")).unwrap();
+    let d = check(&cat, &p);
+    assert_eq!((d.verdict, d.source), (Deny, Source::Credentials), "{d:?}");
+    // So is a `cd` target: a directory replaced by a link to `/`.
+    std::fs::create_dir(f.proj.join("sub")).unwrap();
+    let rm = f.req("run_command", &cmd("cd sub && rm -rf *"), BypassPermissions);
+    assert_eq!(check(&rm, &p).verdict, Allow);
+    std::fs::remove_dir(f.proj.join("sub")).unwrap();
+    std::os::unix::fs::symlink("/", f.proj.join("sub")).unwrap();
+    let d = check(&rm, &p);
+    assert_eq!((d.verdict, d.source), (Deny, Source::Blacklist), "{d:?}");
+}

@@ -378,7 +378,7 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         cwd: ctx.cwd_real.clone(),
         home: ctx.shell_home.clone(),
     };
-    let script = match shell::parse_in(command, &env) {
+    let script = match ctx.policy.cache.script(command, &env) {
         Ok(s) => s,
         Err(e) => {
             let mut d = Decision::new(

@@ -128,6 +128,12 @@ impl Field {
 
 /// Expands a word's brace alternatives into arguments, under the script's state.
 pub(super) fn expand(alts: &[Word], st: &State, env: &Env) -> Vec<Arg> {
+    // The common case: plain text, nothing to expand.
+    if let [word] = alts
+        && let Some(text) = plain(word)
+    {
+        return vec![Arg::literal(text)];
+    }
     let mut out = Vec::new();
     for w in alts {
         for f in fields(w, st, env) {
@@ -135,6 +141,19 @@ pub(super) fn expand(alts: &[Word], st: &State, env: &Env) -> Vec<Arg> {
         }
     }
     out
+}
+
+/// The text of a word made only of literal text without glob characters.
+fn plain(word: &Word) -> Option<String> {
+    let mut text = String::new();
+    for seg in word {
+        match seg {
+            Seg::Lit(t) => text.push_str(t),
+            Seg::Pat(t) if !t.contains(['*', '?', '[', '(']) => text.push_str(t),
+            _ => return None,
+        }
+    }
+    (!word.is_empty()).then_some(text)
 }
 
 /// Expands a word where the shell does no splitting and no globbing (assignment values,
