@@ -3,13 +3,14 @@
 //! ratio against a baseline measured in the same run: the bare mode-fallback check of a
 //! system tool (classification and fallback, no paths, no shell, no rules).
 //!
-//! `cargo bench --bench permission` (add `-- --quick` style criterion flags as usual).
+//! `cargo bench --bench permission -- --measurement-time 3 --warm-up-time 1` (criterion
+//! flags as usual); `PERMISSION_BENCH_DETAIL=1` adds a rate per request and per shell parse.
 
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crewmaster::permission::{CheckRequest, PermissionMode, Policy, check};
+use crewmaster::permission::{CheckRequest, PermissionMode, Policy, check, shell};
 use crewmaster::protocol::ToolCall;
 use criterion::{Criterion, Throughput};
 
@@ -197,6 +198,23 @@ fn main() {
         for r in &reqs {
             let one = per_second(std::slice::from_ref(r), &policy, Duration::from_millis(300));
             println!("  {one:>10.0}/s  {} {}", r.call.name, r.call.arguments);
+        }
+        // The shell parse and expansion alone, per command.
+        let env = shell::Env {
+            cwd: Some(proj.clone()),
+            home: policy.home.clone(),
+        };
+        for r in reqs.iter().filter(|r| r.call.name == "run_command") {
+            let args: serde_json::Value = serde_json::from_str(&r.call.arguments).expect("json");
+            let command = args["command"].as_str().unwrap_or_default();
+            let start = Instant::now();
+            let mut n = 0u64;
+            while start.elapsed() < Duration::from_millis(300) {
+                black_box(shell::parse_in(black_box(command), &env).ok());
+                n += 1;
+            }
+            let rate = n as f64 / start.elapsed().as_secs_f64();
+            println!("  {rate:>10.0}/s  shell::parse_in {command}");
         }
     }
     println!(

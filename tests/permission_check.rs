@@ -357,7 +357,6 @@ fn dangerous_commands_ask_except_in_bypass_and_deny_under_dont_ask() {
         "git checkout -- .",
         "git stash clear",
         "cd sub && git push -f",
-        "find . | xargs rm -rf",
         "r=rm; $r -rf /tmp/x",
         "$(echo rm) -rf x",
     ] {

@@ -167,8 +167,13 @@ fn derived_rules_are_narrow() {
         ["Edit(/src/a\\[1\\].rs)"]
     );
     assert_eq!(
+        rules("run_command", &cmd("make  test && ls src/main.rs")),
+        ["Bash(make test)", "Bash(ls src/main.rs)"]
+    );
+    // A glob is granted as the whole command, matched against the raw text only.
+    assert_eq!(
         rules("run_command", &cmd("make  test && ls *.rs")),
-        ["Bash(make test)", "Bash(=ls *.rs)"]
+        ["Bash(=make  test && ls *.rs)"]
     );
     assert_eq!(
         rules("agent", r#"{"prompt":"p","subagent_type":"Explore"}"#),

@@ -1,10 +1,17 @@
 //! The command blacklist: commands denied in every mode, before any rule (design.md §3).
-//! It works on parsed parts (`shell.rs`), so flag order and spelling (`-rf`, `-fr`,
+//! It works on parsed parts (`shell/`), so flag order and spelling (`-rf`, `-fr`,
 //! `-r -f`, `--recursive --force`), wrappers (`sudo`, `bash -c`) and compounds do not
-//! hide a match. A fork bomb is also caught on the raw text, since it need not parse.
+//! hide a match; and it judges each part's words as bash would expand them, in the
+//! directory the part runs in (`/u?r`, `/{usr,etc}`, `H=~; rm -rf $H`, `cd / && rm -rf *`).
+//! A destructive command (recursive `rm`, `chmod -R`, `find -delete`…) whose target
+//! cannot be resolved is denied: it fails closed. A fork bomb is also caught on the raw
+//! text, since it need not parse.
 
-use super::commands::{self, has_short_or_long};
-use super::shell::{Part, Script};
+use std::path::{Path, PathBuf};
+
+use super::commands;
+use super::sandbox;
+use super::shell::{Arg, Dir, Part, Script};
 
 /// A blacklist hit: the pattern's name and a sentence for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,89 +76,129 @@ pub fn check_raw(command: &str) -> Option<Hit> {
     None
 }
 
-/// Checks every part of a parsed command.
-pub fn check(script: &Script) -> Option<Hit> {
+/// Where a script runs: the caller's real cwd (for parts that did not `cd`) and the home
+/// directory as given and as resolved.
+#[derive(Debug, Clone, Copy)]
+pub struct Where<'a> {
+    /// The caller's cwd, canonical; `None` when it does not exist.
+    pub cwd: Option<&'a Path>,
+    /// The home directory's spellings (`sandbox::homes`).
+    pub homes: &'a [PathBuf],
+}
+
+/// Checks every part of a parsed command (parsed with `shell::parse_in`, so that its
+/// words are expanded).
+pub fn check(script: &Script, at: &Where<'_>) -> Option<Hit> {
     if script.fork_bomb {
         return Some(Hit::new(
             "fork bomb",
             "a function that spawns itself in a pipe or the background is a fork bomb",
         ));
     }
-    // The directory the script has `cd`-ed into, for relative targets like `*`.
-    let mut dir: Option<String> = None;
-    for (i, part) in script.parts.iter().enumerate() {
-        if let Some(hit) = check_part(script, i, part, dir.as_deref()) {
-            return Some(hit);
-        }
-        if part.program() == "cd" {
-            dir = part.argv.get(1).map(|d| absolute(d, dir.as_deref()));
-        }
-    }
-    None
+    script
+        .parts
+        .iter()
+        .enumerate()
+        .find_map(|(i, part)| check_part(script, i, part, at))
 }
 
-fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> Option<Hit> {
+/// What a destructive command's target turned out to be.
+enum Target {
+    Safe,
+    /// Catastrophic: the system, the home directory, or everything in one of them.
+    Catastrophic(String),
+    /// Cannot be known before the command runs.
+    Unresolved(String),
+}
+
+fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Option<Hit> {
     for r in &part.redirects {
-        if r.write && is_raw_disk(&r.target) {
+        let target = if r.arg.known { &r.arg.text } else { &r.target };
+        if r.write && is_raw_disk(target) {
             return Some(Hit::new(
                 "> /dev/sd*",
-                format!(
-                    "writing to the raw disk `{}` destroys its file systems",
-                    r.target
-                ),
+                format!("writing to the raw disk `{target}` destroys its file systems"),
             ));
         }
     }
-    let prog = part.program();
-    let args: Vec<&str> = part.argv.iter().skip(1).map(String::as_str).collect();
-    let (flags, targets) = split_options(&args);
+    let first = part.args.first()?;
+    let args = &part.args[1..];
+    if !first.known {
+        // A program computed at run time may be `rm`: it must not name a catastrophic target.
+        return args.iter().find_map(|a| match judge(a, part, at) {
+            Target::Catastrophic(t) => Some(Hit::new(
+                "rm -rf /",
+                format!("a program computed at run time is given `{t}`, which destroys the system or your home directory"),
+            )),
+            _ => None,
+        });
+    }
+    let prog = first.text.rsplit('/').next().unwrap_or(&first.text);
+    // `xargs` appends arguments nobody has seen yet.
+    let hidden = part.wrappers.iter().any(|w| {
+        w.split_whitespace()
+            .next()
+            .is_some_and(|p| p.ends_with("xargs"))
+    });
+    let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+    let (flags, operands, unknown_flags) = split_options(args);
     match prog {
         "rm" => {
-            if args.contains(&"--no-preserve-root") {
+            if texts.contains(&"--no-preserve-root") {
                 return Some(Hit::new(
                     "rm --no-preserve-root",
                     "`rm --no-preserve-root` exists only to delete `/`",
                 ));
             }
-            let recursive = has_short_or_long(&flags, 'r', "--recursive")
-                || has_short_or_long(&flags, 'R', "--recursive");
-            if recursive && let Some(t) = targets.iter().find(|t| catastrophic(t, dir)) {
-                return Some(Hit::new(
-                    "rm -rf /",
-                    format!(
-                        "recursive removal of `{t}` destroys the system or your home directory"
-                    ),
-                ));
+            let recursive = has_flag(&flags, &['r', 'R'], "--recursive") || unknown_flags;
+            if recursive {
+                return destructive("rm -rf /", "recursive removal", &operands, hidden, part, at);
             }
         }
-        "chmod" | "chown" | "chgrp" => {
-            let recursive = has_short_or_long(&flags, 'R', "--recursive");
-            // The first positional is the mode or owner.
-            if recursive && let Some(t) = targets.iter().skip(1).find(|t| catastrophic(t, dir)) {
-                return Some(Hit::new(
-                    "chmod -R 777 /",
-                    format!("recursive `{prog}` of `{t}` breaks the system's permissions"),
-                ));
-            }
+        "chmod" | "chown" | "chgrp" if has_flag(&flags, &['R'], "--recursive") || unknown_flags => {
+            // The first operand is the mode or owner, unless `--reference` gives it.
+            let skip = usize::from(!flags.iter().any(|f| f.text.starts_with("--reference")));
+            let what = format!("recursive `{prog}`");
+            let targets: Vec<&Arg> = operands.iter().skip(skip).copied().collect();
+            return destructive("chmod -R 777 /", &what, &targets, hidden, part, at);
         }
         "find" => {
-            let destructive = args
+            // An unquoted unknown argument may split into `-delete`.
+            let acts = texts
                 .iter()
-                .any(|a| matches!(*a, "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir"));
-            if destructive
-                && let Some(t) = args
+                .any(|a| matches!(*a, "-delete" | "-exec" | "-execdir" | "-ok" | "-okdir"))
+                || args.iter().any(|a| !a.known && a.splits);
+            if acts {
+                // Leading `-H`, `-L`, `-P`, `-O3`, `-D opts` come before the roots.
+                let mut i = 0;
+                while let Some(a) = texts.get(i) {
+                    match *a {
+                        "-H" | "-L" | "-P" => i += 1,
+                        "-D" => i += 2,
+                        o if o.starts_with("-O") => i += 1,
+                        _ => break,
+                    }
+                }
+                let dot = Arg::literal(".");
+                let mut roots: Vec<&Arg> = args[i.min(args.len())..]
                     .iter()
-                    .take_while(|a| !a.starts_with('-'))
-                    .find(|t| catastrophic(t, dir))
-            {
-                return Some(Hit::new(
+                    .take_while(|a| !a.known || !a.text.starts_with(['-', '(', '!']))
+                    .collect();
+                if roots.is_empty() {
+                    roots.push(&dot);
+                }
+                return destructive(
                     "find / -delete",
-                    format!("`find {t}` with -delete/-exec can destroy the system"),
-                ));
+                    "`find` with -delete/-exec",
+                    &roots,
+                    hidden,
+                    part,
+                    at,
+                );
             }
         }
         "dd" => {
-            if let Some(of) = args.iter().find_map(|a| a.strip_prefix("of="))
+            if let Some(of) = texts.iter().find_map(|a| a.strip_prefix("of="))
                 && is_raw_disk(of)
             {
                 return Some(Hit::new(
@@ -161,10 +208,13 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
             }
         }
         "tee" | "cp" | "mv" | "shred" | "wipefs" | "blkdiscard" | "sgdisk" | "fdisk" | "parted" => {
-            if let Some(t) = targets.iter().find(|t| is_raw_disk(t)) {
+            if let Some(t) = operands.iter().find(|t| is_raw_disk(&t.text)) {
                 return Some(Hit::new(
                     "> /dev/sd*",
-                    format!("`{prog}` on the raw disk `{t}` destroys its file systems"),
+                    format!(
+                        "`{prog}` on the raw disk `{}` destroys its file systems",
+                        t.text
+                    ),
                 ));
             }
         }
@@ -198,90 +248,161 @@ fn check_part(script: &Script, index: usize, part: &Part, dir: Option<&str>) -> 
     None
 }
 
+/// Judges the targets of a destructive command: a catastrophic one is denied, and so is
+/// one that cannot be known (fail closed).
+fn destructive(
+    pattern: &'static str,
+    what: &str,
+    targets: &[&Arg],
+    hidden: bool,
+    part: &Part,
+    at: &Where<'_>,
+) -> Option<Hit> {
+    let mut unresolved = hidden.then(|| "arguments appended by xargs".to_string());
+    for t in targets {
+        match judge(t, part, at) {
+            Target::Catastrophic(t) => {
+                return Some(Hit::new(
+                    pattern,
+                    format!("{what} of `{t}` destroys the system or your home directory"),
+                ));
+            }
+            Target::Unresolved(t) => unresolved = unresolved.or(Some(t)),
+            Target::Safe => {}
+        }
+    }
+    unresolved.map(|t| {
+        Hit::new(
+            "unresolved destructive target",
+            format!(
+                "{what} of `{t}`, which cannot be known before the command runs; name the targets literally, relative to a directory the command does not leave unknown"
+            ),
+        )
+    })
+}
+
 /// Splits arguments into options and operands (everything after `--` is an operand).
-fn split_options<'a>(args: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+/// The flag says whether an unknown argument may hold options (an unquoted expansion,
+/// or two unknown arguments, before `--`).
+fn split_options(args: &[Arg]) -> (Vec<&Arg>, Vec<&Arg>, bool) {
     let mut flags = Vec::new();
     let mut operands = Vec::new();
     let mut ended = false;
+    let mut unknown = 0;
+    let mut splits = false;
     for a in args {
-        if !ended && *a == "--" {
+        if !ended && a.known && a.text == "--" {
             ended = true;
-        } else if !ended && a.starts_with('-') && a.len() > 1 {
-            flags.push(*a);
+        } else if !ended && a.known && a.text.starts_with('-') && a.text.len() > 1 {
+            flags.push(a);
         } else {
-            operands.push(*a);
+            if !ended && !a.known {
+                unknown += 1;
+                splits |= a.splits;
+            }
+            operands.push(a);
         }
     }
-    (flags, operands)
+    (flags, operands, splits || unknown >= 2)
 }
 
-/// Makes `path` absolute against the script's `cd` target, lexically normalised.
-fn absolute(path: &str, dir: Option<&str>) -> String {
-    let joined = match dir {
-        Some(d) if !path.starts_with('/') && !path.starts_with('~') => format!("{d}/{path}"),
-        _ => path.to_string(),
+/// Whether the options hold one of the short flags (alone or in a cluster) or `long`.
+fn has_flag(flags: &[&Arg], short: &[char], long: &str) -> bool {
+    flags.iter().any(|f| {
+        f.text == long
+            || (!f.text.starts_with("--") && f.text[1..].contains(|c| short.contains(&c)))
+    })
+}
+
+/// Where one target of a destructive command really is, and what removing it means.
+fn judge(arg: &Arg, part: &Part, at: &Where<'_>) -> Target {
+    if !arg.known {
+        return Target::Unresolved(arg.text.clone());
+    }
+    let Some(abs) = absolute(&arg.text, &part.dir, at) else {
+        return Target::Unresolved(format!(
+            "{} (in a directory that cannot be known)",
+            arg.text
+        ));
     };
-    normalize(&joined)
-}
-
-/// Lexical normalisation: collapses `//`, `.`, `..`; keeps a leading `~`.
-fn normalize(path: &str) -> String {
-    let (prefix, rest) = if let Some(r) = path.strip_prefix('~') {
-        ("~", r)
-    } else if path.starts_with('/') {
-        ("/", path)
+    let lexical = sandbox::lexical(&abs);
+    // A symlinked directory on the way (`link/usr`, `link/`) is followed by the command.
+    let follow = arg.text.ends_with('/') || arg.text.ends_with("/.");
+    let real = if follow {
+        sandbox::resolve(&abs).ok()
     } else {
-        ("", path)
+        lexical.parent().and_then(|p| {
+            let name = lexical.file_name()?;
+            sandbox::resolve(p).ok().map(|r| r.join(name))
+        })
     };
-    let mut out: Vec<&str> = Vec::new();
-    for c in rest.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
+    let glob_all = arg
+        .pattern
+        .as_deref()
+        .and_then(|p| absolute(p, &part.dir, at))
+        .is_some_and(|p| matches_all(&p, at.homes));
+    if catastrophic(&lexical, at.homes)
+        || real.as_deref().is_some_and(|r| catastrophic(r, at.homes))
+        || glob_all
+    {
+        return Target::Catastrophic(arg.pattern.clone().unwrap_or_else(|| arg.text.clone()));
     }
-    match prefix {
-        "~" if out.is_empty() => "~".into(),
-        "~" => format!("~/{}", out.join("/")),
-        "/" => format!("/{}", out.join("/")),
-        _ => out.join("/"),
+    Target::Safe
+}
+
+/// `text` made absolute against the part's directory (`None` in an unknown one).
+fn absolute(text: &str, dir: &Dir, at: &Where<'_>) -> Option<PathBuf> {
+    if text.starts_with('/') {
+        return Some(PathBuf::from(text));
+    }
+    match dir {
+        Dir::Initial => at.cwd.map(|c| c.join(text)),
+        Dir::Known(d) => Some(d.join(text)),
+        Dir::Unknown => None,
     }
 }
 
-/// Whether removing `target` recursively is catastrophic: `/`, `/*`, `~`, `~/*`, a
-/// system directory (or everything in it), or `/usr/<x>`.
-fn catastrophic(target: &str, dir: Option<&str>) -> bool {
-    let t = absolute(target, dir);
-    if !t.starts_with('/') && !t.starts_with('~') {
-        return false;
-    }
-    // `/*`, `~/*`, `/usr/*`: the glob removes everything in the directory.
-    let t = t
-        .strip_suffix("/*")
-        .or_else(|| t.strip_suffix("/.*"))
-        .map(|s| {
-            if s.is_empty() {
-                "/".to_string()
-            } else {
-                s.to_string()
-            }
-        })
-        .unwrap_or(t.clone());
-    if t == "/" || t == "~" || t == "*" {
+/// Whether removing `path` recursively is catastrophic: `/`, the home directory or one of
+/// its ancestors, a system directory, or a directory just below `/usr`, `/var`, `/etc`.
+fn catastrophic(path: &Path, homes: &[PathBuf]) -> bool {
+    if path == Path::new("/") || homes.iter().any(|h| h.starts_with(path)) {
         return true;
     }
-    let comps: Vec<&str> = t.trim_start_matches('/').split('/').collect();
-    if t.starts_with('/') {
-        match comps.as_slice() {
-            [top] => return SYSTEM_DIRS.contains(top) || top.contains('*'),
-            ["usr" | "var" | "etc" | "System" | "Library", _] => return true,
-            _ => {}
+    let comps: Vec<&str> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => n.to_str(),
+            _ => None,
+        })
+        .collect();
+    match comps.as_slice() {
+        [top] => SYSTEM_DIRS.contains(top),
+        ["usr" | "var" | "etc" | "System" | "Library", _] => true,
+        _ => false,
+    }
+}
+
+/// Whether a glob pattern (absolute) removes everything in a catastrophic directory:
+/// its last component matches any name (`*`, `.*`, `[a-z]*`) and its directory is
+/// catastrophic (`/*`, `~/*`, `/usr/*`).
+fn matches_all(pattern: &Path, homes: &[PathBuf]) -> bool {
+    let lexical = sandbox::lexical(pattern);
+    let (Some(parent), Some(last)) = (lexical.parent(), lexical.file_name()) else {
+        return false;
+    };
+    let last = last.to_string_lossy();
+    let mut rest = String::new();
+    let mut in_class = false;
+    for c in last.chars() {
+        match c {
+            '[' => in_class = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            c => rest.push(c),
         }
     }
-    false
+    let wild = last.contains(['*', '?', '[']);
+    wild && rest.chars().all(|c| matches!(c, '*' | '?' | '.')) && catastrophic(parent, homes)
 }
 
 /// Block devices that hold file systems.
@@ -301,24 +422,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn normalize_collapses_dots_and_keeps_tilde() {
-        assert_eq!(normalize("/usr/../"), "/");
-        assert_eq!(normalize("//etc/./"), "/etc");
-        assert_eq!(normalize("~/"), "~");
-        assert_eq!(normalize("~/a/../b"), "~/b");
-    }
-
-    #[test]
     fn catastrophic_targets() {
-        for t in [
-            "/", "/*", "//", "/.", "~", "~/", "~/*", "/etc", "/usr/*", "/usr/lib", "/home/",
-            "/usr/..",
-        ] {
-            assert!(catastrophic(t, None), "{t}");
+        let homes = [PathBuf::from("/home/u")];
+        for t in ["/", "/etc", "/usr/lib", "/home", "/home/u", "/var/x"] {
+            assert!(catastrophic(Path::new(t), &homes), "{t}");
         }
-        for t in ["build", "./target", "/tmp/x/y", "/home/me/proj/target", "*"] {
-            assert!(!catastrophic(t, None), "{t}");
+        for t in ["/tmp/x/y", "/home/u/proj/target", "/usr/lib/x/y"] {
+            assert!(!catastrophic(Path::new(t), &homes), "{t}");
         }
-        assert!(catastrophic("*", Some("/")), "cd / && rm -rf *");
+        for p in ["/*", "/home/u/*", "/home/u/.*", "/usr/*", "/[a-z]*"] {
+            assert!(matches_all(Path::new(p), &homes), "{p}");
+        }
+        for p in ["/home/u/*.txt", "/tmp/*", "/home/u/proj/*"] {
+            assert!(!matches_all(Path::new(p), &homes), "{p}");
+        }
     }
 }

@@ -3,10 +3,13 @@
 //! then, under dontAsk, any Ask becomes Deny (nobody is there to answer).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::cache::Fixed;
 use super::classify::{self, Classified, ClassifyError, Target};
+use super::path_index::PathIndex;
 use super::rules::{self, Rule, RuleKind, Subject};
-use super::shell::Part;
+use super::shell::{Arg, Dir, Part};
 use super::spec::RuleName;
 use super::{
     Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
@@ -40,7 +43,13 @@ struct Ctx<'a> {
     cwd_real: Option<PathBuf>,
     policy: &'a Policy,
     home: Option<&'a Path>,
-    homes: Vec<PathBuf>,
+    /// The home that `~` means in a command, and whose credentials are protected (the
+    /// process's own when the policy has none).
+    shell_home: Option<PathBuf>,
+    /// Canonical extra roots and credentials, computed once per policy.
+    fixed: Arc<Fixed>,
+    /// The path rules' glob index, when it could be built.
+    index: Option<Arc<PathIndex>>,
     roots: Vec<PathBuf>,
     /// Bases of relative rule patterns: project root, then the agent's cwd.
     bases: Vec<PathBuf>,
@@ -48,11 +57,14 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(req: &'a CheckRequest, policy: &'a Policy) -> Self {
-        let cwd_real = std::fs::canonicalize(&req.cwd).ok();
+        // Credentials are protected even when the policy was built without a home.
+        let shell_home = policy.home.clone().or_else(dirs::home_dir);
+        let fixed = policy
+            .cache
+            .fixed(shell_home.as_deref(), &policy.additional_roots);
+        let cwd_real = policy.cache.cwd(&req.cwd);
         let mut roots: Vec<PathBuf> = cwd_real.iter().cloned().collect();
-        roots.extend(sandbox::canonical_roots(
-            policy.additional_roots.iter().map(PathBuf::as_path),
-        ));
+        roots.extend(fixed.roots.iter().cloned());
         let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
         if let Some(cwd) = roots.first()
             && !bases.contains(cwd)
@@ -64,13 +76,55 @@ impl<'a> Ctx<'a> {
             cwd_real,
             policy,
             home: policy.home.as_deref(),
-            // Credentials are protected even when the policy was built without a home.
-            homes: match &policy.home {
-                Some(h) => sandbox::homes(Some(h)),
-                None => sandbox::homes(dirs::home_dir().as_deref()),
-            },
+            shell_home,
+            fixed,
+            index: policy.cache.path_index(&policy.rules),
             roots,
             bases,
+        }
+    }
+
+    /// The rule deciding a file tool's `real` target (`rules::decide`, through the index).
+    fn path_rule(&self, names: &[RuleName], real: &Path) -> Option<&'a Rule> {
+        match &self.index {
+            Some(i) => i.decide(&self.policy.rules, names, real, &self.bases),
+            None => rules::decide(
+                &self.policy.rules,
+                &Subject::Path {
+                    names,
+                    real,
+                    bases: &self.bases,
+                },
+            ),
+        }
+    }
+
+    fn creds(&self) -> &sandbox::Credentials {
+        &self.fixed.creds
+    }
+
+    /// Where an expanded command argument points, given the directory its part runs in.
+    fn locate_arg(&self, arg: &Arg, dir: &Dir) -> Named {
+        let unlocatable = Named {
+            lexical: PathBuf::from("/"),
+            real: None,
+            dir: false,
+        };
+        if !arg.known {
+            return unlocatable;
+        }
+        let text = arg.text.as_str();
+        let (abs, real) = match dir {
+            _ if Path::new(text).is_absolute() => self.locate(text),
+            Dir::Initial => self.locate(text),
+            Dir::Known(d) => (d.join(text), sandbox::resolve_traced(d, Path::new(text))),
+            Dir::Unknown => return unlocatable,
+        };
+        let real = real.ok();
+        Named {
+            lexical: sandbox::lexical(&abs),
+            dir: real.as_ref().is_some_and(|r| r.dir),
+            real: real.map(|r| r.path),
         }
     }
 
@@ -80,13 +134,13 @@ impl<'a> Ctx<'a> {
 
     /// A path argument made absolute (`~` expanded, joined onto the cwd) and its real
     /// location.
-    fn locate(&self, raw: &str) -> (PathBuf, std::io::Result<PathBuf>) {
+    fn locate(&self, raw: &str) -> (PathBuf, std::io::Result<sandbox::Resolved>) {
         let abs = sandbox::absolute(raw, &self.req.cwd, self.home);
         let real = match &self.cwd_real {
             Some(cwd) if !raw.starts_with('~') && Path::new(raw).is_relative() => {
-                sandbox::resolve_at(cwd, Path::new(raw))
+                sandbox::resolve_traced(cwd, Path::new(raw))
             }
-            _ => sandbox::resolve(&abs),
+            _ => sandbox::resolve_traced(Path::new("/"), &abs),
         };
         (abs, real)
     }
@@ -226,8 +280,8 @@ fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> Decision {
 
 fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     let raw = raw.unwrap_or(".");
-    let (abs, real) = ctx.locate(raw);
-    let real = match real {
+    let (abs, resolved) = ctx.locate(raw);
+    let resolved = match resolved {
         Ok(r) => r,
         Err(e) => {
             return deny(
@@ -237,11 +291,10 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             );
         }
     };
+    let real = resolved.path;
     let target = real.display().to_string();
     let lexical = sandbox::lexical(&abs);
-    if let Some(name) =
-        sandbox::credential(&lexical, &ctx.homes).or_else(|| sandbox::credential(&real, &ctx.homes))
-    {
+    if let Some(name) = ctx.creds().matches(&lexical, Some(&real)) {
         let mut d = deny(
             Source::Credentials,
             format!(
@@ -253,8 +306,10 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
         return d;
     }
     // A missing target is judged both where a write would land (through a dangling link)
-    // and where its name says it is; both must be inside.
-    let by_name_inside = real.exists()
+    // and where its name says it is; both must be inside. Without a link on the way they
+    // are the same place.
+    let by_name_inside = resolved.exists
+        || resolved.links == 0
         || sandbox::by_ancestor(&abs).is_some_and(|p| sandbox::inside(&p, &ctx.roots));
     if !sandbox::inside(&real, &ctx.roots) || !by_name_inside {
         return deny(
@@ -293,17 +348,18 @@ fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
             target,
         );
     }
-    if let Some(r) = path_deny(ctx, &c.rule_names, &real) {
+    let rule = ctx.path_rule(&c.rule_names, &real);
+    // A deny of the target, or (for a directory) of what is below it.
+    let deny = match rule {
+        Some(r) if r.kind == RuleKind::Deny => Some(r),
+        _ if resolved.dir => path_deny(ctx, &[&c.rule_names], &real.join("_")),
+        _ => None,
+    };
+    if let Some(r) = deny {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
         return d;
     }
-    let subject = Subject::Path {
-        names: &c.rule_names,
-        real: &real,
-        bases: &ctx.bases,
-    };
-    let rule = rules::decide(&ctx.policy.rules, &subject);
     let category = c.category;
     let mut d = match rule {
         Some(r) => from_rule(r, raw),
@@ -319,7 +375,11 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         d.rule = Some(hit.pattern.into());
         return d;
     }
-    let script = match shell::parse(command) {
+    let env = shell::Env {
+        cwd: ctx.cwd_real.clone(),
+        home: ctx.shell_home.clone(),
+    };
+    let script = match ctx.policy.cache.script(command, &env) {
         Ok(s) => s,
         Err(e) => {
             let mut d = Decision::new(
@@ -339,7 +399,11 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         .map(Part::full_text)
         .collect::<Vec<_>>()
         .join(" ; ");
-    if let Some(hit) = blacklist::check(&script) {
+    let at = blacklist::Where {
+        cwd: ctx.cwd_real.as_deref(),
+        homes: ctx.creds().homes(),
+    };
+    if let Some(hit) = blacklist::check(&script, &at) {
         let mut d = deny(Source::Blacklist, hit.reason, target);
         d.rule = Some(hit.pattern.into());
         return d;
@@ -352,7 +416,13 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         let paths = named
             .iter()
             .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        if let Some(why) = protected::command_write(part, paths) {
+        // `G=git; $G config core.hooksPath x` writes git configuration too.
+        let expanded = as_expanded(part);
+        let why = match &expanded {
+            Some(e) => protected::command_write(e, paths),
+            None => protected::command_write(part, paths),
+        };
+        if let Some(why) = why {
             let mut d = deny(
                 Source::Sandbox,
                 format!("`{}`: {why}; agents never change them", part.full_text()),
@@ -362,12 +432,7 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             return d;
         }
         for n in named {
-            let hit = sandbox::credential(&n.lexical, &ctx.homes).or_else(|| {
-                n.real
-                    .as_ref()
-                    .and_then(|r| sandbox::credential(r, &ctx.homes))
-            });
-            if let Some(name) = hit {
+            if let Some(name) = ctx.creds().matches(&n.lexical, n.real.as_deref()) {
                 let mut d = deny(
                     Source::Credentials,
                     format!(
@@ -380,21 +445,26 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
                 return d;
             }
             let Some(real) = &n.real else { continue };
-            for names in [[RuleName::Read], [RuleName::Edit]] {
-                if let Some(r) = path_deny(ctx, &names, real) {
-                    let mut d = from_rule(r, &part.full_text());
-                    d.target = Some(target);
-                    d.category = Some(Category::Exec);
-                    return d;
-                }
+            let groups: [&[RuleName]; 2] = [&[RuleName::Read], &[RuleName::Edit]];
+            let deny = path_deny(ctx, &groups, real).or_else(|| {
+                n.dir
+                    .then(|| path_deny(ctx, &groups, &real.join("_")))
+                    .flatten()
+            });
+            if let Some(r) = deny {
+                let mut d = from_rule(r, &part.full_text());
+                d.target = Some(target);
+                d.category = Some(Category::Exec);
+                return d;
             }
         }
     }
+    let grant = raw_grant(ctx, command);
     let mut worst: Option<Decision> = None;
     let mut all_read = true;
     let not_read = not_a_read(ctx, &script.parts);
     for ((part, named), why) in script.parts.iter().zip(&named).zip(&not_read) {
-        let Some(mut d) = part_decision(ctx, part, named) else {
+        let Some(mut d) = part_decision(ctx, part, named, grant) else {
             continue;
         };
         if let Some(why) = why {
@@ -425,23 +495,97 @@ fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     d
 }
 
+/// An exact allow rule naming the whole command as written (a grant of a command with
+/// variables, globs or substitutions: it is matched against the raw text only).
+fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
+    let raw = command.trim();
+    let subject = Subject::Command {
+        text: raw,
+        full: raw,
+        privileged: false,
+        forms: &[],
+        open: false,
+    };
+    ctx.policy
+        .rules
+        .iter()
+        .find(|r| r.kind == RuleKind::Allow && r.is_exact() && r.matches(&subject))
+}
+
+/// The part as bash runs it, when expansion changed its words and all of them are known
+/// (`r=rm; $r -rf x` runs `rm -rf x`): what deny and ask rules, the dangerous-command
+/// guard and the git-config check also judge.
+fn as_expanded(part: &Part) -> Option<Part> {
+    let changed = part.expanded()
+        && part.args.iter().all(|a| a.known)
+        && (part.args.len() != part.argv.len()
+            || part.args.iter().zip(&part.argv).any(|(a, t)| a.text != *t));
+    changed.then(|| Part {
+        argv: part.args.iter().map(|a| a.text.clone()).collect(),
+        ..part.clone()
+    })
+}
+
+/// The rule deciding one part: rules matched against its text (deny and ask rules also
+/// against its other spellings, `commands::match_forms`), and deny or ask rules also
+/// against its expanded words and their spellings (`r=rm; $r -rf x` is `rm -rf x`). An
+/// exact allow rule does not match a part with expansions (its placeholder text may
+/// equal the rule by chance); a raw grant of the whole command stands in for it.
+fn part_rule<'r>(
+    ctx: &'r Ctx<'_>,
+    part: &Part,
+    expanded: Option<&Part>,
+    text: &str,
+    full: &str,
+    grant: Option<&'r Rule>,
+) -> Option<&'r Rule> {
+    let rules = &ctx.policy.rules;
+    let forms = commands::match_forms(part);
+    let subject = Subject::Command {
+        text,
+        full,
+        privileged: part.privileged,
+        forms: &forms,
+        open: part.open,
+    };
+    let expanded_part = part.expanded();
+    let rule = rules::decide(rules, &subject)
+        .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
+    let by_expansion = expanded.and_then(|e| {
+        let text = e.text();
+        let forms = commands::match_forms(e);
+        let subject = Subject::Command {
+            text: &text,
+            full: &text,
+            privileged: part.privileged,
+            forms: &forms,
+            open: part.open,
+        };
+        rules::decide(rules, &subject).filter(|r| r.kind != RuleKind::Allow)
+    });
+    match (rule, by_expansion) {
+        (Some(r), _) if r.kind == RuleKind::Deny => Some(r),
+        (_, Some(e)) => Some(e),
+        (Some(r), _) if r.kind == RuleKind::Ask => Some(r),
+        (r, None) => r.or(grant),
+    }
+}
+
 /// One part's decision, or `None` for a part that runs nothing (a `bash -c` shell whose
 /// script became parts of its own).
-fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision> {
+fn part_decision(
+    ctx: &Ctx<'_>,
+    part: &Part,
+    named: &[Named],
+    grant: Option<&Rule>,
+) -> Option<Decision> {
     if part.argv.is_empty() && !part.redirects.iter().any(|r| r.write) {
         return None;
     }
     let text = part.text();
     let full = part.full_text();
-    let forms = commands::match_forms(part);
-    let subject = Subject::Command {
-        text: &text,
-        full: &full,
-        privileged: part.privileged,
-        forms: &forms,
-        open: part.open,
-    };
-    let rule = rules::decide(&ctx.policy.rules, &subject);
+    let expanded = as_expanded(part);
+    let rule = part_rule(ctx, part, expanded.as_ref(), &text, &full, grant);
     if let Some(why) = &part.opaque {
         return Some(opaque(ctx, rule, why, &full));
     }
@@ -460,6 +604,7 @@ fn part_decision(ctx: &Ctx<'_>, part: &Part, named: &[Named]) -> Option<Decision
     let mut d = match rule {
         Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
         _ => match commands::dangerous(part)
+            .or_else(|| expanded.as_ref().and_then(commands::dangerous))
             .and_then(|why| guarded(ctx, rule, why, category, &full))
         {
             Some(d) => d,
@@ -498,112 +643,84 @@ fn opaque(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, full: &str) -> Decision
     d
 }
 
-/// Words of a part that may name files (`commands::path_operands`: operands, option
-/// values that name files, glued values), the directory a wrapper runs it in, and
-/// redirect targets. Substitution placeholders are skipped.
-fn path_words(part: &Part) -> Vec<String> {
-    let mut words = commands::path_operands(part);
-    words.extend(part.chdir.iter().cloned());
-    words.extend(part.redirects.iter().map(|r| r.target.clone()));
+/// Words of a part that may name files, as bash expands them: the operands and file
+/// option values of its command (`commands::path_operands`, which knows the allow-listed
+/// programs' options and values glued to flags, `-oFILE`), the directory a wrapper runs
+/// it in, and redirect targets. Where expansion changed the words, the operands are
+/// taken from the expanded words, and every word that cannot be known is kept as
+/// unknown (it cannot be located).
+fn path_words(part: &Part) -> Vec<Arg> {
+    let literal = part.args.len() == part.argv.len()
+        && part
+            .args
+            .iter()
+            .zip(&part.argv)
+            .all(|(a, t)| a.known && a.text == *t);
+    let mut words: Vec<Arg> = if literal {
+        commands::path_operands(part)
+            .into_iter()
+            .map(Arg::literal)
+            .collect()
+    } else {
+        let expanded = Part {
+            argv: part.args.iter().map(|a| a.text.clone()).collect(),
+            ..part.clone()
+        };
+        let mut words: Vec<Arg> = commands::path_operands(&expanded)
+            .into_iter()
+            .map(Arg::literal)
+            .collect();
+        words.extend(part.args.iter().skip(1).filter(|a| !a.known).cloned());
+        words
+    };
+    words.extend(part.chdir.iter().map(|d| match &part.dir {
+        // A relative `env -C DIR` was entered from where the part started.
+        Dir::Known(at) => Arg::literal(at.to_string_lossy()),
+        _ if Path::new(d).is_absolute() => Arg::literal(d.as_str()),
+        _ => Arg::default(),
+    }));
+    words.extend(part.redirects.iter().map(|r| r.arg.clone()));
     words.retain(|w| {
-        !w.is_empty() && !w.starts_with('-') && !w.starts_with('&') && !w.contains("$(")
+        !w.known || !w.text.is_empty() && !w.text.starts_with('-') && !w.text.starts_with('&')
     });
     words
 }
 
-/// A deny rule protecting `real` — or, when `real` is a directory, something directly
-/// below it (`tar cf - secrets` reads what `Read(secrets/**)` denies). Best effort: a deny
-/// on a deeper glob is seen only when the named path itself matches.
-fn path_deny<'r>(ctx: &'r Ctx<'_>, names: &[RuleName], real: &Path) -> Option<&'r Rule> {
-    let probe = real.join("_");
-    let candidates: &[&Path] = if real.is_dir() {
-        &[real, &probe]
-    } else {
-        &[real]
-    };
-    candidates.iter().find_map(|p| {
-        let subject = Subject::Path {
-            names,
-            real: p,
-            bases: &ctx.bases,
-        };
-        rules::decide(&ctx.policy.rules, &subject).filter(|r| r.kind == RuleKind::Deny)
-    })
+/// The strongest deny rule for `real` under the first of `groups` (each the rule names
+/// of one tool) that has one. Callers also probe `real/_` for a directory: `tar cf -
+/// secrets` reads what `Read(secrets/**)` denies. Best effort: a deny on a deeper glob is
+/// seen only when the named path itself matches.
+fn path_deny<'r>(ctx: &Ctx<'r>, groups: &[&[RuleName]], real: &Path) -> Option<&'r Rule> {
+    match &ctx.index {
+        Some(i) => i.deny(&ctx.policy.rules, groups, real, &ctx.bases),
+        None => groups.iter().find_map(|names| {
+            ctx.path_rule(names, real)
+                .filter(|r| r.kind == RuleKind::Deny)
+        }),
+    }
 }
 
 /// A file a command names: where its name points and where it really is.
 struct Named {
     lexical: PathBuf,
     real: Option<PathBuf>,
+    /// `real` is a directory.
+    dir: bool,
 }
 
-/// The files each part names. After a `cd`/`pushd`, relative words are located both
-/// against the agent's cwd and against the new directory (`cd ~ && cat .ssh/id_rsa`);
-/// after a `cd` we cannot follow (`cd -`, `cd $X`), they count as unlocatable, which
+/// The files each part names, located in the directory the part runs in (tracked once,
+/// by `shell/`): after a `cd` we cannot follow, relative words cannot be located, which
 /// makes the part not a plain read.
 fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
-    enum Dir {
-        Cwd,
-        At(PathBuf),
-        Unknown,
-    }
-    let mut dir = Dir::Cwd;
-    let mut out = Vec::with_capacity(parts.len());
-    for part in parts {
-        let mut named = Vec::new();
-        if let Some(d) = &part.chdir {
-            // `env -C DIR cmd`: relative words are also located from DIR.
-            dir = match &dir {
-                _ if part.dynamic && d.contains('$') => Dir::Unknown,
-                Dir::At(base) => Dir::At(sandbox::absolute(d, base, ctx.home)),
-                _ => Dir::At(sandbox::absolute(d, &ctx.req.cwd, ctx.home)),
-            };
-        }
-        for w in path_words(part) {
-            let w = w.as_str();
-            let (abs, real) = ctx.locate(w);
-            named.push(Named {
-                lexical: sandbox::lexical(&abs),
-                real: real.ok(),
-            });
-            let relative = !w.starts_with('/') && !w.starts_with('~');
-            match &dir {
-                Dir::At(d) if relative => {
-                    let abs = d.join(w);
-                    named.push(Named {
-                        lexical: sandbox::lexical(&abs),
-                        real: sandbox::resolve(&abs).ok(),
-                    });
-                }
-                Dir::Unknown if relative => named.push(Named {
-                    lexical: PathBuf::from("/"),
-                    real: None,
-                }),
-                _ => {}
-            }
-        }
-        if matches!(part.program(), "cd" | "pushd") {
-            let arg = part
-                .argv
+    parts
+        .iter()
+        .map(|part| {
+            path_words(part)
                 .iter()
-                .skip(1)
-                .find(|a| !a.starts_with('-') || *a == "-");
-            dir = match arg {
-                _ if part.dynamic => Dir::Unknown,
-                None => ctx.home.map_or(Dir::Unknown, |h| Dir::At(h.to_path_buf())),
-                Some(a) if a == "-" => Dir::Unknown,
-                Some(a) => {
-                    let base = match &dir {
-                        Dir::At(d) => d.clone(),
-                        _ => ctx.req.cwd.clone(),
-                    };
-                    Dir::At(sandbox::absolute(a, &base, ctx.home))
-                }
-            };
-        }
-        out.push(named);
-    }
-    out
+                .map(|w| ctx.locate_arg(w, &part.dir))
+                .collect()
+        })
+        .collect()
 }
 
 /// Why each part that may look like a read is not one (`None` when nothing says so): git

@@ -3,14 +3,17 @@
 //! `<project>/.crew/settings.local.json`, where the next engine loads them.
 //!
 //! Derived rules are as narrow as the call: `Write(/src/main.rs)` (path relative to the
-//! project root, `//abs` outside it), one `Bash(<exact part>)` per part of a command,
-//! `Agent(<type>)`, `mcp__server__tool`. Calls that a hard check or a deny rule refuses
-//! cannot be granted.
+//! project root, `//abs` outside it), one `Bash(<exact part>)` per part of a literal
+//! command, `Agent(<type>)`, `mcp__server__tool`. A command with variables, globs,
+//! braces or substitutions is granted only as itself: `Bash(=<the whole command as
+//! written>)`, which matches the raw command text and nothing else (a per-part rule like
+//! `Bash(cat $VAR)` would also allow `X=~/.ssh/id_rsa; cat $X`). Calls that a hard check
+//! or a deny rule refuses cannot be granted.
 
 use std::path::Path;
 
 use super::classify::{self, Target};
-use super::rules::{Rule, RuleKind, escape_glob};
+use super::rules::{Rule, RuleKind, Subject, escape_glob};
 use super::settings::{self, SettingsError};
 use super::{CheckRequest, Layer, PermissionMode, Policy, Source, Verdict, check, shell};
 
@@ -69,7 +72,15 @@ pub fn grant_rules(req: &CheckRequest, policy: &Policy) -> Result<Vec<String>, G
         }
         Target::Command(cmd) => {
             let script = shell::parse(cmd).map_err(|e| GrantError::Refused(e.to_string()))?;
-            for part in script.parts.iter().filter(|p| !p.argv.is_empty()) {
+            let expanded = script.parts.iter().any(shell::Part::expanded);
+            if expanded {
+                out.push(exact_command(cmd)?);
+            }
+            for part in script
+                .parts
+                .iter()
+                .filter(|p| !p.argv.is_empty() && !expanded)
+            {
                 let text = part.full_text();
                 // `=` keeps `*`, `:*` and leading `=`/`~`/`!` literal.
                 let rule = if text.contains('*') || text.starts_with(['=', '~', '!']) {
@@ -90,6 +101,25 @@ pub fn grant_rules(req: &CheckRequest, policy: &Policy) -> Result<Vec<String>, G
         return Err(GrantError::NoRule(req.call.name.clone()));
     }
     Ok(out)
+}
+
+/// The rule allowing exactly this command text, or a refusal when no rule can say it.
+fn exact_command(cmd: &str) -> Result<String, GrantError> {
+    let raw = cmd.trim();
+    let text = format!("Bash(={raw})");
+    let subject = Subject::Command {
+        text: raw,
+        full: raw,
+        privileged: false,
+        forms: &[],
+        open: false,
+    };
+    match Rule::parse(&text, RuleKind::Allow, Layer::Session, None) {
+        Ok(rule) if rule.is_exact() && rule.matches(&subject) => Ok(text),
+        _ => Err(GrantError::Refused(format!(
+            "`{raw}` holds variables, globs or substitutions and cannot be written as an exact rule; approve it once"
+        ))),
+    }
 }
 
 /// Adds the call's rules to the policy's session layer; returns them.

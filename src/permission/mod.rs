@@ -16,12 +16,14 @@
 
 pub mod actor;
 pub mod blacklist;
+pub mod cache;
 mod check;
 pub mod classify;
 pub mod commands;
 pub mod delegation;
 pub mod grants;
 pub mod mode;
+pub mod path_index;
 mod permit;
 pub mod protected;
 pub mod rules;
@@ -222,6 +224,9 @@ pub struct Policy {
     /// `commandEnv.passthrough` of the trusted layers: secret-looking variables commands
     /// may still inherit.
     pub env_passthrough: Vec<String>,
+    /// File-system facts computed once, not per decision (canonical roots and cwds,
+    /// credential identities).
+    pub cache: cache::PolicyCache,
 }
 
 /// A rule as shown by `crew permissions list`.

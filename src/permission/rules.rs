@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{Candidate, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 
 use super::spec::RuleName;
@@ -50,6 +50,8 @@ enum Matcher {
     /// when it names one anchored path without glob characters.
     Path {
         set: GlobSet,
+        /// The globs of `set`, for the policy-wide index (`path_index.rs`).
+        globs: Vec<Glob>,
         absolute: bool,
         literal: bool,
         /// The pattern's directories before its first glob character (`secrets/` of
@@ -73,6 +75,9 @@ pub struct Rule {
     pub index: usize,
     tool: RuleTool,
     matcher: Matcher,
+    /// Text every command it matches starts with (a wildcard pattern's literal head): a
+    /// cheap test before the regex, since most command rules do not match most commands.
+    command_prefix: String,
 }
 
 /// What a rule is matched against.
@@ -170,6 +175,10 @@ impl Rule {
                 parse_matcher(text, s, path, home)?
             }
         };
+        let command_prefix = match (&tool, &matcher, spec) {
+            (RuleTool::Named(RuleName::Bash), Matcher::Wildcard(..), Some(s)) => literal_head(s),
+            _ => String::new(),
+        };
         Ok(Rule {
             text: text.to_string(),
             kind,
@@ -178,11 +187,26 @@ impl Rule {
             index: 0,
             tool,
             matcher,
+            command_prefix,
         })
     }
 
+    /// For a path rule matched by globs alone: its globs and whether they are absolute
+    /// (else relative to the project root or cwd). Used to index every path rule at once.
+    pub(crate) fn path_globs(&self) -> Option<(&[Glob], bool)> {
+        match (&self.tool, &self.matcher) {
+            (
+                RuleTool::Named(n),
+                Matcher::Path {
+                    globs, absolute, ..
+                },
+            ) if n.takes_paths() => Some((globs, *absolute)),
+            _ => None,
+        }
+    }
+
     /// Whether the rule covers a tool that these rule names cover (its spec's).
-    fn covers(&self, names: &[RuleName]) -> bool {
+    pub(crate) fn covers(&self, names: &[RuleName]) -> bool {
         matches!(self.tool, RuleTool::Named(n) if names.contains(&n))
     }
 
@@ -206,15 +230,15 @@ impl Rule {
                 // at run time could be anything; allow sees only the command as written,
                 // through a wrapper only when it does not raise privileges (`sudo x` needs
                 // its own rule).
-                let m = |s: &str| str_matches(&self.matcher, s);
+                let m = |s: &str| self.command_text_matches(s);
                 match self.kind {
                     RuleKind::Allow if privileged => m(full),
-                    RuleKind::Allow => m(text) || m(full),
+                    RuleKind::Allow => m(text) || (full != text && m(full)),
                     _ => {
                         std::iter::once(text)
                             .chain(forms.iter().map(String::as_str))
                             .any(|s| m(s) || could_match(&self.matcher, s, open))
-                            || m(full)
+                            || (full != text && m(full))
                     }
                 }
             }
@@ -266,6 +290,15 @@ impl Rule {
     /// real text is unknown) might be meant to hit.
     pub fn guards_commands(&self) -> bool {
         matches!(self.tool, RuleTool::Named(RuleName::Bash)) && self.kind != RuleKind::Allow
+    }
+
+    /// Whether the specifier matches one command text. `command_prefix` is a literal
+    /// head every match starts with (the regex is anchored at it), so testing it first
+    /// only skips regexes that could not match: same answer, less work. It is applied to
+    /// each text on its own (the command, its full text, every other spelling), never
+    /// to `could_match`, which judges texts whose words are not known yet.
+    fn command_text_matches(&self, s: &str) -> bool {
+        s.starts_with(self.command_prefix.as_str()) && str_matches(&self.matcher, s)
     }
 }
 
@@ -345,6 +378,15 @@ fn wildcard_regex(spec: &str, command: bool) -> String {
     format!("(?s)^{}{}$", parts.join(".*"), tail)
 }
 
+/// The literal text a wildcard command pattern's matches start with: the collapsed
+/// specifier up to its first `*`, without the `:` or space before it (`ls *` also
+/// matches the bare `ls`).
+fn literal_head(spec: &str) -> String {
+    let spec = collapse_spaces(spec.trim());
+    let head = spec.split('*').next().unwrap_or("");
+    head.trim_end_matches([':', ' ']).to_string()
+}
+
 fn collapse_spaces(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -373,13 +415,15 @@ fn path_matcher(rule: &str, spec: &str, home: Option<&Path>) -> Result<Matcher, 
     };
     let base = pattern.trim_end_matches('/');
     let mut set = GlobSetBuilder::new();
+    let mut globs = Vec::new();
     // A pattern naming a directory also covers everything below it (gitignore).
     for p in [base.to_string(), format!("{base}/**")] {
         let glob = GlobBuilder::new(&p)
             .literal_separator(true)
             .build()
             .map_err(|e| pattern_err(rule, e))?;
-        set.add(glob);
+        set.add(glob.clone());
+        globs.push(glob);
     }
     let set = set.build().map_err(|e| pattern_err(rule, e))?;
     let literal = !base.contains(['*', '?', '[', '{', '\\']);
@@ -391,6 +435,7 @@ fn path_matcher(rule: &str, spec: &str, home: Option<&Path>) -> Result<Matcher, 
     };
     Ok(Matcher::Path {
         set,
+        globs,
         absolute,
         literal,
         prefix,
@@ -486,7 +531,7 @@ pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> 
 
 /// Lower is stronger: every deny beats everything, then by layer, then the stronger
 /// verdict (ask before allow).
-fn rank(r: &Rule) -> (bool, Layer, std::cmp::Reverse<Verdict>) {
+pub(crate) fn rank(r: &Rule) -> (bool, Layer, std::cmp::Reverse<Verdict>) {
     (r.kind != Verdict::Deny, r.layer, std::cmp::Reverse(r.kind))
 }
 
@@ -524,6 +569,64 @@ mod tests {
             forms: &[],
             open: false,
         })
+    }
+
+    #[test]
+    fn the_literal_prefix_only_skips_what_could_not_match() {
+        let patterns = [
+            "Bash(git push:*)",
+            "Bash(ls *)",
+            "Bash(ls :*)",
+            "Bash(a::*)",
+            "Bash(npm  run *test*)",
+            "Bash(git status)",
+            "Bash(*push*)",
+            "Bash(=ls *.rs)",
+            "Bash(~^rm )",
+            "Bash(!git *)",
+        ];
+        let texts = [
+            "git push",
+            "git push origin",
+            "git pushx",
+            "ls",
+            "ls -la",
+            "lsx",
+            "a:",
+            "a: x",
+            "npm run my-test x",
+            "git status",
+            "/usr/bin/git push",
+            "ls *.rs",
+            "rm -rf x",
+            "",
+        ];
+        for p in patterns {
+            let r = rule(p);
+            for t in texts {
+                assert_eq!(
+                    r.command_text_matches(t),
+                    str_matches(&r.matcher, t),
+                    "{p} on `{t}`"
+                );
+            }
+        }
+        // Deny rules still see other spellings and open parts past the prefix.
+        let deny = Rule::parse("Bash(git push:*)", RuleKind::Deny, Layer::User, None).unwrap();
+        let forms = ["git push".to_string()];
+        let seen = |text: &str, forms: &[String], open: bool| {
+            deny.matches(&Subject::Command {
+                text,
+                full: text,
+                privileged: false,
+                forms,
+                open,
+            })
+        };
+        assert!(seen("/usr/bin/git push", &forms, false));
+        assert!(seen("git", &[], true));
+        assert!(!seen("git", &[], false));
+        assert!(seen("$X push", &[], false));
     }
 
     #[test]

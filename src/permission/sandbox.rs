@@ -2,9 +2,12 @@
 //! sandbox roots (the agent's cwd plus `additionalDirectories`), and whether it is a
 //! credential file. Decisions use the real location: symlinks of the target, of its
 //! directories and of the nearest existing ancestor of a not-yet-existing target are all
-//! followed, so `link/escape.txt` is judged where it would land (seed 000).
+//! followed, so `link/escape.txt` is judged where it would land (seed 000). Credentials
+//! are recognised by name and by file identity (`Credentials`).
 
+use std::collections::HashMap;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 /// How many symlinks one resolution may follow (Linux allows 40).
@@ -28,23 +31,44 @@ pub fn absolute(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
 /// a dangling final link (a write through it would create its target). Components that do
 /// not exist yet are appended as written; `..` after one of them is an error.
 pub fn resolve(path: &Path) -> io::Result<PathBuf> {
-    resolve_from(PathBuf::from("/"), path)
+    resolve_from(PathBuf::from("/"), path).map(|r| r.path)
 }
 
 /// `resolve` for a path relative to `base`, which must already be a real (canonical)
 /// directory: only the relative components are looked up. Absolute paths ignore `base`.
 pub fn resolve_at(base: &Path, path: &Path) -> io::Result<PathBuf> {
-    if path.is_absolute() {
-        resolve(path)
-    } else {
-        resolve_from(base.to_path_buf(), path)
-    }
+    resolve_traced(base, path).map(|r| r.path)
 }
 
-fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
+/// Where a path resolved to, with what the walk learned on the way (so callers need no
+/// further `stat` of it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The real location.
+    pub path: PathBuf,
+    /// Whether it exists.
+    pub exists: bool,
+    /// Whether it is a directory.
+    pub dir: bool,
+    /// How many symlinks were followed.
+    pub links: usize,
+}
+
+/// `resolve_at`, with what the walk learned.
+pub fn resolve_traced(base: &Path, path: &Path) -> io::Result<Resolved> {
+    let start = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        base.to_path_buf()
+    };
+    resolve_from(start, path)
+}
+
+fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {
     let mut out = start;
     let mut missing = false;
     let mut links = 0;
+    let mut dir = true;
     // Components are processed from a stack so a link's target can be pushed in front.
     let mut stack: Vec<PathBuf> = path
         .components()
@@ -58,6 +82,7 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             Some(Component::RootDir) | Some(Component::Prefix(_)) => {
                 out = PathBuf::from("/");
                 missing = false;
+                dir = true;
             }
             // `..` after a component that does not exist (a missing directory or a
             // dangling link) has no real location: the kernel would fail, and guessing
@@ -70,6 +95,7 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             }
             Some(Component::ParentDir) => {
                 out.pop();
+                dir = true;
             }
             Some(Component::Normal(name)) => {
                 let candidate = out.join(name);
@@ -77,6 +103,7 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
                     out = candidate;
                     continue;
                 }
+                dir = false;
                 match std::fs::symlink_metadata(&candidate) {
                     Ok(meta) if meta.file_type().is_symlink() => {
                         links += 1;
@@ -91,7 +118,10 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
                             stack.push(PathBuf::from(tc.as_os_str()));
                         }
                     }
-                    Ok(_) => out = candidate,
+                    Ok(meta) => {
+                        dir = meta.is_dir();
+                        out = candidate;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         missing = true;
                         out = candidate;
@@ -101,7 +131,12 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<PathBuf> {
             }
         }
     }
-    Ok(out)
+    Ok(Resolved {
+        path: out,
+        exists: !missing,
+        dir: dir && !missing,
+        links,
+    })
 }
 
 /// Where a not-yet-existing path would be by name: the canonical nearest existing
@@ -173,14 +208,97 @@ pub const CREDENTIALS: &[&str] = &[
 pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
     for home in homes {
         if let Ok(rel) = path.strip_prefix(home) {
+            // Every credential location starts with a dot-name directly in the home.
+            let Some(first) = rel.components().next() else {
+                continue;
+            };
+            let first = first.as_os_str().as_encoded_bytes();
+            if first.first() != Some(&b'.') {
+                continue;
+            }
             for c in CREDENTIALS {
-                if rel.starts_with(c) {
+                if c.as_bytes().starts_with(first) && rel.starts_with(c) {
                     return Some(c);
                 }
             }
         }
     }
     None
+}
+
+/// The credential files to protect: their locations below the home directory (by name)
+/// and their identities (device and inode), so that a hard link to a key elsewhere — in
+/// the project, say — is recognised as the key. Computed once per policy (`cache.rs`).
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    homes: Vec<PathBuf>,
+    ids: HashMap<(u64, u64), &'static str>,
+}
+
+/// How many files below the credential locations are identified (bounds the walk).
+const MAX_CREDENTIAL_FILES: usize = 4096;
+
+impl Credentials {
+    /// Walks the credential locations below `home` (as given and as resolved).
+    pub fn load(home: Option<&Path>) -> Self {
+        let homes = homes(home);
+        let mut ids = HashMap::new();
+        for h in &homes {
+            for c in CREDENTIALS {
+                identify(&h.join(c), c, 0, &mut ids);
+            }
+        }
+        Credentials { homes, ids }
+    }
+
+    /// The home directory's spellings.
+    pub fn homes(&self) -> &[PathBuf] {
+        &self.homes
+    }
+
+    /// If `lexical` (where a path's name points) or `real` (where it resolves) is a
+    /// credential location, or `real` is the same file as a credential, its home-relative
+    /// name.
+    pub fn matches(&self, lexical: &Path, real: Option<&Path>) -> Option<&'static str> {
+        if let Some(name) = credential(lexical, &self.homes)
+            .or_else(|| real.and_then(|r| credential(r, &self.homes)))
+        {
+            return Some(name);
+        }
+        let real = real?;
+        if self.ids.is_empty() {
+            return None;
+        }
+        // Only a file with more than one name can be a hard link to a credential.
+        let meta = std::fs::metadata(real).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        self.ids.get(&(meta.dev(), meta.ino())).copied()
+    }
+}
+
+fn identify(
+    path: &Path,
+    name: &'static str,
+    depth: usize,
+    ids: &mut HashMap<(u64, u64), &'static str>,
+) {
+    if ids.len() >= MAX_CREDENTIAL_FILES || depth > 6 {
+        return;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.is_file() {
+        ids.insert((meta.dev(), meta.ino()), name);
+    } else if meta.is_dir()
+        && let Ok(rd) = std::fs::read_dir(path)
+    {
+        for e in rd.flatten() {
+            identify(&e.path(), name, depth + 1, ids);
+        }
+    }
 }
 
 /// The home directory as given and as resolved (they differ when home is a symlink).

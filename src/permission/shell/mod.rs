@@ -9,10 +9,20 @@
 //! Commands a command runs besides itself (`find -exec`, git aliases and command-valued
 //! settings) and shell source fed to a shell's stdin (`echo 'x' | bash`, `bash <<< 'x'`)
 //! become parts too (`unwrap.rs`, `stdin.rs`).
+//!
+//! Each part also carries its words as bash would expand them (`expand.rs`, `glob.rs`)
+//! and the directory it runs in (`cwd.rs`): the blacklist and the path checks judge those.
 
+mod cwd;
+mod expand;
+mod glob;
 mod stdin;
 mod unwrap;
 mod words;
+
+use cwd::State;
+pub use cwd::{Dir, Env};
+pub use expand::Arg;
 
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions};
@@ -23,12 +33,14 @@ pub use stdin::Feed;
 const MAX_DEPTH: usize = 8;
 
 /// A redirection of a part.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Redirect {
     /// Whether it writes (`>`, `>>`, `<>`, `>|`, `&>`).
     pub write: bool,
     /// The target as literal text (`~` for the home directory).
     pub target: String,
+    /// The target expanded (tilde, variables), as the shell would open it.
+    pub arg: Arg,
 }
 
 /// One simple command the shell would run.
@@ -71,6 +83,11 @@ pub struct Part {
     pub chdir: Option<String>,
     /// The text of this command's here-document or here-string.
     pub here: Option<Feed>,
+    /// `argv` as bash would expand it: braces, tilde, variables assigned earlier, globs
+    /// matched in `dir`. An argument that cannot be known says so (`Arg::known`).
+    pub args: Vec<Arg>,
+    /// The directory the part runs in.
+    pub dir: Dir,
 }
 
 impl Part {
@@ -87,6 +104,15 @@ impl Part {
         }
         s.push_str(&self.text());
         s
+    }
+
+    /// Whether the shell changes the part's words before running it: variables,
+    /// substitutions, globs, braces, or anything that cannot be known.
+    pub fn expanded(&self) -> bool {
+        self.dynamic
+            || self.args.len() != self.argv.len()
+            || self.args.iter().any(|a| !a.known || a.pattern.is_some())
+            || self.redirects.iter().any(|r| !r.arg.known)
     }
 
     /// The program name (last path component of argv[0]).
@@ -112,13 +138,21 @@ pub struct Script {
 #[error("cannot parse the command as shell: {0}")]
 pub struct ShellError(pub String);
 
-/// Parses a command line into its parts.
+/// Parses a command line into its parts, with no cwd or home to expand against.
 pub fn parse(command: &str) -> Result<Script, ShellError> {
+    parse_in(command, &Env::default())
+}
+
+/// Parses a command line into its parts, expanding words against `env` (the caller's cwd
+/// for relative globs, the home for `~`).
+pub fn parse_in(command: &str, env: &Env) -> Result<Script, ShellError> {
     let mut ctx = Ctx {
         opts: ParserOptions::default(),
         script: Script::default(),
         next_pipeline: 0,
         functions: Vec::new(),
+        state: State::default(),
+        env: env.clone(),
     };
     ctx.parse_into(command, 0, &Inherit::default())?;
     // A function that calls itself in a pipe or the background forks without bound.
@@ -160,6 +194,9 @@ struct Ctx {
     next_pipeline: usize,
     /// Functions defined, with the range of parts their bodies produced.
     functions: Vec<(String, std::ops::Range<usize>)>,
+    /// The directory and variables at the point being parsed.
+    state: State,
+    env: Env,
 }
 
 impl Ctx {
@@ -190,9 +227,31 @@ impl Ctx {
     ) -> Result<(), ShellError> {
         for ast::CompoundListItem(and_or, sep) in &list.0 {
             let mut inh = inh.clone();
-            inh.background |= matches!(sep, ast::SeparatorOperator::Async);
-            for (_, pipeline) in and_or.iter() {
+            let background = matches!(sep, ast::SeparatorOperator::Async);
+            inh.background |= background;
+            let before = self.state.clone();
+            // Every state the list passed through: a part after `||` may run after any
+            // earlier one failed, and what follows the list may see any of them.
+            let mut seen = self.state.clone();
+            let mut saw_or = false;
+            for (op, pipeline) in and_or.iter() {
+                if matches!(op, ast::PipelineOperator::Or) {
+                    saw_or = true;
+                }
+                if saw_or {
+                    let mut merged = seen.clone();
+                    merged.merge(&self.state);
+                    self.state = merged;
+                }
                 self.pipeline(pipeline, depth, &inh)?;
+                seen.merge(&self.state);
+            }
+            if !and_or.additional.is_empty() {
+                self.state = seen;
+            }
+            // `a &` runs in a subshell.
+            if background {
+                self.state = before;
             }
         }
         Ok(())
@@ -213,7 +272,12 @@ impl Ctx {
             if pos > 0 {
                 inh.stdin = Some(self.output_of(id, pos - 1, inh.parent));
             }
+            // Members of a pipeline run in subshells: their `cd` and assignments vanish.
+            let saved = piped.then(|| self.state.clone());
             self.command(cmd, depth, &inh, id, pos)?;
+            if let Some(saved) = saved {
+                self.state = saved;
+            }
         }
         Ok(())
     }
@@ -253,7 +317,10 @@ impl Ctx {
                 let start = self.script.parts.len();
                 let mut inh = inh.clone();
                 inh.in_function = true;
+                // The body runs whenever the function is called: nothing is known there.
+                let saved = std::mem::replace(&mut self.state, State::unknown());
                 self.compound(&def.body.0, depth, &inh)?;
+                self.state = saved;
                 let end = self.script.parts.len();
                 self.functions.push((def.fname.value.clone(), start..end));
                 Ok(())
@@ -280,45 +347,77 @@ impl Ctx {
         use ast::CompoundCommand as C;
         match c {
             C::BraceGroup(g) => self.compound_list(&g.list, depth, inh),
-            C::Subshell(s) => self.compound_list(&s.list, depth, inh),
+            C::Subshell(s) => {
+                let saved = self.state.clone();
+                self.compound_list(&s.list, depth, inh)?;
+                self.state = saved;
+                Ok(())
+            }
             C::ForClause(f) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
                 for w in f.values.iter().flatten() {
                     self.word(&w.value, depth, &inh)?;
                 }
-                self.compound_list(&f.body.list, depth, &inh)
+                let text = f.body.to_string();
+                self.state.forget(Some(&text));
+                self.state.assign(&f.variable_name, None);
+                self.compound_list(&f.body.list, depth, &inh)?;
+                self.state.forget(Some(&text));
+                Ok(())
             }
             C::ArithmeticForClause(f) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
-                self.compound_list(&f.body.list, depth, &inh)
+                self.state.forget(None);
+                self.compound_list(&f.body.list, depth, &inh)?;
+                self.state.forget(None);
+                Ok(())
             }
             C::CaseClause(c) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
                 self.word(&c.value.value, depth, &inh)?;
+                let start = self.state.clone();
+                let mut end = self.state.clone();
                 for item in &c.cases {
                     if let Some(list) = &item.cmd {
+                        self.state = start.clone();
                         self.compound_list(list, depth, &inh)?;
+                        end.merge(&self.state);
                     }
                 }
+                self.state = end;
                 Ok(())
             }
             C::IfClause(i) => {
+                // Each branch starts where the conditions left off; after the `if`, any
+                // branch (or none) may have run.
                 self.compound_list(&i.condition, depth, inh)?;
+                let mut end = self.state.clone();
+                let mut cond = self.state.clone();
                 self.compound_list(&i.then, depth, inh)?;
+                end.merge(&self.state);
                 for e in i.elses.iter().flatten() {
-                    if let Some(cond) = &e.condition {
-                        self.compound_list(cond, depth, inh)?;
+                    self.state = cond.clone();
+                    if let Some(c) = &e.condition {
+                        self.compound_list(c, depth, inh)?;
+                        cond.merge(&self.state);
+                        end.merge(&self.state);
                     }
                     self.compound_list(&e.body, depth, inh)?;
+                    end.merge(&self.state);
                 }
+                self.state = end;
                 Ok(())
             }
             C::WhileClause(w) | C::UntilClause(w) => {
+                let text = format!("{} {}", w.0, w.1);
+                self.state.forget(Some(&text));
                 self.compound_list(&w.0, depth, inh)?;
-                self.compound_list(&w.1.list, depth, inh)
+                self.compound_list(&w.1.list, depth, inh)?;
+                self.state.forget(Some(&text));
+                Ok(())
             }
             C::Coprocess(c) => {
                 let mut inh = inh.clone();
@@ -371,6 +470,8 @@ impl Ctx {
         nested.parent = Some(index);
         let mut acc = Acc {
             argv: Vec::new(),
+            words: Vec::new(),
+            assigns: Vec::new(),
             redirects: Vec::new(),
             dynamic: inh.dynamic,
             env: Vec::new(),
@@ -380,9 +481,10 @@ impl Ctx {
             self.item(item, depth, &nested, &mut acc)?;
         }
         if let Some(name) = &cmd.word_or_name {
-            let (t, d) = self.word(&name.value, depth, &nested)?;
+            let (t, d, args) = self.word_args(&name.value, depth, &nested)?;
             acc.dynamic |= d;
             acc.argv.push(t);
+            acc.words.push(args);
         }
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
@@ -394,7 +496,115 @@ impl Ctx {
         // Its own here-document wins over a pipe or a group's stdin.
         let feed = acc.here.clone().or_else(|| inh.stdin.clone());
         part.here = acc.here;
-        self.unwrap(index, acc.argv, depth, feed, inh)
+        part.dir = self.state.dir.clone();
+        let own_redirects = part.redirects.len();
+        let original = acc.argv.clone();
+        let before = self.state.clone();
+        self.unwrap(index, acc.argv, depth, feed, inh)?;
+        let end = self.script.parts.len();
+        self.locate_wrapped(
+            index,
+            end,
+            &before,
+            inh,
+            own_redirects,
+            &original,
+            &acc.words,
+        );
+        // A nested script (`bash -c`, `eval`) may or may not have changed the state.
+        if self.state != before {
+            let mut merged = before;
+            merged.merge(&self.state);
+            self.state = merged;
+        }
+        if original.is_empty() {
+            for (name, value) in acc.assigns {
+                self.state.assign(&name, value);
+            }
+        } else {
+            let functions = &self.functions;
+            let is_function = |p: &str| functions.iter().any(|(n, _)| n == p);
+            let args = &self.script.parts[index].args;
+            self.state.apply(args, &is_function, &self.env);
+        }
+        Ok(())
+    }
+
+    /// After unwrapping part `index` (whose words were `original`, expanded as `words`,
+    /// in state `at`): its expanded arguments, the directory it runs in (a wrapper's
+    /// `env -C DIR` entered from there), the expanded targets of the files its wrappers
+    /// write or read (`time -o FILE`); and the same for the commands it runs itself
+    /// (`find -exec`, parts `index + 1 .. end` that no simple command produced).
+    #[allow(clippy::too_many_arguments)]
+    fn locate_wrapped(
+        &mut self,
+        index: usize,
+        end: usize,
+        at: &State,
+        inh: &Inherit,
+        own_redirects: usize,
+        original: &[String],
+        words: &[Vec<Arg>],
+    ) {
+        let literal = cwd::literal(original, words);
+        let args_of = |argv: &[String]| {
+            if literal {
+                argv.iter().map(Arg::literal).collect()
+            } else {
+                cwd::align(original, words, argv)
+            }
+        };
+        let value_of = |v: &str| {
+            if literal {
+                Arg::literal(v)
+            } else {
+                cwd::value_arg(v, original, words)
+            }
+        };
+        let inherited = inh.wrappers.len();
+        let part = &mut self.script.parts[index];
+        part.args = args_of(&part.argv);
+        for r in &mut part.redirects[own_redirects..] {
+            r.arg = value_of(&r.target);
+        }
+        let own = part.wrappers.get(inherited..).unwrap_or_default();
+        let changers = own
+            .iter()
+            .filter(|w| cwd::wrappers_change_dir(std::slice::from_ref(*w)))
+            .count();
+        part.dir = match &part.chdir {
+            _ if cwd::wrappers_change_dir(&part.wrappers[..inherited.min(part.wrappers.len())]) => {
+                Dir::Unknown
+            }
+            Some(d) if changers <= 1 => match value_of(d) {
+                a if a.known => at.enter(&a.text, &self.env),
+                _ => Dir::Unknown,
+            },
+            _ if changers > 0 || part.chdir.is_some() => Dir::Unknown,
+            _ => part.dir.clone(),
+        };
+        let dir = part.dir.clone();
+        for child in &mut self.script.parts[index + 1..end] {
+            if !child.args.is_empty() || child.argv.is_empty() {
+                continue;
+            }
+            child.args = args_of(&child.argv);
+            for r in &mut child.redirects {
+                if r.arg == Arg::default() {
+                    r.arg = value_of(&r.target);
+                }
+            }
+            // `-execdir` runs in each found file's directory.
+            let elsewhere = child
+                .wrappers
+                .iter()
+                .any(|w| w.contains("-execdir") || w.contains("-okdir"));
+            child.dir = if elsewhere || cwd::wrappers_change_dir(&child.wrappers) {
+                Dir::Unknown
+            } else {
+                dir.clone()
+            };
+        }
     }
 
     fn item(
@@ -407,21 +617,28 @@ impl Ctx {
         use ast::CommandPrefixOrSuffixItem as I;
         match item {
             I::Word(w) => {
-                let (t, d) = self.word(&w.value, depth, nested)?;
+                let (t, d, args) = self.word_args(&w.value, depth, nested)?;
                 acc.dynamic |= d;
                 acc.argv.push(t);
+                acc.words.push(args);
             }
             I::AssignmentWord(a, w) => {
                 // `VAR=value cmd` changes the command's environment (PAGER, LD_PRELOAD…),
                 // so the part is not read-only; the value may hold substitutions.
-                let (t, _) = self.word(&w.value, depth, nested)?;
-                acc.dynamic = true;
                 if !acc.argv.is_empty() {
+                    let (t, _, args) = self.word_args(&w.value, depth, nested)?;
                     acc.argv.push(t);
-                } else if let ast::AssignmentName::VariableName(name) = &a.name {
-                    let value = t.split_once('=').map_or(t.as_str(), |(_, v)| v);
-                    acc.env.push((name.clone(), value.to_string()));
+                    acc.words.push(args);
+                } else {
+                    let (t, _) = self.word(&w.value, depth, nested)?;
+                    let value = self.assigned_value(a);
+                    if let ast::AssignmentName::VariableName(name) = &a.name {
+                        let text = t.split_once('=').map_or(t.as_str(), |(_, v)| v);
+                        acc.env.push((name.clone(), text.to_string()));
+                        acc.assigns.push((name.clone(), value));
+                    }
                 }
+                acc.dynamic = true;
             }
             I::IoRedirect(r) => {
                 let expanded = self.here_string(r, depth, nested)?;
@@ -437,8 +654,14 @@ impl Ctx {
                 let mut inner = nested.clone();
                 inner.dynamic = true;
                 inner.substituted = true;
+                let saved = self.state.clone();
                 self.compound_list(&sub.list, depth + 1, &inner)?;
+                self.state = saved;
                 acc.argv.push("<(…)".into());
+                acc.words.push(vec![Arg {
+                    text: "<(…)".into(),
+                    ..Arg::default()
+                }]);
             }
         }
         Ok(())
@@ -448,6 +671,10 @@ impl Ctx {
 /// The words and redirections of a simple command, gathered item by item.
 struct Acc {
     argv: Vec<String>,
+    /// Each word of `argv`, expanded (a brace or glob may give several arguments).
+    words: Vec<Vec<Arg>>,
+    /// `NAME=value` before the command word: shell variables when no command follows.
+    assigns: Vec<(String, Option<String>)>,
     redirects: Vec<Redirect>,
     dynamic: bool,
     env: Vec<(String, String)>,

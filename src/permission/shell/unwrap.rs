@@ -4,6 +4,7 @@
 //! itself (`find -exec`, git aliases and command-valued settings, `GIT_SSH_COMMAND=`).
 //! What cannot be followed makes the part opaque.
 
+use super::cwd::State;
 use super::stdin::{self, Feed};
 use super::{Ctx, Inherit, MAX_DEPTH, Redirect, ShellError};
 use crate::permission::commands::{self, Embedded, Unwrap};
@@ -47,7 +48,12 @@ impl Ctx {
                     part.redirects.extend(
                         writes
                             .chain(reads)
-                            .map(|(write, target)| Redirect { write, target }),
+                            // The expanded target is filled in by the caller.
+                            .map(|(write, target)| Redirect {
+                                write,
+                                target,
+                                ..Redirect::default()
+                            }),
                     );
                     argv = rest;
                 }
@@ -157,7 +163,13 @@ impl Ctx {
                 Embedded::Script { via, script } => {
                     let mut inh = child.clone();
                     inh.wrappers.push(via);
-                    self.parse_into(&script, depth + 1, &inh)?;
+                    // Run by another program, later or elsewhere (a git alias at the
+                    // repository's top, a trap at exit): nothing of the shell's directory
+                    // or variables is known there, and nothing it sets comes back.
+                    let saved = std::mem::replace(&mut self.state, State::unknown());
+                    let parsed = self.parse_into(&script, depth + 1, &inh);
+                    self.state = saved;
+                    parsed?;
                 }
             }
         }

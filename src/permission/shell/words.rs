@@ -1,10 +1,11 @@
-//! Word and redirection expansion for the shell parser: turns a word into literal text
+//! Words and redirections for the shell parser: turns a word into literal text
 //! (quotes removed, `~`/`$HOME` as `~`, substitutions as `$(…)`), parsing the commands
 //! inside substitutions as parts of their own.
 
 use brush_parser::ast;
 use brush_parser::word::{self, Parameter, ParameterExpr, TildeExpr, WordPiece};
 
+use super::expand::{self, Arg};
 use super::{Ctx, Inherit, Redirect, ShellError};
 
 impl Ctx {
@@ -18,12 +19,74 @@ impl Ctx {
     ) -> Result<(String, bool), ShellError> {
         let pieces =
             word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
+        self.text_of(&pieces, depth, inh)
+    }
+
+    fn text_of(
+        &mut self,
+        pieces: &[word::WordPieceWithSource],
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(String, bool), ShellError> {
         let mut out = String::new();
         let mut dynamic = false;
         for p in pieces {
             self.piece(&p.piece, depth, inh, &mut out, &mut dynamic)?;
         }
         Ok((out, dynamic))
+    }
+
+    /// `word`, plus the word as bash would expand it into arguments.
+    pub(super) fn word_args(
+        &mut self,
+        raw: &str,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(String, bool, Vec<Arg>), ShellError> {
+        let pieces =
+            word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
+        let (text, dynamic) = self.text_of(&pieces, depth, inh)?;
+        let args = if raw.contains('{') {
+            self.expand_raw(raw)
+        } else {
+            expand::expand(&[expand::segs(&pieces)], &self.state, &self.env)
+        };
+        Ok((text, dynamic, args))
+    }
+
+    /// Expands a raw word under the current state, without parsing substitutions again.
+    fn expand_raw(&self, raw: &str) -> Vec<Arg> {
+        let unknown = || {
+            vec![Arg {
+                text: raw.to_string(),
+                splits: true,
+                ..Arg::default()
+            }]
+        };
+        let Some(alts) = expand::braces(raw) else {
+            return unknown();
+        };
+        let mut words = Vec::with_capacity(alts.len());
+        for alt in &alts {
+            match word::parse(alt, &self.opts) {
+                Ok(pieces) => words.push(expand::segs(&pieces)),
+                Err(_) => return unknown(),
+            }
+        }
+        expand::expand(&words, &self.state, &self.env)
+    }
+
+    /// The value of `NAME=value` (tilde expanded, no splitting or globbing), when known.
+    pub(super) fn assigned_value(&self, a: &ast::Assignment) -> Option<String> {
+        let ast::AssignmentValue::Scalar(w) = &a.value else {
+            return None;
+        };
+        if a.append {
+            return None;
+        }
+        let pieces = word::parse(&w.value, &self.opts).ok()?;
+        let arg = expand::expand_single(&expand::segs(&pieces), &self.state, &self.env);
+        arg.known.then_some(arg.text)
     }
 
     fn piece(
@@ -63,7 +126,10 @@ impl Ctx {
                 let mut inner = inh.clone();
                 inner.dynamic = true;
                 inner.substituted = true;
+                // A substitution runs in a subshell: its `cd` and assignments vanish.
+                let saved = self.state.clone();
                 self.parse_into(s, depth + 1, &inner)?;
+                self.state = saved;
                 out.push_str("$(…)");
             }
             WordPiece::ArithmeticExpression(_) => {
@@ -102,33 +168,41 @@ impl Ctx {
                 match target {
                     T::Filename(w) => {
                         let (target, _) = self.word(&w.value, depth, inh)?;
-                        Some(Redirect { write, target })
+                        let arg = self.expand_target(&w.value);
+                        Some(Redirect { write, target, arg })
                     }
                     T::Duplicate(w) => Some(Redirect {
                         write: false,
                         target: format!("&{}", w.value),
+                        arg: Arg::literal(format!("&{}", w.value)),
                     }),
                     T::Fd(fd) => Some(Redirect {
                         write: false,
                         target: format!("&{fd}"),
+                        arg: Arg::literal(format!("&{fd}")),
                     }),
                     T::ProcessSubstitution(_, sub) => {
                         let mut inner = inh.clone();
                         inner.dynamic = true;
                         inner.substituted = true;
+                        let saved = self.state.clone();
                         self.compound_list(&sub.list, depth + 1, &inner)?;
+                        self.state = saved;
                         Some(Redirect {
                             write,
                             target: "<(…)".into(),
+                            arg: Arg::default(),
                         })
                     }
                 }
             }
             ast::IoRedirect::OutputAndError(w, _) => {
                 let (target, _) = self.word(&w.value, depth, inh)?;
+                let arg = self.expand_target(&w.value);
                 Some(Redirect {
                     write: true,
                     target,
+                    arg,
                 })
             }
             ast::IoRedirect::HereDocument(_, doc) => {
@@ -145,6 +219,21 @@ impl Ctx {
                 None
             }
         })
+    }
+}
+
+impl Ctx {
+    /// A redirect target expanded: one argument (a glob must match exactly one file).
+    fn expand_target(&self, raw: &str) -> Arg {
+        let mut args = self.expand_raw(raw);
+        if args.len() == 1 {
+            args.remove(0)
+        } else {
+            Arg {
+                text: raw.to_string(),
+                ..Arg::default()
+            }
+        }
     }
 }
 

@@ -1,0 +1,196 @@
+//! Property: a command built from a grammar of wrappers × spellings of a destructive
+//! command (`rm`, `chmod -R`, `chown -R`, `find -delete`) × separators × quoting ×
+//! expansions (braces, globs, tilde, variables assigned earlier, `cd`/`pushd` to `/`)
+//! aimed at a blacklisted target (`/`, `/usr`, `/etc`, `~`, the home's absolute path,
+//! `/*`) is never allowed, in any permission mode, even with `Bash` allowed by a rule.
+//!
+//! 256 cases by default; set `PROPTEST_CASES` for more.
+
+mod permission_support;
+
+use crewmaster::permission::{PermissionMode, Verdict, check};
+use permission_support::{Fixture, cmd};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+/// Ways to write the destructive command; `{T}` is the target, `{P}` the program name
+/// as spelled.
+const COMMANDS: &[&str] = &[
+    "{P} -rf {T}",
+    "{P} -fr {T}",
+    "{P} -r -f {T}",
+    "{P} -R {T}",
+    "{P} --recursive --force {T}",
+    "{P} -rf -- {T}",
+    "{P} -rfv {T} ",
+];
+const OTHER_COMMANDS: &[&str] = &[
+    "chmod -R 777 {T}",
+    "chown -R nobody {T}",
+    "chmod --recursive a-rwx {T}",
+    "find {T} -delete",
+    "find -L {T} -exec rm -rf {} +",
+];
+
+/// Spellings of `rm`.
+const PROGRAMS: &[&str] = &[
+    "rm",
+    "/bin/rm",
+    "\\rm",
+    "\"rm\"",
+    "'rm'",
+    "r\"\"m",
+    "command rm",
+];
+
+/// (statements run before, target as written). `{H}` is the home's absolute path.
+const TARGETS: &[(&str, &str)] = &[
+    ("", "/"),
+    ("", "/usr"),
+    ("", "/etc/"),
+    ("", "//usr"),
+    ("", "/usr/../"),
+    ("", "~"),
+    ("", "~/"),
+    ("", "{H}"),
+    ("", "{H}/*"),
+    ("", "/*"),
+    ("", "/u?r"),
+    ("", "/[u]sr"),
+    ("", "/[!x]tc"),
+    ("", "/e*c"),
+    ("", "/{usr,tmp}"),
+    ("", "/{tmp,e{t,x}c}"),
+    ("", "$HOME"),
+    ("", "\"$HOME\""),
+    ("", "${HOME}/"),
+    ("", "~/*"),
+    ("", "~/.*"),
+    ("T=/usr", "$T"),
+    ("export T=/etc", "\"$T\""),
+    ("H=~", "$H"),
+    ("D=/; E=usr", "$D$E"),
+    ("declare T=/", "${T}"),
+    ("cd /", "usr"),
+    ("cd /", "*"),
+    ("pushd /", "./*"),
+    ("cd -- /", "etc"),
+    ("cd -P /usr", "."),
+    ("cd ~", "*"),
+    ("cd", "."),
+    ("cd /tmp; cd /", "usr"),
+    ("pushd /usr; popd; cd /", "etc"),
+];
+
+/// Wrappers of the destructive command alone.
+const WRAPPERS: &[&str] = &[
+    "",
+    "sudo ",
+    "timeout 5 ",
+    "nice -n 5 ",
+    "env A=1 ",
+    "nohup ",
+];
+
+/// Wrappers of the whole script: `{S}` is the script (single quotes escaped).
+const SCRIPT_WRAPPERS: &[&str] = &[
+    "{S}",
+    "bash -c '{S}'",
+    "sh -c '{S}'",
+    "eval '{S}'",
+    "( {S} )",
+    "{ {S}; }",
+];
+
+/// Separators between the statements before and the command.
+const SEPARATORS: &[&str] = &["; ", " && ", "\n"];
+
+/// Harmless commands that may come first, with their separator.
+const NOISE: &[&str] = &["", "true; ", "ls && ", "echo hi || ", "ls | wc -l; "];
+
+fn build(
+    home: &str,
+    (noise, template, program, target, sep, wrapper, script_wrapper): (
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+        usize,
+    ),
+) -> String {
+    let all: Vec<&str> = COMMANDS.iter().chain(OTHER_COMMANDS).copied().collect();
+    let (before, t) = TARGETS[target];
+    let t = t.replace("{H}", home);
+    let command = all[template]
+        .replace("{P}", PROGRAMS[program])
+        .replace("{T}", &t);
+    let mut script = NOISE[noise].to_string();
+    if !before.is_empty() {
+        script.push_str(before);
+        script.push_str(SEPARATORS[sep]);
+    }
+    script.push_str(WRAPPERS[wrapper]);
+    script.push_str(&command);
+    SCRIPT_WRAPPERS[script_wrapper].replace("{S}", &script.replace('\'', "'\\''"))
+}
+
+#[test]
+fn blacklisted_targets_are_never_allowed_whatever_the_spelling() {
+    let f = Fixture::new();
+    f.settings(
+        "local",
+        r#"{"permissions":{"allow":["Bash","Bash(rm:*)"]}}"#,
+    );
+    let policy = f.policy();
+    let home = f.home.display().to_string();
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (
+        0..NOISE.len(),
+        0..COMMANDS.len() + OTHER_COMMANDS.len(),
+        0..PROGRAMS.len(),
+        0..TARGETS.len(),
+        0..SEPARATORS.len(),
+        0..WRAPPERS.len(),
+        0..SCRIPT_WRAPPERS.len(),
+    );
+    let modes = [
+        PermissionMode::Strict,
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::DontAsk,
+    ];
+    let started = std::time::Instant::now();
+    runner
+        .run(&strategy, |choice| {
+            let command = build(&home, choice);
+            for mode in modes {
+                let d = check(&f.req("run_command", &cmd(&command), mode), &policy);
+                prop_assert_ne!(
+                    d.verdict,
+                    Verdict::Allow,
+                    "`{}` in {}: {:?}",
+                    command,
+                    mode,
+                    d
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    eprintln!(
+        "permission_blacklist_prop: {cases} cases × {} modes in {:.1?}",
+        modes.len(),
+        started.elapsed()
+    );
+}
