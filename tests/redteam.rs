@@ -422,7 +422,6 @@ fn edit_tools_cannot_write_git_internals_that_redirect_config() {
 /// Class 3 (no expansion needed): a relative target is not resolved against the cwd, so
 /// `rm -rf ../../../../../../../..` (the root from any shallower cwd) passes the blacklist.
 #[test]
-#[ignore = "redteam: the blacklist resolves relative targets only after a tracked cd"]
 fn blacklist_resolves_relative_targets_against_the_cwd() {
     let f = Fixture::new();
     for c in [

@@ -769,7 +769,7 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
 /// it is not.
 fn scope_why(ctx: &Ctx<'_>, scope: &Path) -> Option<String> {
     let dir = std::fs::canonicalize(scope).ok()?;
-    for home in &ctx.homes {
+    for home in ctx.creds().homes() {
         for c in sandbox::CREDENTIALS {
             if home.join(c).starts_with(&dir) {
                 return Some(format!(
