@@ -30,6 +30,10 @@ pub struct SpawnRequest {
     pub isolation: Option<Isolation>,
     /// Model override.
     pub model: Option<String>,
+    /// Set for `agent {fork: true}`: the caller as it was at the call; the child
+    /// inherits its conversation and configuration (`subagent_type` is then ignored).
+    #[serde(skip)]
+    pub fork: Option<std::sync::Arc<super::fork::ForkBase>>,
 }
 
 /// Starts subagents on behalf of one agent.

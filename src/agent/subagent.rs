@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::Catalog;
+use super::definition::AgentDefinition;
 use super::delegate::{ActorDelegate, SpawnRequest};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
@@ -105,27 +106,39 @@ pub async fn launch(
             "subagents cannot start subagents beyond a depth of {MAX_DEPTH}"
         ));
     }
-    let Some(def) = env.catalog.get(&request.subagent_type) else {
-        return Err(format!(
-            "unknown subagent_type `{}`; available: {}",
-            request.subagent_type,
-            env.catalog.names().join(", ")
-        ));
+    let agent_type = match &request.fork {
+        // A fork has its caller's tools, writers included: never the main checkout.
+        Some(_) if request.isolation == Some(Isolation::None) => {
+            return Err(
+                "a fork works in its own worktree: isolation `none` is refused for forks".into(),
+            );
+        }
+        Some(_) => super::fork::FORK_TYPE.to_string(),
+        None => {
+            let Some(def) = env.catalog.get(&request.subagent_type) else {
+                return Err(format!(
+                    "unknown subagent_type `{}`; available: {}",
+                    request.subagent_type,
+                    env.catalog.names().join(", ")
+                ));
+            };
+            // Refused here as well as in the engine: the model may not move a writer
+            // into the main checkout.
+            super::delegate::placement(
+                &request,
+                def,
+                &env.runner.pipeline.registry,
+                env.workspaces.is_some(),
+            )?;
+            def.name.clone()
+        }
     };
-    // Refused here as well as in the engine: the model may not move a writer into the
-    // main checkout.
-    super::delegate::placement(
-        &request,
-        def,
-        &env.runner.pipeline.registry,
-        env.workspaces.is_some(),
-    )?;
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Agent,
         description: request.description.clone(),
         owner: env.runner.spec.id.clone(),
-        agent_type: Some(def.name.clone()),
+        agent_type: Some(agent_type),
         command: None,
     };
     let record = match env
@@ -310,24 +323,26 @@ async fn work(
         permit = env.slots.clone().acquire_owned() => permit.map_err(|_| "the session is closing".to_string())?,
         _ = cancel.cancelled() => return Ok(cancelled()),
     };
-    let def = env
-        .catalog
-        .get(&request.subagent_type)
-        .cloned()
-        .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))?;
-    let placement = super::delegate::placement(
-        &request,
-        &def,
-        &env.runner.pipeline.registry,
-        env.workspaces.is_some(),
-    )?;
-    let isolation = request
-        .isolation
-        .or(def
-            .isolation
-            .as_deref()
-            .and_then(|i| Isolation::parse(i).ok()))
-        .unwrap_or(Isolation::Worktree);
+    let (placement, isolation) = match &request.fork {
+        Some(_) => (Placement::Worktree, Isolation::Worktree),
+        None => {
+            let def = definition(&env, &request)?;
+            let placement = super::delegate::placement(
+                &request,
+                def,
+                &env.runner.pipeline.registry,
+                env.workspaces.is_some(),
+            )?;
+            let isolation = request
+                .isolation
+                .or(def
+                    .isolation
+                    .as_deref()
+                    .and_then(|i| Isolation::parse(i).ok()))
+                .unwrap_or(Isolation::Worktree);
+            (placement, isolation)
+        }
+    };
     let (cwd, worktree_note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {
             let root = ws.create(&task_id, &request.description).await?;
@@ -358,32 +373,33 @@ use paths inside your worktree. You cannot write outside it.",
         worktree: workspace.as_ref().map(|(_, root)| root.clone()),
     });
 
-    let all_tools: Vec<String> = env
-        .runner
-        .pipeline
-        .registry
-        .definitions()
-        .map(|d| d.name.clone())
-        .collect();
-    let mut allowed: HashSet<String> = def
-        .allowed_tools(all_tools.iter().cloned())
-        .unwrap_or_else(|| all_tools.into_iter().collect());
-    if depth >= MAX_DEPTH {
-        allowed.remove("agent");
-    }
-    let agent_id = format!("{}/{task_id}", def.name);
-    let mut runner = env.runner.clone();
-    runner.spec = AgentSpec {
-        id: agent_id.clone(),
-        model: subagent_model(
-            request.model.as_deref().or(def.model.as_deref()),
-            &env.runner.spec.model,
-        ),
-        system_prompt: format!("{}{worktree_note}", def.prompt),
-        allowed_tools: Some(allowed),
-        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
-        max_tokens: env.runner.spec.max_tokens,
+    let (runner, mut conversation, req) = match &request.fork {
+        Some(base) => {
+            let mut runner = env.runner.clone();
+            runner.spec = base.spec.clone();
+            runner.spec.id = format!("{}/{task_id}", super::fork::FORK_TYPE);
+            if let Some(model) = &request.model {
+                runner.spec.model = subagent_model(Some(model), &base.spec.model);
+            }
+            let req = RunRequest {
+                mode: base.mode.forked(),
+                task: super::fork::task(&request.prompt, &worktree_note),
+                plan: None,
+            };
+            (runner, super::fork::seed(base), req)
+        }
+        None => {
+            let def = definition(&env, &request)?;
+            let runner = defined_runner(&env, def, &request, &task_id, depth, &worktree_note);
+            let req = RunRequest {
+                mode: AgentMode::Chat,
+                task: request.prompt.clone(),
+                plan: None,
+            };
+            (runner, Vec::new(), req)
+        }
     };
+    let agent_id = runner.spec.id.clone();
     let writable_roots = match &workspace {
         Some((_, root)) => {
             let mut roots = vec![root.clone()];
@@ -407,12 +423,6 @@ use paths inside your worktree. You cannot write outside it.",
         log,
         env.tasks.clone(),
     );
-    let mut conversation = Vec::new();
-    let req = RunRequest {
-        mode: AgentMode::Chat,
-        task: request.prompt.clone(),
-        plan: None,
-    };
     // The subagent's tool list is enforced by the gate, registered for its run only.
     let gate = runner.pipeline.gate.clone();
     let _ = gate.cast(GateMsg::Register {
@@ -434,6 +444,53 @@ use paths inside your worktree. You cannot write outside it.",
         }
     }
     Ok(outcome)
+}
+
+/// The definition a plain subagent was asked for.
+fn definition<'a>(
+    env: &'a SubagentEnv,
+    request: &SpawnRequest,
+) -> Result<&'a AgentDefinition, String> {
+    env.catalog
+        .get(&request.subagent_type)
+        .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))
+}
+
+/// The loop of a plain subagent: the lead's, re-specified from its definition.
+fn defined_runner(
+    env: &SubagentEnv,
+    def: &AgentDefinition,
+    request: &SpawnRequest,
+    task_id: &str,
+    depth: u32,
+    worktree_note: &str,
+) -> Runner {
+    let all_tools: Vec<String> = env
+        .runner
+        .pipeline
+        .registry
+        .definitions()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut allowed: HashSet<String> = def
+        .allowed_tools(all_tools.iter().cloned())
+        .unwrap_or_else(|| all_tools.into_iter().collect());
+    if depth >= MAX_DEPTH {
+        allowed.remove("agent");
+    }
+    let mut runner = env.runner.clone();
+    runner.spec = AgentSpec {
+        id: format!("{}/{task_id}", def.name),
+        model: subagent_model(
+            request.model.as_deref().or(def.model.as_deref()),
+            &env.runner.spec.model,
+        ),
+        system_prompt: format!("{}{worktree_note}", def.prompt),
+        allowed_tools: Some(allowed),
+        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
+        max_tokens: env.runner.spec.max_tokens,
+    };
+    runner
 }
 
 /// The model name a subagent uses with the lead's provider: an explicit name, or the

@@ -22,15 +22,15 @@ pub mod commands;
 pub mod delegation;
 pub mod grants;
 pub mod mode;
-pub mod protected;
 mod permit;
+pub mod protected;
 pub mod rules;
 pub mod sandbox;
 pub mod settings;
 pub mod shell;
+pub mod spec;
 pub mod trust;
 pub mod walk;
-pub mod spec;
 
 use std::path::PathBuf;
 

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::spec::RuleName;
 use super::rules::{self, Rule, RuleKind, Subject};
+use super::spec::RuleName;
 use super::{Policy, sandbox};
 
 /// The deny rules and credential locations every walked entry is checked against.

@@ -129,6 +129,9 @@ pub struct ToolContext {
     /// What `find_files` and `search_code` may show: the session's Read deny rules and
     /// the credential locations (by default, credentials only).
     pub walk: std::sync::Arc<crate::permission::walk::WalkFilter>,
+    /// The calling agent as it was when it made this turn's calls, for `agent {fork:
+    /// true}` (set by the loop only on turns that call `agent`).
+    pub fork: Option<std::sync::Arc<crate::agent::fork::ForkBase>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -154,6 +157,7 @@ impl ToolContext {
             delegate: None,
             tasks: None,
             walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
+            fork: None,
         }
     }
 
