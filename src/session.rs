@@ -183,6 +183,7 @@ impl Actor for Session {
                 main_cwd: cfg.cwd.clone(),
                 default_max_turns: o.subagent_max_turns,
                 walk: walk.clone(),
+                finished: Default::default(),
             }),
             _ => None,
         };

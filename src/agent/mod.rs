@@ -10,6 +10,7 @@ pub mod mode;
 pub mod monitor;
 pub mod pipeline;
 pub mod prompt;
+pub mod resume;
 pub mod runner;
 pub mod subagent;
 pub mod workspaces;

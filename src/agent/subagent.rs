@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::catalog::Catalog;
 use super::definition::AgentDefinition;
-use super::delegate::{ActorDelegate, SpawnRequest};
+use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
+use super::resume::{Finished, FinishedAgents};
 use super::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
@@ -61,12 +62,16 @@ pub struct SubagentEnv {
     pub default_max_turns: u32,
     /// What directory walkers may show (the session's deny rules and credentials).
     pub walk: Arc<crate::permission::walk::WalkFilter>,
+    /// Finished subagents, kept to be resumed.
+    pub finished: FinishedAgents,
 }
 
 /// Messages a subagent accepts.
 pub enum SubAgentMsg {
     /// Start a nested subagent (its `agent` tool).
     Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    /// Resume a finished subagent (its `send_message` to one).
+    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
     /// Internal: the run ended (`Err`: it crashed, with the reason).
     Ended(Result<RunOutcome, String>),
 }
@@ -82,6 +87,8 @@ pub struct SubAgentArgs {
     request: SpawnRequest,
     cancel: CancellationToken,
     log: PathBuf,
+    /// Set when this run resumes a finished subagent.
+    resumed: Option<Box<Finished>>,
 }
 
 /// A subagent's state.
@@ -133,6 +140,51 @@ pub async fn launch(
             def.name.clone()
         }
     };
+    start(parent, env, depth, request, agent_type, None, children).await
+}
+
+/// Resumes the finished subagent `req` names under `parent`, as a new background task
+/// owned by `parent`'s agent; returns the task id.
+pub async fn resume(
+    parent: ActorCell,
+    env: &SubagentEnv,
+    req: ResumeRequest,
+    children: &mut HashMap<ActorId, String>,
+) -> Result<String, String> {
+    let finished = env.finished.take(&req.target)?;
+    let mut request = finished.request.clone();
+    request.prompt = req.message;
+    request.run_in_background = true;
+    request.description = format!("resume {}", finished.spec.id);
+    let agent_type = request.subagent_type.clone();
+    let depth = finished.depth;
+    let kept = finished.clone();
+    let started = start(
+        parent,
+        env,
+        depth,
+        request,
+        agent_type,
+        Some(Box::new(finished)),
+        children,
+    )
+    .await;
+    if started.is_err() {
+        env.finished.put(kept);
+    }
+    started
+}
+
+/// Registers the task and spawns the actor of a new or resumed subagent.
+async fn start(
+    parent: ActorCell,
+    env: &SubagentEnv,
+    depth: u32,
+    request: SpawnRequest,
+    agent_type: String,
+    resumed: Option<Box<Finished>>,
+    children: &mut HashMap<ActorId, String>,
+) -> Result<String, String> {
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Agent,
@@ -159,6 +211,7 @@ pub async fn launch(
         request,
         cancel,
         log: record.output_file.clone(),
+        resumed,
     };
     match Actor::spawn_linked(None, SubAgent, args, parent).await {
         Ok((actor, _)) => {
@@ -238,6 +291,10 @@ impl Actor for SubAgent {
                 .await;
                 let _ = reply.send(r);
             }
+            SubAgentMsg::Resume(req, reply) => {
+                let r = resume(myself.get_cell(), &state.env, req, &mut state.children).await;
+                let _ = reply.send(r);
+            }
             SubAgentMsg::Ended(Ok(outcome)) => {
                 let status = match outcome.status {
                     RunStatus::Completed => TaskStatus::Completed,
@@ -278,10 +335,17 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
         request,
         cancel,
         log,
+        resumed,
     } = args;
     let workspaces = env.workspaces.clone();
     let id = task_id.clone();
-    let result = tokio::spawn(work(me.clone(), env, task_id, depth, request, cancel, log)).await;
+    let run = Run {
+        task_id,
+        depth,
+        request,
+        resumed,
+    };
+    let result = tokio::spawn(work(me.clone(), env, run, cancel, log)).await;
     let ended = match result {
         Ok(r) => r,
         Err(e) => {
@@ -303,15 +367,28 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
     let _ = me.cast(SubAgentMsg::Ended(ended));
 }
 
+/// What one run of a subagent is.
+struct Run {
+    task_id: String,
+    depth: u32,
+    /// For a resumed subagent, its original request with the message as the prompt.
+    request: SpawnRequest,
+    resumed: Option<Box<Finished>>,
+}
+
 async fn work(
     me: ActorRef<SubAgentMsg>,
     env: SubagentEnv,
-    task_id: String,
-    depth: u32,
-    request: SpawnRequest,
+    run: Run,
     cancel: CancellationToken,
     log: PathBuf,
 ) -> Result<RunOutcome, String> {
+    let Run {
+        task_id,
+        depth,
+        request,
+        resumed,
+    } = run;
     let cancelled = || RunOutcome {
         result: "stopped before it started".into(),
         status: RunStatus::Cancelled,
@@ -373,8 +450,21 @@ use paths inside your worktree. You cannot write outside it.",
         worktree: workspace.as_ref().map(|(_, root)| root.clone()),
     });
 
-    let (runner, mut conversation, req) = match &request.fork {
-        Some(base) => {
+    let (runner, mut conversation, req) = match (&resumed, &request.fork) {
+        (Some(f), _) => {
+            let mut runner = env.runner.clone();
+            runner.spec = f.spec.clone();
+            let req = RunRequest {
+                mode: request
+                    .fork
+                    .as_ref()
+                    .map_or(AgentMode::Chat, |b| b.mode.forked()),
+                task: super::resume::resumed_task(&request.prompt, &worktree_note),
+                plan: None,
+            };
+            (runner, f.conversation.clone(), req)
+        }
+        (None, Some(base)) => {
             let mut runner = env.runner.clone();
             runner.spec = base.spec.clone();
             runner.spec.id = format!("{}/{task_id}", super::fork::FORK_TYPE);
@@ -388,7 +478,7 @@ use paths inside your worktree. You cannot write outside it.",
             };
             (runner, super::fork::seed(base), req)
         }
-        None => {
+        (None, None) => {
             let def = definition(&env, &request)?;
             let runner = defined_runner(&env, def, &request, &task_id, depth, &worktree_note);
             let req = RunRequest {
@@ -412,7 +502,9 @@ use paths inside your worktree. You cannot write outside it.",
         cwd,
         permission_mode: SharedMode::new(PermissionMode::DontAsk),
         sandbox: CommandSandbox::Landlock { writable_roots },
-        delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
+        delegate: Some(Arc::new(
+            ActorDelegate::new(me, SubAgentMsg::Spawn).with_resume(SubAgentMsg::Resume),
+        )),
         tasks: Some(env.tasks.clone()),
         walk: env.walk.clone(),
     };
@@ -431,6 +523,19 @@ use paths inside your worktree. You cannot write outside it.",
     });
     let mut outcome = runner.run(&mut conversation, &req, &place, cancel).await;
     let _ = gate.cast(GateMsg::Unregister { agent: agent_id });
+    // Kept to be resumed by a message.
+    let (original, mut tasks) = match resumed {
+        Some(f) => (f.request, f.tasks),
+        None => (request.clone(), Vec::new()),
+    };
+    tasks.push(task_id.clone());
+    env.finished.put(Finished {
+        request: original,
+        spec: runner.spec.clone(),
+        conversation,
+        depth,
+        tasks,
+    });
     watcher.finish().await;
     if let Some((ws, _)) = workspace {
         match ws.finish(&task_id).await {
