@@ -20,6 +20,7 @@ mod error;
 pub mod inbox;
 mod item;
 mod lock;
+pub mod restore;
 pub mod roster;
 pub mod todos;
 
