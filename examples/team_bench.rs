@@ -124,7 +124,11 @@ async fn send(state: &mut MateState) -> Result<(), ActorProcessingErr> {
 }
 
 fn peer_name(me: &MemberName) -> MemberName {
-    let other = if me.as_str() == "alice" { "bob" } else { "alice" };
+    let other = if me.as_str() == "alice" {
+        "bob"
+    } else {
+        "alice"
+    };
     MemberName::parse(other).unwrap_or_else(|_| MemberName::lead())
 }
 
@@ -242,11 +246,7 @@ fn conversation(i: usize) -> Vec<Message> {
 async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
     let team = team_in(dir)?;
     let conversations: Vec<Vec<Message>> = (0..n).map(conversation).collect();
-    let payload: usize = conversations
-        .iter()
-        .flatten()
-        .map(|m| m.text().len())
-        .sum();
+    let payload: usize = conversations.iter().flatten().map(|m| m.text().len()).sum();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = rss()?;
     let mut actors = Vec::with_capacity(n);
@@ -266,7 +266,11 @@ async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
         "  RSS growth per actor: {:.1} KiB (conversation text {:.1} KiB of it; target ≤ 1024 KiB: {})",
         per / 1024.0,
         payload as f64 / n as f64 / 1024.0,
-        if per <= 1024.0 * 1024.0 { "met" } else { "missed" }
+        if per <= 1024.0 * 1024.0 {
+            "met"
+        } else {
+            "missed"
+        }
     );
     for a in actors {
         a.stop(None);

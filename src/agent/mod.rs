@@ -13,4 +13,5 @@ pub mod prompt;
 pub mod resume;
 pub mod runner;
 pub mod subagent;
+mod subagent_spec;
 pub mod workspaces;

@@ -9,8 +9,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use ractor::{ActorCell, ActorId};
+
 use super::delegate::SpawnRequest;
 use super::runner::AgentSpec;
+use super::subagent::{SubagentEnv, start};
 use crate::protocol::Message;
 
 /// A subagent that ran to its end, as it can be resumed.
@@ -118,6 +121,38 @@ fn find(map: &HashMap<String, Finished>, target: &str) -> Result<String, String>
             ))
         }
     }
+}
+
+/// Resumes the finished subagent `req` names under `parent`, as a new background task
+/// owned by `parent`'s agent; returns the task id.
+pub async fn resume(
+    parent: ActorCell,
+    env: &SubagentEnv,
+    req: ResumeRequest,
+    children: &mut HashMap<ActorId, String>,
+) -> Result<String, String> {
+    let finished = env.finished.take(&req.target)?;
+    let mut request = finished.request.clone();
+    request.prompt = req.message;
+    request.run_in_background = true;
+    request.description = format!("resume {}", finished.spec.id);
+    let agent_type = request.subagent_type.clone();
+    let depth = finished.depth;
+    let kept = finished.clone();
+    let started = start(
+        parent,
+        env,
+        depth,
+        request,
+        agent_type,
+        Some(Box::new(finished)),
+        children,
+    )
+    .await;
+    if started.is_err() {
+        env.finished.put(kept);
+    }
+    started
 }
 
 /// The resumed run's user turn: the message, and where the subagent now works.

@@ -3,7 +3,7 @@
 //! a spawned task — waiting for a concurrency slot, setting up its worktree, running under
 //! dontAsk with its own tool list — and reports the outcome to the task manager.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,12 +15,13 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::Catalog;
-use super::definition::AgentDefinition;
 use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
+pub use super::resume::resume;
 use super::resume::{Finished, FinishedAgents};
-use super::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use super::subagent_spec::{commit_dirs, defined_runner, definition, subagent_model, working_copy};
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::permission::delegation::{Isolation, Placement};
@@ -143,40 +144,8 @@ pub async fn launch(
     start(parent, env, depth, request, agent_type, None, children).await
 }
 
-/// Resumes the finished subagent `req` names under `parent`, as a new background task
-/// owned by `parent`'s agent; returns the task id.
-pub async fn resume(
-    parent: ActorCell,
-    env: &SubagentEnv,
-    req: ResumeRequest,
-    children: &mut HashMap<ActorId, String>,
-) -> Result<String, String> {
-    let finished = env.finished.take(&req.target)?;
-    let mut request = finished.request.clone();
-    request.prompt = req.message;
-    request.run_in_background = true;
-    request.description = format!("resume {}", finished.spec.id);
-    let agent_type = request.subagent_type.clone();
-    let depth = finished.depth;
-    let kept = finished.clone();
-    let started = start(
-        parent,
-        env,
-        depth,
-        request,
-        agent_type,
-        Some(Box::new(finished)),
-        children,
-    )
-    .await;
-    if started.is_err() {
-        env.finished.put(kept);
-    }
-    started
-}
-
 /// Registers the task and spawns the actor of a new or resumed subagent.
-async fn start(
+pub(super) async fn start(
     parent: ActorCell,
     env: &SubagentEnv,
     depth: u32,
@@ -420,30 +389,8 @@ async fn work(
             (placement, isolation)
         }
     };
-    let (cwd, worktree_note, workspace) = match (&env.workspaces, placement) {
-        (Some(ws), Placement::Worktree) => {
-            let root = ws.create(&task_id, &request.description).await?;
-            let rel = env
-                .main_cwd
-                .strip_prefix(ws.repo_root())
-                .unwrap_or(Path::new(""));
-            let cwd = root.join(rel);
-            let note = format!(
-                "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
-use paths inside your worktree. You cannot write outside it.",
-                root.display(),
-                ws.repo_root().display()
-            );
-            (cwd, note, Some((ws.clone(), root)))
-        }
-        (None, _) if isolation == Isolation::Worktree => (
-            env.main_cwd.clone(),
-            "\n\nThis project is not a git repository, so you work in the main directory."
-                .to_string(),
-            None,
-        ),
-        _ => (env.main_cwd.clone(), String::new(), None),
-    };
+    let (cwd, worktree_note, workspace) =
+        working_copy(&env, &task_id, &request.description, placement, isolation).await?;
     let _ = env.tasks.cast(TaskMsg::Running {
         id: task_id.clone(),
         pgid: None,
@@ -549,70 +496,4 @@ use paths inside your worktree. You cannot write outside it.",
         }
     }
     Ok(outcome)
-}
-
-/// The definition a plain subagent was asked for.
-fn definition<'a>(
-    env: &'a SubagentEnv,
-    request: &SpawnRequest,
-) -> Result<&'a AgentDefinition, String> {
-    env.catalog
-        .get(&request.subagent_type)
-        .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))
-}
-
-/// The loop of a plain subagent: the lead's, re-specified from its definition.
-fn defined_runner(
-    env: &SubagentEnv,
-    def: &AgentDefinition,
-    request: &SpawnRequest,
-    task_id: &str,
-    depth: u32,
-    worktree_note: &str,
-) -> Runner {
-    let all_tools: Vec<String> = env
-        .runner
-        .pipeline
-        .registry
-        .definitions()
-        .map(|d| d.name.clone())
-        .collect();
-    let mut allowed: HashSet<String> = def
-        .allowed_tools(all_tools.iter().cloned())
-        .unwrap_or_else(|| all_tools.into_iter().collect());
-    if depth >= MAX_DEPTH {
-        allowed.remove("agent");
-    }
-    let mut runner = env.runner.clone();
-    runner.spec = AgentSpec {
-        id: format!("{}/{task_id}", def.name),
-        model: subagent_model(
-            request.model.as_deref().or(def.model.as_deref()),
-            &env.runner.spec.model,
-        ),
-        system_prompt: format!("{}{worktree_note}", def.prompt),
-        allowed_tools: Some(allowed),
-        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
-        max_tokens: env.runner.spec.max_tokens,
-    };
-    runner
-}
-
-/// The model name a subagent uses with the lead's provider: an explicit name, or the
-/// lead's for `inherit` and Claude Code's family aliases (`sonnet`, `opus`, `haiku`),
-/// which are not model names an API accepts.
-fn subagent_model(asked: Option<&str>, lead: &str) -> String {
-    match asked.map(str::trim) {
-        None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => lead.to_string(),
-        Some(name) => name.to_string(),
-    }
-}
-
-/// What a confined command in a linked worktree must write to for `git add` and
-/// `git commit`: the worktree's private git dir (index, HEAD), the repository's objects,
-/// and the ref and reflog directories of this task's own branch. Not the rest of the
-/// common dir: its `hooks/` and `config` would let a subagent plant code that runs later
-/// in the user's own checkout, and its `refs/` would let it move the user's branches.
-fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
-    crate::tools::landlock::git_writable_dirs(worktree)
 }
