@@ -160,8 +160,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn team_in(dir: &Path) -> anyhow::Result<Team> {
-    let team = Team::open(dir, "bench")?;
+fn team_in(dir: &Path, name: &str) -> anyhow::Result<Team> {
+    let team = Team::open(dir, name)?;
     for n in ["alice", "bob"] {
         team.add_member(Member::new(MemberName::parse(n)?, n, "bench", None))?;
     }
@@ -171,7 +171,7 @@ fn team_in(dir: &Path) -> anyhow::Result<Team> {
 /// Interleaved blocks of bare and team round trips; prints p50/p99 and the ratios.
 async fn round_trips(label: &str, dir: &Path, n: usize) -> anyhow::Result<()> {
     let (bare_a, bare_b) = pair(None).await?;
-    let (team_a, team_b) = pair(Some(team_in(dir)?)).await?;
+    let (team_a, team_b) = pair(Some(team_in(dir, "round-trips")?)).await?;
     for _ in 0..100 {
         round_trip(&bare_a).await?;
         round_trip(&team_a).await?;
@@ -244,11 +244,15 @@ fn conversation(i: usize) -> Vec<Message> {
 }
 
 async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
-    let team = team_in(dir)?;
-    let conversations: Vec<Vec<Message>> = (0..n).map(conversation).collect();
-    let payload: usize = conversations.iter().flatten().map(|m| m.text().len()).sum();
+    let team = team_in(dir, "idle")?;
+    let payload = conversation(0)
+        .iter()
+        .map(|m| m.text().len())
+        .sum::<usize>();
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // Conversations are built after the first reading: the growth includes them.
     let before = rss()?;
+    let conversations: Vec<Vec<Message>> = (0..n).map(conversation).collect();
     let mut actors = Vec::with_capacity(n);
     for (i, conv) in conversations.into_iter().enumerate() {
         let args = MateArgs {
@@ -265,7 +269,7 @@ async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
     println!(
         "  RSS growth per actor: {:.1} KiB (conversation text {:.1} KiB of it; target ≤ 1024 KiB: {})",
         per / 1024.0,
-        payload as f64 / n as f64 / 1024.0,
+        payload as f64 / 1024.0,
         if per <= 1024.0 * 1024.0 {
             "met"
         } else {
