@@ -230,6 +230,7 @@ impl Actor for Session {
                 default_max_turns: o.subagent_max_turns,
                 walk: walk.clone(),
                 team: team.clone(),
+                finished: Default::default(),
             }),
             _ => None,
         };

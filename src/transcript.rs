@@ -33,7 +33,7 @@ pub fn record(bus: &EventBus, main: PathBuf, agents_dir: PathBuf) -> JoinHandle<
             let path = if event.agent == "lead" || event.agent == "session" {
                 main.clone()
             } else {
-                agents_dir.join(format!("{}.jsonl", event.agent.replace('/', "-")))
+                agent_transcript_path(&agents_dir, &event.agent)
             };
             let key = path.to_string_lossy().into_owned();
             if !files.contains_key(&key) {
@@ -95,7 +95,19 @@ pub enum TranscriptError {
 /// session stopped in the middle of tool calls, their "interrupted" results are added and
 /// also appended to the transcript, so the record stays whole.
 pub fn resume_conversation(path: &Path) -> Result<Vec<Message>, TranscriptError> {
-    let mut conversation = load_conversation(path)?;
+    resume_agent_conversation(path, "lead")
+}
+
+/// `agent`'s conversation as recorded in a transcript, ready to continue (see
+/// [`resume_conversation`]); a missing file is an empty conversation.
+pub fn resume_agent_conversation(
+    path: &Path,
+    agent: &str,
+) -> Result<Vec<Message>, TranscriptError> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let mut conversation = load_agent_conversation(path, agent)?;
     drop_torn_tail(path).map_err(|source| TranscriptError::Read {
         path: path.to_path_buf(),
         source,
@@ -104,7 +116,7 @@ pub fn resume_conversation(path: &Path) -> Result<Vec<Message>, TranscriptError>
     close_dangling_calls(&mut conversation);
     if let Some(added) = conversation.get(before) {
         let event = Event {
-            agent: "lead".into(),
+            agent: agent.into(),
             kind: EventKind::MessageAppended {
                 message: added.clone(),
             },
@@ -144,6 +156,17 @@ fn drop_torn_tail(path: &Path) -> std::io::Result<()> {
 /// The lead's conversation as recorded in a transcript (tool calls without results are
 /// left as they are; see `resume_conversation`).
 pub fn load_conversation(path: &Path) -> Result<Vec<Message>, TranscriptError> {
+    load_agent_conversation(path, "lead")
+}
+
+/// The transcript file of a subagent or teammate (`agents/<agent id, / as ->.jsonl`).
+pub fn agent_transcript_path(agents_dir: &Path, agent: &str) -> PathBuf {
+    agents_dir.join(format!("{}.jsonl", agent.replace('/', "-")))
+}
+
+/// The conversation of `agent` as recorded in a transcript, tool calls without results
+/// left as they are.
+pub fn load_agent_conversation(path: &Path, agent: &str) -> Result<Vec<Message>, TranscriptError> {
     let text = std::fs::read_to_string(path).map_err(|source| TranscriptError::Read {
         path: path.to_path_buf(),
         source,
@@ -166,8 +189,7 @@ pub fn load_conversation(path: &Path) -> Result<Vec<Message>, TranscriptError> {
                 });
             }
         };
-        if let (true, EventKind::MessageAppended { message }) = (event.agent == "lead", event.kind)
-        {
+        if let (true, EventKind::MessageAppended { message }) = (event.agent == agent, event.kind) {
             conversation.push(message);
         }
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::catalog::Catalog;
 use super::definition::AgentDefinition;
+pub use super::resume::ResumeRequest;
 use crate::permission::delegation::{AgentProfile, Delegation, Isolation, Placement};
 use crate::tools::{Registry, Safety};
 
@@ -36,13 +37,28 @@ pub struct SpawnRequest {
     /// A teammate that works in Plan mode until the lead approves its plan.
     #[serde(default)]
     pub plan_first: bool,
+    /// Set for `agent {fork: true}`: the caller as it was at the call; the child
+    /// inherits its conversation and configuration (`subagent_type` is then ignored).
+    #[serde(skip)]
+    pub fork: Option<std::sync::Arc<super::fork::ForkBase>>,
 }
 
 /// Starts subagents on behalf of one agent.
 pub trait Delegator: Send + Sync {
     /// Starts a subagent; returns its task id.
     fn spawn(&self, req: SpawnRequest) -> BoxFuture<'static, Result<String, String>>;
+
+    /// Resumes a finished subagent in the background with `req.message` on top of its
+    /// whole conversation (see `agent::resume`); returns the new task id. For the
+    /// `send_message` tool, when `to` names no teammate.
+    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, String>> {
+        let _ = req;
+        Box::pin(async { Err("this agent cannot resume subagents".to_string()) })
+    }
 }
+
+/// Builds an actor's resume message.
+pub type ResumeBuild<M> = fn(ResumeRequest, RpcReplyPort<Result<String, String>>) -> M;
 
 /// How long an actor may take to start a subagent (spawning, not running it).
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,6 +67,7 @@ const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct ActorDelegate<M: ractor::Message> {
     actor: ActorRef<M>,
     build: fn(SpawnRequest, RpcReplyPort<Result<String, String>>) -> M,
+    resume: Option<ResumeBuild<M>>,
 }
 
 impl<M: ractor::Message> ActorDelegate<M> {
@@ -59,7 +76,17 @@ impl<M: ractor::Message> ActorDelegate<M> {
         actor: ActorRef<M>,
         build: fn(SpawnRequest, RpcReplyPort<Result<String, String>>) -> M,
     ) -> Self {
-        Self { actor, build }
+        Self {
+            actor,
+            build,
+            resume: None,
+        }
+    }
+
+    /// Also resumes finished subagents through `actor`, with messages built by `build`.
+    pub fn with_resume(mut self, build: ResumeBuild<M>) -> Self {
+        self.resume = Some(build);
+        self
     }
 }
 
@@ -74,6 +101,22 @@ impl<M: ractor::Message> Delegator for ActorDelegate<M> {
             {
                 Ok(CallResult::Success(r)) => r,
                 _ => Err("the agent could not start the subagent (no answer)".into()),
+            }
+        })
+    }
+
+    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, String>> {
+        let actor = self.actor.clone();
+        let Some(build) = self.resume else {
+            return Box::pin(async { Err("this agent cannot resume subagents".to_string()) });
+        };
+        Box::pin(async move {
+            match actor
+                .call(|reply| build(req, reply), Some(SPAWN_TIMEOUT))
+                .await
+            {
+                Ok(CallResult::Success(r)) => r,
+                _ => Err("the agent could not resume the subagent (no answer)".into()),
             }
         })
     }

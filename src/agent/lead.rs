@@ -11,10 +11,10 @@ use std::sync::Arc;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio_util::sync::CancellationToken;
 
-use super::delegate::{ActorDelegate, SpawnRequest};
+use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
-use super::subagent::{SubagentEnv, launch, on_child_event};
+use super::subagent::{SubagentEnv, launch, on_child_event, resume};
 use crate::events::EventKind;
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
@@ -33,6 +33,8 @@ pub enum LeadMsg {
     Conversation(RpcReplyPort<Vec<Message>>),
     /// Start a subagent (the `agent` tool); replies with its task id.
     Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    /// Resume a finished subagent in the background; replies with its new task id.
+    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
     /// Internal: the run task ended.
     Finished {
         /// The outcome.
@@ -83,7 +85,9 @@ impl Actor for LeadAgent {
             policy: GatePolicy::new(AgentMode::Chat, args.runner.spec.allowed_tools.clone()),
         });
         if let Some(env) = &args.subagents {
-            place.delegate = Some(Arc::new(ActorDelegate::new(myself, LeadMsg::Spawn)));
+            place.delegate = Some(Arc::new(
+                ActorDelegate::new(myself, LeadMsg::Spawn).with_resume(LeadMsg::Resume),
+            ));
             place.tasks = Some(env.tasks.clone());
             if let Some(team) = &env.team {
                 place.mail = Some(Arc::new(team.mailbox(crate::team::MemberName::lead())));
@@ -164,6 +168,13 @@ impl Actor for LeadAgent {
                         launch(myself.get_cell(), env, 1, req, &mut state.children).await
                     }
                     (None, _) => Err("this session cannot start subagents".into()),
+                };
+                let _ = reply.send(result);
+            }
+            LeadMsg::Resume(req, reply) => {
+                let result = match &state.subagents {
+                    Some(env) => resume(myself.get_cell(), env, req, &mut state.children).await,
+                    None => Err("this session has no subagents to resume".into()),
                 };
                 let _ = reply.send(result);
             }

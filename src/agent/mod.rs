@@ -4,13 +4,16 @@
 pub mod catalog;
 pub mod definition;
 pub mod delegate;
+pub mod fork;
 pub mod lead;
 pub mod mode;
 pub mod monitor;
 pub mod pipeline;
 pub mod prompt;
+pub mod resume;
 pub mod runner;
 pub mod subagent;
+mod subagent_spec;
 pub mod team_launch;
 pub mod teammate;
 pub mod workspaces;

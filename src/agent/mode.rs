@@ -34,6 +34,17 @@ impl AgentMode {
     }
 }
 
+impl AgentMode {
+    /// The mode of a fork of an agent in this mode: a planner's fork plans too; a fork
+    /// of a Do run has no plan of its own and works as in Chat.
+    pub fn forked(self) -> Self {
+        match self {
+            AgentMode::Plan => AgentMode::Plan,
+            AgentMode::Chat | AgentMode::Do => AgentMode::Chat,
+        }
+    }
+}
+
 impl FromStr for AgentMode {
     type Err = String;
 

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use ractor::ActorRef;
 
 use super::delegate::Delegator;
+use super::fork::ForkBase;
 use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
@@ -25,7 +26,7 @@ use crate::tasks::actor::TaskMsg;
 use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
 
 /// The fixed configuration of one agent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentSpec {
     /// The agent's id (`lead`, or a subagent's `type/id`).
     pub id: String,
@@ -199,7 +200,7 @@ impl Runner {
         tool_ctx.mailbox = place.mail.clone();
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
-        let caller = CallerContext {
+        let mut caller = CallerContext {
             agent: agent.to_string(),
             mode: place.permission_mode.clone(),
             tool_ctx,
@@ -276,6 +277,7 @@ impl Runner {
                 break;
             }
             outcome.tool_calls += output.calls.len() as u32;
+            caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls);
             let results = self.run_calls(&caller, output.calls).await;
             conversation.push(Message {
                 role: Role::User,
@@ -297,6 +299,27 @@ impl Runner {
             },
         );
         outcome
+    }
+
+    /// A copy of this agent for the forks its `agent` calls of this turn may start
+    /// (`None` when the turn does not call `agent`: no copy is made).
+    fn fork_base(
+        &self,
+        conversation: &[Message],
+        mode: AgentMode,
+        calls: &[ToolCall],
+    ) -> Option<Arc<ForkBase>> {
+        let registry = &self.pipeline.registry;
+        calls
+            .iter()
+            .any(|c| registry.canonical(&c.name) == Some("agent"))
+            .then(|| {
+                Arc::new(ForkBase {
+                    spec: self.spec.clone(),
+                    mode,
+                    messages: conversation.to_vec(),
+                })
+            })
     }
 
     fn publish_messages(&self, conversation: &[Message], published: &mut usize) {

@@ -3,7 +3,7 @@
 //! a spawned task — waiting for a concurrency slot, setting up its worktree, running under
 //! dontAsk with its own tool list — and reports the outcome to the task manager.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,10 +15,13 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::Catalog;
-use super::delegate::{ActorDelegate, SpawnRequest};
+use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
-use super::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+pub use super::resume::resume;
+use super::resume::{Finished, FinishedAgents};
+use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use super::subagent_spec::{commit_dirs, defined_runner, definition, subagent_model, working_copy};
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::permission::delegation::{Isolation, Placement};
@@ -62,12 +65,16 @@ pub struct SubagentEnv {
     pub walk: Arc<crate::permission::walk::WalkFilter>,
     /// The session's team (`None`: named agents cannot be started).
     pub team: Option<super::team_launch::TeamLink>,
+    /// Finished subagents, kept to be resumed.
+    pub finished: FinishedAgents,
 }
 
 /// Messages a subagent accepts.
 pub enum SubAgentMsg {
     /// Start a nested subagent (its `agent` tool).
     Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    /// Resume a finished subagent (its `send_message` to one).
+    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
     /// Internal: the run ended (`Err`: it crashed, with the reason).
     Ended(Result<RunOutcome, String>),
 }
@@ -83,6 +90,8 @@ pub struct SubAgentArgs {
     request: SpawnRequest,
     cancel: CancellationToken,
     log: PathBuf,
+    /// Set when this run resumes a finished subagent.
+    resumed: Option<Box<Finished>>,
 }
 
 /// A subagent's state.
@@ -110,27 +119,52 @@ pub async fn launch(
             "subagents cannot start subagents beyond a depth of {MAX_DEPTH}"
         ));
     }
-    let Some(def) = env.catalog.get(&request.subagent_type) else {
-        return Err(format!(
-            "unknown subagent_type `{}`; available: {}",
-            request.subagent_type,
-            env.catalog.names().join(", ")
-        ));
+    let agent_type = match &request.fork {
+        // A fork has its caller's tools, writers included: never the main checkout.
+        Some(_) if request.isolation == Some(Isolation::None) => {
+            return Err(
+                "a fork works in its own worktree: isolation `none` is refused for forks".into(),
+            );
+        }
+        Some(_) => super::fork::FORK_TYPE.to_string(),
+        None => {
+            let Some(def) = env.catalog.get(&request.subagent_type) else {
+                return Err(format!(
+                    "unknown subagent_type `{}`; available: {}",
+                    request.subagent_type,
+                    env.catalog.names().join(", ")
+                ));
+            };
+            // Refused here as well as in the engine: the model may not move a writer
+            // into the main checkout.
+            super::delegate::placement(
+                &request,
+                def,
+                &env.runner.pipeline.registry,
+                env.workspaces.is_some(),
+            )?;
+            def.name.clone()
+        }
     };
-    // Refused here as well as in the engine: the model may not move a writer into the
-    // main checkout.
-    super::delegate::placement(
-        &request,
-        def,
-        &env.runner.pipeline.registry,
-        env.workspaces.is_some(),
-    )?;
+    start(parent, env, depth, request, agent_type, None, children).await
+}
+
+/// Registers the task and spawns the actor of a new or resumed subagent.
+pub(super) async fn start(
+    parent: ActorCell,
+    env: &SubagentEnv,
+    depth: u32,
+    request: SpawnRequest,
+    agent_type: String,
+    resumed: Option<Box<Finished>>,
+    children: &mut HashMap<ActorId, String>,
+) -> Result<String, String> {
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Agent,
         description: request.description.clone(),
         owner: env.runner.spec.id.clone(),
-        agent_type: Some(def.name.clone()),
+        agent_type: Some(agent_type),
         command: None,
     };
     let record = match env
@@ -151,6 +185,7 @@ pub async fn launch(
         request,
         cancel,
         log: record.output_file.clone(),
+        resumed,
     };
     match Actor::spawn_linked(None, SubAgent, args, parent).await {
         Ok((actor, _)) => {
@@ -230,6 +265,10 @@ impl Actor for SubAgent {
                 .await;
                 let _ = reply.send(r);
             }
+            SubAgentMsg::Resume(req, reply) => {
+                let r = resume(myself.get_cell(), &state.env, req, &mut state.children).await;
+                let _ = reply.send(r);
+            }
             SubAgentMsg::Ended(Ok(outcome)) => {
                 let status = match outcome.status {
                     RunStatus::Completed => TaskStatus::Completed,
@@ -270,10 +309,17 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
         request,
         cancel,
         log,
+        resumed,
     } = args;
     let workspaces = env.workspaces.clone();
     let id = task_id.clone();
-    let result = tokio::spawn(work(me.clone(), env, task_id, depth, request, cancel, log)).await;
+    let run = Run {
+        task_id,
+        depth,
+        request,
+        resumed,
+    };
+    let result = tokio::spawn(work(me.clone(), env, run, cancel, log)).await;
     let ended = match result {
         Ok(r) => r,
         Err(e) => {
@@ -295,15 +341,28 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
     let _ = me.cast(SubAgentMsg::Ended(ended));
 }
 
+/// What one run of a subagent is.
+struct Run {
+    task_id: String,
+    depth: u32,
+    /// For a resumed subagent, its original request with the message as the prompt.
+    request: SpawnRequest,
+    resumed: Option<Box<Finished>>,
+}
+
 async fn work(
     me: ActorRef<SubAgentMsg>,
     env: SubagentEnv,
-    task_id: String,
-    depth: u32,
-    request: SpawnRequest,
+    run: Run,
     cancel: CancellationToken,
     log: PathBuf,
 ) -> Result<RunOutcome, String> {
+    let Run {
+        task_id,
+        depth,
+        request,
+        resumed,
+    } = run;
     let cancelled = || RunOutcome {
         result: "stopped before it started".into(),
         status: RunStatus::Cancelled,
@@ -315,80 +374,74 @@ async fn work(
         permit = env.slots.clone().acquire_owned() => permit.map_err(|_| "the session is closing".to_string())?,
         _ = cancel.cancelled() => return Ok(cancelled()),
     };
-    let def = env
-        .catalog
-        .get(&request.subagent_type)
-        .cloned()
-        .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))?;
-    let placement = super::delegate::placement(
-        &request,
-        &def,
-        &env.runner.pipeline.registry,
-        env.workspaces.is_some(),
-    )?;
-    let isolation = request
-        .isolation
-        .or(def
-            .isolation
-            .as_deref()
-            .and_then(|i| Isolation::parse(i).ok()))
-        .unwrap_or(Isolation::Worktree);
-    let (cwd, worktree_note, workspace) = match (&env.workspaces, placement) {
-        (Some(ws), Placement::Worktree) => {
-            let root = ws.create(&task_id, &request.description).await?;
-            let rel = env
-                .main_cwd
-                .strip_prefix(ws.repo_root())
-                .unwrap_or(Path::new(""));
-            let cwd = root.join(rel);
-            let note = format!(
-                "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
-use paths inside your worktree. You cannot write outside it.",
-                root.display(),
-                ws.repo_root().display()
-            );
-            (cwd, note, Some((ws.clone(), root)))
+    let (placement, isolation) = match &request.fork {
+        Some(_) => (Placement::Worktree, Isolation::Worktree),
+        None => {
+            let def = definition(&env, &request)?;
+            let placement = super::delegate::placement(
+                &request,
+                def,
+                &env.runner.pipeline.registry,
+                env.workspaces.is_some(),
+            )?;
+            let isolation = request
+                .isolation
+                .or(def
+                    .isolation
+                    .as_deref()
+                    .and_then(|i| Isolation::parse(i).ok()))
+                .unwrap_or(Isolation::Worktree);
+            (placement, isolation)
         }
-        (None, _) if isolation == Isolation::Worktree => (
-            env.main_cwd.clone(),
-            "\n\nThis project is not a git repository, so you work in the main directory."
-                .to_string(),
-            None,
-        ),
-        _ => (env.main_cwd.clone(), String::new(), None),
     };
+    let (cwd, worktree_note, workspace) =
+        working_copy(&env, &task_id, &request.description, placement, isolation).await?;
     let _ = env.tasks.cast(TaskMsg::Running {
         id: task_id.clone(),
         pgid: None,
         worktree: workspace.as_ref().map(|(_, root)| root.clone()),
     });
 
-    let all_tools: Vec<String> = env
-        .runner
-        .pipeline
-        .registry
-        .definitions()
-        .map(|d| d.name.clone())
-        .collect();
-    let mut allowed: HashSet<String> = def
-        .allowed_tools(all_tools.iter().cloned())
-        .unwrap_or_else(|| all_tools.into_iter().collect());
-    if depth >= MAX_DEPTH {
-        allowed.remove("agent");
-    }
-    let agent_id = format!("{}/{task_id}", def.name);
-    let mut runner = env.runner.clone();
-    runner.spec = AgentSpec {
-        id: agent_id.clone(),
-        model: subagent_model(
-            request.model.as_deref().or(def.model.as_deref()),
-            &env.runner.spec.model,
-        ),
-        system_prompt: format!("{}{worktree_note}", def.prompt),
-        allowed_tools: Some(allowed),
-        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
-        max_tokens: env.runner.spec.max_tokens,
+    let (runner, mut conversation, req) = match (&resumed, &request.fork) {
+        (Some(f), _) => {
+            let mut runner = env.runner.clone();
+            runner.spec = f.spec.clone();
+            let req = RunRequest {
+                mode: request
+                    .fork
+                    .as_ref()
+                    .map_or(AgentMode::Chat, |b| b.mode.forked()),
+                task: super::resume::resumed_task(&request.prompt, &worktree_note),
+                plan: None,
+            };
+            (runner, f.conversation.clone(), req)
+        }
+        (None, Some(base)) => {
+            let mut runner = env.runner.clone();
+            runner.spec = base.spec.clone();
+            runner.spec.id = format!("{}/{task_id}", super::fork::FORK_TYPE);
+            if let Some(model) = &request.model {
+                runner.spec.model = subagent_model(Some(model), &base.spec.model);
+            }
+            let req = RunRequest {
+                mode: base.mode.forked(),
+                task: super::fork::task(&request.prompt, &worktree_note),
+                plan: None,
+            };
+            (runner, super::fork::seed(base), req)
+        }
+        (None, None) => {
+            let def = definition(&env, &request)?;
+            let runner = defined_runner(&env, def, &request, &task_id, depth, &worktree_note);
+            let req = RunRequest {
+                mode: AgentMode::Chat,
+                task: request.prompt.clone(),
+                plan: None,
+            };
+            (runner, Vec::new(), req)
+        }
     };
+    let agent_id = runner.spec.id.clone();
     let writable_roots = match &workspace {
         Some((_, root)) => {
             let mut roots = vec![root.clone()];
@@ -401,7 +454,9 @@ use paths inside your worktree. You cannot write outside it.",
         cwd,
         permission_mode: SharedMode::new(PermissionMode::DontAsk),
         sandbox: CommandSandbox::Landlock { writable_roots },
-        delegate: Some(Arc::new(ActorDelegate::new(me, SubAgentMsg::Spawn))),
+        delegate: Some(Arc::new(
+            ActorDelegate::new(me, SubAgentMsg::Spawn).with_resume(SubAgentMsg::Resume),
+        )),
         tasks: Some(env.tasks.clone()),
         walk: env.walk.clone(),
         team: None,
@@ -414,12 +469,6 @@ use paths inside your worktree. You cannot write outside it.",
         log,
         env.tasks.clone(),
     );
-    let mut conversation = Vec::new();
-    let req = RunRequest {
-        mode: AgentMode::Chat,
-        task: request.prompt.clone(),
-        plan: None,
-    };
     // The subagent's tool list is enforced by the gate, registered for its run only.
     let gate = runner.pipeline.gate.clone();
     let _ = gate.cast(GateMsg::Register {
@@ -428,6 +477,19 @@ use paths inside your worktree. You cannot write outside it.",
     });
     let mut outcome = runner.run(&mut conversation, &req, &place, cancel).await;
     let _ = gate.cast(GateMsg::Unregister { agent: agent_id });
+    // Kept to be resumed by a message.
+    let (original, mut tasks) = match resumed {
+        Some(f) => (f.request, f.tasks),
+        None => (request.clone(), Vec::new()),
+    };
+    tasks.push(task_id.clone());
+    env.finished.put(Finished {
+        request: original,
+        spec: runner.spec.clone(),
+        conversation,
+        depth,
+        tasks,
+    });
     watcher.finish().await;
     if let Some((ws, _)) = workspace {
         match ws.finish(&task_id).await {
@@ -441,48 +503,4 @@ use paths inside your worktree. You cannot write outside it.",
         }
     }
     Ok(outcome)
-}
-
-/// The model name a subagent uses with the lead's provider: an explicit name, or the
-/// lead's for `inherit` and Claude Code's family aliases (`sonnet`, `opus`, `haiku`),
-/// which are not model names an API accepts.
-/// The model a subagent runs on. A `script:` model replays a file's tool calls, so a
-/// definition (possibly from a cloned repository) or the lead's request may pick one only
-/// when the lead itself runs on a script (tests); otherwise the lead's model is used.
-fn subagent_model(asked: Option<&str>, lead: &str) -> String {
-    match asked.map(str::trim) {
-        None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => lead.to_string(),
-        Some(name) if name.starts_with("script:") && !lead.starts_with("script:") => {
-            lead.to_string()
-        }
-        Some(name) => name.to_string(),
-    }
-}
-
-/// What a confined command in a linked worktree must write to for `git add` and
-/// `git commit`: the worktree's private git dir (index, HEAD), the repository's objects,
-/// and the ref and reflog directories of this task's own branch. Not the rest of the
-/// common dir: its `hooks/` and `config` would let a subagent plant code that runs later
-/// in the user's own checkout, and its `refs/` would let it move the user's branches.
-fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
-    crate::tools::landlock::git_writable_dirs(worktree)
-}
-
-#[cfg(test)]
-mod model_tests {
-    use super::subagent_model;
-
-    #[test]
-    fn a_script_model_is_picked_only_under_a_scripted_lead() {
-        assert_eq!(
-            subagent_model(Some("script:/r/evil.json"), "claude-x"),
-            "claude-x"
-        );
-        assert_eq!(
-            subagent_model(Some("script:s.json"), "script:l.json"),
-            "script:s.json"
-        );
-        assert_eq!(subagent_model(Some("gpt-x"), "claude-x"), "gpt-x");
-        assert_eq!(subagent_model(Some("inherit"), "claude-x"), "claude-x");
-    }
 }

@@ -22,6 +22,7 @@ pub mod handle;
 pub mod inbox;
 mod item;
 mod lock;
+pub mod restore;
 pub mod roster;
 pub mod todos;
 pub mod watch;

@@ -1,4 +1,5 @@
-//! `agent` (alias `Task`): start a subagent. In the foreground it waits for the
+//! `agent` (alias `Task`): start a subagent, or with `fork: true` a fork of the caller
+//! (see `agent::fork`). In the foreground it waits for the
 //! subagent's final answer; in the background it returns the task id at once and the
 //! caller is notified when the task ends.
 
@@ -37,7 +38,7 @@ impl AgentTool {
                 description: format!(
                     "Delegate a self-contained part of the work to a subagent. Each subagent works in its own git \
 worktree (so parallel subagents never collide), cannot ask the user anything, and returns a final report. \
-Give it a complete, specific prompt: it does not see this conversation. Set run_in_background to start \
+Give it a complete, specific prompt: it does not see this conversation (unless you fork: fork: true). Set run_in_background to start \
 several in parallel; you are notified as each finishes, and task_output/task_stop manage them.\n\n\
 Agent types (subagent_type):\n{}",
                     types.join("\n")
@@ -76,8 +77,12 @@ Agent types (subagent_type):\n{}",
                             "plan_first",
                             json!({"type": "boolean", "description": "For a teammate: it works in Plan mode and sends you its plan (plan_approval_request); it goes on only after you answer plan_approval_response {approve: true}."}),
                         ),
+                        (
+                            "fork",
+                            json!({"type": "boolean", "description": "Fork yourself: the child inherits this whole conversation (no need to repeat context in the prompt), your tools and model, works in its own worktree, and reports back like a subagent. subagent_type is then not needed."}),
+                        ),
                     ],
-                    &["description", "prompt", "subagent_type"],
+                    &["description", "prompt"],
                 ),
                 safety: Safety::SideEffect,
                 system: false,
@@ -106,15 +111,36 @@ impl Tool for AgentTool {
     }
 
     async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError> {
+        let fork: bool = field(&input, "fork")?.unwrap_or(false);
+        let fork = if fork {
+            if ctx.agent_id.starts_with("fork/") {
+                return Err(ToolError::Failed(
+                    "a fork cannot start forks; use a subagent_type instead".into(),
+                ));
+            }
+            let Some(base) = ctx.fork.clone() else {
+                return Err(ToolError::Failed(
+                    "forks are not available in this context".into(),
+                ));
+            };
+            Some(base)
+        } else {
+            None
+        };
+        let subagent_type = match &fork {
+            Some(_) => crate::agent::fork::FORK_TYPE.to_string(),
+            None => required(&input, "subagent_type")?,
+        };
         let request = SpawnRequest {
             description: required(&input, "description")?,
             prompt: required(&input, "prompt")?,
-            subagent_type: required(&input, "subagent_type")?,
+            subagent_type,
             run_in_background: field(&input, "run_in_background")?.unwrap_or(false),
             isolation: field(&input, "isolation")?,
             model: field(&input, "model")?,
             name: field(&input, "name")?,
             plan_first: field(&input, "plan_first")?.unwrap_or(false),
+            fork,
         };
         if request.plan_first && request.name.is_none() {
             return Err(ToolError::InvalidInput(

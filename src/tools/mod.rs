@@ -136,6 +136,9 @@ pub struct ToolContext {
     pub team: Option<crate::team::TeamHandle>,
     /// The caller's mailbox in its team (`send_message`); `None` outside a team.
     pub mailbox: Option<std::sync::Arc<crate::team::actor::Mailbox>>,
+    /// The calling agent as it was when it made this turn's calls, for `agent {fork:
+    /// true}` (set by the loop only on turns that call `agent`).
+    pub fork: Option<std::sync::Arc<crate::agent::fork::ForkBase>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -164,6 +167,7 @@ impl ToolContext {
             mailbox: None,
             walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
             team: None,
+            fork: None,
         }
     }
 

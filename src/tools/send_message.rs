@@ -116,11 +116,31 @@ impl Tool for SendMessage {
             summary: field(&input, "summary")?,
             kind: kind(&input)?,
         };
+        // Not a teammate's name (or `lead`, `*`): a finished subagent, by task id, agent id
+        // or type, which the message resumes in the background with its history.
+        let on_team = match (&ctx.mailbox, Recipient::parse(&to)) {
+            (Some(m), Ok(Recipient::Member(name))) => {
+                name.is_lead() || m.team.roster().is_ok_and(|r| r.member(&name).is_some())
+            }
+            (Some(_), Ok(Recipient::Broadcast)) => true,
+            _ => false,
+        };
+        if !on_team && let Some(delegate) = &ctx.delegate {
+            let request = crate::agent::resume::ResumeRequest {
+                target: to.clone(),
+                message: out.message.clone(),
+            };
+            if let Ok(task) = delegate.resume(request).await {
+                return Ok(format!(
+                    "`{to}` had finished; it was resumed in the background with its history as task {task}. You are told when it ends."
+                ));
+            }
+        }
         let recipient =
             Recipient::parse(&to).map_err(|e| ToolError::InvalidInput(e.to_string()))?;
         let Some(mailbox) = &ctx.mailbox else {
             return Err(ToolError::Failed(
-                "you are not on a team: name an agent when you start it (agent {name}) to make it a teammate"
+                "you are not on a team and no finished subagent has that name: name an agent when you start it (agent {name}) to make it a teammate"
                     .into(),
             ));
         };

@@ -1,0 +1,117 @@
+//! Forks: `agent {fork: true, prompt}` starts a child that inherits its caller's
+//! conversation so far. The child is the caller again — same system prompt, model and
+//! tool list — so its first request starts with exactly the messages the caller last
+//! sent, and a provider's prompt cache serves that shared prefix. The child differs in
+//! three ways: it works in its own worktree, every call of the caller's last turn is
+//! answered for it with a placeholder result (the API requires an answer to each), and
+//! its task is the fork's prompt. Its answer comes back as a subagent's does.
+
+use super::mode::AgentMode;
+use super::runner::AgentSpec;
+use crate::protocol::{ContentBlock, Message, Role, ToolResult};
+
+/// The result the child sees for each call of its parent's last turn, its own `agent`
+/// call included.
+pub const FORK_PLACEHOLDER: &str =
+    "Fork started: you are the forked child, working in the background on the task below.";
+
+/// The agent type forks are registered and identified under (`fork/<task id>`).
+pub const FORK_TYPE: &str = "fork";
+
+/// What a child of the agent that called `agent {fork: true}` starts from: a copy of the
+/// caller at the moment of the call. Set by the runner on the tool context of each turn
+/// that calls `agent`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkBase {
+    /// The caller's configuration (system prompt, model, tools).
+    pub spec: AgentSpec,
+    /// The caller's Agent Mode for the run that made the call.
+    pub mode: AgentMode,
+    /// The caller's conversation up to and including the assistant message that called
+    /// `agent`.
+    pub messages: Vec<Message>,
+}
+
+/// The child's conversation before its run adds the task: the caller's messages and,
+/// when the last one called tools, a user message answering each call with
+/// [`FORK_PLACEHOLDER`].
+pub fn seed(base: &ForkBase) -> Vec<Message> {
+    let mut conversation = base.messages.clone();
+    let answers: Vec<ContentBlock> = conversation
+        .last()
+        .filter(|m| m.role == Role::Assistant)
+        .map(|m| {
+            m.tool_calls()
+                .map(|c| ContentBlock::ToolResult(ToolResult::ok(&c.id, FORK_PLACEHOLDER)))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !answers.is_empty() {
+        conversation.push(Message {
+            role: Role::User,
+            content: answers,
+        });
+    }
+    conversation
+}
+
+/// The child's task: the fork's prompt, with where it works (kept out of the system
+/// prompt, which must stay the caller's for the shared prefix).
+pub fn task(prompt: &str, worktree_note: &str) -> String {
+    format!(
+        "You are a fork of the agent whose conversation is above. Do only this task, then answer with a short \
+report (it goes back to that agent as your result); do not start further forks.{worktree_note}\n\nTask: {prompt}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ToolCall;
+
+    fn base(messages: Vec<Message>) -> ForkBase {
+        ForkBase {
+            spec: AgentSpec {
+                id: "lead".into(),
+                model: "m".into(),
+                system_prompt: "s".into(),
+                allowed_tools: None,
+                max_turns: 3,
+                max_tokens: 100,
+            },
+            mode: AgentMode::Chat,
+            messages,
+        }
+    }
+
+    #[test]
+    fn every_call_of_the_last_turn_gets_a_placeholder_after_the_parents_messages() {
+        let call = |id: &str| {
+            ContentBlock::ToolUse(ToolCall {
+                id: id.into(),
+                name: "agent".into(),
+                arguments: "{}".into(),
+            })
+        };
+        let parent = vec![
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![call("a"), call("b")],
+            },
+        ];
+        let seeded = seed(&base(parent.clone()));
+        assert_eq!(&seeded[..2], &parent[..]);
+        let ids: Vec<&str> = seeded[2]
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::ToolResult(r) => r.tool_use_id.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+        // Nothing to answer: the conversation is the parent's as is.
+        assert_eq!(seed(&base(parent[..1].to_vec())), parent[..1]);
+    }
+}
