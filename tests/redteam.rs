@@ -93,7 +93,6 @@ fn deny_fixture() -> Fixture {
 /// Class 2: a command substitution inside `[[ ]]`, `(( ))`, `$(( ))`, `$[ ]`, a `${x:-…}`
 /// default or an array subscript is run by bash but never reached by the deny rules.
 #[test]
-#[ignore = "redteam: substitutions inside [[ ]], arithmetic and ${…} are not walked"]
 fn deny_rule_sees_substitutions_in_tests_arithmetic_and_parameter_defaults() {
     let f = deny_fixture();
     for c in [
