@@ -5,7 +5,8 @@
 //! here-strings, toybox, coreutils --coreutils-prog, awk system(), sed `1e`, process
 //! substitutions feeding bash) × spellings of the program (`/usr/bin/git`, `git -C .`, `git -c a.b=c`,
 //! `git --no-pager`, `git send-pack`, …) × separators (`;`, `&&`, `||`, `|`, newline) × quoting (single,
-//! double, backslash, split) × expansions (`$(…)`, `"$X"`).
+//! double, backslash, split) × expansions (`$(…)`, `"$X"`, and `$(…)` hidden in `[[ ]]`,
+//! arithmetic, `${…}` operands and case patterns).
 //!
 //! A second test runs the attack for real: generated commands run in bash in a fresh
 //! repository whose pre-push hook leaves a marker (with `x` and `build/` to remove);
@@ -74,7 +75,33 @@ enum Expansion {
     Substitution,
     /// `X=push; git "$X"`.
     Variable,
+    /// The whole command in a substitution hidden in a test, arithmetic or a
+    /// parameter-expansion operand (`HIDDEN[n]`, `@` standing for the command).
+    Hidden(usize),
 }
+
+/// Where bash runs a substitution the word parser leaves as raw text.
+const HIDDEN: &[&str] = &[
+    "[[ $(@) ]]",
+    "[[ -n $(@) ]]",
+    "[[ x == `@` ]]",
+    "(( $(@) ))",
+    "echo $(( $(@) ))",
+    "echo $(( 1 + `@` ))",
+    "echo $[ $(@) ]",
+    "for (( i = $(@); i < 0; i++ )); do :; done",
+    "echo ${y:-$(@)}",
+    "echo \"${y:=$(@)}\"",
+    "y=1; echo ${y:+$(@)}",
+    "echo ${y:?$(@)}",
+    "y=1; echo ${y#$(@)}",
+    "y=1; echo ${y%%$(@)}",
+    "y=1; echo ${y/$(@)/r}",
+    "y=1; echo ${y:$(@)}",
+    "echo \"${a[$(@)]}\"",
+    "y=1; echo ${y:0:$(@)}",
+    "case a in $(@)) ;; esac",
+];
 
 #[derive(Debug, Clone)]
 struct Case {
@@ -202,6 +229,9 @@ fn core(c: &Case) -> Cmd {
         Expansion::Variable => {
             words[key] = "\"$X\"".into();
             Cmd::Script(format!("X={}; {}", spelling[key], words.join(" ")))
+        }
+        Expansion::Hidden(n) => {
+            Cmd::Script(HIDDEN[n % HIDDEN.len()].replace('@', &words.join(" ")))
         }
     }
 }
@@ -341,6 +371,7 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         2 => Just(Expansion::None),
         1 => Just(Expansion::Substitution),
         1 => Just(Expansion::Variable),
+        2 => (0..HIDDEN.len()).prop_map(Expansion::Hidden),
     ];
     (
         (
@@ -575,4 +606,8 @@ fn the_real_run_sees_a_push_and_a_removal() {
     assert!(really_runs("awk 'BEGIN{system(\"rm x\")}'"));
     assert!(really_runs("echo | sed '1e rm x'"));
     assert!(really_runs("bash < <(echo rm x)"));
+    for h in HIDDEN {
+        let c = h.replace('@', "rm x");
+        assert!(really_runs(&c), "`{c}` should remove x");
+    }
 }

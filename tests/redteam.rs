@@ -93,7 +93,6 @@ fn deny_fixture() -> Fixture {
 /// Class 2: a command substitution inside `[[ ]]`, `(( ))`, `$(( ))`, `$[ ]`, a `${x:-…}`
 /// default or an array subscript is run by bash but never reached by the deny rules.
 #[test]
-#[ignore = "redteam: substitutions inside [[ ]], arithmetic and ${…} are not walked"]
 fn deny_rule_sees_substitutions_in_tests_arithmetic_and_parameter_defaults() {
     let f = deny_fixture();
     for c in [
@@ -110,6 +109,28 @@ fn deny_rule_sees_substitutions_in_tests_arithmetic_and_parameter_defaults() {
             d.verdict,
             Verdict::Deny,
             "`{c}` runs a denied command: {d:?}"
+        );
+    }
+}
+
+/// Class 2 (open): bash evaluates arithmetic on data, and an array subscript in that data
+/// runs its substitution (`a[$(rm x)]`), so a value the engine cannot know (a file's
+/// content, `read`) in `$(( ))`, `(( ))`, `[[ -eq ]]` or `${y:off}` runs any command.
+#[test]
+#[ignore = "redteam: arithmetic on unknown values evaluates subscripts that run commands"]
+fn deny_rule_sees_commands_run_by_arithmetic_on_unknown_values() {
+    let f = deny_fixture();
+    for c in [
+        "printf 'a[$(rm x)]' > f; echo $(( $(cat f) ))",
+        "printf 'a[$(rm x)]' > f; read n < f; [[ $n -eq 1 ]]",
+        "n=$(cat f); (( n ))",
+        "n='a[$(rm x)]'; echo $(( n + 1 ))",
+    ] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_ne!(
+            d.verdict,
+            Verdict::Allow,
+            "`{c}` may run a denied command: {d:?}"
         );
     }
 }

@@ -16,6 +16,7 @@
 mod cwd;
 mod expand;
 mod glob;
+mod inner;
 mod stdin;
 mod unwrap;
 mod words;
@@ -325,14 +326,19 @@ impl Ctx {
                 self.functions.push((def.fname.value.clone(), start..end));
                 Ok(())
             }
-            // `[[ … ]]` only tests; its words may hold substitutions, which we cannot see
-            // cheaply, so it counts as a dynamic no-op part.
-            ast::Command::ExtendedTest(_, _) => {
-                self.push(Part {
+            // `[[ … ]]` only tests, but bash expands its words: their substitutions
+            // become parts whose parent is the `[[` part.
+            ast::Command::ExtendedTest(test, redirects) => {
+                let index = self.push(Part {
                     argv: vec!["[[".into()],
                     dynamic: true,
                     ..self.base(inh, pipeline, pos)
                 });
+                let mut nested = inh.clone();
+                nested.parent = Some(index);
+                self.test_expr(&test.expr, depth, &nested)?;
+                let redirects = self.redirect_list(redirects.as_ref(), depth, &nested)?;
+                self.script.parts[index].redirects = redirects;
                 Ok(())
             }
         }
@@ -369,6 +375,12 @@ impl Ctx {
             C::ArithmeticForClause(f) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.hidden(&e.value, depth, &inh)?;
+                }
                 self.state.forget(None);
                 self.compound_list(&f.body.list, depth, &inh)?;
                 self.state.forget(None);
@@ -381,6 +393,11 @@ impl Ctx {
                 let start = self.state.clone();
                 let mut end = self.state.clone();
                 for item in &c.cases {
+                    // Patterns are expanded (substitutions run) before they are matched.
+                    for pattern in &item.patterns {
+                        self.state = start.clone();
+                        self.word(&pattern.value, depth, &inh)?;
+                    }
                     if let Some(list) = &item.cmd {
                         self.state = start.clone();
                         self.compound_list(list, depth, &inh)?;
@@ -424,13 +441,15 @@ impl Ctx {
                 inh.background = true;
                 self.command(&c.body, depth, &inh, self.next_pipeline, 0)
             }
-            C::Arithmetic(_) => {
-                self.push(Part {
+            C::Arithmetic(a) => {
+                let index = self.push(Part {
                     argv: vec!["((".into()],
                     dynamic: true,
                     ..self.base(inh, self.next_pipeline, 0)
                 });
-                Ok(())
+                let mut nested = inh.clone();
+                nested.parent = Some(index);
+                self.hidden(&a.expr.value, depth, &nested)
             }
         }
     }

@@ -115,6 +115,7 @@ impl Ctx {
             }
             WordPiece::ParameterExpansion(expr) => {
                 *dynamic = true;
+                self.parameter(expr, depth, inh)?;
                 if is_home(expr) {
                     out.push('~');
                 } else {
@@ -132,8 +133,9 @@ impl Ctx {
                 self.state = saved;
                 out.push_str("$(…)");
             }
-            WordPiece::ArithmeticExpression(_) => {
+            WordPiece::ArithmeticExpression(e) => {
                 *dynamic = true;
+                self.hidden(&e.value, depth, inh)?;
                 out.push_str("$((…))");
             }
         }
@@ -171,10 +173,13 @@ impl Ctx {
                         let arg = self.expand_target(&w.value);
                         Some(Redirect { write, target, arg })
                     }
-                    T::Duplicate(w) => Some(Redirect {
-                        write: false,
-                        target: format!("&{}", w.value),
-                        arg: Arg::literal(format!("&{}", w.value)),
+                    T::Duplicate(w) => Some({
+                        self.hidden(&w.value, depth, inh)?;
+                        Redirect {
+                            write: false,
+                            target: format!("&{}", w.value),
+                            arg: Arg::literal(format!("&{}", w.value)),
+                        }
                     }),
                     T::Fd(fd) => Some(Redirect {
                         write: false,
