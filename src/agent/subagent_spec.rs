@@ -76,25 +76,6 @@ pub(super) fn subagent_model(asked: Option<&str>, lead: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod model_tests {
-    use super::subagent_model;
-
-    #[test]
-    fn a_script_model_is_picked_only_under_a_scripted_lead() {
-        assert_eq!(
-            subagent_model(Some("script:/r/evil.json"), "claude-x"),
-            "claude-x"
-        );
-        assert_eq!(
-            subagent_model(Some("script:s.json"), "script:l.json"),
-            "script:s.json"
-        );
-        assert_eq!(subagent_model(Some("gpt-x"), "claude-x"), "gpt-x");
-        assert_eq!(subagent_model(Some("inherit"), "claude-x"), "claude-x");
-    }
-}
-
 /// What a confined command in a linked worktree must write to for `git add` and
 /// `git commit`: the worktree's private git dir (index, HEAD), the repository's objects,
 /// and the ref and reflog directories of this task's own branch. Not the rest of the
@@ -137,4 +118,23 @@ use paths inside your worktree. You cannot write outside it.",
         ),
         _ => (env.main_cwd.clone(), String::new(), None),
     })
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::subagent_model;
+
+    #[test]
+    fn a_script_model_is_picked_only_under_a_scripted_lead() {
+        assert_eq!(
+            subagent_model(Some("script:/r/evil.json"), "claude-x"),
+            "claude-x"
+        );
+        assert_eq!(
+            subagent_model(Some("script:s.json"), "script:l.json"),
+            "script:s.json"
+        );
+        assert_eq!(subagent_model(Some("gpt-x"), "claude-x"), "gpt-x");
+        assert_eq!(subagent_model(Some("inherit"), "claude-x"), "claude-x");
+    }
 }
