@@ -1,375 +1,21 @@
-//! The decision itself (`check`): classify and parse → hard checks (blacklist,
-//! credentials, sandbox, protected paths) → rules by layer → dangerous asks → mode fallback;
-//! then, under dontAsk, any Ask becomes Deny (nobody is there to answer).
+//! Command decisions: the blacklist, parsing into parts, credentials and path deny rules
+//! on the files each part names, protected writes, then per part the rules (through every
+//! spelling and expansion), the dangerous-command guard and the mode; opaque parts ask, and
+//! a part that only looks like a read (foreign git, a search over denied files) is demoted.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use super::cache::Fixed;
-use super::classify::{self, Classified, ClassifyError, Target};
-use super::path_index::PathIndex;
-use super::rules::{self, Rule, RuleKind, Subject};
-use super::shell::{Arg, Dir, Part};
-use super::spec::RuleName;
-use super::{
-    Category, CheckRequest, Decision, PermissionMode, Policy, Source, Verdict, blacklist, commands,
-    delegation, mode, protected, sandbox, shell,
+use super::super::rules::{Rule, RuleKind, Subject};
+use super::super::shell::{Arg, Dir, Part};
+use super::super::spec::RuleName;
+use super::super::{
+    Category, Decision, PermissionMode, Source, Verdict, blacklist, commands, protected, rules,
+    sandbox, shell,
 };
+use super::path::path_deny;
+use super::{Ctx, deny, fallback, from_rule, guarded};
 
-/// Decides one call. Pure apart from reading the file system to resolve symlinks.
-pub fn check(req: &CheckRequest, policy: &Policy) -> Decision {
-    let d = decide(req, policy);
-    unattended(req.mode, d)
-}
-
-/// Under dontAsk the mode fallback never asks; whatever still asks (an `ask` rule, a
-/// dangerous command, a protected file, an unknown tool, an unparseable command) was
-/// meant for a human, and there is none: deny it.
-fn unattended(mode: PermissionMode, mut d: Decision) -> Decision {
-    if mode == PermissionMode::DontAsk && d.verdict == Verdict::Ask {
-        d.verdict = Verdict::Deny;
-        d.reason = format!(
-            "{}; dontAsk has no one to ask, so it is denied (an explicit allow rule would permit it)",
-            d.reason
-        );
-    }
-    d
-}
-
-/// What every stage needs besides the call.
-struct Ctx<'a> {
-    req: &'a CheckRequest,
-    /// The real cwd, when it exists: relative paths are resolved from it.
-    cwd_real: Option<PathBuf>,
-    policy: &'a Policy,
-    home: Option<&'a Path>,
-    /// The home that `~` means in a command, and whose credentials are protected (the
-    /// process's own when the policy has none).
-    shell_home: Option<PathBuf>,
-    /// Canonical extra roots and credentials, computed once per policy.
-    fixed: Arc<Fixed>,
-    /// The path rules' glob index, when it could be built.
-    index: Option<Arc<PathIndex>>,
-    roots: Vec<PathBuf>,
-    /// Bases of relative rule patterns: project root, then the agent's cwd.
-    bases: Vec<PathBuf>,
-}
-
-impl<'a> Ctx<'a> {
-    fn new(req: &'a CheckRequest, policy: &'a Policy) -> Self {
-        // Credentials are protected even when the policy was built without a home.
-        let shell_home = policy.home.clone().or_else(dirs::home_dir);
-        let fixed = policy
-            .cache
-            .fixed(shell_home.as_deref(), &policy.additional_roots);
-        let cwd_real = policy.cache.cwd(&req.cwd);
-        let mut roots: Vec<PathBuf> = cwd_real.iter().cloned().collect();
-        roots.extend(fixed.roots.iter().cloned());
-        let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
-        if let Some(cwd) = roots.first()
-            && !bases.contains(cwd)
-        {
-            bases.push(cwd.clone());
-        }
-        Ctx {
-            req,
-            cwd_real,
-            policy,
-            home: policy.home.as_deref(),
-            shell_home,
-            fixed,
-            index: policy.cache.path_index(&policy.rules),
-            roots,
-            bases,
-        }
-    }
-
-    /// The rule deciding a file tool's `real` target (`rules::decide`, through the index).
-    fn path_rule(&self, names: &[RuleName], real: &Path) -> Option<&'a Rule> {
-        match &self.index {
-            Some(i) => i.decide(&self.policy.rules, names, real, &self.bases),
-            None => rules::decide(
-                &self.policy.rules,
-                &Subject::Path {
-                    names,
-                    real,
-                    bases: &self.bases,
-                },
-            ),
-        }
-    }
-
-    fn creds(&self) -> &sandbox::Credentials {
-        &self.fixed.creds
-    }
-
-    /// Where an expanded command argument points, given the directory its part runs in.
-    fn locate_arg(&self, arg: &Arg, dir: &Dir) -> Named {
-        let unlocatable = Named {
-            lexical: PathBuf::from("/"),
-            real: None,
-            dir: false,
-        };
-        if !arg.known {
-            return unlocatable;
-        }
-        let text = arg.text.as_str();
-        let (abs, real) = match dir {
-            _ if Path::new(text).is_absolute() => self.locate(text),
-            Dir::Initial => self.locate(text),
-            Dir::Known(d) => (d.join(text), sandbox::resolve_traced(d, Path::new(text))),
-            Dir::Unknown => return unlocatable,
-        };
-        let real = real.ok();
-        Named {
-            lexical: sandbox::lexical(&abs),
-            dir: real.as_ref().is_some_and(|r| r.dir),
-            real: real.map(|r| r.path),
-        }
-    }
-
-    fn mode(&self) -> PermissionMode {
-        self.req.mode
-    }
-
-    /// A path argument made absolute (`~` expanded, joined onto the cwd) and its real
-    /// location.
-    fn locate(&self, raw: &str) -> (PathBuf, std::io::Result<sandbox::Resolved>) {
-        let abs = sandbox::absolute(raw, &self.req.cwd, self.home);
-        let real = match &self.cwd_real {
-            Some(cwd) if !raw.starts_with('~') && Path::new(raw).is_relative() => {
-                sandbox::resolve_traced(cwd, Path::new(raw))
-            }
-            _ => sandbox::resolve_traced(Path::new("/"), &abs),
-        };
-        (abs, real)
-    }
-}
-
-fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
-    let c = match classify::classify(&req.call.name, req.spec.as_ref(), &req.call.arguments) {
-        Ok(c) => c,
-        Err(e @ ClassifyError::Unknown(_)) => {
-            let mut d = Decision::new(Verdict::Ask, Source::Unknown, e.to_string());
-            d.explicit_ask = true;
-            return d;
-        }
-        Err(ClassifyError::Arguments(m)) => {
-            let mut d = Decision::new(Verdict::Deny, Source::Arguments, m);
-            d.category = req.spec.as_ref().map(|s| s.category);
-            return d;
-        }
-    };
-    let ctx = Ctx::new(req, policy);
-    let category = c.category;
-    let mut d = match &c.target {
-        Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
-        Target::Command(cmd) => command_decision(&ctx, cmd),
-        Target::Agent(t) => agent_decision(&ctx, category, t),
-        Target::Mcp(n) => named_decision(&ctx, category, &Subject::Mcp(n), n),
-        Target::None => fallback(ctx.mode(), category, ""),
-    };
-    if d.category.is_none() {
-        d.category = Some(category);
-    }
-    d
-}
-
-fn deny(source: Source, reason: impl Into<String>, target: impl Into<String>) -> Decision {
-    let mut d = Decision::new(Verdict::Deny, source, reason);
-    d.target = Some(target.into());
-    d
-}
-
-fn fallback(mode: PermissionMode, category: Category, what: &str) -> Decision {
-    let verdict = mode.fallback(category);
-    let mut reason = mode::fallback_reason(mode, category, verdict);
-    if !what.is_empty() {
-        reason = format!("{reason} (`{what}`)");
-    }
-    if verdict == Verdict::Ask {
-        reason.push_str(
-            "; approve it, add an allow rule to .crew/settings.local.json, or use a more permissive permission mode",
-        );
-    }
-    let mut d = Decision::new(verdict, Source::Mode, reason);
-    d.category = Some(category);
-    d
-}
-
-fn from_rule(rule: &Rule, what: &str) -> Decision {
-    let verdict = rule.kind;
-    let verb = match verdict {
-        Verdict::Allow => "allowed",
-        Verdict::Ask => "asks before",
-        Verdict::Deny => "denies",
-    };
-    let origin = match &rule.file {
-        Some(f) => format!(" in {} (index {})", f.display(), rule.index),
-        None => " (granted this session)".into(),
-    };
-    let reason = match rule.kind {
-        RuleKind::Allow => format!("`{what}` is {verb} by rule `{}`{origin}", rule.text),
-        _ => format!("rule `{}`{origin} {verb} `{what}`", rule.text),
-    };
-    let mut d = Decision::new(verdict, Source::Rule(rule.layer), reason);
-    d.rule = Some(rule.text.clone());
-    d.explicit_ask = rule.kind == RuleKind::Ask;
-    d
-}
-
-/// A dangerous command: ask in every mode but bypassPermissions, unless
-/// an exact allow rule (a grant for this very target) matched.
-fn guarded(
-    ctx: &Ctx<'_>,
-    rule: Option<&Rule>,
-    why: &str,
-    category: Category,
-    what: &str,
-) -> Option<Decision> {
-    if ctx.mode() == PermissionMode::BypassPermissions || rule.is_some_and(Rule::is_exact) {
-        return None;
-    }
-    let mut d = Decision::new(
-        Verdict::Ask,
-        Source::Mode,
-        format!("`{what}`: {why}; confirm it, or grant this exact call"),
-    );
-    d.rule = Some(format!("dangerous: {why}"));
-    d.explicit_ask = true;
-    d.category = Some(category);
-    Some(d)
-}
-
-fn named_decision(
-    ctx: &Ctx<'_>,
-    category: Category,
-    subject: &Subject<'_>,
-    what: &str,
-) -> Decision {
-    let mut d = match rules::decide(&ctx.policy.rules, subject) {
-        Some(r) => from_rule(r, what),
-        None => fallback(ctx.mode(), category, ""),
-    };
-    d.target = Some(what.to_string());
-    d
-}
-
-/// Starting a subagent (`delegation.rs`): a deny rule denies; a model-chosen
-/// `isolation: none` for an agent that is not read-only is refused whatever the rules or
-/// mode; then ask/allow rules; then a worktree-isolated or read-only subagent starts
-/// without approval in default/acceptEdits while an in-place writer asks.
-fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> Decision {
-    let rule = rules::decide(&ctx.policy.rules, &Subject::Agent(kind));
-    let by_mode = delegation::fallback(
-        &ctx.policy.delegation,
-        ctx.mode(),
-        kind,
-        &ctx.req.call.arguments,
-    );
-    let mut d = match (rule, by_mode) {
-        (Some(r), _) if r.kind == RuleKind::Deny => from_rule(r, kind),
-        (_, Err(why)) => Decision::new(Verdict::Deny, Source::Arguments, why),
-        (Some(r), _) => from_rule(r, kind),
-        (None, Ok(Some(d))) => d,
-        (None, Ok(None)) => fallback(ctx.mode(), category, ""),
-    };
-    d.target = Some(kind.to_string());
-    d
-}
-
-fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
-    let raw = raw.unwrap_or(".");
-    let (abs, resolved) = ctx.locate(raw);
-    let resolved = match resolved {
-        Ok(r) => r,
-        Err(e) => {
-            return deny(
-                Source::Sandbox,
-                format!("cannot resolve `{raw}` ({e}); use a path inside the working directory"),
-                abs.display().to_string(),
-            );
-        }
-    };
-    let real = resolved.path;
-    let target = real.display().to_string();
-    let lexical = sandbox::lexical(&abs);
-    if let Some(name) = ctx.creds().matches(&lexical, Some(&real)) {
-        let mut d = deny(
-            Source::Credentials,
-            format!(
-                "`{raw}` is a credential location (~/{name}); credentials are never readable or writable by agents"
-            ),
-            target,
-        );
-        d.rule = Some(format!("~/{name}"));
-        return d;
-    }
-    // A missing target is judged both where a write would land (through a dangling link)
-    // and where its name says it is; both must be inside. Without a link on the way they
-    // are the same place.
-    let by_name_inside = resolved.exists
-        || resolved.links == 0
-        || sandbox::by_ancestor(&abs).is_some_and(|p| sandbox::inside(&p, &ctx.roots));
-    if !sandbox::inside(&real, &ctx.roots) || !by_name_inside {
-        return deny(
-            Source::Sandbox,
-            format!(
-                "`{raw}` resolves to {target}, outside the sandbox roots ({}); add its directory to permissions.additionalDirectories in .crew/settings.local.json to allow it",
-                ctx.roots
-                    .iter()
-                    .map(|r| r.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            target,
-        );
-    }
-    for p in &c.patterns {
-        if p.starts_with('/') || p.starts_with('~') || p.split('/').any(|s| s == "..") {
-            return deny(
-                Source::Sandbox,
-                format!(
-                    "glob `{p}` must be relative to the search path and must not contain `..`; pass the directory as `path`"
-                ),
-                target,
-            );
-        }
-    }
-    if c.writes
-        && let Some(what) =
-            sandbox::protected_from_edits(&real).or_else(|| sandbox::protected_from_edits(&lexical))
-    {
-        return deny(
-            Source::Sandbox,
-            format!(
-                "`{raw}` is {what}, a protected path: git hooks, config and internals decide what git runs and what your branches hold, and settings decide permissions; agents never write them with file tools (git itself does when a command runs it; edit it yourself if needed)"
-            ),
-            target,
-        );
-    }
-    let rule = ctx.path_rule(&c.rule_names, &real);
-    // A deny of the target, or (for a directory) of what is below it.
-    let deny = match rule {
-        Some(r) if r.kind == RuleKind::Deny => Some(r),
-        _ if resolved.dir => path_deny(ctx, &[&c.rule_names], &real.join("_")),
-        _ => None,
-    };
-    if let Some(r) = deny {
-        let mut d = from_rule(r, raw);
-        d.target = Some(target);
-        return d;
-    }
-    let category = c.category;
-    let mut d = match rule {
-        Some(r) => from_rule(r, raw),
-        None => fallback(ctx.mode(), category, ""),
-    };
-    d.target = Some(target);
-    d
-}
-
-fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
+pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     if let Some(hit) = blacklist::check_raw(command) {
         let mut d = deny(Source::Blacklist, hit.reason, command);
         d.rule = Some(hit.pattern.into());
@@ -686,26 +332,39 @@ fn path_words(part: &Part) -> Vec<Arg> {
     words
 }
 
-/// The strongest deny rule for `real` under the first of `groups` (each the rule names
-/// of one tool) that has one. Callers also probe `real/_` for a directory: `tar cf -
-/// secrets` reads what `Read(secrets/**)` denies. Best effort: a deny on a deeper glob is
-/// seen only when the named path itself matches.
-fn path_deny<'r>(ctx: &Ctx<'r>, groups: &[&[RuleName]], real: &Path) -> Option<&'r Rule> {
-    match &ctx.index {
-        Some(i) => i.deny(&ctx.policy.rules, groups, real, &ctx.bases),
-        None => groups.iter().find_map(|names| {
-            ctx.path_rule(names, real)
-                .filter(|r| r.kind == RuleKind::Deny)
-        }),
-    }
-}
-
 /// A file a command names: where its name points and where it really is.
 struct Named {
     lexical: PathBuf,
     real: Option<PathBuf>,
     /// `real` is a directory.
     dir: bool,
+}
+
+impl Ctx<'_> {
+    /// Where an expanded command argument points, given the directory its part runs in.
+    fn locate_arg(&self, arg: &Arg, dir: &Dir) -> Named {
+        let unlocatable = Named {
+            lexical: PathBuf::from("/"),
+            real: None,
+            dir: false,
+        };
+        if !arg.known {
+            return unlocatable;
+        }
+        let text = arg.text.as_str();
+        let (abs, real) = match dir {
+            _ if Path::new(text).is_absolute() => self.locate(text),
+            Dir::Initial => self.locate(text),
+            Dir::Known(d) => (d.join(text), sandbox::resolve_traced(d, Path::new(text))),
+            Dir::Unknown => return unlocatable,
+        };
+        let real = real.ok();
+        Named {
+            lexical: sandbox::lexical(&abs),
+            dir: real.as_ref().is_some_and(|r| r.dir),
+            real: real.map(|r| r.path),
+        }
+    }
 }
 
 /// The files each part names, located in the directory the part runs in (tracked once,

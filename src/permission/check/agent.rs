@@ -1,0 +1,29 @@
+//! Starting a subagent: deny rules, the delegation policy's refusals, ask/allow rules,
+//! then the delegation fallback (`delegation.rs`) by mode.
+
+use super::super::rules::{RuleKind, Subject};
+use super::super::{Category, Decision, Source, Verdict, delegation, rules};
+use super::{Ctx, fallback, from_rule};
+
+/// Starting a subagent (`delegation.rs`): a deny rule denies; a model-chosen
+/// `isolation: none` for an agent that is not read-only is refused whatever the rules or
+/// mode; then ask/allow rules; then a worktree-isolated or read-only subagent starts
+/// without approval in default/acceptEdits while an in-place writer asks.
+pub(super) fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> Decision {
+    let rule = rules::decide(&ctx.policy.rules, &Subject::Agent(kind));
+    let by_mode = delegation::fallback(
+        &ctx.policy.delegation,
+        ctx.mode(),
+        kind,
+        &ctx.req.call.arguments,
+    );
+    let mut d = match (rule, by_mode) {
+        (Some(r), _) if r.kind == RuleKind::Deny => from_rule(r, kind),
+        (_, Err(why)) => Decision::new(Verdict::Deny, Source::Arguments, why),
+        (Some(r), _) => from_rule(r, kind),
+        (None, Ok(Some(d))) => d,
+        (None, Ok(None)) => fallback(ctx.mode(), category, ""),
+    };
+    d.target = Some(kind.to_string());
+    d
+}

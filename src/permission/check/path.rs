@@ -1,0 +1,120 @@
+//! File-tool decisions: a read, write or search target is resolved through symlinks,
+//! then judged by credentials, the sandbox roots, glob sanity, protected paths, path rules
+//! and the mode; `path_deny` also lets commands honour path deny rules.
+
+use std::path::Path;
+
+use super::super::classify::Classified;
+use super::super::rules::{Rule, RuleKind};
+use super::super::spec::RuleName;
+use super::super::{Decision, Source, sandbox};
+use super::{Ctx, deny, fallback, from_rule};
+
+pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
+    let raw = raw.unwrap_or(".");
+    let (abs, resolved) = ctx.locate(raw);
+    let resolved = match resolved {
+        Ok(r) => r,
+        Err(e) => {
+            return deny(
+                Source::Sandbox,
+                format!("cannot resolve `{raw}` ({e}); use a path inside the working directory"),
+                abs.display().to_string(),
+            );
+        }
+    };
+    let real = resolved.path;
+    let target = real.display().to_string();
+    let lexical = sandbox::lexical(&abs);
+    if let Some(name) = ctx.creds().matches(&lexical, Some(&real)) {
+        let mut d = deny(
+            Source::Credentials,
+            format!(
+                "`{raw}` is a credential location (~/{name}); credentials are never readable or writable by agents"
+            ),
+            target,
+        );
+        d.rule = Some(format!("~/{name}"));
+        return d;
+    }
+    // A missing target is judged both where a write would land (through a dangling link)
+    // and where its name says it is; both must be inside. Without a link on the way they
+    // are the same place.
+    let by_name_inside = resolved.exists
+        || resolved.links == 0
+        || sandbox::by_ancestor(&abs).is_some_and(|p| sandbox::inside(&p, &ctx.roots));
+    if !sandbox::inside(&real, &ctx.roots) || !by_name_inside {
+        return deny(
+            Source::Sandbox,
+            format!(
+                "`{raw}` resolves to {target}, outside the sandbox roots ({}); add its directory to permissions.additionalDirectories in .crew/settings.local.json to allow it",
+                ctx.roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            target,
+        );
+    }
+    for p in &c.patterns {
+        if p.starts_with('/') || p.starts_with('~') || p.split('/').any(|s| s == "..") {
+            return deny(
+                Source::Sandbox,
+                format!(
+                    "glob `{p}` must be relative to the search path and must not contain `..`; pass the directory as `path`"
+                ),
+                target,
+            );
+        }
+    }
+    if c.writes
+        && let Some(what) =
+            sandbox::protected_from_edits(&real).or_else(|| sandbox::protected_from_edits(&lexical))
+    {
+        return deny(
+            Source::Sandbox,
+            format!(
+                "`{raw}` is {what}, a protected path: git hooks, config and internals decide what git runs and what your branches hold, and settings decide permissions; agents never write them with file tools (git itself does when a command runs it; edit it yourself if needed)"
+            ),
+            target,
+        );
+    }
+    let rule = ctx.path_rule(&c.rule_names, &real);
+    // A deny of the target, or (for a directory) of what is below it.
+    let deny = match rule {
+        Some(r) if r.kind == RuleKind::Deny => Some(r),
+        _ if resolved.dir => path_deny(ctx, &[&c.rule_names], &real.join("_")),
+        _ => None,
+    };
+    if let Some(r) = deny {
+        let mut d = from_rule(r, raw);
+        d.target = Some(target);
+        return d;
+    }
+    let category = c.category;
+    let mut d = match rule {
+        Some(r) => from_rule(r, raw),
+        None => fallback(ctx.mode(), category, ""),
+    };
+    d.target = Some(target);
+    d
+}
+
+/// The strongest deny rule for `real` under the first of `groups` (each the rule names
+/// of one tool) that has one. Callers also probe `real/_` for a directory: `tar cf -
+/// secrets` reads what `Read(secrets/**)` denies. Best effort: a deny on a deeper glob is
+/// seen only when the named path itself matches.
+pub(super) fn path_deny<'r>(
+    ctx: &Ctx<'r>,
+    groups: &[&[RuleName]],
+    real: &Path,
+) -> Option<&'r Rule> {
+    match &ctx.index {
+        Some(i) => i.deny(&ctx.policy.rules, groups, real, &ctx.bases),
+        None => groups.iter().find_map(|names| {
+            ctx.path_rule(names, real)
+                .filter(|r| r.kind == RuleKind::Deny)
+        }),
+    }
+}

@@ -1,0 +1,232 @@
+//! How a rule matches one part of a command (`Subject::Command`): allow rules see the
+//! command as written, deny and ask rules also see every other spelling (`forms`) and words
+//! not known until run time (`could_match`); the literal head of a wildcard pattern is a
+//! cheap test before its regex.
+
+use super::matcher::{Matcher, collapse_spaces, str_matches};
+use super::{Rule, RuleKind, RuleName, RuleTool};
+
+impl Rule {
+    /// Whether the rule matches one part of a command (see `Subject::Command`).
+    pub(super) fn matches_command(
+        &self,
+        text: &str,
+        full: &str,
+        privileged: bool,
+        forms: &[String],
+        open: bool,
+    ) -> bool {
+        if !matches!(self.tool, RuleTool::Named(RuleName::Bash)) {
+            return false;
+        }
+        // Deny and ask see through every wrapper and spelling, and a word computed
+        // at run time could be anything; allow sees only the command as written,
+        // through a wrapper only when it does not raise privileges (`sudo x` needs
+        // its own rule).
+        let m = |s: &str| self.command_text_matches(s);
+        match self.kind {
+            RuleKind::Allow if privileged => m(full),
+            RuleKind::Allow => m(text) || (full != text && m(full)),
+            _ => {
+                std::iter::once(text)
+                    .chain(forms.iter().map(String::as_str))
+                    .any(|s| m(s) || could_match(&self.matcher, s, open))
+                    || (full != text && m(full))
+            }
+        }
+    }
+
+    /// Whether the specifier matches one command text. `command_prefix` is a literal
+    /// head every match starts with (the regex is anchored at it), so testing it first
+    /// only skips regexes that could not match: same answer, less work. It is applied to
+    /// each text on its own (the command, its full text, every other spelling), never
+    /// to `could_match`, which judges texts whose words are not known yet.
+    fn command_text_matches(&self, s: &str) -> bool {
+        s.starts_with(self.command_prefix.as_str()) && str_matches(&self.matcher, s)
+    }
+}
+
+/// Whether a command whose words after the first `$` (a variable or substitution, shown
+/// as `$VAR`/`$(…)`) are unknown — or, when `open`, that gets more arguments at run
+/// time — could match the pattern for some value of them. Fails closed: a regex or a
+/// negation could match anything.
+fn could_match(m: &Matcher, s: &str, open: bool) -> bool {
+    let known = match s.find('$') {
+        Some(i) => &s[..i],
+        None if open => s,
+        None => return false,
+    };
+    let literal = match m {
+        Matcher::Wildcard(_, _, lit) => lit.as_str(),
+        Matcher::Exact(e) => e.as_str(),
+        _ => return true,
+    };
+    literal.starts_with(known) || known.starts_with(literal)
+}
+
+/// The literal text a wildcard command pattern's matches start with: the collapsed
+/// specifier up to its first `*`, without the `:` or space before it (`ls *` also
+/// matches the bare `ls`).
+pub(super) fn literal_head(spec: &str) -> String {
+    let spec = collapse_spaces(spec.trim());
+    let head = spec.split('*').next().unwrap_or("");
+    head.trim_end_matches([':', ' ']).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::rule;
+    use super::super::{Layer, Subject};
+    use super::*;
+
+    fn cmd(r: &Rule, text: &str) -> bool {
+        r.matches(&Subject::Command {
+            text,
+            full: text,
+            privileged: false,
+            forms: &[],
+            open: false,
+        })
+    }
+
+    #[test]
+    fn the_literal_prefix_only_skips_what_could_not_match() {
+        let patterns = [
+            "Bash(git push:*)",
+            "Bash(ls *)",
+            "Bash(ls :*)",
+            "Bash(a::*)",
+            "Bash(npm  run *test*)",
+            "Bash(git status)",
+            "Bash(*push*)",
+            "Bash(=ls *.rs)",
+            "Bash(~^rm )",
+            "Bash(!git *)",
+        ];
+        let texts = [
+            "git push",
+            "git push origin",
+            "git pushx",
+            "ls",
+            "ls -la",
+            "lsx",
+            "a:",
+            "a: x",
+            "npm run my-test x",
+            "git status",
+            "/usr/bin/git push",
+            "ls *.rs",
+            "rm -rf x",
+            "",
+        ];
+        for p in patterns {
+            let r = rule(p);
+            for t in texts {
+                assert_eq!(
+                    r.command_text_matches(t),
+                    str_matches(&r.matcher, t),
+                    "{p} on `{t}`"
+                );
+            }
+        }
+        // Deny rules still see other spellings and open parts past the prefix.
+        let deny = Rule::parse("Bash(git push:*)", RuleKind::Deny, Layer::User, None).unwrap();
+        let forms = ["git push".to_string()];
+        let seen = |text: &str, forms: &[String], open: bool| {
+            deny.matches(&Subject::Command {
+                text,
+                full: text,
+                privileged: false,
+                forms,
+                open,
+            })
+        };
+        assert!(seen("/usr/bin/git push", &forms, false));
+        assert!(seen("git", &[], true));
+        assert!(!seen("git", &[], false));
+        assert!(seen("$X push", &[], false));
+    }
+
+    #[test]
+    fn command_patterns() {
+        let table = [
+            ("Bash", "anything at all", true),
+            ("Bash(*)", "rm x", true),
+            ("Bash(npm run test:*)", "npm run test", true),
+            ("Bash(npm run test:*)", "npm run test -- --watch", true),
+            ("Bash(npm run test:*)", "npm run testx", false),
+            ("Bash(npm run build)", "npm run build", true),
+            ("Bash(npm run build)", "npm run build && rm -rf x", false),
+            ("Bash(git * main)", "git push origin main", true),
+            ("Bash(ls *)", "ls", true),
+            ("Bash(ls *)", "ls -la", true),
+            ("Bash(ls *)", "lsof", false),
+            ("Bash(=git status)", "git status", true),
+            ("Bash(=git status)", "git status -s", false),
+            ("Bash(~^cargo (test|check)\\b)", "cargo test --lib", true),
+            ("Bash(~^cargo (test|check)\\b)", "cargo publish", false),
+            ("Bash(!git *)", "rm x", true),
+            ("Bash(!git *)", "git log", false),
+        ];
+        for (r, c, want) in table {
+            assert_eq!(cmd(&rule(r), c), want, "{r} vs {c}");
+        }
+    }
+
+    #[test]
+    fn allow_does_not_see_through_sudo() {
+        let r = rule("Bash(npm test)");
+        let s = Subject::Command {
+            text: "npm test",
+            full: "sudo npm test",
+            privileged: true,
+            forms: &[],
+            open: false,
+        };
+        assert!(!r.matches(&s));
+        let d = Rule::parse("Bash(rm:*)", RuleKind::Deny, Layer::User, None).unwrap();
+        let s = Subject::Command {
+            text: "rm x",
+            full: "sudo rm x",
+            privileged: true,
+            forms: &[],
+            open: false,
+        };
+        assert!(d.matches(&s), "deny sees through sudo");
+    }
+
+    #[test]
+    fn deny_sees_other_spellings_and_unknown_words_but_allow_does_not() {
+        let mk = |t: &str, k| Rule::parse(t, k, Layer::User, None).unwrap();
+        let forms = vec!["git push".to_string()];
+        let s = |text: &'static str, open| Subject::Command {
+            text,
+            full: text,
+            privileged: false,
+            forms: &forms,
+            open,
+        };
+        let deny = mk("Bash(git push:*)", RuleKind::Deny);
+        let allow = mk("Bash(git push:*)", RuleKind::Allow);
+        assert!(deny.matches(&s("git -C . push", false)));
+        assert!(!allow.matches(&s("git -C . push", false)));
+        let none: Vec<String> = Vec::new();
+        let bare = |text: &'static str, open| Subject::Command {
+            text,
+            full: text,
+            privileged: false,
+            forms: &none,
+            open,
+        };
+        assert!(
+            deny.matches(&bare("git $VAR", false)),
+            "the word could be push"
+        );
+        assert!(deny.matches(&bare("git pu$VAR", false)));
+        assert!(deny.matches(&bare("$(…) push", false)));
+        assert!(deny.matches(&bare("git", true)), "xargs git");
+        assert!(!deny.matches(&bare("git log $VAR", false)));
+        assert!(!deny.matches(&bare("git", false)));
+        assert!(!allow.matches(&bare("git $VAR", false)));
+    }
+}
