@@ -74,6 +74,17 @@ fn markers(conversation: &[Message]) -> Vec<(String, u64)> {
     all
 }
 
+/// `crew` in `cwd` with `home` as HOME and no provider keys (as `common::crew`), not yet run.
+fn crew_command(cwd: &Path, home: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_crew"));
+    cmd.current_dir(cwd)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY");
+    cmd
+}
+
 fn the_team(home: &Path) -> Team {
     let teams = home.join(".crew/teams");
     let dir = std::fs::read_dir(&teams).unwrap().next().unwrap().unwrap();
@@ -96,7 +107,7 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     std::fs::write(&second, SECOND).unwrap();
     let (rec1, rec2) = (base.join("rec1.jsonl"), base.join("rec2.jsonl"));
 
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
+    let mut child = crew_command(&repo, &home)
         .args([
             "-p",
             "split the work",
@@ -107,11 +118,6 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
             "--record-requests",
             rec1.to_str().unwrap(),
         ])
-        .current_dir(&repo)
-        .env("HOME", &home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -156,10 +162,9 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
         "MSG-A2 was still unread at the kill"
     );
 
-    let out = common::crew(
-        &repo,
-        &home,
-        &[
+    // Bounded: without the restore, the continued run would wait on the team forever.
+    let mut resumed = crew_command(&repo, &home)
+        .args([
             "--continue",
             "-p",
             "carry on",
@@ -169,8 +174,20 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
             &format!("script:{}", second.display()),
             "--record-requests",
             rec2.to_str().unwrap(),
-        ],
-    );
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while resumed.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            resumed.kill().unwrap();
+            panic!("crew --continue did not end: the restored team never became quiet");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = resumed.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
 
