@@ -227,12 +227,7 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     assert_eq!(text.matches("MSG-A1").count(), 1, "{text}");
     assert_eq!(text.matches("MSG-A2").count(), 1, "{text}");
     // The lead gets bob's report once.
-    let lead_last = &second_run
-        .iter()
-        .filter(|(a, _)| a == "lead")
-        .next_back()
-        .unwrap()
-        .1;
+    let lead_last = &second_run.iter().rfind(|(a, _)| a == "lead").unwrap().1;
     assert_eq!(markers(lead_last), [("bob".to_string(), 0)]);
     // Alice had no unread mail: she stayed idle and made no request.
     assert!(second_run.iter().all(|(a, _)| a != "w/alice"));
