@@ -17,9 +17,12 @@ use crewmaster::team::{MemberName, Team, TodoId, TodoStatus};
 
 const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
-/// The first run: the lead starts alice and bob and adds items 1 and 2 (2 blocked by 1);
+/// The first run (delays order it: bob exists before alice's first message, reads it at
+/// his first turn boundary, and is in his long call before her second): the lead starts alice and bob and adds items 1 and 2 (2 blocked by 1);
 /// alice claims and completes 1, messages bob (read by him at his next turn), then
 /// messages him again while he is in a long model call; everyone ends up in a long call.
+/// The delays order it: bob exists before alice's first message, reads it at his first
+/// turn boundary, and is in his long call before her second.
 const FIRST: &str = r#"{"turns": [
     {"tool_calls": [
       {"name": "todo_add", "input": {"subject": "first"}},
@@ -31,14 +34,14 @@ const FIRST: &str = r#"{"turns": [
     {"delay_ms": 60000, "text": "never"}],
   "agents": {
     "alice": {"turns": [
-      {"tool_calls": [
+      {"delay_ms": 800, "tool_calls": [
         {"name": "todo_update", "input": {"id": "1", "status": "in_progress"}},
         {"name": "todo_update", "input": {"id": "1", "status": "completed"}},
         {"name": "send_message", "input": {"to": "bob", "message": "MSG-A1"}}]},
-      {"delay_ms": 1500, "tool_calls": [{"name": "send_message", "input": {"to": "bob", "message": "MSG-A2"}}]},
+      {"delay_ms": 3000, "tool_calls": [{"name": "send_message", "input": {"to": "bob", "message": "MSG-A2"}}]},
       {"delay_ms": 60000, "text": "never"}]},
     "bob": {"turns": [
-      {"delay_ms": 700, "tool_calls": [{"name": "todo_list", "input": {}}]},
+      {"delay_ms": 2000, "tool_calls": [{"name": "todo_list", "input": {}}]},
       {"delay_ms": 60000, "text": "never"}]}}}"#;
 
 /// The continued run: bob, woken by his unread mail, reports to the lead and is done.
@@ -119,7 +122,7 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
             rec1.to_str().unwrap(),
         ])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(base.join("first.err")).unwrap())
         .spawn()
         .unwrap();
     // Kill once bob has read MSG-A1 (his second request holds it) and MSG-A2 is in his
@@ -138,7 +141,15 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
         if bob_read_a1 && a2_sent {
             break;
         }
-        assert!(Instant::now() < deadline, "the team run did not get going");
+        assert!(
+            Instant::now() < deadline,
+            "the team run did not get going: {}\nrequests: {:?}",
+            std::fs::read_to_string(base.join("first.err")).unwrap_or_default(),
+            requests(&rec1)
+                .iter()
+                .map(|(a, m)| format!("{a}: {}", serde_json::to_string(m).unwrap()))
+                .collect::<Vec<_>>()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(200));
