@@ -17,8 +17,7 @@ use crewmaster::team::{MemberName, Team, TodoId, TodoStatus};
 
 const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
-/// The first run (delays order it: bob exists before alice's first message, reads it at
-/// his first turn boundary, and is in his long call before her second): the lead starts alice and bob and adds items 1 and 2 (2 blocked by 1);
+/// The first run: the lead starts alice and bob and adds items 1 and 2 (2 blocked by 1);
 /// alice claims and completes 1, messages bob (read by him at his next turn), then
 /// messages him again while he is in a long model call; everyone ends up in a long call.
 /// The delays order it: bob exists before alice's first message, reads it at his first
