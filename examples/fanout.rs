@@ -193,6 +193,7 @@ async fn main() -> anyhow::Result<()> {
             max_concurrent_agents: n,
             subagent_max_turns: 10,
             teams_dir: None,
+            restore_team: None,
         }),
     })
     .await?;

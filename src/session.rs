@@ -29,6 +29,7 @@ use crate::provider::Provider;
 use crate::tasks::actor::{TaskManager, TaskMsg};
 use crate::team::Team;
 use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
+use crate::team::restore::Transcripts;
 use crate::tools::{CommandSandbox, Registry};
 use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
 use std::path::Path;
@@ -79,6 +80,9 @@ pub struct Orchestration {
     /// Where teams live (`~/.crew/teams`); the session's team is named after its session
     /// directory. `None`: no team (named agents are refused).
     pub teams_dir: Option<PathBuf>,
+    /// A resumed session's transcripts: its team (roster, inboxes, list and each
+    /// teammate's conversation) is restored from them and its teammates restarted.
+    pub restore_team: Option<Transcripts>,
 }
 
 /// Messages the session accepts.
@@ -219,6 +223,10 @@ impl Actor for Session {
             }
             _ => None,
         };
+        let restore_team = cfg
+            .orchestration
+            .as_ref()
+            .and_then(|o| o.restore_team.clone());
         let subagents = match (cfg.orchestration, &tasks) {
             (Some(o), Some(tasks)) => Some(SubagentEnv {
                 runner: runner.clone(),
@@ -234,6 +242,10 @@ impl Actor for Session {
             }),
             _ => None,
         };
+        let lead_mode = SharedMode::new(cfg.permission_mode);
+        if let (Some(transcripts), Some(link), Some(env)) = (restore_team, &team, &subagents) {
+            restore_team_members(env, link, &transcripts, lead_mode.clone(), &cfg.events).await;
+        }
         let (lead, _) = Actor::spawn_linked(
             None,
             LeadAgent,
@@ -241,7 +253,7 @@ impl Actor for Session {
                 runner,
                 place: RunPlace {
                     cwd: cfg.cwd,
-                    permission_mode: SharedMode::new(cfg.permission_mode),
+                    permission_mode: lead_mode,
                     sandbox: cfg.sandbox,
                     delegate: None,
                     tasks: tasks.clone(),
@@ -300,6 +312,38 @@ impl Actor for Session {
             );
         }
         Ok(())
+    }
+}
+
+/// Brings a resumed session's team back: restores the roster, inboxes and list from the
+/// transcripts (see `team::restore`) and restarts each teammate that had not finished,
+/// failed or been stopped, idle with its conversation. What cannot be restored is reported
+/// on the bus; the session runs on without it.
+async fn restore_team_members(
+    env: &SubagentEnv,
+    link: &TeamLink,
+    transcripts: &Transcripts,
+    mode: SharedMode,
+    events: &EventBus,
+) {
+    let report = |message: String| events.publish("session", EventKind::Error { message });
+    let (storage, paths) = (link.storage.clone(), transcripts.clone());
+    let restored =
+        match tokio::task::spawn_blocking(move || crate::team::restore::restore(&storage, &paths))
+            .await
+        {
+            Ok(Ok(restored)) => restored,
+            Ok(Err(e)) => return report(format!("the team could not be restored: {e}")),
+            Err(e) => return report(format!("the team could not be restored: {e}")),
+        };
+    for member in restored.members {
+        use crate::team::MemberStatus::{Failed, Finished, Stopped};
+        if matches!(member.member.status, Finished | Failed | Stopped) {
+            continue;
+        }
+        if let Err(e) = crate::agent::team_launch::relaunch(env, link, member, mode.clone()).await {
+            report(e);
+        }
     }
 }
 

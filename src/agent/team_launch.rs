@@ -3,21 +3,26 @@
 //! its own worktree, adds it to the roster, and has the team actor spawn its `Teammate`
 //! actor linked under itself (so a crash is seen there). Teammates cannot start
 //! teammates; they share the lead's permission mode unless their definition narrows it.
+//! `crew --continue` restarts the teammates of the resumed session through the same path
+//! ([`relaunch`]), in their existing worktrees, with their restored conversations.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ractor::{Actor, ActorRef, rpc::CallResult};
 
+use super::definition::AgentDefinition;
 use super::delegate::SpawnRequest;
 use super::mode::AgentMode;
 use super::runner::{AgentSpec, RunPlace, RunRequest};
-use super::subagent::SubagentEnv;
+use super::subagent::{SubagentEnv, Workspaces};
 use super::teammate::{Teammate, TeammateArgs};
 use crate::permission::delegation::Placement;
 use crate::permission::{PermissionMode, SharedMode};
+use crate::protocol::Message;
 use crate::team::actor::{Mailbox, SpawnFn, TeamMsg};
+use crate::team::restore::RestoredMember;
 use crate::team::{Member, MemberName, Team};
 use crate::tools::CommandSandbox;
 
@@ -91,12 +96,7 @@ pub async fn launch(
                 .main_cwd
                 .strip_prefix(ws.repo_root())
                 .unwrap_or(Path::new(""));
-            let note = format!(
-                "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
-use paths inside your worktree. You cannot write outside it.",
-                root.display(),
-                ws.repo_root().display()
-            );
+            let note = worktree_note(&root, ws.repo_root());
             (root.join(rel), note, Some((ws.clone(), work_id.clone())))
         }
         _ => (env.main_cwd.clone(), String::new(), None),
@@ -114,7 +114,133 @@ use paths inside your worktree. You cannot write outside it.",
         }
         return Err(e);
     }
+    let first = RunRequest {
+        mode: if req.plan_first {
+            AgentMode::Plan
+        } else {
+            AgentMode::Chat
+        },
+        task: req.prompt.clone(),
+        plan: None,
+    };
+    let start = Start {
+        name,
+        agent_id: agent_id.clone(),
+        model: req.model.clone(),
+        cwd,
+        note,
+        worktree_root,
+        workspace,
+        first: Some(first),
+        conversation: Vec::new(),
+    };
+    start_actor(env, team, &def, mode, start).await?;
+    Ok(agent_id)
+}
 
+/// Restarts a teammate of a resumed session (`crew --continue`) as an idle actor holding
+/// its restored conversation, in the worktree the roster names (no new one is made). Its
+/// inbox was acknowledged up to what that conversation holds, so unread mail wakes it.
+/// A teammate whose definition or worktree is gone is not restarted: the error says why.
+pub async fn relaunch(
+    env: &SubagentEnv,
+    team: &TeamLink,
+    restored: RestoredMember,
+    mode: SharedMode,
+) -> Result<(), String> {
+    let member = restored.member;
+    let name = member.name.clone();
+    let def = env
+        .catalog
+        .get(&member.agent_type)
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "teammate {name} was not restarted: its definition `{}` is no longer available",
+                member.agent_type
+            )
+        })?;
+    let (cwd, note, workspace) = match &member.worktree {
+        Some(dir) if !dir.is_dir() => {
+            return Err(format!(
+                "teammate {name} was not restarted: its worktree {} is gone",
+                dir.display()
+            ));
+        }
+        Some(dir) => match &env.workspaces {
+            Some(ws) => {
+                let rel = env
+                    .main_cwd
+                    .strip_prefix(ws.repo_root())
+                    .unwrap_or(Path::new(""));
+                let root = dir
+                    .ancestors()
+                    .nth(rel.components().count())
+                    .unwrap_or(dir)
+                    .to_path_buf();
+                // Worktrees are made as `<base>/<work id>`, the id starting with the name.
+                let id = root
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .filter(|id| id.starts_with(&format!("{name}-")))
+                    .map(|id| (ws.clone(), id.to_string()));
+                (dir.clone(), worktree_note(&root, ws.repo_root()), id)
+            }
+            None => (dir.clone(), String::new(), None),
+        },
+        None => (env.main_cwd.clone(), String::new(), None),
+    };
+    let start = Start {
+        name,
+        agent_id: member.agent_id.clone(),
+        model: None,
+        cwd,
+        note,
+        worktree_root: member.worktree.clone(),
+        workspace,
+        first: None,
+        conversation: restored.conversation,
+    };
+    start_actor(env, team, &def, mode, start).await
+}
+
+/// What sets a teammate's actor going, new or restored.
+struct Start {
+    name: MemberName,
+    agent_id: String,
+    /// The model the spawn request asked for (a definition's own model wins).
+    model: Option<String>,
+    cwd: PathBuf,
+    /// The worktree paragraph of its system prompt.
+    note: String,
+    /// Its worktree (its only writable root); `None` for `isolation: none`.
+    worktree_root: Option<PathBuf>,
+    /// The worktree to finish when it ends.
+    workspace: Option<(Arc<dyn Workspaces>, String)>,
+    first: Option<RunRequest>,
+    conversation: Vec<Message>,
+}
+
+/// The system prompt paragraph for a teammate in the worktree at `root`.
+fn worktree_note(root: &Path, repo_root: &Path) -> String {
+    format!(
+        "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
+use paths inside your worktree. You cannot write outside it.",
+        root.display(),
+        repo_root.display()
+    )
+}
+
+/// Builds the teammate's runner and place from its definition and has the team actor
+/// spawn its `Teammate` actor linked under itself.
+async fn start_actor(
+    env: &SubagentEnv,
+    team: &TeamLink,
+    def: &AgentDefinition,
+    mode: SharedMode,
+    start: Start,
+) -> Result<(), String> {
+    let name = start.name;
     let all: Vec<String> = env
         .runner
         .pipeline
@@ -130,35 +256,40 @@ use paths inside your worktree. You cannot write outside it.",
     allowed.insert("send_message".into());
     let mut runner = env.runner.clone();
     runner.spec = AgentSpec {
-        id: agent_id.clone(),
-        model: match def.model.as_deref().or(req.model.as_deref()).map(str::trim) {
+        id: start.agent_id,
+        model: match def
+            .model
+            .as_deref()
+            .or(start.model.as_deref())
+            .map(str::trim)
+        {
             None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => {
                 env.runner.spec.model.clone()
             }
             Some(m) => m.to_string(),
         },
         system_prompt: format!(
-            "{}{note}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
+            "{}{}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
 other teammates arrive in your conversation marked <team-message from=\"...\">. Report to the lead with \
 send_message {{to: \"lead\"}} (it does not see your output otherwise). When you have nothing left to do, \
 end your turn: you wait, idle, until a message arrives.",
-            def.prompt
+            def.prompt, start.note
         ),
         allowed_tools: Some(allowed),
         max_turns: def.max_turns.unwrap_or(env.default_max_turns),
         max_tokens: env.runner.spec.max_tokens,
     };
     let mailbox = team.mailbox(name.clone());
-    let writable = match &worktree_root {
+    let writable = match &start.worktree_root {
         Some(root) => {
             let mut roots = vec![root.clone()];
             roots.extend(crate::tools::landlock::git_writable_dirs(root));
             roots
         }
-        None => vec![cwd.clone()],
+        None => vec![start.cwd.clone()],
     };
     let place = RunPlace {
-        cwd,
+        cwd: start.cwd,
         permission_mode: narrowed(mode, def.permission_mode.as_deref()),
         sandbox: CommandSandbox::Landlock {
             writable_roots: writable,
@@ -169,22 +300,14 @@ end your turn: you wait, idle, until a message arrives.",
         team: None,
         mail: Some(Arc::new(mailbox.clone())),
     };
-    let first = RunRequest {
-        mode: if req.plan_first {
-            AgentMode::Plan
-        } else {
-            AgentMode::Chat
-        },
-        task: req.prompt.clone(),
-        plan: None,
-    };
     let args = TeammateArgs {
         name: name.clone(),
         runner,
         place,
         mailbox,
-        first,
-        workspace: workspace.clone(),
+        first: start.first,
+        conversation: start.conversation,
+        workspace: start.workspace,
         slots: env.slots.clone(),
     };
     let spawn: SpawnFn = Box::new(move |cell| {
@@ -207,7 +330,7 @@ end your turn: you wait, idle, until a message arrives.",
         )
         .await;
     match started {
-        Ok(CallResult::Success(Ok(_))) => Ok(agent_id),
+        Ok(CallResult::Success(Ok(_))) => Ok(()),
         Ok(CallResult::Success(Err(e))) => Err(e),
         _ => Err("the team did not answer; the teammate may not have started".into()),
     }

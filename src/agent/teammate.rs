@@ -49,7 +49,11 @@ pub struct TeammateArgs {
     pub(super) runner: Runner,
     pub(super) place: RunPlace,
     pub(super) mailbox: Mailbox,
-    pub(super) first: RunRequest,
+    /// Its first assignment; `None` for a teammate restored by `crew --continue`, which
+    /// starts idle and runs when its inbox holds unread mail.
+    pub(super) first: Option<RunRequest>,
+    /// The conversation it starts with (empty for a new teammate).
+    pub(super) conversation: Vec<Message>,
     pub(super) workspace: Option<(Arc<dyn Workspaces>, String)>,
     pub(super) slots: Arc<Semaphore>,
 }
@@ -88,18 +92,19 @@ impl Actor for Teammate {
                 let _ = me.cast(TeammateMsg::Wake);
             }),
         ));
+        let mode = args.first.as_ref().map_or(AgentMode::Chat, |f| f.mode);
         let _ = args.runner.pipeline.gate.cast(GateMsg::Register {
             agent: args.runner.spec.id.clone(),
-            policy: GatePolicy::new(args.first.mode, args.runner.spec.allowed_tools.clone()),
+            policy: GatePolicy::new(mode, args.runner.spec.allowed_tools.clone()),
         });
         Ok(TeammateState {
             name: args.name,
             runner: args.runner,
             place: args.place,
             mailbox: args.mailbox,
-            conversation: Vec::new(),
-            mode: args.first.mode,
-            first: Some(args.first),
+            conversation: args.conversation,
+            mode,
+            first: args.first,
             running: None,
             plan: None,
             workspace: args.workspace,
@@ -112,8 +117,10 @@ impl Actor for Teammate {
         myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let Some(first) = state.first.take() {
-            start_run(myself, state, first);
+        match state.first.take() {
+            Some(first) => start_run(myself, state, first),
+            // Restored: unread mail wakes it at once, otherwise it is idle.
+            None => next(myself, state).await,
         }
         Ok(())
     }

@@ -109,6 +109,7 @@ pub async fn prepare(
         warn(format!("agent definition not loaded: {e}"));
     }
     let (session_id, conversation) = choose_session(cli, &project_root)?;
+    let resuming = cli.resume.is_some() || cli.continue_session;
     let transcript = crate::transcript::transcript_path(&project_root, &session_id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let session_dir = crate::store::session_dir(&project_root, &session_id)
@@ -153,6 +154,10 @@ pub async fn prepare(
             max_concurrent_agents,
             subagent_max_turns: cli.max_turns,
             teams_dir: crate::store::teams_dir(),
+            restore_team: resuming.then(|| crate::team::restore::Transcripts {
+                lead: transcript.clone(),
+                agents_dir: agents_dir.clone(),
+            }),
         }),
     })
     .await?;

@@ -195,6 +195,7 @@ pub async fn start(setup: Setup) -> TestSession {
             max_concurrent_agents: 8,
             subagent_max_turns: 10,
             teams_dir: Some(home.join("teams")),
+            restore_team: None,
         }
     });
     let provider = ScriptedProvider::new(script);
