@@ -221,6 +221,7 @@ async fn an_approval_turns_only_its_own_pending_call_into_a_permit() {
         call: call.clone(),
         decision: decision.clone(),
         mode: PermissionMode::Default,
+        teammate: None,
     };
     let human = async {
         let q = questions.recv().await.unwrap();

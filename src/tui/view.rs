@@ -131,6 +131,7 @@ mod tests {
                 call,
                 decision: Decision::new(Verdict::Ask, Source::Mode, "default mode asks"),
                 mode: PermissionMode::Default,
+                teammate: None,
             },
             reply: tx.into(),
         });
