@@ -17,6 +17,8 @@ use crewmaster::tools::{
     CommandSandbox, Definition, Registry, Safety, Tool, ToolContext, ToolError,
 };
 use serde_json::{Value, json};
+
+pub mod team;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// What a fake tool does when it runs.
