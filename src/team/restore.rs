@@ -204,4 +204,31 @@ mod tests {
         let found: Vec<_> = delivered_markers(&conversation).collect();
         assert_eq!(found, [("alice".to_string(), 3), ("carol".to_string(), 4)]);
     }
+
+    #[test]
+    fn a_conversation_is_cut_off_unless_it_ends_with_a_final_answer() {
+        use crate::protocol::ToolCall;
+        let user = Message::user_text("task");
+        let answer = Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text {
+                text: "done".into(),
+            }],
+        };
+        let calling = Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse(ToolCall {
+                id: "c1".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            })],
+        };
+        assert!(!cut_off(&[]), "nothing to carry on from");
+        assert!(
+            cut_off(std::slice::from_ref(&user)),
+            "its request was in flight"
+        );
+        assert!(cut_off(&[user.clone(), calling]), "it had called tools");
+        assert!(!cut_off(&[user, answer]));
+    }
 }
