@@ -109,6 +109,7 @@ pub struct TeammateState {
     slots: Arc<Semaphore>,
     /// Restored mid-turn: the next look at an empty inbox carries on with the task.
     interrupted: bool,
+    /// What its own subagents share.
     env: SubagentEnv,
     /// Its subagents (actor → task id), for supervision.
     children: HashMap<ActorId, String>,
@@ -306,6 +307,7 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         start_run(myself, state, req);
         return;
     }
+    // Mail (if any) carries a cut-off teammate on from its conversation just as well.
     state.interrupted = false;
     if unread.is_empty() {
         let _ = state
