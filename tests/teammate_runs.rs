@@ -1,7 +1,8 @@
 //! Teammates beyond messaging (issue 10), through the real actors, inboxes and worktrees
 //! with per-agent scripted models: a run that ends on a provider error is a failure the
 //! lead is told of (items back to pending), a teammate delegates to a plain worktree
-//! subagent and gets its answer (but cannot start teammates), and a teammate's Ask reaches
+//! subagent and gets its answer (but cannot start teammates) or is woken when a background
+//! one ends, and a teammate's Ask reaches
 //! the lead's approver saying which teammate is asking.
 
 mod common;
@@ -150,6 +151,65 @@ async fn a_teammate_delegates_to_a_worktree_subagent_and_gets_its_answer() {
             .unwrap()
             .member(&MemberName::parse("zed").unwrap())
             .is_none()
+    );
+    t.session.shutdown().await;
+}
+
+/// alice starts a subagent in the background and ends her turn: she is not idle while it
+/// runs (the run does not end under it), and its end wakes her with its answer, which she
+/// reports to the lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammates_background_subagent_wakes_her_when_it_ends() {
+    let script = r#"{
+      "turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "a", "prompt": "Get it done.", "subagent_type": "w", "name": "alice"}}]},
+        {"text": "started"}
+      ],
+      "agents": {
+        "alice": {"turns": [
+          {"tool_calls": [
+            {"name": "agent", "input": {"description": "bg", "prompt": "Do it.", "subagent_type": "helper", "run_in_background": true}}]},
+          {"text": "waiting for my helper"},
+          {"tool_calls": [{"name": "send_message", "input": {"to": "lead", "message": "ALICE-SAW-THE-HELPER"}}]},
+          {"text": "alice done"}
+        ]},
+        "helper": {"turns": [{"delay_ms": 800, "text": "BG-ANSWER"}]}
+      }
+    }"#;
+    let writer = WRITER.replace("send_message", "send_message, agent");
+    let helper = "---\nname: helper\ndescription: helps\ntools: read_file\n---\nHelp.\n";
+    let t = start(team_setup(
+        script,
+        vec![
+            (".crew/agents/w.md", writer),
+            (".crew/agents/helper.md", helper.to_string()),
+        ],
+    ))
+    .await;
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        t.session.run_until_quiet(chat("go"), 10),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    let all = t.provider.requests();
+    let alice = requests_of(&all, "w/alice");
+    let woken = alice
+        .iter()
+        .map(|r| shown(r))
+        .find(|s| s.contains("BG-ANSWER"))
+        .unwrap_or_else(|| panic!("the helper's end reached alice: {alice:?}"));
+    assert!(
+        woken.contains("A subagent you started has ended"),
+        "{woken}"
+    );
+    assert!(
+        requests_of(&all, "lead")
+            .iter()
+            .any(|r| shown(r).contains("ALICE-SAW-THE-HELPER")),
+        "alice reported to the lead before the run ended"
     );
     t.session.shutdown().await;
 }

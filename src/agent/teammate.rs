@@ -13,7 +13,8 @@
 //! team actor's supervision releases its items and tells the lead.
 //!
 //! A teammate may start plain subagents (not teammates) through its own actor, which
-//! links them under itself, with the subagents' depth and concurrency limits. A teammate
+//! links them under itself, with the subagents' depth and concurrency limits; it is idle
+//! only once they have ended, and one that ends wakes it (`teammate_tasks`). A teammate
 //! restored by `crew --continue` comes back in the mode its plan stage says, and one cut
 //! off mid-turn carries on with its task even when no mail is waiting.
 
@@ -28,6 +29,7 @@ use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent::{SubagentEnv, Workspaces, launch, on_child_event, resume};
+use super::teammate_tasks::{SUBAGENT_DEPTH, TASK_NEWS, watch};
 use crate::events::EventKind;
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
@@ -36,10 +38,6 @@ use crate::team::actor::{Mailbox, TeamMsg};
 use crate::team::{
     Envelope, MemberName, MemberStatus, MessageKind, Outgoing, PlanStage, Recipient, Team,
 };
-
-/// The depth of a teammate's own subagents: a teammate is started by the lead, as a
-/// subagent of depth 1 is, so its subagents are one deeper.
-const SUBAGENT_DEPTH: u32 = 2;
 
 /// The task a teammate cut off mid-turn is restarted with.
 const CARRY_ON: &str = "The session was stopped while you were working and has now resumed. \
@@ -60,6 +58,11 @@ pub enum TeammateMsg {
     Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
     /// Resume a finished subagent (its `send_message` to one).
     Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
+    /// Internal: one of its subagents ended (`ended`), or none is running.
+    TaskNews {
+        /// Whether a subagent ended with its notice still unreported.
+        ended: bool,
+    },
 }
 
 /// The teammate actor (configuration only).
@@ -113,6 +116,10 @@ pub struct TeammateState {
     env: SubagentEnv,
     /// Its subagents (actor → task id), for supervision.
     children: HashMap<ActorId, String>,
+    /// It has started subagents: it goes idle only once they have ended.
+    delegated: bool,
+    /// A watch for its subagents' ends is out (see `teammate_tasks`).
+    watching: bool,
 }
 
 impl Actor for Teammate {
@@ -166,6 +173,8 @@ impl Actor for Teammate {
             interrupted,
             env: args.env,
             children: HashMap::new(),
+            delegated: false,
+            watching: false,
         })
     }
 
@@ -223,11 +232,34 @@ impl Actor for Teammate {
                     &mut state.children,
                 )
                 .await;
+                state.delegated |= r.is_ok();
                 let _ = reply.send(r);
             }
             TeammateMsg::Resume(req, reply) => {
                 let r = resume(myself.get_cell(), &state.env, req, &mut state.children).await;
+                state.delegated |= r.is_ok();
                 let _ = reply.send(r);
+            }
+            // While it runs, the runner reports ended subagents at each turn boundary, and
+            // the end of the run looks again.
+            TeammateMsg::TaskNews { .. } if state.running.is_some() => state.watching = false,
+            TeammateMsg::TaskNews { ended: true } => {
+                state.watching = false;
+                let req = RunRequest {
+                    mode: chat_unless_planning(state.mode),
+                    task: TASK_NEWS.into(),
+                    plan: None,
+                };
+                start_run(myself, state, req);
+            }
+            // Nothing of its own is running: now it is idle (mail that came meanwhile has
+            // woken it already).
+            TeammateMsg::TaskNews { ended: false } => {
+                state.watching = false;
+                let _ = state
+                    .mailbox
+                    .actor
+                    .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Idle));
             }
             // A run that ends on a provider error fails like a crash: its items go back
             // to the list and the lead hears of it, instead of a silent idle teammate.
@@ -296,11 +328,7 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         .unwrap_or_default();
     if unread.is_empty() && std::mem::take(&mut state.interrupted) {
         let req = RunRequest {
-            mode: if state.mode == AgentMode::Do {
-                AgentMode::Chat
-            } else {
-                state.mode
-            },
+            mode: chat_unless_planning(state.mode),
             task: CARRY_ON.into(),
             plan: None,
         };
@@ -309,6 +337,17 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
     }
     // Mail (if any) carries a cut-off teammate on from its conversation just as well.
     state.interrupted = false;
+    if unread.is_empty() && state.delegated {
+        // Idle once its subagents have ended and been reported (the watch answers).
+        if !std::mem::replace(&mut state.watching, true) {
+            watch(
+                myself,
+                state.env.tasks.clone(),
+                state.runner.spec.id.clone(),
+            );
+        }
+        return;
+    }
     if unread.is_empty() {
         let _ = state
             .mailbox
@@ -350,16 +389,21 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
             }
         }
         (mode, _, _) => RunRequest {
-            mode: if mode == AgentMode::Do {
-                AgentMode::Chat
-            } else {
-                mode
-            },
+            mode: chat_unless_planning(mode),
             task: "New messages arrived for you (below). Act on them.".into(),
             plan: None,
         },
     };
     start_run(myself, state, req);
+}
+
+/// The mode of a run that is not the approved plan's: Plan stays Plan, Do is over.
+fn chat_unless_planning(mode: AgentMode) -> AgentMode {
+    if mode == AgentMode::Do {
+        AgentMode::Chat
+    } else {
+        mode
+    }
 }
 
 /// Records `name`'s plan stage in the roster (for `crew --continue`); a failure is only
