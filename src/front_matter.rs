@@ -1,0 +1,126 @@
+//! YAML front matter of Markdown files (agent definitions, skills, slash commands): the
+//! split into the YAML head and the body, and the tool lists those heads carry
+//! (`tools`, `allowed-tools`), mapped from Claude Code's names to ours.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+/// Splits `---\n<yaml>\n---\n<body>` into the YAML and the trimmed body. The error says
+/// what is wrong and what to do.
+pub fn split(text: &str) -> Result<(&str, &str), String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text
+        .strip_prefix("---")
+        .ok_or("missing YAML front matter: the file must start with a `---` line")?;
+    let end = rest
+        .find("\n---")
+        .ok_or("unterminated front matter: add a closing `---` line")?;
+    let yaml = &rest[..end];
+    let body = rest[end + 4..].trim_start_matches(['-']).trim();
+    Ok((yaml, body))
+}
+
+/// Splits optional front matter: a file without a leading `---` is all body (Claude Code's
+/// slash commands need no front matter).
+pub fn split_optional(text: &str) -> Result<(Option<&str>, &str), String> {
+    let trimmed = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if trimmed.starts_with("---") {
+        split(trimmed).map(|(yaml, body)| (Some(yaml), body))
+    } else {
+        Ok((None, trimmed.trim()))
+    }
+}
+
+/// A tool list as written: `Read, Grep`, `Read Grep`, `Bash(git add:*), Read` or a YAML
+/// list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolList {
+    /// One string, comma or space separated.
+    Text(String),
+    /// A YAML list.
+    List(Vec<String>),
+}
+
+impl ToolList {
+    /// The registry names of the listed tools. Claude Code's names (`Read`, `Grep`,
+    /// `Task`) map to ours; a `Bash(git:*)` pattern narrows to its tool (`run_command`)
+    /// — the gate filters by name only, the permission engine judges the command. Names
+    /// that are no tool stay as written (they allow nothing).
+    pub fn names(&self) -> BTreeSet<String> {
+        let items: Vec<String> = match self {
+            ToolList::Text(s) => items(s),
+            ToolList::List(v) => v.iter().flat_map(|s| items(s)).collect(),
+        };
+        items
+            .iter()
+            .map(|item| {
+                let bare = item.split('(').next().unwrap_or(item).trim();
+                crate::agent::definition::tool_name(bare).to_string()
+            })
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
+/// Splits on commas and white space outside parentheses (`Bash(git add:*)` is one item).
+fn items(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    for ch in s.chars() {
+        match ch {
+            '(' => {
+                depth += 1;
+                cur.push(ch);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                cur.push(ch);
+            }
+            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
+                if !cur.trim().is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: ToolList) -> Vec<String> {
+        list.names().into_iter().collect()
+    }
+
+    #[test]
+    fn lists_map_claude_code_names_and_patterns() {
+        let list = ToolList::Text("Read, Grep Bash(git add:*), Bash(git status:*)".into());
+        assert_eq!(names(list), ["read_file", "run_command", "search_code"]);
+        let list = ToolList::List(vec!["read_file".into(), "Glob".into(), " ".into()]);
+        assert_eq!(names(list), ["find_files", "read_file"]);
+        let list = ToolList::Text("Skill, mcp__gh__issues, Nope".into());
+        assert_eq!(names(list), ["Nope", "mcp__gh__issues", "skill"]);
+    }
+
+    #[test]
+    fn splits_front_matter_and_body() {
+        assert_eq!(split("---\na: 1\n---\n\nBody\n"), Ok(("\na: 1", "Body")));
+        assert!(split("Body").unwrap_err().contains("---"));
+        assert!(split("---\na: 1\n").unwrap_err().contains("closing"));
+        assert_eq!(split_optional("Just text\n"), Ok((None, "Just text")));
+        assert_eq!(
+            split_optional("---\ndescription: d\n---\nX"),
+            Ok((Some("\ndescription: d"), "X"))
+        );
+    }
+}
