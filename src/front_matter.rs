@@ -32,6 +32,31 @@ pub fn split_optional(text: &str) -> Result<(Option<&str>, &str), String> {
     }
 }
 
+/// The value of a one-line `key:` in `yaml` as written (quotes dropped), and the YAML
+/// without that line.
+pub fn take_raw(yaml: &str, key: &str) -> (Option<String>, String) {
+    let mut value = None;
+    let mut rest = String::with_capacity(yaml.len());
+    for line in yaml.lines() {
+        match line.strip_prefix(key).and_then(|l| l.strip_prefix(':')) {
+            Some(v) if value.is_none() => {
+                let v = v.trim();
+                let v = v
+                    .strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                    .unwrap_or(v);
+                value = Some(v.to_string()).filter(|v| !v.is_empty());
+            }
+            _ => {
+                rest.push_str(line);
+                rest.push('\n');
+            }
+        }
+    }
+    (value, rest)
+}
+
 /// A tool list as written: `Read, Grep`, `Read Grep`, `Bash(git add:*), Read` or a YAML
 /// list.
 #[derive(Debug, Clone, Deserialize)]

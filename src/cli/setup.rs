@@ -135,12 +135,15 @@ pub async fn prepare(
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let agents_dir = session_dir.join("agents");
     // Aliases (Claude Code's `Task` for `agent`) come with the tools' definitions.
-    let registry = Registry::with_tools(
+    let mut registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
             .chain(orchestration_tools(&catalog)),
-    )?
-    .with_skills(skills.clone())?;
+    )?;
+    // The `skill` tool exists where there are skills to load.
+    if !skills.is_empty() {
+        registry = registry.with_skills(skills.clone())?;
+    }
     // The engine decides delegation from each agent type's isolation and read-only-ness,
     // and from whether subagents get worktrees here.
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();

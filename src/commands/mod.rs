@@ -51,15 +51,13 @@ impl SlashCommand {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct CommandFront {
     #[serde(default)]
     description: Option<String>,
     #[serde(default)]
     allowed_tools: Option<ToolList>,
-    #[serde(default)]
-    argument_hint: Option<String>,
     #[serde(default)]
     model: Option<String>,
 }
@@ -83,16 +81,15 @@ pub fn parse(
     scope: Scope,
 ) -> Result<SlashCommand, String> {
     let (yaml, body) = front_matter::split_optional(text)?;
-    let front: CommandFront = match yaml {
-        Some(y) if !y.trim().is_empty() => {
-            serde_yaml_ng::from_str(y).map_err(|e| format!("front matter: {e}"))?
-        }
-        _ => CommandFront {
-            description: None,
-            allowed_tools: None,
-            argument_hint: None,
-            model: None,
-        },
+    // Claude Code's own examples write `argument-hint: [pr-number] [priority]`, which is
+    // not YAML: the hint is taken as written, and the rest parsed.
+    let (argument_hint, yaml) = match yaml {
+        Some(y) => front_matter::take_raw(y, "argument-hint"),
+        None => (None, String::new()),
+    };
+    let front: CommandFront = match yaml.trim() {
+        "" => CommandFront::default(),
+        y => serde_yaml_ng::from_str(y).map_err(|e| format!("front matter: {e}"))?,
     };
     let description = front
         .description
@@ -112,7 +109,7 @@ pub fn parse(
         namespace,
         description,
         allowed_tools: front.allowed_tools.as_ref().map(ToolList::names),
-        argument_hint: front.argument_hint,
+        argument_hint,
         model: front.model.map(|m| m.trim().to_string()).filter(|m| !m.is_empty()),
         body: body.to_string(),
         file: file.to_path_buf(),
@@ -256,7 +253,7 @@ mod tests {
         put(
             project.path(),
             ".claude/commands/review.md",
-            "---\ndescription: Review a file\nallowed-tools: Read, Grep, Bash(git diff:*)\nargument-hint: [file]\nmodel: claude-x\n---\nReview $1.",
+            "---\ndescription: Review a file\nallowed-tools: Read, Grep, Bash(git diff:*)\nargument-hint: [file] [focus]\nmodel: claude-x\n---\nReview $1.",
         );
         put(project.path(), ".claude/commands/frontend/test.md", "Run the frontend tests");
         put(project.path(), ".crew/commands/bad.md", "---\ndescription: [unclosed\n---\nx");
@@ -264,7 +261,7 @@ mod tests {
         let review = c.get("review").unwrap();
         assert_eq!(review.scope, Scope::Project);
         assert_eq!(review.description, "Review a file");
-        assert_eq!(review.argument_hint.as_deref(), Some("[file]"));
+        assert_eq!(review.argument_hint.as_deref(), Some("[file] [focus]"));
         assert_eq!(review.model.as_deref(), Some("claude-x"));
         let tools: Vec<_> = review.allowed_tools.clone().unwrap().into_iter().collect();
         assert_eq!(tools, ["read_file", "run_command", "search_code"]);

@@ -97,8 +97,11 @@ pub fn valid_name(name: &str) -> bool {
 /// Parses one `SKILL.md` (`dir` is its directory; its name is the default skill name).
 pub fn parse(text: &str, dir: &Path, scope: Scope) -> Result<Skill, String> {
     let (yaml, body) = front_matter::split(text)?;
+    // `argument-hint: [a] [b]` is not YAML, but Claude Code accepts it; skills carry no
+    // arguments here, so it is dropped before parsing.
+    let (_, yaml) = front_matter::take_raw(yaml, "argument-hint");
     let front: SkillFront =
-        serde_yaml_ng::from_str(yaml).map_err(|e| format!("front matter: {e}"))?;
+        serde_yaml_ng::from_str(&yaml).map_err(|e| format!("front matter: {e}"))?;
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let name = front
         .name
@@ -227,7 +230,7 @@ mod tests {
     #[test]
     fn parses_claude_code_skill_files() {
         let s = parse(
-            "---\nname: pdf\ndescription: Fill PDF forms\nallowed-tools:\n  - Read\n  - Bash(python:*)\nlicense: MIT\n---\n# PDF\nSteps.",
+            "---\nname: pdf\ndescription: Fill PDF forms\nargument-hint: [file] [out]\nallowed-tools:\n  - Read\n  - Bash(python:*)\nlicense: MIT\n---\n# PDF\nSteps.",
             Path::new("/s/pdf"),
             Scope::User,
         )
