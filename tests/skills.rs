@@ -76,11 +76,7 @@ async fn a_skill_limits_the_tools_until_its_turn_ends_or_another_skill_is_loaded
                 {"name":"read_file","input":{"path":"notes.md"}}]},
             {"text":"Done."}
         ]}"#,
-        vec![
-            read.clone() as Arc<dyn Tool>,
-            search.clone(),
-            write.clone(),
-        ],
+        vec![read.clone() as Arc<dyn Tool>, search.clone(), write.clone()],
     );
     setup.mode = PermissionMode::BypassPermissions;
     setup.skills = true;
@@ -97,7 +93,11 @@ async fn a_skill_limits_the_tools_until_its_turn_ends_or_another_skill_is_loaded
     let results = tool_results(&t.session.conversation().await.unwrap());
     assert!(!results[0].is_error, "{}", results[0].content);
     assert!(results[0].content.contains("Report each finding as"));
-    assert!(!results[1].is_error, "search_code is in the skill's list: {}", results[1].content);
+    assert!(
+        !results[1].is_error,
+        "search_code is in the skill's list: {}",
+        results[1].content
+    );
     assert_eq!(results[2].error_code.as_deref(), Some("tool_not_allowed"));
     assert!(
         results[2].content.contains("skill `review`")
@@ -111,9 +111,17 @@ async fn a_skill_limits_the_tools_until_its_turn_ends_or_another_skill_is_loaded
     t.session.run(chat("now the changelog")).await.unwrap();
     let results = tool_results(&t.session.conversation().await.unwrap());
     let turn2 = &results[3..];
-    assert!(!turn2[2].is_error, "changelog allows Write: {}", turn2[2].content);
+    assert!(
+        !turn2[2].is_error,
+        "changelog allows Write: {}",
+        turn2[2].content
+    );
     assert_eq!(turn2[3].error_code.as_deref(), Some("tool_not_allowed"));
-    assert!(turn2[3].content.contains("skill `changelog`"), "{}", turn2[3].content);
+    assert!(
+        turn2[3].content.contains("skill `changelog`"),
+        "{}",
+        turn2[3].content
+    );
     assert_eq!((write.runs(), read.runs()), (1, 0));
 
     // Turn 3: no skill is active any more.
@@ -144,9 +152,17 @@ async fn plan_mode_still_refuses_a_write_a_skill_allows() {
     };
     t.session.run(plan).await.unwrap();
     let results = tool_results(&t.session.conversation().await.unwrap());
-    assert!(!results[0].is_error, "a skill loads in Plan Mode: {}", results[0].content);
+    assert!(
+        !results[0].is_error,
+        "a skill loads in Plan Mode: {}",
+        results[0].content
+    );
     assert_eq!(results[1].error_code.as_deref(), Some("tool_not_allowed"));
-    assert!(results[1].content.contains("current mode"), "{}", results[1].content);
+    assert!(
+        results[1].content.contains("current mode"),
+        "{}",
+        results[1].content
+    );
     assert_eq!(write.runs(), 0);
 }
 
@@ -154,7 +170,11 @@ async fn plan_mode_still_refuses_a_write_a_skill_allows() {
 fn repo(script: &str) -> (tempfile::TempDir, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    put(dir.path(), "src/main.rs", "fn main() {\n    println!(\"hi\");\n}\n");
+    put(
+        dir.path(),
+        "src/main.rs",
+        "fn main() {\n    println!(\"hi\");\n}\n",
+    );
     put(dir.path(), ".claude/skills/review/SKILL.md", REVIEW_SKILL);
     put(dir.path(), ".claude/skills/review/checklist.md", CHECKLIST);
     git(dir.path(), &["init", "-q"]);
@@ -192,7 +212,10 @@ fn run_p(dir: &Path, home: &Path, task: &str, mode: &str) -> (std::process::Outp
 /// The results in a recorded request's last message.
 fn last_results(request: &Value) -> Vec<Value> {
     let messages = request["messages"].as_array().unwrap();
-    let content = messages.last().unwrap()["content"].as_array().unwrap().clone();
+    let content = messages.last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .clone();
     content
         .into_iter()
         .filter(|b| b["type"] == "tool_result")
@@ -210,7 +233,12 @@ fn crew_p_refuses_a_write_while_a_read_only_skill_is_active_and_writes_nothing()
             {"text":"Two findings."}
         ]}"#,
     );
-    let (out, requests) = run_p(dir.path(), home.path(), "review src/main.rs", "bypassPermissions");
+    let (out, requests) = run_p(
+        dir.path(),
+        home.path(),
+        "review src/main.rs",
+        "bypassPermissions",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(requests.len(), 3, "{stderr}");
@@ -227,15 +255,24 @@ fn crew_p_refuses_a_write_while_a_read_only_skill_is_active_and_writes_nothing()
         .collect();
     assert!(tools.contains(&"skill"), "{tools:?}");
     let loaded = last_results(&requests[1]);
-    assert!(loaded[0].to_string().contains("Do not modify files"), "{loaded:?}");
+    assert!(
+        loaded[0].to_string().contains("Do not modify files"),
+        "{loaded:?}"
+    );
     let results = last_results(&requests[2]);
-    assert!(results[0].to_string().contains("no unwrap outside tests"), "{results:?}");
+    assert!(
+        results[0].to_string().contains("no unwrap outside tests"),
+        "{results:?}"
+    );
     let refused = results[1].to_string();
     assert!(
         refused.contains("tool_not_allowed") && refused.contains("skill `review`"),
         "{refused}"
     );
-    assert!(!dir.path().join("REVIEW.md").exists(), "the write never ran");
+    assert!(
+        !dir.path().join("REVIEW.md").exists(),
+        "the write never ran"
+    );
     assert!(git(dir.path(), &["status", "--porcelain"]).is_empty());
 }
 
@@ -249,7 +286,11 @@ fn files_beside_a_users_skill_are_readable_but_not_writable_and_nothing_else_ope
         "SKILL.md",
         "---\nname: style\ndescription: House style for Rust code\n---\nFollow `style.md` beside this file.\n",
     );
-    put(&skill_dir, "style.md", "Doc comments on every public item.\n");
+    put(
+        &skill_dir,
+        "style.md",
+        "Doc comments on every public item.\n",
+    );
     put(&home_path, "diary.txt", "private\n");
     let style = skill_dir.join("style.md");
     let script = serde_json::json!({"turns": [
@@ -263,14 +304,39 @@ fn files_beside_a_users_skill_are_readable_but_not_writable_and_nothing_else_ope
     ]});
     put(&home_path, "script.json", &script.to_string());
     let (out, requests) = run_p(dir.path(), home.path(), "tidy up", "bypassPermissions");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let results = last_results(&requests[1]);
-    assert!(results[0].to_string().contains(&skill_dir.display().to_string()));
-    assert!(results[1].to_string().contains("Doc comments on every public item"), "{:?}", results[1]);
-    assert!(results[2].to_string().contains("outside the sandbox"), "{:?}", results[2]);
-    assert!(results[3].to_string().contains("outside the sandbox"), "{:?}", results[3]);
+    assert!(
+        results[0]
+            .to_string()
+            .contains(&skill_dir.display().to_string())
+    );
+    assert!(
+        results[1]
+            .to_string()
+            .contains("Doc comments on every public item"),
+        "{:?}",
+        results[1]
+    );
+    assert!(
+        results[2].to_string().contains("outside the sandbox"),
+        "{:?}",
+        results[2]
+    );
+    assert!(
+        results[3].to_string().contains("outside the sandbox"),
+        "{:?}",
+        results[3]
+    );
     let skill = std::fs::read_to_string(skill_dir.join("SKILL.md")).unwrap();
-    assert!(skill.contains("House style"), "the skill file was not rewritten");
+    assert!(
+        skill.contains("House style"),
+        "the skill file was not rewritten"
+    );
 }
 
 #[test]
@@ -281,16 +347,25 @@ fn crew_skills_list_shows_where_each_skill_comes_from_and_what_failed() {
         ".crew/skills/notes/SKILL.md",
         "---\nname: notes\ndescription: Keep meeting notes\nallowed-tools: Read Write\n---\nx",
     );
-    put(dir.path(), ".crew/skills/broken/SKILL.md", "---\nname: broken\n---\nno description");
+    put(
+        dir.path(),
+        ".crew/skills/broken/SKILL.md",
+        "---\nname: broken\n---\nno description",
+    );
     let out = crew(dir.path(), home.path(), &["skills", "list"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("review") && stdout.contains("tools: read_file, search_code"));
-    assert!(stdout.contains(".claude/skills/review/SKILL.md (project)"), "{stdout}");
+    assert!(
+        stdout.contains(".claude/skills/review/SKILL.md (project)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("notes") && stdout.contains("tools: read_file, write_file"));
     assert!(stdout.contains("(user)"), "{stdout}");
     assert!(
-        stdout.contains("not loaded:") && stdout.contains("broken/SKILL.md") && stdout.contains("description"),
+        stdout.contains("not loaded:")
+            && stdout.contains("broken/SKILL.md")
+            && stdout.contains("description"),
         "{stdout}"
     );
 }

@@ -21,10 +21,10 @@ use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
 use crate::gate::actor::GateMsg;
 use crate::gate::{LimitOwner, NameLimit};
-use crate::skills;
 use crate::permission::SharedMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::skills;
 use crate::tasks::actor::TaskMsg;
 use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
 

@@ -114,7 +114,10 @@ pub async fn prepare(
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));
     }
-    let skills = Arc::new(crate::skills::SkillCatalog::load(&project_root, home.as_deref()));
+    let skills = Arc::new(crate::skills::SkillCatalog::load(
+        &project_root,
+        home.as_deref(),
+    ));
     for e in &skills.errors {
         warn(format!("skill not loaded: {e}"));
     }

@@ -96,7 +96,10 @@ pub async fn expand(
         if result.is_error {
             text.push_str(&format!("\n\n(@{f} was not included: {})", result.content));
         } else {
-            text.push_str(&format!("\n\n<file path=\"{f}\">\n{}\n</file>", result.content.trim_end()));
+            text.push_str(&format!(
+                "\n\n<file path=\"{f}\">\n{}\n</file>",
+                result.content.trim_end()
+            ));
         }
     }
     Expanded {
@@ -216,7 +219,9 @@ pub fn file_refs(text: &str) -> Vec<String> {
         if ch == '@' && prev.is_none_or(|p| p.is_whitespace() || p == '(') {
             let tail = &text[i + 1..];
             let end = tail
-                .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ')' | '<' | '>'))
+                .find(|c: char| {
+                    c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ')' | '<' | '>')
+                })
                 .unwrap_or(tail.len());
             let path = tail[..end].trim_end_matches(['.', ',', ';', ':', '!', '?']);
             if !path.is_empty() && !out.iter().any(|p| p == path) {
@@ -235,8 +240,14 @@ mod tests {
 
     #[test]
     fn invocations_are_command_names_not_paths() {
-        assert_eq!(invocation("/review src/main.rs"), Some(("review", "src/main.rs")));
-        assert_eq!(invocation("  /frontend:test  "), Some(("frontend:test", "")));
+        assert_eq!(
+            invocation("/review src/main.rs"),
+            Some(("review", "src/main.rs"))
+        );
+        assert_eq!(
+            invocation("  /frontend:test  "),
+            Some(("frontend:test", ""))
+        );
         assert_eq!(invocation("/etc/hosts is slow"), None);
         assert_eq!(invocation("fix /review"), None);
         assert_eq!(invocation("/"), None);
@@ -303,14 +314,35 @@ mod tests {
         let out = expand(&cmd, "src.rs", dir.path(), None, &runner).await;
         let calls = runner.0.lock().unwrap().clone();
         // The command ran as written; the file references were read, the missing one not.
-        assert_eq!(calls[0], ("run_command".into(), json!({"command": "git status --short $1"})));
+        assert_eq!(
+            calls[0],
+            (
+                "run_command".into(),
+                json!({"command": "git status --short $1"})
+            )
+        );
         assert_eq!(calls[1], ("read_file".into(), json!({"path": "src.rs"})));
-        assert_eq!(calls[2], ("read_file".into(), json!({"path": "denied.txt"})));
+        assert_eq!(
+            calls[2],
+            ("read_file".into(), json!({"path": "denied.txt"}))
+        );
         assert_eq!(calls.len(), 3);
         // Command output is inlined verbatim (its `$1` and `@secret.txt` untouched).
-        assert!(out.text.starts_with("Changes: M src/main.rs $1 @secret.txt\nReview @src.rs"), "{}", out.text);
-        assert!(out.text.contains("<file path=\"src.rs\">\n     1\tfn main() {}\n</file>"));
-        assert!(out.text.contains("(@denied.txt was not included: "), "{}", out.text);
+        assert!(
+            out.text
+                .starts_with("Changes: M src/main.rs $1 @secret.txt\nReview @src.rs"),
+            "{}",
+            out.text
+        );
+        assert!(
+            out.text
+                .contains("<file path=\"src.rs\">\n     1\tfn main() {}\n</file>")
+        );
+        assert!(
+            out.text.contains("(@denied.txt was not included: "),
+            "{}",
+            out.text
+        );
         let limit = out.limit.unwrap();
         assert_eq!(limit.owner, LimitOwner::Command("review".into()));
         assert_eq!(limit.names, Some(["read_file".to_string()].into()));
@@ -318,10 +350,20 @@ mod tests {
 
     #[tokio::test]
     async fn unplaced_arguments_are_appended() {
-        let cmd = super::super::parse("Summarise the changes.", "sum", None, Path::new("s.md"), crate::skills::Scope::User).unwrap();
+        let cmd = super::super::parse(
+            "Summarise the changes.",
+            "sum",
+            None,
+            Path::new("s.md"),
+            crate::skills::Scope::User,
+        )
+        .unwrap();
         let runner = Recorder(Mutex::new(Vec::new()));
         let out = expand(&cmd, "since monday", Path::new("/"), None, &runner).await;
-        assert_eq!(out.text, "Summarise the changes.\n\nARGUMENTS: since monday");
+        assert_eq!(
+            out.text,
+            "Summarise the changes.\n\nARGUMENTS: since monday"
+        );
         assert_eq!(out.limit, None);
     }
 }

@@ -58,7 +58,11 @@ impl CallRunner for LeadCalls {
             .await
         {
             Ok(CallResult::Success(result)) => result,
-            _ => ToolResult::error(id, "timeout", "the lead did not run the call; it was not run"),
+            _ => ToolResult::error(
+                id,
+                "timeout",
+                "the lead did not run the call; it was not run",
+            ),
         }
     }
 }
@@ -71,7 +75,11 @@ pub fn unknown(name: &str, catalog: &CommandCatalog) -> String {
         if names.is_empty() {
             "none".to_string()
         } else {
-            names.iter().map(|n| format!("/{n}")).collect::<Vec<_>>().join(", ")
+            names
+                .iter()
+                .map(|n| format!("/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     )
 }

@@ -110,7 +110,10 @@ pub fn parse(
         description,
         allowed_tools: front.allowed_tools.as_ref().map(ToolList::names),
         argument_hint,
-        model: front.model.map(|m| m.trim().to_string()).filter(|m| !m.is_empty()),
+        model: front
+            .model
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty()),
         body: body.to_string(),
         file: file.to_path_buf(),
         scope,
@@ -150,8 +153,7 @@ impl CommandCatalog {
         if !valid_name(name) {
             self.errors.push(CommandError {
                 file: file.to_path_buf(),
-                message: "the file name is not a command name (use letters, digits and `-`)"
-                    .into(),
+                message: "the file name is not a command name (use letters, digits and `-`)".into(),
             });
             return;
         }
@@ -201,13 +203,20 @@ impl CommandCatalog {
 
 /// The `.md` files below `dir` with their namespace and name (symbolic links to
 /// directories are not followed: a cloned repository must not make us walk elsewhere).
-fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Option<String>, String)>) {
+fn collect(
+    root: &Path,
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<(PathBuf, Option<String>, String)>,
+) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
-        let Ok(kind) = entry.file_type() else { continue };
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if kind.is_dir() {
             if depth < MAX_DEPTH {
                 collect(root, &path, depth + 1, out);
@@ -248,15 +257,31 @@ mod tests {
     fn loads_claude_code_command_directories() {
         let project = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
-        put(home.path(), ".claude/commands/review.md", "Mine: $ARGUMENTS");
-        put(home.path(), ".crew/commands/standup.md", "# Write my standup\nFrom git log.");
+        put(
+            home.path(),
+            ".claude/commands/review.md",
+            "Mine: $ARGUMENTS",
+        );
+        put(
+            home.path(),
+            ".crew/commands/standup.md",
+            "# Write my standup\nFrom git log.",
+        );
         put(
             project.path(),
             ".claude/commands/review.md",
             "---\ndescription: Review a file\nallowed-tools: Read, Grep, Bash(git diff:*)\nargument-hint: [file] [focus]\nmodel: claude-x\n---\nReview $1.",
         );
-        put(project.path(), ".claude/commands/frontend/test.md", "Run the frontend tests");
-        put(project.path(), ".crew/commands/bad.md", "---\ndescription: [unclosed\n---\nx");
+        put(
+            project.path(),
+            ".claude/commands/frontend/test.md",
+            "Run the frontend tests",
+        );
+        put(
+            project.path(),
+            ".crew/commands/bad.md",
+            "---\ndescription: [unclosed\n---\nx",
+        );
         let c = CommandCatalog::load(project.path(), Some(home.path()));
         let review = c.get("review").unwrap();
         assert_eq!(review.scope, Scope::Project);
@@ -271,6 +296,10 @@ mod tests {
         assert_eq!(c.get("frontend:test"), Some(test));
         assert_eq!(c.names(), ["frontend:test", "review", "standup", "test"]);
         assert_eq!(c.errors.len(), 1);
-        assert!(c.errors[0].to_string().contains("bad.md"), "{}", c.errors[0]);
+        assert!(
+            c.errors[0].to_string().contains("bad.md"),
+            "{}",
+            c.errors[0]
+        );
     }
 }

@@ -206,7 +206,11 @@ pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Opt
                 "`{}` is not allowed while {} is active (its allowed-tools: {}); the call was not run",
                 def.name,
                 limit.owner,
-                if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
+                if allowed.is_empty() {
+                    "none".to_string()
+                } else {
+                    allowed.join(", ")
+                }
             ),
         ));
     }

@@ -239,7 +239,12 @@ mod tests {
         assert_eq!(s.body, "# PDF\nSteps.");
         let allowed: Vec<_> = s.allowed_tools.unwrap().into_iter().collect();
         assert_eq!(allowed, ["read_file", "run_command"]);
-        let s = parse("---\ndescription: d\n---\nB", Path::new("/s/fmt"), Scope::User).unwrap();
+        let s = parse(
+            "---\ndescription: d\n---\nB",
+            Path::new("/s/fmt"),
+            Scope::User,
+        )
+        .unwrap();
         assert_eq!((s.name.as_str(), s.allowed_tools), ("fmt", None));
     }
 
@@ -247,8 +252,12 @@ mod tests {
     fn bad_files_say_which_field() {
         let e = parse("---\nname: x\n---\nB", Path::new("/s/x"), Scope::Project).unwrap_err();
         assert!(e.contains("description"), "{e}");
-        let e = parse("---\nname: a b\ndescription: d\n---\n", Path::new("/s/x"), Scope::Project)
-            .unwrap_err();
+        let e = parse(
+            "---\nname: a b\ndescription: d\n---\n",
+            Path::new("/s/x"),
+            Scope::Project,
+        )
+        .unwrap_err();
         assert!(e.contains("`name`"), "{e}");
         let e = parse("no front matter", Path::new("/s/x"), Scope::Project).unwrap_err();
         assert!(e.contains("---"), "{e}");
@@ -258,10 +267,26 @@ mod tests {
     fn project_skills_override_user_skills_and_errors_name_the_file() {
         let project = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
-        put(home.path(), ".claude/skills/review/SKILL.md", "---\nname: review\ndescription: mine\n---\nU");
-        put(home.path(), ".crew/skills/notes/SKILL.md", "---\nname: notes\ndescription: n\n---\nN");
-        put(project.path(), ".claude/skills/review/SKILL.md", "---\nname: review\ndescription: team's\n---\nP");
-        put(project.path(), ".crew/skills/bad/SKILL.md", "---\nname: bad\n---\n");
+        put(
+            home.path(),
+            ".claude/skills/review/SKILL.md",
+            "---\nname: review\ndescription: mine\n---\nU",
+        );
+        put(
+            home.path(),
+            ".crew/skills/notes/SKILL.md",
+            "---\nname: notes\ndescription: n\n---\nN",
+        );
+        put(
+            project.path(),
+            ".claude/skills/review/SKILL.md",
+            "---\nname: review\ndescription: team's\n---\nP",
+        );
+        put(
+            project.path(),
+            ".crew/skills/bad/SKILL.md",
+            "---\nname: bad\n---\n",
+        );
         put(project.path(), ".crew/skills/not-a-skill/README.md", "x");
         let c = SkillCatalog::load(project.path(), Some(home.path()));
         assert_eq!(c.get("review").unwrap().description, "team's");

@@ -76,7 +76,11 @@ impl Tool for SkillTool {
             let known: Vec<&str> = self.skills.iter().map(|s| s.name.as_str()).collect();
             ToolError::InvalidInput(format!(
                 "no skill named `{name}`; available: {}",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ))
         })?;
         let tools = match &skill.allowed_tools {
@@ -112,10 +116,16 @@ mod tests {
         }]);
         let tool = SkillTool::new(Arc::new(skills));
         let ctx = ToolContext::new("/", "lead");
-        let out = tool.run(json!({"skill": "review"}), ctx.clone()).await.unwrap();
+        let out = tool
+            .run(json!({"skill": "review"}), ctx.clone())
+            .await
+            .unwrap();
         assert!(out.ends_with("Check the diff."), "{out}");
         assert!(out.contains("/s/review") && out.contains("only these tools run: read_file"));
-        let err = tool.run(json!({"name": "nope"}), ctx.clone()).await.unwrap_err();
+        let err = tool
+            .run(json!({"name": "nope"}), ctx.clone())
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("available: review"), "{err}");
         assert!(tool.run(json!({}), ctx).await.is_err());
     }

@@ -58,7 +58,9 @@ impl Registry {
         mut self,
         skills: Arc<crate::skills::SkillCatalog>,
     ) -> Result<Self, DuplicateTool> {
-        self.register(Arc::new(crate::skills::tool::SkillTool::new(skills.clone())))?;
+        self.register(Arc::new(crate::skills::tool::SkillTool::new(
+            skills.clone(),
+        )))?;
         self.skills = skills;
         Ok(self)
     }

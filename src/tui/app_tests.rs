@@ -367,7 +367,10 @@ fn app_with_commands() -> App {
     let mut a = app();
     a.info.commands = vec![
         ("review".into(), "[file] Review a file (project)".into()),
-        ("frontend:test".into(), "Run the UI tests (project:frontend)".into()),
+        (
+            "frontend:test".into(),
+            "Run the UI tests (project:frontend)".into(),
+        ),
     ];
     a
 }

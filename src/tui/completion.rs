@@ -25,9 +25,7 @@ pub fn candidates(text: &str, custom: &[(String, String)]) -> Vec<(String, Strin
     if prefix.contains(char::is_whitespace) {
         return Vec::new();
     }
-    let built_in = BUILT_IN
-        .iter()
-        .map(|(n, d)| (n.to_string(), d.to_string()));
+    let built_in = BUILT_IN.iter().map(|(n, d)| (n.to_string(), d.to_string()));
     let mut out: Vec<(String, String)> = Vec::new();
     for (name, description) in built_in.chain(custom.iter().cloned()) {
         if name.starts_with(prefix) && !out.iter().any(|(n, _)| *n == name) {
@@ -85,7 +83,10 @@ mod tests {
         assert_eq!(complete("/re", &custom), None);
         assert_eq!(complete("/t", &custom), None);
         assert_eq!(complete("/ta", &custom).as_deref(), Some("/tasks "));
-        assert_eq!(complete("/rel", &custom).as_deref(), Some("/release-notes "));
+        assert_eq!(
+            complete("/rel", &custom).as_deref(),
+            Some("/release-notes ")
+        );
         let more = vec![("perf-check".to_string(), String::new())];
         assert_eq!(complete("/pe", &more).as_deref(), Some("/per"));
         assert!(candidates("/review x", &custom).is_empty());

@@ -113,7 +113,10 @@ fn session_info(p: &Prepared) -> SessionInfo {
             .into_iter()
             .filter_map(|name| {
                 let c = p.commands.get(&name)?;
-                let hint = c.argument_hint.as_deref().map_or(String::new(), |h| format!("{h} "));
+                let hint = c
+                    .argument_hint
+                    .as_deref()
+                    .map_or(String::new(), |h| format!("{h} "));
                 Some((name, format!("{hint}{} ({})", c.description, c.origin())))
             })
             .collect(),

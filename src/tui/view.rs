@@ -41,7 +41,8 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     // Dialogs take rows below the transcript rather than covering its newest lines.
     // While a `/` command is being typed, the matching commands show above the input.
     let hints = app.completions();
-    let hint_height = (hints.len().min(MAX_HINTS) as u16).saturating_add(u16::from(!hints.is_empty()) * 2);
+    let hint_height =
+        (hints.len().min(MAX_HINTS) as u16).saturating_add(u16::from(!hints.is_empty()) * 2);
     let dialog_height = app
         .approvals
         .height(area.width)
@@ -158,6 +159,22 @@ mod tests {
         let screen = draw(&a);
         insta::assert_snapshot!(screen);
         assert!(screen.contains("write_file(out.txt)") && screen.contains("Creating it now."));
+    }
+
+    #[test]
+    fn typing_a_slash_shows_the_matching_commands_above_the_input() {
+        let mut a = app();
+        a.info.commands = vec![("review".into(), "[file] Review a file (project)".into())];
+        a.input.set_text("/re");
+        let screen = draw(&a);
+        assert!(screen.contains("commands (Tab completes)"), "{screen}");
+        assert!(screen.contains("/review") && screen.contains("Review a file (project)"));
+        assert!(
+            !screen.contains("/plan"),
+            "only matching commands: {screen}"
+        );
+        a.input.set_text("/review src/main.rs");
+        assert!(!draw(&a).contains("Tab completes"));
     }
 
     #[test]
