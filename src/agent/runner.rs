@@ -20,7 +20,6 @@ use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
 use crate::gate::actor::GateMsg;
-use crate::gate::{LimitOwner, NameLimit};
 use crate::permission::SharedMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
@@ -435,25 +434,10 @@ impl Runner {
     /// Puts a just-loaded skill's `allowed-tools` in force at the gate for this agent
     /// (before its next call is submitted: one sender, one mailbox, in order).
     fn activate_skill(&self, arguments: &str) {
-        let Some(name) = serde_json::from_str(arguments)
-            .ok()
-            .and_then(|input| skills::tool::requested(&input).ok())
-        else {
-            return;
-        };
-        let Some(skill) = self.pipeline.registry.skills().get(&name) else {
-            return;
-        };
-        let _ = self.pipeline.gate.cast(GateMsg::Narrow {
-            agent: self.spec.id.clone(),
-            limit: NameLimit {
-                owner: LimitOwner::Skill(skill.name.clone()),
-                names: skill
-                    .allowed_tools
-                    .as_ref()
-                    .map(|names| names.iter().cloned().collect()),
-            },
-        });
+        if let Some(limit) = self.pipeline.registry.skills().limit_for(arguments) {
+            let agent = self.spec.id.clone();
+            let _ = self.pipeline.gate.cast(GateMsg::Narrow { agent, limit });
+        }
     }
 
     async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {

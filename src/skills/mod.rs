@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::front_matter::{self, ToolList};
+use crate::gate::{LimitOwner, NameLimit};
 
 /// Where a skill or command file was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +202,20 @@ impl SkillCatalog {
             .collect()
     }
 
+    /// The gate limit a successful `skill` call with these arguments puts in force (`None`
+    /// when they name no skill here).
+    pub fn limit_for(&self, arguments: &str) -> Option<NameLimit> {
+        let input = serde_json::from_str(arguments).ok()?;
+        let skill = self.get(&tool::requested(&input).ok()?)?;
+        Some(NameLimit {
+            owner: LimitOwner::Skill(skill.name.clone()),
+            names: skill
+                .allowed_tools
+                .as_ref()
+                .map(|names| names.iter().cloned().collect()),
+        })
+    }
+
     /// The part of a system prompt that lists the skills (empty without skills).
     pub fn prompt_section(&self) -> String {
         if self.is_empty() {
@@ -296,6 +311,11 @@ mod tests {
         assert_eq!(c.errors.len(), 1);
         assert!(c.errors[0].to_string().contains("bad/SKILL.md"));
         assert_eq!(c.user_dirs().len(), 1);
+        let limit = c.limit_for(r#"{"skill":"/review"}"#).unwrap();
+        assert_eq!(limit.owner, LimitOwner::Skill("review".into()));
+        assert_eq!(limit.names, None);
+        assert_eq!(c.limit_for(r#"{"name":"nope"}"#), None);
+        assert_eq!(c.limit_for("not json"), None);
         assert!(c.prompt_section().contains("- notes: n"));
     }
 }
