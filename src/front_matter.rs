@@ -6,6 +6,30 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
+/// The largest agent, skill or command file read (a cloned repository decides what these
+/// files are).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// Reads a definition file: a regular file (through symbolic links; not a FIFO or a
+/// device) of at most [`MAX_FILE_BYTES`] of UTF-8.
+pub fn read(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    if !path.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "larger than {} KiB; shorten it",
+            MAX_FILE_BYTES / 1024
+        ));
+    }
+    Ok(text)
+}
+
 /// Splits `---\n<yaml>\n---\n<body>` into the YAML and the trimmed body. The error says
 /// what is wrong and what to do.
 pub fn split(text: &str) -> Result<(&str, &str), String> {
@@ -135,6 +159,18 @@ mod tests {
         assert_eq!(names(list), ["find_files", "read_file"]);
         let list = ToolList::Text("Skill, mcp__gh__issues, Nope".into());
         assert_eq!(names(list), ["Nope", "mcp__gh__issues", "skill"]);
+    }
+
+    #[test]
+    fn reads_only_small_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.md");
+        std::fs::write(&big, "x".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
+        assert!(read(&big).unwrap_err().contains("KiB"));
+        assert!(read(dir.path()).unwrap_err().contains("regular"));
+        assert!(read(std::path::Path::new("/dev/zero")).is_err());
+        std::fs::write(&big, "ok").unwrap();
+        assert_eq!(read(&big).unwrap(), "ok");
     }
 
     #[test]

@@ -157,9 +157,8 @@ impl CommandCatalog {
             });
             return;
         }
-        let parsed = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read: {e}"))
-            .and_then(|text| parse(&text, name, namespace, file, scope));
+        let parsed =
+            front_matter::read(file).and_then(|text| parse(&text, name, namespace, file, scope));
         match parsed {
             Ok(cmd) => {
                 if let Some(ns) = &cmd.namespace {

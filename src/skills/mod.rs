@@ -158,9 +158,7 @@ impl SkillCatalog {
         dirs.sort();
         for dir in dirs {
             let file = dir.join("SKILL.md");
-            let parsed = std::fs::read_to_string(&file)
-                .map_err(|e| format!("cannot read: {e}"))
-                .and_then(|text| parse(&text, &dir, scope));
+            let parsed = front_matter::read(&file).and_then(|text| parse(&text, &dir, scope));
             match parsed {
                 Ok(skill) => {
                     self.skills.insert(skill.name.clone(), skill);
