@@ -157,7 +157,11 @@ async fn the_gate_runs_a_permit_only_for_a_registered_agent_in_its_own_context()
         })
         .unwrap();
     let r = a.submit(a.permit("ghost").await, "ghost", &cwd).await;
-    assert!(r.content.contains("for the active skill"), "{}", r.content);
+    assert!(
+        r.content.contains("not in this agent's tool list"),
+        "{}",
+        r.content
+    );
     // …and the query answers the same without running anything.
     let call = a.permit("ghost").await.into_parts().0;
     let refused = rpc(&a.gate, |reply| GateMsg::Refusal {

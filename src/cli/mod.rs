@@ -2,6 +2,7 @@
 //! the subcommands.
 
 pub mod agents;
+pub mod extensions;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -136,6 +137,18 @@ pub enum Command {
         #[command(subcommand)]
         cmd: team::TeamCmd,
     },
+    /// Skills (`SKILL.md` in .claude/skills, .crew/skills and the user's).
+    Skills {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: extensions::SkillsCmd,
+    },
+    /// Custom slash commands (.claude/commands, .crew/commands and the user's).
+    Commands {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: extensions::CommandsCmd,
+    },
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
@@ -151,6 +164,8 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
+        Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
+        Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
     }
 }
 
