@@ -1,5 +1,8 @@
-//! The one path a tool call takes from an agent: permission engine → (approver) → gate →
-//! executor, typed at every hop: the engine answers with a `Permit` (allowed), a
+//! The one path a tool call takes from an agent: PreToolUse hooks → permission engine →
+//! (approver) → gate → executor → PostToolUse hooks, typed at every hop: a hook's block
+//! refuses the call before the engine, its allow/ask reaches the engine as a
+//! `HookOpinion` (only the engine issues permits), and its `updatedInput` is the call the
+//! engine judges; the engine answers with a `Permit` (allowed), a
 //! `Pending` (ask a human) or a refusal; a `Pending` becomes a `Permit` only with the
 //! approver's `Approval`; the gate accepts only a `Permit` and hands the executor a
 //! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
@@ -17,7 +20,7 @@ use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
 use crate::permission::actor::{GrantScope, PermissionMsg};
 use crate::permission::{
-    CheckRequest, Checked, Decision, Pending, Permit, SharedMode, Source, Verdict,
+    CheckRequest, Checked, Decision, HookOpinion, Pending, Permit, SharedMode, Source, Verdict,
 };
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, ToolContext};
@@ -42,6 +45,8 @@ pub struct Pipeline {
     pub gate: ActorRef<GateMsg>,
     /// Where events go.
     pub events: EventBus,
+    /// Fires the session's hooks (PreToolUse, PostToolUse, Notification).
+    pub hooks: crate::hooks::HookClient,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's
@@ -54,6 +59,8 @@ pub struct CallerContext {
     pub mode: SharedMode,
     /// The template for each call's tool context (cwd, sandbox, cancellation).
     pub tool_ctx: ToolContext,
+    /// Set when a hook answered `continue: false`: the loop stops after this step.
+    pub hook_stop: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 async fn rpc<M, T>(
@@ -97,6 +104,47 @@ impl Pipeline {
 
     async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
         let mode = caller.mode.get();
+        let (agent, cwd, cancel) = (&caller.agent, &caller.tool_ctx.cwd, &caller.tool_ctx.cancel);
+        let pre = self.hooks.pre_tool_use(agent, cwd, mode, call, cancel).await;
+        caller.stop_for_hook(pre.stop.clone());
+        let call = pre.call;
+        if let Some(reason) = pre.block {
+            let d = Decision::new(Verdict::Deny, Source::Hook, reason);
+            self.publish_decision(agent, &call.id, &d);
+            return ToolResult::error(
+                &call.id,
+                "permission_denied",
+                format!("a PreToolUse hook blocked this call: {}", d.reason),
+            );
+        }
+        let mut result = self.authorize_and_run(caller, call.clone(), pre.opinion).await;
+        // PostToolUse is for calls that ran; a refusal never reached the tool.
+        let refused = matches!(
+            result.error_code.as_deref(),
+            Some("permission_denied" | "tool_not_allowed")
+        );
+        if !refused {
+            let stop = self
+                .hooks
+                .post_tool_use(agent, cwd, mode, &call, &mut result, cancel)
+                .await;
+            caller.stop_for_hook(stop);
+        }
+        crate::hooks::tool_events::append_context(
+            &mut result,
+            crate::hooks::HookEvent::PreToolUse,
+            &pre.context,
+        );
+        result
+    }
+
+    async fn authorize_and_run(
+        &self,
+        caller: &CallerContext,
+        call: ToolCall,
+        hook: HookOpinion,
+    ) -> ToolResult {
+        let mode = caller.mode.get();
         let request = CheckRequest {
             call: call.clone(),
             // The spec comes from the tool's definition in the registry, never the model.
@@ -112,6 +160,7 @@ impl Pipeline {
             |reply| PermissionMsg::Authorize {
                 agent: caller.agent.clone(),
                 request: request.clone(),
+                hook,
                 reply,
             },
             PERMISSION_TIMEOUT,
@@ -177,6 +226,18 @@ impl Pipeline {
             decision: pending.decision().clone(),
             mode: request.mode,
         };
+        // Notification hooks run beside the question; the answer does not wait on them.
+        let (hooks, agent, cwd) = (
+            self.hooks.clone(),
+            caller.agent.clone(),
+            caller.tool_ctx.cwd.clone(),
+        );
+        let message = format!("crew needs your permission to use {}", call.name);
+        tokio::spawn(async move {
+            hooks
+                .notification(&agent, &cwd, "permission_prompt", &message)
+                .await
+        });
         let outcome = rpc(
             &self.approver,
             |reply| ApproverMsg::Ask(question, reply),
@@ -269,6 +330,27 @@ impl Pipeline {
                 reason: d.reason.clone(),
             },
         );
+    }
+}
+
+impl CallerContext {
+    /// Records a hook's `continue: false` (the first reason wins).
+    fn stop_for_hook(&self, reason: Option<String>) {
+        if let Some(reason) = reason {
+            let mut slot = match self.hook_stop.lock() {
+                Ok(s) => s,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            slot.get_or_insert(reason);
+        }
+    }
+
+    /// The `continue: false` reason a hook gave during this run, if any.
+    pub fn hook_stopped(&self) -> Option<String> {
+        match self.hook_stop.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ use super::fork::ForkBase;
 use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
+use crate::hooks::agent_events::Role as HookRole;
 use crate::permission::SharedMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
@@ -204,8 +205,20 @@ impl Runner {
             agent: agent.to_string(),
             mode: place.permission_mode.clone(),
             tool_ctx,
+            hook_stop: Default::default(),
         };
-        conversation.push(Message::user_text(opening_message(req)));
+        let role = hook_role(agent, place);
+        let mut opening = Message::user_text(opening_message(req));
+        let mode = place.permission_mode.get();
+        let hooks = &self.pipeline.hooks;
+        match hooks.run_start(role, agent, &place.cwd, mode, &req.task, &cancel).await {
+            Ok(context) => opening
+                .content
+                .extend(context.into_iter().map(|text| ContentBlock::Text { text })),
+            Err(refused) => return self.refused_by_hook(refused),
+        }
+        conversation.push(opening);
+        let mut stop_hook_active = false;
         // Messages are published (for the transcript) once final: user messages just
         // before the request that carries them, assistant messages when complete.
         let mut published = conversation.len() - 1;
@@ -274,7 +287,22 @@ impl Runner {
             }
             if output.calls.is_empty() {
                 outcome.status = RunStatus::Completed;
-                break;
+                // A Stop hook that blocks makes the agent go on with its reason.
+                let mode = place.permission_mode.get();
+                let report = hooks
+                    .stop(role, agent, &place.cwd, mode, stop_hook_active, &cancel)
+                    .await;
+                match report.block {
+                    Some(reason) if report.stop.is_none() && turn < self.spec.max_turns => {
+                        stop_hook_active = true;
+                        let event = role.stop_event();
+                        conversation.push(Message::user_text(format!(
+                            "<hook event=\"{event}\" decision=\"block\">\n{reason}\n</hook>"
+                        )));
+                        continue;
+                    }
+                    _ => break,
+                }
             }
             outcome.tool_calls += output.calls.len() as u32;
             caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls);
@@ -287,6 +315,11 @@ impl Runner {
                 outcome.status = RunStatus::Cancelled;
                 break;
             }
+            if let Some(reason) = caller.hook_stopped() {
+                outcome.status = RunStatus::Completed;
+                outcome.result = format!("stopped by a hook: {reason}");
+                break;
+            }
         }
         self.publish_messages(conversation, &mut published);
         events.publish(
@@ -296,6 +329,37 @@ impl Runner {
                 status: outcome.status.as_str().into(),
                 usage: outcome.usage,
                 turns: outcome.turns,
+            },
+        );
+        outcome
+    }
+
+    /// The outcome of a run whose prompt a `UserPromptSubmit` hook refused: the model
+    /// never saw it, and the user is told why.
+    fn refused_by_hook(&self, reason: String) -> RunOutcome {
+        let agent = self.spec.id.as_str();
+        let message = format!("UserPromptSubmit hook blocked the prompt: {reason}");
+        self.pipeline.events.publish(
+            agent,
+            EventKind::Hook {
+                event: "UserPromptSubmit".into(),
+                message: message.clone(),
+            },
+        );
+        let outcome = RunOutcome {
+            result: message,
+            status: RunStatus::Completed,
+            usage: Usage::default(),
+            turns: 0,
+            tool_calls: 0,
+        };
+        self.pipeline.events.publish(
+            agent,
+            EventKind::RunFinished {
+                result: outcome.result.clone(),
+                status: outcome.status.as_str().into(),
+                usage: outcome.usage,
+                turns: 0,
             },
         );
         outcome
@@ -413,6 +477,18 @@ impl Runner {
 
     async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
         join_all(batch.into_iter().map(|c| self.pipeline.dispatch(caller, c))).await
+    }
+}
+
+/// Which hook events an agent's loop fires: a teammate has a mailbox, the lead is `lead`,
+/// every other agent is a subagent.
+fn hook_role(agent: &str, place: &RunPlace) -> HookRole {
+    if place.mail.is_some() {
+        HookRole::Teammate
+    } else if agent == "lead" {
+        HookRole::Lead
+    } else {
+        HookRole::Subagent
     }
 }
 

@@ -78,6 +78,11 @@ pub async fn prepare(
     for w in warnings {
         warn(w.to_string());
     }
+    // Hooks from every settings layer; a project's shared hooks only in a trusted folder.
+    let (hooks, hook_warnings) = crate::hooks::config::load(&project_root, home.as_deref())?;
+    for w in hook_warnings {
+        warn(w.to_string());
+    }
     let permission_mode = match cli.permission_mode.as_deref() {
         None => policy.default_mode,
         Some(name) => {
@@ -146,6 +151,13 @@ pub async fn prepare(
         default_tool_timeout: DEFAULT_TIMEOUT,
         conversation: conversation.clone(),
         events: events.clone(),
+        hooks: Some(crate::session::SessionHooks {
+            hooks,
+            project_dir: project_root.clone(),
+            session_id: session_id.clone(),
+            transcript_path: transcript.clone(),
+            source: if resuming { "resume" } else { "startup" },
+        }),
         orchestration: Some(Orchestration {
             session_dir,
             catalog,

@@ -315,6 +315,17 @@ impl Policy {
     }
 }
 
+/// Whether a settings file of `layer` is shared content that needs the folder's trust:
+/// the project's file, or a local file git tracks (or whose repository cannot be read).
+/// Hooks use it to decide which hooks run in an untrusted folder.
+pub fn is_shared_file(layer: Layer, path: &Path) -> bool {
+    match layer {
+        Layer::Project => true,
+        Layer::Local => tracked::is_shared(path) != tracked::Shared::No,
+        Layer::User | Layer::Session => false,
+    }
+}
+
 /// Whether the local settings file at `path` is shared content (git tracks it, or its
 /// repository cannot be read), with a warning saying why it is treated like the project's.
 fn local_is_shared(path: &Path, warnings: &mut Vec<Warning>) -> bool {
