@@ -105,7 +105,10 @@ impl Pipeline {
     async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
         let mode = caller.mode.get();
         let (agent, cwd, cancel) = (&caller.agent, &caller.tool_ctx.cwd, &caller.tool_ctx.cancel);
-        let pre = self.hooks.pre_tool_use(agent, cwd, mode, call, cancel).await;
+        let pre = self
+            .hooks
+            .pre_tool_use(agent, cwd, mode, call, cancel)
+            .await;
         caller.stop_for_hook(pre.stop.clone());
         let call = pre.call;
         if let Some(reason) = pre.block {
@@ -117,7 +120,9 @@ impl Pipeline {
                 format!("a PreToolUse hook blocked this call: {}", d.reason),
             );
         }
-        let mut result = self.authorize_and_run(caller, call.clone(), pre.opinion).await;
+        let mut result = self
+            .authorize_and_run(caller, call.clone(), pre.opinion)
+            .await;
         // PostToolUse is for calls that ran; a refusal never reached the tool.
         let refused = matches!(
             result.error_code.as_deref(),

@@ -211,7 +211,10 @@ impl Runner {
         let mut opening = Message::user_text(opening_message(req));
         let mode = place.permission_mode.get();
         let hooks = &self.pipeline.hooks;
-        match hooks.run_start(role, agent, &place.cwd, mode, &req.task, &cancel).await {
+        match hooks
+            .run_start(role, agent, &place.cwd, mode, &req.task, &cancel)
+            .await
+        {
             Ok(context) => opening
                 .content
                 .extend(context.into_iter().map(|text| ContentBlock::Text { text })),
@@ -480,13 +483,13 @@ impl Runner {
     }
 }
 
-/// Which hook events an agent's loop fires: a teammate has a mailbox, the lead is `lead`,
-/// every other agent is a subagent.
+/// Which hook events an agent's loop fires: the lead is `lead` (it has a mailbox too, in
+/// a team), a teammate has a mailbox, every other agent is a subagent.
 fn hook_role(agent: &str, place: &RunPlace) -> HookRole {
-    if place.mail.is_some() {
-        HookRole::Teammate
-    } else if agent == "lead" {
+    if agent == "lead" {
         HookRole::Lead
+    } else if place.mail.is_some() {
+        HookRole::Teammate
     } else {
         HookRole::Subagent
     }

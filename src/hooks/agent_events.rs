@@ -64,7 +64,9 @@ impl HookClient {
                 self.subagent_start(agent, cwd, cancel).await,
             ),
             Role::Lead => {
-                let report = self.user_prompt_submit(agent, cwd, mode, task, cancel).await;
+                let report = self
+                    .user_prompt_submit(agent, cwd, mode, task, cancel)
+                    .await;
                 if let Some(reason) = report.block.clone().or_else(|| report.stop.clone()) {
                     return Err(reason);
                 }
@@ -134,7 +136,12 @@ impl HookClient {
     }
 
     /// Fires `SubagentStart`.
-    pub async fn subagent_start(&self, agent: &str, cwd: &Path, cancel: &CancellationToken) -> Report {
+    pub async fn subagent_start(
+        &self,
+        agent: &str,
+        cwd: &Path,
+        cancel: &CancellationToken,
+    ) -> Report {
         let kind = agent_type(agent).to_string();
         let f = Firing {
             event: HookEvent::SubagentStart,

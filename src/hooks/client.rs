@@ -124,7 +124,10 @@ impl HookClient {
         let hooks = match selected {
             Ok(CallResult::Success(h)) => h,
             _ => {
-                let message = format!("the hooks actor did not answer; {} hooks did not run", f.event);
+                let message = format!(
+                    "the hooks actor did not answer; {} hooks did not run",
+                    f.event
+                );
                 let report = Report {
                     block: (f.event == HookEvent::PreToolUse)
                         .then(|| format!("{message}, so the call was not run")),

@@ -19,9 +19,9 @@ use serde_json::Value;
 
 use super::event::HookEvent;
 use super::matcher::Matcher;
+use crate::permission::Layer;
 use crate::permission::settings::{self, SettingsError, Warning};
 use crate::permission::trust::TrustStore;
-use crate::permission::Layer;
 
 /// How long a hook may run when its entry sets no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -80,7 +80,9 @@ pub fn parse(
             continue;
         };
         let Some(groups) = groups.as_array() else {
-            warn(format!("hooks.{name} is not a list of matcher groups; skipped"));
+            warn(format!(
+                "hooks.{name} is not a list of matcher groups; skipped"
+            ));
             continue;
         };
         for (gi, group) in groups.iter().enumerate() {
@@ -89,7 +91,9 @@ pub fn parse(
                 None | Some(Value::Null) => "",
                 Some(Value::String(s)) => s.as_str(),
                 Some(_) => {
-                    warn(format!("{at}.matcher is not a string; the group was skipped"));
+                    warn(format!(
+                        "{at}.matcher is not a string; the group was skipped"
+                    ));
                     continue;
                 }
             };
@@ -119,13 +123,17 @@ pub fn parse(
                     }
                 }
                 let Some(command) = h.get("command").and_then(Value::as_str) else {
-                    warn(format!("{place}.command is missing or not a string; skipped"));
+                    warn(format!(
+                        "{place}.command is missing or not a string; skipped"
+                    ));
                     continue;
                 };
                 let timeout = match h.get("timeout") {
                     None | Some(Value::Null) => DEFAULT_TIMEOUT,
                     Some(v) => match v.as_f64() {
-                        Some(s) if s > 0.0 && s.is_finite() => Duration::from_secs_f64(s.min(86_400.0)),
+                        Some(s) if s > 0.0 && s.is_finite() => {
+                            Duration::from_secs_f64(s.min(86_400.0))
+                        }
                         _ => {
                             warn(format!(
                                 "{place}.timeout must be a positive number of seconds; using {} s",
@@ -153,7 +161,10 @@ pub fn parse(
 pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
     let mut out = vec![
         (Layer::Local, project_root.join(".crew/settings.local.json")),
-        (Layer::Local, project_root.join(".claude/settings.local.json")),
+        (
+            Layer::Local,
+            project_root.join(".claude/settings.local.json"),
+        ),
         (Layer::Project, project_root.join(".crew/settings.json")),
         (Layer::Project, project_root.join(".claude/settings.json")),
     ];
@@ -268,7 +279,10 @@ mod tests {
         let hooks = parse(&v, &origin(), |e| e, &mut w);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(hooks.len(), 2);
-        let pre = hooks.iter().find(|h| h.event == HookEvent::PreToolUse).unwrap();
+        let pre = hooks
+            .iter()
+            .find(|h| h.event == HookEvent::PreToolUse)
+            .unwrap();
         assert_eq!(pre.timeout, Duration::from_secs(5));
         assert_eq!(pre.matcher.text(), "Bash");
         let stop = hooks.iter().find(|h| h.command == "echo done").unwrap();
@@ -290,9 +304,21 @@ mod tests {
         let hooks = parse(&v, &origin(), |e| e, &mut w);
         assert!(hooks.is_empty());
         let all: Vec<String> = w.iter().map(|w| w.message.clone()).collect();
-        assert!(all.iter().any(|m| m.contains("hooks.PreToolUse[0].matcher")), "{all:?}");
-        assert!(all.iter().any(|m| m.contains("hooks.PreToolUse[1].hooks[0]")), "{all:?}");
-        assert!(all.iter().any(|m| m.contains("hooks.PreToolUse[1].hooks[1].command")), "{all:?}");
+        assert!(
+            all.iter()
+                .any(|m| m.contains("hooks.PreToolUse[0].matcher")),
+            "{all:?}"
+        );
+        assert!(
+            all.iter()
+                .any(|m| m.contains("hooks.PreToolUse[1].hooks[0]")),
+            "{all:?}"
+        );
+        assert!(
+            all.iter()
+                .any(|m| m.contains("hooks.PreToolUse[1].hooks[1].command")),
+            "{all:?}"
+        );
         assert!(all.iter().any(|m| m.contains("hooks.OnSave")), "{all:?}");
     }
 }

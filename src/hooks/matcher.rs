@@ -73,7 +73,11 @@ mod tests {
     #[test]
     fn empty_and_star_match_everything() {
         for t in ["", "*", "  "] {
-            assert!(Matcher::parse(t).unwrap().matches_any(&names(&["anything"])));
+            assert!(
+                Matcher::parse(t)
+                    .unwrap()
+                    .matches_any(&names(&["anything"]))
+            );
         }
         assert!(Matcher::parse("(").is_err());
     }

@@ -97,7 +97,10 @@ mod tests {
     fn file_path_both_ways() {
         let shown = hook_input("write_file", &json!({"path": "a.txt", "content": "x"}));
         assert_eq!(shown["file_path"], "a.txt");
-        let back = from_hook_input("write_file", json!({"file_path": "/tmp/b", "path": "a.txt", "content": "x"}));
+        let back = from_hook_input(
+            "write_file",
+            json!({"file_path": "/tmp/b", "path": "a.txt", "content": "x"}),
+        );
         assert_eq!(back, json!({"path": "/tmp/b", "content": "x"}));
         let cmd = hook_input("run_command", &json!({"command": "ls"}));
         assert_eq!(cmd, json!({"command": "ls"}));

@@ -91,7 +91,14 @@ mod tests {
             &CancellationToken::new(),
         )
         .await;
-        let HookRun::Exited { code, stdout, stderr } = run else { panic!("{run:?}") };
+        let HookRun::Exited {
+            code,
+            stdout,
+            stderr,
+        } = run
+        else {
+            panic!("{run:?}")
+        };
         assert_eq!(code, 2);
         assert_eq!(stdout, "{\"a\":1}|/proj|/proj\n");
         assert_eq!(stderr, "err\n");

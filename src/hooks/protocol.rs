@@ -238,9 +238,15 @@ mod tests {
 
     #[test]
     fn exit_codes() {
-        assert!(matches!(answer(exited(2, "", "no deploys\n")), Answer::Blocked(r) if r == "no deploys"));
-        assert!(matches!(answer(exited(1, "", "oops")), Answer::Error(m) if m.contains("code 1: oops")));
-        assert!(matches!(answer(exited(0, "hello", "")), Answer::Success { text: Some(t), .. } if t == "hello"));
+        assert!(
+            matches!(answer(exited(2, "", "no deploys\n")), Answer::Blocked(r) if r == "no deploys")
+        );
+        assert!(
+            matches!(answer(exited(1, "", "oops")), Answer::Error(m) if m.contains("code 1: oops"))
+        );
+        assert!(
+            matches!(answer(exited(0, "hello", "")), Answer::Success { text: Some(t), .. } if t == "hello")
+        );
     }
 
     #[test]
@@ -250,7 +256,9 @@ mod tests {
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"path":"x"}},"continue":true}"#,
             "",
         ));
-        let Answer::Success { output, .. } = ok else { panic!("{ok:?}") };
+        let Answer::Success { output, .. } = ok else {
+            panic!("{ok:?}")
+        };
         let s = output.hook_specific_output.unwrap();
         assert_eq!(s.permission_decision, Some(PermissionDecision::Allow));
         assert_eq!(s.updated_input.unwrap()["path"], "x");
@@ -259,7 +267,10 @@ mod tests {
             r#"{"continue": "no"}"#,
             "{not json",
         ] {
-            assert!(matches!(answer(exited(0, bad, "")), Answer::Error(_)), "{bad}");
+            assert!(
+                matches!(answer(exited(0, bad, "")), Answer::Error(_)),
+                "{bad}"
+            );
         }
     }
 

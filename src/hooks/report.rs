@@ -60,8 +60,9 @@ pub fn combine(event: HookEvent, answers: Vec<(String, Answer)>) -> Report {
                 continue;
             }
             Answer::Blocked(reason) => {
-                r.notices
-                    .push(format!("{event} hook `{label}` exited with code 2: {reason}"));
+                r.notices.push(format!(
+                    "{event} hook `{label}` exited with code 2: {reason}"
+                ));
                 continue;
             }
             Answer::Success { output, text } => {
@@ -87,11 +88,17 @@ pub fn combine(event: HookEvent, answers: Vec<(String, Answer)>) -> Report {
         }
         let reason = output.reason.clone();
         match output.decision {
-            Some(LegacyDecision::Block) if can_block(event) => blocks
-                .push(reason.clone().unwrap_or_else(|| format!("blocked by hook `{label}`"))),
-            Some(LegacyDecision::Approve) if event == HookEvent::PreToolUse => {
-                prefer(&mut r.permission, PermissionDecision::Allow, reason.clone(), &label)
-            }
+            Some(LegacyDecision::Block) if can_block(event) => blocks.push(
+                reason
+                    .clone()
+                    .unwrap_or_else(|| format!("blocked by hook `{label}`")),
+            ),
+            Some(LegacyDecision::Approve) if event == HookEvent::PreToolUse => prefer(
+                &mut r.permission,
+                PermissionDecision::Allow,
+                reason.clone(),
+                &label,
+            ),
             _ => {}
         }
         let Some(specific) = output.hook_specific_output else {
@@ -199,9 +206,15 @@ mod tests {
 
     #[test]
     fn exit_two_blocks_only_where_the_event_can_block() {
-        let r = combine(HookEvent::PreToolUse, vec![("g".into(), Answer::Blocked("no".into()))]);
+        let r = combine(
+            HookEvent::PreToolUse,
+            vec![("g".into(), Answer::Blocked("no".into()))],
+        );
         assert_eq!(r.block.as_deref(), Some("no"));
-        let r = combine(HookEvent::SessionEnd, vec![("g".into(), Answer::Blocked("no".into()))]);
+        let r = combine(
+            HookEvent::SessionEnd,
+            vec![("g".into(), Answer::Blocked("no".into()))],
+        );
         assert!(r.block.is_none());
         assert!(r.notices[0].contains("code 2"));
     }
@@ -214,9 +227,15 @@ mod tests {
                 ..Default::default()
             })
         };
-        let r = combine(HookEvent::PreToolUse, vec![("a".into(), up("x")), ("b".into(), up("x"))]);
+        let r = combine(
+            HookEvent::PreToolUse,
+            vec![("a".into(), up("x")), ("b".into(), up("x"))],
+        );
         assert_eq!(r.updated_input, Some(json!({"path": "x"})));
-        let r = combine(HookEvent::PreToolUse, vec![("a".into(), up("x")), ("b".into(), up("y"))]);
+        let r = combine(
+            HookEvent::PreToolUse,
+            vec![("a".into(), up("x")), ("b".into(), up("y"))],
+        );
         assert!(r.updated_input.is_none() && r.block.is_some());
     }
 

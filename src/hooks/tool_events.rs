@@ -36,7 +36,12 @@ fn arguments(call: &ToolCall) -> Value {
     serde_json::from_str(&call.arguments).unwrap_or_else(|_| Value::String(call.arguments.clone()))
 }
 
-fn tool_input(client: &HookClient, f: &Firing<'_>, mode: PermissionMode, call: &ToolCall) -> HookInput {
+fn tool_input(
+    client: &HookClient,
+    f: &Firing<'_>,
+    mode: PermissionMode,
+    call: &ToolCall,
+) -> HookInput {
     let mut input = client.input(f);
     input.permission_mode = Some(mode.as_str().to_string());
     input.tool_name = Some(claude_name(&call.name));
@@ -135,8 +140,8 @@ impl HookClient {
 /// Appends hook context for the model to a tool result.
 pub fn append_context(result: &mut ToolResult, event: HookEvent, context: &[String]) {
     for c in context {
-        result
-            .content
-            .push_str(&format!("\n\n<hook event=\"{event}\" context>\n{c}\n</hook>"));
+        result.content.push_str(&format!(
+            "\n\n<hook event=\"{event}\" context>\n{c}\n</hook>"
+        ));
     }
 }

@@ -47,7 +47,8 @@ pub fn apply(mut d: Decision, opinion: &HookOpinion, mode: PermissionMode) -> De
                 d.explicit_ask = true;
                 d.reason = format!("a PreToolUse hook asks for confirmation: {why}");
                 if mode == PermissionMode::DontAsk {
-                    d.reason.push_str("; dontAsk has no one to ask, so it is denied");
+                    d.reason
+                        .push_str("; dontAsk has no one to ask, so it is denied");
                 }
             }
             d
@@ -72,10 +73,18 @@ mod tests {
         let d = apply(decision(Verdict::Ask, Source::Mode, false), &allow, m);
         assert_eq!((d.verdict, d.source), (Verdict::Allow, Source::Hook));
         for (v, s, e) in [
-            (Verdict::Deny, Source::Rule(super::super::Layer::User), false),
+            (
+                Verdict::Deny,
+                Source::Rule(super::super::Layer::User),
+                false,
+            ),
             (Verdict::Deny, Source::Sandbox, false),
             (Verdict::Deny, Source::Credentials, false),
-            (Verdict::Ask, Source::Rule(super::super::Layer::Project), true),
+            (
+                Verdict::Ask,
+                Source::Rule(super::super::Layer::Project),
+                true,
+            ),
             (Verdict::Ask, Source::Mode, true),
             (Verdict::Ask, Source::Unknown, true),
         ] {
@@ -88,12 +97,24 @@ mod tests {
     #[test]
     fn ask_upgrades_an_allow_and_dont_ask_denies_it() {
         let ask = HookOpinion::Ask("check".into());
-        let d = apply(decision(Verdict::Allow, Source::Mode, false), &ask, PermissionMode::BypassPermissions);
+        let d = apply(
+            decision(Verdict::Allow, Source::Mode, false),
+            &ask,
+            PermissionMode::BypassPermissions,
+        );
         assert_eq!(d.verdict, Verdict::Ask);
         assert!(d.explicit_ask);
-        let d = apply(decision(Verdict::Allow, Source::Mode, false), &ask, PermissionMode::DontAsk);
+        let d = apply(
+            decision(Verdict::Allow, Source::Mode, false),
+            &ask,
+            PermissionMode::DontAsk,
+        );
         assert_eq!(d.verdict, Verdict::Deny);
-        let d = apply(decision(Verdict::Deny, Source::Blacklist, false), &ask, PermissionMode::Default);
+        let d = apply(
+            decision(Verdict::Deny, Source::Blacklist, false),
+            &ask,
+            PermissionMode::Default,
+        );
         assert_eq!(d.source, Source::Blacklist);
     }
 }
