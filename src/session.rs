@@ -67,8 +67,9 @@ pub struct SessionConfig {
 
 /// What the session's `Hooks` actor is built from.
 pub struct SessionHooks {
-    /// The hooks of every settings layer (already filtered by folder trust).
-    pub hooks: Vec<crate::hooks::Hook>,
+    /// The hooks of every settings layer and agent definition (already filtered by
+    /// folder trust).
+    pub hooks: crate::hooks::HookTable,
     /// The project root (`CLAUDE_PROJECT_DIR`, `CREW_PROJECT_DIR`).
     pub project_dir: PathBuf,
     /// The session's id (`session_id`).

@@ -589,3 +589,122 @@ fn user_prompt_submit_adds_context_and_session_start_runs() {
     );
     assert!(first.contains("do the task"), "{first}");
 }
+
+const REVIEWER: &str = r#"---
+name: reviewer
+description: Reviews changes without pushing them
+tools: Bash, Read
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - type: command
+          command: "echo 'reviewers only read: no commands' >&2; exit 2"
+  Stop:
+    - hooks:
+        - type: command
+          command: "python3 -c 'import json,os,sys; d=json.load(sys.stdin); open(os.environ[\"CLAUDE_PROJECT_DIR\"]+\"/stop-event.txt\",\"w\").write(d[\"hook_event_name\"]+\" \"+d[\"agent_type\"])'"
+---
+You review the change you are given.
+"#;
+
+#[test]
+fn an_agent_definitions_hooks_run_only_for_that_agent_and_its_stop_is_subagent_stop() {
+    let p = project(&[(".claude/agents/reviewer.md", REVIEWER)], true);
+    let script = json!({
+        "turns": [
+            {"tool_calls": [call("agent", json!({
+                "subagent_type": "reviewer", "description": "review", "prompt": "review it"
+            }))]},
+            {"tool_calls": [call("run_command", json!({"command": "touch lead.marker"}))]},
+            {"text": "done"}
+        ],
+        "agents": {"reviewer": {"turns": [
+            {"tool_calls": [call("run_command", json!({"command": "touch reviewer.marker"}))]},
+            {"text": "reviewed"}
+        ]}}
+    });
+    let path = p.home.join("script.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let record = p.home.join("requests.jsonl");
+    let out = crew(
+        &p.proj,
+        &p.home,
+        &[
+            "-p",
+            "get it reviewed",
+            "--permission-mode",
+            "bypassPermissions",
+            "--model",
+            &format!("script:{}", path.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        p.proj.join("lead.marker").exists(),
+        "the lead's command was blocked: {stderr}"
+    );
+    let reviewer_saw = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"agent\":\"reviewer/"))
+        .last()
+        .map(str::to_string)
+        .expect("the reviewer made requests");
+    // Refused by its hook before the engine: the command never ran.
+    assert!(
+        reviewer_saw
+            .contains("a PreToolUse hook blocked this call: reviewers only read: no commands"),
+        "{reviewer_saw}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.proj.join("stop-event.txt")).unwrap(),
+        "SubagentStop reviewer"
+    );
+    let listed = crew(&p.proj, &p.home, &["hooks", "list"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("agent:reviewer") && listed.contains("SubagentStop"),
+        "{listed}"
+    );
+}
+
+#[test]
+fn a_task_completed_hook_keeps_a_work_list_item_open() {
+    let guard = r#"python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.stderr.write("item " + d["task_id"] + ": the docs are not written yet")
+sys.exit(2)
+'"#;
+    let p = project(
+        &[(
+            ".claude/settings.json",
+            &settings(
+                json!({"TaskCompleted": [{"hooks": [{"type": "command", "command": guard}]}]}),
+            ),
+        )],
+        true,
+    );
+    let r = run(
+        &p,
+        json!([
+            {"tool_calls": [call("todo_add", json!({"subject": "write the docs"}))]},
+            {"tool_calls": [call("todo_update", json!({"id": "1", "status": "completed"}))]},
+            {"tool_calls": [call("todo_list", json!({}))]},
+            {"text": "done"}
+        ]),
+        &["--permission-mode", "bypassPermissions"],
+    );
+    let results = r.tool_results();
+    assert!(
+        results[1].contains("item 1: the docs are not written yet"),
+        "{results:?} {}",
+        r.stderr
+    );
+    assert!(!results[2].contains("completed"), "{results:?}");
+    assert!(results[2].contains("write the docs"), "{results:?}");
+}

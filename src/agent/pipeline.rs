@@ -120,6 +120,13 @@ impl Pipeline {
                 format!("a PreToolUse hook blocked this call: {}", d.reason),
             );
         }
+        if let Some(reason) = self.hooks.task_completed(agent, cwd, &call, cancel).await {
+            return ToolResult::error(
+                &call.id,
+                "hook_blocked",
+                format!("a TaskCompleted hook kept the item open: {reason}"),
+            );
+        }
         let mut result = self
             .authorize_and_run(caller, call.clone(), pre.opinion)
             .await;

@@ -1,5 +1,6 @@
 //! `crew hooks list`: the hooks that will run here — event, matcher, command, timeout, and
-//! the file (and place in it) each comes from — and the ones that will not (a project's
+//! the file (and place in it) each comes from, agent definitions' hooks with scope
+//! `agent:<type>` — and the ones that will not (a project's
 //! shared hooks in an untrusted folder, bad entries), with why.
 
 use std::io::Write;
@@ -25,7 +26,15 @@ pub fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let root = crate::store::project_root(&cwd);
     let home = crate::store::home_dir();
-    let (hooks, warnings) = crate::hooks::config::load(&root, home.as_deref())?;
+    let (mut hooks, mut warnings) = crate::hooks::config::load(&root, home.as_deref())?;
+    let catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
+    let (by_type, agent_warnings) =
+        crate::hooks::config::load_agents(&catalog, &root, home.as_deref());
+    warnings.extend(agent_warnings);
+    // Agent definitions' hooks last, in type order: they run only for that agent type.
+    let mut types: Vec<_> = by_type.into_iter().collect();
+    types.sort_by(|a, b| a.0.cmp(&b.0));
+    hooks.extend(types.into_iter().flat_map(|(_, h)| h));
     if json {
         let list: Vec<_> = hooks
             .iter()

@@ -113,6 +113,15 @@ pub async fn prepare(
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));
     }
+    let (by_agent_type, agent_warnings) =
+        crate::hooks::config::load_agents(&catalog, &project_root, home.as_deref());
+    for w in agent_warnings {
+        warn(w.to_string());
+    }
+    let hooks = crate::hooks::HookTable {
+        session: hooks,
+        by_agent_type,
+    };
     let (session_id, conversation) = choose_session(cli, &project_root)?;
     let resuming = cli.resume.is_some() || cli.continue_session;
     let transcript = crate::transcript::transcript_path(&project_root, &session_id)

@@ -1,5 +1,5 @@
 //! The `Hooks` actor: holds the session's hooks (from the settings layers) and the hooks
-//! of agent definitions registered for the agents running them, and answers which hooks
+//! of agent definitions (for subagents of their type), and answers which hooks
 //! an event of an agent runs: those whose matcher matches the event's subject, identical
 //! commands once. It runs nothing itself (its mailbox never waits on a hook): the caller
 //! runs the selected hooks in its own task (`client.rs`).
@@ -25,27 +25,24 @@ pub enum HooksMsg {
         /// Receives the hooks to run.
         reply: RpcReplyPort<Vec<Hook>>,
     },
-    /// Adds hooks that run only for `agent` (its definition's), until unregistered.
-    Register {
-        /// The agent's id.
-        agent: String,
-        /// Its hooks.
-        hooks: Vec<Hook>,
-    },
-    /// Drops an agent's own hooks.
-    Unregister {
-        /// The agent's id.
-        agent: String,
-    },
 }
 
 /// The actor (configuration only; state is built in `pre_start`).
 pub struct Hooks;
 
-/// The hooks of the session and of running agents.
+/// The hooks of the session (every settings layer) and of each agent type's definition.
+#[derive(Debug, Clone, Default)]
+pub struct HookTable {
+    /// Hooks from the settings layers: they run for every agent.
+    pub session: Vec<Hook>,
+    /// Hooks from agent definitions, by agent type: they run only for subagents of that
+    /// type (ids `type/task`).
+    pub by_agent_type: HashMap<String, Vec<Hook>>,
+}
+
+/// The actor's state.
 pub struct HooksState {
-    session: Vec<Hook>,
-    agents: HashMap<String, Vec<Hook>>,
+    table: HookTable,
 }
 
 /// The hooks of `hooks` that `event` with `subject` runs, each command once.
@@ -66,17 +63,14 @@ pub fn select<'a>(
 impl Actor for Hooks {
     type Msg = HooksMsg;
     type State = HooksState;
-    type Arguments = Vec<Hook>;
+    type Arguments = HookTable;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        hooks: Vec<Hook>,
+        table: HookTable,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(HooksState {
-            session: hooks,
-            agents: HashMap::new(),
-        })
+        Ok(HooksState { table })
     }
 
     async fn handle(
@@ -92,16 +86,14 @@ impl Actor for Hooks {
                 subject,
                 reply,
             } => {
-                let own = state.agents.get(&agent).into_iter().flatten();
-                let chosen = select(state.session.iter().chain(own), event, &subject);
+                let own = agent
+                    .split_once('/')
+                    .and_then(|(kind, _)| state.table.by_agent_type.get(kind))
+                    .into_iter()
+                    .flatten();
+                let chosen = select(state.table.session.iter().chain(own), event, &subject);
                 // A caller that gave up has dropped its port; nothing to do.
                 let _ = reply.send(chosen);
-            }
-            HooksMsg::Register { agent, hooks } => {
-                state.agents.insert(agent, hooks);
-            }
-            HooksMsg::Unregister { agent } => {
-                state.agents.remove(&agent);
             }
         }
         Ok(())

@@ -170,27 +170,6 @@ impl HookClient {
         report
     }
 
-    /// Adds `hooks` for `agent` only (its definition's), until [`Self::unregister`].
-    pub fn register(&self, agent: &str, hooks: Vec<Hook>) {
-        if let Some(i) = &self.inner
-            && !hooks.is_empty()
-        {
-            let _ = i.actor.cast(HooksMsg::Register {
-                agent: agent.to_string(),
-                hooks,
-            });
-        }
-    }
-
-    /// Drops `agent`'s own hooks.
-    pub fn unregister(&self, agent: &str) {
-        if let Some(i) = &self.inner {
-            let _ = i.actor.cast(HooksMsg::Unregister {
-                agent: agent.to_string(),
-            });
-        }
-    }
-
     fn publish(&self, agent: &str, event: HookEvent, report: &Report) {
         let Some(inner) = &self.inner else { return };
         let stop = report

@@ -11,6 +11,7 @@
 //! file's hooks silently could drop the hook that guards a deploy); one bad entry is
 //! skipped with a warning naming its place.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 use super::event::HookEvent;
 use super::matcher::Matcher;
+use crate::agent::catalog::Catalog;
 use crate::permission::Layer;
 use crate::permission::settings::{self, SettingsError, Warning};
 use crate::permission::trust::TrustStore;
@@ -189,13 +191,9 @@ pub fn load(
     project_root: &Path,
     home: Option<&Path>,
 ) -> Result<(Vec<Hook>, Vec<Warning>), SettingsError> {
-    let root = std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
+    let root = canonical(project_root);
     let mut warnings = Vec::new();
-    // Fail closed: no home or an unreadable trust list means not trusted (the permission
-    // policy's loader reports an unreadable list).
-    let trusted = home
-        .map(TrustStore::for_home)
-        .is_some_and(|s| s.is_trusted(&root).unwrap_or(false));
+    let trusted = is_trusted(&root, home);
     let mut hooks = Vec::new();
     for (layer, path) in files(&root, home) {
         let Some(value) = read_hooks(&path)? else {
@@ -224,6 +222,61 @@ pub fn load(
         hooks.extend(found);
     }
     Ok((hooks, warnings))
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Whether the project's shared content may run. Fail closed: no home or an unreadable
+/// trust list means not trusted (the permission policy's loader reports the list).
+fn is_trusted(root: &Path, home: Option<&Path>) -> bool {
+    home.map(TrustStore::for_home)
+        .is_some_and(|s| s.is_trusted(root).unwrap_or(false))
+}
+
+/// The hooks of each agent type's definition (`Stop` there is `SubagentStop`). A
+/// definition inside the project came with the repository: its hooks need the folder's
+/// trust, like the project's settings.
+pub fn load_agents(
+    catalog: &Catalog,
+    project_root: &Path,
+    home: Option<&Path>,
+) -> (HashMap<String, Vec<Hook>>, Vec<Warning>) {
+    let root = canonical(project_root);
+    let trusted = is_trusted(&root, home);
+    let mut warnings = Vec::new();
+    let mut out = HashMap::new();
+    for def in catalog.agents.values() {
+        let Some(value) = &def.hooks else { continue };
+        let origin = Origin {
+            file: def.origin.clone(),
+            scope: format!("agent:{}", def.name),
+        };
+        let found = parse(value, &origin, agent_event, &mut warnings);
+        if found.is_empty() {
+            continue;
+        }
+        let shared = canonical(Path::new(&def.origin)).starts_with(&root);
+        if shared && !trusted {
+            let names: Vec<String> = found
+                .iter()
+                .map(|h| format!("{} {}: `{}`", h.event, h.place, h.command))
+                .collect();
+            warnings.push(Warning {
+                file: Some(PathBuf::from(&def.origin)),
+                message: format!(
+                    "this folder is not trusted, so the hooks of agent `{}` will not run: {}. If you trust this repository, run `crew trust {}`",
+                    def.name,
+                    names.join("; "),
+                    root.display()
+                ),
+            });
+            continue;
+        }
+        out.insert(def.name.clone(), found);
+    }
+    (out, warnings)
 }
 
 /// The `hooks` value of one settings file; `None` when the file or the key is missing.

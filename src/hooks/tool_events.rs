@@ -3,6 +3,8 @@
 //! the reason; `allow`/`ask` become the engine's `HookOpinion`; `updatedInput` replaces
 //! the arguments, which the engine then judges. PostToolUse sees `tool_response`; its
 //! `additionalContext` and its block reason are appended to the result the model reads.
+//! `TaskCompleted` fires for a `todo_update` that completes an item; a block keeps the
+//! item open and tells the model why.
 
 use std::path::Path;
 
@@ -134,6 +136,43 @@ impl HookClient {
             ));
         }
         report.stop
+    }
+}
+
+impl HookClient {
+    /// Fires `TaskCompleted` when `call` marks a work-list item completed (`todo_update`
+    /// with `status: completed`); returns the reason a hook refused the completion.
+    pub async fn task_completed(
+        &self,
+        agent: &str,
+        cwd: &Path,
+        call: &ToolCall,
+        cancel: &CancellationToken,
+    ) -> Option<String> {
+        if call.name != "todo_update" {
+            return None;
+        }
+        let args = arguments(call);
+        if args.get("status").and_then(Value::as_str) != Some("completed") {
+            return None;
+        }
+        let id = args
+            .get("id")
+            .or_else(|| args.get("taskId"))
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        let f = Firing {
+            event: HookEvent::TaskCompleted,
+            agent,
+            cwd,
+            subject: Vec::new(),
+        };
+        let mut input = self.input(&f);
+        input.task_id = id;
+        input.teammate_name = Some(agent.to_string());
+        self.fire(f, input, cancel).await.block
     }
 }
 
