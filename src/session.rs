@@ -355,6 +355,10 @@ async fn start_hooks(
     events: &EventBus,
 ) -> Result<crate::hooks::HookClient, ActorProcessingErr> {
     use crate::hooks::{HookClient, HookEvent, Hooks};
+    // Without hooks, nothing to ask on each call.
+    if h.hooks.session.is_empty() && h.hooks.by_agent_type.is_empty() {
+        return Ok(HookClient::none());
+    }
     let (actor, _) = Actor::spawn_linked(None, Hooks, h.hooks, supervisor.clone()).await?;
     let client = HookClient::new(
         actor,

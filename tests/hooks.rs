@@ -650,8 +650,7 @@ fn an_agent_definitions_hooks_run_only_for_that_agent_and_its_stop_is_subagent_s
     let reviewer_saw = std::fs::read_to_string(&record)
         .unwrap()
         .lines()
-        .filter(|l| l.contains("\"agent\":\"reviewer/"))
-        .last()
+        .rfind(|l| l.contains("\"agent\":\"reviewer/"))
         .map(str::to_string)
         .expect("the reviewer made requests");
     // Refused by its hook before the engine: the command never ran.

@@ -63,14 +63,19 @@ pub fn hook_input(name: &str, arguments: &Value) -> Value {
 }
 
 /// An `updatedInput` turned back into our arguments: a file tool's `file_path` becomes
-/// `path` (it wins when both are given and differ: it is the field Claude Code hooks set).
-pub fn from_hook_input(name: &str, updated: Value) -> Value {
+/// `path`. A hook may have changed either (it was shown both): the one that differs from
+/// `original`'s path wins, `file_path` when both do.
+pub fn from_hook_input(name: &str, original: &Value, updated: Value) -> Value {
     let mut v = updated;
     if takes_file_path(name)
         && let Some(obj) = v.as_object_mut()
         && let Some(fp) = obj.remove("file_path")
     {
-        obj.insert("path".into(), fp);
+        let before = original.get("path");
+        let path_changed = obj.get("path").is_some_and(|p| Some(p) != before);
+        if !path_changed || Some(&fp) != before {
+            obj.insert("path".into(), fp);
+        }
     }
     v
 }
@@ -97,11 +102,20 @@ mod tests {
     fn file_path_both_ways() {
         let shown = hook_input("write_file", &json!({"path": "a.txt", "content": "x"}));
         assert_eq!(shown["file_path"], "a.txt");
+        let original = json!({"path": "a.txt", "content": "x"});
         let back = from_hook_input(
             "write_file",
+            &original,
             json!({"file_path": "/tmp/b", "path": "a.txt", "content": "x"}),
         );
         assert_eq!(back, json!({"path": "/tmp/b", "content": "x"}));
+        // Only `path` changed: it is kept.
+        let back = from_hook_input(
+            "write_file",
+            &original,
+            json!({"file_path": "a.txt", "path": "/tmp/c", "content": "x"}),
+        );
+        assert_eq!(back["path"], "/tmp/c");
         let cmd = hook_input("run_command", &json!({"command": "ls"}));
         assert_eq!(cmd, json!({"command": "ls"}));
     }

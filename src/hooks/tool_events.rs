@@ -89,11 +89,18 @@ impl HookClient {
             context: report.context,
             stop: report.stop,
         };
+        // `continue: false` stops the agent; the call it was about does not run either.
+        if out.block.is_none()
+            && let Some(reason) = &out.stop
+        {
+            out.block = Some(format!("a hook stopped the agent: {reason}"));
+        }
         if out.block.is_none()
             && let Some(updated) = report.updated_input
         {
             if updated.is_object() {
-                let args = from_hook_input(&out.call.name, updated);
+                let original = arguments(&out.call);
+                let args = from_hook_input(&out.call.name, &original, updated);
                 out.call.arguments = args.to_string();
             } else {
                 out.block = Some(

@@ -9,7 +9,8 @@
 //! settings.local.json). Its allow rules, a `defaultMode` looser than `default` and
 //! `worktree.setup` apply only in a folder the user trusted (`trust.rs`); elsewhere one
 //! warning names each ignored entry. Its deny and ask rules always apply: they only
-//! tighten. `.claude/settings.json` is not read at all.
+//! tighten. `.claude/settings*.json` are not read here (only their `hooks`, by
+//! `hooks::config`).
 
 use std::path::{Path, PathBuf};
 
