@@ -707,3 +707,110 @@ sys.exit(2)
     assert!(!results[2].contains("completed"), "{results:?}");
     assert!(results[2].contains("write the docs"), "{results:?}");
 }
+
+#[test]
+fn a_notification_hook_runs_when_an_approval_is_needed() {
+    let notify = r#"python3 -c '
+import json, os, sys
+d = json.load(sys.stdin)
+open(os.environ["CLAUDE_PROJECT_DIR"] + "/notified.txt", "w").write(d["notification_type"] + ": " + d["message"])
+'"#;
+    let p = project(
+        &[(
+            ".claude/settings.json",
+            &settings(
+                json!({"Notification": [{"matcher": "permission_prompt", "hooks": [
+                    {"type": "command", "command": notify}
+                ]}]}),
+            ),
+        )],
+        true,
+    );
+    run(
+        &p,
+        json!([
+            {"tool_calls": [call("write_file", json!({"path": "a.txt", "content": "x"}))]},
+            {"text": "done"}
+        ]),
+        &["--permission-mode", "default"],
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.proj.join("notified.txt")).unwrap(),
+        "permission_prompt: crew needs your permission to use write_file"
+    );
+    // Headless refuses what needs asking: the hook only notified.
+    assert!(!p.proj.join("a.txt").exists());
+}
+
+#[test]
+fn a_teammate_idle_hook_keeps_the_teammate_working_once() {
+    // Blocks the first time only (a marker in the project remembers it).
+    let idle = r#"python3 -c '
+import json, os, sys
+d = json.load(sys.stdin)
+m = os.environ["CLAUDE_PROJECT_DIR"] + "/idle-blocked.txt"
+if d["teammate_name"] == "tina" and not os.path.exists(m):
+    open(m, "w").write(d["hook_event_name"])
+    sys.stderr.write("Finish the checklist before going idle.")
+    sys.exit(2)
+'"#;
+    let p = project(
+        &[
+            (
+                ".claude/settings.json",
+                &settings(
+                    json!({"TeammateIdle": [{"hooks": [{"type": "command", "command": idle}]}]}),
+                ),
+            ),
+            (
+                ".crew/agents/w.md",
+                "---\nname: w\ndescription: test teammate\ntools: read_file, send_message\n---\nDo your part.\n",
+            ),
+        ],
+        true,
+    );
+    let script = json!({
+        "turns": [
+            {"tool_calls": [call("agent", json!({
+                "description": "t", "prompt": "Check things.", "subagent_type": "w", "name": "tina"
+            }))]},
+            {"text": "team started"}
+        ],
+        "agents": {"tina": {"turns": [{"text": "idle now"}, {"text": "checklist done"}]}}
+    });
+    let path = p.home.join("script.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let record = p.home.join("requests.jsonl");
+    let out = crew(
+        &p.proj,
+        &p.home,
+        &[
+            "-p",
+            "start tina",
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            &format!("script:{}", path.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(p.proj.join("idle-blocked.txt")).unwrap(),
+        "TeammateIdle"
+    );
+    let tina: Vec<String> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"agent\":\"w/tina\""))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(tina.len(), 2, "{stderr}");
+    assert!(
+        tina[1].contains("Finish the checklist before going idle."),
+        "{}",
+        tina[1]
+    );
+}

@@ -238,25 +238,22 @@ impl Pipeline {
             decision: pending.decision().clone(),
             mode: request.mode,
         };
-        // Notification hooks run beside the question; the answer does not wait on them.
-        let (hooks, agent, cwd) = (
-            self.hooks.clone(),
-            caller.agent.clone(),
-            caller.tool_ctx.cwd.clone(),
-        );
+        // Notification hooks run beside the question (the question is not delayed); the
+        // call goes on once both are done, so no hook is left running unowned.
         let message = format!("crew needs your permission to use {}", call.name);
-        tokio::spawn(async move {
-            hooks
-                .notification(&agent, &cwd, "permission_prompt", &message)
-                .await
-        });
-        let outcome = rpc(
+        let notified = self.hooks.notification(
+            &caller.agent,
+            &caller.tool_ctx.cwd,
+            "permission_prompt",
+            &message,
+        );
+        let asked = rpc(
             &self.approver,
             |reply| ApproverMsg::Ask(question, reply),
             APPROVAL_TIMEOUT,
-        )
-        .await
-        .unwrap_or(Outcome::Refused {
+        );
+        let (_, outcome) = tokio::join!(notified, asked);
+        let outcome = outcome.unwrap_or(Outcome::Refused {
             message: Some("the approval was not answered".into()),
         });
         let approval = match outcome {

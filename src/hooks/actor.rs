@@ -35,8 +35,8 @@ pub struct Hooks;
 pub struct HookTable {
     /// Hooks from the settings layers: they run for every agent.
     pub session: Vec<Hook>,
-    /// Hooks from agent definitions, by agent type: they run only for subagents of that
-    /// type (ids `type/task`).
+    /// Hooks from agent definitions, by agent type: they run only for subagents and
+    /// teammates of that type (ids `type/task`, `type/name`).
     pub by_agent_type: HashMap<String, Vec<Hook>>,
 }
 

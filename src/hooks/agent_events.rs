@@ -35,9 +35,14 @@ impl Role {
     }
 }
 
-/// A subagent's type from its id (`type/task`).
+/// A subagent's or teammate's type from its id (`type/task`, `type/name`).
 pub fn agent_type(agent: &str) -> &str {
     agent.split('/').next().unwrap_or(agent)
+}
+
+/// A teammate's name from its id (`type/name`).
+pub fn member_name(agent: &str) -> &str {
+    agent.rsplit_once('/').map_or(agent, |(_, name)| name)
 }
 
 /// Wraps hook context for the model.
@@ -129,7 +134,10 @@ impl HookClient {
         input.stop_hook_active = Some(active);
         match role {
             Role::Subagent => input.agent_type = Some(agent_type(agent).to_string()),
-            Role::Teammate => input.teammate_name = Some(agent.to_string()),
+            Role::Teammate => {
+                input.agent_type = Some(agent_type(agent).to_string());
+                input.teammate_name = Some(member_name(agent).to_string());
+            }
             Role::Lead => {}
         }
         self.fire(f, input, cancel).await

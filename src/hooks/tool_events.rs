@@ -178,7 +178,7 @@ impl HookClient {
         };
         let mut input = self.input(&f);
         input.task_id = id;
-        input.teammate_name = Some(agent.to_string());
+        input.teammate_name = Some(super::agent_events::member_name(agent).to_string());
         self.fire(f, input, cancel).await.block
     }
 }
