@@ -170,6 +170,19 @@ impl HookClient {
         report
     }
 
+    /// Shows the user something about a hook of `event` (as a `Hook` event).
+    pub fn notice(&self, agent: &str, event: HookEvent, message: String) {
+        if let Some(inner) = &self.inner {
+            inner.events.publish(
+                agent,
+                EventKind::Hook {
+                    event: event.as_str().to_string(),
+                    message,
+                },
+            );
+        }
+    }
+
     fn publish(&self, agent: &str, event: HookEvent, report: &Report) {
         let Some(inner) = &self.inner else { return };
         let stop = report

@@ -102,6 +102,15 @@ impl HookClient {
                 let original = arguments(&out.call);
                 let args = from_hook_input(&out.call.name, &original, updated);
                 out.call.arguments = args.to_string();
+                // The user saw the model's arguments; say what is judged and run instead.
+                self.notice(
+                    agent,
+                    HookEvent::PreToolUse,
+                    format!(
+                        "PreToolUse hook rewrote the arguments of {}: {}",
+                        out.call.name, out.call.arguments
+                    ),
+                );
             } else {
                 out.block = Some(
                     "a PreToolUse hook returned an updatedInput that is not an object; the call was not run"
