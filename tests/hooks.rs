@@ -438,3 +438,72 @@ fn a_hook_printing_invalid_json_is_reported_not_obeyed() {
     assert!(!p.proj.join("a.txt").exists());
     assert!(r.stderr.contains("not valid hook output"), "{}", r.stderr);
 }
+
+const POLICY: &str = r#"#!/usr/bin/env python3
+# JSON decisions: deny `rm`, ask before reading .env files, say nothing otherwise.
+import json, sys
+d = json.load(sys.stdin)
+inp = d["tool_input"]
+out = None
+if d["tool_name"] == "Bash" and inp["command"].startswith("rm "):
+    out = {"permissionDecision": "deny", "permissionDecisionReason": "use git rm so the change is reviewed"}
+elif d["tool_name"] == "Read" and inp["file_path"].endswith(".env"):
+    out = {"permissionDecision": "ask", "permissionDecisionReason": ".env may hold secrets"}
+if out:
+    out["hookEventName"] = "PreToolUse"
+    print(json.dumps({"hookSpecificOutput": out}))
+"#;
+
+#[test]
+fn json_deny_is_final_even_under_bypass_and_ask_makes_the_engine_ask() {
+    let p = project(
+        &[
+            (
+                ".claude/settings.json",
+                &settings(json!({"PreToolUse": [{"matcher": "Bash|Read", "hooks": [
+                    {"type": "command", "command": "python3 .claude/hooks/policy.py"}
+                ]}]})),
+            ),
+            (".claude/hooks/policy.py", POLICY),
+            ("keep.txt", "kept\n"),
+            ("app.env", "TOKEN=x\n"),
+        ],
+        true,
+    );
+    let r = run(
+        &p,
+        json!([
+            {"tool_calls": [call("run_command", json!({"command": "rm keep.txt"}))]},
+            {"tool_calls": [call("read_file", json!({"path": "app.env"}))]},
+            {"tool_calls": [call("read_file", json!({"path": "README.md"}))]},
+            {"text": "done"}
+        ]),
+        &["--permission-mode", "default"],
+    );
+    assert!(p.proj.join("keep.txt").exists(), "the denied command ran");
+    let results = r.tool_results();
+    assert!(
+        results[0].contains("use git rm so the change is reviewed"),
+        "{results:?}"
+    );
+    // Default mode would read it unasked; the hook's ask makes it ask, and headless
+    // refuses what needs asking.
+    assert!(results[1].contains("permission_denied"), "{results:?}");
+    assert!(results[1].contains(".env may hold secrets"), "{results:?}");
+    assert!(!results[1].contains("TOKEN=x"), "{results:?}");
+    assert!(results[2].contains("# proj"), "{results:?}");
+
+    // bypassPermissions does not lift a hook's deny.
+    run(
+        &p,
+        json!([
+            {"tool_calls": [call("run_command", json!({"command": "rm keep.txt"}))]},
+            {"text": "done"}
+        ]),
+        &["--permission-mode", "bypassPermissions"],
+    );
+    assert!(
+        p.proj.join("keep.txt").exists(),
+        "the denied command ran under bypass"
+    );
+}

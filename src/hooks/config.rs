@@ -345,6 +345,54 @@ mod tests {
     }
 
     #[test]
+    fn a_committed_local_file_needs_trust_and_a_user_file_does_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let (home, proj) = (base.join("home"), base.join("home/proj"));
+        let hooks = |cmd: &str| {
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": cmd}]}]}})
+                .to_string()
+        };
+        std::fs::create_dir_all(proj.join(".claude")).unwrap();
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::write(proj.join(".claude/settings.local.json"), hooks("committed")).unwrap();
+        std::fs::write(home.join(".claude/settings.json"), hooks("mine")).unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&proj)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "."]);
+        git(&["commit", "-qm", "x"]);
+        let (loaded, warnings) = load(&proj, Some(&home)).unwrap();
+        let commands: Vec<&str> = loaded.iter().map(|h| h.command.as_str()).collect();
+        assert_eq!(commands, ["mine"]);
+        assert!(
+            warnings.iter().any(|w| w.message.contains("`committed`")),
+            "{warnings:?}"
+        );
+        TrustStore::for_home(&home).trust(&proj).unwrap();
+        let (loaded, _) = load(&proj, Some(&home)).unwrap();
+        assert_eq!(loaded.len(), 2);
+    }
+
+    #[test]
+    fn a_malformed_file_is_an_error_naming_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join(".claude")).unwrap();
+        std::fs::write(tmp.path().join(".claude/settings.json"), "{\"hooks\": ").unwrap();
+        let e = load(tmp.path(), None).unwrap_err();
+        assert!(e.to_string().contains(".claude/settings.json"), "{e}");
+    }
+
+    #[test]
     fn bad_entries_are_skipped_with_their_place() {
         let v = json!({
             "PreToolUse": [
