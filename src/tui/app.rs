@@ -392,6 +392,7 @@ impl App {
             EventKind::Error { message } => self
                 .transcript
                 .push(Entry::Error(format!("[{agent}] {message}"))),
+            EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
             _ => {}
         }
     }
