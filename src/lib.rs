@@ -9,6 +9,7 @@ pub mod cli;
 pub mod events;
 pub mod executor;
 pub mod gate;
+pub mod memory;
 pub mod permission;
 pub mod pricing;
 pub mod protocol;

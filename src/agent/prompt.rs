@@ -16,3 +16,14 @@ you need.\n\
         cwd.display()
     )
 }
+
+/// `base` followed by the memory files' section (unchanged when there are none). The
+/// whole system prompt sits before the first cache breakpoint, so the memory files are
+/// part of the cached prefix.
+pub fn with_memory(base: &str, files: &[crate::memory::MemoryFile]) -> String {
+    let section = crate::memory::render::prompt_section(files);
+    if section.is_empty() {
+        return base.to_string();
+    }
+    format!("{base}\n\n{section}")
+}

@@ -205,6 +205,16 @@ impl Runner {
             mode: place.permission_mode.clone(),
             tool_ctx,
         };
+        // Memory files: the cwd's and above go into this run's system prompt; those of
+        // directories below are added to tool results as the agent reaches them.
+        let mut memory =
+            crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
+        if conversation.is_empty() {
+            for message in memory.warnings() {
+                events.publish(agent, EventKind::Error { message });
+            }
+        }
+        let system = super::prompt::with_memory(&self.spec.system_prompt, memory.start_files());
         conversation.push(Message::user_text(opening_message(req)));
         // Messages are published (for the transcript) once final: user messages just
         // before the request that carries them, assistant messages when complete.
@@ -233,7 +243,7 @@ impl Runner {
             }
             let request = ModelRequest {
                 model: self.spec.model.clone(),
-                system: self.spec.system_prompt.clone(),
+                system: system.clone(),
                 messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
                 tools: tools.clone(),
                 max_tokens: self.spec.max_tokens,
@@ -278,7 +288,14 @@ impl Runner {
             }
             outcome.tool_calls += output.calls.len() as u32;
             caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls);
-            let results = self.run_calls(&caller, output.calls).await;
+            let calls = output.calls.clone();
+            let mut results = self.run_calls(&caller, output.calls).await;
+            for (call, result) in calls.iter().zip(results.iter_mut()) {
+                let tool = self.pipeline.registry.canonical(&call.name).unwrap_or("");
+                for message in memory.after_call(tool, call, result) {
+                    events.publish(agent, EventKind::Error { message });
+                }
+            }
             conversation.push(Message {
                 role: Role::User,
                 content: results.into_iter().map(ContentBlock::ToolResult).collect(),
