@@ -2,6 +2,7 @@
 //! the subcommands.
 
 pub mod agents;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -136,6 +137,13 @@ pub enum Command {
         #[command(subcommand)]
         cmd: team::TeamCmd,
     },
+    /// Memory files (CLAUDE.md, AGENTS.md, CREW.md): `show` what an agent here loads and
+    /// where each came from.
+    Memory {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: memory::MemoryCmd,
+    },
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
@@ -151,6 +159,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
+        Command::Memory { cmd } => memory::run(cmd, cwd, &mut out),
     }
 }
 
