@@ -207,8 +207,7 @@ impl Runner {
         };
         // Memory files: the cwd's and above go into this run's system prompt; those of
         // directories below are added to tool results as the agent reaches them.
-        let mut memory =
-            crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
+        let mut memory = crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
         if conversation.is_empty() {
             for message in memory.warnings() {
                 events.publish(agent, EventKind::Error { message });

@@ -27,11 +27,15 @@ pub enum MemoryCmd {
 /// Runs a memory subcommand; returns the exit code.
 pub fn run(cmd: MemoryCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let MemoryCmd::Show { json } = cmd;
-    let cwd = std::fs::canonicalize(cwd)
-        .map_err(|e| anyhow::anyhow!("--cwd {}: {e}", cwd.display()))?;
+    let cwd =
+        std::fs::canonicalize(cwd).map_err(|e| anyhow::anyhow!("--cwd {}: {e}", cwd.display()))?;
     let memory = load(&cwd, crate::store::home_dir().as_deref())?;
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&as_json(&cwd, &memory))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&as_json(&cwd, &memory))?
+        )?;
     } else {
         out.write_all(text(&cwd, &memory).as_bytes())?;
     }

@@ -72,7 +72,12 @@ impl AgentMemory {
     /// After a successful `read_file`/`edit_file`/`write_file` (`tool` is the canonical
     /// name) of a file below the cwd, appends the memory files of the directories on the
     /// way to it that the agent was not given yet. Returns warnings about files skipped.
-    pub fn after_call(&mut self, tool: &str, call: &ToolCall, result: &mut ToolResult) -> Vec<String> {
+    pub fn after_call(
+        &mut self,
+        tool: &str,
+        call: &ToolCall,
+        result: &mut ToolResult,
+    ) -> Vec<String> {
         if result.is_error || !TOUCHING_TOOLS.contains(&tool) {
             return Vec::new();
         }
@@ -153,14 +158,24 @@ mod tests {
         let mut resumed = AgentMemory::start_with_home(&walk, &root, Some(&home), &conversation);
         let mut third = ToolResult::ok("c", "x");
         resumed.after_call("read_file", &call("read_file", "api/v1/z.rs"), &mut third);
-        assert_eq!(third.content, "x", "a resumed conversation already has them");
+        assert_eq!(
+            third.content, "x",
+            "a resumed conversation already has them"
+        );
 
         let mut failed = ToolResult::error("c", "permission_denied", "no");
         let fresh = &mut AgentMemory::start_with_home(&walk, &root, Some(&home), &[]);
         fresh.after_call("read_file", &call("read_file", "api/x.rs"), &mut failed);
-        assert!(!failed.content.contains("api rules"), "a refused read loads nothing");
+        assert!(
+            !failed.content.contains("api rules"),
+            "a refused read loads nothing"
+        );
         let mut searched = ToolResult::ok("c", "x");
-        fresh.after_call("search_code", &call("search_code", "api/x.rs"), &mut searched);
+        fresh.after_call(
+            "search_code",
+            &call("search_code", "api/x.rs"),
+            &mut searched,
+        );
         assert_eq!(searched.content, "x");
     }
 }

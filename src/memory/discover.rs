@@ -109,8 +109,14 @@ mod tests {
     fn directories_between_the_root_and_the_cwd_outermost_first() {
         let d = dirs_between(Path::new("/r"), Path::new("/r/a/b"));
         assert_eq!(d, [Path::new("/r"), Path::new("/r/a"), Path::new("/r/a/b")]);
-        assert_eq!(dirs_between(Path::new("/r"), Path::new("/r")), [Path::new("/r")]);
-        assert_eq!(dirs_between(Path::new("/r"), Path::new("/x")), [Path::new("/x")]);
+        assert_eq!(
+            dirs_between(Path::new("/r"), Path::new("/r")),
+            [Path::new("/r")]
+        );
+        assert_eq!(
+            dirs_between(Path::new("/r"), Path::new("/x")),
+            [Path::new("/x")]
+        );
     }
 
     #[test]
@@ -126,7 +132,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         std::fs::create_dir_all(dir.join(".claude")).unwrap();
-        for name in ["CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md", "CREW.md"] {
+        for name in [
+            "CLAUDE.md",
+            ".claude/CLAUDE.md",
+            "CLAUDE.local.md",
+            "CREW.md",
+        ] {
             std::fs::write(dir.join(name), "x").unwrap();
         }
         let found = files_in(dir, Scope::Project);

@@ -141,10 +141,16 @@ mod tests {
 
     #[test]
     fn finds_imports_in_prose_and_lists() {
-        let text = "See @docs/style.md for style.\n- @~/.claude/prefs.md\n@/abs/path.md, and @a\\ b.md";
+        let text =
+            "See @docs/style.md for style.\n- @~/.claude/prefs.md\n@/abs/path.md, and @a\\ b.md";
         assert_eq!(
             references(text),
-            ["docs/style.md", "~/.claude/prefs.md", "/abs/path.md", "a b.md"]
+            [
+                "docs/style.md",
+                "~/.claude/prefs.md",
+                "/abs/path.md",
+                "a b.md"
+            ]
         );
     }
 

@@ -171,7 +171,10 @@ mod tests {
         let (_tmp, home, root) = setup();
         write(&home.join(".claude/CLAUDE.md"), "user prefs");
         write(&root.join("CLAUDE.md"), "root, see @docs/style.md");
-        write(&root.join("docs/style.md"), "style; and @../CONTRIBUTING.md");
+        write(
+            &root.join("docs/style.md"),
+            "style; and @../CONTRIBUTING.md",
+        );
         write(&root.join("CONTRIBUTING.md"), "contrib");
         write(&root.join("app/AGENTS.md"), "app agents");
         write(&root.join("app/CLAUDE.local.md"), "mine");
@@ -229,12 +232,19 @@ mod tests {
     fn missing_imports_are_quiet_and_the_budget_holds() {
         let (_tmp, home, root) = setup();
         let chunk = "x".repeat(110 * 1024);
-        write(&root.join("CLAUDE.md"), "ask @alice; @1.md @2.md @3.md @4.md @5.md");
+        write(
+            &root.join("CLAUDE.md"),
+            "ask @alice; @1.md @2.md @3.md @4.md @5.md",
+        );
         for i in 1..=5 {
             write(&root.join(format!("{i}.md")), &chunk);
         }
         let m = load_at(&home, &root, &root);
-        assert_eq!(m.files.len(), 1 + 4, "the fifth 110 KiB file exceeds 512 KiB");
+        assert_eq!(
+            m.files.len(),
+            1 + 4,
+            "the fifth 110 KiB file exceeds 512 KiB"
+        );
         let reasons: Vec<_> = m.skipped.iter().map(|s| s.is_warning()).collect();
         assert_eq!(reasons, [false, true], "{:?}", m.skipped);
     }

@@ -54,7 +54,10 @@ fn element(f: &MemoryFile) -> String {
     }
     let mut text = f.text.trim_end().to_string();
     text.push('\n');
-    format!("{OPEN}{}\" {attrs}>\n{text}</memory-file>\n", escape(&f.path))
+    format!(
+        "{OPEN}{}\" {attrs}>\n{text}</memory-file>\n",
+        escape(&f.path)
+    )
 }
 
 /// A path as an attribute value: `"` and newlines would end or break the element.
@@ -119,7 +122,10 @@ mod tests {
 
     #[test]
     fn a_reminder_names_its_files_and_is_read_back_from_the_conversation() {
-        let files = [file("/r/api/AGENTS.md", "use axum"), file("/r/api/q\"x.md", "x")];
+        let files = [
+            file("/r/api/AGENTS.md", "use axum"),
+            file("/r/api/q\"x.md", "x"),
+        ];
         let block = reminder(&files);
         assert!(block.contains("<system-reminder>") && block.ends_with("</system-reminder>"));
         assert!(block.contains("use axum\n</memory-file>"));
@@ -132,7 +138,10 @@ mod tests {
         }];
         assert_eq!(
             injected_paths(&conv),
-            [PathBuf::from("/r/api/AGENTS.md"), PathBuf::from("/r/api/q\"x.md")]
+            [
+                PathBuf::from("/r/api/AGENTS.md"),
+                PathBuf::from("/r/api/q\"x.md")
+            ]
         );
         // A file that merely mentions the marker outside a reminder is not an injection.
         let plain = vec![Message {

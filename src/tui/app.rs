@@ -321,9 +321,12 @@ impl App {
         let lead = agent == "lead";
         match event.kind {
             EventKind::TextDelta { text } if lead => self.transcript.push_text(&text),
-            EventKind::MessageAppended { message } if lead => self.memory_injected.extend(
-                crate::memory::render::injected_paths(std::slice::from_ref(&message)),
-            ),
+            EventKind::MessageAppended { message } if lead => {
+                self.memory_injected
+                    .extend(crate::memory::render::injected_paths(std::slice::from_ref(
+                        &message,
+                    )))
+            }
             EventKind::ToolCallStarted { call } => self.transcript.tool_started(agent, &call),
             EventKind::PermissionDecided {
                 call_id,
