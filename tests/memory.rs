@@ -360,3 +360,67 @@ fn crew_memory_show_lists_the_files_and_where_they_came_from() {
         "{text}"
     );
 }
+
+#[test]
+fn a_teammate_gets_the_memory_files_of_its_worktree() {
+    let r = repo();
+    put(
+        &r.repo,
+        ".crew/agents/fixer.md",
+        "---\nname: fixer\ndescription: fixes things\ntools: read_file, write_file, send_message\n---\nFix it.\n",
+    );
+    git(&r.repo, &["add", "."]);
+    git(&r.repo, &["commit", "-qm", "agent"]);
+    let script = r#"{"turns":[
+      {"tool_calls":[{"name":"agent","input":{"description":"fix","prompt":"fix the api","subagent_type":"fixer","name":"alice"}}]},
+      {"text":"started"},{"text":"noted"},{"text":"noted"}],
+      "agents":{"alice":{"turns":[
+        {"tool_calls":[{"name":"read_file","input":{"path":"services/api/handler.rs"}}]},
+        {"text":"fixed"}]}}}"#;
+    let (stderr, requests) = run(&r, &r.repo, script, "default");
+    let mate: Vec<&Value> = requests
+        .iter()
+        .filter(|q| q["agent"].as_str().unwrap().contains("alice"))
+        .collect();
+    assert!(mate.len() >= 2, "{stderr}");
+    let sys = system(mate[0]);
+    assert!(sys.contains("teammate `alice`"), "{sys}");
+    assert!(
+        sys.contains("ROOT-MARKER-7f3a") && sys.contains("USER-MARKER-19c2"),
+        "{sys}"
+    );
+    assert!(!messages(mate[0]).contains("API-AGENTS-MARKER"));
+    assert!(messages(mate[1]).contains("API-AGENTS-MARKER-c4d2"));
+}
+
+#[test]
+fn the_memory_section_sits_inside_the_cached_system_block() {
+    use crewmaster::memory::{MemoryFile, Scope};
+    use crewmaster::provider::{ModelRequest, anthropic::request_body};
+    let file = MemoryFile {
+        path: "/r/CLAUDE.md".into(),
+        scope: Scope::Project,
+        imported_by: None,
+        depth: 0,
+        text: "ROOT-MARKER".into(),
+    };
+    let system = crewmaster::agent::prompt::with_memory("You are crewmaster.", &[file]);
+    let body = request_body(&ModelRequest {
+        model: "m".into(),
+        system,
+        messages: vec![crewmaster::protocol::Message::user_text("hi")],
+        tools: Vec::new(),
+        max_tokens: 10,
+        agent: "lead".into(),
+    });
+    let blocks = body["system"].as_array().unwrap();
+    assert_eq!(blocks.len(), 1);
+    let text = blocks[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("You are crewmaster.\n\n# Memory files"));
+    assert!(text.contains(
+        "<memory-file path=\"/r/CLAUDE.md\" scope=\"project\">\nROOT-MARKER\n</memory-file>"
+    ));
+    assert_eq!(blocks[0]["cache_control"]["type"], "ephemeral");
+    // No memory files: the prompt is exactly the base.
+    assert_eq!(crewmaster::agent::prompt::with_memory("base", &[]), "base");
+}

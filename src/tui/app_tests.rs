@@ -362,3 +362,56 @@ fn team_panel_keys_become_team_effects_and_leave_the_input_alone() {
     assert!(a.input.text().is_empty(), "typing went to the teammate");
     assert!(a.running.is_none(), "nothing was sent to the lead");
 }
+
+#[test]
+fn memory_command_lists_loaded_files_and_those_added_as_the_lead_worked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, repo) = (base.join("home"), base.join("repo"));
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(home.join(".claude/CLAUDE.md"), "terse").unwrap();
+    std::fs::write(repo.join("CLAUDE.md"), "rules @docs/x.md").unwrap();
+    std::fs::create_dir_all(repo.join("docs")).unwrap();
+    std::fs::write(repo.join("docs/x.md"), "style").unwrap();
+    let mut a = app();
+    a.info.cwd = repo.clone();
+    a.info.project_root = repo.clone();
+    a.info.home = Some(home.clone());
+    type_line(&mut a, "/memory");
+    let text = notices(&a);
+    assert!(text.contains(&format!(
+        "{} (user,",
+        home.join(".claude/CLAUDE.md").display()
+    )));
+    assert!(text.contains(&format!(
+        "{} (project, 5 bytes, imported by {})",
+        repo.join("docs/x.md").display(),
+        repo.join("CLAUDE.md").display()
+    )));
+    let sub = crate::memory::MemoryFile {
+        path: repo.join("api/AGENTS.md"),
+        scope: crate::memory::Scope::Subdirectory,
+        imported_by: None,
+        depth: 0,
+        text: "api".into(),
+    };
+    let result = crate::protocol::ToolResult::ok(
+        "c1",
+        format!("fn f() {{}}{}", crate::memory::render::reminder(&[sub])),
+    );
+    a.on_event(Event {
+        agent: "lead".into(),
+        kind: EventKind::MessageAppended {
+            message: crate::protocol::Message {
+                role: crate::protocol::Role::User,
+                content: vec![crate::protocol::ContentBlock::ToolResult(result)],
+            },
+        },
+    });
+    type_line(&mut a, "/memory");
+    assert!(notices(&a).contains(&format!(
+        "Added to the lead's conversation so far:\n  {} (subdirectory)",
+        repo.join("api/AGENTS.md").display()
+    )));
+}
