@@ -132,7 +132,10 @@ pub enum SkipReason {
     /// Not text (a NUL byte, or not UTF-8).
     #[error("it is not UTF-8 text")]
     Binary,
-    /// A directory, FIFO, device or socket.
+    /// A directory (`see @src/` is prose, not an import).
+    #[error("it is a directory")]
+    Directory,
+    /// A FIFO, device or socket.
     #[error("it is not a regular file")]
     NotAFile,
     /// It could not be read.
@@ -153,9 +156,10 @@ pub enum SkipReason {
 }
 
 impl Skipped {
-    /// Whether the user should be told (a missing import is usually an `@mention`).
+    /// Whether the user should be told (a missing import is usually an `@mention`, a
+    /// directory a way of pointing at code).
     pub fn is_warning(&self) -> bool {
-        self.reason != SkipReason::NotFound
+        !matches!(self.reason, SkipReason::NotFound | SkipReason::Directory)
     }
 
     /// The warning, naming the file and the importer.

@@ -95,6 +95,9 @@ fn read_bounded(real: &Path) -> Result<String, SkipReason> {
         .open(real)
         .map_err(unreadable)?;
     let meta = file.metadata().map_err(unreadable)?;
+    if meta.is_dir() {
+        return Err(SkipReason::Directory);
+    }
     if !meta.is_file() {
         return Err(SkipReason::NotAFile);
     }
@@ -216,12 +219,16 @@ mod tests {
             a.read(&fx.home.join("diary.txt"), Scope::User),
             Ok("private".into())
         );
-        // A symlink inside the project to a file outside it is outside.
+        // A symlink inside the project to a file outside it is outside (a repository can
+        // commit `CLAUDE.md -> /proc/self/environ`, which would carry crew's API keys).
         std::os::unix::fs::symlink(fx.home.join("diary.txt"), fx.proj.join("d.md")).unwrap();
-        assert_eq!(
-            a.read(&fx.proj.join("d.md"), Scope::Project),
-            Err(SkipReason::OutsideProject)
-        );
+        std::os::unix::fs::symlink("/proc/self/environ", fx.proj.join("CLAUDE.md")).unwrap();
+        for name in ["d.md", "CLAUDE.md"] {
+            assert_eq!(
+                a.read(&fx.proj.join(name), Scope::Project),
+                Err(SkipReason::OutsideProject)
+            );
+        }
     }
 
     #[test]
@@ -250,7 +257,7 @@ mod tests {
         std::fs::create_dir(fx.proj.join("dir.md")).unwrap();
         assert_eq!(
             a.read(&fx.proj.join("dir.md"), Scope::Project),
-            Err(SkipReason::NotAFile)
+            Err(SkipReason::Directory)
         );
         assert_eq!(
             a.read(&fx.proj.join("missing.md"), Scope::Project),
