@@ -217,12 +217,30 @@ fn a_credential_or_denied_import_is_refused_with_a_warning_and_never_sent() {
     );
     // A symlinked memory file pointing at the key is the key.
     std::os::unix::fs::symlink(r.home.join(".ssh/id_rsa"), r.repo.join("CREW.md")).unwrap();
+    // A memory file found by its place is read through the deny rules too.
+    put(&r.repo, "CLAUDE.local.md", "LOCAL-DENIED-MARKER-77e0\n");
+    put(
+        &r.repo,
+        ".crew/settings.json",
+        r#"{"permissions":{"deny":["Read(./secrets/**)","Read(./CLAUDE.local.md)"]}}"#,
+    );
     let (stderr, requests) = run(&r, &r.repo, READS, "bypassPermissions");
     let all = std::fs::read_to_string(r.home.join("requests.jsonl")).unwrap();
     assert!(!all.contains(KEY), "the key reached the model");
     assert!(
         !all.contains("INCIDENT-SECRET-0b7f"),
         "a denied file reached the model"
+    );
+    assert!(
+        !all.contains("LOCAL-DENIED-MARKER"),
+        "a denied file reached the model"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "memory file {} was not loaded: a Read deny rule covers it",
+            r.repo.join("CLAUDE.local.md").display()
+        )),
+        "{stderr}"
     );
     assert!(system(&requests[0]).contains("ROOT-MARKER-7f3a"));
     let key = r.home.join(".ssh/id_rsa").display().to_string();
