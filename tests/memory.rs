@@ -166,10 +166,11 @@ fn root_memory_and_imports_are_in_the_system_prompt_and_a_subdirectory_arrives_o
     assert!(at("USER-MARKER-19c2") < at("ROOT-MARKER-7f3a"));
     assert!(at("ROOT-MARKER-7f3a") < at("IMPORT-MARKER-b81e"));
     assert!(at("IMPORT-MARKER-b81e") < at("REVIEW-MARKER-4d0c"));
-    assert!(first.contains(&format!(
-        "imported-by=\"{}\"",
-        r.repo.join("docs/conventions.md").display()
-    )));
+    // Named relative to the repository root (the same in every worktree), or to the home.
+    assert!(first.contains(
+        "<memory-file path=\"docs/review.md\" scope=\"project\" imported-by=\"docs/conventions.md\">"
+    ));
+    assert!(first.contains("<memory-file path=\"~/.claude/CLAUDE.md\" scope=\"user\">"));
 
     // The subdirectory's file is not there before a file in it was read ...
     for req in &requests[..1] {
@@ -188,10 +189,11 @@ fn root_memory_and_imports_are_in_the_system_prompt_and_a_subdirectory_arrives_o
         second.contains("pub fn health() {}\\n\\n\\n<system-reminder>"),
         "{second}"
     );
-    assert!(second.contains(&format!(
-        "<memory-file path=\\\"{}\\\" scope=\\\"subdirectory\\\">",
-        r.repo.join("services/api/AGENTS.md").display()
-    )));
+    assert!(
+        second.contains(
+            "<memory-file path=\\\"services/api/AGENTS.md\\\" scope=\\\"subdirectory\\\">"
+        )
+    );
     assert_eq!(system(&requests[1]), first);
     // ... and only once: the second read in the same directory adds nothing.
     let third = messages(&requests[2]);
@@ -310,7 +312,6 @@ fn a_worktree_subagent_gets_the_memory_files_of_its_worktree() {
         !sys.contains("UNCOMMITTED-MARKER-a1b2"),
         "the worktree's copy applies"
     );
-    assert!(!sys.contains(&format!("path=\"{}", r.repo.join("CLAUDE.md").display())));
     // Its own first read below its cwd brings the subdirectory's file, from its worktree.
     let after = messages(sub[1]);
     assert!(after.contains("API-AGENTS-MARKER-c4d2"), "{after}");
@@ -413,6 +414,7 @@ fn a_teammate_gets_the_memory_files_of_its_worktree() {
 
 #[test]
 fn the_memory_section_sits_inside_the_cached_system_block() {
+    use crewmaster::memory::render::{Names, prompt_section};
     use crewmaster::memory::{MemoryFile, Scope};
     use crewmaster::provider::{ModelRequest, anthropic::request_body};
     let file = MemoryFile {
@@ -422,10 +424,12 @@ fn the_memory_section_sits_inside_the_cached_system_block() {
         depth: 0,
         text: "ROOT-MARKER".into(),
     };
-    let system = crewmaster::agent::prompt::with_memory("You are crewmaster.", &[file]);
+    let names = Names::new(Path::new("/r"), None);
+    let section = prompt_section(&[file], &names);
+    let system = crewmaster::agent::prompt::with_memory("You are crewmaster.", &section);
     let body = request_body(&ModelRequest {
         model: "m".into(),
-        system,
+        system: system.clone(),
         messages: vec![crewmaster::protocol::Message::user_text("hi")],
         tools: Vec::new(),
         max_tokens: 10,
@@ -436,9 +440,43 @@ fn the_memory_section_sits_inside_the_cached_system_block() {
     let text = blocks[0]["text"].as_str().unwrap();
     assert!(text.starts_with("You are crewmaster.\n\n# Memory files"));
     assert!(text.contains(
-        "<memory-file path=\"/r/CLAUDE.md\" scope=\"project\">\nROOT-MARKER\n</memory-file>"
+        "<memory-file path=\"CLAUDE.md\" scope=\"project\">\nROOT-MARKER\n</memory-file>"
     ));
     assert_eq!(blocks[0]["cache_control"]["type"], "ephemeral");
     // No memory files: the prompt is exactly the base.
-    assert_eq!(crewmaster::agent::prompt::with_memory("base", &[]), "base");
+    assert_eq!(crewmaster::agent::prompt::with_memory("base", ""), "base");
+    // A prompt that already carries its memory (a fork's) is kept verbatim.
+    assert_eq!(
+        crewmaster::agent::prompt::with_memory(&system, &section),
+        system
+    );
+}
+
+#[test]
+fn a_fork_keeps_its_callers_system_prompt_and_subdirectory_files_verbatim() {
+    let r = repo();
+    // Uncommitted: in the caller's prompt, not in the fork's worktree.
+    let edited = format!("{ROOT_CLAUDE}UNCOMMITTED-MARKER-a1b2\n");
+    std::fs::write(r.repo.join("CLAUDE.md"), edited).unwrap();
+    let script = r#"{"turns":[
+      {"tool_calls":[{"name":"read_file","input":{"path":"services/api/handler.rs"}}]},
+      {"tool_calls":[{"name":"agent","input":{"description":"fork","prompt":"tidy routes","fork":true}}]},
+      {"text":"done"}],
+      "agents":{"fork":{"turns":[
+        {"tool_calls":[{"name":"read_file","input":{"path":"services/api/routes.rs"}}]},
+        {"text":"tidied"}]}}}"#;
+    let (stderr, requests) = run(&r, &r.repo, script, "default");
+    let lead: Vec<&Value> = requests.iter().filter(|q| q["agent"] == "lead").collect();
+    let forks: Vec<&Value> = requests
+        .iter()
+        .filter(|q| q["agent"].as_str().unwrap().starts_with("fork/"))
+        .collect();
+    assert_eq!(forks.len(), 2, "{stderr}");
+    let (parent, child) = (lead[1], forks[0]);
+    assert_eq!(system(parent), system(child), "the shared prefix broke");
+    assert_eq!(system(child).matches("# Memory files").count(), 1);
+    assert!(system(child).contains("UNCOMMITTED-MARKER-a1b2"));
+    // The caller's conversation already holds the subdirectory's file: not again.
+    let last = messages(forks[1]);
+    assert_eq!(last.matches("API-AGENTS-MARKER-c4d2").count(), 1, "{last}");
 }

@@ -213,7 +213,7 @@ impl Runner {
                 events.publish(agent, EventKind::Error { message });
             }
         }
-        let system = super::prompt::with_memory(&self.spec.system_prompt, memory.start_files());
+        let system = super::prompt::with_memory(&self.spec.system_prompt, &memory.prompt_section());
         conversation.push(Message::user_text(opening_message(req)));
         // Messages are published (for the transcript) once final: user messages just
         // before the request that carries them, assistant messages when complete.
@@ -286,7 +286,7 @@ impl Runner {
                 break;
             }
             outcome.tool_calls += output.calls.len() as u32;
-            caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls);
+            caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls, &system);
             let calls = output.calls.clone();
             let mut results = self.run_calls(&caller, output.calls).await;
             for (call, result) in calls.iter().zip(results.iter_mut()) {
@@ -318,20 +318,24 @@ impl Runner {
     }
 
     /// A copy of this agent for the forks its `agent` calls of this turn may start
-    /// (`None` when the turn does not call `agent`: no copy is made).
+    /// (`None` when the turn does not call `agent`: no copy is made). `system` is the
+    /// system prompt as sent, memory files included: the child keeps it verbatim.
     fn fork_base(
         &self,
         conversation: &[Message],
         mode: AgentMode,
         calls: &[ToolCall],
+        system: &str,
     ) -> Option<Arc<ForkBase>> {
         let registry = &self.pipeline.registry;
         calls
             .iter()
             .any(|c| registry.canonical(&c.name) == Some("agent"))
             .then(|| {
+                let mut spec = self.spec.clone();
+                spec.system_prompt = system.to_string();
                 Arc::new(ForkBase {
-                    spec: self.spec.clone(),
+                    spec,
                     mode,
                     messages: conversation.to_vec(),
                 })

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::discover;
 use super::load::Loader;
-use super::render;
+use super::render::{self, Names};
 use super::{Memory, MemoryFile, Scope};
 use crate::permission::sandbox;
 use crate::permission::walk::WalkFilter;
@@ -23,6 +23,7 @@ pub struct AgentMemory {
     loader: Loader,
     cwd: PathBuf,
     home: Option<PathBuf>,
+    names: Names,
     start: Memory,
 }
 
@@ -43,13 +44,15 @@ impl AgentMemory {
         let root = crate::store::project_root(cwd);
         let mut loader = Loader::new(walk, &root, cwd, home);
         let start = loader.load(&discover::start_files(home, &root, cwd));
-        for path in render::injected_paths(conversation) {
-            loader.mark_seen(&path);
+        let names = Names::new(&root, home);
+        for name in render::injected_paths(conversation) {
+            loader.mark_seen(&names.resolve(&name));
         }
         Self {
             loader,
             cwd: cwd.to_path_buf(),
             home: home.map(Path::to_path_buf),
+            names,
             start,
         }
     }
@@ -57,6 +60,11 @@ impl AgentMemory {
     /// The files for the system prompt, in order.
     pub fn start_files(&self) -> &[MemoryFile] {
         &self.start.files
+    }
+
+    /// The system prompt section of the start files (empty when there are none).
+    pub fn prompt_section(&self) -> String {
+        render::prompt_section(&self.start.files, &self.names)
     }
 
     /// Warnings about start files that were not loaded (each names the file).
@@ -93,7 +101,9 @@ impl AgentMemory {
             loaded.files.extend(found.files);
             loaded.skipped.extend(found.skipped);
         }
-        result.content.push_str(&render::reminder(&loaded.files));
+        result
+            .content
+            .push_str(&render::reminder(&loaded.files, &self.names));
         loaded
             .skipped
             .iter()

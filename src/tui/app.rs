@@ -97,7 +97,7 @@ pub struct App {
     pub quit: bool,
     quit_armed: bool,
     /// Memory files of subdirectories added to the lead's conversation (for `/memory`).
-    pub memory_injected: Vec<PathBuf>,
+    pub memory_injected: Vec<String>,
     queued: VecDeque<String>,
     effects: Vec<Effect>,
 }

@@ -398,7 +398,13 @@ fn memory_command_lists_loaded_files_and_those_added_as_the_lead_worked() {
     };
     let result = crate::protocol::ToolResult::ok(
         "c1",
-        format!("fn f() {{}}{}", crate::memory::render::reminder(&[sub])),
+        format!(
+            "fn f() {{}}{}",
+            crate::memory::render::reminder(
+                &[sub],
+                &crate::memory::render::Names::new(&repo, Some(&home))
+            )
+        ),
     );
     a.on_event(Event {
         agent: "lead".into(),
@@ -412,6 +418,6 @@ fn memory_command_lists_loaded_files_and_those_added_as_the_lead_worked() {
     type_line(&mut a, "/memory");
     assert!(notices(&a).contains(&format!(
         "Added to the lead's conversation so far:\n  {} (subdirectory)",
-        repo.join("api/AGENTS.md").display()
+        "api/AGENTS.md"
     )));
 }

@@ -172,7 +172,7 @@ impl App {
         if !self.memory_injected.is_empty() {
             text.push_str("Added to the lead's conversation so far:\n");
             for p in &self.memory_injected {
-                text.push_str(&format!("  {} (subdirectory)\n", p.display()));
+                text.push_str(&format!("  {p} (subdirectory)\n"));
             }
         }
         text.trim_end().to_string()
