@@ -26,6 +26,10 @@
 //!   cached prefix of the whole conversation on every such read. Each file is injected once
 //!   per agent; which ones were is read back from the conversation itself, so a resumed
 //!   or forked conversation does not get them twice.
+//! - **Names**: files are named to the model relative to the repository root (`~/…` for
+//!   the home), the same in every worktree. A fork keeps its caller's system prompt
+//!   verbatim (it is the caller again, and shares its cached prefix), and recognises the
+//!   subdirectory files its inherited conversation already holds.
 
 pub mod agent;
 pub mod discover;
