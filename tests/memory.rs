@@ -219,6 +219,21 @@ fn a_credential_or_denied_import_is_refused_with_a_warning_and_never_sent() {
     );
     // A symlinked memory file pointing at the key is the key.
     std::os::unix::fs::symlink(r.home.join(".ssh/id_rsa"), r.repo.join("CREW.md")).unwrap();
+    // A huge log and a binary file imported by mistake are skipped, never read whole.
+    let root_claude =
+        format!("{ROOT_CLAUDE}Build output: @target/build.log\nLogo: @assets/logo.md\n");
+    put(&r.repo, "CLAUDE.md", &root_claude);
+    put(
+        &r.repo,
+        "target/build.log",
+        &"HUGE-LOG-LINE\n".repeat(20_000),
+    );
+    std::fs::create_dir_all(r.repo.join("assets")).unwrap();
+    std::fs::write(
+        r.repo.join("assets/logo.md"),
+        b"\x89PNG\r\n\x1a\n\0\0BINARY-MARKER",
+    )
+    .unwrap();
     // A memory file found by its place is read through the deny rules too.
     put(&r.repo, "CLAUDE.local.md", "LOCAL-DENIED-MARKER-77e0\n");
     put(
@@ -244,6 +259,15 @@ fn a_credential_or_denied_import_is_refused_with_a_warning_and_never_sent() {
         )),
         "{stderr}"
     );
+    assert!(!all.contains("HUGE-LOG-LINE") && !all.contains("BINARY-MARKER"));
+    for (file, why) in [
+        ("target/build.log", "bytes, more than the 131072-byte limit"),
+        ("assets/logo.md", "it is not UTF-8 text"),
+    ] {
+        let line = format!("memory file {}", r.repo.join(file).display());
+        let warning = stderr.lines().find(|l| l.contains(&line)).unwrap_or("");
+        assert!(warning.contains(why), "{file}: {stderr}");
+    }
     assert!(system(&requests[0]).contains("ROOT-MARKER-7f3a"));
     let key = r.home.join(".ssh/id_rsa").display().to_string();
     let warning = format!(
