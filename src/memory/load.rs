@@ -72,19 +72,28 @@ impl Loader {
             imported_by: imported_by.map(Path::to_path_buf),
             reason,
         };
+        let real = match std::fs::canonicalize(path) {
+            Ok(real) => real,
+            // An `@mention` names no file: quiet, at any depth.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return memory.skipped.push(skip(SkipReason::NotFound));
+            }
+            Err(e) => {
+                return memory.skipped.push(skip(SkipReason::Unreadable {
+                    message: e.to_string(),
+                }));
+            }
+        };
+        if stack.contains(&real) {
+            let mut chain = stack.clone();
+            chain.push(real);
+            return memory.skipped.push(skip(SkipReason::Cycle { chain }));
+        }
+        if self.seen.contains(&real) {
+            return;
+        }
         if depth > MAX_DEPTH {
             return memory.skipped.push(skip(SkipReason::TooDeep));
-        }
-        let real = std::fs::canonicalize(path).ok();
-        if let Some(real) = &real {
-            if stack.contains(real) {
-                let mut chain = stack.clone();
-                chain.push(real.clone());
-                return memory.skipped.push(skip(SkipReason::Cycle { chain }));
-            }
-            if self.seen.contains(real) {
-                return;
-            }
         }
         let text = match self.access.read(path, scope) {
             Ok(text) => text,
@@ -96,8 +105,6 @@ impl Loader {
             }));
         }
         self.total += text.len() as u64;
-        // `read` succeeded, so the path resolved.
-        let real = real.unwrap_or_else(|| path.to_path_buf());
         self.seen.insert(real.clone());
         let refs = imports::references(&text);
         memory.files.push(MemoryFile {
@@ -220,12 +227,14 @@ mod tests {
         for i in 1..=7 {
             write(&root.join(format!("d{i}.md")), &format!("@d{}.md", i + 1));
         }
+        write(&root.join("d5.md"), "@d6.md and ask @bob");
         let m = load_at(&home, &root, &root);
         assert_eq!(m.files.len(), 1 + MAX_DEPTH);
         assert_eq!(m.files.last().unwrap().depth, MAX_DEPTH);
-        assert_eq!(m.skipped.len(), 1);
-        assert_eq!(m.skipped[0].reason, SkipReason::TooDeep);
-        assert_eq!(m.skipped[0].path, root.join("d6.md"));
+        let warnings: Vec<_> = m.skipped.iter().filter(|s| s.is_warning()).collect();
+        assert_eq!(warnings.len(), 1, "{:?}", m.skipped);
+        assert_eq!(warnings[0].reason, SkipReason::TooDeep);
+        assert_eq!(warnings[0].path, root.join("d6.md"));
     }
 
     #[test]
