@@ -6,8 +6,10 @@
 pub mod agent;
 pub mod approver;
 pub mod cli;
+pub mod commands;
 pub mod events;
 pub mod executor;
+pub mod front_matter;
 pub mod gate;
 pub mod memory;
 pub mod permission;
@@ -15,6 +17,7 @@ pub mod pricing;
 pub mod protocol;
 pub mod provider;
 pub mod session;
+pub mod skills;
 pub mod store;
 pub mod tasks;
 pub mod team;

@@ -178,7 +178,7 @@ async fn names_filter_refuses_at_the_gate_and_system_tools_pass_names_not_safety
     let results = tool_results(&t.session.conversation().await.unwrap());
     assert_eq!(write.runs(), 0);
     assert!(
-        results[0].content.contains("for the active skill"),
+        results[0].content.contains("not in this agent's tool list"),
         "{}",
         results[0].content
     );

@@ -3,7 +3,9 @@
 //! second); `crew --continue -p` then restores the roster (same worktrees), the inboxes and
 //! the work list, restarts bob idle with his conversation, and his unread mail wakes him.
 //! Counting the `<team-message … index="N">` markers in the requests recorded by both runs
-//! shows no message lost and none delivered twice.
+//! shows no message lost and none delivered twice; alice, cut off mid-turn with no mail,
+//! carries on with her task. A second test checks what else a restart keeps: the model of
+//! the spawn request, a plan awaiting approval, and worktrees removed as clean.
 
 mod common;
 
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::git;
 use crewmaster::protocol::Message;
 use crewmaster::team::restore::delivered_markers;
-use crewmaster::team::{MemberName, Team, TodoId, TodoStatus};
+use crewmaster::team::{MemberName, PlanStage, Team, TodoId, TodoStatus};
 
 const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
@@ -239,6 +241,223 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     // The lead gets bob's report once.
     let lead_last = &second_run.iter().rfind(|(a, _)| a == "lead").unwrap().1;
     assert_eq!(markers(lead_last), [("bob".to_string(), 0)]);
-    // Alice had no unread mail: she stayed idle and made no request.
-    assert!(second_run.iter().all(|(a, _)| a != "w/alice"));
+    // Alice was cut off mid-turn (her last model call was in flight) with no unread
+    // mail: she carries on with her task, from her whole conversation, once.
+    let alice_after: Vec<_> = second_run.iter().filter(|(a, _)| a == "w/alice").collect();
+    assert!(
+        !alice_after.is_empty(),
+        "alice did not carry on with her cut-off task"
+    );
+    let alice_text = serde_json::to_string(&alice_after[0].1).unwrap();
+    assert!(
+        alice_text.contains("Carry on with your task") && alice_text.contains("MSG-A2"),
+        "{alice_text}"
+    );
+    assert_eq!(
+        alice_text.matches("Carry on with your task").count(),
+        1,
+        "{alice_text}"
+    );
+}
+
+/// The first run of the restore-details test: alice is started on a model named only in
+/// the spawn request; pat (`plan_first`) sends his plan and is left awaiting approval.
+/// Neither writes a file, so both worktrees are clean (the test then removes them as a
+/// teammate's end does).
+const PLANNED_FIRST: &str = r#"{"turns": [
+    {"tool_calls": [
+      {"name": "agent", "input": {"description": "writer a", "prompt": "Wait for work.", "subagent_type": "w", "name": "alice", "model": "custom-model-x"}},
+      {"name": "agent", "input": {"description": "planner p", "prompt": "Plan p.txt.", "subagent_type": "w", "name": "pat", "plan_first": true}}]},
+    {"text": "team started"}],
+  "agents": {
+    "alice": {"turns": [{"text": "ready"}]},
+    "pat": {"turns": [{"text": "PLAN: write p.txt"}]}}}"#;
+
+/// The continued run: the lead messages alice and asks pat how it goes (pat is still in
+/// Plan mode), then approves pat's plan (pat carries it out in Do mode).
+const PLANNED_SECOND: &str = r#"{"turns": [
+    {"tool_calls": [
+      {"name": "send_message", "input": {"to": "alice", "message": "MSG-TO-ALICE"}},
+      {"name": "send_message", "input": {"to": "pat", "message": "STATUS?"}}]},
+    {"text": "asked"},
+    {"delay_ms": 1000, "tool_calls": [
+      {"name": "send_message", "input": {"to": "pat", "type": "plan_approval_response", "approve": true, "message": "go ahead"}}]},
+    {"text": "approved"}],
+  "agents": {
+    "alice": {"turns": [
+      {"tool_calls": [{"name": "write_file", "input": {"path": "alice.txt", "content": "back"}}]},
+      {"text": "alice done"}]},
+    "pat": {"turns": [
+      {"text": "STILL-PLANNING"},
+      {"tool_calls": [{"name": "write_file", "input": {"path": "p.txt", "content": "planned"}}]},
+      {"text": "built"}]}}}"#;
+
+/// Runs `crew -p` (with `--continue` when `resume`) in `repo` with `script`, recording
+/// requests to `record`; it must end by itself, successfully, within a minute.
+fn crew_p(repo: &Path, home: &Path, script: &Path, record: &Path, resume: bool) {
+    let mut cmd = crew_command(repo, home);
+    if resume {
+        cmd.arg("--continue");
+    }
+    let mut child = cmd
+        .args([
+            "-p",
+            "work",
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            &format!("script:{}", script.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("crew -p did not end: the team never became quiet");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `crew --continue` keeps what the spawn request said and where each teammate was: alice
+/// comes back on the model named only in her spawn request; pat, who sent his plan and was
+/// awaiting approval, comes back in Plan mode (a plain message gets a Plan-mode turn, no
+/// write tools) and goes to Do mode with that plan once the lead approves; and both
+/// worktrees, removed as clean after the first run, are made again on their branches.
+#[test]
+fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_worktrees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, repo) = (base.join("home"), base.join("repo"));
+    std::fs::create_dir_all(&home).unwrap();
+    common::put(&repo, "README.md", "# repo\n");
+    common::put(
+        &repo,
+        ".crew/agents/w.md",
+        "---\nname: w\ndescription: test teammate\ntools: read_file, write_file, send_message\n---\nDo your part.\n",
+    );
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "initial"]);
+    let (first, second) = (base.join("first.json"), base.join("second.json"));
+    std::fs::write(&first, PLANNED_FIRST).unwrap();
+    std::fs::write(&second, PLANNED_SECOND).unwrap();
+    let (rec1, rec2) = (base.join("rec1.jsonl"), base.join("rec2.jsonl"));
+
+    crew_p(&repo, &home, &first, &rec1, false);
+    let team = the_team(&home);
+    let (alice, pat) = (
+        MemberName::parse("alice").unwrap(),
+        MemberName::parse("pat").unwrap(),
+    );
+    let before = team.roster().unwrap();
+    let (a, p) = (before.member(&alice).unwrap(), before.member(&pat).unwrap());
+    assert_eq!(a.model.as_deref(), Some("custom-model-x"), "{a:?}");
+    assert_eq!(
+        p.plan,
+        Some(PlanStage::Awaiting {
+            plan: "PLAN: write p.txt".into()
+        }),
+        "{p:?}"
+    );
+    let (a_dir, p_dir) = (a.worktree.clone().unwrap(), p.worktree.clone().unwrap());
+    // Neither wrote anything: end both worktrees as a teammate's end does (the worktree
+    // manager's `finish`), which removes a clean worktree with its branch.
+    let manager =
+        crewmaster::worktree::Manager::open(&repo, Some(&home.join(".crew/worktrees"))).unwrap();
+    for dir in [&a_dir, &p_dir] {
+        let id = dir.file_name().unwrap().to_str().unwrap();
+        let finished = manager.finish(id).unwrap();
+        assert!(
+            matches!(finished, crewmaster::worktree::Finished::Removed),
+            "{id}: {finished:?}"
+        );
+        assert!(!dir.exists());
+    }
+    let recorded = |file: &Path, agent: &str| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["agent"] == agent)
+            .collect()
+    };
+    assert!(
+        recorded(&rec1, "w/alice")
+            .iter()
+            .all(|r| r["model"] == "custom-model-x")
+    );
+
+    crew_p(&repo, &home, &second, &rec2, true);
+    // alice: the spawn request's model again, in her worktree made again on its branch.
+    let alice_after = recorded(&rec2, "w/alice");
+    assert!(!alice_after.is_empty(), "alice was woken by the lead");
+    for r in &alice_after {
+        assert_eq!(r["model"], "custom-model-x", "{r}");
+    }
+    let after = team.roster().unwrap();
+    assert_eq!(
+        after.member(&alice).unwrap().worktree.as_ref(),
+        Some(&a_dir)
+    );
+    assert_eq!(
+        std::fs::read_to_string(a_dir.join("alice.txt")).unwrap(),
+        "back"
+    );
+    let id = a_dir.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        git(&a_dir, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        format!("crew/{id}/writer-a")
+    );
+    // pat: a Plan-mode turn for the plain message, then Do with the approved plan.
+    let pat_after = recorded(&rec2, "w/pat");
+    let tools = |r: &serde_json::Value| -> Vec<String> {
+        r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        pat_after[0]["messages"].to_string().contains("STATUS?"),
+        "{}",
+        pat_after[0]
+    );
+    assert!(
+        !tools(&pat_after[0]).contains(&"write_file".to_string()),
+        "pat awaits approval in Plan mode: {:?}",
+        tools(&pat_after[0])
+    );
+    let doing = pat_after
+        .iter()
+        .find(|r| r["messages"].to_string().contains("Approved plan:"))
+        .expect("pat carries out his plan once approved");
+    assert!(doing["messages"].to_string().contains("PLAN: write p.txt"));
+    assert!(tools(doing).contains(&"write_file".to_string()));
+    assert_eq!(after.member(&pat).unwrap().plan, None);
+    assert_eq!(after.member(&pat).unwrap().worktree.as_ref(), Some(&p_dir));
+    assert_eq!(
+        std::fs::read_to_string(p_dir.join("p.txt")).unwrap(),
+        "planned"
+    );
+    assert_eq!(
+        git(&p_dir, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        format!(
+            "crew/{}/planner-p",
+            p_dir.file_name().unwrap().to_str().unwrap()
+        )
+    );
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "");
 }

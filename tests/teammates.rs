@@ -7,44 +7,10 @@
 
 mod common;
 
-use std::path::PathBuf;
-
+use common::team::{WRITER, chat, requests_of, shown, team_of, worktree};
 use common::{Setup, git, start};
-use crewmaster::agent::mode::AgentMode;
-use crewmaster::agent::runner::RunRequest;
 use crewmaster::provider::ModelRequest;
 use crewmaster::team::{MemberName, MemberStatus, NewTodo, Team, TodoStatus, TodoUpdate};
-
-fn chat(task: &str) -> RunRequest {
-    RunRequest {
-        mode: AgentMode::Chat,
-        task: task.into(),
-        plan: None,
-    }
-}
-
-const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
-
-/// Everything a request shows the model, as one string.
-fn shown(r: &ModelRequest) -> String {
-    serde_json::to_string(&r.messages).unwrap()
-}
-
-fn requests_of<'a>(all: &'a [ModelRequest], agent: &str) -> Vec<&'a ModelRequest> {
-    all.iter().filter(|r| r.agent == agent).collect()
-}
-
-fn team_of(home: &std::path::Path) -> Team {
-    Team::open(&home.canonicalize().unwrap().join("teams"), "session").unwrap()
-}
-
-fn worktree(team: &Team, name: &str) -> PathBuf {
-    let roster = team.roster().unwrap();
-    let member = roster
-        .member(&MemberName::parse(name).unwrap())
-        .unwrap_or_else(|| panic!("{name} is not on the roster: {roster:?}"));
-    member.worktree.clone().expect("a teammate has a worktree")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {

@@ -157,7 +157,11 @@ async fn the_gate_runs_a_permit_only_for_a_registered_agent_in_its_own_context()
         })
         .unwrap();
     let r = a.submit(a.permit("ghost").await, "ghost", &cwd).await;
-    assert!(r.content.contains("for the active skill"), "{}", r.content);
+    assert!(
+        r.content.contains("not in this agent's tool list"),
+        "{}",
+        r.content
+    );
     // …and the query answers the same without running anything.
     let call = a.permit("ghost").await.into_parts().0;
     let refused = rpc(&a.gate, |reply| GateMsg::Refusal {
@@ -221,6 +225,7 @@ async fn an_approval_turns_only_its_own_pending_call_into_a_permit() {
         call: call.clone(),
         decision: decision.clone(),
         mode: PermissionMode::Default,
+        teammate: None,
     };
     let human = async {
         let q = questions.recv().await.unwrap();

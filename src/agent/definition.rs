@@ -6,6 +6,8 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 
+use crate::front_matter::{self, ToolList};
+
 /// A parsed agent definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentDefinition {
@@ -80,27 +82,6 @@ struct FrontMatter {
     color: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ToolList {
-    Csv(String),
-    List(Vec<String>),
-}
-
-impl ToolList {
-    fn names(self) -> HashSet<String> {
-        let raw: Vec<String> = match self {
-            ToolList::Csv(s) => s.split(',').map(str::to_string).collect(),
-            ToolList::List(v) => v,
-        };
-        raw.iter()
-            .map(|s| s.trim())
-            .filter(|s| !s.is_empty())
-            .map(|s| tool_name(s).to_string())
-            .collect()
-    }
-}
-
 /// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
 /// name (`Read`, `Bash`, …) is the built-in tool whose own rule name it is, an alias
 /// (`Task`) its tool — both read from the tools' definitions. `MultiEdit` has no twin
@@ -125,14 +106,7 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
         origin: origin.to_string(),
         message,
     };
-    let rest = text.strip_prefix("---").ok_or_else(|| {
-        err("missing YAML front matter: the file must start with a `---` line".into())
-    })?;
-    let end = rest
-        .find("\n---")
-        .ok_or_else(|| err("unterminated front matter: add a closing `---` line".into()))?;
-    let yaml = &rest[..end];
-    let body = rest[end + 4..].trim_start_matches(['-']).trim();
+    let (yaml, body) = front_matter::split(text).map_err(err)?;
     let fm: FrontMatter =
         serde_yaml_ng::from_str(yaml).map_err(|e| err(format!("front matter: {e}")))?;
     let _ = fm.color;
@@ -149,8 +123,12 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
     Ok(AgentDefinition {
         name: fm.name,
         description: fm.description,
-        tools: fm.tools.map(ToolList::names),
-        disallowed_tools: fm.disallowed_tools.map(ToolList::names).unwrap_or_default(),
+        tools: fm.tools.as_ref().map(|t| t.names().into_iter().collect()),
+        disallowed_tools: fm
+            .disallowed_tools
+            .as_ref()
+            .map(|t| t.names().into_iter().collect())
+            .unwrap_or_default(),
         model: fm.model,
         permission_mode: fm.permission_mode,
         max_turns: fm.max_turns,

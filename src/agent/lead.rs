@@ -35,6 +35,20 @@ pub enum LeadMsg {
     Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
     /// Resume a finished subagent in the background; replies with its new task id.
     Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
+    /// What the next `Run` gets from the slash command that starts it: its
+    /// `allowed-tools` (in force for that run) and its model (for that run only).
+    Prepare(TurnOverrides),
+    /// Run one tool call as the lead, through the whole call path, under the gate policy
+    /// of a run in `mode` plus the prepared command's limit (a slash command's `` !`cmd` ``
+    /// and `@file`); refused while a run is going on.
+    Dispatch {
+        /// The Agent Mode the run will have (Plan Mode refuses side effects here too).
+        mode: AgentMode,
+        /// The call.
+        call: crate::protocol::ToolCall,
+        /// Receives the result or the refusal.
+        reply: RpcReplyPort<crate::protocol::ToolResult>,
+    },
     /// Internal: the run task ended.
     Finished {
         /// The outcome.
@@ -42,6 +56,15 @@ pub enum LeadMsg {
         /// The conversation after the run.
         conversation: Vec<Message>,
     },
+}
+
+/// What a slash command sets for the run it starts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnOverrides {
+    /// The command's `allowed-tools`.
+    pub limit: Option<crate::gate::NameLimit>,
+    /// The command's `model` (a `script:` model only under a scripted lead).
+    pub model: Option<String>,
 }
 
 /// The lead actor (configuration only).
@@ -67,6 +90,21 @@ pub struct LeadState {
     running: Option<(CancellationToken, RpcReplyPort<Result<RunOutcome, String>>)>,
     subagents: Option<SubagentEnv>,
     children: HashMap<ActorId, String>,
+    /// What the next run gets from the slash command that starts it.
+    next: TurnOverrides,
+}
+
+impl LeadState {
+    /// Registers the gate policy of a run in `mode`, with the prepared command's limit.
+    fn set_policy(&self, mode: AgentMode) {
+        let gate = &self.runner.pipeline.gate;
+        let agent = self.runner.spec.id.clone();
+        let mut policy = GatePolicy::new(mode, self.runner.spec.allowed_tools.clone());
+        if let Some(limit) = &self.next.limit {
+            policy.narrow(limit.clone());
+        }
+        let _ = gate.cast(GateMsg::Update { agent, policy });
+    }
 }
 
 impl Actor for LeadAgent {
@@ -100,6 +138,7 @@ impl Actor for LeadAgent {
             running: None,
             subagents: args.subagents,
             children: HashMap::new(),
+            next: TurnOverrides::default(),
         })
     }
 
@@ -140,15 +179,18 @@ impl Actor for LeadAgent {
                     return Ok(());
                 }
                 // Before the run's first call reaches the gate (one mailbox, in order).
-                let _ = state.runner.pipeline.gate.cast(GateMsg::Update {
-                    agent: state.runner.spec.id.clone(),
-                    policy: GatePolicy::new(req.mode, state.runner.spec.allowed_tools.clone()),
-                });
+                state.set_policy(req.mode);
+                let next = std::mem::take(&mut state.next);
+                let mut runner = state.runner.clone();
+                if let Some(model) = next.model.as_deref() {
+                    runner.spec.model =
+                        super::subagent_spec::subagent_model(Some(model), &runner.spec.model);
+                }
                 let cancel = CancellationToken::new();
                 state.running = Some((cancel.clone(), reply));
                 spawn_run(
                     myself,
-                    state.runner.clone(),
+                    runner,
                     state.place.clone(),
                     state.conversation.clone(),
                     req,
@@ -177,6 +219,23 @@ impl Actor for LeadAgent {
                     None => Err("this session has no subagents to resume".into()),
                 };
                 let _ = reply.send(result);
+            }
+            LeadMsg::Prepare(next) => state.next = next,
+            LeadMsg::Dispatch { mode, call, reply } => {
+                if state.running.is_some() {
+                    let _ = reply.send(crate::protocol::ToolResult::error(
+                        &call.id,
+                        "busy",
+                        "the lead is running a request; the call was not run",
+                    ));
+                    return Ok(());
+                }
+                state.set_policy(mode);
+                let runner = state.runner.clone();
+                let caller = runner.caller(&state.place, &CancellationToken::new());
+                tokio::spawn(async move {
+                    let _ = reply.send(runner.pipeline.dispatch(&caller, call).await);
+                });
             }
             LeadMsg::Cancel => {
                 if let Some((cancel, _)) = &state.running {

@@ -16,4 +16,5 @@ pub mod subagent;
 mod subagent_spec;
 pub mod team_launch;
 pub mod teammate;
+mod teammate_tasks;
 pub mod workspaces;

@@ -176,6 +176,8 @@ impl Pipeline {
             call: call.clone(),
             decision: pending.decision().clone(),
             mode: request.mode,
+            // Only a teammate's loop carries a mailbox.
+            teammate: caller.tool_ctx.mailbox.as_ref().map(|m| m.me.to_string()),
         };
         let outcome = rpc(
             &self.approver,

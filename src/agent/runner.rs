@@ -19,9 +19,11 @@ use super::fork::ForkBase;
 use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
+use crate::gate::actor::GateMsg;
 use crate::permission::SharedMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::skills;
 use crate::tasks::actor::TaskMsg;
 use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
 
@@ -184,27 +186,9 @@ impl Runner {
         .iter()
         .map(ToolSpec::from)
         .collect();
-        let mut tool_ctx = ToolContext::new(place.cwd.clone(), agent);
-        tool_ctx.cancel = cancel.clone();
-        tool_ctx.sandbox = place.sandbox.clone();
-        tool_ctx.delegate = place.delegate.clone();
-        tool_ctx.tasks = place.tasks.clone();
-        tool_ctx.walk = place.walk.clone();
-        // A teammate reaches the work list as itself; the lead's handle comes with its place.
-        tool_ctx.team = place.team.clone().or_else(|| {
-            place.mail.as_ref().map(|m| {
-                crate::team::TeamHandle::new(Arc::new(m.team.clone()), m.me.clone())
-                    .with_events(self.pipeline.events.clone())
-            })
-        });
-        tool_ctx.mailbox = place.mail.clone();
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
-        let mut caller = CallerContext {
-            agent: agent.to_string(),
-            mode: place.permission_mode.clone(),
-            tool_ctx,
-        };
+        let caller = self.caller(place, &cancel);
         // Memory files: the cwd's and above go into this run's system prompt; those of
         // directories below are added to tool results as the agent reaches them.
         let mut memory = crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
@@ -286,6 +270,7 @@ impl Runner {
                 break;
             }
             outcome.tool_calls += output.calls.len() as u32;
+            let mut caller = caller.clone();
             caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls, &system);
             let calls = output.calls.clone();
             let mut results = self.run_calls(&caller, output.calls).await;
@@ -305,6 +290,10 @@ impl Runner {
             }
         }
         self.publish_messages(conversation, &mut published);
+        // The turn is over: the active skill's and the command's tool lists end with it.
+        let _ = self.pipeline.gate.cast(GateMsg::EndLimits {
+            agent: agent.to_string(),
+        });
         events.publish(
             agent,
             EventKind::RunFinished {
@@ -315,6 +304,30 @@ impl Runner {
             },
         );
         outcome
+    }
+
+    /// The calling agent's situation for a run (or a single call) in `place`.
+    pub fn caller(&self, place: &RunPlace, cancel: &CancellationToken) -> CallerContext {
+        let agent = self.spec.id.as_str();
+        let mut tool_ctx = ToolContext::new(place.cwd.clone(), agent);
+        tool_ctx.cancel = cancel.clone();
+        tool_ctx.sandbox = place.sandbox.clone();
+        tool_ctx.delegate = place.delegate.clone();
+        tool_ctx.tasks = place.tasks.clone();
+        tool_ctx.walk = place.walk.clone();
+        // A teammate reaches the work list as itself; the lead's handle comes with its place.
+        tool_ctx.team = place.team.clone().or_else(|| {
+            place.mail.as_ref().map(|m| {
+                crate::team::TeamHandle::new(Arc::new(m.team.clone()), m.me.clone())
+                    .with_events(self.pipeline.events.clone())
+            })
+        });
+        tool_ctx.mailbox = place.mail.clone();
+        CallerContext {
+            agent: agent.to_string(),
+            mode: place.permission_mode.clone(),
+            tool_ctx,
+        }
     }
 
     /// A copy of this agent for the forks its `agent` calls of this turn may start
@@ -420,15 +433,31 @@ impl Runner {
         let mut batch: Vec<ToolCall> = Vec::new();
         for call in calls {
             let read_only = self.pipeline.registry.safety(&call.name) == Some(Safety::ReadOnly);
-            if read_only {
+            // Loading a skill changes what the calls after it may run: it runs alone.
+            let skill = self.pipeline.registry.canonical(&call.name) == Some(skills::tool::NAME);
+            if read_only && !skill {
                 batch.push(call);
                 continue;
             }
             results.extend(self.run_batch(caller, std::mem::take(&mut batch)).await);
-            results.push(self.pipeline.dispatch(caller, call).await);
+            let args = call.arguments.clone();
+            let result = self.pipeline.dispatch(caller, call).await;
+            if skill && !result.is_error {
+                self.activate_skill(&args);
+            }
+            results.push(result);
         }
         results.extend(self.run_batch(caller, batch).await);
         results
+    }
+
+    /// Puts a just-loaded skill's `allowed-tools` in force at the gate for this agent
+    /// (before its next call is submitted: one sender, one mailbox, in order).
+    fn activate_skill(&self, arguments: &str) {
+        if let Some(limit) = self.pipeline.registry.skills().limit_for(arguments) {
+            let agent = self.spec.id.clone();
+            let _ = self.pipeline.gate.cast(GateMsg::Narrow { agent, limit });
+        }
     }
 
     async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {

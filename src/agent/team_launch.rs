@@ -17,13 +17,14 @@ use super::delegate::SpawnRequest;
 use super::mode::AgentMode;
 use super::runner::{AgentSpec, RunPlace, RunRequest};
 use super::subagent::{SubagentEnv, Workspaces};
-use super::teammate::{Teammate, TeammateArgs};
+use super::subagent_spec::subagent_model;
+use super::teammate::{Restored, Teammate, TeammateArgs};
 use crate::permission::delegation::Placement;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::protocol::Message;
 use crate::team::actor::{Mailbox, SpawnFn, TeamMsg};
 use crate::team::restore::RestoredMember;
-use crate::team::{Member, MemberName, Team};
+use crate::team::{Member, MemberName, PlanStage, Team};
 use crate::tools::CommandSandbox;
 
 /// The session's team, as the lead's actor holds it.
@@ -102,7 +103,10 @@ pub async fn launch(
         _ => (env.main_cwd.clone(), String::new(), None),
     };
     let worktree_root = workspace.as_ref().map(|_| cwd.clone());
-    let member = Member::new(name.clone(), &agent_id, &def.name, worktree_root.clone());
+    let mut member = Member::new(name.clone(), &agent_id, &def.name, worktree_root.clone());
+    member.model = req.model.clone();
+    member.description = req.description.clone();
+    member.plan = req.plan_first.then_some(PlanStage::Drafting);
     let storage = team.storage.clone();
     let added = tokio::task::spawn_blocking(move || storage.add_member(member))
         .await
@@ -132,16 +136,21 @@ pub async fn launch(
         worktree_root,
         workspace,
         first: Some(first),
+        restored: None,
         conversation: Vec::new(),
     };
     start_actor(env, team, &def, mode, start).await?;
     Ok(agent_id)
 }
 
-/// Restarts a teammate of a resumed session (`crew --continue`) as an idle actor holding
-/// its restored conversation, in the worktree the roster names (no new one is made). Its
-/// inbox was acknowledged up to what that conversation holds, so unread mail wakes it.
-/// A teammate whose definition or worktree is gone is not restarted: the error says why.
+/// Restarts a teammate of a resumed session (`crew --continue`) holding its restored
+/// conversation, in the worktree the roster names: a worktree removed as clean when the
+/// session ended is made again under the same id, so on the same branch. Its inbox was
+/// acknowledged up to what that conversation holds, so unread mail wakes it; one cut off
+/// mid-turn carries on at once. It keeps the model its spawn request named and, for a
+/// `plan_first` teammate not yet approved, Plan mode (with the plan it awaits an answer on).
+/// A teammate whose definition is gone, or whose worktree can be neither found nor made,
+/// is not restarted: the error says why.
 pub async fn relaunch(
     env: &SubagentEnv,
     team: &TeamLink,
@@ -160,45 +169,70 @@ pub async fn relaunch(
                 member.agent_type
             )
         })?;
-    let (cwd, note, workspace) = match &member.worktree {
-        Some(dir) if !dir.is_dir() => {
-            return Err(format!(
-                "teammate {name} was not restarted: its worktree {} is gone",
-                dir.display()
-            ));
-        }
-        Some(dir) => match &env.workspaces {
-            Some(ws) => {
-                let rel = env
-                    .main_cwd
-                    .strip_prefix(ws.repo_root())
-                    .unwrap_or(Path::new(""));
-                let root = dir
-                    .ancestors()
-                    .nth(rel.components().count())
-                    .unwrap_or(dir)
-                    .to_path_buf();
-                // Worktrees are made as `<base>/<work id>`, the id starting with the name.
-                let id = root
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .filter(|id| id.starts_with(&format!("{name}-")))
-                    .map(|id| (ws.clone(), id.to_string()));
-                (dir.clone(), worktree_note(&root, ws.repo_root()), id)
+    let gone = |dir: &Path, why: &str| {
+        format!(
+            "teammate {name} was not restarted: its worktree {} is gone{why}",
+            dir.display()
+        )
+    };
+    let (cwd, note, workspace) = match (&member.worktree, &env.workspaces) {
+        (Some(dir), Some(ws)) => {
+            let rel = env
+                .main_cwd
+                .strip_prefix(ws.repo_root())
+                .unwrap_or(Path::new(""));
+            let root = dir
+                .ancestors()
+                .nth(rel.components().count())
+                .unwrap_or(dir)
+                .to_path_buf();
+            // Worktrees are made as `<base>/<work id>`, the id starting with the name.
+            let id = root
+                .file_name()
+                .and_then(|n| n.to_str())
+                .filter(|id| id.starts_with(&format!("{name}-")))
+                .map(str::to_string);
+            let (dir, root) = match &id {
+                _ if dir.is_dir() => (dir.clone(), root),
+                Some(id) => {
+                    let made = ws
+                        .create(id, &member.description)
+                        .await
+                        .map_err(|e| gone(dir, &format!(" and could not be made again: {e}")))?;
+                    (made.join(rel), made)
+                }
+                None => return Err(gone(dir, "")),
+            };
+            if Some(&dir) != member.worktree.as_ref() {
+                let (storage, who, at) = (team.storage.clone(), name.clone(), dir.clone());
+                let moved = tokio::task::spawn_blocking(move || {
+                    storage.update_member(&who, |m| m.worktree = Some(at))
+                })
+                .await;
+                if !matches!(moved, Ok(Ok(_))) {
+                    tracing::warn!("teammate {name}'s new worktree could not be recorded");
+                }
             }
-            None => (dir.clone(), String::new(), None),
-        },
-        None => (env.main_cwd.clone(), String::new(), None),
+            let note = worktree_note(&root, ws.repo_root());
+            (dir, note, id.map(|id| (ws.clone(), id)))
+        }
+        (Some(dir), None) if !dir.is_dir() => return Err(gone(dir, "")),
+        (Some(dir), None) => (dir.clone(), String::new(), None),
+        (None, _) => (env.main_cwd.clone(), String::new(), None),
     };
     let start = Start {
         name,
         agent_id: member.agent_id.clone(),
-        model: None,
+        model: member.model.clone(),
+        worktree_root: Some(cwd.clone()).filter(|_| member.worktree.is_some()),
         cwd,
         note,
-        worktree_root: member.worktree.clone(),
         workspace,
         first: None,
+        restored: Some(Restored {
+            plan: member.plan.clone(),
+            interrupted: restored.interrupted,
+        }),
         conversation: restored.conversation,
     };
     start_actor(env, team, &def, mode, start).await
@@ -218,6 +252,8 @@ struct Start {
     /// The worktree to finish when it ends.
     workspace: Option<(Arc<dyn Workspaces>, String)>,
     first: Option<RunRequest>,
+    /// Where a restored teammate was.
+    restored: Option<Restored>,
     conversation: Vec<Message>,
 }
 
@@ -251,23 +287,15 @@ async fn start_actor(
     let mut allowed: HashSet<String> = def
         .allowed_tools(all.iter().cloned())
         .unwrap_or_else(|| all.into_iter().collect());
-    // Teammates cannot start teammates (nor, for now, subagents).
-    allowed.remove("agent");
+    // A teammate's `agent` calls start plain subagents only (its actor refuses names).
     allowed.insert("send_message".into());
     let mut runner = env.runner.clone();
     runner.spec = AgentSpec {
         id: start.agent_id,
-        model: match def
-            .model
-            .as_deref()
-            .or(start.model.as_deref())
-            .map(str::trim)
-        {
-            None | Some("" | "inherit" | "sonnet" | "opus" | "haiku") => {
-                env.runner.spec.model.clone()
-            }
-            Some(m) => m.to_string(),
-        },
+        model: subagent_model(
+            def.model.as_deref().or(start.model.as_deref()),
+            &env.runner.spec.model,
+        ),
         system_prompt: format!(
             "{}{}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
 other teammates arrive in your conversation marked <team-message from=\"...\">. Report to the lead with \
@@ -300,12 +328,19 @@ end your turn: you wait, idle, until a message arrives.",
         team: None,
         mail: Some(Arc::new(mailbox.clone())),
     };
+    // Its subagents inherit its loop (model, owner of their tasks), not the lead's, and
+    // cannot reach the team.
+    let mut own = env.clone();
+    own.runner = runner.clone();
+    own.team = None;
     let args = TeammateArgs {
         name: name.clone(),
         runner,
         place,
         mailbox,
         first: start.first,
+        restored: start.restored,
+        env: own,
         conversation: start.conversation,
         workspace: start.workspace,
         slots: env.slots.clone(),

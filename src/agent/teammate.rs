@@ -9,23 +9,39 @@
 //! (the team actor tells the lead). A `shutdown_request` from the lead is answered with a
 //! `shutdown_response` and ends the actor; a `plan_first` teammate works in Plan mode until
 //! a `plan_approval_response {approve: true}` arrives, then carries its plan out in Do mode.
-//! A crash of its run fails the actor, and the team actor's supervision releases its items.
+//! A crash of its run, or a run that ends on a provider error, fails the actor, and the
+//! team actor's supervision releases its items and tells the lead.
+//!
+//! A teammate may start plain subagents (not teammates) through its own actor, which
+//! links them under itself, with the subagents' depth and concurrency limits; it is idle
+//! only once they have ended, and one that ends wakes it (`teammate_tasks`). A teammate
+//! restored by `crew --continue` comes back in the mode its plan stage says, and one cut
+//! off mid-turn carries on with its task even when no mail is waiting.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
-use super::runner::{RunOutcome, RunPlace, RunRequest, Runner};
-use super::subagent::Workspaces;
+use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use super::subagent::{SubagentEnv, Workspaces, launch, on_child_event, resume};
+use super::teammate_tasks::{SUBAGENT_DEPTH, TASK_NEWS, watch};
 use crate::events::EventKind;
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::protocol::Message;
 use crate::team::actor::{Mailbox, TeamMsg};
-use crate::team::{Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient};
+use crate::team::{
+    Envelope, MemberName, MemberStatus, MessageKind, Outgoing, PlanStage, Recipient, Team,
+};
+
+/// The task a teammate cut off mid-turn is restarted with.
+const CARRY_ON: &str = "The session was stopped while you were working and has now resumed. \
+Carry on with your task from where you left off (tool calls cut off by the stop were not run).";
 
 /// Messages a teammate accepts.
 pub enum TeammateMsg {
@@ -37,6 +53,15 @@ pub enum TeammateMsg {
         outcome: Result<RunOutcome, String>,
         /// The conversation after the run.
         conversation: Vec<Message>,
+    },
+    /// Start a plain subagent (its `agent` tool).
+    Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    /// Resume a finished subagent (its `send_message` to one).
+    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
+    /// Internal: one of its subagents ended (`ended`), or none is running.
+    TaskNews {
+        /// Whether a subagent ended with its notice still unreported.
+        ended: bool,
     },
 }
 
@@ -50,12 +75,24 @@ pub struct TeammateArgs {
     pub(super) place: RunPlace,
     pub(super) mailbox: Mailbox,
     /// Its first assignment; `None` for a teammate restored by `crew --continue`, which
-    /// starts idle and runs when its inbox holds unread mail.
+    /// starts idle and runs when its inbox holds unread mail (or at once when cut off).
     pub(super) first: Option<RunRequest>,
+    /// For a restored teammate: where it was.
+    pub(super) restored: Option<Restored>,
+    /// What its own subagents share (the session's, with this teammate's loop).
+    pub(super) env: SubagentEnv,
     /// The conversation it starts with (empty for a new teammate).
     pub(super) conversation: Vec<Message>,
     pub(super) workspace: Option<(Arc<dyn Workspaces>, String)>,
     pub(super) slots: Arc<Semaphore>,
+}
+
+/// Where a restored teammate was when the session stopped.
+pub struct Restored {
+    /// Its plan stage (`plan_first` teammates not yet approved).
+    pub plan: Option<PlanStage>,
+    /// Cut off mid-turn: carry on with the task.
+    pub interrupted: bool,
 }
 
 /// A teammate's state.
@@ -73,6 +110,16 @@ pub struct TeammateState {
     workspace: Option<(Arc<dyn Workspaces>, String)>,
     /// The session's agent slots: a teammate holds one while it runs, not while idle.
     slots: Arc<Semaphore>,
+    /// Restored mid-turn: the next look at an empty inbox carries on with the task.
+    interrupted: bool,
+    /// What its own subagents share.
+    env: SubagentEnv,
+    /// Its subagents (actor → task id), for supervision.
+    children: HashMap<ActorId, String>,
+    /// It has started subagents: it goes idle only once they have ended.
+    delegated: bool,
+    /// A watch for its subagents' ends is out (see `teammate_tasks`).
+    watching: bool,
 }
 
 impl Actor for Teammate {
@@ -92,23 +139,42 @@ impl Actor for Teammate {
                 let _ = me.cast(TeammateMsg::Wake);
             }),
         ));
-        let mode = args.first.as_ref().map_or(AgentMode::Chat, |f| f.mode);
+        let (plan_stage, interrupted) = args
+            .restored
+            .map_or((None, false), |r| (r.plan, r.interrupted));
+        let (mode, plan) = match (&args.first, plan_stage) {
+            (Some(first), _) => (first.mode, None),
+            (None, Some(PlanStage::Drafting)) => (AgentMode::Plan, None),
+            (None, Some(PlanStage::Awaiting { plan })) => (AgentMode::Plan, Some(plan)),
+            (None, None) => (AgentMode::Chat, None),
+        };
         let _ = args.runner.pipeline.gate.cast(GateMsg::Register {
             agent: args.runner.spec.id.clone(),
             policy: GatePolicy::new(mode, args.runner.spec.allowed_tools.clone()),
         });
+        let mut place = args.place;
+        // Its `agent` calls come to this actor, which starts the subagents under itself.
+        place.delegate = Some(Arc::new(
+            ActorDelegate::new(myself.clone(), TeammateMsg::Spawn).with_resume(TeammateMsg::Resume),
+        ));
+        place.tasks = Some(args.env.tasks.clone());
         Ok(TeammateState {
             name: args.name,
             runner: args.runner,
-            place: args.place,
+            place,
             mailbox: args.mailbox,
             conversation: args.conversation,
             mode,
             first: args.first,
             running: None,
-            plan: None,
+            plan,
             workspace: args.workspace,
             slots: args.slots,
+            interrupted,
+            env: args.env,
+            children: HashMap::new(),
+            delegated: false,
+            watching: false,
         })
     }
 
@@ -134,6 +200,17 @@ impl Actor for Teammate {
         Ok(())
     }
 
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        evt: SupervisionEvent,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // A subagent's crash becomes a failed task; the teammate goes on.
+        on_child_event(&mut state.children, &state.env.tasks, &evt);
+        Ok(())
+    }
+
     async fn handle(
         &self,
         myself: ActorRef<Self::Msg>,
@@ -146,6 +223,54 @@ impl Actor for Teammate {
                     next(myself, state).await;
                 }
             }
+            TeammateMsg::Spawn(req, reply) => {
+                let r = launch(
+                    myself.get_cell(),
+                    &state.env,
+                    SUBAGENT_DEPTH,
+                    req,
+                    &mut state.children,
+                )
+                .await;
+                state.delegated |= r.is_ok();
+                let _ = reply.send(r);
+            }
+            TeammateMsg::Resume(req, reply) => {
+                let r = resume(myself.get_cell(), &state.env, req, &mut state.children).await;
+                state.delegated |= r.is_ok();
+                let _ = reply.send(r);
+            }
+            // While it runs, the runner reports ended subagents at each turn boundary, and
+            // the end of the run looks again.
+            TeammateMsg::TaskNews { .. } if state.running.is_some() => state.watching = false,
+            TeammateMsg::TaskNews { ended: true } => {
+                state.watching = false;
+                let req = RunRequest {
+                    mode: chat_unless_planning(state.mode),
+                    task: TASK_NEWS.into(),
+                    plan: None,
+                };
+                start_run(myself, state, req);
+            }
+            // Nothing of its own is running: now it is idle (mail that came meanwhile has
+            // woken it already).
+            TeammateMsg::TaskNews { ended: false } => {
+                state.watching = false;
+                let _ = state
+                    .mailbox
+                    .actor
+                    .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Idle));
+            }
+            // A run that ends on a provider error fails like a crash: its items go back
+            // to the list and the lead hears of it, instead of a silent idle teammate.
+            TeammateMsg::Finished {
+                outcome: Ok(outcome),
+                ..
+            } if outcome.status == RunStatus::Failed => {
+                state.running = None;
+                tidy(state).await;
+                return Err(outcome.result.into());
+            }
             TeammateMsg::Finished {
                 outcome: Ok(outcome),
                 conversation,
@@ -153,8 +278,15 @@ impl Actor for Teammate {
                 state.running = None;
                 state.conversation = conversation;
                 if state.mode == AgentMode::Plan && state.plan.is_none() {
-                    // A plan_first teammate's plan goes to the lead for approval.
+                    // A plan_first teammate's plan goes to the lead for approval, recorded
+                    // first so a restored teammate still awaits the answer.
                     let plan = outcome.result.clone();
+                    set_plan(
+                        &state.mailbox.team,
+                        &state.name,
+                        Some(PlanStage::Awaiting { plan: plan.clone() }),
+                    )
+                    .await;
                     let out = Outgoing {
                         message: plan.clone(),
                         summary: Some(format!("plan from {}", state.name)),
@@ -194,6 +326,28 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         .ok()
         .and_then(|r| r.ok())
         .unwrap_or_default();
+    if unread.is_empty() && std::mem::take(&mut state.interrupted) {
+        let req = RunRequest {
+            mode: chat_unless_planning(state.mode),
+            task: CARRY_ON.into(),
+            plan: None,
+        };
+        start_run(myself, state, req);
+        return;
+    }
+    // Mail (if any) carries a cut-off teammate on from its conversation just as well.
+    state.interrupted = false;
+    if unread.is_empty() && state.delegated {
+        // Idle once its subagents have ended and been reported (the watch answers).
+        if !std::mem::replace(&mut state.watching, true) {
+            watch(
+                myself,
+                state.env.tasks.clone(),
+                state.runner.spec.id.clone(),
+            );
+        }
+        return;
+    }
     if unread.is_empty() {
         let _ = state
             .mailbox
@@ -215,14 +369,19 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         _ => None,
     });
     let req = match (state.mode, verdict, &state.plan) {
-        (AgentMode::Plan, Some(true), Some(plan)) => RunRequest {
-            mode: AgentMode::Do,
-            task: "The lead approved your plan: carry it out.".into(),
-            plan: Some(plan.clone()),
-        },
+        (AgentMode::Plan, Some(true), Some(plan)) => {
+            let plan = plan.clone();
+            set_plan(&state.mailbox.team, &state.name, None).await;
+            RunRequest {
+                mode: AgentMode::Do,
+                task: "The lead approved your plan: carry it out.".into(),
+                plan: Some(plan),
+            }
+        }
         (AgentMode::Plan, Some(false), _) => {
             // Revise: the next plan goes for approval again.
             state.plan = None;
+            set_plan(&state.mailbox.team, &state.name, Some(PlanStage::Drafting)).await;
             RunRequest {
                 mode: AgentMode::Plan,
                 task: "The lead did not approve your plan (its answer is below). Revise it.".into(),
@@ -230,16 +389,32 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
             }
         }
         (mode, _, _) => RunRequest {
-            mode: if mode == AgentMode::Do {
-                AgentMode::Chat
-            } else {
-                mode
-            },
+            mode: chat_unless_planning(mode),
             task: "New messages arrived for you (below). Act on them.".into(),
             plan: None,
         },
     };
     start_run(myself, state, req);
+}
+
+/// The mode of a run that is not the approved plan's: Plan stays Plan, Do is over.
+fn chat_unless_planning(mode: AgentMode) -> AgentMode {
+    if mode == AgentMode::Do {
+        AgentMode::Chat
+    } else {
+        mode
+    }
+}
+
+/// Records `name`'s plan stage in the roster (for `crew --continue`); a failure is only
+/// logged: the live teammate goes on either way.
+async fn set_plan(team: &Team, name: &MemberName, stage: Option<PlanStage>) {
+    let (team, name) = (team.clone(), name.clone());
+    let saved =
+        tokio::task::spawn_blocking(move || team.update_member(&name, |m| m.plan = stage)).await;
+    if let Ok(Err(e)) = saved {
+        tracing::warn!("the plan stage could not be recorded: {e}");
+    }
 }
 
 /// Answers the lead's shutdown request (approving it: a teammate has no unfinished turn

@@ -32,6 +32,10 @@ pub struct ApprovalRequest {
     pub decision: Decision,
     /// The asking agent's permission mode.
     pub mode: PermissionMode,
+    /// The teammate's name when the asking agent is a teammate (its Ask comes to the
+    /// lead's approver, which says who is asking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teammate: Option<String>,
 }
 
 /// A human's (or a policy's) answer.

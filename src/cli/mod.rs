@@ -2,6 +2,7 @@
 //! the subcommands.
 
 pub mod agents;
+pub mod extensions;
 pub mod memory;
 pub mod model;
 pub mod output;
@@ -137,6 +138,18 @@ pub enum Command {
         #[command(subcommand)]
         cmd: team::TeamCmd,
     },
+    /// Skills (`SKILL.md` in .claude/skills, .crew/skills and the user's).
+    Skills {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: extensions::SkillsCmd,
+    },
+    /// Custom slash commands (.claude/commands, .crew/commands and the user's).
+    Commands {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: extensions::CommandsCmd,
+    },
     /// Memory files (CLAUDE.md, AGENTS.md, CREW.md): `show` what an agent here loads and
     /// where each came from.
     Memory {
@@ -159,6 +172,8 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
+        Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
+        Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
         Command::Memory { cmd } => memory::run(cmd, cwd, &mut out),
     }
 }

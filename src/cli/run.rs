@@ -33,6 +33,19 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             "crew: no model configured and no ANTHROPIC_API_KEY/OPENAI_API_KEY set — running the built-in demo script"
         );
     }
+    // `/name args` runs a custom slash command; an unknown `/name` is an error (a typo
+    // must not become a paid model call). Text like `/etc/hosts …` is a task.
+    let command = match crate::commands::expand::invocation(&task) {
+        Some((name, args)) => match prepared.commands.get(name) {
+            Some(cmd) => Some((cmd.clone(), args.to_string())),
+            None => {
+                let message = crate::commands::lead_calls::unknown(name, &prepared.commands);
+                prepared.close().await;
+                bail!(message);
+            }
+        },
+        None => None,
+    };
     let rx = prepared.events.subscribe();
     let format = cli.output_format;
     let printer = tokio::spawn(render_events(
@@ -54,6 +67,16 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             }
         }
     });
+    let task = match command {
+        Some((cmd, args)) => {
+            let home = prepared.home.as_deref();
+            let cwd = &prepared.cwd;
+            crate::commands::lead_calls::start(session.lead(), &cmd, &args, mode, cwd, home)
+                .await
+                .text
+        }
+        None => task,
+    };
     let max_turns = cli.max_turns;
     let outcome = run_until_quiet(
         session,

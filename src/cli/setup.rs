@@ -38,6 +38,12 @@ pub struct Prepared {
     pub is_demo: bool,
     /// The conversation the session resumed with.
     pub resumed: Vec<Message>,
+    /// The custom slash commands (`.claude/commands`, `.crew/commands`, user-level).
+    pub commands: Arc<crate::commands::CommandCatalog>,
+    /// The project root.
+    pub project_root: PathBuf,
+    /// The home directory.
+    pub home: Option<PathBuf>,
     recorder: JoinHandle<()>,
 }
 
@@ -108,6 +114,22 @@ pub async fn prepare(
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));
     }
+    let skills = Arc::new(crate::skills::SkillCatalog::load(
+        &project_root,
+        home.as_deref(),
+    ));
+    for e in &skills.errors {
+        warn(format!("skill not loaded: {e}"));
+    }
+    // Files beside a user's SKILL.md are readable, though outside the project.
+    policy.read_roots = skills.user_dirs();
+    let commands = Arc::new(crate::commands::CommandCatalog::load(
+        &project_root,
+        home.as_deref(),
+    ));
+    for e in &commands.errors {
+        warn(format!("slash command not loaded: {e}"));
+    }
     let (session_id, conversation) = choose_session(cli, &project_root)?;
     let resuming = cli.resume.is_some() || cli.continue_session;
     let transcript = crate::transcript::transcript_path(&project_root, &session_id)
@@ -116,11 +138,15 @@ pub async fn prepare(
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let agents_dir = session_dir.join("agents");
     // Aliases (Claude Code's `Task` for `agent`) come with the tools' definitions.
-    let registry = Registry::with_tools(
+    let mut registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
             .chain(orchestration_tools(&catalog)),
     )?;
+    // The `skill` tool exists where there are skills to load.
+    if !skills.is_empty() {
+        registry = registry.with_skills(skills.clone())?;
+    }
     // The engine decides delegation from each agent type's isolation and read-only-ness,
     // and from whether subagents get worktrees here.
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
@@ -135,7 +161,7 @@ pub async fn prepare(
         lead: AgentSpec {
             id: "lead".into(),
             model: chosen.model,
-            system_prompt: lead_system_prompt(&cwd),
+            system_prompt: format!("{}{}", lead_system_prompt(&cwd), skills.prompt_section()),
             allowed_tools: None,
             max_turns: cli.max_turns,
             max_tokens: 8192,
@@ -171,6 +197,9 @@ pub async fn prepare(
         model: model_name,
         is_demo: chosen.is_demo,
         resumed: conversation,
+        commands,
+        project_root,
+        home,
         recorder,
     })
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, MessagingErr, RpcReplyPort};
 
-use super::{GatePolicy, clear, refusal};
+use super::{GatePolicy, NameLimit, clear, refusal};
 use crate::executor::actor::ExecutorMsg;
 use crate::permission::Permit;
 use crate::protocol::{ToolCall, ToolResult};
@@ -33,6 +33,19 @@ pub enum GateMsg {
         agent: String,
         /// What it may run from now on.
         policy: GatePolicy,
+    },
+    /// An `allowed-tools` list is in force for the agent from now on (a skill it loaded,
+    /// or the slash command that started its turn); ignored for an unregistered agent.
+    Narrow {
+        /// The agent's id.
+        agent: String,
+        /// The list and whose it is.
+        limit: NameLimit,
+    },
+    /// The agent's turn ended: its skill's and command's lists no longer apply.
+    EndLimits {
+        /// The agent's id.
+        agent: String,
     },
     /// The agent ended: its permits are refused from now on.
     Unregister {
@@ -122,6 +135,16 @@ impl Actor for Gate {
             GateMsg::Update { agent, policy } => {
                 if let Some(current) = state.policies.get_mut(&agent) {
                     *current = policy;
+                }
+            }
+            GateMsg::Narrow { agent, limit } => {
+                if let Some(current) = state.policies.get_mut(&agent) {
+                    current.narrow(limit);
+                }
+            }
+            GateMsg::EndLimits { agent } => {
+                if let Some(current) = state.policies.get_mut(&agent) {
+                    current.end_limits();
                 }
             }
             GateMsg::Unregister { agent } => {

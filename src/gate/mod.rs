@@ -38,14 +38,49 @@ use crate::permission::Permit;
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, Safety, ToolContext};
 
-/// What one agent may run: a safety set (Plan Mode: read-only) and a name set (the agent
-/// definition's tools). Registered with the gate by the agent's actor.
+/// What one agent may run: a safety set (Plan Mode: read-only), a name set (the agent
+/// definition's tools) and, for the rest of a turn, the name sets of the active skill and
+/// of the slash command that started the turn. Registered with the gate by the agent's
+/// actor; the limits are set and cleared by its loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatePolicy {
     /// Allowed safety classes; `None` allows all.
     allowed_safety: Option<HashSet<Safety>>,
     /// Allowed tool names; `None` allows all. System tools pass this filter.
     allowed_names: Option<HashSet<String>>,
+    /// The active skill's `allowed-tools` (replaced when another skill is loaded).
+    skill: Option<NameLimit>,
+    /// The `allowed-tools` of the slash command that started the turn.
+    command: Option<NameLimit>,
+}
+
+/// What narrowed an agent's tools for the rest of its turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitOwner {
+    /// A loaded skill, by name.
+    Skill(String),
+    /// A custom slash command, by name (without the `/`).
+    Command(String),
+}
+
+impl std::fmt::Display for LimitOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitOwner::Skill(name) => write!(f, "skill `{name}`"),
+            LimitOwner::Command(name) => write!(f, "command `/{name}`"),
+        }
+    }
+}
+
+/// An `allowed-tools` list in force: only these tools (and System tools) run while it is.
+/// It only ever narrows: the agent's own tool list and Plan Mode still apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameLimit {
+    /// Whose list it is (named in refusals).
+    pub owner: LimitOwner,
+    /// The registry names it allows; `None`: its owner sets no list (a skill without
+    /// `allowed-tools` still replaces the active skill's list).
+    pub names: Option<HashSet<String>>,
 }
 
 impl GatePolicy {
@@ -59,7 +94,35 @@ impl GatePolicy {
         Self {
             allowed_safety,
             allowed_names,
+            skill: None,
+            command: None,
         }
+    }
+
+    /// Puts `limit` in force: a skill's replaces the active skill's, a command's the
+    /// command's.
+    pub fn narrow(&mut self, limit: NameLimit) {
+        match limit.owner {
+            LimitOwner::Skill(_) => self.skill = Some(limit),
+            LimitOwner::Command(_) => self.command = Some(limit),
+        }
+    }
+
+    /// Ends the turn's limits (the active skill's and the command's).
+    pub fn end_limits(&mut self) {
+        self.skill = None;
+        self.command = None;
+    }
+
+    /// The limit in force that refuses a tool of this name, if any (System tools pass).
+    fn refusing_limit(&self, name: &str, system: bool) -> Option<&NameLimit> {
+        if system {
+            return None;
+        }
+        [&self.command, &self.skill]
+            .into_iter()
+            .flatten()
+            .find(|l| l.names.as_ref().is_some_and(|n| !n.contains(name)))
     }
 
     /// Whether a tool of this safety may run.
@@ -71,7 +134,9 @@ impl GatePolicy {
 
     /// Whether a tool of this name (and system flag) may run.
     pub fn allows_name(&self, name: &str, system: bool) -> bool {
-        system || self.allowed_names.as_ref().is_none_or(|n| n.contains(name))
+        system
+            || (self.allowed_names.as_ref().is_none_or(|n| n.contains(name))
+                && self.refusing_limit(name, system).is_none())
     }
 }
 
@@ -131,12 +196,30 @@ pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Opt
             ),
         ));
     }
+    if let Some(limit) = policy.refusing_limit(&def.name, def.system) {
+        let mut allowed: Vec<&str> = limit.names.iter().flatten().map(String::as_str).collect();
+        allowed.sort_unstable();
+        return Some(ToolResult::error(
+            &call.id,
+            "tool_not_allowed",
+            format!(
+                "`{}` is not allowed while {} is active (its allowed-tools: {}); the call was not run",
+                def.name,
+                limit.owner,
+                if allowed.is_empty() {
+                    "none".to_string()
+                } else {
+                    allowed.join(", ")
+                }
+            ),
+        ));
+    }
     if !policy.allows_name(&def.name, def.system) {
         return Some(ToolResult::error(
             &call.id,
             "tool_not_allowed",
             format!(
-                "tool is not available for the active skill (`{}`)",
+                "`{}` is not in this agent's tool list; the call was not run",
                 def.name
             ),
         ));
@@ -256,7 +339,7 @@ mod tests {
         let names = Some(HashSet::from(["read_file".to_string()]));
         let p = GatePolicy::new(AgentMode::Chat, names.clone());
         let err = clear(&registry(), &p, permit("write_file"), ctx()).unwrap_err();
-        assert!(err.content.contains("for the active skill"));
+        assert!(err.content.contains("not in this agent's tool list"));
         assert!(clear(&registry(), &p, permit("task_list"), ctx()).is_ok());
         assert!(clear(&registry(), &p, permit("task_stop"), ctx()).is_ok());
         let plan = GatePolicy::new(AgentMode::Plan, names);
@@ -264,6 +347,50 @@ mod tests {
             code(clear(&registry(), &plan, permit("task_stop"), ctx())),
             Some("tool_not_allowed".into())
         );
+    }
+
+    #[test]
+    fn a_skill_narrows_until_replaced_or_ended_and_never_widens() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<HashSet<_>>();
+        let skill = |n: &str, v: &[&str]| NameLimit {
+            owner: LimitOwner::Skill(n.into()),
+            names: Some(names(v)),
+        };
+        let mut p = GatePolicy::new(AgentMode::Chat, Some(names(&["read_file"])));
+        p.narrow(skill("review", &["read_file", "write_file"]));
+        // The agent's own list still refuses what the skill would allow.
+        assert!(clear(&registry(), &p, permit("write_file"), ctx()).is_err());
+        let mut p = GatePolicy::new(AgentMode::Chat, None);
+        p.narrow(skill("review", &["read_file"]));
+        let err = clear(&registry(), &p, permit("write_file"), ctx()).unwrap_err();
+        assert_eq!(err.error_code.as_deref(), Some("tool_not_allowed"));
+        assert!(err.content.contains("skill `review`"), "{}", err.content);
+        assert!(err.content.contains("read_file"), "{}", err.content);
+        assert!(clear(&registry(), &p, permit("task_stop"), ctx()).is_ok());
+        p.narrow(NameLimit {
+            owner: LimitOwner::Command("ship".into()),
+            names: Some(names(&["read_file", "write_file"])),
+        });
+        // Both limits must allow: the command's list does not undo the skill's.
+        assert!(clear(&registry(), &p, permit("write_file"), ctx()).is_err());
+        p.narrow(skill("edit", &["write_file"]));
+        assert!(clear(&registry(), &p, permit("write_file"), ctx()).is_ok());
+        let err = clear(&registry(), &p, permit("read_file"), ctx()).unwrap_err();
+        assert!(err.content.contains("skill `edit`"), "{}", err.content);
+        // A skill without a list ends the last one's.
+        p.narrow(NameLimit {
+            owner: LimitOwner::Skill("free".into()),
+            names: None,
+        });
+        p.command = None;
+        assert!(clear(&registry(), &p, permit("read_file"), ctx()).is_ok());
+        p.narrow(skill("edit", &["write_file"]));
+        p.end_limits();
+        assert!(clear(&registry(), &p, permit("read_file"), ctx()).is_ok());
+        let mut plan = GatePolicy::new(AgentMode::Plan, None);
+        plan.narrow(skill("w", &["write_file"]));
+        let err = clear(&registry(), &plan, permit("write_file"), ctx()).unwrap_err();
+        assert!(err.content.contains("current mode"), "{}", err.content);
     }
 
     #[test]

@@ -204,6 +204,9 @@ pub struct Policy {
     pub project_root: Option<PathBuf>,
     /// Sandbox roots besides the caller's cwd (`additionalDirectories`, canonical).
     pub additional_roots: Vec<PathBuf>,
+    /// Directories file tools may read (never write) below besides the sandbox roots:
+    /// the user's skill directories (canonical). Credentials and deny rules still apply.
+    pub read_roots: Vec<PathBuf>,
     /// The user's home, for `~` patterns and credential paths.
     pub home: Option<PathBuf>,
     /// Every rule of every layer (session rules included), in any order.

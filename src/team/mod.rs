@@ -36,7 +36,7 @@ use crate::store;
 pub use error::{Result, TeamError};
 pub use handle::TeamHandle;
 pub use inbox::{Envelope, MessageKind, Outgoing};
-pub use roster::{Member, MemberStatus, Roster};
+pub use roster::{Member, MemberStatus, PlanStage, Roster};
 pub use todos::{NewTodo, TodoId, TodoItem, TodoStatus, TodoUpdate, open_blockers};
 
 /// The lead's name in every team: its inbox is `inboxes/lead.jsonl`.

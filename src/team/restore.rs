@@ -11,6 +11,9 @@
 //! is not at the start of a block, and a forged one names the wrong sender or an index
 //! past the end.
 //!
+//! A teammate that was working when the session stopped and whose conversation does not
+//! end with a final answer is marked `interrupted`: it resumes its task when restarted.
+//!
 //! Synchronous (it reads and acknowledges files): call it from `spawn_blocking`.
 
 use std::collections::BTreeMap;
@@ -39,6 +42,10 @@ pub struct RestoredMember {
     pub conversation: Vec<Message>,
     /// Messages in its inbox not yet delivered.
     pub unread: usize,
+    /// Whether the stop cut it off mid-turn: it was working and its conversation does
+    /// not end with a final answer (the model had called tools, or its request was in
+    /// flight). Such a teammate carries on with its task when restarted, mail or not.
+    pub interrupted: bool,
 }
 
 /// A team as `crew --continue` finds it.
@@ -87,6 +94,7 @@ pub fn restore(team: &Team, transcripts: &Transcripts) -> Result<RestoredTeam, R
         let path = transcript::agent_transcript_path(&transcripts.agents_dir, &member.agent_id);
         let conversation = transcript::resume_agent_conversation(&path, &member.agent_id)?;
         let unread = settle_inbox(team, &member.name, &conversation)?;
+        let interrupted = member.status == MemberStatus::Working && cut_off(&conversation);
         let member = if member.status == MemberStatus::Working {
             team.set_member_status(&member.name, MemberStatus::Idle, member.current_item)?
         } else {
@@ -96,6 +104,7 @@ pub fn restore(team: &Team, transcripts: &Transcripts) -> Result<RestoredTeam, R
             member,
             conversation,
             unread,
+            interrupted,
         });
     }
     Ok(RestoredTeam {
@@ -103,6 +112,18 @@ pub fn restore(team: &Team, transcripts: &Transcripts) -> Result<RestoredTeam, R
         members,
         lead_unread,
         todos: team.list_todos()?,
+    })
+}
+
+/// Whether `conversation` stops short of a final answer: its last message is the user's
+/// (a task, mail, or tool results, answered by no model turn) or a model turn that called
+/// tools. An empty conversation has nothing to carry on from.
+fn cut_off(conversation: &[Message]) -> bool {
+    conversation.last().is_some_and(|m| {
+        m.role == Role::User
+            || m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolUse(_)))
     })
 }
 
@@ -182,5 +203,32 @@ mod tests {
         }];
         let found: Vec<_> = delivered_markers(&conversation).collect();
         assert_eq!(found, [("alice".to_string(), 3), ("carol".to_string(), 4)]);
+    }
+
+    #[test]
+    fn a_conversation_is_cut_off_unless_it_ends_with_a_final_answer() {
+        use crate::protocol::ToolCall;
+        let user = Message::user_text("task");
+        let answer = Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text {
+                text: "done".into(),
+            }],
+        };
+        let calling = Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::ToolUse(ToolCall {
+                id: "c1".into(),
+                name: "read_file".into(),
+                arguments: "{}".into(),
+            })],
+        };
+        assert!(!cut_off(&[]), "nothing to carry on from");
+        assert!(
+            cut_off(std::slice::from_ref(&user)),
+            "its request was in flight"
+        );
+        assert!(cut_off(&[user.clone(), calling]), "it had called tools");
+        assert!(!cut_off(&[user, answer]));
     }
 }

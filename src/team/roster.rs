@@ -58,6 +58,30 @@ pub struct Member {
     pub current_item: Option<TodoId>,
     /// When it last changed (Unix ms).
     pub last_activity_ms: u64,
+    /// The model its spawn request asked for (its definition's own model wins), so
+    /// `crew --continue` brings it back on the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The spawn request's description: its worktree's branch is named after it, so a
+    /// worktree removed as clean is recreated on the same branch.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Where a `plan_first` teammate is with its plan; `None` once it may act.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanStage>,
+}
+
+/// Where a `plan_first` teammate is with its plan (it works in Plan mode until approved).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum PlanStage {
+    /// Still writing its plan.
+    Drafting,
+    /// Its plan went to the lead as a `plan_approval_request`; the answer is awaited.
+    Awaiting {
+        /// The plan, carried out once approved.
+        plan: String,
+    },
 }
 
 impl Member {
@@ -76,6 +100,9 @@ impl Member {
             status: MemberStatus::Idle,
             current_item: None,
             last_activity_ms: now_ms(),
+            model: None,
+            description: String::new(),
+            plan: None,
         }
     }
 }

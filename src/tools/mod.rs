@@ -287,6 +287,7 @@ fn builtin_definitions() -> &'static [Definition] {
             .into_iter()
             .chain(orchestration_tools(&catalog))
             .map(|t| t.definition().clone())
+            .chain([crate::skills::tool::definition()])
             .collect()
     });
     &DEFS

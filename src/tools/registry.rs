@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use super::{Definition, Safety, Tool};
 
-/// Tools by name, in registration order.
+/// Tools by name, in registration order, and the skills the `skill` tool loads.
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     index: HashMap<String, usize>,
     aliases: HashMap<String, String>,
+    skills: Arc<crate::skills::SkillCatalog>,
 }
 
 /// Registering two tools under one name is a programming error worth a clear message.
@@ -49,6 +50,24 @@ impl Registry {
         self.index.insert(name, self.tools.len());
         self.tools.push(tool);
         Ok(())
+    }
+
+    /// Registers the `skill` tool over `skills`; the agents' loops read a loaded
+    /// skill's `allowed-tools` from the same catalog ([`Registry::skills`]).
+    pub fn with_skills(
+        mut self,
+        skills: Arc<crate::skills::SkillCatalog>,
+    ) -> Result<Self, DuplicateTool> {
+        self.register(Arc::new(crate::skills::tool::SkillTool::new(
+            skills.clone(),
+        )))?;
+        self.skills = skills;
+        Ok(self)
+    }
+
+    /// The skills the `skill` tool loads (empty without it).
+    pub fn skills(&self) -> &crate::skills::SkillCatalog {
+        &self.skills
     }
 
     /// Makes `alias` resolve to the tool `target` (e.g. Claude Code's `Task` → `agent`).

@@ -10,6 +10,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::approval::ApprovalQueue;
 use super::commands;
+use super::completion;
 use super::input::{InputBox, InputOutcome};
 use super::plan::{PlanStage, next_permission_mode};
 use super::tasks_panel::{PanelAction, TasksPanel};
@@ -46,6 +47,13 @@ pub enum Effect {
     StopTeammate(String),
     /// Load a teammate's transcript.
     LoadTeammateTranscript(String),
+    /// Expand a custom slash command and run it on the lead (in a spawned task).
+    RunCommand {
+        /// The command's name.
+        name: String,
+        /// What followed it.
+        args: String,
+    },
 }
 
 /// Facts about the session, for commands and the status line.
@@ -63,6 +71,8 @@ pub struct SessionInfo {
     pub model: String,
     /// Agent types and their descriptions.
     pub agents: Vec<(String, String)>,
+    /// Custom slash commands and their descriptions, for completion.
+    pub commands: Vec<(String, String)>,
 }
 
 /// The prompt a follow-up run gets when background work has ended.
@@ -214,6 +224,12 @@ impl App {
                 self.team.open = true;
                 self.team.tab = TeamTab::Items;
             }
+            KeyCode::Tab if self.input.text().starts_with('/') => {
+                let typed = self.input.text();
+                if let Some(done) = completion::complete(&typed, &self.info.commands) {
+                    self.input.set_text(&done);
+                }
+            }
             KeyCode::PageUp => self.transcript.scroll_up += 10,
             KeyCode::PageDown => {
                 self.transcript.scroll_up = self.transcript.scroll_up.saturating_sub(10)
@@ -291,7 +307,14 @@ impl App {
             return;
         }
         if let Some(cmd) = commands::parse(&text) {
-            return self.command(cmd);
+            match cmd {
+                commands::SlashCommand::Unknown(name)
+                    if self.info.commands.iter().any(|(n, _)| *n == name) =>
+                {
+                    return self.custom_command(text, name);
+                }
+                cmd => return self.command(cmd),
+            }
         }
         if matches!(self.plan, PlanStage::Editing { .. }) {
             self.plan.edited(text);
@@ -313,6 +336,26 @@ impl App {
             }
         };
         self.start_run(req);
+    }
+
+    /// The commands offered for what is typed (while the first word starts with `/`).
+    pub fn completions(&self) -> Vec<(String, String)> {
+        completion::candidates(&self.input.text(), &self.info.commands)
+    }
+
+    /// Runs a custom slash command as the lead's next turn (queued behind a running one).
+    fn custom_command(&mut self, text: String, name: String) {
+        if self.running.is_some() {
+            self.notice(format!("Queued until the current turn ends: {text}"));
+            self.queued.push_back(text);
+            return;
+        }
+        let args = crate::commands::expand::invocation(&text)
+            .map(|(_, args)| args.to_string())
+            .unwrap_or_default();
+        self.transcript.push(Entry::User(text));
+        self.running = Some(AgentMode::Chat);
+        self.effects.push(Effect::RunCommand { name, args });
     }
 
     /// Applies a session event.

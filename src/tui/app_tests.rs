@@ -363,6 +363,64 @@ fn team_panel_keys_become_team_effects_and_leave_the_input_alone() {
     assert!(a.running.is_none(), "nothing was sent to the lead");
 }
 
+fn app_with_commands() -> App {
+    let mut a = app();
+    a.info.commands = vec![
+        ("review".into(), "[file] Review a file (project)".into()),
+        (
+            "frontend:test".into(),
+            "Run the UI tests (project:frontend)".into(),
+        ),
+    ];
+    a
+}
+
+#[test]
+fn typing_a_slash_offers_built_in_and_custom_commands_and_tab_completes() {
+    let mut a = app_with_commands();
+    a.on_key(key(KeyCode::Char('/')));
+    let offered: Vec<String> = a.completions().into_iter().map(|(n, _)| n).collect();
+    assert!(offered.contains(&"plan".to_string()) && offered.contains(&"review".to_string()));
+    for ch in "rev".chars() {
+        a.on_key(key(KeyCode::Char(ch)));
+    }
+    assert_eq!(a.completions().len(), 1);
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.input.text(), "/review ");
+    // Once arguments are being typed, nothing is offered.
+    assert!(a.completions().is_empty());
+    for ch in "src/main.rs".chars() {
+        a.on_key(key(KeyCode::Char(ch)));
+    }
+    a.on_key(key(KeyCode::Enter));
+    let effects = a.take_effects();
+    let started: Vec<(String, String)> = effects
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::RunCommand { name, args } => Some((name, args)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [("review".to_string(), "src/main.rs".to_string())]);
+    assert_eq!(a.running, Some(AgentMode::Chat));
+    // While it runs, another command waits its turn.
+    type_line(&mut a, "/frontend:test");
+    assert!(a.take_effects().is_empty());
+    a.on_run_finished(completed("reviewed"));
+    assert!(matches!(
+        a.take_effects().as_slice(),
+        [Effect::RunCommand { name, .. }] if name == "frontend:test"
+    ));
+}
+
+#[test]
+fn an_unknown_slash_name_is_still_a_notice_not_a_run() {
+    let mut a = app_with_commands();
+    type_line(&mut a, "/revue x");
+    assert!(a.take_effects().is_empty());
+    assert!(notices(&a).contains("Unknown command /revue"));
+}
+
 #[test]
 fn memory_command_lists_loaded_files_and_those_added_as_the_lead_worked() {
     let tmp = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! The approval dialog: one Ask at a time from a queue (several agents may ask at once),
-//! showing the tool, its target (path or full command), the reason and the asking agent.
+//! showing the tool, its target (path or full command), the reason and the asking agent
+//! (for a teammate, "teammate NAME" with its agent id).
 //! `1`–`4` answer at once; arrows and Enter work too; after `4` (deny) the user may type a
 //! message for the model and press Enter (or Esc to deny without one).
 
@@ -47,6 +48,14 @@ pub fn request_target(req: &ApprovalRequest) -> String {
         .or_else(|| args.get("path").and_then(Value::as_str).map(str::to_string))
         .or_else(|| Some(call_target(&req.call)).filter(|t| !t.is_empty()))
         .unwrap_or_else(|| req.call.arguments.clone())
+}
+
+/// Who is asking: `teammate NAME (agent id)` for a teammate, else the agent id.
+pub fn asker(req: &ApprovalRequest) -> String {
+    match &req.teammate {
+        Some(name) => format!("teammate {name} ({})", req.agent),
+        None => req.agent.clone(),
+    }
 }
 
 impl ApprovalQueue {
@@ -147,7 +156,8 @@ impl ApprovalQueue {
         let Some(req) = self.current() else { return 0 };
         let inner = usize::from(width.saturating_sub(2).max(1));
         let rows = |len: usize| len.div_ceil(inner).max(1);
-        let mut n = 2 + 1 + rows(8 + request_target(req).chars().count());
+        let asks = asker(req).chars().count() + " wants to run ".len() + req.call.name.len();
+        let mut n = 2 + rows(asks) + rows(8 + request_target(req).chars().count());
         n += rows(8 + req.decision.reason.chars().count()) + 1 + CHOICES.len();
         if self.deny_message.is_some() {
             n += 2;
@@ -162,7 +172,7 @@ impl ApprovalQueue {
         let dim = Style::default().fg(Color::DarkGray);
         let mut lines = vec![
             Line::from(vec![
-                Span::styled(req.agent.clone(), Style::default().fg(Color::Cyan)),
+                Span::styled(asker(req), Style::default().fg(Color::Cyan)),
                 Span::raw(" wants to run "),
                 Span::styled(req.call.name.clone(), bold),
             ]),
@@ -252,6 +262,7 @@ mod tests {
             },
             decision,
             mode: PermissionMode::Default,
+            teammate: None,
         };
         (
             PendingApproval {
@@ -297,6 +308,24 @@ mod tests {
         let screen = draw(&q);
         assert!(screen.contains("general-purpose/t2 wants to run run_command"));
         assert!(screen.contains("target: rm -rf build && make"), "{screen}");
+    }
+
+    #[test]
+    fn a_teammates_ask_names_the_teammate() {
+        let mut q = ApprovalQueue::default();
+        let (mut p, _r) = pending("w/alice", "write_file", r#"{"path":"a.txt"}"#);
+        p.request.teammate = Some("alice".into());
+        q.push(p);
+        let screen = draw(&q);
+        assert!(
+            screen.contains("teammate alice (w/alice) wants to run write_file"),
+            "{screen}"
+        );
+        // A plain subagent's ask is not called a teammate's.
+        let mut q = ApprovalQueue::default();
+        let (p, _r) = pending("general-purpose/t2", "write_file", r#"{"path":"a"}"#);
+        q.push(p);
+        assert!(!draw(&q).contains("teammate"));
     }
 
     #[tokio::test]

@@ -70,6 +70,7 @@ Commands:
   /status       session, model, tokens and cost
   /help         this help
   /exit         quit (asks before stopping running background tasks)
+  /NAME ARGS    a custom command (.claude/commands, .crew/commands); Tab completes
 Keys:
   Enter send · Alt+Enter new line · Up/Down history · Shift+Tab permission mode
   Esc interrupt the current turn · Ctrl+O expand tool calls · PgUp/PgDn scroll

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod approval;
 pub mod commands;
+pub mod completion;
 pub mod input;
 pub mod plan;
 pub mod runtime;

@@ -21,6 +21,7 @@ use super::trust_prompt::{self, Answer, TrustPrompt};
 use super::view;
 use crate::agent::catalog::Catalog;
 use crate::agent::lead::LeadMsg;
+use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest};
 use crate::approver::actor::ApproverPolicy;
 use crate::cli::Cli;
@@ -105,6 +106,19 @@ fn session_info(p: &Prepared) -> SessionInfo {
             .agents
             .values()
             .map(|a| (a.name.clone(), a.description.clone()))
+            .collect(),
+        commands: p
+            .commands
+            .names()
+            .into_iter()
+            .filter_map(|name| {
+                let c = p.commands.get(&name)?;
+                let hint = c
+                    .argument_hint
+                    .as_deref()
+                    .map_or(String::new(), |h| format!("{h} "));
+                Some((name, format!("{hint}{} ({})", c.description, c.origin())))
+            })
             .collect(),
     }
 }
@@ -230,6 +244,9 @@ async fn event_loop(
         for effect in app.take_effects() {
             match effect {
                 Effect::Run(req) => spawn_run(lead.clone(), req, done_tx.clone()),
+                Effect::RunCommand { name, args } => {
+                    spawn_command(prepared, name, args, done_tx.clone())
+                }
                 Effect::Cancel => {
                     let _ = lead.cast(LeadMsg::Cancel);
                 }
@@ -273,6 +290,29 @@ fn spawn_run(lead: ActorRef<LeadMsg>, req: RunRequest, done: mpsc::UnboundedSend
             _ => Err("the lead agent did not answer".to_string()),
         };
         let _ = done.send(Done::Run(result));
+    });
+}
+
+/// Expands a custom slash command (its `!` commands and `@file` reads run as the lead's
+/// calls, shown and approved like any other) and runs the result as the lead's turn.
+fn spawn_command(p: &Prepared, name: String, args: String, done: mpsc::UnboundedSender<Done>) {
+    let Some(cmd) = p.commands.get(&name).cloned() else {
+        let _ = done.send(Done::Run(Err(format!("unknown command /{name}"))));
+        return;
+    };
+    let lead = p.session.lead().clone();
+    let (cwd, home) = (p.cwd.clone(), p.home.clone());
+    tokio::spawn(async move {
+        let mode = AgentMode::Chat;
+        let expanded =
+            crate::commands::lead_calls::start(&lead, &cmd, &args, mode, &cwd, home.as_deref())
+                .await;
+        let req = RunRequest {
+            mode,
+            task: expanded.text,
+            plan: None,
+        };
+        spawn_run(lead, req, done);
     });
 }
 

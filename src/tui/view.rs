@@ -10,6 +10,9 @@ use super::app::App;
 use super::plan::PlanStage;
 use super::status::Status;
 
+/// The most command completions shown at once.
+const MAX_HINTS: usize = 8;
+
 /// The status line's contents for the app.
 pub fn status(app: &App) -> Status {
     Status {
@@ -36,10 +39,15 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     let area = frame.area();
     let input_height = app.input.height(area.height / 3 + 2);
     // Dialogs take rows below the transcript rather than covering its newest lines.
+    // While a `/` command is being typed, the matching commands show above the input.
+    let hints = app.completions();
+    let hint_height =
+        (hints.len().min(MAX_HINTS) as u16).saturating_add(u16::from(!hints.is_empty()) * 2);
     let dialog_height = app
         .approvals
         .height(area.width)
         .max(app.plan.height())
+        .max(hint_height)
         .min(area.height / 2);
     let [main, dialog, input, status_row] = Layout::vertical([
         Constraint::Min(1),
@@ -61,8 +69,22 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     }
     if app.approvals.is_open() {
         app.approvals.render(frame, dialog);
-    } else {
+    } else if app.plan.height() > 0 || hints.is_empty() {
         app.plan.render(frame, dialog);
+    } else {
+        let text: Vec<String> = hints
+            .iter()
+            .take(MAX_HINTS)
+            .map(|(name, description)| format!("/{name:<16} {description}"))
+            .collect();
+        frame.render_widget(
+            Paragraph::new(text.join("\n")).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(" commands (Tab completes) "),
+            ),
+            dialog,
+        );
     }
     if app.confirm_quit {
         let rect = Rect {
@@ -131,12 +153,29 @@ mod tests {
                 call,
                 decision: Decision::new(Verdict::Ask, Source::Mode, "default mode asks"),
                 mode: PermissionMode::Default,
+                teammate: None,
             },
             reply: tx.into(),
         });
         let screen = draw(&a);
         insta::assert_snapshot!(screen);
         assert!(screen.contains("write_file(out.txt)") && screen.contains("Creating it now."));
+    }
+
+    #[test]
+    fn typing_a_slash_shows_the_matching_commands_above_the_input() {
+        let mut a = app();
+        a.info.commands = vec![("review".into(), "[file] Review a file (project)".into())];
+        a.input.set_text("/re");
+        let screen = draw(&a);
+        assert!(screen.contains("commands (Tab completes)"), "{screen}");
+        assert!(screen.contains("/review") && screen.contains("Review a file (project)"));
+        assert!(
+            !screen.contains("/plan"),
+            "only matching commands: {screen}"
+        );
+        a.input.set_text("/review src/main.rs");
+        assert!(!draw(&a).contains("Tab completes"));
     }
 
     #[test]

@@ -17,6 +17,8 @@ use crewmaster::tools::{
     CommandSandbox, Definition, Registry, Safety, Tool, ToolContext, ToolError,
 };
 use serde_json::{Value, json};
+
+pub mod team;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// What a fake tool does when it runs.
@@ -123,6 +125,9 @@ pub struct Setup {
     pub orchestration: bool,
     /// Make the temporary directory a git repository with one commit.
     pub git: bool,
+    /// Load the project's skills (`.claude/skills`, `.crew/skills`) and add the `skill`
+    /// tool.
+    pub skills: bool,
 }
 
 impl Setup {
@@ -136,6 +141,7 @@ impl Setup {
             approver: ApproverPolicy::Headless,
             orchestration: false,
             git: false,
+            skills: false,
         }
     }
 }
@@ -217,7 +223,15 @@ pub async fn start(setup: Setup) -> TestSession {
             max_tokens: 1000,
         },
         approver: setup.approver,
-        registry: Arc::new(Registry::with_tools(tools).unwrap()),
+        registry: Arc::new({
+            let registry = Registry::with_tools(tools).unwrap();
+            if setup.skills {
+                let skills = crewmaster::skills::SkillCatalog::load(&cwd, None);
+                registry.with_skills(Arc::new(skills)).unwrap()
+            } else {
+                registry
+            }
+        }),
         sandbox: CommandSandbox::None,
         default_tool_timeout: Duration::from_secs(30),
         conversation: Vec::new(),

@@ -43,7 +43,9 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
     let by_name_inside = resolved.exists
         || resolved.links == 0
         || sandbox::by_ancestor(&abs).is_some_and(|p| sandbox::inside(&p, &ctx.roots));
-    if !sandbox::inside(&real, &ctx.roots) || !by_name_inside {
+    // A user's skill directory is readable (its SKILL.md points at the files beside it).
+    let read_root = !c.writes && resolved.exists && sandbox::inside(&real, &ctx.policy.read_roots);
+    if !read_root && (!sandbox::inside(&real, &ctx.roots) || !by_name_inside) {
         return deny(
             Source::Sandbox,
             format!(

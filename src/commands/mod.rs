@@ -1,0 +1,304 @@
+//! Custom slash commands: Markdown files in `~/.claude/commands`, `~/.crew/commands`,
+//! `.claude/commands` and `.crew/commands` (later ones override earlier ones, so the
+//! project's win). A file's name is the command (`review.md` → `/review`); as in Claude
+//! Code, a subdirectory does not change the name but is shown with it (`frontend/test.md`
+//! → `/test`, "project:frontend"), and `/frontend:test` names it exactly when two
+//! directories hold a `test.md`. Front matter (optional): `description`, `allowed-tools`,
+//! `argument-hint`, `model`. Expanding an invocation into the first user message is
+//! `expand.rs`.
+
+pub mod expand;
+pub mod lead_calls;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::front_matter::{self, ToolList};
+use crate::skills::{Scope, search_dirs, valid_name};
+
+/// One custom slash command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlashCommand {
+    /// Its name, without the `/`.
+    pub name: String,
+    /// The subdirectories it sits in, joined with `:` (`None` at the top).
+    pub namespace: Option<String>,
+    /// What it does (else the body's first line).
+    pub description: String,
+    /// The tools that may run during the turn it starts (`None`: it does not narrow).
+    pub allowed_tools: Option<BTreeSet<String>>,
+    /// What arguments it takes, for completion.
+    pub argument_hint: Option<String>,
+    /// The model for the turn it starts.
+    pub model: Option<String>,
+    /// The prompt template.
+    pub body: String,
+    /// The file.
+    pub file: PathBuf,
+    /// Where it was found.
+    pub scope: Scope,
+}
+
+impl SlashCommand {
+    /// How it is shown in lists: `(project:frontend)`, `(user)`.
+    pub fn origin(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{}:{ns}", self.scope.as_str()),
+            None => self.scope.as_str().to_string(),
+        }
+    }
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct CommandFront {
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    allowed_tools: Option<ToolList>,
+    #[serde(default)]
+    model: Option<String>,
+}
+
+/// A command file that could not be loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct CommandError {
+    /// The file.
+    pub file: PathBuf,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// Parses one command file.
+pub fn parse(
+    text: &str,
+    name: &str,
+    namespace: Option<String>,
+    file: &Path,
+    scope: Scope,
+) -> Result<SlashCommand, String> {
+    let (yaml, body) = front_matter::split_optional(text)?;
+    // Claude Code's own examples write `argument-hint: [pr-number] [priority]`, which is
+    // not YAML: the hint is taken as written, and the rest parsed.
+    let (argument_hint, yaml) = match yaml {
+        Some(y) => front_matter::take_raw(y, "argument-hint"),
+        None => (None, String::new()),
+    };
+    let front: CommandFront = match yaml.trim() {
+        "" => CommandFront::default(),
+        y => serde_yaml_ng::from_str(y).map_err(|e| format!("front matter: {e}"))?,
+    };
+    let description = front
+        .description
+        .map(|d| d.trim().to_string())
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| {
+            body.lines()
+                .map(|l| l.trim_start_matches('#').trim())
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .chars()
+                .take(80)
+                .collect()
+        });
+    Ok(SlashCommand {
+        name: name.to_string(),
+        namespace,
+        description,
+        allowed_tools: front.allowed_tools.as_ref().map(ToolList::names),
+        argument_hint,
+        model: front
+            .model
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty()),
+        body: body.to_string(),
+        file: file.to_path_buf(),
+        scope,
+    })
+}
+
+/// The commands found and the files that could not be loaded.
+#[derive(Debug, Clone, Default)]
+pub struct CommandCatalog {
+    /// By bare name.
+    by_name: BTreeMap<String, SlashCommand>,
+    /// By `namespace:name`, for commands in subdirectories.
+    by_qualified: BTreeMap<String, SlashCommand>,
+    /// Files that could not be loaded.
+    pub errors: Vec<CommandError>,
+}
+
+/// How deep subdirectories are searched.
+const MAX_DEPTH: usize = 4;
+
+impl CommandCatalog {
+    /// Loads the commands of `project_root` and `home` (see `skills::search_dirs`).
+    pub fn load(project_root: &Path, home: Option<&Path>) -> Self {
+        let mut catalog = Self::default();
+        for (scope, dir) in search_dirs(project_root, home, "commands") {
+            let mut files = Vec::new();
+            collect(&dir, &dir, 0, &mut files);
+            files.sort();
+            for (file, namespace, name) in files {
+                catalog.load_file(&file, namespace, &name, scope);
+            }
+        }
+        catalog
+    }
+
+    fn load_file(&mut self, file: &Path, namespace: Option<String>, name: &str, scope: Scope) {
+        if !valid_name(name) {
+            self.errors.push(CommandError {
+                file: file.to_path_buf(),
+                message: "the file name is not a command name (use letters, digits and `-`)".into(),
+            });
+            return;
+        }
+        let parsed =
+            front_matter::read(file).and_then(|text| parse(&text, name, namespace, file, scope));
+        match parsed {
+            Ok(cmd) => {
+                if let Some(ns) = &cmd.namespace {
+                    self.by_qualified
+                        .insert(format!("{ns}:{}", cmd.name), cmd.clone());
+                }
+                self.by_name.insert(cmd.name.clone(), cmd);
+            }
+            Err(message) => self.errors.push(CommandError {
+                file: file.to_path_buf(),
+                message,
+            }),
+        }
+    }
+
+    /// The command invoked as `/name` (or `/namespace:name`).
+    pub fn get(&self, name: &str) -> Option<&SlashCommand> {
+        self.by_name
+            .get(name)
+            .or_else(|| self.by_qualified.get(name))
+    }
+
+    /// The commands, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &SlashCommand> {
+        self.by_name.values()
+    }
+
+    /// Every name that invokes a command (bare and qualified), sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .by_name
+            .keys()
+            .chain(self.by_qualified.keys())
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// The `.md` files below `dir` with their namespace and name (symbolic links to
+/// directories are not followed: a cloned repository must not make us walk elsewhere).
+fn collect(
+    root: &Path,
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<(PathBuf, Option<String>, String)>,
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if depth < MAX_DEPTH {
+                collect(root, &path, depth + 1, out);
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        let namespace = path
+            .parent()
+            .and_then(|p| p.strip_prefix(root).ok())
+            .map(|rel| {
+                rel.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(":")
+            })
+            .filter(|ns| !ns.is_empty());
+        out.push((path.clone(), namespace, name.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn loads_claude_code_command_directories() {
+        let project = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        put(
+            home.path(),
+            ".claude/commands/review.md",
+            "Mine: $ARGUMENTS",
+        );
+        put(
+            home.path(),
+            ".crew/commands/standup.md",
+            "# Write my standup\nFrom git log.",
+        );
+        put(
+            project.path(),
+            ".claude/commands/review.md",
+            "---\ndescription: Review a file\nallowed-tools: Read, Grep, Bash(git diff:*)\nargument-hint: [file] [focus]\nmodel: claude-x\n---\nReview $1.",
+        );
+        put(
+            project.path(),
+            ".claude/commands/frontend/test.md",
+            "Run the frontend tests",
+        );
+        put(
+            project.path(),
+            ".crew/commands/bad.md",
+            "---\ndescription: [unclosed\n---\nx",
+        );
+        let c = CommandCatalog::load(project.path(), Some(home.path()));
+        let review = c.get("review").unwrap();
+        assert_eq!(review.scope, Scope::Project);
+        assert_eq!(review.description, "Review a file");
+        assert_eq!(review.argument_hint.as_deref(), Some("[file] [focus]"));
+        assert_eq!(review.model.as_deref(), Some("claude-x"));
+        let tools: Vec<_> = review.allowed_tools.clone().unwrap().into_iter().collect();
+        assert_eq!(tools, ["read_file", "run_command", "search_code"]);
+        assert_eq!(c.get("standup").unwrap().description, "Write my standup");
+        let test = c.get("test").unwrap();
+        assert_eq!(test.origin(), "project:frontend");
+        assert_eq!(c.get("frontend:test"), Some(test));
+        assert_eq!(c.names(), ["frontend:test", "review", "standup", "test"]);
+        assert_eq!(c.errors.len(), 1);
+        assert!(
+            c.errors[0].to_string().contains("bad.md"),
+            "{}",
+            c.errors[0]
+        );
+    }
+}
