@@ -185,6 +185,7 @@ async fn main() -> anyhow::Result<()> {
         default_tool_timeout: Duration::from_secs(60),
         conversation: Vec::new(),
         events: EventBus::new(),
+        hooks: None,
         orchestration: Some(Orchestration {
             session_dir: root.join("session"),
             catalog,

@@ -59,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
         default_tool_timeout: Duration::from_secs(60),
         conversation: Vec::new(),
         events: events.clone(),
+        hooks: None,
         orchestration: None,
     })
     .await?;

@@ -153,6 +153,14 @@ pub enum EventKind {
         /// Model turns taken.
         turns: u32,
     },
+    /// A hook has something for the user: its `systemMessage`, a non-blocking error
+    /// (exit code, timeout, invalid JSON), or a `continue: false` stop reason.
+    Hook {
+        /// The hook event (`PreToolUse`, …).
+        event: String,
+        /// What to show, naming the hook.
+        message: String,
+    },
     /// Something went wrong that did not stop the run (or that did: see `RunFinished`).
     Error {
         /// The message.

@@ -1,6 +1,7 @@
 //! crewmaster: an actor-based multi-agent coding orchestrator.
 //!
-//! A tool call's one path: agent → permission engine → (approver) → gate → executor.
+//! A tool call's one path: agent → hooks (PreToolUse) → permission engine → (approver) →
+//! gate → executor → hooks (PostToolUse).
 //! See README.md for the actor diagram.
 
 pub mod agent;
@@ -11,6 +12,7 @@ pub mod events;
 pub mod executor;
 pub mod front_matter;
 pub mod gate;
+pub mod hooks;
 pub mod memory;
 pub mod permission;
 pub mod pricing;

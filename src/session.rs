@@ -61,6 +61,23 @@ pub struct SessionConfig {
     pub events: EventBus,
     /// Background tasks and subagents (`None`: the lead works alone).
     pub orchestration: Option<Orchestration>,
+    /// The configured hooks and what they are told about the session (`None`: no hooks).
+    pub hooks: Option<SessionHooks>,
+}
+
+/// What the session's `Hooks` actor is built from.
+pub struct SessionHooks {
+    /// The hooks of every settings layer and agent definition (already filtered by
+    /// folder trust).
+    pub hooks: crate::hooks::HookTable,
+    /// The project root (`CLAUDE_PROJECT_DIR`, `CREW_PROJECT_DIR`).
+    pub project_dir: PathBuf,
+    /// The session's id (`session_id`).
+    pub session_id: String,
+    /// The lead's transcript (`transcript_path`).
+    pub transcript_path: PathBuf,
+    /// `startup` or `resume`, for `SessionStart`.
+    pub source: &'static str,
 }
 
 /// What a session needs to run background tasks and subagents.
@@ -89,6 +106,8 @@ pub struct Orchestration {
 pub enum SessionMsg {
     /// The lead agent's and the task manager's references.
     Refs(RpcReplyPort<SessionRefs>),
+    /// The client of the session's hooks (fires `SessionEnd`).
+    Hooks(RpcReplyPort<crate::hooks::HookClient>),
 }
 
 /// The references `SessionHandle` keeps.
@@ -107,6 +126,7 @@ pub struct SessionState {
     tasks: Option<ActorRef<TaskMsg>>,
     team: Option<ActorRef<TeamMsg>>,
     events: EventBus,
+    hooks: crate::hooks::HookClient,
 }
 
 /// Why a session operation failed.
@@ -173,6 +193,11 @@ impl Actor for Session {
             ),
             None => None,
         };
+        let mut conversation = cfg.conversation;
+        let hooks = match cfg.hooks {
+            Some(h) => start_hooks(h, &cfg.cwd, &mut conversation, &cell, &cfg.events).await?,
+            None => crate::hooks::HookClient::none(),
+        };
         let runner = Runner {
             pipeline: Pipeline {
                 registry: cfg.registry,
@@ -180,6 +205,7 @@ impl Actor for Session {
                 approver,
                 gate,
                 events: cfg.events.clone(),
+                hooks: hooks.clone(),
             },
             provider: cfg.provider,
             spec: cfg.lead,
@@ -267,7 +293,7 @@ impl Actor for Session {
                     }),
                     mail: None,
                 },
-                conversation: cfg.conversation,
+                conversation,
                 subagents,
             },
             cell,
@@ -278,6 +304,7 @@ impl Actor for Session {
             tasks,
             team: team.map(|t| t.actor),
             events: cfg.events,
+            hooks,
         })
     }
 
@@ -290,6 +317,9 @@ impl Actor for Session {
         match msg {
             SessionMsg::Refs(reply) => {
                 let _ = reply.send((state.lead.clone(), state.tasks.clone(), state.team.clone()));
+            }
+            SessionMsg::Hooks(reply) => {
+                let _ = reply.send(state.hooks.clone());
             }
         }
         Ok(())
@@ -313,6 +343,36 @@ impl Actor for Session {
         }
         Ok(())
     }
+}
+
+/// Starts the `Hooks` actor under the session and fires `SessionStart`; its context goes
+/// into the conversation ahead of the first task.
+async fn start_hooks(
+    h: SessionHooks,
+    cwd: &Path,
+    conversation: &mut Vec<Message>,
+    supervisor: &ractor::ActorCell,
+    events: &EventBus,
+) -> Result<crate::hooks::HookClient, ActorProcessingErr> {
+    use crate::hooks::{HookClient, HookEvent, Hooks};
+    // Without hooks, nothing to ask on each call.
+    if h.hooks.session.is_empty() && h.hooks.by_agent_type.is_empty() {
+        return Ok(HookClient::none());
+    }
+    let (actor, _) = Actor::spawn_linked(None, Hooks, h.hooks, supervisor.clone()).await?;
+    let client = HookClient::new(
+        actor,
+        h.project_dir,
+        h.session_id,
+        h.transcript_path.display().to_string(),
+        events.clone(),
+    );
+    let report = client.session(HookEvent::SessionStart, cwd, h.source).await;
+    for c in report.context {
+        let text = crate::hooks::agent_events::context_text(HookEvent::SessionStart, &c);
+        conversation.push(Message::user_text(text));
+    }
+    Ok(client)
 }
 
 /// Brings a resumed session's team back: restores the roster, inboxes and list from the
@@ -566,6 +626,17 @@ impl SessionHandle {
     /// work still running is cancelled first (its processes killed, its worktrees kept
     /// when they hold work).
     pub async fn shutdown(self) {
+        if let Ok(CallResult::Success(hooks)) = self
+            .session
+            .call(SessionMsg::Hooks, Some(Duration::from_secs(10)))
+            .await
+        {
+            if let Some(dir) = hooks.project_dir() {
+                hooks
+                    .session(crate::hooks::HookEvent::SessionEnd, &dir, "other")
+                    .await;
+            }
+        }
         if let Some(tasks) = &self.tasks {
             let _ = tasks.cast(TaskMsg::StopAll);
             // Give cancelled subagents a moment to record their end and tidy worktrees.

@@ -92,6 +92,7 @@ impl Actors {
         rpc(&self.engine, |reply| PermissionMsg::Authorize {
             agent: agent.into(),
             request: req,
+            hook: Default::default(),
             reply,
         })
         .await

@@ -29,6 +29,9 @@ pub struct AgentDefinition {
     pub isolation: Option<String>,
     /// Whether it runs in the background by default.
     pub background: bool,
+    /// Its `hooks` object (Claude Code's format), run only while an agent of this type
+    /// runs; its `Stop` is the agent's `SubagentStop` (see `hooks::config`).
+    pub hooks: Option<serde_json::Value>,
     /// The system prompt.
     pub prompt: String,
     /// Where it came from (`built-in`, or a file path).
@@ -80,6 +83,8 @@ struct FrontMatter {
     background: Option<bool>,
     #[serde(default)]
     color: Option<String>,
+    #[serde(default)]
+    hooks: Option<serde_json::Value>,
 }
 
 /// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
@@ -134,6 +139,7 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
         max_turns: fm.max_turns,
         isolation: fm.isolation,
         background: fm.background.unwrap_or(false),
+        hooks: fm.hooks,
         prompt: body.to_string(),
         origin: origin.to_string(),
     })

@@ -1,5 +1,8 @@
-//! The one path a tool call takes from an agent: permission engine → (approver) → gate →
-//! executor, typed at every hop: the engine answers with a `Permit` (allowed), a
+//! The one path a tool call takes from an agent: PreToolUse hooks → permission engine →
+//! (approver) → gate → executor → PostToolUse hooks, typed at every hop: a hook's block
+//! refuses the call before the engine, its allow/ask reaches the engine as a
+//! `HookOpinion` (only the engine issues permits), and its `updatedInput` is the call the
+//! engine judges; the engine answers with a `Permit` (allowed), a
 //! `Pending` (ask a human) or a refusal; a `Pending` becomes a `Permit` only with the
 //! approver's `Approval`; the gate accepts only a `Permit` and hands the executor a
 //! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
@@ -17,7 +20,7 @@ use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
 use crate::permission::actor::{GrantScope, PermissionMsg};
 use crate::permission::{
-    CheckRequest, Checked, Decision, Pending, Permit, SharedMode, Source, Verdict,
+    CheckRequest, Checked, Decision, HookOpinion, Pending, Permit, SharedMode, Source, Verdict,
 };
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, ToolContext};
@@ -42,6 +45,8 @@ pub struct Pipeline {
     pub gate: ActorRef<GateMsg>,
     /// Where events go.
     pub events: EventBus,
+    /// Fires the session's hooks (PreToolUse, PostToolUse, Notification).
+    pub hooks: crate::hooks::HookClient,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's
@@ -54,6 +59,8 @@ pub struct CallerContext {
     pub mode: SharedMode,
     /// The template for each call's tool context (cwd, sandbox, cancellation).
     pub tool_ctx: ToolContext,
+    /// Set when a hook answered `continue: false`: the loop stops after this step.
+    pub hook_stop: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 async fn rpc<M, T>(
@@ -97,6 +104,59 @@ impl Pipeline {
 
     async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
         let mode = caller.mode.get();
+        let (agent, cwd, cancel) = (&caller.agent, &caller.tool_ctx.cwd, &caller.tool_ctx.cancel);
+        let pre = self
+            .hooks
+            .pre_tool_use(agent, cwd, mode, call, cancel)
+            .await;
+        caller.stop_for_hook(pre.stop.clone());
+        let call = pre.call;
+        if let Some(reason) = pre.block {
+            let d = Decision::new(Verdict::Deny, Source::Hook, reason);
+            self.publish_decision(agent, &call.id, &d);
+            return ToolResult::error(
+                &call.id,
+                "permission_denied",
+                format!("a PreToolUse hook blocked this call: {}", d.reason),
+            );
+        }
+        if let Some(reason) = self.hooks.task_completed(agent, cwd, &call, cancel).await {
+            return ToolResult::error(
+                &call.id,
+                "hook_blocked",
+                format!("a TaskCompleted hook kept the item open: {reason}"),
+            );
+        }
+        let mut result = self
+            .authorize_and_run(caller, call.clone(), pre.opinion)
+            .await;
+        // PostToolUse is for calls that ran; a refusal never reached the tool.
+        let refused = matches!(
+            result.error_code.as_deref(),
+            Some("permission_denied" | "tool_not_allowed")
+        );
+        if !refused {
+            let stop = self
+                .hooks
+                .post_tool_use(agent, cwd, mode, &call, &mut result, cancel)
+                .await;
+            caller.stop_for_hook(stop);
+        }
+        crate::hooks::tool_events::append_context(
+            &mut result,
+            crate::hooks::HookEvent::PreToolUse,
+            &pre.context,
+        );
+        result
+    }
+
+    async fn authorize_and_run(
+        &self,
+        caller: &CallerContext,
+        call: ToolCall,
+        hook: HookOpinion,
+    ) -> ToolResult {
+        let mode = caller.mode.get();
         let request = CheckRequest {
             call: call.clone(),
             // The spec comes from the tool's definition in the registry, never the model.
@@ -112,6 +172,7 @@ impl Pipeline {
             |reply| PermissionMsg::Authorize {
                 agent: caller.agent.clone(),
                 request: request.clone(),
+                hook,
                 reply,
             },
             PERMISSION_TIMEOUT,
@@ -179,13 +240,22 @@ impl Pipeline {
             // Only a teammate's loop carries a mailbox.
             teammate: caller.tool_ctx.mailbox.as_ref().map(|m| m.me.to_string()),
         };
-        let outcome = rpc(
+        // Notification hooks run beside the question (the question is not delayed); the
+        // call goes on once both are done, so no hook is left running unowned.
+        let message = format!("crew needs your permission to use {}", call.name);
+        let notified = self.hooks.notification(
+            &caller.agent,
+            &caller.tool_ctx.cwd,
+            "permission_prompt",
+            &message,
+        );
+        let asked = rpc(
             &self.approver,
             |reply| ApproverMsg::Ask(question, reply),
             APPROVAL_TIMEOUT,
-        )
-        .await
-        .unwrap_or(Outcome::Refused {
+        );
+        let (_, outcome) = tokio::join!(notified, asked);
+        let outcome = outcome.unwrap_or(Outcome::Refused {
             message: Some("the approval was not answered".into()),
         });
         let approval = match outcome {
@@ -271,6 +341,27 @@ impl Pipeline {
                 reason: d.reason.clone(),
             },
         );
+    }
+}
+
+impl CallerContext {
+    /// Records a hook's `continue: false` (the first reason wins).
+    fn stop_for_hook(&self, reason: Option<String>) {
+        if let Some(reason) = reason {
+            let mut slot = match self.hook_stop.lock() {
+                Ok(s) => s,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            slot.get_or_insert(reason);
+        }
+    }
+
+    /// The `continue: false` reason a hook gave during this run, if any.
+    pub fn hook_stopped(&self) -> Option<String> {
+        match self.hook_stop.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
 use crate::events::EventKind;
 use crate::gate::actor::GateMsg;
+use crate::hooks::agent_events::Role as HookRole;
 use crate::permission::SharedMode;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
@@ -198,7 +199,27 @@ impl Runner {
             }
         }
         let system = super::prompt::with_memory(&self.spec.system_prompt, &memory.prompt_section());
-        conversation.push(Message::user_text(opening_message(req)));
+        let role = hook_role(agent, place);
+        let mut opening = Message::user_text(opening_message(req));
+        let mode = place.permission_mode.get();
+        let hooks = &self.pipeline.hooks;
+        match hooks
+            .run_start(role, agent, &place.cwd, mode, &req.task, &cancel)
+            .await
+        {
+            Ok(context) => opening
+                .content
+                .extend(context.into_iter().map(|text| ContentBlock::Text { text })),
+            Err(refused) => {
+                // The turn ends here: so do the skill's and the command's tool lists.
+                let _ = self.pipeline.gate.cast(GateMsg::EndLimits {
+                    agent: agent.to_string(),
+                });
+                return self.refused_by_hook(refused);
+            }
+        }
+        conversation.push(opening);
+        let mut stop_hook_active = false;
         // Messages are published (for the transcript) once final: user messages just
         // before the request that carries them, assistant messages when complete.
         let mut published = conversation.len() - 1;
@@ -267,7 +288,22 @@ impl Runner {
             }
             if output.calls.is_empty() {
                 outcome.status = RunStatus::Completed;
-                break;
+                // A Stop hook that blocks makes the agent go on with its reason.
+                let mode = place.permission_mode.get();
+                let report = hooks
+                    .stop(role, agent, &place.cwd, mode, stop_hook_active, &cancel)
+                    .await;
+                match report.block {
+                    Some(reason) if report.stop.is_none() && turn < self.spec.max_turns => {
+                        stop_hook_active = true;
+                        let event = role.stop_event();
+                        conversation.push(Message::user_text(format!(
+                            "<hook event=\"{event}\" decision=\"block\">\n{reason}\n</hook>"
+                        )));
+                        continue;
+                    }
+                    _ => break,
+                }
             }
             outcome.tool_calls += output.calls.len() as u32;
             let mut caller = caller.clone();
@@ -286,6 +322,11 @@ impl Runner {
             });
             if cancel.is_cancelled() {
                 outcome.status = RunStatus::Cancelled;
+                break;
+            }
+            if let Some(reason) = caller.hook_stopped() {
+                outcome.status = RunStatus::Completed;
+                outcome.result = format!("stopped by a hook: {reason}");
                 break;
             }
         }
@@ -327,7 +368,39 @@ impl Runner {
             agent: agent.to_string(),
             mode: place.permission_mode.clone(),
             tool_ctx,
+            hook_stop: Default::default(),
         }
+    }
+
+    /// The outcome of a run whose prompt a `UserPromptSubmit` hook refused: the model
+    /// never saw it, and the user is told why.
+    fn refused_by_hook(&self, reason: String) -> RunOutcome {
+        let agent = self.spec.id.as_str();
+        let message = format!("UserPromptSubmit hook blocked the prompt: {reason}");
+        self.pipeline.events.publish(
+            agent,
+            EventKind::Hook {
+                event: "UserPromptSubmit".into(),
+                message: message.clone(),
+            },
+        );
+        let outcome = RunOutcome {
+            result: message,
+            status: RunStatus::Completed,
+            usage: Usage::default(),
+            turns: 0,
+            tool_calls: 0,
+        };
+        self.pipeline.events.publish(
+            agent,
+            EventKind::RunFinished {
+                result: outcome.result.clone(),
+                status: outcome.status.as_str().into(),
+                usage: outcome.usage,
+                turns: 0,
+            },
+        );
+        outcome
     }
 
     /// A copy of this agent for the forks its `agent` calls of this turn may start
@@ -462,6 +535,18 @@ impl Runner {
 
     async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
         join_all(batch.into_iter().map(|c| self.pipeline.dispatch(caller, c))).await
+    }
+}
+
+/// Which hook events an agent's loop fires: the lead is `lead` (it has a mailbox too, in
+/// a team), a teammate has a mailbox, every other agent is a subagent.
+fn hook_role(agent: &str, place: &RunPlace) -> HookRole {
+    if agent == "lead" {
+        HookRole::Lead
+    } else if place.mail.is_some() {
+        HookRole::Teammate
+    } else {
+        HookRole::Subagent
     }
 }
 

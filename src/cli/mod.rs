@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod extensions;
+pub mod hooks;
 pub mod memory;
 pub mod model;
 pub mod output;
@@ -107,6 +108,12 @@ pub enum Command {
         #[command(subcommand)]
         cmd: agents::AgentsCmd,
     },
+    /// Hooks: `list` shows the effective hooks and where each comes from.
+    Hooks {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: hooks::HooksCmd,
+    },
     /// Permission decisions and rules.
     Permissions {
         /// What to do.
@@ -166,6 +173,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
     let mut out = std::io::stdout();
     match cmd {
         Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
+        Command::Hooks { cmd } => hooks::run(cmd, cwd, &mut out),
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
         Command::Team { cmd } => team::run(cmd, cwd, &mut out),
         Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),

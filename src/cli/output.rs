@@ -91,6 +91,7 @@ fn render_text(
             )?;
         }
         EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
+        EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
         EventKind::TeamMemberChanged { name, status, .. } => {
             writeln!(err, "team: {name} is {status}")?;
         }

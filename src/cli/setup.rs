@@ -84,6 +84,11 @@ pub async fn prepare(
     for w in warnings {
         warn(w.to_string());
     }
+    // Hooks from every settings layer; a project's shared hooks only in a trusted folder.
+    let (hooks, hook_warnings) = crate::hooks::config::load(&project_root, home.as_deref())?;
+    for w in hook_warnings {
+        warn(w.to_string());
+    }
     let permission_mode = match cli.permission_mode.as_deref() {
         None => policy.default_mode,
         Some(name) => {
@@ -130,6 +135,15 @@ pub async fn prepare(
     for e in &commands.errors {
         warn(format!("slash command not loaded: {e}"));
     }
+    let (by_agent_type, agent_warnings) =
+        crate::hooks::config::load_agents(&catalog, &project_root, home.as_deref());
+    for w in agent_warnings {
+        warn(w.to_string());
+    }
+    let hooks = crate::hooks::HookTable {
+        session: hooks,
+        by_agent_type,
+    };
     let (session_id, conversation) = choose_session(cli, &project_root)?;
     let resuming = cli.resume.is_some() || cli.continue_session;
     let transcript = crate::transcript::transcript_path(&project_root, &session_id)
@@ -172,6 +186,13 @@ pub async fn prepare(
         default_tool_timeout: DEFAULT_TIMEOUT,
         conversation: conversation.clone(),
         events: events.clone(),
+        hooks: Some(crate::session::SessionHooks {
+            hooks,
+            project_dir: project_root.clone(),
+            session_id: session_id.clone(),
+            transcript_path: transcript.clone(),
+            source: if resuming { "resume" } else { "startup" },
+        }),
         orchestration: Some(Orchestration {
             session_dir,
             catalog,

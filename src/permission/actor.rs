@@ -10,7 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
 use super::permit::Checked;
-use super::{CheckRequest, Decision, Layer, Policy, RuleInfo, check, grants};
+use super::{CheckRequest, Decision, HookOpinion, Layer, Policy, RuleInfo, check, grants, hook};
 
 /// How long a grant lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +31,9 @@ pub enum PermissionMsg {
         agent: String,
         /// The call and the caller's situation.
         request: CheckRequest,
+        /// What the PreToolUse hooks said (`Silent` when none decided): it can only
+        /// move a fallback Ask to Allow or an Allow to Ask (`hook::apply`).
+        hook: HookOpinion,
         /// Receives the answer.
         reply: RpcReplyPort<Checked>,
     },
@@ -79,9 +82,10 @@ impl Actor for PermissionEngine {
             PermissionMsg::Authorize {
                 agent,
                 request,
+                hook,
                 reply,
             } => {
-                let decision = check(&request, &state.policy);
+                let decision = hook::apply(check(&request, &state.policy), &hook, request.mode);
                 let CheckRequest { call, cwd, .. } = request;
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
                 let _ = reply.send(Checked::from_decision(call, agent, cwd, decision));

@@ -22,6 +22,7 @@ pub mod classify;
 pub mod commands;
 pub mod delegation;
 pub mod grants;
+pub mod hook;
 pub mod mode;
 pub mod path_index;
 mod permit;
@@ -43,6 +44,7 @@ use crate::protocol::ToolCall;
 
 pub use check::check;
 pub use grants::{GrantError, grant_rules};
+pub use hook::HookOpinion;
 pub use mode::{PermissionMode, SharedMode};
 pub use permit::{ApprovalMismatch, Checked, Pending, Permit};
 pub use rules::{Rule, RuleKind};
@@ -116,6 +118,8 @@ pub enum Source {
     User,
     /// The tool is not covered by permission rules.
     Unknown,
+    /// A PreToolUse hook (its allow skipped the mode's ask, or its ask was added).
+    Hook,
 }
 
 impl std::fmt::Display for Source {
@@ -136,6 +140,7 @@ impl std::fmt::Display for Source {
             Source::Mode => f.write_str("mode"),
             Source::User => f.write_str("user"),
             Source::Unknown => f.write_str("unknown"),
+            Source::Hook => f.write_str("hook"),
         }
     }
 }

@@ -9,7 +9,8 @@
 //! settings.local.json). Its allow rules, a `defaultMode` looser than `default` and
 //! `worktree.setup` apply only in a folder the user trusted (`trust.rs`); elsewhere one
 //! warning names each ignored entry. Its deny and ask rules always apply: they only
-//! tighten. `.claude/settings.json` is not read at all.
+//! tighten. `.claude/settings*.json` are not read here (only their `hooks`, by
+//! `hooks::config`).
 
 use std::path::{Path, PathBuf};
 
@@ -312,6 +313,17 @@ impl Policy {
             }
         }
         Ok((policy, warnings))
+    }
+}
+
+/// Whether a settings file of `layer` is shared content that needs the folder's trust:
+/// the project's file, or a local file git tracks (or whose repository cannot be read).
+/// Hooks use it to decide which hooks run in an untrusted folder.
+pub fn is_shared_file(layer: Layer, path: &Path) -> bool {
+    match layer {
+        Layer::Project => true,
+        Layer::Local => tracked::is_shared(path) != tracked::Shared::No,
+        Layer::User | Layer::Session => false,
     }
 }
 

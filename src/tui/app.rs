@@ -401,6 +401,7 @@ impl App {
             EventKind::Error { message } => self
                 .transcript
                 .push(Entry::Error(format!("[{agent}] {message}"))),
+            EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
             _ => {}
         }
     }

@@ -236,6 +236,7 @@ pub async fn start(setup: Setup) -> TestSession {
         default_tool_timeout: Duration::from_secs(30),
         conversation: Vec::new(),
         events,
+        hooks: None,
         orchestration,
     })
     .await

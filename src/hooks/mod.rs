@@ -1,0 +1,30 @@
+//! Hooks: the user's own programs, configured in Claude Code's format, run at points of
+//! an agent's work (design.md: "Hooks — runs Claude Code-format hooks for each event;
+//! PreToolUse first").
+//!
+//! Modules: `event` (the events), `config` (the `hooks` object of each settings layer and
+//! agent definitions, folder trust), `matcher` (regex over names), `names` (our tool
+//! names and arguments as Claude Code's), `protocol` (stdin/stdout JSON, exit codes),
+//! `process` (one hook in its own process group), `report` (combining an event's hooks),
+//! `actor` (the `Hooks` actor: which hooks run), `client` (firing an event),
+//! `tool_events` (PreToolUse/PostToolUse on the call path), `agent_events` (the agent
+//! loop's and session's events).
+
+pub mod actor;
+pub mod agent_events;
+pub mod client;
+pub mod config;
+pub mod event;
+pub mod matcher;
+pub mod names;
+pub mod process;
+pub mod protocol;
+pub mod report;
+pub mod tool_events;
+
+pub use actor::{HookTable, Hooks, HooksMsg};
+pub use client::{Firing, HookClient};
+pub use config::{Hook, Origin};
+pub use event::HookEvent;
+pub use report::Report;
+pub use tool_events::PreToolUse;

@@ -1,0 +1,120 @@
+//! Running one hook command: `bash -c COMMAND` in the caller's directory, with the event's
+//! JSON on stdin, as the leader of its own session and process group (the same builder and
+//! group runner as `run_command`, `tools::process`). At its timeout, or when it exits
+//! leaving children behind, the whole group is killed: nothing a hook starts outlives it.
+//!
+//! Hook commands are the user's own configured programs, so they run outside the command
+//! sandbox, as in Claude Code. Their environment is the commands' scrubbed one: provider
+//! keys and secret-looking variables are withheld unless `commandEnv.passthrough` names
+//! them (a hook from a cloned repository must not read the user's keys); Claude Code passes
+//! the whole environment, which is the one difference. `CLAUDE_PROJECT_DIR` and
+//! `CREW_PROJECT_DIR` name the project root.
+
+use std::io::{Seek, Write};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::HookRun;
+use crate::tools::CommandSandbox;
+use crate::tools::process::{ProcessError, run_command_in_group, shell_command};
+
+/// Runs `command` with `input` on stdin; never fails, a problem is a `HookRun::Failed`.
+pub async fn run_hook(
+    command: &str,
+    cwd: &Path,
+    project_dir: &Path,
+    timeout: Duration,
+    input: &[u8],
+    cancel: &CancellationToken,
+) -> HookRun {
+    // Stdin is an unlinked temporary file rather than a pipe: the hook may ignore it, and
+    // the group runner then needs nothing besides the command.
+    let stdin = match stdin_file(input) {
+        Ok(f) => f,
+        Err(e) => return HookRun::Failed(format!("could not prepare its input: {e}")),
+    };
+    let mut shell = match shell_command(command, cwd, &CommandSandbox::None) {
+        Ok(s) => s,
+        Err(e) => return HookRun::Failed(e.to_string()),
+    };
+    shell
+        .cmd
+        .stdin(Stdio::from(stdin))
+        .env("CLAUDE_PROJECT_DIR", project_dir)
+        .env("CREW_PROJECT_DIR", project_dir);
+    let ran = run_command_in_group(&mut shell.cmd, cwd, timeout, cancel).await;
+    // Unconfined: no protected-file snapshot was taken, so there is nothing to restore.
+    let _ = shell.guard.finish();
+    match ran {
+        Ok(out) => match out.exit_code() {
+            Some(code) => HookRun::Exited {
+                code,
+                stdout: out.stdout.text(),
+                stderr: out.stderr.text(),
+            },
+            None => HookRun::Failed(format!(
+                "was killed by signal {}",
+                out.signal().map(|s| s.to_string()).unwrap_or("?".into())
+            )),
+        },
+        Err(ProcessError::TimedOut { limit, pgid, .. }) => HookRun::Failed(format!(
+            "did not finish within its timeout of {} s; its whole process group ({pgid}) was killed (raise `timeout` in its settings entry if it needs longer)",
+            limit.as_secs_f64()
+        )),
+        Err(e) => HookRun::Failed(e.to_string()),
+    }
+}
+
+fn stdin_file(input: &[u8]) -> std::io::Result<std::fs::File> {
+    let mut f = tempfile::tempfile()?;
+    f.write_all(input)?;
+    f.rewind()?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn reads_stdin_and_sees_the_project_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_hook(
+            r#"read -r line; echo "$line|$CLAUDE_PROJECT_DIR|$CREW_PROJECT_DIR"; echo err >&2; exit 2"#,
+            dir.path(),
+            Path::new("/proj"),
+            Duration::from_secs(30),
+            b"{\"a\":1}\n",
+            &CancellationToken::new(),
+        )
+        .await;
+        let HookRun::Exited {
+            code,
+            stdout,
+            stderr,
+        } = run
+        else {
+            panic!("{run:?}")
+        };
+        assert_eq!(code, 2);
+        assert_eq!(stdout, "{\"a\":1}|/proj|/proj\n");
+        assert_eq!(stderr, "err\n");
+    }
+
+    #[tokio::test]
+    async fn a_missing_directory_is_a_failure_naming_it() {
+        let run = run_hook(
+            "true",
+            Path::new("/no/such/crew/dir"),
+            Path::new("/"),
+            Duration::from_secs(30),
+            b"",
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(run, HookRun::Failed(m) if m.contains("/no/such/crew/dir")));
+    }
+}
