@@ -16,3 +16,14 @@ you need.\n\
         cwd.display()
     )
 }
+
+/// `base` followed by the memory files' `section` (unchanged when there is none, or when
+/// `base` already carries one: a fork keeps its caller's prompt verbatim). The whole
+/// system prompt sits before the first cache breakpoint, so the memory files are part of
+/// the cached prefix.
+pub fn with_memory(base: &str, section: &str) -> String {
+    if section.is_empty() || crate::memory::render::has_section(base) {
+        return base.to_string();
+    }
+    format!("{base}\n\n{section}")
+}

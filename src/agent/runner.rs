@@ -190,6 +190,15 @@ impl Runner {
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
         let caller = self.caller(place, &cancel);
+        // Memory files: the cwd's and above go into this run's system prompt; those of
+        // directories below are added to tool results as the agent reaches them.
+        let mut memory = crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
+        if conversation.is_empty() {
+            for message in memory.warnings() {
+                events.publish(agent, EventKind::Error { message });
+            }
+        }
+        let system = super::prompt::with_memory(&self.spec.system_prompt, &memory.prompt_section());
         let role = hook_role(agent, place);
         let mut opening = Message::user_text(opening_message(req));
         let mode = place.permission_mode.get();
@@ -238,7 +247,7 @@ impl Runner {
             }
             let request = ModelRequest {
                 model: self.spec.model.clone(),
-                system: self.spec.system_prompt.clone(),
+                system: system.clone(),
                 messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
                 tools: tools.clone(),
                 max_tokens: self.spec.max_tokens,
@@ -298,8 +307,15 @@ impl Runner {
             }
             outcome.tool_calls += output.calls.len() as u32;
             let mut caller = caller.clone();
-            caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls);
-            let results = self.run_calls(&caller, output.calls).await;
+            caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls, &system);
+            let calls = output.calls.clone();
+            let mut results = self.run_calls(&caller, output.calls).await;
+            for (call, result) in calls.iter().zip(results.iter_mut()) {
+                let tool = self.pipeline.registry.canonical(&call.name).unwrap_or("");
+                for message in memory.after_call(tool, call, result) {
+                    events.publish(agent, EventKind::Error { message });
+                }
+            }
             conversation.push(Message {
                 role: Role::User,
                 content: results.into_iter().map(ContentBlock::ToolResult).collect(),
@@ -388,20 +404,24 @@ impl Runner {
     }
 
     /// A copy of this agent for the forks its `agent` calls of this turn may start
-    /// (`None` when the turn does not call `agent`: no copy is made).
+    /// (`None` when the turn does not call `agent`: no copy is made). `system` is the
+    /// system prompt as sent, memory files included: the child keeps it verbatim.
     fn fork_base(
         &self,
         conversation: &[Message],
         mode: AgentMode,
         calls: &[ToolCall],
+        system: &str,
     ) -> Option<Arc<ForkBase>> {
         let registry = &self.pipeline.registry;
         calls
             .iter()
             .any(|c| registry.canonical(&c.name) == Some("agent"))
             .then(|| {
+                let mut spec = self.spec.clone();
+                spec.system_prompt = system.to_string();
                 Arc::new(ForkBase {
-                    spec: self.spec.clone(),
+                    spec,
                     mode,
                     messages: conversation.to_vec(),
                 })

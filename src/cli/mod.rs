@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod extensions;
 pub mod hooks;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -156,6 +157,13 @@ pub enum Command {
         #[command(subcommand)]
         cmd: extensions::CommandsCmd,
     },
+    /// Memory files (CLAUDE.md, AGENTS.md, CREW.md): `show` what an agent here loads and
+    /// where each came from.
+    Memory {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: memory::MemoryCmd,
+    },
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
@@ -174,6 +182,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Trust(args) => trust::run(args, cwd, &mut out),
         Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
         Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
+        Command::Memory { cmd } => memory::run(cmd, cwd, &mut out),
     }
 }
 

@@ -106,6 +106,8 @@ pub struct App {
     /// Whether the app is done.
     pub quit: bool,
     quit_armed: bool,
+    /// Memory files of subdirectories added to the lead's conversation (for `/memory`).
+    pub memory_injected: Vec<String>,
     queued: VecDeque<String>,
     effects: Vec<Effect>,
 }
@@ -136,6 +138,7 @@ impl App {
             confirm_quit: false,
             quit: false,
             quit_armed: false,
+            memory_injected: Vec::new(),
             queued: VecDeque::new(),
             effects: Vec::new(),
         }
@@ -361,6 +364,12 @@ impl App {
         let lead = agent == "lead";
         match event.kind {
             EventKind::TextDelta { text } if lead => self.transcript.push_text(&text),
+            EventKind::MessageAppended { message } if lead => {
+                self.memory_injected
+                    .extend(crate::memory::render::injected_paths(std::slice::from_ref(
+                        &message,
+                    )))
+            }
             EventKind::ToolCallStarted { call } => self.transcript.tool_started(agent, &call),
             EventKind::PermissionDecided {
                 call_id,

@@ -420,3 +420,62 @@ fn an_unknown_slash_name_is_still_a_notice_not_a_run() {
     assert!(a.take_effects().is_empty());
     assert!(notices(&a).contains("Unknown command /revue"));
 }
+
+#[test]
+fn memory_command_lists_loaded_files_and_those_added_as_the_lead_worked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, repo) = (base.join("home"), base.join("repo"));
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(home.join(".claude/CLAUDE.md"), "terse").unwrap();
+    std::fs::write(repo.join("CLAUDE.md"), "rules @docs/x.md").unwrap();
+    std::fs::create_dir_all(repo.join("docs")).unwrap();
+    std::fs::write(repo.join("docs/x.md"), "style").unwrap();
+    let mut a = app();
+    a.info.cwd = repo.clone();
+    a.info.project_root = repo.clone();
+    a.info.home = Some(home.clone());
+    type_line(&mut a, "/memory");
+    let text = notices(&a);
+    assert!(text.contains(&format!(
+        "{} (user,",
+        home.join(".claude/CLAUDE.md").display()
+    )));
+    assert!(text.contains(&format!(
+        "{} (project, 5 bytes, imported by {})",
+        repo.join("docs/x.md").display(),
+        repo.join("CLAUDE.md").display()
+    )));
+    let sub = crate::memory::MemoryFile {
+        path: repo.join("api/AGENTS.md"),
+        scope: crate::memory::Scope::Subdirectory,
+        imported_by: None,
+        depth: 0,
+        text: "api".into(),
+    };
+    let result = crate::protocol::ToolResult::ok(
+        "c1",
+        format!(
+            "fn f() {{}}{}",
+            crate::memory::render::reminder(
+                &[sub],
+                &crate::memory::render::Names::new(&repo, Some(&home))
+            )
+        ),
+    );
+    a.on_event(Event {
+        agent: "lead".into(),
+        kind: EventKind::MessageAppended {
+            message: crate::protocol::Message {
+                role: crate::protocol::Role::User,
+                content: vec![crate::protocol::ContentBlock::ToolResult(result)],
+            },
+        },
+    });
+    type_line(&mut a, "/memory");
+    assert!(notices(&a).contains(&format!(
+        "Added to the lead's conversation so far:\n  {} (subdirectory)",
+        "api/AGENTS.md"
+    )));
+}

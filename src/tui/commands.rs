@@ -24,6 +24,8 @@ pub enum SlashCommand {
     Permissions,
     /// The agent definitions.
     Agents,
+    /// The memory files loaded and where from.
+    Memory,
     /// Session, model, usage.
     Status,
     /// Keys and commands.
@@ -46,6 +48,7 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
         "worktrees" => SlashCommand::Worktrees,
         "permissions" => SlashCommand::Permissions,
         "agents" => SlashCommand::Agents,
+        "memory" => SlashCommand::Memory,
         "status" => SlashCommand::Status,
         "help" => SlashCommand::Help,
         "exit" | "quit" => SlashCommand::Exit,
@@ -63,6 +66,7 @@ Commands:
   /worktrees    subagent worktrees
   /permissions  the permission mode and what it allows
   /agents       the agent definitions
+  /memory       the memory files (CLAUDE.md, AGENTS.md, CREW.md) loaded and where from
   /status       session, model, tokens and cost
   /help         this help
   /exit         quit (asks before stopping running background tasks)
@@ -130,6 +134,10 @@ impl App {
                     .collect();
                 self.notice(format!("Agents:\n{}", lines.join("\n")));
             }
+            SlashCommand::Memory => {
+                let text = self.memory_text();
+                self.notice(text);
+            }
             SlashCommand::Status => {
                 let cost = cost_usd(&self.info.model, &self.usage)
                     .map_or("unknown price".into(), |c| format!("${c:.4}"));
@@ -154,6 +162,23 @@ impl App {
 }
 
 impl App {
+    /// The memory files the lead was given: those of its system prompt (read afresh, as
+    /// the next run will), then those added as it worked in subdirectories.
+    fn memory_text(&self) -> String {
+        let cwd = &self.info.cwd;
+        let mut text = match crate::cli::memory::load(cwd, self.info.home.as_deref()) {
+            Ok(m) => crate::cli::memory::text(cwd, &m),
+            Err(e) => format!("The memory files could not be listed: {e}\n"),
+        };
+        if !self.memory_injected.is_empty() {
+            text.push_str("Added to the lead's conversation so far:\n");
+            for p in &self.memory_injected {
+                text.push_str(&format!("  {p} (subdirectory)\n"));
+            }
+        }
+        text.trim_end().to_string()
+    }
+
     /// The permission mode, its fallback table and the rules of the settings files.
     fn permissions_text(&self) -> String {
         let m = self.permission;
@@ -204,6 +229,7 @@ mod tests {
         assert_eq!(parse("/plan"), Some(SlashCommand::Plan));
         assert_eq!(parse("  /exit  "), Some(SlashCommand::Exit));
         assert_eq!(parse("/tasks now"), Some(SlashCommand::Tasks));
+        assert_eq!(parse("/memory"), Some(SlashCommand::Memory));
         assert_eq!(parse("/nope"), Some(SlashCommand::Unknown("nope".into())));
         assert_eq!(parse("fix /plan parsing"), None);
         assert_eq!(parse("/"), None);

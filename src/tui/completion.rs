@@ -3,7 +3,7 @@
 //! being typed, and Tab to complete it.
 
 /// The built-in commands and what they do (what `commands::parse` knows).
-pub const BUILT_IN: [(&str, &str); 10] = [
+pub const BUILT_IN: [(&str, &str); 11] = [
     ("plan", "Plan Mode: investigate read-only and plan"),
     ("do", "carry out the plan under review"),
     ("tasks", "background tasks and subagents"),
@@ -11,6 +11,7 @@ pub const BUILT_IN: [(&str, &str); 10] = [
     ("worktrees", "subagent worktrees"),
     ("permissions", "the permission mode and rules"),
     ("agents", "the agent definitions"),
+    ("memory", "the memory files loaded and where from"),
     ("status", "session, model, tokens and cost"),
     ("help", "keys and commands"),
     ("exit", "quit"),

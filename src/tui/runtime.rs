@@ -131,6 +131,7 @@ fn greet(app: &mut App, p: &Prepared) {
     }
     if !p.resumed.is_empty() {
         show_conversation(app, &p.resumed);
+        app.memory_injected = crate::memory::render::injected_paths(&p.resumed);
         app.transcript.push(Entry::Notice(format!(
             "Resumed session {} ({} messages).",
             p.session_id,
