@@ -135,7 +135,7 @@ impl Ctx {
             }
             WordPiece::ArithmeticExpression(e) => {
                 *dynamic = true;
-                self.hidden(&e.value, depth, inh)?;
+                self.arithmetic(&e.value, depth, inh)?;
                 out.push_str("$((…))");
             }
         }
