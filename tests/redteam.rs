@@ -281,6 +281,43 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     assert_eq!(counted.trim(), "counted 3", "{out}");
 }
 
+/// Class 2: `LESSOPEN`/`LESSCLOSE` name a program `less` runs through the shell (`|` an
+/// input pipe, `%s` the file). They parse (they used to fail closed), are not reads,
+/// and deny rules see the program, whether set for the command, through `env`, or
+/// exported earlier in the script.
+#[test]
+fn lessopen_runs_a_program_that_deny_rules_see() {
+    let f = deny_fixture();
+    for c in [
+        "LESSOPEN='|cat %s' less f",
+        "LESSOPEN='||-cat %s' less f",
+        "LESSOPEN='lesspipe %s' less f",
+        "LESSCLOSE='true %s %s' less f",
+    ] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::Default);
+        assert_eq!(d.verdict, Verdict::Ask, "`{c}`: {d:?}");
+        assert_eq!(d.category, Some(Category::Exec), "`{c}` is no read: {d:?}");
+        assert!(!d.reason.contains("cannot parse"), "`{c}`: {d:?}");
+        let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Allow, "`{c}`: {d:?}");
+    }
+    for c in [
+        "LESSOPEN='|rm x %s' less f",
+        "LESSOPEN='||-rm x %s' less f",
+        "env LESSOPEN='|rm x %s' less f",
+        "LESSCLOSE='rm x %s' less f",
+        "export LESSOPEN='|rm x %s'; less f",
+        "export PAGER='git push'; git log",
+    ] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Deny, "`{c}`: {d:?}");
+        assert!(
+            d.rule.as_deref().is_some_and(|r| r.starts_with("Bash(")),
+            "`{c}`: {d:?}"
+        );
+    }
+}
+
 /// Class 2: programs that run a literal command given in an option or script; under
 /// dontAsk the mode fallback allows them, so `Bash(rm:*)` / `Bash(git push:*)` are bypassed.
 #[test]
