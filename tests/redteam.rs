@@ -434,6 +434,39 @@ fn read_deny_rule_covers_git_objects_and_recursive_greps() {
     }
 }
 
+/// Class 7 (identity): a hard link in the project to a file `Read(./secrets/**)` denies
+/// is that file under another name; reading it through the link is denied like the file
+/// (by file tools, commands, and in every mode), and a real dontAsk run prints nothing.
+#[test]
+fn read_deny_rule_covers_hard_links_to_denied_files() {
+    let f = deny_fixture();
+    std::fs::hard_link(f.proj.join("secrets/key.txt"), f.proj.join("copy.txt")).unwrap();
+    for mode in [PermissionMode::BypassPermissions, PermissionMode::DontAsk] {
+        let d = f.check("read_file", r#"{"path":"copy.txt"}"#, mode);
+        assert_eq!(d.verdict, Verdict::Deny, "{mode:?}: {d:?}");
+        assert_eq!(d.rule.as_deref(), Some("Read(./secrets/**)"), "{d:?}");
+        let d = f.check("run_command", &cmd("cat copy.txt"), mode);
+        assert_eq!(d.verdict, Verdict::Deny, "{mode:?}: {d:?}");
+    }
+    // Another file with two names is no secret.
+    std::fs::write(f.proj.join("a.txt"), "fine").unwrap();
+    std::fs::hard_link(f.proj.join("a.txt"), f.proj.join("b.txt")).unwrap();
+    let d = f.check("read_file", r#"{"path":"b.txt"}"#, PermissionMode::Default);
+    assert_eq!(d.verdict, Verdict::Allow, "{d:?}");
+
+    let (_t, proj, home) = repo();
+    common::put(&proj, "secrets/key.txt", "TOPSECRET\n");
+    common::put(
+        &proj,
+        ".crew/settings.local.json",
+        r#"{"permissions":{"deny":["Read(./secrets/**)"]}}"#,
+    );
+    std::fs::hard_link(proj.join("secrets/key.txt"), proj.join("copy.txt")).unwrap();
+    let out = crew_run(&proj, &home, "dontAsk", &["cat copy.txt"], &[]);
+    assert!(!out.contains("TOPSECRET"), "the secret was printed: {out}");
+    assert!(out.contains("Read(./secrets/**)"), "{out}");
+}
+
 /// Class 4/7 (commands): with cwd = HOME, a recursive grep is a read and prints ~/.ssh keys.
 #[test]
 fn recursive_grep_from_home_is_not_a_read() {
