@@ -11,9 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use brush_parser::ast;
+
 use super::arith;
 use super::cwd::{Env, State};
-use super::{Ctx, ShellError};
+use super::{Ctx, Inherit, ShellError};
 
 /// How many extra passes one command may spend on loops (nested loops multiply them).
 pub(super) const LOOP_PASSES: usize = 32;
@@ -166,6 +168,76 @@ impl Ctx {
                 }
             }
         }
+    }
+}
+
+impl Ctx {
+    /// `for NAME in WORDS; do …; done`: the words are expanded once, then each pass
+    /// assigns `NAME` (a harmless integer when every word is one).
+    pub(super) fn for_clause(
+        &mut self,
+        f: &ast::ForClauseCommand,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        let mut inh = inh.clone();
+        inh.dynamic = true;
+        let mut raws = Vec::new();
+        let mut integers = f.values.is_some();
+        for w in f.values.iter().flatten() {
+            let (_, _, args) = self.word_args(&w.value, depth, &inh)?;
+            integers &= args.iter().all(|a| a.known && arith::is_integer(&a.text));
+            raws.push(w.value.clone());
+        }
+        let var = &f.variable_name;
+        let text = f.body.to_string();
+        let inh = &inh;
+        self.looped(&text, Some(var), |ctx| {
+            ctx.loop_variable(var, &raws, integers, inh);
+            ctx.compound_list(&f.body.list, depth, inh)
+        })
+    }
+
+    /// `for (( INIT; COND; STEP )); do …; done`: the three are arithmetic.
+    pub(super) fn arithmetic_for(
+        &mut self,
+        f: &ast::ArithmeticForClauseCommand,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        let mut inh = inh.clone();
+        inh.dynamic = true;
+        let inh = &inh;
+        let [init, cond, update] = [&f.initializer, &f.condition, &f.updater]
+            .map(|e| e.as_ref().map(|e| e.value.as_str()));
+        if let Some(e) = init {
+            self.arithmetic(e, depth, inh)?;
+        }
+        let text = format!("{};{} {}", cond.unwrap_or(""), update.unwrap_or(""), f.body);
+        self.looped(&text, None, |ctx| {
+            if let Some(e) = cond {
+                ctx.arithmetic(e, depth, inh)?;
+            }
+            ctx.compound_list(&f.body.list, depth, inh)?;
+            if let Some(e) = update {
+                ctx.arithmetic(e, depth, inh)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// `while`/`until COND; do …; done`.
+    pub(super) fn while_clause(
+        &mut self,
+        w: &ast::WhileOrUntilClauseCommand,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
+        let text = format!("{} {}", w.0, w.1);
+        self.looped(&text, None, |ctx| {
+            ctx.compound_list(&w.0, depth, inh)?;
+            ctx.compound_list(&w.1.list, depth, inh)
+        })
     }
 }
 

@@ -375,45 +375,8 @@ impl Ctx {
                 self.state = saved;
                 Ok(())
             }
-            C::ForClause(f) => {
-                let mut inh = inh.clone();
-                inh.dynamic = true;
-                let mut raws = Vec::new();
-                let mut integers = f.values.is_some();
-                for w in f.values.iter().flatten() {
-                    let (_, _, args) = self.word_args(&w.value, depth, &inh)?;
-                    integers &= args.iter().all(|a| a.known && arith::is_integer(&a.text));
-                    raws.push(w.value.clone());
-                }
-                let var = &f.variable_name;
-                let text = f.body.to_string();
-                let inh = &inh;
-                self.looped(&text, Some(var), |ctx| {
-                    ctx.loop_variable(var, &raws, integers, inh);
-                    ctx.compound_list(&f.body.list, depth, inh)
-                })
-            }
-            C::ArithmeticForClause(f) => {
-                let mut inh = inh.clone();
-                inh.dynamic = true;
-                let inh = &inh;
-                let [init, cond, update] = [&f.initializer, &f.condition, &f.updater]
-                    .map(|e| e.as_ref().map(|e| e.value.as_str()));
-                if let Some(e) = init {
-                    self.arithmetic(e, depth, inh)?;
-                }
-                let text = format!("{};{} {}", cond.unwrap_or(""), update.unwrap_or(""), f.body);
-                self.looped(&text, None, |ctx| {
-                    if let Some(e) = cond {
-                        ctx.arithmetic(e, depth, inh)?;
-                    }
-                    ctx.compound_list(&f.body.list, depth, inh)?;
-                    if let Some(e) = update {
-                        ctx.arithmetic(e, depth, inh)?;
-                    }
-                    Ok(())
-                })
-            }
+            C::ForClause(f) => self.for_clause(f, depth, inh),
+            C::ArithmeticForClause(f) => self.arithmetic_for(f, depth, inh),
             C::CaseClause(c) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
@@ -461,13 +424,7 @@ impl Ctx {
                 self.state = end;
                 Ok(())
             }
-            C::WhileClause(w) | C::UntilClause(w) => {
-                let text = format!("{} {}", w.0, w.1);
-                self.looped(&text, None, |ctx| {
-                    ctx.compound_list(&w.0, depth, inh)?;
-                    ctx.compound_list(&w.1.list, depth, inh)
-                })
-            }
+            C::WhileClause(w) | C::UntilClause(w) => self.while_clause(w, depth, inh),
             C::Coprocess(c) => {
                 let mut inh = inh.clone();
                 inh.background = true;
