@@ -178,6 +178,8 @@ fn deny_rule_sees_commands_run_by_arithmetic_on_unknown_values() {
         "n=1; for g in *; do n=$(cat \"$g\"); done; echo $((n))",
         "cat f | while read n; do echo $(( n + 1 )); done",
         "bash -c 'read n < f; (( n ))'",
+        "read n < f; echo \"${x:-$((n))}\"",
+        "read n < f; echo 2>&$((n))",
     ];
     // The command is in the script's own text, but quoted: the engine never sees it.
     let literal = [

@@ -60,8 +60,9 @@ impl Ctx {
         if let Some(Parameter::NamedWithIndex { name, index }) = parameter {
             self.subscript(name, index, depth, inh, false)?;
         }
+        // Operands are words: their substitutions run, their arithmetic is judged.
         for text in operands {
-            self.hidden(text, depth, inh)?;
+            self.test_word(text, depth, inh)?;
         }
         // Substring offsets and lengths are arithmetic.
         if let ParameterExpr::Substring { offset, length, .. } = expr {
@@ -117,7 +118,14 @@ impl Ctx {
         }
     }
 
-    fn test_word(&mut self, raw: &str, depth: usize, inh: &Inherit) -> Result<(), ShellError> {
+    /// A word whose substitutions run and whose arithmetic is judged; text the word
+    /// parser rejects (a regex, a pattern) is scanned for substitutions instead.
+    pub(super) fn test_word(
+        &mut self,
+        raw: &str,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
         if self.word(raw, depth, inh).is_err() {
             self.hidden(raw, depth, inh)?;
         }

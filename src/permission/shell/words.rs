@@ -174,7 +174,7 @@ impl Ctx {
                         Some(Redirect { write, target, arg })
                     }
                     T::Duplicate(w) => Some({
-                        self.hidden(&w.value, depth, inh)?;
+                        self.test_word(&w.value, depth, inh)?;
                         Redirect {
                             write: false,
                             target: format!("&{}", w.value),
