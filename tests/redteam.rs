@@ -279,6 +279,11 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     );
     assert!(proj.join("MARKER").exists(), "the hidden rm ran: {out}");
     // The counter loop beside them is not refused: it ran and wrote its file.
+    use crewmaster::tools::landlock;
+    if landlock::kernel_support() != landlock::KernelSupport::Available {
+        eprintln!("skipping the counter loop: no Landlock here, so dontAsk refuses commands");
+        return;
+    }
     let counted = std::fs::read_to_string(proj.join("counted.txt")).unwrap_or_default();
     assert_eq!(counted.trim(), "counted 3", "{out}");
 }
