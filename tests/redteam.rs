@@ -1,7 +1,8 @@
 //! Red-team regressions for issue 9: attacks that still got through after the merge of
 //! `cmds`, `typed` and `osbox`. Each test runs the real attack (a `permission::check`
 //! decision or a real `crew -p --model script:…` run whose effect is checked on disk) and
-//! is `#[ignore]`d until its fix lands: run them with `cargo test --test redteam -- --ignored`.
+//! was `#[ignore]`d until its fix landed (`cargo test --test redteam -- --ignored` runs any
+//! still waiting).
 
 mod common;
 mod permission_support;
