@@ -1,7 +1,8 @@
 //! Red-team regressions for issue 9: attacks that still got through after the merge of
 //! `cmds`, `typed` and `osbox`. Each test runs the real attack (a `permission::check`
 //! decision or a real `crew -p --model script:…` run whose effect is checked on disk) and
-//! is `#[ignore]`d until its fix lands: run them with `cargo test --test redteam -- --ignored`.
+//! was `#[ignore]`d until its fix landed (`cargo test --test redteam -- --ignored` runs any
+//! still waiting).
 
 mod common;
 mod permission_support;
@@ -113,24 +114,214 @@ fn deny_rule_sees_substitutions_in_tests_arithmetic_and_parameter_defaults() {
     }
 }
 
-/// Class 2 (open): bash evaluates arithmetic on data, and an array subscript in that data
-/// runs its substitution (`a[$(rm x)]`), so a value the engine cannot know (a file's
-/// content, `read`) in `$(( ))`, `(( ))`, `[[ -eq ]]` or `${y:off}` runs any command.
+/// A value whose array subscript runs `touch PWNED` when bash evaluates it.
+const PAYLOAD: &str = "a[$(touch PWNED)]\n";
+
+/// Whether `bash -c 'a=(1); COMMAND'` run in a fresh directory whose file `f` holds
+/// `PAYLOAD` runs the payload (bounded by `timeout`, in case a spelling loops).
+fn bash_runs_payload(command: &str) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), PAYLOAD).unwrap();
+    Command::new("timeout")
+        .args(["20", "bash", "-c", &format!("a=(1); {command}")])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("bash runs");
+    dir.path().join("PWNED").exists()
+}
+
+/// Class 2: bash evaluates arithmetic on data, and an array subscript in that data runs
+/// its substitution (`a[$(rm x)]`), so a value the engine cannot know (a file's content,
+/// `read`, a substitution) in any arithmetic context runs any command. Each spelling is
+/// run in real bash first to show it runs the payload; the engine must make it opaque
+/// (denied under dontAsk, never allowed otherwise: deny rules exist, so not in bypass).
 #[test]
-#[ignore = "redteam: arithmetic on unknown values evaluates subscripts that run commands"]
 fn deny_rule_sees_commands_run_by_arithmetic_on_unknown_values() {
     let f = deny_fixture();
-    for c in [
-        "printf 'a[$(rm x)]' > f; echo $(( $(cat f) ))",
-        "printf 'a[$(rm x)]' > f; read n < f; [[ $n -eq 1 ]]",
+    let from_data = [
+        "echo $(( $(cat f) ))",
+        "read n < f; [[ $n -eq 1 ]]",
         "n=$(cat f); (( n ))",
+        "read n < f; [[ n -lt 1 ]]",
+        "read n < f; [[ 1 -ge ${n} ]]",
+        "read n < f; echo $[ n ]",
+        "read n < f; x=$((n))",
+        "read n < f; let \"x = n\"",
+        "read n < f; let \"x=$n\"",
+        "read n < f; declare -i x=$n",
+        "read n < f; typeset -i x; x=$n",
+        "declare -i x; read x < f",
+        "declare -i x; x=$(cat f)",
+        "declare -i x; printf -v x %s \"$(cat f)\"",
+        "g() { local -i x=$1; }; g \"$(cat f)\"",
+        "read n < f; s=hello; echo ${s:$n}",
+        "read n < f; s=hello; echo ${s:0:n}",
+        "read n < f; echo ${a[@]:n}",
+        "read n < f; (( n ))",
+        "read n < f; if (( n > 0 )); then :; fi",
+        "read n < f; arr[$n]=1",
+        "read n < f; arr[n]+=1",
+        "read n < f; arr=([$n]=1)",
+        "read n < f; declare -a arr=([$n]=1)",
+        "read n < f; echo ${a[n]}",
+        "read n < f; echo ${#a[$n]}",
+        "read n < f; for ((i=n; i<3; i++)); do :; done",
+        "read n < f; [ -v \"$n\" ]",
+        "read n < f; test -v \"$n\"",
+        "read n < f; [[ -v $n ]]",
+        "read n < f; read \"$n\" <<< 1",
+        "read n < f; printf -v \"$n\" 1",
+        "read n < f; unset \"$n\"",
+        "read n < f; declare \"$n=1\"",
+        "read n < f; declare -n r=\"$n\"; echo $r",
+        "i=0; for k in 1 2; do echo $((i)); read i < f; done",
+        "n=1; for g in *; do n=$(cat \"$g\"); done; echo $((n))",
+        "cat f | while read n; do echo $(( n + 1 )); done",
+        "bash -c 'read n < f; (( n ))'",
+        "read n < f; echo \"${x:-$((n))}\"",
+        "read n < f; echo 2>&$((n))",
+    ];
+    // The command is in the script's own text, but quoted: the engine never sees it.
+    let literal = [
+        "printf 'a[$(rm x)]' > f; echo $(( $(cat f) ))",
         "n='a[$(rm x)]'; echo $(( n + 1 ))",
+        "declare -n r='a[$(rm x)]'; echo $r",
+    ];
+    for c in from_data {
+        assert!(
+            bash_runs_payload(c),
+            "bash did not run the payload through `{c}`"
+        );
+    }
+    for c in from_data.iter().chain(&literal) {
+        for mode in [
+            PermissionMode::DontAsk,
+            PermissionMode::Default,
+            PermissionMode::AcceptEdits,
+            PermissionMode::BypassPermissions,
+        ] {
+            let d = f.check("run_command", &cmd(c), mode);
+            let refused = match mode {
+                PermissionMode::DontAsk => d.verdict == Verdict::Deny,
+                _ => d.verdict != Verdict::Allow,
+            };
+            assert!(refused, "`{c}` in {mode:?} may run a hidden command: {d:?}");
+        }
+    }
+    // A subscript written literally in a name is expanded too: its command is seen.
+    for c in ["read 'a[$(rm x)]' <<< 1", "unset 'a[`rm x`]'"] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Deny, "`{c}` runs `rm x`: {d:?}");
+    }
+}
+
+/// Arithmetic on values the engine knows stays analysable: counter loops and integers
+/// computed in the script are neither opaque nor asked about in dontAsk and bypass
+/// (with deny rules present), and single-bracket `test -eq` does not evaluate.
+#[test]
+fn arithmetic_on_known_integers_is_not_opaque() {
+    let f = deny_fixture();
+    // Single-bracket `test` compares with strtol, it does not evaluate its operands.
+    assert!(!bash_runs_payload(
+        "read n < f; [ \"$n\" -eq 1 ]; test \"$n\" -lt 1"
+    ));
+    for c in [
+        "i=0; while [ $i -lt 5 ]; do i=$((i+1)); done",
+        "for ((i=0;i<3;i++)); do echo $i; done",
+        "i=0; while (( i < 3 )); do (( i++ )); done; echo $((i * 2))",
+        "for i in 1 2 3; do echo $(( i * 2 )); done",
+        "n=3; let 'm = n * 2'; echo $(( m + 1 )) ${s:n}",
+        "echo $(( RANDOM % 6 )) $(( $# + 1 ))",
+        "read n < f; [ \"$n\" -eq 1 ] && echo one",
+        "read n < f; test \"$n\" -lt 1; [[ $n == 1 ]]",
+        "declare -i total=0; for i in 1 2; do total+=i; done; echo $total",
+        "declare -A seen; read k < f; seen[$k]=1",
+    ] {
+        for mode in [PermissionMode::DontAsk, PermissionMode::BypassPermissions] {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(d.verdict, Verdict::Allow, "`{c}` in {mode:?}: {d:?}");
+        }
+    }
+    // The issue's over-block list is still allowed unasked.
+    let f = Fixture::new();
+    for (c, mode) in [
+        ("git log --oneline -5", PermissionMode::Default),
+        (
+            "ls -la src && grep -rn main src | wc -l",
+            PermissionMode::Default,
+        ),
+        ("git -C . status", PermissionMode::Default),
+        ("sort f | uniq -c", PermissionMode::Default),
+        ("cargo build && git diff", PermissionMode::DontAsk),
+    ] {
+        let d = f.check("run_command", &cmd(c), mode);
+        assert_eq!(d.verdict, Verdict::Allow, "`{c}` in {mode:?}: {d:?}");
+    }
+}
+
+/// End to end under dontAsk: a value read from a file and used in arithmetic would run
+/// the `rm` hidden in it; the call is refused and the marker survives.
+#[test]
+fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
+    let (_t, proj, home) = repo();
+    common::put(&proj, "MARKER", "keep\n");
+    common::put(&proj, "n.txt", "a[$(rm -f MARKER)]\n");
+    let out = crew_run(
+        &proj,
+        &home,
+        "dontAsk",
+        &[
+            "read n < n.txt; echo $(( n + 1 ))",
+            "n=$(cat n.txt); [[ $n -eq 1 ]] && echo one",
+            "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo counted $i > counted.txt",
+        ],
+        &[],
+    );
+    assert!(proj.join("MARKER").exists(), "the hidden rm ran: {out}");
+    // The counter loop beside them is not refused: it ran and wrote its file.
+    use crewmaster::tools::landlock;
+    if landlock::kernel_support() != landlock::KernelSupport::Available {
+        eprintln!("skipping the counter loop: no Landlock here, so dontAsk refuses commands");
+        return;
+    }
+    let counted = std::fs::read_to_string(proj.join("counted.txt")).unwrap_or_default();
+    assert_eq!(counted.trim(), "counted 3", "{out}");
+}
+
+/// Class 2: `LESSOPEN`/`LESSCLOSE` name a program `less` runs through the shell (`|` an
+/// input pipe, `%s` the file). They parse (they used to fail closed), are not reads,
+/// and deny rules see the program, whether set for the command, through `env`, or
+/// exported earlier in the script.
+#[test]
+fn lessopen_runs_a_program_that_deny_rules_see() {
+    let f = deny_fixture();
+    for c in [
+        "LESSOPEN='|cat %s' less f",
+        "LESSOPEN='||-cat %s' less f",
+        "LESSOPEN='lesspipe %s' less f",
+        "LESSCLOSE='true %s %s' less f",
+    ] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::Default);
+        assert_eq!(d.verdict, Verdict::Ask, "`{c}`: {d:?}");
+        assert_eq!(d.category, Some(Category::Exec), "`{c}` is no read: {d:?}");
+        assert!(!d.reason.contains("cannot parse"), "`{c}`: {d:?}");
+        let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Allow, "`{c}`: {d:?}");
+    }
+    for c in [
+        "LESSOPEN='|rm x %s' less f",
+        "LESSOPEN='||-rm x %s' less f",
+        "env LESSOPEN='|rm x %s' less f",
+        "LESSCLOSE='rm x %s' less f",
+        "export LESSOPEN='|rm x %s'; less f",
+        "export PAGER='git push'; git log",
     ] {
         let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
-        assert_ne!(
-            d.verdict,
-            Verdict::Allow,
-            "`{c}` may run a denied command: {d:?}"
+        assert_eq!(d.verdict, Verdict::Deny, "`{c}`: {d:?}");
+        assert!(
+            d.rule.as_deref().is_some_and(|r| r.starts_with("Bash(")),
+            "`{c}`: {d:?}"
         );
     }
 }
@@ -249,6 +440,39 @@ fn read_deny_rule_covers_git_objects_and_recursive_greps() {
             "`{c}` prints a denied file: {d:?}"
         );
     }
+}
+
+/// Class 7 (identity): a hard link in the project to a file `Read(./secrets/**)` denies
+/// is that file under another name; reading it through the link is denied like the file
+/// (by file tools, commands, and in every mode), and a real dontAsk run prints nothing.
+#[test]
+fn read_deny_rule_covers_hard_links_to_denied_files() {
+    let f = deny_fixture();
+    std::fs::hard_link(f.proj.join("secrets/key.txt"), f.proj.join("copy.txt")).unwrap();
+    for mode in [PermissionMode::BypassPermissions, PermissionMode::DontAsk] {
+        let d = f.check("read_file", r#"{"path":"copy.txt"}"#, mode);
+        assert_eq!(d.verdict, Verdict::Deny, "{mode:?}: {d:?}");
+        assert_eq!(d.rule.as_deref(), Some("Read(./secrets/**)"), "{d:?}");
+        let d = f.check("run_command", &cmd("cat copy.txt"), mode);
+        assert_eq!(d.verdict, Verdict::Deny, "{mode:?}: {d:?}");
+    }
+    // Another file with two names is no secret.
+    std::fs::write(f.proj.join("a.txt"), "fine").unwrap();
+    std::fs::hard_link(f.proj.join("a.txt"), f.proj.join("b.txt")).unwrap();
+    let d = f.check("read_file", r#"{"path":"b.txt"}"#, PermissionMode::Default);
+    assert_eq!(d.verdict, Verdict::Allow, "{d:?}");
+
+    let (_t, proj, home) = repo();
+    common::put(&proj, "secrets/key.txt", "TOPSECRET\n");
+    common::put(
+        &proj,
+        ".crew/settings.local.json",
+        r#"{"permissions":{"deny":["Read(./secrets/**)"]}}"#,
+    );
+    std::fs::hard_link(proj.join("secrets/key.txt"), proj.join("copy.txt")).unwrap();
+    let out = crew_run(&proj, &home, "dontAsk", &["cat copy.txt"], &[]);
+    assert!(!out.contains("TOPSECRET"), "the secret was printed: {out}");
+    assert!(out.contains("Read(./secrets/**)"), "{out}");
 }
 
 /// Class 4/7 (commands): with cwd = HOME, a recursive grep is a read and prints ~/.ssh keys.

@@ -11,6 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::deny_ids::DeniedIds;
 use super::path_index::PathIndex;
 use super::rules::Rule;
 use super::sandbox::{self, Credentials};
@@ -33,7 +34,13 @@ struct Inner {
     cwds: Mutex<HashMap<PathBuf, CwdEntry>>,
     /// Command text → (cwd, home, parse) for parses that did not read the file system.
     scripts: Mutex<HashMap<String, Vec<ScriptEntry>>>,
+    /// Rule bases → the identities of the files Read deny rules cover (`deny_ids.rs`),
+    /// with the rule list (address, length) they were computed for.
+    denied: Mutex<HashMap<Vec<PathBuf>, DeniedEntry>>,
 }
+
+/// The rule list's (address, length) and the identities found for it.
+type DeniedEntry = ((usize, usize), Arc<DeniedIds>);
 
 /// A cwd's real location and the (device, inode) it had.
 type CwdEntry = (PathBuf, (u64, u64));
@@ -116,6 +123,24 @@ impl PolicyCache {
                 .push((env.clone(), script.clone()));
         }
         Ok(script)
+    }
+
+    /// The files `rules`' Read deny rules cover, by identity, for these rule bases:
+    /// walked once per rule list and bases (`deny_ids.rs`).
+    pub(crate) fn denied_ids(&self, rules: &[Rule], bases: &[PathBuf]) -> Arc<DeniedIds> {
+        let list = (rules.as_ptr() as usize, rules.len());
+        let mut map = self.0.denied.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, ids)) = map.get(bases)
+            && *seen == list
+        {
+            return ids.clone();
+        }
+        let ids = Arc::new(DeniedIds::build(rules, bases));
+        if map.len() >= MAX_CWDS {
+            map.clear();
+        }
+        map.insert(bases.to_vec(), (list, ids.clone()));
+        ids
     }
 
     /// The real location of `cwd`, `None` when it does not exist.

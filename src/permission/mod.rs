@@ -21,6 +21,7 @@ mod check;
 pub mod classify;
 pub mod commands;
 pub mod delegation;
+pub mod deny_ids;
 pub mod grants;
 pub mod hook;
 pub mod mode;

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::deny_ids::DeniedIds;
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::spec::RuleName;
 use super::{Policy, sandbox};
@@ -22,6 +23,8 @@ pub struct WalkFilter {
     homes: Vec<PathBuf>,
     /// Base of relative rule patterns.
     project_root: Option<PathBuf>,
+    /// The files Read deny rules cover, by identity: a hard link to one is hidden too.
+    ids: Arc<DeniedIds>,
 }
 
 impl WalkFilter {
@@ -34,10 +37,12 @@ impl WalkFilter {
             .filter(|r| r.kind == RuleKind::Deny)
             .cloned()
             .collect();
+        let bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
         Self {
             denies,
             homes: home_dirs(policy.home.as_deref()),
             project_root: policy.project_root.clone(),
+            ids: policy.cache.denied_ids(&policy.rules, &bases),
         }
     }
 
@@ -48,6 +53,7 @@ impl WalkFilter {
             denies: Vec::new(),
             homes: home_dirs(None),
             project_root: None,
+            ids: Arc::default(),
         }
     }
 
@@ -98,7 +104,7 @@ impl WalkScope {
                 return false;
             }
         }
-        true
+        self.filter.ids.rule(&real).is_none()
     }
 
     fn denied(&self, path: &Path) -> bool {
@@ -128,6 +134,7 @@ mod tests {
         std::fs::write(proj.join("ok.txt"), "fine").unwrap();
         std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), proj.join("key")).unwrap();
         std::os::unix::fs::symlink(proj.join("secrets/key.txt"), proj.join("alias")).unwrap();
+        std::fs::hard_link(proj.join("secrets/key.txt"), proj.join("hard")).unwrap();
         let rule = Rule::parse("Read(./secrets/**)", RuleKind::Deny, Layer::User, None).unwrap();
         let policy = Policy {
             project_root: Some(proj.clone()),
@@ -140,6 +147,10 @@ mod tests {
         assert!(scope.allows(&proj.join("ok.txt")));
         assert!(!scope.allows(&proj.join("secrets/key.txt")));
         assert!(!scope.allows(&proj.join("alias")), "link to a denied file");
+        assert!(
+            !scope.allows(&proj.join("hard")),
+            "hard link to a denied file"
+        );
         assert!(!scope.allows(&proj.join("key")), "link to a credential");
         assert!(!scope.allows(&proj.join("missing")), "unresolvable");
         let from_home = filter.scope(&home, RuleName::Glob);

@@ -225,7 +225,8 @@ fn part_decision(
     named: &[Named],
     grant: Option<&Rule>,
 ) -> Option<Decision> {
-    if part.argv.is_empty() && !part.redirects.iter().any(|r| r.write) {
+    // An assignment alone runs nothing, unless evaluating it may (`x=$((n))`: opaque).
+    if part.argv.is_empty() && part.opaque.is_none() && !part.redirects.iter().any(|r| r.write) {
         return None;
     }
     let text = part.text();

@@ -89,7 +89,7 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         _ if resolved.dir => path_deny(ctx, &[&c.rule_names], &real.join("_")),
         _ => None,
     };
-    if let Some(r) = deny {
+    if let Some(r) = deny.or_else(|| denied_by_identity(ctx, &[&c.rule_names], &real)) {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
         return d;
@@ -112,11 +112,23 @@ pub(super) fn path_deny<'r>(
     groups: &[&[RuleName]],
     real: &Path,
 ) -> Option<&'r Rule> {
-    match &ctx.index {
+    let by_name = match &ctx.index {
         Some(i) => i.deny(&ctx.policy.rules, groups, real, &ctx.bases),
         None => groups.iter().find_map(|names| {
             ctx.path_rule(names, real)
                 .filter(|r| r.kind == RuleKind::Deny)
         }),
-    }
+    };
+    by_name.or_else(|| denied_by_identity(ctx, groups, real))
+}
+
+/// A Read deny rule whose file `real` is under another name (a hard link), when it
+/// covers one of `groups`' tools (`deny_ids.rs`).
+fn denied_by_identity<'r>(ctx: &Ctx<'r>, groups: &[&[RuleName]], real: &Path) -> Option<&'r Rule> {
+    let ids = ctx.policy.cache.denied_ids(&ctx.policy.rules, &ctx.bases);
+    let rule = ctx.policy.rules.get(ids.rule(real)?)?;
+    groups
+        .iter()
+        .any(|names| rule.covers(names))
+        .then_some(rule)
 }

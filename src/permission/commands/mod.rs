@@ -56,6 +56,21 @@ const COMMAND_VARS: &[&str] = &[
     "PROMPT_COMMAND",
 ];
 
+/// The shell source a command-valued variable runs. `less` runs `LESSOPEN` through the
+/// shell with `%s` replaced by the file name; a leading `|` (or `||`) makes it an input
+/// pipe and a `-` after it lets it read stdin. `LESSCLOSE` gets two file names.
+fn command_var_script(name: &str, value: &str) -> String {
+    let file = "\"$1\"";
+    match name {
+        "LESSOPEN" => {
+            let v = value.trim_start_matches('|');
+            v.strip_prefix('-').unwrap_or(v).replace("%s", file)
+        }
+        "LESSCLOSE" => value.replace("%s", file),
+        _ => value.to_string(),
+    }
+}
+
 /// Environment variables that make programs load code we cannot see.
 fn loads_code(name: &str) -> bool {
     name.starts_with("GIT_CONFIG")
@@ -91,7 +106,7 @@ pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
         if COMMAND_VARS.contains(&name.as_str()) {
             out.push(Embedded::Script {
                 via: format!("({name}=)"),
-                script: value.clone(),
+                script: command_var_script(name, value),
             });
         } else if loads_code(name) {
             out.push(Embedded::Opaque(format!(
@@ -115,6 +130,16 @@ pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
                 script: value.to_string(),
             })
         })),
+        // `export PAGER='git push'`: run later by whatever reads the variable.
+        "export" | "declare" | "typeset" | "readonly" | "local" => {
+            out.extend(argv[1..].iter().filter_map(|a| {
+                let (name, value) = a.split_once('=')?;
+                COMMAND_VARS.contains(&name).then(|| Embedded::Script {
+                    via: format!("({name}=)"),
+                    script: command_var_script(name, value),
+                })
+            }))
+        }
         "trap" => {
             out.extend(
                 argv.get(1)

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use super::arith::{self, Numbers};
 use super::expand::Arg;
 use crate::permission::sandbox::lexical;
 
@@ -40,7 +41,10 @@ pub(super) struct State {
     /// `pushd`'s stack; `None` once we lost track of it.
     stack: Option<Vec<Dir>>,
     /// Variables assigned by the script: `Some(value)` when known.
-    vars: HashMap<String, Option<String>>,
+    pub(super) vars: HashMap<String, Option<String>>,
+    /// Which variables hold harmless integers, carry the integer attribute, are
+    /// associative (`arith.rs`).
+    pub num: Numbers,
 }
 
 impl Default for State {
@@ -50,6 +54,7 @@ impl Default for State {
             dir: Dir::Initial,
             stack: Some(Vec::new()),
             vars: HashMap::new(),
+            num: Numbers::default(),
         }
     }
 }
@@ -70,6 +75,23 @@ impl State {
         self.vars.contains_key(name)
     }
 
+    /// Whether `name` holds a harmless integer here (`arith.rs`): a literal integer, the
+    /// result of harmless arithmetic, or an integer bash maintains itself.
+    pub fn harmless(&self, name: &str, _env: &Env) -> bool {
+        match self.vars.get(name) {
+            Some(Some(v)) => arith::is_integer(v),
+            Some(None) => self.num.ints.contains(name),
+            None => arith::shell_integer(name),
+        }
+    }
+
+    /// Records that `name` now holds a harmless integer whose value is not tracked.
+    pub fn assign_int(&mut self, name: &str) {
+        self.vars.insert(name.to_string(), None);
+        self.num.ints.insert(name.to_string());
+        self.check_pin(name);
+    }
+
     /// The current directory as an absolute path, when known.
     pub fn abs_dir(&self, env: &Env) -> Option<PathBuf> {
         match &self.dir {
@@ -82,6 +104,16 @@ impl State {
     /// After a construct that may or may not have run (a branch, an `||`): what both
     /// paths agree on stays known, the rest becomes unknown.
     pub fn merge(&mut self, other: &State) {
+        let env = Env::default();
+        let both_ints = self
+            .vars
+            .keys()
+            .chain(other.vars.keys())
+            .chain(self.num.ints.iter())
+            .filter(|n| self.harmless(n, &env) && other.harmless(n, &env))
+            .cloned()
+            .collect();
+        self.num.merge(&other.num, both_ints);
         if self.dir != other.dir {
             self.dir = Dir::Unknown;
         }
@@ -134,20 +166,31 @@ impl State {
             for v in self.vars.values_mut() {
                 *v = None;
             }
+            self.num.ints.clear();
         }
         if mentions("HOME") {
             self.vars.insert("HOME".into(), None);
         }
         if let Some(t) = text {
-            // Names assigned in the code (`X=`, `read X`, `for X in`) become unknown.
+            // Names assigned in the code (`X=`, `read X`, `for X in`) become unknown,
+            // except those the loops being analysed pinned (`loops.rs`).
+            let unsets = t.contains("unset");
             for word in t.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
                 if !word.is_empty() && !word.starts_with(|c: char| c.is_ascii_digit()) {
-                    self.vars.entry(word.to_string()).or_insert(None);
+                    self.vars.insert(word.to_string(), None);
+                    self.num.ints.remove(word);
+                    if unsets {
+                        self.num.assoc.remove(word);
+                    }
                 }
             }
+            self.restore_pins();
         } else {
             self.vars.insert("IFS".into(), None);
             self.vars.insert("CDPATH".into(), None);
+            self.num.ints.clear();
+            self.num.assoc.clear();
+            self.break_pins();
         }
     }
 
@@ -158,6 +201,7 @@ impl State {
             dir: Dir::Unknown,
             stack: None,
             vars: HashMap::new(),
+            num: Numbers::default(),
         };
         s.forget(None);
         s
@@ -166,12 +210,22 @@ impl State {
     /// Records `NAME=value` run as a shell command (not as a command's environment).
     pub fn assign(&mut self, name: &str, value: Option<String>) {
         self.vars.insert(name.to_string(), value);
+        self.num.ints.remove(name);
+        self.check_pin(name);
     }
 
     /// Applies what a simple command does to the state: `cd`/`pushd`/`popd`, variable
     /// assignments by builtins, and calls we cannot follow (`is_function` tells the
     /// names the script defined).
-    pub fn apply(&mut self, args: &[Arg], is_function: &dyn Fn(&str) -> bool, env: &Env) {
+    /// `ints` are the variables the command leaves holding harmless integers
+    /// (`assigns.rs` judged them).
+    pub fn apply(
+        &mut self,
+        args: &[Arg],
+        is_function: &dyn Fn(&str) -> bool,
+        env: &Env,
+        ints: &[String],
+    ) {
         let Some(first) = args.first() else { return };
         if !first.known {
             // A computed program may be `cd`, `read`, `source`, or a function.
@@ -216,7 +270,9 @@ impl State {
                     if !is_name(name) {
                         continue;
                     }
-                    if !a.known || !plain {
+                    if ints.iter().any(|i| i == name) {
+                        self.assign_int(name);
+                    } else if !a.known || !plain {
                         self.assign(name, None);
                     } else if let Some(v) = value {
                         // Declaration builtins expand a leading `~` in the value.
@@ -225,13 +281,17 @@ impl State {
                     }
                 }
             }
-            "unset" | "read" | "mapfile" | "readarray" | "getopts" | "let" | "printf" => {
+            // `let` assigns only what its arithmetic assigns (`arith.rs` tracks it).
+            "unset" | "read" | "mapfile" | "readarray" | "getopts" | "printf" => {
                 for a in rest {
                     let name = a.text.split(['=', '[']).next().unwrap_or("");
                     if !a.known {
                         self.forget(None);
                     } else if is_name(name) {
                         self.assign(name, None);
+                    }
+                    if prog == "unset" {
+                        self.num.assoc.remove(name);
                     }
                 }
             }
@@ -302,7 +362,7 @@ impl State {
 }
 
 /// A shell variable name.
-fn is_name(s: &str) -> bool {
+pub(super) fn is_name(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with(|c: char| c.is_ascii_digit())
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')

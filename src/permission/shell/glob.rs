@@ -26,10 +26,17 @@ pub(super) struct Unknowable;
 
 /// Whether the pattern holds an active glob character or an extended glob (`@(…)`).
 pub(super) fn is_glob(p: &[PChar]) -> bool {
-    p.iter()
-        .any(|c| matches!(c, PChar::Active('*' | '?' | '[')))
-        || p.windows(2)
-            .any(|w| matches!(w[0], PChar::Active('@' | '!' | '+')) && w[1] == PChar::Active('('))
+    // A `[` without a later `]` matches itself (`[ $i -lt 5 ]`'s program is `[`).
+    let bracket = |i: usize| {
+        p[i + 1..]
+            .iter()
+            .any(|c| matches!(c, PChar::Lit(']') | PChar::Active(']')))
+    };
+    p.iter().enumerate().any(|(i, c)| {
+        matches!(c, PChar::Active('*' | '?')) || (*c == PChar::Active('[') && bracket(i))
+    }) || p
+        .windows(2)
+        .any(|w| matches!(w[0], PChar::Active('@' | '!' | '+')) && w[1] == PChar::Active('('))
 }
 
 /// The pattern as text (what the shell passes on when nothing matches).

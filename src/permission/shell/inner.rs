@@ -57,11 +57,19 @@ impl Ctx {
                 "an indirect expansion `${!…}` may evaluate any command",
             );
         }
-        if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
-            self.hidden(index, depth, inh)?;
+        if let Some(Parameter::NamedWithIndex { name, index }) = parameter {
+            self.subscript(name, index, depth, inh, false)?;
         }
+        // Operands are words: their substitutions run, their arithmetic is judged.
         for text in operands {
-            self.hidden(text, depth, inh)?;
+            self.test_word(text, depth, inh)?;
+        }
+        // Substring offsets and lengths are arithmetic.
+        if let ParameterExpr::Substring { offset, length, .. } = expr {
+            self.arithmetic(&offset.value, depth, inh)?;
+            if let Some(l) = length {
+                self.arithmetic(&l.value, depth, inh)?;
+            }
         }
         Ok(())
     }
@@ -81,15 +89,43 @@ impl Ctx {
                 self.test_expr(b, depth, inh)
             }
             T::Not(e) | T::Parenthesized(e) => self.test_expr(e, depth, inh),
-            T::UnaryTest(_, w) => self.test_word(&w.value, depth, inh),
-            T::BinaryTest(_, a, b) => {
+            T::UnaryTest(p, w) => {
+                self.test_word(&w.value, depth, inh)?;
+                if matches!(p, ast::UnaryPredicate::ShellVariableIsSetAndAssigned) {
+                    self.test_variable(&w.value, depth, inh)?;
+                }
+                Ok(())
+            }
+            T::BinaryTest(p, a, b) => {
                 self.test_word(&a.value, depth, inh)?;
-                self.test_word(&b.value, depth, inh)
+                self.test_word(&b.value, depth, inh)?;
+                // `-eq`, `-lt`, …: bash evaluates both operands as arithmetic.
+                use ast::BinaryPredicate as B;
+                if matches!(
+                    p,
+                    B::ArithmeticEqualTo
+                        | B::ArithmeticNotEqualTo
+                        | B::ArithmeticLessThan
+                        | B::ArithmeticLessThanOrEqualTo
+                        | B::ArithmeticGreaterThan
+                        | B::ArithmeticGreaterThanOrEqualTo
+                ) {
+                    self.judge(&a.value, inh, true);
+                    self.judge(&b.value, inh, true);
+                }
+                Ok(())
             }
         }
     }
 
-    fn test_word(&mut self, raw: &str, depth: usize, inh: &Inherit) -> Result<(), ShellError> {
+    /// A word whose substitutions run and whose arithmetic is judged; text the word
+    /// parser rejects (a regex, a pattern) is scanned for substitutions instead.
+    pub(super) fn test_word(
+        &mut self,
+        raw: &str,
+        depth: usize,
+        inh: &Inherit,
+    ) -> Result<(), ShellError> {
         if self.word(raw, depth, inh).is_err() {
             self.hidden(raw, depth, inh)?;
         }
@@ -196,16 +232,12 @@ fn operands(expr: &ParameterExpr) -> (Option<&Parameter>, bool, Vec<&str>) {
             indirect,
             pattern: v,
         } => (Some(parameter), *indirect, opt(v)),
+        // Its offset and length are arithmetic (`Ctx::parameter`).
         E::Substring {
             parameter,
             indirect,
-            offset,
-            length,
-        } => {
-            let mut v = vec![offset.value.as_str()];
-            v.extend(length.iter().map(|l| l.value.as_str()));
-            (Some(parameter), *indirect, v)
-        }
+            ..
+        } => (Some(parameter), *indirect, Vec::new()),
         E::ReplaceSubstring {
             parameter,
             indirect,
@@ -380,7 +412,7 @@ mod tests {
         assert!(opaque("(( $(if) ))"));
         // Plain arithmetic, tests and operands stay visible and are not opaque.
         assert!(!opaque(
-            "(( i + 1 )); echo $(( 2 * 3 )) ${y:-d} ${#y} ${a[1]}"
+            "(( 1 + 1 )); echo $(( 2 * 3 )) ${y:-d} ${#y} ${a[1]}"
         ));
         assert!(!opaque("[[ -f x && $y =~ ^(a|b)$ ]]"));
         assert!(nested("[[ -f x ]]; (( i++ )); echo ${y:-d}").is_empty());

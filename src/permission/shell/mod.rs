@@ -13,10 +13,13 @@
 //! Each part also carries its words as bash would expand them (`expand.rs`, `glob.rs`)
 //! and the directory it runs in (`cwd.rs`): the blacklist and the path checks judge those.
 
+mod arith;
+mod assigns;
 mod cwd;
 mod expand;
 mod glob;
 mod inner;
+mod loops;
 mod stdin;
 mod unwrap;
 mod words;
@@ -27,6 +30,7 @@ pub use expand::Arg;
 
 use brush_parser::ast;
 use brush_parser::{Parser, ParserOptions};
+use loops::LOOP_PASSES;
 
 pub use stdin::Feed;
 
@@ -154,6 +158,8 @@ pub fn parse_in(command: &str, env: &Env) -> Result<Script, ShellError> {
         functions: Vec::new(),
         state: State::default(),
         env: env.clone(),
+        loop_passes: LOOP_PASSES,
+        may_declare_int: assigns::may_declare_int(command),
     };
     ctx.parse_into(command, 0, &Inherit::default())?;
     // A function that calls itself in a pipe or the background forks without bound.
@@ -198,6 +204,10 @@ struct Ctx {
     /// The directory and variables at the point being parsed.
     state: State,
     env: Env,
+    /// Extra passes loops may still spend on their pins (`loops.rs`).
+    loop_passes: usize,
+    /// The command may give some variable the integer attribute (`assigns.rs`).
+    may_declare_int: bool,
 }
 
 impl Ctx {
@@ -318,10 +328,16 @@ impl Ctx {
                 let start = self.script.parts.len();
                 let mut inh = inh.clone();
                 inh.in_function = true;
-                // The body runs whenever the function is called: nothing is known there.
-                let saved = std::mem::replace(&mut self.state, State::unknown());
+                // The body runs whenever the function is called: nothing is known there,
+                // and a caller may have made any variable an integer.
+                let mut body = State::unknown();
+                body.num.int_attr = self.state.num.int_attr.clone();
+                body.num.int_attr_any = self.may_declare_int || self.state.num.int_attr_any;
+                let saved = std::mem::replace(&mut self.state, body);
                 self.compound(&def.body.0, depth, &inh)?;
-                self.state = saved;
+                let body = std::mem::replace(&mut self.state, saved);
+                // Integer attributes it gives (`declare -gi x`) may outlive the call.
+                self.state.num.int_attr.extend(body.num.int_attr);
                 let end = self.script.parts.len();
                 self.functions.push((def.fname.value.clone(), start..end));
                 Ok(())
@@ -359,33 +375,8 @@ impl Ctx {
                 self.state = saved;
                 Ok(())
             }
-            C::ForClause(f) => {
-                let mut inh = inh.clone();
-                inh.dynamic = true;
-                for w in f.values.iter().flatten() {
-                    self.word(&w.value, depth, &inh)?;
-                }
-                let text = f.body.to_string();
-                self.state.forget(Some(&text));
-                self.state.assign(&f.variable_name, None);
-                self.compound_list(&f.body.list, depth, &inh)?;
-                self.state.forget(Some(&text));
-                Ok(())
-            }
-            C::ArithmeticForClause(f) => {
-                let mut inh = inh.clone();
-                inh.dynamic = true;
-                for e in [&f.initializer, &f.condition, &f.updater]
-                    .into_iter()
-                    .flatten()
-                {
-                    self.hidden(&e.value, depth, &inh)?;
-                }
-                self.state.forget(None);
-                self.compound_list(&f.body.list, depth, &inh)?;
-                self.state.forget(None);
-                Ok(())
-            }
+            C::ForClause(f) => self.for_clause(f, depth, inh),
+            C::ArithmeticForClause(f) => self.arithmetic_for(f, depth, inh),
             C::CaseClause(c) => {
                 let mut inh = inh.clone();
                 inh.dynamic = true;
@@ -409,33 +400,31 @@ impl Ctx {
             }
             C::IfClause(i) => {
                 // Each branch starts where the conditions left off; after the `if`, any
-                // branch (or none) may have run.
+                // branch (or none, without an `else`) may have run.
                 self.compound_list(&i.condition, depth, inh)?;
-                let mut end = self.state.clone();
                 let mut cond = self.state.clone();
                 self.compound_list(&i.then, depth, inh)?;
-                end.merge(&self.state);
+                let mut end = self.state.clone();
+                let mut has_else = false;
                 for e in i.elses.iter().flatten() {
                     self.state = cond.clone();
-                    if let Some(c) = &e.condition {
-                        self.compound_list(c, depth, inh)?;
-                        cond.merge(&self.state);
-                        end.merge(&self.state);
+                    match &e.condition {
+                        Some(c) => {
+                            self.compound_list(c, depth, inh)?;
+                            cond.merge(&self.state);
+                        }
+                        None => has_else = true,
                     }
                     self.compound_list(&e.body, depth, inh)?;
                     end.merge(&self.state);
                 }
+                if !has_else {
+                    end.merge(&cond);
+                }
                 self.state = end;
                 Ok(())
             }
-            C::WhileClause(w) | C::UntilClause(w) => {
-                let text = format!("{} {}", w.0, w.1);
-                self.state.forget(Some(&text));
-                self.compound_list(&w.0, depth, inh)?;
-                self.compound_list(&w.1.list, depth, inh)?;
-                self.state.forget(Some(&text));
-                Ok(())
-            }
+            C::WhileClause(w) | C::UntilClause(w) => self.while_clause(w, depth, inh),
             C::Coprocess(c) => {
                 let mut inh = inh.clone();
                 inh.background = true;
@@ -449,7 +438,7 @@ impl Ctx {
                 });
                 let mut nested = inh.clone();
                 nested.parent = Some(index);
-                self.hidden(&a.expr.value, depth, &nested)
+                self.arithmetic(&a.expr.value, depth, &nested)
             }
         }
     }
@@ -490,7 +479,9 @@ impl Ctx {
         let mut acc = Acc {
             argv: Vec::new(),
             words: Vec::new(),
+            raws: Vec::new(),
             assigns: Vec::new(),
+            prefix: Vec::new(),
             redirects: Vec::new(),
             dynamic: inh.dynamic,
             env: Vec::new(),
@@ -504,6 +495,7 @@ impl Ctx {
             acc.dynamic |= d;
             acc.argv.push(t);
             acc.words.push(args);
+            acc.raws.push(name.value.clone());
         }
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
@@ -518,6 +510,8 @@ impl Ctx {
         part.dir = self.state.dir.clone();
         let own_redirects = part.redirects.len();
         let original = acc.argv.clone();
+        // Builtins that evaluate values as arithmetic (`let`, `declare -i`, `read NAME`).
+        let ints = self.builtin_arith(&acc.words, &acc.raws, depth, &nested)?;
         let before = self.state.clone();
         self.unwrap(index, acc.argv, depth, feed, inh)?;
         let end = self.script.parts.len();
@@ -537,14 +531,24 @@ impl Ctx {
             self.state = merged;
         }
         if original.is_empty() {
+            let mut ints = Vec::new();
+            for a in &acc.prefix {
+                if self.assignment(a, depth, &nested)? {
+                    ints.extend(assignment_name(a));
+                }
+            }
             for (name, value) in acc.assigns {
-                self.state.assign(&name, value);
+                if value.is_none() && ints.contains(&name) {
+                    self.state.assign_int(&name);
+                } else {
+                    self.state.assign(&name, value);
+                }
             }
         } else {
             let functions = &self.functions;
             let is_function = |p: &str| functions.iter().any(|(n, _)| n == p);
             let args = &self.script.parts[index].args;
-            self.state.apply(args, &is_function, &self.env);
+            self.state.apply(args, &is_function, &self.env, &ints);
         }
         Ok(())
     }
@@ -640,6 +644,7 @@ impl Ctx {
                 acc.dynamic |= d;
                 acc.argv.push(t);
                 acc.words.push(args);
+                acc.raws.push(w.value.clone());
             }
             I::AssignmentWord(a, w) => {
                 // `VAR=value cmd` changes the command's environment (PAGER, LD_PRELOAD…),
@@ -648,7 +653,9 @@ impl Ctx {
                     let (t, _, args) = self.word_args(&w.value, depth, nested)?;
                     acc.argv.push(t);
                     acc.words.push(args);
+                    acc.raws.push(w.value.clone());
                 } else {
+                    acc.prefix.push(a.clone());
                     let (t, _) = self.word(&w.value, depth, nested)?;
                     let value = self.assigned_value(a);
                     if let ast::AssignmentName::VariableName(name) = &a.name {
@@ -681,9 +688,18 @@ impl Ctx {
                     text: "<(…)".into(),
                     ..Arg::default()
                 }]);
+                acc.raws.push("<(…)".into());
             }
         }
         Ok(())
+    }
+}
+
+/// The variable an assignment gives a whole new value (not an array element).
+fn assignment_name(a: &ast::Assignment) -> Option<String> {
+    match &a.name {
+        ast::AssignmentName::VariableName(n) => Some(n.clone()),
+        ast::AssignmentName::ArrayElementName(..) => None,
     }
 }
 
@@ -692,8 +708,12 @@ struct Acc {
     argv: Vec<String>,
     /// Each word of `argv`, expanded (a brace or glob may give several arguments).
     words: Vec<Vec<Arg>>,
+    /// Each word of `argv` as written.
+    raws: Vec<String>,
     /// `NAME=value` before the command word: shell variables when no command follows.
     assigns: Vec<(String, Option<String>)>,
+    /// The assignments before the command word, as parsed.
+    prefix: Vec<ast::Assignment>,
     redirects: Vec<Redirect>,
     dynamic: bool,
     env: Vec<(String, String)>,

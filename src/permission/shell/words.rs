@@ -135,7 +135,7 @@ impl Ctx {
             }
             WordPiece::ArithmeticExpression(e) => {
                 *dynamic = true;
-                self.hidden(&e.value, depth, inh)?;
+                self.arithmetic(&e.value, depth, inh)?;
                 out.push_str("$((…))");
             }
         }
@@ -174,7 +174,7 @@ impl Ctx {
                         Some(Redirect { write, target, arg })
                     }
                     T::Duplicate(w) => Some({
-                        self.hidden(&w.value, depth, inh)?;
+                        self.test_word(&w.value, depth, inh)?;
                         Redirect {
                             write: false,
                             target: format!("&{}", w.value),
