@@ -237,8 +237,14 @@ impl Pipeline {
             call: call.clone(),
             decision: pending.decision().clone(),
             mode: request.mode,
-            // Only a teammate's loop carries a mailbox.
-            teammate: caller.tool_ctx.mailbox.as_ref().map(|m| m.me.to_string()),
+            // A teammate's loop carries its own mailbox; the lead's (it reads its team's
+            // mail too) does not make it a teammate.
+            teammate: caller
+                .tool_ctx
+                .mailbox
+                .as_ref()
+                .filter(|m| !m.me.is_lead())
+                .map(|m| m.me.to_string()),
         };
         // Notification hooks run beside the question (the question is not delayed); the
         // call goes on once both are done, so no hook is left running unowned.
