@@ -1,8 +1,11 @@
 //! The `Team` actor: routes messages between the lead and its teammates and keeps the lead
-//! informed. A send is written to the recipient's durable inbox through the storage core
-//! (off the actor's thread, in `spawn_blocking`) and only then wakes the recipient's actor;
-//! the recipient injects its unread mail at its next turn boundary ([`Mailbox::take`]) and
-//! acknowledges it once it is in its conversation ([`Mailbox::ack`]).
+//! informed. A send is appended to the recipient's durable inbox right in the actor (a
+//! `write(2)` under the inbox lock; the fsync is the flusher's group commit, see
+//! [`super::inbox`]) and the recipient's actor is woken at once; only when an inbox lock is
+//! held elsewhere (another process) does the append move to the blocking pool. The
+//! recipient injects its unread mail at its next turn boundary ([`Mailbox::take`]) and
+//! acknowledges it once it is in its conversation ([`Mailbox::ack`]); both run on the
+//! caller's task, off the blocking pool, unless a lock is taken.
 //!
 //! Teammate actors are spawned linked under this actor, so a teammate that crashes reaches
 //! [`Actor::handle_supervisor_evt`] here: its `in_progress` items go back to `pending`, its
@@ -185,34 +188,57 @@ impl Actor for TeamActor {
                 out,
                 reply,
             } => {
-                // Written off the actor so one slow fsync does not hold up the others; the
-                // sender waits for the reply, so its own messages stay in order.
-                let team = state.team.clone();
-                tokio::spawn(async move {
-                    let result = blocking(move || team.send(&from, &to, out)).await;
-                    if let Ok(stored) = &result {
-                        let names = stored.iter().map(|e| e.to.clone()).collect();
-                        let _ = myself.cast(TeamMsg::Delivered(names));
+                let mut pending = match state.team.prepare_send(&from, &to, out) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
+                        return Ok(());
                     }
-                    let _ = reply.send(result);
-                });
-            }
-            TeamMsg::Delivered(names) => {
-                for name in names {
-                    if name.is_lead() {
-                        check_lead(state).await;
-                    } else if let Some(wake) = state.wakers.get(&name) {
-                        wake();
+                };
+                match state.team.try_send(&mut pending) {
+                    Ok(true) => {
+                        let stored = pending.into_stored();
+                        let names: Vec<MemberName> = stored.iter().map(|e| e.to.clone()).collect();
+                        wake(state, names).await;
+                        let _ = reply.send(Ok(stored));
+                    }
+                    // A lock is held elsewhere: finish off the actor so the others go on;
+                    // the sender waits for the reply, so its own messages stay in order.
+                    Ok(false) => {
+                        let team = state.team.clone();
+                        tokio::spawn(async move {
+                            let result = blocking(move || {
+                                team.finish_send(&mut pending)?;
+                                Ok(pending.into_stored())
+                            })
+                            .await;
+                            if let Ok(stored) = &result {
+                                let names = stored.iter().map(|e| e.to.clone()).collect();
+                                let _ = myself.cast(TeamMsg::Delivered(names));
+                            }
+                            let _ = reply.send(result);
+                        });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
                     }
                 }
             }
+            TeamMsg::Delivered(names) => wake(state, names).await,
             TeamMsg::Status(name, status) => {
                 let previous = state.status.insert(name.clone(), status);
                 let team = state.team.clone();
                 let who = name.clone();
                 // Recorded in order (awaited here): the roster never shows an older status.
-                if let Err(e) =
-                    blocking(move || team.update_member(&who, |m| m.status = status)).await
+                if let Err(e) = blocking(move || {
+                    team.update_member(&who, |m| m.status = status)?;
+                    // An idle team makes its inboxes durable now, not a window later.
+                    if status == MemberStatus::Idle {
+                        team.flush()?;
+                    }
+                    Ok(())
+                })
+                .await
                 {
                     tracing::warn!("could not record {name}'s status: {e}");
                 }
@@ -263,6 +289,18 @@ impl Actor for TeamActor {
         Ok(())
     }
 
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let team = state.team.clone();
+        if let Err(e) = blocking(move || team.flush()).await {
+            tracing::warn!("team {}: {e}", state.team.name());
+        }
+        Ok(())
+    }
+
     async fn handle_supervisor_evt(
         &self,
         _myself: ActorRef<Self::Msg>,
@@ -292,6 +330,17 @@ impl Actor for TeamActor {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Wakes the members who have new mail (the lead through its `-p` driver).
+async fn wake(state: &mut TeamState, names: impl IntoIterator<Item = MemberName>) {
+    for name in names {
+        if name.is_lead() {
+            check_lead(state).await;
+        } else if let Some(wake) = state.wakers.get(&name) {
+            wake();
+        }
     }
 }
 
@@ -476,16 +525,26 @@ impl Mailbox {
         }
     }
 
+    /// The unread mail, in inbox order (read on the caller's task unless the inbox lock is
+    /// taken elsewhere).
+    pub async fn unread(&self) -> Result<Vec<Envelope>, String> {
+        match self.team.try_unread(&self.me) {
+            Ok(Some(unread)) => Ok(unread),
+            Ok(None) => {
+                let (team, me) = (self.team.clone(), self.me.clone());
+                blocking(move || team.unread(&me)).await
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     /// The unread mail (and, for the lead, its notices), rendered for the model. Nothing is
     /// acknowledged: call [`Mailbox::ack`] with `ack` once the texts are in the conversation.
     pub async fn take(&self) -> Delivery {
-        let (team, me) = (self.team.clone(), self.me.clone());
-        let unread = blocking(move || team.unread(&me))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!("could not read the inbox: {e}");
-                Vec::new()
-            });
+        let unread = self.unread().await.unwrap_or_else(|e| {
+            tracing::warn!("could not read the inbox: {e}");
+            Vec::new()
+        });
         let mut delivery = Delivery {
             texts: unread.iter().map(render).collect(),
             ack: unread.last().map(|e| e.index + 1),
@@ -502,10 +561,19 @@ impl Mailbox {
         delivery
     }
 
-    /// Records that the inbox was delivered through `delivered` messages.
+    /// Records that the inbox was delivered through `delivered` messages. The cursor file
+    /// is written behind (see [`super::inbox`]): call it once the messages are in the
+    /// transcript, whose resume-time ack covers a crash before the cursor is on disk.
     pub async fn ack(&self, delivered: u64) {
-        let (team, me) = (self.team.clone(), self.me.clone());
-        if let Err(e) = blocking(move || team.ack(&me, delivered)).await {
+        let done = match self.team.try_ack_later(&self.me, delivered) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let (team, me) = (self.team.clone(), self.me.clone());
+                blocking(move || team.ack_later(&me, delivered)).await
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = done {
             tracing::warn!("could not acknowledge {}'s inbox: {e}", self.me);
         }
     }
