@@ -6,7 +6,7 @@
 //! A send counts as done once its line is written to the inbox file with `write(2)` under
 //! the lock: a crash of crew (SIGKILL included) loses nothing acknowledged, since the kernel
 //! holds the data. fsync happens by group commit: a flusher thread fsyncs every inbox
-//! written to within a few milliseconds (`flusher::WINDOW`, 5 ms, plus the fsyncs), and
+//! written to within a few milliseconds (a 5 ms window, plus the fsyncs themselves), and
 //! [`Team::flush`] does it at once on shutdown and when a teammate goes idle; so a power
 //! loss can lose at most the sends of that short window.
 //!
@@ -442,6 +442,45 @@ mod tests {
         );
         assert_eq!(team.inbox_history(&name("bob")).unwrap().len(), 3);
         assert_eq!(team.unread_count(&name("alice")).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_cursor_written_behind_reaches_its_file_and_another_writers_cursor_is_seen() {
+        let (_root, team) = team();
+        let bob = name("bob");
+        for m in ["one", "two", "three"] {
+            team.send(&name("alice"), &to("bob"), Outgoing::text(m))
+                .unwrap();
+        }
+        let on_disk = |team: &Team| -> Option<u64> {
+            let bytes = std::fs::read(team.cursor_path(&bob)).ok()?;
+            serde_json::from_slice::<serde_json::Value>(&bytes).ok()?["delivered"].as_u64()
+        };
+        team.ack_later(&bob, 2).unwrap();
+        assert_eq!(team.unread(&bob).unwrap()[0].message, "three");
+        // The flusher writes it behind (waited for with a generous bound, not timed).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while on_disk(&team) != Some(2) {
+            assert!(std::time::Instant::now() < deadline, "the cursor never reached its file");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        team.ack_later(&bob, 3).unwrap();
+        team.flush().unwrap();
+        assert_eq!(on_disk(&team), Some(3));
+        // Another process (or a person) moves the cursor back to after the first message.
+        let first = std::fs::read_to_string(team.inbox_path(&bob)).unwrap();
+        let offset = first.find('\n').unwrap() + 1;
+        crate::store::write_atomic(
+            &team.cursor_path(&bob),
+            format!(r#"{{"delivered":1,"offset":{offset}}}"#).as_bytes(),
+        )
+        .unwrap();
+        let again: Vec<_> = team.unread(&bob).unwrap();
+        assert_eq!(
+            again.iter().map(|m| m.message.as_str()).collect::<Vec<_>>(),
+            ["two", "three"]
+        );
+        assert_eq!(team.unread_count(&bob).unwrap(), 2);
     }
 
     #[test]
