@@ -334,12 +334,17 @@ impl Actor for TeamActor {
 }
 
 /// Wakes the members who have new mail (the lead through its `-p` driver).
+///
+/// A woken teammate counts as working from here on: it may take and acknowledge its mail
+/// before its own `Status(Working)` reaches this actor, and the team must not look quiet in
+/// between. It always reports a status afterwards (working, idle, or it leaves).
 async fn wake(state: &mut TeamState, names: impl IntoIterator<Item = MemberName>) {
     for name in names {
         if name.is_lead() {
             check_lead(state).await;
         } else if let Some(wake) = state.wakers.get(&name) {
             wake();
+            state.status.insert(name, MemberStatus::Working);
         }
     }
 }
