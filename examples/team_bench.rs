@@ -102,10 +102,12 @@ impl Actor for Mate {
                     // (dropped afterwards, so the conversation does not grow over
                     // thousands of round trips).
                     let kept = state.conversation.len();
-                    state.conversation.extend(delivery.texts.into_iter().map(|text| Message {
-                        role: Role::User,
-                        content: vec![ContentBlock::Text { text }],
-                    }));
+                    state
+                        .conversation
+                        .extend(delivery.texts.into_iter().map(|text| Message {
+                            role: Role::User,
+                            content: vec![ContentBlock::Text { text }],
+                        }));
                     if let Some(through) = delivery.ack {
                         mailbox.ack(through).await;
                     }
@@ -350,12 +352,7 @@ async fn main() -> anyhow::Result<()> {
     let n: usize = args.next().map_or(Ok(2000), |a| a.parse())?;
     let idle: usize = args.next().map_or(Ok(1000), |a| a.parse())?;
     let disk = tempfile::tempdir()?;
-    round_trips(
-        &format!("{} (disk)", disk.path().display()),
-        disk.path(),
-        n,
-    )
-    .await?;
+    round_trips(&format!("{} (disk)", disk.path().display()), disk.path(), n).await?;
     if Path::new("/dev/shm").is_dir() {
         let shm = tempfile::tempdir_in("/dev/shm")?;
         round_trips("/dev/shm (tmpfs)", shm.path(), n).await?;

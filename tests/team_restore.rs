@@ -276,7 +276,11 @@ fn a_consumer_killed_after_its_transcript_but_before_its_cursor_write_delivers_n
     let t = transcripts(&root);
     let log = t.agents_dir.join("coder-alice.jsonl");
     let held = crewmaster::transcript::load_agent_conversation(&log, "coder/alice").unwrap();
-    assert_eq!(delivered_markers(&held).count(), 5, "the transcript holds the batch");
+    assert_eq!(
+        delivered_markers(&held).count(),
+        5,
+        "the transcript holds the batch"
+    );
     // The acknowledgement died with the process: the inbox alone would deliver it again.
     assert!(!team.cursor_path(&name("alice")).exists());
     assert_eq!(team.unread_count(&name("alice")).unwrap(), 5);
@@ -290,7 +294,11 @@ fn a_consumer_killed_after_its_transcript_but_before_its_cursor_write_delivers_n
     let conversation =
         crewmaster::transcript::load_agent_conversation(&log, "coder/alice").unwrap();
     let indices: Vec<u64> = delivered_markers(&conversation).map(|(_, i)| i).collect();
-    assert_eq!(indices, [0, 1, 2, 3, 4, 5], "each message once, in inbox order");
+    assert_eq!(
+        indices,
+        [0, 1, 2, 3, 4, 5],
+        "each message once, in inbox order"
+    );
 }
 
 /// Delivers alice's unread mail into her transcript as the contract says (persist, then

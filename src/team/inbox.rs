@@ -39,86 +39,13 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::error::{Result, TeamError, io_at};
 use super::flusher;
-use super::inbox_file::{Held, Stamp, Wait, relock, scan};
+use super::inbox_file::{Held, Wait, relock};
+use super::inbox_read::{Stamp, scan};
+use super::inbox_registry;
+pub use super::message::{Envelope, MessageKind, Outgoing};
 use super::{MemberName, Recipient, Roster, Team, USER, now_ms};
-
-/// What a message is: plain text or one of the structured requests and answers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum MessageKind {
-    /// Plain text.
-    Text,
-    /// The lead asks a teammate to shut down.
-    ShutdownRequest,
-    /// A teammate's answer to a shutdown request.
-    ShutdownResponse {
-        /// Whether it agrees to shut down.
-        approve: bool,
-    },
-    /// A `plan_first` teammate submits its plan (the message is the plan).
-    PlanApprovalRequest,
-    /// The lead's verdict on a plan.
-    PlanApprovalResponse {
-        /// Whether the teammate may go on in Do mode.
-        approve: bool,
-        /// What to change, when not approved.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        feedback: Option<String>,
-    },
-}
-
-/// A message to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outgoing {
-    /// The body (the plan, for a plan approval request).
-    pub message: String,
-    /// A short preview for notifications and the team panel.
-    pub summary: Option<String>,
-    /// What kind of message it is.
-    pub kind: MessageKind,
-}
-
-impl Outgoing {
-    /// A plain text message.
-    pub fn text(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            summary: None,
-            kind: MessageKind::Text,
-        }
-    }
-}
-
-/// A message as stored in (and read back from) a recipient's inbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
-    /// Its position in the recipient's inbox: 0, 1, 2, … (record it in the transcript).
-    pub index: u64,
-    /// A unique id.
-    pub id: String,
-    /// The sender (`lead`, `user` or a teammate).
-    pub from: MemberName,
-    /// The recipient (whose inbox this is).
-    pub to: MemberName,
-    /// The sender's sequence number in this inbox: 1, 2, 3, …
-    pub seq: u64,
-    /// When it was sent (Unix ms).
-    pub sent_at_ms: u64,
-    /// Whether it was sent to `*`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub broadcast: bool,
-    /// A short preview.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    /// The body.
-    pub message: String,
-    /// What kind of message it is.
-    pub kind: MessageKind,
-}
 
 /// A send whose sender and recipients were checked ([`Team::prepare_send`]):
 /// [`Team::try_send`] appends what it can without waiting for a lock, [`Team::finish_send`]
@@ -243,7 +170,8 @@ impl Team {
 
     /// How many messages `name` has not had delivered.
     pub fn unread_count(&self, name: &MemberName) -> Result<usize> {
-        self.blocking(name, |held| held.unread_count()).map(|n| n as usize)
+        self.blocking(name, |held| held.unread_count())
+            .map(|n| n as usize)
     }
 
     /// Every message `name` ever received, delivered or not (for `crew team show` and resume).
@@ -320,7 +248,11 @@ impl Team {
         out.map(Some)
     }
 
-    fn blocking<T>(&self, name: &MemberName, op: impl FnOnce(&mut Held<'_>) -> Result<T>) -> Result<T> {
+    fn blocking<T>(
+        &self,
+        name: &MemberName,
+        op: impl FnOnce(&mut Held<'_>) -> Result<T>,
+    ) -> Result<T> {
         self.with_inbox(name, Wait::Block, op)?
             .ok_or_else(|| self.inboxes.get(name).busy())
     }
@@ -342,6 +274,16 @@ impl Team {
         let roster = Arc::new(self.roster()?);
         *cache = Some((stamp, roster.clone()));
         Ok(roster)
+    }
+}
+
+/// Makes every inbox this process has open durable now (fsyncs appends, writes cursors):
+/// call it before the process exits. Failures are logged, one per inbox.
+pub fn flush_all() {
+    for inbox in inbox_registry::every_open() {
+        if let Err(e) = inbox.flush() {
+            tracing::warn!("could not make {} durable: {e}", inbox.path().display());
+        }
     }
 }
 
@@ -461,7 +403,10 @@ mod tests {
         // The flusher writes it behind (waited for with a generous bound, not timed).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while on_disk(&team) != Some(2) {
-            assert!(std::time::Instant::now() < deadline, "the cursor never reached its file");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the cursor never reached its file"
+            );
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         team.ack_later(&bob, 3).unwrap();

@@ -1,6 +1,6 @@
 //! One inbox file's open descriptors and in-memory state, shared by every [`Team`] handle
-//! on the same team directory in this process (a process-wide registry keyed by the inbox
-//! path), so a send or a read costs a few system calls and no re-scan of the file.
+//! on the same team directory in this process (one copy per process: `inbox_registry.rs`),
+//! so a send or a read costs a few system calls and no re-scan of the file.
 //!
 //! What is kept per inbox: the inbox file opened for reading and appending, its lock file
 //! (`flock(2)` on a kept descriptor: it excludes other processes; an in-process mutex
@@ -16,11 +16,11 @@
 //! [`Team`]: super::Team
 
 use std::collections::HashMap;
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, TryLockError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{Result, TeamError, io_at};
 use super::inbox::Envelope;
-use super::{MemberName, Roster};
+use super::inbox_read::{Stamp, check_cursor, scan, write_json};
 
 /// Whether an operation may wait for a lock another thread or process holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,27 +37,6 @@ pub(crate) enum Wait {
     Block,
     /// Give up at once when the lock is taken (safe on the async runtime).
     Try,
-}
-
-/// A file's identity and version as `stat(2)` shows it: a file rewritten through a rename
-/// gets a new inode, one changed in place a new length or time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    ino: u64,
-    len: u64,
-    mtime_ns: i64,
-    ctime_ns: i64,
-}
-
-impl Stamp {
-    pub(crate) fn of(meta: &Metadata) -> Self {
-        Self {
-            ino: meta.ino(),
-            len: meta.len(),
-            mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
-            ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
-        }
-    }
 }
 
 /// `inboxes/<name>.cursor`: how much of the inbox was delivered.
@@ -120,62 +99,6 @@ pub(crate) struct Inbox {
     cursor_io: Mutex<()>,
 }
 
-/// The inboxes of one team directory that a [`super::Team`] and its clones use (they keep
-/// them open), and the roster as last read (for checking addresses on every send).
-pub(crate) struct Inboxes {
-    /// The team's `inboxes/` directory, canonical (the registry's key).
-    dir: PathBuf,
-    open: Mutex<HashMap<String, Arc<Inbox>>>,
-    /// `config.json`'s stamp (`None`: missing) and what it held.
-    pub(crate) roster: Mutex<Option<(Option<Stamp>, Arc<Roster>)>>,
-}
-
-impl std::fmt::Debug for Inboxes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inboxes").field("dir", &self.dir).finish()
-    }
-}
-
-impl Inboxes {
-    /// The inboxes in `dir` (canonicalised when it exists, so two spellings share state).
-    pub(crate) fn new(dir: &Path) -> Self {
-        Self {
-            dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
-            open: Mutex::new(HashMap::new()),
-            roster: Mutex::new(None),
-        }
-    }
-
-    /// `name`'s inbox.
-    pub(crate) fn get(&self, name: &MemberName) -> Arc<Inbox> {
-        let mut open = relock(&self.open);
-        if let Some(inbox) = open.get(name.as_str()) {
-            return inbox.clone();
-        }
-        let inbox = Inbox::shared(&self.dir, name.as_str());
-        open.insert(name.to_string(), inbox.clone());
-        inbox
-    }
-
-    /// Every inbox of this directory that this process has open.
-    pub(crate) fn all(&self) -> Vec<Arc<Inbox>> {
-        let mut all: Vec<Arc<Inbox>> = relock(&REGISTRY)
-            .values()
-            .filter_map(Weak::upgrade)
-            .filter(|i| i.dir == self.dir)
-            .collect();
-        for inbox in relock(&self.open).values() {
-            if !all.iter().any(|i| Arc::ptr_eq(i, inbox)) {
-                all.push(inbox.clone());
-            }
-        }
-        all
-    }
-}
-
-/// Every inbox of this process that some team handle still uses, by inbox path.
-static REGISTRY: LazyLock<Mutex<HashMap<PathBuf, Weak<Inbox>>>> = LazyLock::new(Default::default);
-
 /// Locks a mutex, taking over its state if a panicking holder poisoned it (every update
 /// leaves the state consistent before it can panic).
 pub(crate) fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -183,26 +106,22 @@ pub(crate) fn relock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Inbox {
-    /// The shared state of the inbox `<dir>/<name>.jsonl`.
-    pub(crate) fn shared(dir: &Path, name: &str) -> Arc<Inbox> {
-        let path = dir.join(format!("{name}.jsonl"));
-        let mut registry = relock(&REGISTRY);
-        if let Some(inbox) = registry.get(&path).and_then(Weak::upgrade) {
-            return inbox;
-        }
-        if registry.len() >= 64 && registry.len().is_power_of_two() {
-            registry.retain(|_, w| w.strong_count() > 0);
-        }
-        let inbox = Arc::new(Inbox {
+    /// The inbox `<dir>/<name>.jsonl`, nothing read yet (see `inbox_registry` for the one
+    /// shared copy per process).
+    pub(crate) fn new(dir: &Path, name: &str) -> Inbox {
+        Inbox {
+            path: dir.join(format!("{name}.jsonl")),
             lock_path: dir.join(format!("{name}.lock")),
             cursor_path: dir.join(format!("{name}.cursor")),
             dir: dir.to_path_buf(),
-            path: path.clone(),
             state: Mutex::new(State::default()),
             cursor_io: Mutex::new(()),
-        });
-        registry.insert(path, Arc::downgrade(&inbox));
-        inbox
+        }
+    }
+
+    /// The directory holding the inbox.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The inbox file.
@@ -429,12 +348,12 @@ impl Held<'_> {
         let on_disk = match stamp {
             None => Cursor::default(),
             Some(_) => match std::fs::read(path) {
-                Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| {
-                    TeamError::Corrupt {
+                Ok(bytes) => {
+                    serde_json::from_slice(&bytes).map_err(|source| TeamError::Corrupt {
                         path: path.clone(),
                         source,
-                    }
-                })?,
+                    })?
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Cursor::default(),
                 Err(e) => return Err(io_at(path)(e)),
             },
@@ -455,7 +374,13 @@ impl Held<'_> {
         let Some((file, len)) = self.data(false)? else {
             return Ok(Vec::new());
         };
-        let scan = scan(&self.inbox.path, &file, cursor.offset, cursor.delivered, len)?;
+        let scan = scan(
+            &self.inbox.path,
+            &file,
+            cursor.offset,
+            cursor.delivered,
+            len,
+        )?;
         if let Some((_, end)) = scan.messages.last() {
             self.state.read_hint = Some(Cursor {
                 delivered: cursor.delivered + scan.messages.len() as u64,
@@ -523,72 +448,4 @@ impl Held<'_> {
         }
         needed
     }
-}
-
-/// The complete messages found after some offset, each with the offset just past it.
-pub(crate) struct Scan {
-    pub(crate) messages: Vec<(Envelope, u64)>,
-    /// Just past the last complete line; bytes beyond it are a torn append.
-    pub(crate) end: u64,
-}
-
-fn check_cursor(path: &Path, cursor: Cursor, len: u64) -> Result<()> {
-    if cursor.offset > len {
-        return Err(TeamError::CorruptLine {
-            path: path.to_path_buf(),
-            line: cursor.delivered + 1,
-            reason: format!(
-                "the cursor says {} bytes were delivered but the file has {len}; the inbox was cut, restore it or delete its .cursor",
-                cursor.offset
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Reads the complete lines in `offset..len`, the first of which must be message `index`.
-pub(crate) fn scan(path: &Path, file: &File, offset: u64, index: u64, len: u64) -> Result<Scan> {
-    check_cursor(
-        path,
-        Cursor {
-            delivered: index,
-            offset,
-        },
-        len,
-    )?;
-    let mut bytes = vec![0; (len - offset) as usize];
-    file.read_exact_at(&mut bytes, offset)
-        .map_err(io_at(path))?;
-    let mut messages = Vec::new();
-    let mut end = offset;
-    let mut rest = bytes.as_slice();
-    while let Some(newline) = rest.iter().position(|&b| b == b'\n') {
-        let expected = index + messages.len() as u64;
-        let bad = |reason: String| TeamError::CorruptLine {
-            path: path.to_path_buf(),
-            line: expected + 1,
-            reason,
-        };
-        let envelope: Envelope = serde_json::from_slice(&rest[..newline])
-            .map_err(|e| bad(format!("not a message ({e})")))?;
-        if envelope.index != expected {
-            return Err(bad(format!(
-                "holds message {} where {expected} belongs",
-                envelope.index
-            )));
-        }
-        end += newline as u64 + 1;
-        messages.push((envelope, end));
-        rest = &rest[newline + 1..];
-    }
-    Ok(Scan { messages, end })
-}
-
-/// Writes `value` as JSON, atomically.
-pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec(value).map_err(|source| TeamError::Corrupt {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    crate::store::write_atomic(path, &bytes).map_err(io_at(path))
 }

@@ -18,12 +18,16 @@
 
 pub mod actor;
 mod error;
-pub mod handle;
 mod flusher;
+pub mod handle;
 pub mod inbox;
 mod inbox_file;
+mod inbox_read;
+mod inbox_registry;
 mod item;
 mod lock;
+pub mod mailbox;
+mod message;
 pub mod restore;
 pub mod roster;
 pub mod todos;
@@ -148,7 +152,7 @@ impl Recipient {
 pub struct Team {
     name: String,
     dir: PathBuf,
-    inboxes: Arc<inbox_file::Inboxes>,
+    inboxes: Arc<inbox_registry::Inboxes>,
 }
 
 impl Team {
@@ -179,7 +183,7 @@ impl Team {
         }
         Ok(Self {
             name: name.to_string(),
-            inboxes: Arc::new(inbox_file::Inboxes::new(&dir.join("inboxes"))),
+            inboxes: Arc::new(inbox_registry::Inboxes::new(&dir.join("inboxes"))),
             dir,
         })
     }
