@@ -198,15 +198,36 @@ impl Team {
     /// [`Team::ack`] with the cursor file written behind (by the flusher, within a few
     /// milliseconds): the resume-time ack from the transcript covers a crash before that.
     pub fn ack_later(&self, name: &MemberName, delivered: u64) -> Result<()> {
+        if self.ack_read(name, delivered, Wait::Block) {
+            return Ok(());
+        }
         self.blocking(name, |held| held.ack(delivered)).map(|_| ())
     }
 
     /// [`Team::ack_later`] without waiting for the inbox lock (safe on the async runtime);
     /// `false` when it is taken: call [`Team::ack_later`] off the runtime.
     pub fn try_ack_later(&self, name: &MemberName, delivered: u64) -> Result<bool> {
+        if self.ack_read(name, delivered, Wait::Try) {
+            return Ok(true);
+        }
         Ok(self
             .with_inbox(name, Wait::Try, |held| held.ack(delivered))?
             .is_some())
+    }
+
+    /// The in-memory acknowledgement after a read that ended at `delivered`; `false` when
+    /// the full path is needed.
+    fn ack_read(&self, name: &MemberName, delivered: u64, wait: Wait) -> bool {
+        let inbox = self.inboxes.get(name);
+        match inbox.ack_read(delivered, wait) {
+            Some(schedule) => {
+                if schedule {
+                    flusher::schedule(inbox);
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// Makes every inbox of this team durable now: fsyncs what was appended and writes the
@@ -305,7 +326,8 @@ fn append(
     let seq = appended.seqs.get(from.as_str()).copied().unwrap_or(0) + 1;
     let envelope = Envelope {
         index,
-        id: uuid::Uuid::new_v4().to_string(),
+        // A v4 id from the thread's generator (no system call per message).
+        id: uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string(),
         from: from.clone(),
         to: to.clone(),
         seq,

@@ -88,6 +88,18 @@ struct State {
     queued: bool,
 }
 
+impl State {
+    /// Whether something awaits the flusher that it does not know about yet (and now does).
+    fn needs_flusher(&mut self) -> bool {
+        let d = self.dirty;
+        let needed = (d.data || d.dir || d.cursor) && !self.queued;
+        if needed {
+            self.queued = true;
+        }
+        needed
+    }
+}
+
 /// One inbox's files and state.
 pub(crate) struct Inbox {
     path: PathBuf,
@@ -237,6 +249,29 @@ impl Inbox {
             state.dirty.cursor = false;
         }
         Ok(())
+    }
+}
+
+impl Inbox {
+    /// Acknowledges through `delivered` in memory alone when this process's last read ended
+    /// exactly there (the usual take-then-ack): no file to look at, so no lock file either.
+    /// `None` when the full path ([`Held::ack`]) is needed or, with [`Wait::Try`], the state
+    /// is busy; otherwise whether the flusher must be told.
+    pub(crate) fn ack_read(&self, delivered: u64, wait: Wait) -> Option<bool> {
+        let mut state = match wait {
+            Wait::Block => relock(&self.state),
+            Wait::Try => match self.state.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => return None,
+            },
+        };
+        let hint = state.read_hint.filter(|h| h.delivered == delivered)?;
+        if delivered > state.cursor.delivered {
+            state.cursor = hint;
+            state.dirty.cursor = true;
+        }
+        Some(state.needs_flusher())
     }
 }
 
@@ -441,11 +476,6 @@ impl Held<'_> {
 
     /// Whether something awaits the flusher that it does not know about yet (and now does).
     pub(crate) fn needs_flusher(&mut self) -> bool {
-        let d = self.state.dirty;
-        let needed = (d.data || d.dir || d.cursor) && !self.state.queued;
-        if needed {
-            self.state.queued = true;
-        }
-        needed
+        self.state.needs_flusher()
     }
 }
