@@ -327,7 +327,9 @@ fn append(
     let envelope = Envelope {
         index,
         // A v4 id from the thread's generator (no system call per message).
-        id: uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string(),
+        id: uuid::Builder::from_random_bytes(rand::random())
+            .into_uuid()
+            .to_string(),
         from: from.clone(),
         to: to.clone(),
         seq,
