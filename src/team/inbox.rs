@@ -192,7 +192,8 @@ impl Team {
     /// before returning. Idempotent; never moves back.
     pub fn ack(&self, name: &MemberName, delivered: u64) -> Result<()> {
         self.blocking(name, |held| held.ack(delivered))?;
-        self.inboxes.get(name).write_cursor()
+        // The messages first, then the cursor: a cursor on disk never points past them.
+        self.inboxes.get(name).flush()
     }
 
     /// [`Team::ack`] with the cursor file written behind (by the flusher, within a few

@@ -107,7 +107,7 @@ pub(crate) struct Inbox {
     cursor_path: PathBuf,
     dir: PathBuf,
     state: Mutex<State>,
-    /// Serialises writes of the cursor file (the flusher and a durable ack).
+    /// Serialises writes of the cursor file (the flusher and [`Inbox::flush`] callers).
     cursor_io: Mutex<()>,
 }
 
@@ -230,7 +230,7 @@ impl Inbox {
     }
 
     /// Writes the in-memory cursor to `<name>.cursor` (atomically) if it changed.
-    pub(crate) fn write_cursor(&self) -> Result<()> {
+    fn write_cursor(&self) -> Result<()> {
         let _io = relock(&self.cursor_io);
         let cursor = {
             let state = relock(&self.state);
@@ -437,7 +437,7 @@ impl Held<'_> {
     }
 
     /// Moves the cursor (in memory) to `delivered` messages; `false` when it was already
-    /// there or beyond. The caller writes it through [`Inbox::write_cursor`] or the flusher.
+    /// there or beyond. The caller writes it through [`Inbox::flush`] or the flusher.
     pub(crate) fn ack(&mut self, delivered: u64) -> Result<bool> {
         let cursor = self.cursor()?;
         if delivered <= cursor.delivered {
