@@ -1,22 +1,25 @@
 //! Team messaging costs, measured in one run:
 //!
-//! - round trip between two teammate-like actors through the durable inbox and the wake
-//!   path (A appends to B's inbox with `Team::send` — fsynced — and casts B a wake-up; B
-//!   reads its unread mail, acknowledges it, answers the same way; A reads and acks), p50
-//!   and p99, against a bare ractor round trip of the same shape (A casts B, B casts A) in
-//!   the same run, interleaved, with the ratio. The store is synchronous and called from
-//!   `spawn_blocking`, as the team actors do. Run once with the inboxes on the temp
-//!   directory's file system and once on `/dev/shm` (tmpfs, where fsync costs nothing) when
-//!   it exists, to separate the disk's fsync from the code path.
-//! - memory per idle teammate-like actor holding a conversation: RSS growth over N of them.
+//! - round trip between two teammate-like actors through the real team path: A's
+//!   `Mailbox::send` is a call to the `Team` actor, which appends the message to B's durable
+//!   inbox and wakes B's actor through the waker B registered (`TeamMsg::Join`); B takes its
+//!   unread mail (`Mailbox::take`), injects it into its conversation, acknowledges it
+//!   (`Mailbox::ack`) and answers the same way; A takes and acknowledges the answer. p50 and
+//!   p99 against a bare ractor round trip of the same shape (A casts B, B casts A) in the
+//!   same run, interleaved, with the ratio. Run once with the inboxes on the temp
+//!   directory's file system and once on `/dev/shm` (tmpfs) when it exists.
+//! - memory per idle teammate-like actor joined to a team actor, its inbox opened (one
+//!   take), holding a conversation: RSS growth over N of them.
 //!
 //! `cargo run --release --example team_bench -- [ROUND_TRIPS] [IDLE_ACTORS]`
 //! (defaults 2000 and 1000).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crewmaster::protocol::{ContentBlock, Message, Role};
+use crewmaster::team::actor::{Mailbox, TeamActor, TeamMsg};
 use crewmaster::team::{Member, MemberName, Outgoing, Recipient, Team};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
@@ -26,24 +29,25 @@ enum Msg {
     Kick(RpcReplyPort<()>),
     /// Mail (or, bare, a plain message) has arrived.
     Wake,
-    /// Who to talk to.
+    /// Who to talk to (bare only; the team path addresses by name).
     Peer(ActorRef<Msg>),
 }
 
-/// A teammate-like actor: with `team`, every message goes through its durable inbox.
+/// A teammate-like actor: with a mailbox, every message goes through the team actor and
+/// the durable inboxes, as a teammate's do.
 struct Mate;
 
 struct MateState {
     me: MemberName,
     peer: Option<ActorRef<Msg>>,
-    team: Option<Team>,
+    mailbox: Option<Mailbox>,
     pending: Option<RpcReplyPort<()>>,
     conversation: Vec<Message>,
 }
 
 struct MateArgs {
     me: MemberName,
-    team: Option<Team>,
+    mailbox: Option<Mailbox>,
     conversation: Vec<Message>,
 }
 
@@ -54,13 +58,22 @@ impl Actor for Mate {
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Msg>,
+        myself: ActorRef<Msg>,
         args: MateArgs,
     ) -> Result<MateState, ActorProcessingErr> {
+        if let Some(mailbox) = &args.mailbox {
+            // As a teammate does: the team actor wakes it when mail arrives.
+            mailbox.actor.cast(TeamMsg::Join(
+                args.me.clone(),
+                Arc::new(move || {
+                    let _ = myself.cast(Msg::Wake);
+                }),
+            ))?;
+        }
         Ok(MateState {
             me: args.me,
             peer: None,
-            team: args.team,
+            mailbox: args.mailbox,
             pending: None,
             conversation: args.conversation,
         })
@@ -79,23 +92,26 @@ impl Actor for Mate {
                 send(state).await?;
             }
             Msg::Wake => {
-                if let Some(team) = state.team.clone() {
-                    let me = state.me.clone();
-                    let mail = tokio::task::spawn_blocking(move || {
-                        let unread = team.unread(&me)?;
-                        if let Some(last) = unread.last() {
-                            team.ack(&me, last.index + 1)?;
-                        }
-                        Ok::<_, crewmaster::team::TeamError>(unread)
-                    })
-                    .await??;
-                    // Injected at the turn boundary, as a teammate does (then dropped, so
-                    // the conversation does not grow over thousands of round trips).
-                    state.conversation.extend(mail.into_iter().map(|e| Message {
-                        role: Role::User,
-                        content: vec![ContentBlock::Text { text: e.message }],
-                    }));
-                    state.conversation.clear();
+                if let Some(mailbox) = &state.mailbox {
+                    let delivery = mailbox.take().await;
+                    if delivery.texts.is_empty() {
+                        // The team actor's poll woke it with nothing new.
+                        return Ok(());
+                    }
+                    // Injected at the turn boundary, as a teammate does, then acknowledged
+                    // (dropped afterwards, so the conversation does not grow over
+                    // thousands of round trips).
+                    let kept = state.conversation.len();
+                    state
+                        .conversation
+                        .extend(delivery.texts.into_iter().map(|text| Message {
+                            role: Role::User,
+                            content: vec![ContentBlock::Text { text }],
+                        }));
+                    if let Some(through) = delivery.ack {
+                        mailbox.ack(through).await;
+                    }
+                    state.conversation.truncate(kept);
                 }
                 match state.pending.take() {
                     Some(reply) => {
@@ -109,17 +125,15 @@ impl Actor for Mate {
     }
 }
 
-/// Sends one message to the peer: through its inbox (then a wake-up), or bare.
+/// Sends one message to the peer: through the team actor and its inbox, or bare.
 async fn send(state: &mut MateState) -> Result<(), ActorProcessingErr> {
-    let peer = state.peer.clone().ok_or("no peer")?;
-    if let Some(team) = state.team.clone() {
-        let (me, to) = (state.me.clone(), peer_name(&state.me));
-        tokio::task::spawn_blocking(move || {
-            team.send(&me, &Recipient::Member(to), Outgoing::text("ping"))
-        })
-        .await??;
+    match &state.mailbox {
+        Some(mailbox) => {
+            let to = Recipient::Member(peer_name(&state.me));
+            mailbox.send(to, Outgoing::text("ping")).await?;
+        }
+        None => state.peer.as_ref().ok_or("no peer")?.cast(Msg::Wake)?,
     }
-    peer.cast(Msg::Wake)?;
     Ok(())
 }
 
@@ -132,11 +146,22 @@ fn peer_name(me: &MemberName) -> MemberName {
     MemberName::parse(other).unwrap_or_else(|_| MemberName::lead())
 }
 
-async fn pair(team: Option<Team>) -> anyhow::Result<(ActorRef<Msg>, ActorRef<Msg>)> {
+/// Two mates, bare (`None`) or on `team` through its team actor.
+async fn pair(team: Option<&Team>) -> anyhow::Result<Pair> {
+    let actor = match team {
+        Some(team) => Some(Actor::spawn(None, TeamActor, team.clone()).await?.0),
+        None => None,
+    };
     let spawn = |n: &str| {
-        let args = MateArgs {
-            me: MemberName::parse(n).expect("a valid name"),
+        let me = MemberName::parse(n).expect("a valid name");
+        let mailbox = team.zip(actor.as_ref()).map(|(team, actor)| Mailbox {
             team: team.clone(),
+            me: me.clone(),
+            actor: actor.clone(),
+        });
+        let args = MateArgs {
+            me,
+            mailbox,
             conversation: Vec::new(),
         };
         Actor::spawn(None, Mate, args)
@@ -145,7 +170,23 @@ async fn pair(team: Option<Team>) -> anyhow::Result<(ActorRef<Msg>, ActorRef<Msg
     let (b, _) = spawn("bob").await?;
     a.cast(Msg::Peer(b.clone()))?;
     b.cast(Msg::Peer(a.clone()))?;
-    Ok((a, b))
+    Ok(Pair { a, b, actor })
+}
+
+struct Pair {
+    a: ActorRef<Msg>,
+    b: ActorRef<Msg>,
+    actor: Option<ActorRef<TeamMsg>>,
+}
+
+impl Pair {
+    fn stop(self) {
+        self.a.stop(None);
+        self.b.stop(None);
+        if let Some(actor) = self.actor {
+            actor.stop(None);
+        }
+    }
 }
 
 async fn round_trip(a: &ActorRef<Msg>) -> anyhow::Result<Duration> {
@@ -170,25 +211,26 @@ fn team_in(dir: &Path, name: &str) -> anyhow::Result<Team> {
 
 /// Interleaved blocks of bare and team round trips; prints p50/p99 and the ratios.
 async fn round_trips(label: &str, dir: &Path, n: usize) -> anyhow::Result<()> {
-    let (bare_a, bare_b) = pair(None).await?;
-    let (team_a, team_b) = pair(Some(team_in(dir, "round-trips")?)).await?;
+    let team = team_in(dir, "round-trips")?;
+    let bare_pair = pair(None).await?;
+    let team_pair = pair(Some(&team)).await?;
     for _ in 0..100 {
-        round_trip(&bare_a).await?;
-        round_trip(&team_a).await?;
+        round_trip(&bare_pair.a).await?;
+        round_trip(&team_pair.a).await?;
     }
-    let (mut bare, mut team) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut bare, mut inbox) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n.div_ceil(100) {
         for _ in 0..100 {
-            bare.push(round_trip(&bare_a).await?);
+            bare.push(round_trip(&bare_pair.a).await?);
         }
         for _ in 0..100 {
-            team.push(round_trip(&team_a).await?);
+            inbox.push(round_trip(&team_pair.a).await?);
         }
     }
     bare.sort();
-    team.sort();
+    inbox.sort();
     let (b50, b99) = (percentile(&bare, 0.5), percentile(&bare, 0.99));
-    let (t50, t99) = (percentile(&team, 0.5), percentile(&team, 0.99));
+    let (t50, t99) = (percentile(&inbox, 0.5), percentile(&inbox, 0.99));
     println!("round trip, inboxes on {label} ({} each):", bare.len());
     println!(
         "  bare ractor:        p50 {:>9.1} µs   p99 {:>9.1} µs",
@@ -196,7 +238,7 @@ async fn round_trips(label: &str, dir: &Path, n: usize) -> anyhow::Result<()> {
         micros(b99)
     );
     println!(
-        "  inbox + wake path:  p50 {:>9.1} µs   p99 {:>9.1} µs   (target p50 ≤ 50 µs: {})",
+        "  team actor + inbox: p50 {:>9.1} µs   p99 {:>9.1} µs   (target p50 ≤ 50 µs: {})",
         micros(t50),
         micros(t99),
         if micros(t50) <= 50.0 { "met" } else { "missed" }
@@ -206,8 +248,17 @@ async fn round_trips(label: &str, dir: &Path, n: usize) -> anyhow::Result<()> {
         micros(t50) / micros(b50),
         micros(t99) / micros(b99)
     );
-    for actor in [bare_a, bare_b, team_a, team_b] {
-        actor.stop(None);
+    bare_pair.stop();
+    team_pair.stop();
+    // Every message of the run is in the inboxes, each acknowledged.
+    team.flush()?;
+    for name in ["alice", "bob"] {
+        let name = MemberName::parse(name)?;
+        let (sent, unread) = (team.inbox_history(&name)?.len(), team.unread_count(&name)?);
+        anyhow::ensure!(
+            sent == n.div_ceil(100) * 100 + 100 && unread == 0,
+            "{name}'s inbox holds {sent} messages, {unread} unread"
+        );
     }
     Ok(())
 }
@@ -245,6 +296,7 @@ fn conversation(i: usize) -> Vec<Message> {
 
 async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
     let team = team_in(dir, "idle")?;
+    let (actor, _) = Actor::spawn(None, TeamActor, team.clone()).await?;
     let payload = conversation(0)
         .iter()
         .map(|m| m.text().len())
@@ -255,17 +307,28 @@ async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
     let conversations: Vec<Vec<Message>> = (0..n).map(conversation).collect();
     let mut actors = Vec::with_capacity(n);
     for (i, conv) in conversations.into_iter().enumerate() {
+        let me = MemberName::parse(&format!("idle{i}"))?;
+        let mailbox = Mailbox {
+            team: team.clone(),
+            me: me.clone(),
+            actor: actor.clone(),
+        };
         let args = MateArgs {
-            me: MemberName::parse(&format!("idle{i}"))?,
-            team: Some(team.clone()),
+            me,
+            mailbox: Some(mailbox),
             conversation: conv,
         };
-        actors.push(Actor::spawn(None, Mate, args).await?.0);
+        let (mate, _) = Actor::spawn(None, Mate, args).await?;
+        // It looks at its (empty) inbox once, as a teammate does before going idle.
+        mate.cast(Msg::Wake)?;
+        actors.push(mate);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss()?;
     let per = after.saturating_sub(before) as f64 / n as f64;
-    println!("idle teammate-like actors: {n}, each holding a 20-message conversation");
+    println!(
+        "idle teammate-like actors: {n}, each joined to the team actor with its inbox open, holding a 20-message conversation"
+    );
     println!(
         "  RSS growth per actor: {:.1} KiB (conversation text {:.1} KiB of it; target ≤ 1024 KiB: {})",
         per / 1024.0,
@@ -279,6 +342,7 @@ async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
     for a in actors {
         a.stop(None);
     }
+    actor.stop(None);
     Ok(())
 }
 
@@ -288,12 +352,7 @@ async fn main() -> anyhow::Result<()> {
     let n: usize = args.next().map_or(Ok(2000), |a| a.parse())?;
     let idle: usize = args.next().map_or(Ok(1000), |a| a.parse())?;
     let disk = tempfile::tempdir()?;
-    round_trips(
-        &format!("{} (disk, fsync per message)", disk.path().display()),
-        disk.path(),
-        n,
-    )
-    .await?;
+    round_trips(&format!("{} (disk)", disk.path().display()), disk.path(), n).await?;
     if Path::new("/dev/shm").is_dir() {
         let shm = tempfile::tempdir_in("/dev/shm")?;
         round_trips("/dev/shm (tmpfs)", shm.path(), n).await?;

@@ -249,3 +249,77 @@ fn without_a_team_the_commands_say_what_to_do() {
         String::from_utf8_lossy(&out.stderr).contains("--session nope: that session has no team")
     );
 }
+
+/// A live team (the real team actor, a member joined with its waker, its inbox state warm
+/// from a first delivery) picks up mail that `crew team send` appends from another process:
+/// the actor's poll wakes the member, which takes exactly the new message; once the team is
+/// flushed, `crew team show` in another process sees the write-behind acknowledgement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_team_wakes_its_member_for_mail_sent_from_another_terminal() {
+    use crewmaster::team::actor::{Mailbox, TeamActor, TeamMsg};
+    use ractor::Actor;
+
+    let run = lead_run();
+    let team = team_of(&run);
+    team.add_member(Member::new(name("alice"), "a-1", "coder", None))
+        .unwrap();
+    let (actor, _) = Actor::spawn(None, TeamActor, team.clone()).await.unwrap();
+    let (tx, mut woken) = tokio::sync::mpsc::unbounded_channel();
+    actor
+        .cast(TeamMsg::Join(
+            name("alice"),
+            std::sync::Arc::new(move || {
+                let _ = tx.send(());
+            }),
+        ))
+        .unwrap();
+    let mailbox = |me: &str| Mailbox {
+        team: team.clone(),
+        me: name(me),
+        actor: actor.clone(),
+    };
+    let alice = mailbox("alice");
+    let bound = std::time::Duration::from_secs(30);
+
+    mailbox("lead")
+        .send(Recipient::Member(name("alice")), Outgoing::text("first"))
+        .await
+        .unwrap();
+    tokio::time::timeout(bound, woken.recv()).await.unwrap();
+    let first = alice.take().await;
+    assert_eq!(first.envelopes.len(), 1);
+    alice.ack(first.ack.unwrap()).await;
+
+    let out = {
+        let (proj, home) = (run.proj.clone(), run.home.clone());
+        tokio::task::spawn_blocking(move || {
+            common::crew(&proj, &home, &["team", "send", "alice", "from afar"])
+        })
+        .await
+        .unwrap()
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second = loop {
+        tokio::time::timeout(bound, woken.recv())
+            .await
+            .expect("the team actor's poll wakes alice for mail from another process");
+        let delivery = alice.take().await;
+        if !delivery.envelopes.is_empty() {
+            break delivery;
+        }
+    };
+    let got: Vec<_> = second
+        .envelopes
+        .iter()
+        .map(|e| (e.index, e.from.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(got, [(1, "user", "from afar")]);
+    alice.ack(second.ack.unwrap()).await;
+    team.flush().unwrap();
+    assert_eq!(member(&show_json(&run, &[]), "alice")["unread"], 0);
+    actor.stop(None);
+}

@@ -219,6 +219,88 @@ fn kill_writer_child() {
     }
 }
 
+/// The consumer process of the cursor crash test: delivers alice's mail into her transcript,
+/// acknowledges it the way a teammate's mailbox does (the cursor file is written behind),
+/// and is SIGKILLed before the flusher writes that cursor.
+#[test]
+fn kill_consumer_child() {
+    let Some(dir) = std::env::var_os(KILL_DIR) else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let team = Team::open(&dir.join("teams"), "s1").unwrap();
+    let log = transcripts(dir).agents_dir.join("coder-alice.jsonl");
+    let unread = team.unread(&name("alice")).unwrap();
+    record(
+        &log,
+        "coder/alice",
+        &[Message {
+            role: Role::User,
+            content: unread.iter().map(marker).collect(),
+        }],
+    );
+    team.ack_later(&name("alice"), unread.last().unwrap().index + 1)
+        .unwrap();
+    nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL).unwrap();
+}
+
+#[test]
+fn a_consumer_killed_after_its_transcript_but_before_its_cursor_write_delivers_nothing_twice() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let team = Team::open(&root.join("teams"), "s1").unwrap();
+    for n in ["alice", "bob"] {
+        team.add_member(Member::new(name(n), &format!("coder/{n}"), "coder", None))
+            .unwrap();
+    }
+    for n in 0..5 {
+        team.send(&name("bob"), &to("alice"), Outgoing::text(format!("m{n}")))
+            .unwrap();
+    }
+    // The flusher's window is stretched so the kill surely lands before the cursor write.
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kill_consumer_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(KILL_DIR, &root)
+        .env("CREW_TEAM_FLUSH_WINDOW_MS", "600000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "the consumer was SIGKILLed");
+    let t = transcripts(&root);
+    let log = t.agents_dir.join("coder-alice.jsonl");
+    let held = crewmaster::transcript::load_agent_conversation(&log, "coder/alice").unwrap();
+    assert_eq!(
+        delivered_markers(&held).count(),
+        5,
+        "the transcript holds the batch"
+    );
+    // The acknowledgement died with the process: the inbox alone would deliver it again.
+    assert!(!team.cursor_path(&name("alice")).exists());
+    assert_eq!(team.unread_count(&name("alice")).unwrap(), 5);
+
+    // `crew --continue`: the transcript acknowledges what it holds.
+    let restored = restore(&team, &t).unwrap();
+    assert_eq!(restored.members[0].unread, 0);
+    team.send(&name("bob"), &to("alice"), Outgoing::text("m5"))
+        .unwrap();
+    while deliver(&team, &log, 7, false) > 0 {}
+    let conversation =
+        crewmaster::transcript::load_agent_conversation(&log, "coder/alice").unwrap();
+    let indices: Vec<u64> = delivered_markers(&conversation).map(|(_, i)| i).collect();
+    assert_eq!(
+        indices,
+        [0, 1, 2, 3, 4, 5],
+        "each message once, in inbox order"
+    );
+}
+
 /// Delivers alice's unread mail into her transcript as the contract says (persist, then
 /// ack), in batches of at most `batch`; `crash_before_ack` skips the ack of one batch.
 fn deliver(team: &Team, log: &Path, batch: usize, crash_before_ack: bool) -> usize {
@@ -275,7 +357,8 @@ fn a_sigkilled_writer_and_a_crashed_consumer_lose_nothing_and_deliver_nothing_tw
             .unwrap_or(0)
     };
     let mut crashed = false;
-    while confirmed_count() < 150 {
+    // (Until the consumer has crashed once, too: the writer may confirm 150 quickly.)
+    while !crashed || confirmed_count() < 150 {
         assert!(Instant::now() < deadline, "the writer made no progress");
         let crash = !crashed && confirmed_count() >= 40;
         if deliver(&team, &log, 7, crash) > 0 && crash {

@@ -415,7 +415,7 @@ async fn plan_first_waits_for_approval_and_shutdown_is_answered() {
       ],
       "agents": {
         "pat": {"turns": [
-          {"text": "PLAN: write p.txt"},
+          {"delay_ms": 300, "text": "PLAN: write p.txt"},
           {"tool_calls": [{"name": "write_file", "input": {"path": "p.txt", "content": "planned"}}]},
           {"text": "built"}
         ]}

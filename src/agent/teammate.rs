@@ -320,12 +320,7 @@ impl Actor for Teammate {
 
 /// After a run, or on a wake while idle: act on the inbox, or go idle.
 async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
-    let (team, me) = (state.mailbox.team.clone(), state.name.clone());
-    let unread: Vec<Envelope> = tokio::task::spawn_blocking(move || team.unread(&me))
-        .await
-        .ok()
-        .and_then(|r| r.ok())
-        .unwrap_or_default();
+    let unread: Vec<Envelope> = state.mailbox.unread().await.unwrap_or_default();
     if unread.is_empty() && std::mem::take(&mut state.interrupted) {
         let req = RunRequest {
             mode: chat_unless_planning(state.mode),

@@ -53,6 +53,8 @@ impl Prepared {
         self.session.shutdown().await;
         self.events.close();
         let _ = self.recorder.await;
+        // Team inboxes are fsynced by group commit: the last window too, before exiting.
+        let _ = tokio::task::spawn_blocking(crate::team::inbox::flush_all).await;
     }
 }
 

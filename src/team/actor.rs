@@ -1,8 +1,11 @@
 //! The `Team` actor: routes messages between the lead and its teammates and keeps the lead
-//! informed. A send is written to the recipient's durable inbox through the storage core
-//! (off the actor's thread, in `spawn_blocking`) and only then wakes the recipient's actor;
-//! the recipient injects its unread mail at its next turn boundary ([`Mailbox::take`]) and
-//! acknowledges it once it is in its conversation ([`Mailbox::ack`]).
+//! informed. A send is appended to the recipient's durable inbox right in the actor (a
+//! `write(2)` under the inbox lock; the fsync is the flusher's group commit, see
+//! [`super::inbox`]) and the recipient's actor is woken at once; only when an inbox lock is
+//! held elsewhere (another process) does the append move to the blocking pool. The
+//! recipient injects its unread mail at its next turn boundary ([`Mailbox::take`]) and
+//! acknowledges it once it is in its conversation ([`Mailbox::ack`]); both run on the
+//! caller's task, off the blocking pool, unless a lock is taken.
 //!
 //! Teammate actors are spawned linked under this actor, so a teammate that crashes reaches
 //! [`Actor::handle_supervisor_evt`] here: its `in_progress` items go back to `pending`, its
@@ -19,14 +22,13 @@ use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
 };
 
-use super::{Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team};
+pub use super::mailbox::{Delivery, Mailbox, render};
+use super::{Envelope, MemberName, MemberStatus, Outgoing, Recipient, Team};
 use super::{TodoId, TodoStatus};
 
 /// How often the actor looks at the disk for changes it was not told about (a message from
 /// `crew team send` in another terminal, a work-list change).
 const POLL: Duration = Duration::from_millis(300);
-/// How long a mailbox waits for the team actor to answer.
-const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Wakes a member's actor when mail arrives for it.
 pub type Waker = Arc<dyn Fn() + Send + Sync>;
@@ -185,34 +187,57 @@ impl Actor for TeamActor {
                 out,
                 reply,
             } => {
-                // Written off the actor so one slow fsync does not hold up the others; the
-                // sender waits for the reply, so its own messages stay in order.
-                let team = state.team.clone();
-                tokio::spawn(async move {
-                    let result = blocking(move || team.send(&from, &to, out)).await;
-                    if let Ok(stored) = &result {
-                        let names = stored.iter().map(|e| e.to.clone()).collect();
-                        let _ = myself.cast(TeamMsg::Delivered(names));
+                let mut pending = match state.team.prepare_send(&from, &to, out) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
+                        return Ok(());
                     }
-                    let _ = reply.send(result);
-                });
-            }
-            TeamMsg::Delivered(names) => {
-                for name in names {
-                    if name.is_lead() {
-                        check_lead(state).await;
-                    } else if let Some(wake) = state.wakers.get(&name) {
-                        wake();
+                };
+                match state.team.try_send(&mut pending) {
+                    Ok(true) => {
+                        let stored = pending.into_stored();
+                        let names: Vec<MemberName> = stored.iter().map(|e| e.to.clone()).collect();
+                        wake(state, names).await;
+                        let _ = reply.send(Ok(stored));
+                    }
+                    // A lock is held elsewhere: finish off the actor so the others go on;
+                    // the sender waits for the reply, so its own messages stay in order.
+                    Ok(false) => {
+                        let team = state.team.clone();
+                        tokio::spawn(async move {
+                            let result = blocking(move || {
+                                team.finish_send(&mut pending)?;
+                                Ok(pending.into_stored())
+                            })
+                            .await;
+                            if let Ok(stored) = &result {
+                                let names = stored.iter().map(|e| e.to.clone()).collect();
+                                let _ = myself.cast(TeamMsg::Delivered(names));
+                            }
+                            let _ = reply.send(result);
+                        });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e.to_string()));
                     }
                 }
             }
+            TeamMsg::Delivered(names) => wake(state, names).await,
             TeamMsg::Status(name, status) => {
                 let previous = state.status.insert(name.clone(), status);
                 let team = state.team.clone();
                 let who = name.clone();
                 // Recorded in order (awaited here): the roster never shows an older status.
-                if let Err(e) =
-                    blocking(move || team.update_member(&who, |m| m.status = status)).await
+                if let Err(e) = blocking(move || {
+                    team.update_member(&who, |m| m.status = status)?;
+                    // An idle team makes its inboxes durable now, not a window later.
+                    if status == MemberStatus::Idle {
+                        team.flush()?;
+                    }
+                    Ok(())
+                })
+                .await
                 {
                     tracing::warn!("could not record {name}'s status: {e}");
                 }
@@ -263,6 +288,18 @@ impl Actor for TeamActor {
         Ok(())
     }
 
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let team = state.team.clone();
+        if let Err(e) = blocking(move || team.flush()).await {
+            tracing::warn!("team {}: {e}", state.team.name());
+        }
+        Ok(())
+    }
+
     async fn handle_supervisor_evt(
         &self,
         _myself: ActorRef<Self::Msg>,
@@ -292,6 +329,22 @@ impl Actor for TeamActor {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Wakes the members who have new mail (the lead through its `-p` driver).
+///
+/// A woken teammate counts as working from here on: it may take and acknowledge its mail
+/// before its own `Status(Working)` reaches this actor, and the team must not look quiet in
+/// between. It always reports a status afterwards (working, idle, or it leaves).
+async fn wake(state: &mut TeamState, names: impl IntoIterator<Item = MemberName>) {
+    for name in names {
+        if name.is_lead() {
+            check_lead(state).await;
+        } else if let Some(wake) = state.wakers.get(&name) {
+            wake();
+            state.status.insert(name, MemberStatus::Working);
+        }
     }
 }
 
@@ -421,113 +474,11 @@ async fn check_lead(state: &mut TeamState) {
 }
 
 /// Runs a storage call on the blocking pool; errors become text.
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> super::Result<T> + Send + 'static,
 ) -> Result<T, String> {
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => r.map_err(|e| e.to_string()),
         Err(e) => Err(format!("the team store call failed: {e}")),
     }
-}
-
-/// One member's connection to its team: sends through the team actor, reads and
-/// acknowledges its own inbox. The runner injects mail through it at turn boundaries; the
-/// `send_message` tool sends through it.
-#[derive(Clone)]
-pub struct Mailbox {
-    /// The team's files.
-    pub team: Team,
-    /// Whose mailbox this is.
-    pub me: MemberName,
-    /// The team actor.
-    pub actor: ActorRef<TeamMsg>,
-}
-
-/// What [`Mailbox::take`] found: the text to inject, and what to acknowledge afterwards.
-#[derive(Debug, Default)]
-pub struct Delivery {
-    /// Each message (and notice) as the model sees it, marked with its sender.
-    pub texts: Vec<String>,
-    /// Acknowledge through this count once the texts are in the conversation.
-    pub ack: Option<u64>,
-    /// The structured messages among them.
-    pub envelopes: Vec<Envelope>,
-}
-
-impl Mailbox {
-    /// Sends a message; returns once it is on disk in every recipient's inbox.
-    pub async fn send(&self, to: Recipient, out: Outgoing) -> Result<Vec<Envelope>, String> {
-        let from = self.me.clone();
-        match self
-            .actor
-            .call(
-                |reply| TeamMsg::Send {
-                    from,
-                    to,
-                    out,
-                    reply,
-                },
-                Some(CALL_TIMEOUT),
-            )
-            .await
-        {
-            Ok(ractor::rpc::CallResult::Success(r)) => r,
-            _ => Err("the team did not answer; the message may not have been sent".into()),
-        }
-    }
-
-    /// The unread mail (and, for the lead, its notices), rendered for the model. Nothing is
-    /// acknowledged: call [`Mailbox::ack`] with `ack` once the texts are in the conversation.
-    pub async fn take(&self) -> Delivery {
-        let (team, me) = (self.team.clone(), self.me.clone());
-        let unread = blocking(move || team.unread(&me))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!("could not read the inbox: {e}");
-                Vec::new()
-            });
-        let mut delivery = Delivery {
-            texts: unread.iter().map(render).collect(),
-            ack: unread.last().map(|e| e.index + 1),
-            envelopes: unread,
-        };
-        if self.me.is_lead()
-            && let Ok(ractor::rpc::CallResult::Success(notes)) = self
-                .actor
-                .call(TeamMsg::TakeNotices, Some(CALL_TIMEOUT))
-                .await
-        {
-            delivery.texts.extend(notes);
-        }
-        delivery
-    }
-
-    /// Records that the inbox was delivered through `delivered` messages.
-    pub async fn ack(&self, delivered: u64) {
-        let (team, me) = (self.team.clone(), self.me.clone());
-        if let Err(e) = blocking(move || team.ack(&me, delivered)).await {
-            tracing::warn!("could not acknowledge {}'s inbox: {e}", self.me);
-        }
-    }
-}
-
-/// A message as the recipient's model sees it: marked with its sender, index and kind.
-pub fn render(e: &Envelope) -> String {
-    let kind = match &e.kind {
-        MessageKind::Text => "message".to_string(),
-        MessageKind::ShutdownRequest => "shutdown_request".to_string(),
-        MessageKind::ShutdownResponse { approve } => {
-            format!("shutdown_response\" approve=\"{approve}")
-        }
-        MessageKind::PlanApprovalRequest => "plan_approval_request".to_string(),
-        MessageKind::PlanApprovalResponse { approve, feedback } => format!(
-            "plan_approval_response\" approve=\"{approve}\" feedback=\"{}",
-            feedback.as_deref().unwrap_or("").replace('"', "'")
-        ),
-    };
-    let broadcast = if e.broadcast { " to=\"*\"" } else { "" };
-    format!(
-        "<team-message from=\"{}\"{broadcast} index=\"{}\" type=\"{kind}\">\n{}\n</team-message>",
-        e.from, e.index, e.message
-    )
 }

@@ -1,6 +1,14 @@
-//! Durable inboxes: `inboxes/<name>.jsonl`, one JSON message per line, appended under
-//! `inboxes/<name>.lock` and fsynced before [`Team::send`] returns — a send counts as done
-//! only once it is on disk.
+//! Durable inboxes: `inboxes/<name>.jsonl`, one JSON message per line, appended under the
+//! inbox's lock (`inboxes/<name>.lock`, a `flock` that also excludes other processes).
+//!
+//! # Durability
+//!
+//! A send counts as done once its line is written to the inbox file with `write(2)` under
+//! the lock: a crash of crew (SIGKILL included) loses nothing acknowledged, since the kernel
+//! holds the data. fsync happens by group commit: a flusher thread fsyncs every inbox
+//! written to within a few milliseconds (a 5 ms window, plus the fsyncs themselves), and
+//! [`Team::flush`] does it at once on shutdown and when a teammate goes idle; so a power
+//! loss can lose at most the sends of that short window.
 //!
 //! # Delivery contract (the inbox is the source of truth)
 //!
@@ -12,137 +20,84 @@
 //! 1. `team.unread(me)` → the messages after the cursor, in inbox order;
 //! 2. inject them into the conversation and **persist them in the transcript, with their
 //!    `index`**;
-//! 3. only then `team.ack(me, last.index + 1)`.
+//! 3. only then `team.ack(me, last.index + 1)` (or `ack_later`, which writes the cursor
+//!    file behind, with the flusher).
 //!
 //! On start or resume, before step 1, call `team.ack(me, i + 1)` with the highest index `i`
 //! the transcript holds (`ack` is idempotent and never moves backwards). A crash before step 2
-//! finishes re-delivers the batch (nothing lost); a crash between 2 and 3 is healed by that
-//! resume-time ack (nothing duplicated).
+//! finishes re-delivers the batch (nothing lost); a crash between 2 and 3, or before a
+//! written-behind cursor reached its file, is healed by that resume-time ack (nothing
+//! duplicated).
 //!
-//! A crash mid-append leaves a torn last line: readers skip it, and the next append cuts it
-//! off before writing. `inboxes/<name>.state.json` caches where the last append ended and each
-//! sender's last `seq`; it is only a cache, rebuilt from the inbox when missing or behind.
+//! The cursor and where appends stand are kept in memory per process (`inbox_file.rs`), so
+//! a send or a read costs a few system calls; appends by other processes (`crew team send`)
+//! are picked up from the file's length under the lock. A crash mid-append leaves a torn last
+//! line: readers skip it, and the next append cuts it off before writing.
 
-use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::error::{Result, TeamError, io_at};
-use super::{MemberName, Recipient, Team, USER, lock, now_ms};
+use super::flusher;
+use super::inbox_file::{Held, Wait, relock};
+use super::inbox_read::{Stamp, scan};
+use super::inbox_registry;
+pub use super::message::{Envelope, MessageKind, Outgoing};
+use super::{MemberName, Recipient, Roster, Team, USER, now_ms};
 
-/// What a message is: plain text or one of the structured requests and answers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum MessageKind {
-    /// Plain text.
-    Text,
-    /// The lead asks a teammate to shut down.
-    ShutdownRequest,
-    /// A teammate's answer to a shutdown request.
-    ShutdownResponse {
-        /// Whether it agrees to shut down.
-        approve: bool,
-    },
-    /// A `plan_first` teammate submits its plan (the message is the plan).
-    PlanApprovalRequest,
-    /// The lead's verdict on a plan.
-    PlanApprovalResponse {
-        /// Whether the teammate may go on in Do mode.
-        approve: bool,
-        /// What to change, when not approved.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        feedback: Option<String>,
-    },
+/// A send whose sender and recipients were checked ([`Team::prepare_send`]):
+/// [`Team::try_send`] appends what it can without waiting for a lock, [`Team::finish_send`]
+/// the rest.
+#[derive(Debug)]
+pub struct PendingSend {
+    from: MemberName,
+    out: Outgoing,
+    broadcast: bool,
+    /// Recipients still to append to, in order.
+    targets: VecDeque<MemberName>,
+    /// What was stored so far, one envelope per recipient.
+    stored: Vec<Envelope>,
 }
 
-/// A message to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outgoing {
-    /// The body (the plan, for a plan approval request).
-    pub message: String,
-    /// A short preview for notifications and the team panel.
-    pub summary: Option<String>,
-    /// What kind of message it is.
-    pub kind: MessageKind,
-}
+impl PendingSend {
+    /// What was stored so far, one envelope per recipient.
+    pub fn stored(&self) -> &[Envelope] {
+        &self.stored
+    }
 
-impl Outgoing {
-    /// A plain text message.
-    pub fn text(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            summary: None,
-            kind: MessageKind::Text,
-        }
+    /// What was stored, one envelope per recipient.
+    pub fn into_stored(self) -> Vec<Envelope> {
+        self.stored
     }
 }
 
-/// A message as stored in (and read back from) a recipient's inbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
-    /// Its position in the recipient's inbox: 0, 1, 2, … (record it in the transcript).
-    pub index: u64,
-    /// A unique id.
-    pub id: String,
-    /// The sender (`lead`, `user` or a teammate).
-    pub from: MemberName,
-    /// The recipient (whose inbox this is).
-    pub to: MemberName,
-    /// The sender's sequence number in this inbox: 1, 2, 3, …
-    pub seq: u64,
-    /// When it was sent (Unix ms).
-    pub sent_at_ms: u64,
-    /// Whether it was sent to `*`.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub broadcast: bool,
-    /// A short preview.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    /// The body.
-    pub message: String,
-    /// What kind of message it is.
-    pub kind: MessageKind,
-}
-
-/// `inboxes/<name>.cursor`: how much of the inbox was delivered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Cursor {
-    /// Messages delivered (the index of the next one).
-    delivered: u64,
-    /// The byte offset just after the last delivered message.
-    offset: u64,
-}
-
-/// `inboxes/<name>.state.json`: a cache of where appends stand.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct AppendState {
-    offset: u64,
-    records: u64,
-    seqs: BTreeMap<String, u64>,
-}
-
-/// The complete messages found after some offset, each with the offset just past it.
-struct Scan {
-    messages: Vec<(Envelope, u64)>,
-    /// Just past the last complete line; bytes beyond it are a torn append.
-    end: u64,
-}
-
 impl Team {
-    /// Sends a message: appends it (fsynced) to the recipient's inbox, or to every member's
-    /// but the sender's for `*` (the lead included). `from` is the lead, `user` or a teammate;
-    /// `to` must be on the team (whatever its status: a stopped or finished teammate reads
-    /// its mail when resumed). Returns what was stored, one envelope per recipient; when it
-    /// returns, every one of them is on disk. A broadcast is not atomic across recipients: an
-    /// error part-way leaves the earlier recipients' copies delivered.
+    /// Sends a message: appends it to the recipient's inbox, or to every member's but the
+    /// sender's for `*` (the lead included). `from` is the lead, `user` or a teammate; `to`
+    /// must be on the team (whatever its status: a stopped or finished teammate reads its
+    /// mail when resumed). Returns what was stored, one envelope per recipient; when it
+    /// returns, every one of them is written to its inbox (durable against a crash of this
+    /// process, fsynced by group commit: see the module docs). A broadcast is not atomic
+    /// across recipients: an error part-way leaves the earlier recipients' copies delivered.
     pub fn send(&self, from: &MemberName, to: &Recipient, out: Outgoing) -> Result<Vec<Envelope>> {
+        let mut pending = self.prepare_send(from, to, out)?;
+        self.finish_send(&mut pending)?;
+        Ok(pending.stored)
+    }
+
+    /// Checks a send (the text, the sender, the recipients) and lists its recipients.
+    pub fn prepare_send(
+        &self,
+        from: &MemberName,
+        to: &Recipient,
+        out: Outgoing,
+    ) -> Result<PendingSend> {
         if out.kind == MessageKind::Text && out.message.trim().is_empty() {
             return Err(TeamError::Empty { field: "message" });
         }
-        let roster = self.roster()?;
+        let roster = self.cached_roster()?;
         let unknown = |field, name: &MemberName| TeamError::UnknownMember {
             field,
             team: self.name.clone(),
@@ -151,7 +106,7 @@ impl Team {
         if from.as_str() != USER && !roster.has_address(from) {
             return Err(unknown("from", from));
         }
-        let targets: Vec<MemberName> = match to {
+        let targets: VecDeque<MemberName> = match to {
             Recipient::Member(name) if name == from => {
                 return Err(TeamError::InvalidName {
                     field: "to",
@@ -159,152 +114,134 @@ impl Team {
                     reason: "a member cannot message itself",
                 });
             }
-            Recipient::Member(name) if roster.has_address(name) => vec![name.clone()],
+            Recipient::Member(name) if roster.has_address(name) => [name.clone()].into(),
             Recipient::Member(name) => return Err(unknown("to", name)),
             Recipient::Broadcast => std::iter::once(MemberName::lead())
                 .chain(roster.members.iter().map(|m| m.name.clone()))
                 .filter(|n| n != from)
                 .collect(),
         };
-        let broadcast = *to == Recipient::Broadcast;
-        targets
-            .iter()
-            .map(|target| self.append(from, target, &out, broadcast))
-            .collect()
+        Ok(PendingSend {
+            from: from.clone(),
+            out,
+            broadcast: *to == Recipient::Broadcast,
+            targets,
+            stored: Vec::new(),
+        })
+    }
+
+    /// Appends `pending` to the inboxes whose locks are free, without waiting (safe on the
+    /// async runtime). `true` when every recipient has it; otherwise call
+    /// [`Team::finish_send`] off the runtime.
+    pub fn try_send(&self, pending: &mut PendingSend) -> Result<bool> {
+        self.push(pending, Wait::Try)
+    }
+
+    /// Appends `pending` to the inboxes it has not reached yet, waiting for their locks.
+    pub fn finish_send(&self, pending: &mut PendingSend) -> Result<()> {
+        self.push(pending, Wait::Block).map(|_| ())
+    }
+
+    fn push(&self, p: &mut PendingSend, wait: Wait) -> Result<bool> {
+        while let Some(target) = p.targets.front().cloned() {
+            let appended = self.with_inbox(&target, wait, |held| {
+                append(held, &p.from, &target, &p.out, p.broadcast)
+            })?;
+            let Some(envelope) = appended else {
+                return Ok(false);
+            };
+            p.stored.push(envelope);
+            p.targets.pop_front();
+        }
+        Ok(true)
     }
 
     /// The messages of `name`'s inbox not yet acknowledged, in inbox order (which keeps each
     /// sender's order). See the module docs for the delivery contract.
     pub fn unread(&self, name: &MemberName) -> Result<Vec<Envelope>> {
-        let cursor = self.cursor(name)?;
-        let path = self.inbox_path(name);
-        let Some(mut file) = open_existing(&path)? else {
-            return Ok(Vec::new());
-        };
-        let scan = scan(&path, &mut file, cursor.offset, cursor.delivered)?;
-        Ok(scan.messages.into_iter().map(|(m, _)| m).collect())
+        self.blocking(name, |held| held.unread())
+    }
+
+    /// [`Team::unread`] without waiting for the inbox lock (safe on the async runtime);
+    /// `None` when it is taken: call [`Team::unread`] off the runtime.
+    pub fn try_unread(&self, name: &MemberName) -> Result<Option<Vec<Envelope>>> {
+        self.with_inbox(name, Wait::Try, |held| held.unread())
     }
 
     /// How many messages `name` has not had delivered.
     pub fn unread_count(&self, name: &MemberName) -> Result<usize> {
-        Ok(self.unread(name)?.len())
+        self.blocking(name, |held| held.unread_count())
+            .map(|n| n as usize)
     }
 
     /// Every message `name` ever received, delivered or not (for `crew team show` and resume).
     pub fn inbox_history(&self, name: &MemberName) -> Result<Vec<Envelope>> {
         let path = self.inbox_path(name);
-        let Some(mut file) = open_existing(&path)? else {
-            return Ok(Vec::new());
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_at(&path)(e)),
         };
-        let scan = scan(&path, &mut file, 0, 0)?;
+        let len = file.metadata().map_err(io_at(&path))?.len();
+        let scan = scan(&path, &file, 0, 0, len)?;
         Ok(scan.messages.into_iter().map(|(m, _)| m).collect())
     }
 
     /// Records that the first `delivered` messages of `name`'s inbox were delivered (call it
-    /// with `last.index + 1` once they are in the transcript). Idempotent; never moves back.
+    /// with `last.index + 1` once they are in the transcript), and writes the cursor file
+    /// before returning. Idempotent; never moves back.
     pub fn ack(&self, name: &MemberName, delivered: u64) -> Result<()> {
-        let _locked = lock::exclusive(&self.inbox_lock(name))?;
-        let cursor = self.cursor(name)?;
-        if delivered <= cursor.delivered {
+        self.blocking(name, |held| held.ack(delivered))?;
+        // The messages first, then the cursor: a cursor on disk never points past them.
+        self.inboxes.get(name).flush()
+    }
+
+    /// [`Team::ack`] with the cursor file written behind (by the flusher, within a few
+    /// milliseconds): the resume-time ack from the transcript covers a crash before that.
+    pub fn ack_later(&self, name: &MemberName, delivered: u64) -> Result<()> {
+        if self.ack_read(name, delivered, Wait::Block) {
             return Ok(());
         }
-        let path = self.inbox_path(name);
-        let messages = match open_existing(&path)? {
-            Some(mut file) => scan(&path, &mut file, cursor.offset, cursor.delivered)?.messages,
-            None => Vec::new(),
-        };
-        let wanted = (delivered - cursor.delivered) as usize;
-        // `wanted` ≥ 1 here: `delivered` > `cursor.delivered` was checked above.
-        let Some((_, offset)) = messages.get(wanted - 1) else {
-            return Err(TeamError::AckBeyondEnd {
-                path,
-                through: delivered,
-                available: cursor.delivered + messages.len() as u64,
-            });
-        };
-        let next = Cursor {
-            delivered,
-            offset: *offset,
-        };
-        write_json(&self.cursor_path(name), &next)
+        self.blocking(name, |held| held.ack(delivered)).map(|_| ())
     }
 
-    fn append(
-        &self,
-        from: &MemberName,
-        to: &MemberName,
-        out: &Outgoing,
-        broadcast: bool,
-    ) -> Result<Envelope> {
-        let _locked = lock::exclusive(&self.inbox_lock(to))?;
-        let path = self.inbox_path(to);
-        let created = !path.exists();
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(&path)
-            .map_err(io_at(&path))?;
-        let len = file.metadata().map_err(io_at(&path))?.len();
-        let state_path = self.inbox_dir().join(format!("{to}.state.json"));
-        let mut state: AppendState = std::fs::read(&state_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .filter(|s: &AppendState| s.offset <= len)
-            .unwrap_or_default();
-        // Catch up with appends whose state write a crash interrupted.
-        let scan = scan(&path, &mut file, state.offset, state.records)?;
-        for (m, _) in &scan.messages {
-            state.seqs.insert(m.from.to_string(), m.seq);
+    /// [`Team::ack_later`] without waiting for the inbox lock (safe on the async runtime);
+    /// `false` when it is taken: call [`Team::ack_later`] off the runtime.
+    pub fn try_ack_later(&self, name: &MemberName, delivered: u64) -> Result<bool> {
+        if self.ack_read(name, delivered, Wait::Try) {
+            return Ok(true);
         }
-        state.records += scan.messages.len() as u64;
-        if scan.end < len {
-            // A torn line from a crash mid-append: cut it off so the new line starts clean.
-            file.set_len(scan.end).map_err(io_at(&path))?;
-        }
-        let seq = state.seqs.get(from.as_str()).copied().unwrap_or(0) + 1;
-        let envelope = Envelope {
-            index: state.records,
-            id: uuid::Uuid::new_v4().to_string(),
-            from: from.clone(),
-            to: to.clone(),
-            seq,
-            sent_at_ms: now_ms(),
-            broadcast,
-            summary: out.summary.clone(),
-            message: out.message.clone(),
-            kind: out.kind.clone(),
-        };
-        let mut line = serde_json::to_vec(&envelope).map_err(|source| TeamError::Corrupt {
-            path: path.clone(),
-            source,
-        })?;
-        line.push(b'\n');
-        file.write_all(&line).map_err(io_at(&path))?;
-        file.sync_data().map_err(io_at(&path))?;
-        if created {
-            // A new inbox's directory entry must be durable too, or a crash could lose it.
-            let dir = self.inbox_dir();
-            File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io_at(&dir))?;
-        }
-        state.offset = scan.end + line.len() as u64;
-        state.records += 1;
-        state.seqs.insert(from.to_string(), seq);
-        write_json(&state_path, &state)?;
-        Ok(envelope)
+        Ok(self
+            .with_inbox(name, Wait::Try, |held| held.ack(delivered))?
+            .is_some())
     }
 
-    fn cursor(&self, name: &MemberName) -> Result<Cursor> {
-        let path = self.cursor_path(name);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes).map_err(|source| TeamError::Corrupt { path, source })
+    /// The in-memory acknowledgement after a read that ended at `delivered`; `false` when
+    /// the full path is needed.
+    fn ack_read(&self, name: &MemberName, delivered: u64, wait: Wait) -> bool {
+        let inbox = self.inboxes.get(name);
+        match inbox.ack_read(delivered, wait) {
+            Some(schedule) => {
+                if schedule {
+                    flusher::schedule(inbox);
+                }
+                true
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cursor::default()),
-            Err(e) => Err(io_at(&path)(e)),
+            None => false,
         }
+    }
+
+    /// Makes every inbox of this team durable now: fsyncs what was appended and writes the
+    /// cursors acknowledgements moved (the flusher does this within a few milliseconds; call
+    /// it on shutdown).
+    pub fn flush(&self) -> Result<()> {
+        let mut first_error = None;
+        for inbox in self.inboxes.all() {
+            if let Err(e) = inbox.flush() {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// `inboxes/<name>.cursor`.
@@ -312,72 +249,115 @@ impl Team {
         self.inbox_dir().join(format!("{name}.cursor"))
     }
 
-    fn inbox_lock(&self, name: &MemberName) -> PathBuf {
-        self.inbox_dir().join(format!("{name}.lock"))
-    }
-}
-
-fn open_existing(path: &Path) -> Result<Option<File>> {
-    match File::open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_at(path)(e)),
-    }
-}
-
-/// Reads the complete lines after `offset`, the first of which must be message `index`.
-fn scan(path: &Path, file: &mut File, offset: u64, index: u64) -> Result<Scan> {
-    let len = file.metadata().map_err(io_at(path))?.len();
-    if offset > len {
-        return Err(TeamError::CorruptLine {
-            path: path.to_path_buf(),
-            line: index + 1,
-            reason: format!(
-                "the cursor says {offset} bytes were delivered but the file has {len}; the inbox was cut, restore it or delete its .cursor"
-            ),
-        });
-    }
-    let mut bytes = Vec::new();
-    file.seek(SeekFrom::Start(offset))
-        .and_then(|_| file.read_to_end(&mut bytes))
-        .map_err(io_at(path))?;
-    let mut messages = Vec::new();
-    let mut end = offset;
-    let mut rest = bytes.as_slice();
-    while let Some(newline) = rest.iter().position(|&b| b == b'\n') {
-        let expected = index + messages.len() as u64;
-        let bad = |reason: String| TeamError::CorruptLine {
-            path: path.to_path_buf(),
-            line: expected + 1,
-            reason,
+    /// Runs `op` on `name`'s inbox under its lock; `None` when `wait` is `Try` and the lock
+    /// is taken. Hands the inbox to the flusher when `op` left something to make durable.
+    fn with_inbox<T>(
+        &self,
+        name: &MemberName,
+        wait: Wait,
+        op: impl FnOnce(&mut Held<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let inbox = self.inboxes.get(name);
+        let Some(mut held) = inbox.hold(wait)? else {
+            return Ok(None);
         };
-        let envelope: Envelope = serde_json::from_slice(&rest[..newline])
-            .map_err(|e| bad(format!("not a message ({e})")))?;
-        if envelope.index != expected {
-            return Err(bad(format!(
-                "holds message {} where {expected} belongs",
-                envelope.index
-            )));
+        let out = op(&mut held);
+        let schedule = held.needs_flusher();
+        drop(held);
+        if schedule {
+            flusher::schedule(inbox);
         }
-        end += newline as u64 + 1;
-        messages.push((envelope, end));
-        rest = &rest[newline + 1..];
+        out.map(Some)
     }
-    Ok(Scan { messages, end })
+
+    fn blocking<T>(
+        &self,
+        name: &MemberName,
+        op: impl FnOnce(&mut Held<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.with_inbox(name, Wait::Block, op)?
+            .ok_or_else(|| self.inboxes.get(name).busy())
+    }
+
+    /// The roster, read again only when `config.json` changed (its `stat` stamp).
+    fn cached_roster(&self) -> Result<Arc<Roster>> {
+        let path = self.config_path();
+        let stamp = match std::fs::metadata(&path) {
+            Ok(m) => Some(Stamp::of(&m)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_at(&path)(e)),
+        };
+        let mut cache = relock(&self.inboxes.roster);
+        if let Some((seen, roster)) = &*cache
+            && *seen == stamp
+        {
+            return Ok(roster.clone());
+        }
+        let roster = Arc::new(self.roster()?);
+        *cache = Some((stamp, roster.clone()));
+        Ok(roster)
+    }
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let bytes = serde_json::to_vec(value).map_err(|source| TeamError::Corrupt {
-        path: path.to_path_buf(),
+/// Makes every inbox this process has open durable now (fsyncs appends, writes cursors):
+/// call it before the process exits. Failures are logged, one per inbox.
+pub fn flush_all() {
+    for inbox in inbox_registry::every_open() {
+        if let Err(e) = inbox.flush() {
+            tracing::warn!("could not make {} durable: {e}", inbox.path().display());
+        }
+    }
+}
+
+/// Appends one message for `to` (the lock is held): cuts a torn last line off first.
+fn append(
+    held: &mut Held<'_>,
+    from: &MemberName,
+    to: &MemberName,
+    out: &Outgoing,
+    broadcast: bool,
+) -> Result<Envelope> {
+    let path = held.path().to_path_buf();
+    let (file, len) = held.data(true)?.ok_or_else(|| TeamError::Io {
+        path: path.clone(),
+        source: std::io::Error::other("the inbox vanished while it was being opened"),
+    })?;
+    let appended = held.appended(&file, len)?;
+    let (index, end) = (appended.records, appended.end);
+    let seq = appended.seqs.get(from.as_str()).copied().unwrap_or(0) + 1;
+    let envelope = Envelope {
+        index,
+        // A v4 id from the thread's generator (no system call per message).
+        id: uuid::Builder::from_random_bytes(rand::random())
+            .into_uuid()
+            .to_string(),
+        from: from.clone(),
+        to: to.clone(),
+        seq,
+        sent_at_ms: now_ms(),
+        broadcast,
+        summary: out.summary.clone(),
+        message: out.message.clone(),
+        kind: out.kind.clone(),
+    };
+    let mut line = serde_json::to_vec(&envelope).map_err(|source| TeamError::Corrupt {
+        path: path.clone(),
         source,
     })?;
-    crate::store::write_atomic(path, &bytes).map_err(io_at(path))
+    line.push(b'\n');
+    if end < len {
+        // A torn line from a crash mid-append: cut it off so the new line starts clean.
+        file.set_len(end).map_err(io_at(&path))?;
+    }
+    held.append(&file, &line, from.as_str(), seq)?;
+    Ok(envelope)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::team::Member;
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     fn name(s: &str) -> MemberName {
         MemberName::parse(s).unwrap()
@@ -429,6 +409,48 @@ mod tests {
         );
         assert_eq!(team.inbox_history(&name("bob")).unwrap().len(), 3);
         assert_eq!(team.unread_count(&name("alice")).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_cursor_written_behind_reaches_its_file_and_another_writers_cursor_is_seen() {
+        let (_root, team) = team();
+        let bob = name("bob");
+        for m in ["one", "two", "three"] {
+            team.send(&name("alice"), &to("bob"), Outgoing::text(m))
+                .unwrap();
+        }
+        let on_disk = |team: &Team| -> Option<u64> {
+            let bytes = std::fs::read(team.cursor_path(&bob)).ok()?;
+            serde_json::from_slice::<serde_json::Value>(&bytes).ok()?["delivered"].as_u64()
+        };
+        team.ack_later(&bob, 2).unwrap();
+        assert_eq!(team.unread(&bob).unwrap()[0].message, "three");
+        // The flusher writes it behind (waited for with a generous bound, not timed).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while on_disk(&team) != Some(2) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the cursor never reached its file"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        team.ack_later(&bob, 3).unwrap();
+        team.flush().unwrap();
+        assert_eq!(on_disk(&team), Some(3));
+        // Another process (or a person) moves the cursor back to after the first message.
+        let first = std::fs::read_to_string(team.inbox_path(&bob)).unwrap();
+        let offset = first.find('\n').unwrap() + 1;
+        crate::store::write_atomic(
+            &team.cursor_path(&bob),
+            format!(r#"{{"delivered":1,"offset":{offset}}}"#).as_bytes(),
+        )
+        .unwrap();
+        let again: Vec<_> = team.unread(&bob).unwrap();
+        assert_eq!(
+            again.iter().map(|m| m.message.as_str()).collect::<Vec<_>>(),
+            ["two", "three"]
+        );
+        assert_eq!(team.unread_count(&bob).unwrap(), 2);
     }
 
     #[test]
@@ -508,8 +530,9 @@ mod tests {
         f.write_all(br#"{"index":1,"id":"x","from":"alice","#)
             .unwrap();
         assert_eq!(team.unread(&bob).unwrap().len(), 1);
-        // The cache of the append state is lost too: it is rebuilt from the inbox.
-        std::fs::remove_file(team.inbox_dir().join("bob.state.json")).unwrap();
+        // A new process (no state in memory) rebuilds where appends stand from the inbox.
+        drop(team);
+        let team = Team::open(_root.path(), "t").unwrap();
         let sent = team
             .send(&name("alice"), &to("bob"), Outgoing::text("two"))
             .unwrap();

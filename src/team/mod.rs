@@ -7,21 +7,27 @@
 //! config.json            the roster (roster.rs)
 //! inboxes/<name>.jsonl   one append-only inbox per member, `lead` included (inbox.rs)
 //! inboxes/<name>.cursor  how many of those messages were delivered (inbox.rs)
-//! inboxes/<name>.state.json  a cache of where appends stand (rebuilt when lost)
 //! todos/<id>.json        one file per work-list item, ids "1", "2", … (todos.rs)
 //! *.lock                 flock(2) lock files that serialise writers across processes
 //! ```
 //!
 //! Every operation is synchronous and may block on a lock or an fsync: actors call it from
-//! `tokio::task::spawn_blocking`. Every file is written with [`store::write_atomic`] except the
-//! inboxes, which are appended and fsynced under a lock.
+//! `tokio::task::spawn_blocking` (the inbox's `try_*` operations never wait, for the actors'
+//! hot path). Every file is written with [`store::write_atomic`] except the inboxes, which
+//! are appended under a lock and fsynced by group commit (inbox.rs).
 
 pub mod actor;
 mod error;
+mod flusher;
 pub mod handle;
 pub mod inbox;
+mod inbox_file;
+mod inbox_read;
+mod inbox_registry;
 mod item;
 mod lock;
+pub mod mailbox;
+mod message;
 pub mod restore;
 pub mod roster;
 pub mod todos;
@@ -29,6 +35,7 @@ pub mod watch;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -139,11 +146,13 @@ impl Recipient {
     }
 }
 
-/// One team's directory. Cheap to clone; holds no open files.
+/// One team's directory. Cheap to clone; clones share the inboxes' open files and
+/// in-memory state (as do other handles on the same directory in this process).
 #[derive(Clone, Debug)]
 pub struct Team {
     name: String,
     dir: PathBuf,
+    inboxes: Arc<inbox_registry::Inboxes>,
 }
 
 impl Team {
@@ -167,14 +176,16 @@ impl Team {
     /// The team `name` under `teams_root` (created if missing). Tests pass a temp dir.
     pub fn open(teams_root: &Path, name: &str) -> Result<Self> {
         check_file_name("team", name)?;
-        let team = Self {
-            name: name.to_string(),
-            dir: teams_root.join(name),
-        };
-        for dir in [team.inbox_dir(), team.todo_dir()] {
+        let dir = teams_root.join(name);
+        for sub in ["inboxes", "todos"] {
+            let dir = dir.join(sub);
             std::fs::create_dir_all(&dir).map_err(error::io_at(&dir))?;
         }
-        Ok(team)
+        Ok(Self {
+            name: name.to_string(),
+            inboxes: Arc::new(inbox_registry::Inboxes::new(&dir.join("inboxes"))),
+            dir,
+        })
     }
 
     /// The team's name (its session id).
