@@ -208,3 +208,94 @@ fn trust_refuses_home_and_root_and_names_what_to_do() {
     }
     assert!(!c.home.join(".crew/trusted.json").exists());
 }
+
+/// Claude Code's `.claude/settings.json` is a settings layer like ours: its deny rule is
+/// honoured end to end, and its allow rule needs the folder's trust.
+#[test]
+fn claude_code_settings_deny_always_and_allow_only_when_trusted() {
+    let c = cloned(&[(
+        ".claude/settings.json",
+        r#"{"permissions":{"allow":["Bash(touch:*)"],"deny":["Write(secret.txt)"]}}"#,
+    )]);
+    let outside = tempfile::tempdir().unwrap();
+    // The deny rule holds even under bypassPermissions: nothing is written.
+    let write = script(
+        outside.path(),
+        r#"{"turns":[
+            {"tool_calls":[{"name":"write_file","input":{"path":"secret.txt","content":"x"}}]},
+            {"text":"done"}]}"#,
+    );
+    let out = crew(
+        &c.proj,
+        &c.home,
+        &[
+            "-p",
+            "go",
+            "--model",
+            &write,
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("✗ write_file"), "{stderr}");
+    assert!(
+        !c.proj.join("secret.txt").exists(),
+        "the .claude deny rule was not honoured"
+    );
+
+    // The allow rule of an untrusted clone is ignored, with a warning naming it.
+    let touch = script(
+        outside.path(),
+        r#"{"turns":[
+            {"tool_calls":[{"name":"run_command","input":{"command":"touch made"}}]},
+            {"text":"done"}]}"#,
+    );
+    let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &touch]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(".claude/settings.json")
+            && stderr.contains("not trusted")
+            && stderr.contains("permissions.allow[0] `Bash(touch:*)`"),
+        "the warning names the file and the rule: {stderr}"
+    );
+    assert!(
+        stderr.contains("✗ run_command [permission_denied]"),
+        "{stderr}"
+    );
+    assert!(!c.proj.join("made").exists());
+
+    // `crew permissions` shows where each rule came from.
+    let listed = text(&crew(&c.proj, &c.home, &["permissions", "list"])).0;
+    assert!(
+        listed.lines().any(|l| l.contains("deny")
+            && l.contains("Write(secret.txt)")
+            && l.contains(".claude/settings.json [0]")),
+        "{listed}"
+    );
+
+    // Trusted: the same allow rule runs the command; the deny still holds.
+    assert!(crew(&c.proj, &c.home, &["trust"]).status.success());
+    let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &touch]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(
+        c.proj.join("made").exists(),
+        "trusted: the .claude allow rule applies"
+    );
+    let out = crew(
+        &c.proj,
+        &c.home,
+        &[
+            "-p",
+            "go",
+            "--model",
+            &write,
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(!c.proj.join("secret.txt").exists());
+}

@@ -23,6 +23,7 @@ pub mod commands;
 pub mod delegation;
 pub mod grants;
 pub mod hook;
+pub mod layers;
 pub mod mode;
 pub mod path_index;
 mod permit;
@@ -90,11 +91,11 @@ pub enum Category {
 pub enum Layer {
     /// In-memory grants of this session.
     Session,
-    /// `.crew/settings.local.json`.
+    /// `.crew/settings.local.json` and `.claude/settings.local.json`.
     Local,
-    /// `.crew/settings.json`.
+    /// `.crew/settings.json` and `.claude/settings.json`.
     Project,
-    /// `~/.crew/settings.json`.
+    /// `~/.crew/settings.json` and `~/.claude/settings.json`.
     User,
 }
 
