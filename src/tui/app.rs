@@ -76,8 +76,7 @@ pub struct SessionInfo {
 }
 
 /// The prompt a follow-up run gets when background work has ended.
-pub const FOLLOW_UP: &str = "Background work you started has ended (see the task \
-notifications). Act on the results, or give your final report if everything is done.";
+pub const FOLLOW_UP: &str = crate::agent::follow_up::TASK_NEWS;
 
 /// The whole TUI state.
 pub struct App {
