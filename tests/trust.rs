@@ -299,3 +299,47 @@ fn claude_code_settings_deny_always_and_allow_only_when_trusted() {
     assert!(out.status.success(), "{}", text(&out).1);
     assert!(!c.proj.join("secret.txt").exists());
 }
+
+/// A `.claude/settings.local.json` that git tracks came with the clone: its allow rules
+/// need trust like the project's.
+#[test]
+fn a_committed_claude_local_file_is_shared_content() {
+    let c = cloned(&[(
+        ".claude/settings.local.json",
+        r#"{"permissions":{"allow":["Bash(touch:*)"]}}"#,
+    )]);
+    let input = serde_json::json!({ "command": "touch made" }).to_string();
+    let check = |c: &Clone| {
+        let out = crew(
+            &c.proj,
+            &c.home,
+            &[
+                "permissions",
+                "check",
+                "--tool",
+                "run_command",
+                "--input",
+                &input,
+                "--json",
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(text(&out).0.trim()).unwrap();
+        v
+    };
+    let v = check(&c);
+    assert_eq!(v["decision"], "ask", "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains(".claude/settings.local.json")
+            && warnings.contains("git tracks this file")
+            && warnings.contains("permissions.allow[0] `Bash(touch:*)`"),
+        "{warnings}"
+    );
+    assert!(crew(&c.proj, &c.home, &["trust"]).status.success());
+    let v = check(&c);
+    assert_eq!(
+        (&v["decision"], &v["source"]),
+        (&"allow".into(), &"rule:local".into()),
+        "{v}"
+    );
+}
