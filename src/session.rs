@@ -12,6 +12,7 @@ use ractor::{
 };
 
 use crate::agent::catalog::Catalog;
+use crate::agent::follow_up::{TASK_NEWS, TEAM_NEWS};
 use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
 use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
@@ -231,6 +232,7 @@ impl Actor for Session {
                 // then refused with the reason.
                 match Team::open(dir, name) {
                     Ok(storage) => {
+                        hooks.set_team_name(storage.name());
                         let (actor, _) =
                             Actor::spawn_linked(None, TeamActor, storage.clone(), cell.clone())
                                 .await?;
@@ -459,13 +461,6 @@ async fn start_worktrees(
     }
     Some(Arc::new(WorktreeWorkspaces::new(actor, repo_root)))
 }
-
-/// The lead's next task when a background task it started has ended.
-const TASK_NEWS: &str = "Background work you started has ended (see the task notifications). Act on the results, \
-or give your final report if everything is done.";
-/// The lead's next task when its team has messages or notices for it.
-const TEAM_NEWS: &str = "Your team has news for you (the messages and notices below). Act on them, or give your \
-final report if the team's work is done.";
 
 /// A running session.
 pub struct SessionHandle {

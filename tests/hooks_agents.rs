@@ -259,3 +259,80 @@ if d["teammate_name"] == "tina" and not os.path.exists(m):
         tina[1]
     );
 }
+
+#[test]
+fn user_prompt_submit_fires_only_for_the_users_prompt_and_teams_are_named() {
+    // Logs every prompt it is given, and the team name of each event.
+    let log = r#"python3 -c '
+import json, os, sys
+d = json.load(sys.stdin)
+with open(os.environ["CLAUDE_PROJECT_DIR"] + "/events.log", "a") as f:
+    f.write(json.dumps([d["hook_event_name"], d.get("prompt"), d.get("team_name")]) + "\n")
+'"#;
+    let hook = json!([{"hooks": [{"type": "command", "command": log}]}]);
+    let p = project(
+        &[
+            (
+                ".claude/settings.json",
+                &settings(json!({"UserPromptSubmit": hook, "TeammateIdle": hook})),
+            ),
+            (
+                ".crew/agents/w.md",
+                "---\nname: w\ndescription: test teammate\ntools: read_file, send_message\n---\nDo your part.\n",
+            ),
+        ],
+        true,
+    );
+    let script = json!({
+        "turns": [
+            {"tool_calls": [call("agent", json!({
+                "description": "t", "prompt": "Check things.", "subagent_type": "w", "name": "tina"
+            }))]},
+            {"text": "team started"},
+            {"text": "tina is done; final report"}
+        ],
+        "agents": {"tina": {"turns": [{"text": "checked"}]}}
+    });
+    let r = run_script(
+        &p,
+        script,
+        "start tina",
+        &["--permission-mode", "acceptEdits"],
+    );
+    // The lead did get a follow-up run for the team's news…
+    let lead: Vec<String> = r
+        .requests
+        .iter()
+        .filter(|q| q["agent"] == "lead")
+        .map(|q| q.to_string())
+        .collect();
+    assert!(
+        lead.iter()
+            .any(|q| q.contains("Your team has news for you")),
+        "{lead:?} {}",
+        r.stderr
+    );
+    // …but UserPromptSubmit fired once, for the user's prompt.
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(p.proj.join("events.log"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let prompts: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e[0] == "UserPromptSubmit")
+        .map(|e| &e[1])
+        .collect();
+    assert_eq!(prompts, [&json!("start tina")], "{events:?}");
+    // The team exists, so events carry its name: the session's team directory.
+    let teams: Vec<String> = std::fs::read_dir(p.home.join(".crew/teams"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(teams.len(), 1, "{teams:?}");
+    let idle = events
+        .iter()
+        .find(|e| e[0] == "TeammateIdle")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(idle[2], json!(teams[0]), "{events:?}");
+}

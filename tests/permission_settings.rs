@@ -217,3 +217,47 @@ fn git(dir: &std::path::Path, args: &[&str]) {
         .success();
     assert!(ok, "git {args:?}");
 }
+
+#[test]
+fn claude_code_files_are_layers_and_crew_files_win_within_a_layer() {
+    let f = Fixture::new();
+    f.trust();
+    f.settings(
+        "claude-user",
+        r#"{"model":"opus","permissions":{"defaultMode":"acceptEdits","deny":["Read(~/.aws/**)"]}}"#,
+    );
+    f.settings(
+        "claude-project",
+        r#"{"permissions":{"defaultMode":"plan"}}"#,
+    );
+    f.settings(
+        "project",
+        r#"{"permissions":{"defaultMode":"strict","allow":["Read"]}}"#,
+    );
+    let (policy, warnings) = Policy::load(&f.proj, Some(&f.home)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Same layer: `.crew/settings.json` beats `.claude/settings.json`.
+    assert_eq!(policy.default_mode, PermissionMode::Strict);
+    // Claude Code's model alias is not one of our names: not taken.
+    assert_eq!(policy.model, None);
+    let infos = policy.rule_infos();
+    let deny = infos
+        .iter()
+        .find(|r| r.kind == RuleKind::Deny)
+        .unwrap_or_else(|| panic!("the ~/.claude deny rule loads: {infos:?}"));
+    assert_eq!(deny.layer, Layer::User);
+    assert!(
+        deny.file
+            .as_ref()
+            .unwrap()
+            .ends_with(".claude/settings.json")
+    );
+    // A more local layer wins, whichever directory it is in.
+    f.settings(
+        "claude-local",
+        r#"{"model":"claude-sonnet-4-5","permissions":{"defaultMode":"acceptEdits"}}"#,
+    );
+    let policy = f.policy();
+    assert_eq!(policy.default_mode, PermissionMode::AcceptEdits);
+    assert_eq!(policy.model.as_deref(), Some("claude-sonnet-4-5"));
+}

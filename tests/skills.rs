@@ -369,3 +369,62 @@ fn crew_skills_list_shows_where_each_skill_comes_from_and_what_failed() {
         "{stdout}"
     );
 }
+
+#[test]
+fn subagents_and_teammates_that_can_load_skills_see_the_skill_list() {
+    let (dir, home) = repo(
+        r#"{"turns":[
+            {"tool_calls":[
+                {"name":"agent","input":{"description":"r","prompt":"Review src/main.rs.","subagent_type":"reviewer"}},
+                {"name":"agent","input":{"description":"g","prompt":"Grep for unwrap.","subagent_type":"grepper"}},
+                {"name":"agent","input":{"description":"t","prompt":"Check things.","subagent_type":"mate","name":"tina"}}]},
+            {"text":"started"},
+            {"text":"done"}
+        ],
+        "agents":{
+            "reviewer":{"turns":[{"text":"reviewed"}]},
+            "grepper":{"turns":[{"text":"nothing"}]},
+            "tina":{"turns":[{"text":"checked"}]}}}"#,
+    );
+    put(
+        dir.path(),
+        ".claude/agents/reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, Skill\n---\nYou review.\n",
+    );
+    put(
+        dir.path(),
+        ".claude/agents/grepper.md",
+        "---\nname: grepper\ndescription: Greps\ntools: Grep\n---\nYou grep.\n",
+    );
+    put(
+        dir.path(),
+        ".claude/agents/mate.md",
+        "---\nname: mate\ndescription: A teammate\n---\nYou help.\n",
+    );
+    let (out, requests) = run_p(dir.path(), home.path(), "go", "acceptEdits");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let system_of = |prefix: &str| -> String {
+        requests
+            .iter()
+            .find(|r| r["agent"].as_str().unwrap_or("").starts_with(prefix))
+            .unwrap_or_else(|| panic!("no request of {prefix}: {stderr}"))["system"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let listed = "- review: Review code changes for bugs";
+    let reviewer = system_of("reviewer/");
+    assert!(
+        reviewer.contains("You review.") && reviewer.contains(listed),
+        "{reviewer}"
+    );
+    let teammate = system_of("mate/tina");
+    assert!(teammate.contains(listed), "{teammate}");
+    // An agent without the `skill` tool is not told about skills it cannot load.
+    let grepper = system_of("grepper/");
+    assert!(
+        grepper.contains("You grep.") && !grepper.contains(listed),
+        "{grepper}"
+    );
+}

@@ -208,3 +208,138 @@ fn trust_refuses_home_and_root_and_names_what_to_do() {
     }
     assert!(!c.home.join(".crew/trusted.json").exists());
 }
+
+/// Claude Code's `.claude/settings.json` is a settings layer like ours: its deny rule is
+/// honoured end to end, and its allow rule needs the folder's trust.
+#[test]
+fn claude_code_settings_deny_always_and_allow_only_when_trusted() {
+    let c = cloned(&[(
+        ".claude/settings.json",
+        r#"{"permissions":{"allow":["Bash(touch:*)"],"deny":["Write(secret.txt)"]}}"#,
+    )]);
+    let outside = tempfile::tempdir().unwrap();
+    // The deny rule holds even under bypassPermissions: nothing is written.
+    let write = script(
+        outside.path(),
+        r#"{"turns":[
+            {"tool_calls":[{"name":"write_file","input":{"path":"secret.txt","content":"x"}}]},
+            {"text":"done"}]}"#,
+    );
+    let out = crew(
+        &c.proj,
+        &c.home,
+        &[
+            "-p",
+            "go",
+            "--model",
+            &write,
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    );
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("✗ write_file"), "{stderr}");
+    assert!(
+        !c.proj.join("secret.txt").exists(),
+        "the .claude deny rule was not honoured"
+    );
+
+    // The allow rule of an untrusted clone is ignored, with a warning naming it.
+    let touch = script(
+        outside.path(),
+        r#"{"turns":[
+            {"tool_calls":[{"name":"run_command","input":{"command":"touch made"}}]},
+            {"text":"done"}]}"#,
+    );
+    let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &touch]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(".claude/settings.json")
+            && stderr.contains("not trusted")
+            && stderr.contains("permissions.allow[0] `Bash(touch:*)`"),
+        "the warning names the file and the rule: {stderr}"
+    );
+    assert!(
+        stderr.contains("✗ run_command [permission_denied]"),
+        "{stderr}"
+    );
+    assert!(!c.proj.join("made").exists());
+
+    // `crew permissions` shows where each rule came from.
+    let listed = text(&crew(&c.proj, &c.home, &["permissions", "list"])).0;
+    assert!(
+        listed.lines().any(|l| l.contains("deny")
+            && l.contains("Write(secret.txt)")
+            && l.contains(".claude/settings.json [0]")),
+        "{listed}"
+    );
+
+    // Trusted: the same allow rule runs the command; the deny still holds.
+    assert!(crew(&c.proj, &c.home, &["trust"]).status.success());
+    let out = crew(&c.proj, &c.home, &["-p", "go", "--model", &touch]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(
+        c.proj.join("made").exists(),
+        "trusted: the .claude allow rule applies"
+    );
+    let out = crew(
+        &c.proj,
+        &c.home,
+        &[
+            "-p",
+            "go",
+            "--model",
+            &write,
+            "--permission-mode",
+            "bypassPermissions",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(!c.proj.join("secret.txt").exists());
+}
+
+/// A `.claude/settings.local.json` that git tracks came with the clone: its allow rules
+/// need trust like the project's.
+#[test]
+fn a_committed_claude_local_file_is_shared_content() {
+    let c = cloned(&[(
+        ".claude/settings.local.json",
+        r#"{"permissions":{"allow":["Bash(touch:*)"]}}"#,
+    )]);
+    let input = serde_json::json!({ "command": "touch made" }).to_string();
+    let check = |c: &Clone| {
+        let out = crew(
+            &c.proj,
+            &c.home,
+            &[
+                "permissions",
+                "check",
+                "--tool",
+                "run_command",
+                "--input",
+                &input,
+                "--json",
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(text(&out).0.trim()).unwrap();
+        v
+    };
+    let v = check(&c);
+    assert_eq!(v["decision"], "ask", "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains(".claude/settings.local.json")
+            && warnings.contains("git tracks this file")
+            && warnings.contains("permissions.allow[0] `Bash(touch:*)`"),
+        "{warnings}"
+    );
+    assert!(crew(&c.proj, &c.home, &["trust"]).status.success());
+    let v = check(&c);
+    assert_eq!(
+        (&v["decision"], &v["source"]),
+        (&"allow".into(), &"rule:local".into()),
+        "{v}"
+    );
+}

@@ -1,6 +1,7 @@
 //! The agent catalog: built-in definitions plus those found in `~/.crew/agents/`,
 //! `.claude/agents/` (for users coming from Claude Code) and `.crew/agents/`, later ones
-//! overriding earlier ones by name. A broken file is reported and the others load.
+//! overriding earlier ones by name. A broken file is reported and the others load; a file
+//! that is not regular (a FIFO, a device) or is larger than 256 KiB is reported unread.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,10 +49,11 @@ impl Catalog {
         files.sort();
         for file in files {
             let origin = file.display().to_string();
-            let parsed = std::fs::read_to_string(&file)
-                .map_err(|e| DefinitionError {
+            // A cloned repository decides what these files are: only small regular files.
+            let parsed = crate::front_matter::read(&file)
+                .map_err(|message| DefinitionError {
                     origin: origin.clone(),
-                    message: format!("cannot read: {e}"),
+                    message,
                 })
                 .and_then(|text| parse(&text, &origin));
             match parsed {
@@ -115,5 +117,47 @@ mod tests {
         assert_eq!(c.errors.len(), 1);
         assert!(c.errors[0].origin.ends_with("broken.md"));
         assert!(c.errors[0].message.contains("description"));
+    }
+
+    #[test]
+    fn a_fifo_or_a_huge_file_is_reported_unread_and_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = dir.path().join(".claude/agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        let ok = std::process::Command::new("mkfifo")
+            .arg(agents.join("x.md"))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mkfifo");
+        // Valid front matter followed by a body past the limit.
+        let mut huge = String::from("---\nname: huge\ndescription: big\n---\n");
+        huge.push_str(&"x".repeat(crate::front_matter::MAX_FILE_BYTES as usize));
+        std::fs::write(agents.join("huge.md"), huge).unwrap();
+        let root = dir.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reading the FIFO would block forever: load on a thread, with a generous bound.
+        std::thread::spawn(move || {
+            let _ = tx.send(Catalog::load(&root, None));
+        });
+        let c = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("loading the catalog blocked on the FIFO");
+        assert!(c.get("huge").is_none(), "the huge file was loaded");
+        let mut errors: Vec<(String, String)> = c
+            .errors
+            .iter()
+            .map(|e| (e.origin.clone(), e.message.clone()))
+            .collect();
+        errors.sort();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].0.ends_with("huge.md") && errors[0].1.contains("KiB"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].0.ends_with("x.md") && errors[1].1.contains("regular"),
+            "{errors:?}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod definition;
 pub mod delegate;
+pub mod follow_up;
 pub mod fork;
 pub mod lead;
 pub mod mode;

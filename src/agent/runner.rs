@@ -203,8 +203,10 @@ impl Runner {
         let mut opening = Message::user_text(opening_message(req));
         let mode = place.permission_mode.get();
         let hooks = &self.pipeline.hooks;
+        // crew's own follow-up runs are not the user's prompts.
+        let prompt = (!super::follow_up::is_follow_up(&req.task)).then_some(req.task.as_str());
         match hooks
-            .run_start(role, agent, &place.cwd, mode, &req.task, &cancel)
+            .run_start(role, agent, &place.cwd, mode, prompt, &cancel)
             .await
         {
             Ok(context) => opening

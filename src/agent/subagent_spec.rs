@@ -45,6 +45,12 @@ pub(super) fn defined_runner(
     if depth >= MAX_DEPTH {
         allowed.remove("agent");
     }
+    let skills = env
+        .runner
+        .pipeline
+        .registry
+        .skills()
+        .prompt_section_for(Some(&allowed));
     let mut runner = env.runner.clone();
     runner.spec = AgentSpec {
         id: format!("{}/{task_id}", def.name),
@@ -52,7 +58,7 @@ pub(super) fn defined_runner(
             request.model.as_deref().or(def.model.as_deref()),
             &env.runner.spec.model,
         ),
-        system_prompt: format!("{}{worktree_note}", def.prompt),
+        system_prompt: format!("{}{skills}{worktree_note}", def.prompt),
         allowed_tools: Some(allowed),
         max_turns: def.max_turns.unwrap_or(env.default_max_turns),
         max_tokens: env.runner.spec.max_tokens,

@@ -289,6 +289,12 @@ async fn start_actor(
         .unwrap_or_else(|| all.into_iter().collect());
     // A teammate's `agent` calls start plain subagents only (its actor refuses names).
     allowed.insert("send_message".into());
+    let skills = env
+        .runner
+        .pipeline
+        .registry
+        .skills()
+        .prompt_section_for(Some(&allowed));
     let mut runner = env.runner.clone();
     runner.spec = AgentSpec {
         id: start.agent_id,
@@ -297,7 +303,7 @@ async fn start_actor(
             &env.runner.spec.model,
         ),
         system_prompt: format!(
-            "{}{}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
+            "{}{skills}{}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
 other teammates arrive in your conversation marked <team-message from=\"...\">. Report to the lead with \
 send_message {{to: \"lead\"}} (it does not see your output otherwise). When you have nothing left to do, \
 end your turn: you wait, idle, until a message arrives.",

@@ -1,5 +1,5 @@
-//! The agent loop's and the session's events: `UserPromptSubmit` (the lead's task, before
-//! the model sees it), `Stop`/`SubagentStop`/`TeammateIdle` (an agent is about to finish
+//! The agent loop's and the session's events: `UserPromptSubmit` (the user's task for the
+//! lead, before the model sees it; not crew's own follow-up runs), `Stop`/`SubagentStop`/`TeammateIdle` (an agent is about to finish
 //! or go idle; a block makes it go on with the reason), `SubagentStart`, `SessionStart`,
 //! `SessionEnd` and `Notification` (an approval is needed). `PreCompact` has no firing
 //! point: compaction does not exist yet.
@@ -52,15 +52,16 @@ pub fn context_text(event: HookEvent, context: &str) -> String {
 
 impl HookClient {
     /// The hooks of a run's start: `SubagentStart` for a subagent, `UserPromptSubmit`
-    /// with the task for the lead (a teammate's runs fire neither). Returns the context
-    /// for the opening message, or why a `UserPromptSubmit` hook refused the prompt.
+    /// with the task for the lead when `prompt` is the user's (`None`: one of crew's own
+    /// follow-up runs; a teammate's runs fire neither). Returns the context for the
+    /// opening message, or why a `UserPromptSubmit` hook refused the prompt.
     pub async fn run_start(
         &self,
         role: Role,
         agent: &str,
         cwd: &Path,
         mode: PermissionMode,
-        task: &str,
+        prompt: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<Vec<String>, String> {
         let (event, report) = match role {
@@ -69,6 +70,9 @@ impl HookClient {
                 self.subagent_start(agent, cwd, cancel).await,
             ),
             Role::Lead => {
+                let Some(task) = prompt else {
+                    return Ok(Vec::new());
+                };
                 let report = self
                     .user_prompt_submit(agent, cwd, mode, task, cancel)
                     .await;

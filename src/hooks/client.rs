@@ -38,6 +38,8 @@ struct Inner {
     session_id: String,
     transcript_path: String,
     events: EventBus,
+    /// The session's team, once it has one (`team_name` of every event).
+    team_name: std::sync::OnceLock<String>,
 }
 
 /// Where and for whom an event fires.
@@ -74,7 +76,16 @@ impl HookClient {
                 session_id,
                 transcript_path,
                 events,
+                team_name: std::sync::OnceLock::new(),
             })),
+        }
+    }
+
+    /// Records the session's team: from now on every event's input carries its
+    /// `team_name`. The first name set stays (a session has one team).
+    pub fn set_team_name(&self, name: &str) {
+        if let Some(i) = &self.inner {
+            let _ = i.team_name.set(name.to_string());
         }
     }
 
@@ -85,9 +96,13 @@ impl HookClient {
 
     /// The input every event carries; the caller fills in the event's own fields.
     pub fn input(&self, f: &Firing<'_>) -> HookInput {
-        let (session_id, transcript_path) = match &self.inner {
-            Some(i) => (i.session_id.clone(), i.transcript_path.clone()),
-            None => (String::new(), String::new()),
+        let (session_id, transcript_path, team_name) = match &self.inner {
+            Some(i) => (
+                i.session_id.clone(),
+                i.transcript_path.clone(),
+                i.team_name.get().cloned(),
+            ),
+            None => (String::new(), String::new(), None),
         };
         HookInput {
             session_id,
@@ -95,6 +110,7 @@ impl HookClient {
             cwd: f.cwd.display().to_string(),
             hook_event_name: f.event.as_str().to_string(),
             agent_id: Some(f.agent.to_string()),
+            team_name,
             ..Default::default()
         }
     }

@@ -2,7 +2,8 @@
 //! format — event → `[{matcher, hooks: [{type: "command", command, timeout?}]}]` — read
 //! from `~/.claude/settings.json`, `~/.crew/settings.json` (user), the project's
 //! `.claude/settings.json`, `.crew/settings.json` (project, shared) and
-//! `settings.local.json` in both (local). Agent definitions may carry the same object
+//! `settings.local.json` in both (local) — the files `permission::layers` reads for every
+//! settings reader. Agent definitions may carry the same object
 //! (`Stop` there becomes `SubagentStop`).
 //!
 //! A project's shared hooks (the project files, and a local file git tracks) run only in a
@@ -22,7 +23,8 @@ use super::event::HookEvent;
 use super::matcher::Matcher;
 use crate::agent::catalog::Catalog;
 use crate::permission::Layer;
-use crate::permission::settings::{self, SettingsError, Warning};
+use crate::permission::layers;
+use crate::permission::settings::{SettingsError, Warning};
 use crate::permission::trust::TrustStore;
 
 /// How long a hook may run when its entry sets no `timeout`.
@@ -159,24 +161,6 @@ pub fn parse(
     out
 }
 
-/// The settings files hooks are read from, highest layer first.
-pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
-    let mut out = vec![
-        (Layer::Local, project_root.join(".crew/settings.local.json")),
-        (
-            Layer::Local,
-            project_root.join(".claude/settings.local.json"),
-        ),
-        (Layer::Project, project_root.join(".crew/settings.json")),
-        (Layer::Project, project_root.join(".claude/settings.json")),
-    ];
-    if let Some(h) = home {
-        out.push((Layer::User, h.join(".crew/settings.json")));
-        out.push((Layer::User, h.join(".claude/settings.json")));
-    }
-    out
-}
-
 fn scope(layer: Layer) -> &'static str {
     match layer {
         Layer::Local | Layer::Session => "local",
@@ -195,8 +179,14 @@ pub fn load(
     let mut warnings = Vec::new();
     let trusted = is_trusted(&root, home);
     let mut hooks = Vec::new();
-    for (layer, path) in files(&root, home) {
-        let Some(value) = read_hooks(&path)? else {
+    for file in layers::read_all(&root, home)? {
+        let (layer, path) = (file.layer, file.path.clone());
+        let Some(value) = file
+            .parse::<Value>()?
+            .get("hooks")
+            .filter(|v| !v.is_null())
+            .cloned()
+        else {
             continue;
         };
         let origin = Origin {
@@ -204,7 +194,7 @@ pub fn load(
             scope: scope(layer).into(),
         };
         let found = parse(&value, &origin, |e| e, &mut warnings);
-        if !trusted && settings::is_shared_file(layer, &path) && !found.is_empty() {
+        if !trusted && file.shared.is_some() && !found.is_empty() {
             let names: Vec<String> = found
                 .iter()
                 .map(|h| format!("{} {}: `{}`", h.event, h.place, h.command))
@@ -277,27 +267,6 @@ pub fn load_agents(
         out.insert(def.name.clone(), found);
     }
     (out, warnings)
-}
-
-/// The `hooks` value of one settings file; `None` when the file or the key is missing.
-fn read_hooks(path: &Path) -> Result<Option<Value>, SettingsError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(SettingsError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    let doc: Value = serde_json::from_str(&text).map_err(|e| SettingsError::Malformed {
-        path: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    Ok(doc.get("hooks").filter(|v| !v.is_null()).cloned())
 }
 
 /// An agent definition's `Stop` hook is its `SubagentStop`.

@@ -67,7 +67,8 @@ pub struct HookInput {
     /// The teammate's name (TeammateIdle, TaskCompleted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub teammate_name: Option<String>,
-    /// The team's name (TeammateIdle, TaskCompleted).
+    /// The session's team, when it has one (every event; Claude Code sends it with
+    /// TeammateIdle and TaskCompleted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub team_name: Option<String>,
     /// The work-list item's id (TaskCompleted).

@@ -24,6 +24,7 @@ pub mod delegation;
 pub mod deny_ids;
 pub mod grants;
 pub mod hook;
+pub mod layers;
 pub mod mode;
 pub mod path_index;
 mod permit;
@@ -91,11 +92,11 @@ pub enum Category {
 pub enum Layer {
     /// In-memory grants of this session.
     Session,
-    /// `.crew/settings.local.json`.
+    /// `.crew/settings.local.json` and `.claude/settings.local.json`.
     Local,
-    /// `.crew/settings.json`.
+    /// `.crew/settings.json` and `.claude/settings.json`.
     Project,
-    /// `~/.crew/settings.json`.
+    /// `~/.crew/settings.json` and `~/.claude/settings.json`.
     User,
 }
 

@@ -1,6 +1,7 @@
-//! Settings files and the `Policy` built from them: `~/.crew/settings.json` (user),
-//! `<project>/.crew/settings.json` (project), `<project>/.crew/settings.local.json`
-//! (local). A malformed file is an error naming file, line and column; one malformed or
+//! Settings files and the `Policy` built from them: `~/.crew/settings.json` and
+//! `~/.claude/settings.json` (user), `<project>/.crew/settings.json` and
+//! `<project>/.claude/settings.json` (project), and `settings.local.json` beside each
+//! (local) — the files and their precedence are in `layers.rs`. A malformed file is an error naming file, line and column; one malformed or
 //! unknown rule is skipped with a warning naming file and index.
 //!
 //! A cloned repository's project file must not unlock what the user did not: its
@@ -9,8 +10,8 @@
 //! settings.local.json). Its allow rules, a `defaultMode` looser than `default` and
 //! `worktree.setup` apply only in a folder the user trusted (`trust.rs`); elsewhere one
 //! warning names each ignored entry. Its deny and ask rules always apply: they only
-//! tighten. `.claude/settings*.json` are not read here (only their `hooks`, by
-//! `hooks::config`).
+//! tighten. Claude Code's `.claude` files follow the same rules as ours; from them a
+//! `model` is taken only when it is a full id (`claude-…`), and `worktree` is not read.
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,7 @@ use serde_json::Value;
 
 use super::rules::{Rule, RuleKind};
 use super::trust::TrustStore;
-use super::{Layer, PermissionMode, Policy, sandbox, tracked};
+use super::{Layer, PermissionMode, Policy, layers, sandbox};
 
 /// The OS sandbox settings (`sandbox` key); the command runner applies them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,17 +116,7 @@ struct RawPermissions {
     additional_directories: Vec<String>,
 }
 
-/// The three settings files for a project.
-pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
-    let mut out = vec![
-        (Layer::Local, project_root.join(".crew/settings.local.json")),
-        (Layer::Project, project_root.join(".crew/settings.json")),
-    ];
-    if let Some(h) = home {
-        out.push((Layer::User, h.join(".crew/settings.json")));
-    }
-    out
-}
+pub use super::layers::files;
 
 /// The project root for a directory: the nearest ancestor (itself included) holding
 /// `.git` or `.crew`, never the home directory (whose `.crew` holds user settings) nor
@@ -172,8 +163,9 @@ impl Policy {
         };
         let mut mode_set = false;
         // Highest layer first: single values come from the highest layer that sets them.
-        for (layer, path) in files(&root, home) {
-            let Some(raw) = read(&path)? else { continue };
+        for file in layers::read_all(&root, home)? {
+            let (layer, path) = (file.layer, file.path.clone());
+            let raw: RawSettings = file.parse()?;
             let warn = |warnings: &mut Vec<Warning>, message: String| {
                 warnings.push(Warning {
                     file: Some(path.clone()),
@@ -181,11 +173,18 @@ impl Policy {
                 })
             };
             // A local file that git tracks came with the clone: shared, like the project's.
-            let shared = match layer {
-                Layer::Project => true,
-                Layer::Local => local_is_shared(&path, &mut warnings),
-                _ => false,
-            };
+            if layer == Layer::Local
+                && let Some(why) = &file.shared
+            {
+                warn(
+                    &mut warnings,
+                    format!(
+                        "{why}: it is treated as shared project settings, not your own (its allow rules, looser modes and model need trust; directories, writable roots and passthrough are ignored). Keep your own settings untracked (`git rm --cached` it and add it to .gitignore)"
+                    ),
+                );
+            }
+            let shared = file.shared.is_some();
+            let claude = file.is_claude();
             // What an untrusted shared file asked for and did not get.
             let shared_untrusted = shared && !trusted;
             let mut ignored: Vec<String> = Vec::new();
@@ -287,16 +286,24 @@ impl Policy {
                     warn(&mut warnings, "commandEnv.passthrough is ignored in project settings; set it in .crew/settings.local.json".into());
                 }
             }
+            // `worktree` is ours: the worktree module reads it from `.crew` only.
             if shared_untrusted
+                && !claude
                 && let Some(setup) = raw.worktree.as_ref().and_then(|w| w.get("setup"))
             {
                 ignored.push(format!("worktree.setup {setup}"));
             }
+            // Claude Code's aliases (`opus`, `sonnet`…) are not our model names: from its
+            // files only a full model id (`claude-…`) is taken.
+            let model = raw
+                .model
+                .clone()
+                .filter(|m| !claude || m.starts_with("claude-"));
             // The model decides what runs (a `script:` model replays a file's tool calls).
-            if shared_untrusted && let Some(model) = &raw.model {
+            if shared_untrusted && let Some(model) = &model {
                 ignored.push(format!("model `{model}`"));
             } else if policy.model.is_none() {
-                policy.model = raw.model.clone();
+                policy.model = model;
             }
             if !ignored.is_empty() {
                 warn(
@@ -314,56 +321,6 @@ impl Policy {
         }
         Ok((policy, warnings))
     }
-}
-
-/// Whether a settings file of `layer` is shared content that needs the folder's trust:
-/// the project's file, or a local file git tracks (or whose repository cannot be read).
-/// Hooks use it to decide which hooks run in an untrusted folder.
-pub fn is_shared_file(layer: Layer, path: &Path) -> bool {
-    match layer {
-        Layer::Project => true,
-        Layer::Local => tracked::is_shared(path) != tracked::Shared::No,
-        Layer::User | Layer::Session => false,
-    }
-}
-
-/// Whether the local settings file at `path` is shared content (git tracks it, or its
-/// repository cannot be read), with a warning saying why it is treated like the project's.
-fn local_is_shared(path: &Path, warnings: &mut Vec<Warning>) -> bool {
-    let why = match tracked::is_shared(path) {
-        tracked::Shared::No => return false,
-        tracked::Shared::Tracked => "git tracks this file, so it came with the repository".into(),
-        tracked::Shared::Unknown(e) => format!("{e}, so it may be tracked"),
-    };
-    warnings.push(Warning {
-        file: Some(path.to_path_buf()),
-        message: format!(
-            "{why}: it is treated as shared project settings, not your own (its allow rules, looser modes and model need trust; directories, writable roots and passthrough are ignored). Keep your own settings untracked (`git rm --cached` it and add it to .gitignore)"
-        ),
-    });
-    true
-}
-
-/// Reads and parses one settings file; `None` when it does not exist.
-fn read(path: &Path) -> Result<Option<RawSettings>, SettingsError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(SettingsError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| SettingsError::Malformed {
-            path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        })
 }
 
 /// Appends `rules` to `permissions.allow` of a settings file, skipping rules already

@@ -214,6 +214,19 @@ impl SkillCatalog {
         })
     }
 
+    /// The skills section for an agent limited to the tools `allowed` (`None`: all): the
+    /// list when it can call the `skill` tool, else nothing (a subagent or teammate whose
+    /// definition leaves the tool out is not told about skills it cannot load).
+    pub fn prompt_section_for(
+        &self,
+        allowed: Option<&std::collections::HashSet<String>>,
+    ) -> String {
+        match allowed {
+            Some(names) if !names.contains(tool::NAME) => String::new(),
+            _ => self.prompt_section(),
+        }
+    }
+
     /// The part of a system prompt that lists the skills (empty without skills).
     pub fn prompt_section(&self) -> String {
         if self.is_empty() {

@@ -53,6 +53,8 @@ pub enum Effect {
         name: String,
         /// What followed it.
         args: String,
+        /// The agent mode it runs in: Plan after `/plan`, as typed text would.
+        mode: AgentMode,
     },
 }
 
@@ -76,8 +78,7 @@ pub struct SessionInfo {
 }
 
 /// The prompt a follow-up run gets when background work has ended.
-pub const FOLLOW_UP: &str = "Background work you started has ended (see the task \
-notifications). Act on the results, or give your final report if everything is done.";
+pub const FOLLOW_UP: &str = crate::agent::follow_up::TASK_NEWS;
 
 /// The whole TUI state.
 pub struct App {
@@ -353,9 +354,23 @@ impl App {
         let args = crate::commands::expand::invocation(&text)
             .map(|(_, args)| args.to_string())
             .unwrap_or_default();
+        // The current mode, as for typed text: Plan Mode plans the command's task.
+        let mode = if self.plan == PlanStage::Ready {
+            self.plan.start(text.clone()).mode
+        } else {
+            AgentMode::Chat
+        };
         self.transcript.push(Entry::User(text));
-        self.running = Some(AgentMode::Chat);
-        self.effects.push(Effect::RunCommand { name, args });
+        self.running = Some(mode);
+        self.effects.push(Effect::RunCommand { name, args, mode });
+    }
+
+    /// A custom command's text was expanded: a plan made for it is carried out with the
+    /// expanded task, not the `/name args` line.
+    pub fn on_command_expanded(&mut self, text: String) {
+        if let PlanStage::Planning { task } = &mut self.plan {
+            *task = text;
+        }
     }
 
     /// Applies a session event.

@@ -397,7 +397,7 @@ fn typing_a_slash_offers_built_in_and_custom_commands_and_tab_completes() {
     let started: Vec<(String, String)> = effects
         .into_iter()
         .filter_map(|e| match e {
-            Effect::RunCommand { name, args } => Some((name, args)),
+            Effect::RunCommand { name, args, .. } => Some((name, args)),
             _ => None,
         })
         .collect();
@@ -478,4 +478,39 @@ fn memory_command_lists_loaded_files_and_those_added_as_the_lead_worked() {
         "Added to the lead's conversation so far:\n  {} (subdirectory)",
         "api/AGENTS.md"
     )));
+}
+
+#[test]
+fn a_custom_command_after_plan_plans_and_the_do_run_gets_the_expanded_task() {
+    let mut a = app_with_commands();
+    type_line(&mut a, "/plan");
+    type_line(&mut a, "/review src/main.rs");
+    let effects = a.take_effects();
+    assert!(
+        matches!(
+            effects.as_slice(),
+            [Effect::RunCommand { name, args, mode: AgentMode::Plan }]
+                if name == "review" && args == "src/main.rs"
+        ),
+        "{effects:?}"
+    );
+    assert_eq!(a.running, Some(AgentMode::Plan));
+    a.on_command_expanded("Review src/main.rs for bugs.".into());
+    a.on_run_finished(completed("1. read main.rs"));
+    assert!(notices(&a).contains("Plan ready"));
+    a.on_key(key(KeyCode::Char('1')));
+    let run = runs(a.take_effects()).remove(0);
+    assert_eq!(run.mode, AgentMode::Do);
+    assert_eq!(run.task, "Review src/main.rs for bugs.");
+    assert_eq!(run.plan.as_deref(), Some("1. read main.rs"));
+    // Back in Chat, a command runs as Chat again.
+    a.on_run_finished(completed("done"));
+    type_line(&mut a, "/review x");
+    assert!(matches!(
+        a.take_effects().as_slice(),
+        [Effect::RunCommand {
+            mode: AgentMode::Chat,
+            ..
+        }]
+    ));
 }

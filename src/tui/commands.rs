@@ -192,7 +192,7 @@ impl App {
         let loaded = Policy::load(&self.info.project_root, self.info.home.as_deref());
         match &loaded {
             Ok((policy, _)) if policy.rules.is_empty() => {
-                text.push_str("\nNo rules in .crew/settings.json, .crew/settings.local.json or ~/.crew/settings.json.");
+                text.push_str("\nNo rules in .crew/ or .claude/ settings.json, settings.local.json, or ~/.crew/settings.json or ~/.claude/settings.json.");
             }
             Ok((policy, _)) => {
                 text.push_str("\nRules (deny, then ask, then allow):");

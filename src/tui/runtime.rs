@@ -33,6 +33,7 @@ use crate::tasks::{TaskRecord, now_ms};
 /// Work that finished off the loop.
 enum Done {
     Run(Result<RunOutcome, String>),
+    CommandExpanded(String),
     Tasks(Vec<TaskRecord>),
     Log(String, String),
     TaskEnded(u64, TaskRecord),
@@ -205,6 +206,7 @@ async fn event_loop(
                         watch_completion(t.clone(), watch_generation, done_tx.clone());
                     }
                 }
+                Done::CommandExpanded(text) => app.on_command_expanded(text),
                 Done::Tasks(records) => app.tasks.set_records(records),
                 Done::Log(id, text) => app.tasks.log = Some((id, text)),
                 Done::TaskEnded(generation, rec) => {
@@ -244,8 +246,8 @@ async fn event_loop(
         for effect in app.take_effects() {
             match effect {
                 Effect::Run(req) => spawn_run(lead.clone(), req, done_tx.clone()),
-                Effect::RunCommand { name, args } => {
-                    spawn_command(prepared, name, args, done_tx.clone())
+                Effect::RunCommand { name, args, mode } => {
+                    spawn_command(prepared, name, args, mode, done_tx.clone())
                 }
                 Effect::Cancel => {
                     let _ = lead.cast(LeadMsg::Cancel);
@@ -295,7 +297,13 @@ fn spawn_run(lead: ActorRef<LeadMsg>, req: RunRequest, done: mpsc::UnboundedSend
 
 /// Expands a custom slash command (its `!` commands and `@file` reads run as the lead's
 /// calls, shown and approved like any other) and runs the result as the lead's turn.
-fn spawn_command(p: &Prepared, name: String, args: String, done: mpsc::UnboundedSender<Done>) {
+fn spawn_command(
+    p: &Prepared,
+    name: String,
+    args: String,
+    mode: AgentMode,
+    done: mpsc::UnboundedSender<Done>,
+) {
     let Some(cmd) = p.commands.get(&name).cloned() else {
         let _ = done.send(Done::Run(Err(format!("unknown command /{name}"))));
         return;
@@ -303,10 +311,11 @@ fn spawn_command(p: &Prepared, name: String, args: String, done: mpsc::Unbounded
     let lead = p.session.lead().clone();
     let (cwd, home) = (p.cwd.clone(), p.home.clone());
     tokio::spawn(async move {
-        let mode = AgentMode::Chat;
         let expanded =
             crate::commands::lead_calls::start(&lead, &cmd, &args, mode, &cwd, home.as_deref())
                 .await;
+        // Sent before the run starts, so the app has it before the run ends.
+        let _ = done.send(Done::CommandExpanded(expanded.text.clone()));
         let req = RunRequest {
             mode,
             task: expanded.text,

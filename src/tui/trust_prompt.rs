@@ -1,5 +1,5 @@
 //! The first-run trust prompt: before a session starts in a folder whose shared
-//! `.crew/settings.json` is not trusted yet, the TUI asks "Trust this folder?" and shows
+//! `.crew/settings.json` or `.claude/settings.json` is not trusted yet, the TUI asks "Trust this folder?" and shows
 //! what the file would switch on (allow rules, defaultMode, worktree.setup, …). `y`
 //! trusts the project root (`permission::trust`); `n`, Esc or Ctrl-C start the session
 //! without those settings (its deny and ask rules apply either way).
@@ -38,17 +38,28 @@ pub struct TrustPrompt {
 
 impl TrustPrompt {
     /// The question to ask for `project_root`, if any: only when it has a shared
-    /// `.crew/settings.json` and is not trusted. An unreadable trust list asks too.
+    /// `.crew/settings.json` or `.claude/settings.json` and is not trusted. An unreadable
+    /// trust list asks too.
     pub fn needed(project_root: &Path, home: Option<&Path>) -> Option<TrustPrompt> {
-        let file = project_root.join(".crew/settings.json");
-        let text = std::fs::read_to_string(&file).ok()?;
+        let mut unlocked = Vec::new();
+        for (rel, prefix) in [
+            (".crew/settings.json", ""),
+            (".claude/settings.json", ".claude/settings.json: "),
+        ] {
+            if let Ok(text) = std::fs::read_to_string(project_root.join(rel)) {
+                unlocked.extend(unlocks(&text).into_iter().map(|u| format!("{prefix}{u}")));
+            }
+        }
+        if unlocked.is_empty() {
+            return None;
+        }
         let store = TrustStore::for_home(home?);
         if store.is_trusted(project_root).unwrap_or(false) {
             return None;
         }
         Some(TrustPrompt {
             dir: std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.into()),
-            unlocks: unlocks(&text),
+            unlocks: unlocked,
             store,
         })
     }
@@ -226,5 +237,23 @@ mod tests {
         }
         p.grant().unwrap();
         assert_eq!(TrustPrompt::needed(&proj, Some(&home)), None, "trusted now");
+    }
+
+    #[test]
+    fn claude_code_project_settings_ask_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().canonicalize().unwrap();
+        let proj = home.join("proj");
+        std::fs::create_dir_all(proj.join(".claude")).unwrap();
+        std::fs::write(
+            proj.join(".claude/settings.json"),
+            r#"{"permissions":{"allow":["Bash(npm run test:*)"]}}"#,
+        )
+        .unwrap();
+        let p = TrustPrompt::needed(&proj, Some(&home)).unwrap();
+        assert_eq!(
+            p.unlocks,
+            [".claude/settings.json: permissions.allow: Bash(npm run test:*)"]
+        );
     }
 }

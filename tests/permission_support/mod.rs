@@ -37,12 +37,16 @@ impl Fixture {
         }
     }
 
-    /// Writes a settings file: `which` is "user", "project" or "local".
+    /// Writes a settings file: `which` is "user", "project" or "local" (`.crew`), or
+    /// "claude-user", "claude-project" or "claude-local" (Claude Code's `.claude`).
     pub fn settings(&self, which: &str, json: &str) {
         let path = match which {
             "user" => self.home.join(".crew/settings.json"),
             "project" => self.proj.join(".crew/settings.json"),
             "local" => self.proj.join(".crew/settings.local.json"),
+            "claude-user" => self.home.join(".claude/settings.json"),
+            "claude-project" => self.proj.join(".claude/settings.json"),
+            "claude-local" => self.proj.join(".claude/settings.local.json"),
             other => panic!("unknown layer {other}"),
         };
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
