@@ -3,11 +3,9 @@
 //! credential file. Decisions use the real location: symlinks of the target, of its
 //! directories and of the nearest existing ancestor of a not-yet-existing target are all
 //! followed, so `link/escape.txt` is judged where it would land (seed 000). Credentials
-//! are recognised by name and by file identity (`Credentials`).
+//! are recognised by name and by file identity (`credentials.rs`, re-exported here).
 
-use std::collections::HashMap;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 /// How many symlinks one resolution may follow (Linux allows 40).
@@ -184,136 +182,7 @@ pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
     roots.iter().any(|r| real.starts_with(r))
 }
 
-/// Credential locations below the home directory, denied in every mode (and hidden from
-/// confined commands by the OS sandbox's mount namespace).
-pub const CREDENTIALS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".config/gcloud",
-    ".azure",
-    ".docker/config.json",
-    ".kube/config",
-    ".netrc",
-    ".git-credentials",
-    ".crew/credentials.json",
-    ".config/crew/credentials.json",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials.toml",
-    ".cargo/credentials",
-];
-
-/// If `path` (lexical or real) is a credential location, its home-relative name.
-pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
-    for home in homes {
-        if let Ok(rel) = path.strip_prefix(home) {
-            // Every credential location starts with a dot-name directly in the home.
-            let Some(first) = rel.components().next() else {
-                continue;
-            };
-            let first = first.as_os_str().as_encoded_bytes();
-            if first.first() != Some(&b'.') {
-                continue;
-            }
-            for c in CREDENTIALS {
-                if c.as_bytes().starts_with(first) && rel.starts_with(c) {
-                    return Some(c);
-                }
-            }
-        }
-    }
-    None
-}
-
-/// The credential files to protect: their locations below the home directory (by name)
-/// and their identities (device and inode), so that a hard link to a key elsewhere — in
-/// the project, say — is recognised as the key. Computed once per policy (`cache.rs`).
-#[derive(Debug, Clone, Default)]
-pub struct Credentials {
-    homes: Vec<PathBuf>,
-    ids: HashMap<(u64, u64), &'static str>,
-}
-
-/// How many files below the credential locations are identified (bounds the walk).
-const MAX_CREDENTIAL_FILES: usize = 4096;
-
-impl Credentials {
-    /// Walks the credential locations below `home` (as given and as resolved).
-    pub fn load(home: Option<&Path>) -> Self {
-        let homes = homes(home);
-        let mut ids = HashMap::new();
-        for h in &homes {
-            for c in CREDENTIALS {
-                identify(&h.join(c), c, 0, &mut ids);
-            }
-        }
-        Credentials { homes, ids }
-    }
-
-    /// The home directory's spellings.
-    pub fn homes(&self) -> &[PathBuf] {
-        &self.homes
-    }
-
-    /// If `lexical` (where a path's name points) or `real` (where it resolves) is a
-    /// credential location, or `real` is the same file as a credential, its home-relative
-    /// name.
-    pub fn matches(&self, lexical: &Path, real: Option<&Path>) -> Option<&'static str> {
-        if let Some(name) = credential(lexical, &self.homes)
-            .or_else(|| real.and_then(|r| credential(r, &self.homes)))
-        {
-            return Some(name);
-        }
-        let real = real?;
-        if self.ids.is_empty() {
-            return None;
-        }
-        // Only a file with more than one name can be a hard link to a credential.
-        let meta = std::fs::metadata(real).ok()?;
-        if !meta.is_file() || meta.nlink() < 2 {
-            return None;
-        }
-        self.ids.get(&(meta.dev(), meta.ino())).copied()
-    }
-}
-
-fn identify(
-    path: &Path,
-    name: &'static str,
-    depth: usize,
-    ids: &mut HashMap<(u64, u64), &'static str>,
-) {
-    if ids.len() >= MAX_CREDENTIAL_FILES || depth > 6 {
-        return;
-    }
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
-    if meta.is_file() {
-        ids.insert((meta.dev(), meta.ino()), name);
-    } else if meta.is_dir()
-        && let Ok(rd) = std::fs::read_dir(path)
-    {
-        for e in rd.flatten() {
-            identify(&e.path(), name, depth + 1, ids);
-        }
-    }
-}
-
-/// The home directory as given and as resolved (they differ when home is a symlink).
-pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Some(h) = home {
-        out.push(h.to_path_buf());
-        if let Ok(real) = std::fs::canonicalize(h)
-            && real != h
-        {
-            out.push(real);
-        }
-    }
-    out
-}
+pub use super::credentials::{CREDENTIALS, Credentials, credential, homes};
 
 /// Files whose change would alter permissions or run code later, outside any sandbox:
 /// `.git/hooks`, `.git/config` (and `config.worktree`), `.git/commondir` (it says where
