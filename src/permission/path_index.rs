@@ -13,7 +13,7 @@ use globset::{Candidate, GlobSet, GlobSetBuilder};
 
 use super::command_index::CommandIndex;
 use super::rules::{self, Rule, RuleKind, Subject};
-use super::scopes::Scopes;
+use super::scopes::{self, Scopes};
 use super::spec::RuleName;
 
 /// The rule names whose specifiers are paths (`RuleName::takes_paths`).
@@ -173,7 +173,7 @@ impl PathIndex {
             hits.extend(found.into_iter().map(|g| self.abs_rules[g]));
         }
         if !self.rel_rules.is_empty() {
-            for rel in bases.iter().filter_map(|b| real.strip_prefix(b).ok()) {
+            for rel in bases.iter().filter_map(|b| scopes::strip_prefix(real, b)) {
                 let found = self.rel.matches_candidate(&Candidate::new(rel));
                 hits.extend(found.into_iter().map(|g| self.rel_rules[g]));
             }

@@ -8,6 +8,8 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use super::scopes;
+
 /// How many symlinks one resolution may follow (Linux allows 40).
 const MAX_LINKS: usize = 40;
 
@@ -154,6 +156,9 @@ pub fn by_ancestor(abs: &Path) -> Option<PathBuf> {
 /// Lexical normalisation of an absolute path (`.` dropped, `..` pops), without touching
 /// the file system: used to recognise credential paths by name before resolution.
 pub fn lexical(path: &Path) -> PathBuf {
+    if scopes::plain(path) {
+        return path.to_path_buf();
+    }
     let mut out = PathBuf::from("/");
     for c in path.components() {
         match c {
@@ -179,7 +184,7 @@ pub fn canonical_roots<'a>(roots: impl IntoIterator<Item = &'a Path>) -> Vec<Pat
 /// Whether `real` is one of `roots` or below one (component-wise, so `/a/proj2` is not
 /// below `/a/proj`).
 pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|r| real.starts_with(r))
+    roots.iter().any(|r| scopes::starts_with(real, r))
 }
 
 pub use super::credentials::{CREDENTIALS, Credentials, credential, homes};
@@ -192,6 +197,18 @@ pub use super::credentials::{CREDENTIALS, Credentials, credential, homes};
 /// (and those directories themselves). Writes to them are denied in every mode. Returns
 /// what kind of protected path `path` (lexical or real) is.
 pub fn protected(path: &Path) -> Option<&'static str> {
+    // Every protected path has a `.git`, `.crew` or `.claude` component.
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let named = |i: usize| {
+        let rest = &bytes[i..];
+        (i == 0 || bytes[i - 1] == b'/')
+            && [&b".git"[..], b".crew", b".claude"]
+                .iter()
+                .any(|n| rest.starts_with(n))
+    };
+    if !(0..bytes.len()).any(|i| bytes[i] == b'.' && named(i)) {
+        return None;
+    }
     let comps: Vec<std::borrow::Cow<'_, str>> = path
         .components()
         .filter_map(|c| match c {

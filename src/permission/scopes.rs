@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::rules::{Anchor, Rule, RuleKind};
@@ -94,6 +95,35 @@ pub(crate) fn rest_below<'a>(path: &'a [u8], dir: &[u8]) -> Option<&'a [u8]> {
     rest.strip_prefix(b"/")
 }
 
+/// `path.strip_prefix(dir)` (component-wise), by comparing bytes when both are written
+/// in normal form (a real path is); otherwise as `Path::strip_prefix` does it.
+pub(crate) fn strip_prefix<'a>(path: &'a Path, dir: &Path) -> Option<&'a Path> {
+    match (normalised(path), normalised(dir)) {
+        (Cow::Borrowed(p), Cow::Borrowed(d)) => {
+            rest_below(p, d).map(|rest| Path::new(OsStr::from_bytes(rest)))
+        }
+        _ => path.strip_prefix(dir).ok(),
+    }
+}
+
+/// `path.starts_with(dir)` (component-wise), as `strip_prefix` compares.
+pub(crate) fn starts_with(path: &Path, dir: &Path) -> bool {
+    strip_prefix(path, dir).is_some()
+}
+
+/// Whether a path is absolute and written plainly: no `.` or `..` components, no empty
+/// ones, no trailing `/` (what `sandbox::lexical` returns unchanged).
+pub(crate) fn plain(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    match bytes.strip_prefix(b"/") {
+        Some(b"") => true,
+        Some(body) => body
+            .split(|&c| c == b'/')
+            .all(|c| !c.is_empty() && c != b"." && c != b".."),
+        None => false,
+    }
+}
+
 /// The path's components joined by `/` (`.` dropped, `..` kept, as `Path::starts_with`
 /// compares them), with a leading `/` when it is absolute. Borrowed when the path is
 /// written that way already (a real path always is).
@@ -130,6 +160,26 @@ pub(crate) fn normalised(path: &Path) -> Cow<'_, [u8]> {
 mod tests {
     use super::*;
     use crate::permission::Layer;
+
+    /// The byte comparisons agree with `Path`'s component-wise ones.
+    #[test]
+    fn byte_comparisons_agree_with_path() {
+        let paths = [
+            "/", "/a", "/a/b", "/a/bc", "/ab", "/a/./b", "/a//b", "/a/b/", "/a/../b", "a", "a/b",
+            "./a", "", "/a/b/c/d",
+        ];
+        for p in paths {
+            for d in paths {
+                let (p, d) = (Path::new(p), Path::new(d));
+                assert_eq!(strip_prefix(p, d), p.strip_prefix(d).ok(), "{p:?} {d:?}");
+                assert_eq!(starts_with(p, d), p.starts_with(d), "{p:?} {d:?}");
+            }
+            let p = Path::new(p);
+            if plain(p) {
+                assert_eq!(crate::permission::sandbox::lexical(p), p, "{p:?}");
+            }
+        }
+    }
 
     /// The index finds the rule a linear `could_match_below` scan finds, for rules of
     /// every anchor kind and directories above, at, below and beside the bases.

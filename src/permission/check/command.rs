@@ -395,7 +395,12 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
     let project_real = std::cell::OnceCell::new();
     let project_real = || {
         project_real
-            .get_or_init(|| project.and_then(|p| ctx.policy.cache.cwd(p)))
+            .get_or_init(|| match project {
+                // The cwd was resolved (and re-checked) for this very call.
+                Some(p) if p == ctx.req.cwd => ctx.cwd_real.clone(),
+                Some(p) => ctx.policy.cache.cwd(p),
+                None => None,
+            })
             .as_deref()
     };
     let mut out = if parts.iter().any(|p| p.program() == "git") {

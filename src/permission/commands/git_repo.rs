@@ -5,6 +5,7 @@
 //! only when it will use the project's own repository: the one discovered from the
 //! project root, or the one whose `.git` sits in the agent's cwd (a worktree).
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::permission::sandbox;
@@ -39,7 +40,11 @@ pub fn foreign(parts: &[Part], at: &Places<'_>) -> Vec<Option<String>> {
     if !parts.iter().any(|p| p.program() == "git") {
         return vec![None; parts.len()];
     }
-    let own = own_repos(at);
+    let memo = Memo {
+        at,
+        seen: RefCell::new(Vec::new()),
+    };
+    let own = own_repos(&memo);
     let env_why = git_env_set(parts);
     parts
         .iter()
@@ -49,11 +54,42 @@ pub fn foreign(parts: &[Part], at: &Places<'_>) -> Vec<Option<String>> {
                 .then(|| {
                     env_why
                         .clone()
-                        .or_else(|| git_foreign(part, &dirs, &own, at))
+                        .or_else(|| git_foreign(part, &dirs, &own, &memo))
                 })
                 .flatten()
         })
         .collect()
+}
+
+/// The discoveries made while judging one script, from real start directories (the cwd
+/// and the project root are often the same).
+struct Memo<'a> {
+    at: &'a Places<'a>,
+    seen: RefCell<Vec<(PathBuf, Option<PathBuf>)>>,
+}
+
+impl Memo<'_> {
+    /// `discover_real(dir)`, once per directory.
+    fn real(&self, dir: &Path) -> Option<PathBuf> {
+        if let Some((_, found)) = self.seen.borrow().iter().find(|(d, _)| d == dir) {
+            return found.clone();
+        }
+        let found = discover_real(dir);
+        self.seen
+            .borrow_mut()
+            .push((dir.to_path_buf(), found.clone()));
+        found
+    }
+
+    /// `discover(dir)`, without resolving `dir` when it is the cwd the policy cache
+    /// already resolved.
+    fn discover(&self, dir: &Path) -> Option<PathBuf> {
+        if self.at.cwd_is_real && dir == self.at.cwd {
+            self.real(dir)
+        } else {
+            discover(dir)
+        }
+    }
 }
 
 /// For each part, every directory the shell may be in when it runs (`None`: one the
@@ -79,12 +115,17 @@ pub fn dirs_by_part(parts: &[Part], cwd: &Path, home: Option<&Path>) -> Vec<Vec<
 }
 
 /// The repositories the agent may read with git unasked.
-fn own_repos(at: &Places<'_>) -> Vec<PathBuf> {
+fn own_repos(memo: &Memo<'_>) -> Vec<PathBuf> {
+    let at = memo.at;
     let mut own: Vec<PathBuf> = match at.project_root {
-        Some(root) => discover_real(root).into_iter().collect(),
+        Some(root) => memo.real(root).into_iter().collect(),
         None if at.project_gone => Vec::new(),
-        None => discover_at(at.cwd, at).into_iter().collect(),
+        None => memo.discover(at.cwd).into_iter().collect(),
     };
+    // Discovery from the cwd itself has looked at its `.git` already.
+    if at.cwd_is_real && at.project_root.is_none_or(|r| r == at.cwd) && !at.project_gone {
+        return own;
+    }
     let here = at.cwd.join(".git");
     if let Ok(meta) = here.symlink_metadata() {
         own.push(match meta.file_type().is_symlink() || !at.cwd_is_real {
@@ -100,9 +141,9 @@ fn git_foreign(
     part: &Part,
     dirs: &[Option<PathBuf>],
     own: &[PathBuf],
-    at: &Places<'_>,
+    memo: &Memo<'_>,
 ) -> Option<String> {
-    let home = at.home;
+    let home = memo.at.home;
     let argv = &part.argv;
     let g = git::parse(argv);
     let globals = &argv[1..g.sub.unwrap_or(argv.len())];
@@ -135,7 +176,7 @@ fn git_foreign(
             }
             dir = sandbox::absolute(h, &dir, home);
         }
-        match discover_at(&dir, at) {
+        match memo.discover(&dir) {
             Some(repo) if own.contains(&repo) => {}
             Some(repo) => {
                 return Some(format!(
@@ -208,16 +249,6 @@ fn git_env_set(parts: &[Part]) -> Option<String> {
             _ => None,
         }
     })
-}
-
-/// `discover(dir)`, without resolving `dir` when it is the cwd the policy cache already
-/// resolved.
-fn discover_at(dir: &Path, at: &Places<'_>) -> Option<PathBuf> {
-    if at.cwd_is_real && dir == at.cwd {
-        discover_real(dir)
-    } else {
-        discover(dir)
-    }
 }
 
 /// The repository git discovers from `start`: the first ancestor (itself included) that
