@@ -404,7 +404,10 @@ fn a_repository_planted_between_decisions_is_seen() {
     let policy = f.policy();
     let decide =
         |c: &str| crewmaster::permission::check(&f.req("run_command", &cmd(c), Default), &policy);
-    let commands = ["git -C src/sub status", "git -C src -C sub log --oneline -3"];
+    let commands = [
+        "git -C src/sub status",
+        "git -C src -C sub log --oneline -3",
+    ];
     let reads = |when: &str| {
         for c in commands {
             let d = decide(c);

@@ -5,6 +5,8 @@
 //! followed, so `link/escape.txt` is judged where it would land (seed 000). Credentials
 //! are recognised by name and by file identity (`credentials.rs`, re-exported here).
 
+use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -69,14 +71,15 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {
     let mut missing = false;
     let mut links = 0;
     let mut dir = true;
-    // Components are processed from a stack so a link's target can be pushed in front.
-    let mut stack: Vec<PathBuf> = path
+    // Components are processed from a stack so a link's target can be pushed in front;
+    // the path's own components are borrowed, a link target's are owned.
+    let mut stack: Vec<Cow<'_, OsStr>> = path
         .components()
         .rev()
-        .map(|c| PathBuf::from(c.as_os_str()))
+        .map(|c| Cow::Borrowed(c.as_os_str()))
         .collect();
     while let Some(c) = stack.pop() {
-        let comp = c.components().next();
+        let comp = Path::new(&*c).components().next();
         match comp {
             None | Some(Component::CurDir) => {}
             Some(Component::RootDir) | Some(Component::Prefix(_)) => {
@@ -98,34 +101,29 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {
                 dir = true;
             }
             Some(Component::Normal(name)) => {
-                let candidate = out.join(name);
+                // The candidate is `out` with the name pushed; it stays unless it is a link.
+                out.push(name);
                 if missing {
-                    out = candidate;
                     continue;
                 }
                 dir = false;
-                match std::fs::symlink_metadata(&candidate) {
+                match std::fs::symlink_metadata(&out) {
                     Ok(meta) if meta.file_type().is_symlink() => {
                         links += 1;
                         if links > MAX_LINKS {
                             return Err(io::Error::other(format!(
                                 "too many levels of symbolic links at {}",
-                                candidate.display()
+                                out.display()
                             )));
                         }
-                        let target = std::fs::read_link(&candidate)?;
+                        let target = std::fs::read_link(&out)?;
+                        out.pop();
                         for tc in target.components().rev() {
-                            stack.push(PathBuf::from(tc.as_os_str()));
+                            stack.push(Cow::Owned(tc.as_os_str().to_os_string()));
                         }
                     }
-                    Ok(meta) => {
-                        dir = meta.is_dir();
-                        out = candidate;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        missing = true;
-                        out = candidate;
-                    }
+                    Ok(meta) => dir = meta.is_dir(),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => missing = true,
                     Err(e) => return Err(e),
                 }
             }
