@@ -117,11 +117,24 @@ pub(crate) fn plain(path: &Path) -> bool {
     let bytes = path.as_os_str().as_encoded_bytes();
     match bytes.strip_prefix(b"/") {
         Some(b"") => true,
-        Some(body) => body
-            .split(|&c| c == b'/')
-            .all(|c| !c.is_empty() && c != b"." && c != b".."),
+        Some(body) => components_are(body, |c| c != b"." && c != b".."),
         None => false,
     }
+}
+
+/// Whether every `/`-separated component of `body` is non-empty and passes `ok`.
+fn components_are(body: &[u8], ok: impl Fn(&[u8]) -> bool) -> bool {
+    let mut start = 0;
+    for i in 0..=body.len() {
+        if i == body.len() || body[i] == b'/' {
+            let c = &body[start..i];
+            if c.is_empty() || !ok(c) {
+                return false;
+            }
+            start = i + 1;
+        }
+    }
+    true
 }
 
 /// The path's components joined by `/` (`.` dropped, `..` kept, as `Path::starts_with`
@@ -130,11 +143,7 @@ pub(crate) fn plain(path: &Path) -> bool {
 pub(crate) fn normalised(path: &Path) -> Cow<'_, [u8]> {
     let bytes = path.as_os_str().as_encoded_bytes();
     let body = bytes.strip_prefix(b"/").unwrap_or(bytes);
-    if body.is_empty()
-        || body
-            .split(|&c| c == b'/')
-            .all(|c| !c.is_empty() && c != b".")
-    {
+    if body.is_empty() || components_are(body, |c| c != b".") {
         return Cow::Borrowed(bytes);
     }
     let mut out = Vec::with_capacity(bytes.len());
