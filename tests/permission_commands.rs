@@ -393,6 +393,57 @@ fn git_is_a_read_only_in_the_projects_own_repository() {
     }
 }
 
+/// One policy caches what it can between decisions (cwds, parses, rule indexes) but not
+/// which repository git uses: a `.git` or a bare repository planted after a first
+/// decision, with the same policy, is seen by the second, and its removal by the third.
+#[test]
+fn a_repository_planted_between_decisions_is_seen() {
+    let f = fixture();
+    let sub = f.proj.join("src/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let policy = f.policy();
+    let decide =
+        |c: &str| crewmaster::permission::check(&f.req("run_command", &cmd(c), Default), &policy);
+    let commands = [
+        "git -C src/sub status",
+        "git -C src -C sub log --oneline -3",
+    ];
+    let reads = |when: &str| {
+        for c in commands {
+            let d = decide(c);
+            assert_eq!(
+                (d.verdict, d.category),
+                (Allow, Some(Category::Read)),
+                "{when}: {c}: {d:?}"
+            );
+        }
+    };
+    let foreign = |when: &str| {
+        for c in commands {
+            let d = decide(c);
+            assert!(
+                d.verdict != Allow && d.category == Some(Category::Exec),
+                "{when}: {c}: {d:?}"
+            );
+        }
+    };
+    reads("before");
+    let ok = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&sub)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    foreign("after git init in src/sub");
+    std::fs::remove_dir_all(sub.join(".git")).unwrap();
+    reads("after removing src/sub/.git");
+    // A bare repository needs no `.git` entry.
+    std::fs::create_dir_all(sub.join("objects")).unwrap();
+    std::fs::write(sub.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    foreign("after planting a bare repository in src/sub");
+}
+
 /// Red-team 9, 10: git object names are paths (`HEAD:secrets/k`), and a search that reads
 /// everything below a directory is no read when a Read deny rule may match below it or
 /// the directory holds a credential location.

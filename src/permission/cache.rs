@@ -1,6 +1,7 @@
 //! File-system facts that every decision needs and that need not be recomputed per call:
 //! the canonical extra sandbox roots, the home directory's spellings, the credential
-//! identities (`sandbox::Credentials`), the path rules' glob index (`PathIndex`),
+//! identities (`sandbox::Credentials`), the rule index (`PathIndex`: the path rules' globs,
+//! the command rules by first word, the Read deny rules' scopes),
 //! each cwd's real location, and the parses of recent commands whose expansion did not
 //! read the file system (no glob, no `cd`), which are the same every time. A cwd is re-checked
 //! on every use by its device and inode (one `stat`), so a directory replaced under the

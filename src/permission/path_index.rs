@@ -1,5 +1,6 @@
 //! Every path rule's globs in two sets (absolute, relative to the project or cwd), built
-//! once per policy: one query finds the rules whose globs match a path, instead of one
+//! once per policy, with the command rules (`CommandIndex`) and the Read deny rules' scopes
+//! (`Scopes`), which share its freshness check: one query finds the rules whose globs match a path, instead of one
 //! glob match per rule (a rule-heavy settings file has hundreds). Rules the sets do not
 //! hold — exact, regex and negated specifiers, whole-tool rules, and rules added after the
 //! index was built (session grants) — are matched one by one, and ties are broken as
@@ -10,7 +11,9 @@ use std::sync::Mutex;
 
 use globset::{Candidate, GlobSet, GlobSetBuilder};
 
+use super::command_index::CommandIndex;
 use super::rules::{self, Rule, RuleKind, Subject};
+use super::scopes::{self, Scopes};
 use super::spec::RuleName;
 
 /// The rule names whose specifiers are paths (`RuleName::takes_paths`).
@@ -31,6 +34,10 @@ pub struct PathIndex {
     rel_rules: Vec<usize>,
     /// Path rules not in the sets, matched one by one.
     others: Vec<usize>,
+    /// The Read deny rules by anchor, for recursive-search scopes.
+    scopes: Scopes,
+    /// The command rules, by the first word they need.
+    commands: CommandIndex,
     /// The address of each indexed rule's text: the index holds for these rules only.
     ids: Vec<usize>,
     /// The address and length of the rule list last seen fresh: a quick test that it is
@@ -66,6 +73,8 @@ impl PathIndex {
             rel: rel.build().ok()?,
             rel_rules,
             others,
+            scopes: Scopes::build(rules),
+            commands: CommandIndex::build(rules),
             ids: rules.iter().map(|r| r.text.as_ptr() as usize).collect(),
             seen: Mutex::new((rules.as_ptr() as usize, rules.len())),
         })
@@ -126,6 +135,36 @@ impl PathIndex {
         })
     }
 
+    /// The rules that may match a command part whose texts are `texts`
+    /// (`CommandIndex::candidates`, then every rule appended since the index was built),
+    /// in list order.
+    pub fn command_candidates<'a>(
+        &self,
+        rules: &'a [Rule],
+        texts: &[&str],
+    ) -> impl Iterator<Item = &'a Rule> {
+        let indexed = self.commands.candidates(texts);
+        let rest = rules.get(self.ids.len()..).unwrap_or_default();
+        indexed.into_iter().map(|i| &rules[i]).chain(rest)
+    }
+
+    /// The first Read deny rule that may match `dir` (real) or something below it, as a
+    /// scan with `Rule::could_match_below` finds it (`Scopes`; rules appended since the
+    /// index was built are scanned).
+    pub fn read_deny_below<'a>(
+        &self,
+        rules: &'a [Rule],
+        dir: &Path,
+        bases: &[PathBuf],
+    ) -> Option<&'a Rule> {
+        if let Some(i) = self.scopes.first_below(dir, bases) {
+            return rules.get(i);
+        }
+        rules.get(self.ids.len()..)?.iter().find(|r| {
+            r.kind == RuleKind::Deny && r.could_match_below(&[RuleName::Read], dir, bases)
+        })
+    }
+
     /// The indexed rules whose globs match `real`.
     fn glob_hits(&self, real: &Path, bases: &[PathBuf]) -> Vec<usize> {
         let mut hits = Vec::new();
@@ -134,7 +173,7 @@ impl PathIndex {
             hits.extend(found.into_iter().map(|g| self.abs_rules[g]));
         }
         if !self.rel_rules.is_empty() {
-            for rel in bases.iter().filter_map(|b| real.strip_prefix(b).ok()) {
+            for rel in bases.iter().filter_map(|b| scopes::strip_prefix(real, b)) {
                 let found = self.rel.matches_candidate(&Candidate::new(rel));
                 hits.extend(found.into_iter().map(|g| self.rel_rules[g]));
             }

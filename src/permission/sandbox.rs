@@ -3,12 +3,14 @@
 //! credential file. Decisions use the real location: symlinks of the target, of its
 //! directories and of the nearest existing ancestor of a not-yet-existing target are all
 //! followed, so `link/escape.txt` is judged where it would land (seed 000). Credentials
-//! are recognised by name and by file identity (`Credentials`).
+//! are recognised by name and by file identity (`credentials.rs`, re-exported here).
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use super::scopes;
 
 /// How many symlinks one resolution may follow (Linux allows 40).
 const MAX_LINKS: usize = 40;
@@ -69,14 +71,15 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {
     let mut missing = false;
     let mut links = 0;
     let mut dir = true;
-    // Components are processed from a stack so a link's target can be pushed in front.
-    let mut stack: Vec<PathBuf> = path
+    // Components are processed from a stack so a link's target can be pushed in front;
+    // the path's own components are borrowed, a link target's are owned.
+    let mut stack: Vec<Cow<'_, OsStr>> = path
         .components()
         .rev()
-        .map(|c| PathBuf::from(c.as_os_str()))
+        .map(|c| Cow::Borrowed(c.as_os_str()))
         .collect();
     while let Some(c) = stack.pop() {
-        let comp = c.components().next();
+        let comp = Path::new(&*c).components().next();
         match comp {
             None | Some(Component::CurDir) => {}
             Some(Component::RootDir) | Some(Component::Prefix(_)) => {
@@ -98,34 +101,29 @@ fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {
                 dir = true;
             }
             Some(Component::Normal(name)) => {
-                let candidate = out.join(name);
+                // The candidate is `out` with the name pushed; it stays unless it is a link.
+                out.push(name);
                 if missing {
-                    out = candidate;
                     continue;
                 }
                 dir = false;
-                match std::fs::symlink_metadata(&candidate) {
+                match std::fs::symlink_metadata(&out) {
                     Ok(meta) if meta.file_type().is_symlink() => {
                         links += 1;
                         if links > MAX_LINKS {
                             return Err(io::Error::other(format!(
                                 "too many levels of symbolic links at {}",
-                                candidate.display()
+                                out.display()
                             )));
                         }
-                        let target = std::fs::read_link(&candidate)?;
+                        let target = std::fs::read_link(&out)?;
+                        out.pop();
                         for tc in target.components().rev() {
-                            stack.push(PathBuf::from(tc.as_os_str()));
+                            stack.push(Cow::Owned(tc.as_os_str().to_os_string()));
                         }
                     }
-                    Ok(meta) => {
-                        dir = meta.is_dir();
-                        out = candidate;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        missing = true;
-                        out = candidate;
-                    }
+                    Ok(meta) => dir = meta.is_dir(),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => missing = true,
                     Err(e) => return Err(e),
                 }
             }
@@ -156,6 +154,9 @@ pub fn by_ancestor(abs: &Path) -> Option<PathBuf> {
 /// Lexical normalisation of an absolute path (`.` dropped, `..` pops), without touching
 /// the file system: used to recognise credential paths by name before resolution.
 pub fn lexical(path: &Path) -> PathBuf {
+    if scopes::plain(path) {
+        return path.to_path_buf();
+    }
     let mut out = PathBuf::from("/");
     for c in path.components() {
         match c {
@@ -181,139 +182,10 @@ pub fn canonical_roots<'a>(roots: impl IntoIterator<Item = &'a Path>) -> Vec<Pat
 /// Whether `real` is one of `roots` or below one (component-wise, so `/a/proj2` is not
 /// below `/a/proj`).
 pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|r| real.starts_with(r))
+    roots.iter().any(|r| scopes::starts_with(real, r))
 }
 
-/// Credential locations below the home directory, denied in every mode (and hidden from
-/// confined commands by the OS sandbox's mount namespace).
-pub const CREDENTIALS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".config/gcloud",
-    ".azure",
-    ".docker/config.json",
-    ".kube/config",
-    ".netrc",
-    ".git-credentials",
-    ".crew/credentials.json",
-    ".config/crew/credentials.json",
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials.toml",
-    ".cargo/credentials",
-];
-
-/// If `path` (lexical or real) is a credential location, its home-relative name.
-pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
-    for home in homes {
-        if let Ok(rel) = path.strip_prefix(home) {
-            // Every credential location starts with a dot-name directly in the home.
-            let Some(first) = rel.components().next() else {
-                continue;
-            };
-            let first = first.as_os_str().as_encoded_bytes();
-            if first.first() != Some(&b'.') {
-                continue;
-            }
-            for c in CREDENTIALS {
-                if c.as_bytes().starts_with(first) && rel.starts_with(c) {
-                    return Some(c);
-                }
-            }
-        }
-    }
-    None
-}
-
-/// The credential files to protect: their locations below the home directory (by name)
-/// and their identities (device and inode), so that a hard link to a key elsewhere — in
-/// the project, say — is recognised as the key. Computed once per policy (`cache.rs`).
-#[derive(Debug, Clone, Default)]
-pub struct Credentials {
-    homes: Vec<PathBuf>,
-    ids: HashMap<(u64, u64), &'static str>,
-}
-
-/// How many files below the credential locations are identified (bounds the walk).
-const MAX_CREDENTIAL_FILES: usize = 4096;
-
-impl Credentials {
-    /// Walks the credential locations below `home` (as given and as resolved).
-    pub fn load(home: Option<&Path>) -> Self {
-        let homes = homes(home);
-        let mut ids = HashMap::new();
-        for h in &homes {
-            for c in CREDENTIALS {
-                identify(&h.join(c), c, 0, &mut ids);
-            }
-        }
-        Credentials { homes, ids }
-    }
-
-    /// The home directory's spellings.
-    pub fn homes(&self) -> &[PathBuf] {
-        &self.homes
-    }
-
-    /// If `lexical` (where a path's name points) or `real` (where it resolves) is a
-    /// credential location, or `real` is the same file as a credential, its home-relative
-    /// name.
-    pub fn matches(&self, lexical: &Path, real: Option<&Path>) -> Option<&'static str> {
-        if let Some(name) = credential(lexical, &self.homes)
-            .or_else(|| real.and_then(|r| credential(r, &self.homes)))
-        {
-            return Some(name);
-        }
-        let real = real?;
-        if self.ids.is_empty() {
-            return None;
-        }
-        // Only a file with more than one name can be a hard link to a credential.
-        let meta = std::fs::metadata(real).ok()?;
-        if !meta.is_file() || meta.nlink() < 2 {
-            return None;
-        }
-        self.ids.get(&(meta.dev(), meta.ino())).copied()
-    }
-}
-
-fn identify(
-    path: &Path,
-    name: &'static str,
-    depth: usize,
-    ids: &mut HashMap<(u64, u64), &'static str>,
-) {
-    if ids.len() >= MAX_CREDENTIAL_FILES || depth > 6 {
-        return;
-    }
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
-    if meta.is_file() {
-        ids.insert((meta.dev(), meta.ino()), name);
-    } else if meta.is_dir()
-        && let Ok(rd) = std::fs::read_dir(path)
-    {
-        for e in rd.flatten() {
-            identify(&e.path(), name, depth + 1, ids);
-        }
-    }
-}
-
-/// The home directory as given and as resolved (they differ when home is a symlink).
-pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Some(h) = home {
-        out.push(h.to_path_buf());
-        if let Ok(real) = std::fs::canonicalize(h)
-            && real != h
-        {
-            out.push(real);
-        }
-    }
-    out
-}
+pub use super::credentials::{CREDENTIALS, Credentials, credential, homes};
 
 /// Files whose change would alter permissions or run code later, outside any sandbox:
 /// `.git/hooks`, `.git/config` (and `config.worktree`), `.git/commondir` (it says where
@@ -323,6 +195,18 @@ pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
 /// (and those directories themselves). Writes to them are denied in every mode. Returns
 /// what kind of protected path `path` (lexical or real) is.
 pub fn protected(path: &Path) -> Option<&'static str> {
+    // Every protected path has a `.git`, `.crew` or `.claude` component.
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let named = |i: usize| {
+        let rest = &bytes[i..];
+        (i == 0 || bytes[i - 1] == b'/')
+            && [&b".git"[..], b".crew", b".claude"]
+                .iter()
+                .any(|n| rest.starts_with(n))
+    };
+    if !(0..bytes.len()).any(|i| bytes[i] == b'.' && named(i)) {
+        return None;
+    }
     let comps: Vec<std::borrow::Cow<'_, str>> = path
         .components()
         .filter_map(|c| match c {

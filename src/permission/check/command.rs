@@ -9,8 +9,8 @@ use super::super::rules::{Rule, RuleKind, Subject};
 use super::super::shell::{Arg, Dir, Part};
 use super::super::spec::RuleName;
 use super::super::{
-    Category, Decision, PermissionMode, Source, Verdict, blacklist, commands, protected, rules,
-    sandbox, shell,
+    Category, Decision, PermissionMode, Source, Verdict, blacklist, commands, protected, sandbox,
+    shell,
 };
 use super::path::path_deny;
 use super::{Ctx, deny, fallback, from_rule, guarded};
@@ -152,10 +152,11 @@ fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
         forms: &[],
         open: false,
     };
-    ctx.policy
-        .rules
-        .iter()
-        .find(|r| r.kind == RuleKind::Allow && r.is_exact() && r.matches(&subject))
+    let grant = |r: &&Rule| r.kind == RuleKind::Allow && r.is_exact() && r.matches(&subject);
+    match &ctx.index {
+        Some(i) => i.command_candidates(&ctx.policy.rules, &[raw]).find(grant),
+        None => ctx.policy.rules.iter().find(grant),
+    }
 }
 
 /// The part as bash runs it, when expansion changed its words and all of them are known
@@ -185,7 +186,6 @@ fn part_rule<'r>(
     full: &str,
     grant: Option<&'r Rule>,
 ) -> Option<&'r Rule> {
-    let rules = &ctx.policy.rules;
     let forms = commands::match_forms(part);
     let subject = Subject::Command {
         text,
@@ -195,7 +195,8 @@ fn part_rule<'r>(
         open: part.open,
     };
     let expanded_part = part.expanded();
-    let rule = rules::decide(rules, &subject)
+    let rule = ctx
+        .command_rule(&subject)
         .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
     let by_expansion = expanded.and_then(|e| {
         let text = e.text();
@@ -207,7 +208,8 @@ fn part_rule<'r>(
             forms: &forms,
             open: part.open,
         };
-        rules::decide(rules, &subject).filter(|r| r.kind != RuleKind::Allow)
+        ctx.command_rule(&subject)
+            .filter(|r| r.kind != RuleKind::Allow)
     });
     match (rule, by_expansion) {
         (Some(r), _) if r.kind == RuleKind::Deny => Some(r),
@@ -390,7 +392,30 @@ fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
 fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
     let cwd = ctx.cwd_real.as_deref().unwrap_or(&ctx.req.cwd);
     let project = ctx.policy.project_root.as_deref();
-    let mut out = commands::git_repo::foreign(parts, cwd, project, ctx.home);
+    // The project root's real location, through the cache (re-checked by identity).
+    let project_real = std::cell::OnceCell::new();
+    let project_real = || {
+        project_real
+            .get_or_init(|| match project {
+                // The cwd was resolved (and re-checked) for this very call.
+                Some(p) if p == ctx.req.cwd => ctx.cwd_real.clone(),
+                Some(p) => ctx.policy.cache.cwd(p),
+                None => None,
+            })
+            .as_deref()
+    };
+    let mut out = if parts.iter().any(|p| p.program() == "git") {
+        let at = commands::git_repo::Places {
+            cwd,
+            cwd_is_real: ctx.cwd_real.is_some(),
+            project_root: project_real(),
+            project_gone: project.is_some() && project_real().is_none(),
+            home: ctx.home,
+        };
+        commands::git_repo::foreign(parts, &at)
+    } else {
+        vec![None; parts.len()]
+    };
     let mut dirs = None;
     for (i, part) in parts.iter().enumerate() {
         let Some(words) = out[i]
@@ -406,51 +431,58 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
             let Some(d) = d else {
                 return Some("it searches a directory the engine cannot follow".to_string());
             };
-            let d = match &part.chdir {
-                Some(c) => sandbox::absolute(c, d, ctx.home),
-                None => d.clone(),
+            let (d, d_real) = match &part.chdir {
+                Some(c) => (sandbox::absolute(c, d, ctx.home), false),
+                None => (d.clone(), ctx.cwd_real.as_ref() == Some(d)),
             };
-            words
-                .iter()
-                .find_map(|w| scope_why(ctx, &sandbox::absolute(w, &d, ctx.home)))
+            words.iter().find_map(|w| {
+                let w = sandbox::absolute(w, Path::new(""), ctx.home);
+                scope_why(ctx, &real_below(&d, d_real, &w)?)
+            })
         });
         // Git names paths from the repository root (`HEAD:path`, a whole-tree diff).
         if out[i].is_none()
             && part.program() == "git"
             && let Some(root) = project
         {
-            out[i] = words.iter().find_map(|w| scope_why(ctx, &root.join(w)));
+            let (root, real) = match project_real() {
+                Some(r) => (r, true),
+                None => (root, false),
+            };
+            out[i] = words
+                .iter()
+                .find_map(|w| scope_why(ctx, &real_below(root, real, Path::new(w))?));
         }
     }
     out
 }
 
-/// Why reading everything below `scope` (a directory or a file) is not a plain read, if
-/// it is not.
-fn scope_why(ctx: &Ctx<'_>, scope: &Path) -> Option<String> {
-    let dir = std::fs::canonicalize(scope).ok()?;
-    for home in ctx.creds().homes() {
-        for c in sandbox::CREDENTIALS {
-            if home.join(c).starts_with(&dir) {
-                return Some(format!(
-                    "it reads everything below {}, which holds the credential location ~/{c}",
-                    dir.display()
-                ));
-            }
-        }
+/// Where `word` (relative to `base`, or absolute) really is; `None` when it does not
+/// exist. A `base` known to be real needs only the word's own components looked up.
+fn real_below(base: &Path, base_real: bool, word: &Path) -> Option<PathBuf> {
+    if base_real && word.is_relative() {
+        let r = sandbox::resolve_traced(base, word).ok()?;
+        return r.exists.then_some(r.path);
     }
-    let names = [RuleName::Read];
-    ctx.policy
-        .rules
-        .iter()
-        .find(|r| r.kind == RuleKind::Deny && r.could_match_below(&names, &dir, &ctx.bases))
-        .map(|r| {
-            format!(
-                "it reads everything below {}, where rule `{}` denies reading",
-                dir.display(),
-                r.text
-            )
-        })
+    std::fs::canonicalize(base.join(word)).ok()
+}
+
+/// Why reading everything below `dir` (a real directory or file) is not a plain read, if
+/// it is not.
+fn scope_why(ctx: &Ctx<'_>, dir: &Path) -> Option<String> {
+    if let Some(c) = ctx.creds().below(dir) {
+        return Some(format!(
+            "it reads everything below {}, which holds the credential location ~/{c}",
+            dir.display()
+        ));
+    }
+    ctx.read_deny_below(dir).map(|r| {
+        format!(
+            "it reads everything below {}, where rule `{}` denies reading",
+            dir.display(),
+            r.text
+        )
+    })
 }
 
 /// A part decided as a read that is not one: the mode decides it as Exec instead (a rule

@@ -108,6 +108,29 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The rule deciding a command subject (`rules::decide`, among the index's candidates
+    /// for the texts the subject is matched as written: `text` and `full`).
+    fn command_rule(&self, subject: &Subject<'_>) -> Option<&'a Rule> {
+        let rules = &self.policy.rules;
+        match (&self.index, subject) {
+            (Some(i), Subject::Command { text, full, .. }) => {
+                rules::decide_in(i.command_candidates(rules, &[text, full]), subject)
+            }
+            _ => rules::decide(rules, subject),
+        }
+    }
+
+    /// The first Read deny rule that may match `dir` (real) or something below it.
+    fn read_deny_below(&self, dir: &Path) -> Option<&'a Rule> {
+        let rules = &self.policy.rules;
+        match &self.index {
+            Some(i) => i.read_deny_below(rules, dir, &self.bases),
+            None => rules.iter().find(|r| {
+                r.kind == RuleKind::Deny && r.could_match_below(&[RuleName::Read], dir, &self.bases)
+            }),
+        }
+    }
+
     fn creds(&self) -> &sandbox::Credentials {
         &self.fixed.creds
     }

@@ -5,6 +5,7 @@
 //! only when it will use the project's own repository: the one discovered from the
 //! project root, or the one whose `.git` sits in the agent's cwd (a worktree).
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::permission::sandbox;
@@ -16,33 +17,79 @@ use super::git;
 /// directory counts as unknown.
 const MAX_DIRS: usize = 16;
 
+/// Where a script's git commands start from.
+#[derive(Debug, Clone, Copy)]
+pub struct Places<'a> {
+    /// The agent's cwd.
+    pub cwd: &'a Path,
+    /// Whether `cwd` is its own real (canonical) location, as the policy cache resolved
+    /// it: discovery from it then needs no `canonicalize`.
+    pub cwd_is_real: bool,
+    /// The project root, real; `None` when there is no project.
+    pub project_root: Option<&'a Path>,
+    /// Whether there is a project root that no longer exists (nothing is discovered
+    /// from it then).
+    pub project_gone: bool,
+    /// What `~` expands to.
+    pub home: Option<&'a Path>,
+}
+
 /// For each part of a script, why it is a git command that may not use the project's own
 /// repository (`None` for every other part, and for git that surely uses it).
-/// `cwd` is the agent's cwd, `project_root` the project root, `home` expands `~`.
-pub fn foreign(
-    parts: &[Part],
-    cwd: &Path,
-    project_root: Option<&Path>,
-    home: Option<&Path>,
-) -> Vec<Option<String>> {
+pub fn foreign(parts: &[Part], at: &Places<'_>) -> Vec<Option<String>> {
     if !parts.iter().any(|p| p.program() == "git") {
         return vec![None; parts.len()];
     }
-    let own = own_repos(cwd, project_root);
+    let memo = Memo {
+        at,
+        seen: RefCell::new(Vec::new()),
+    };
+    let own = own_repos(&memo);
     let env_why = git_env_set(parts);
     parts
         .iter()
-        .zip(dirs_by_part(parts, cwd, home))
+        .zip(dirs_by_part(parts, at.cwd, at.home))
         .map(|(part, dirs)| {
             (part.program() == "git")
                 .then(|| {
                     env_why
                         .clone()
-                        .or_else(|| git_foreign(part, &dirs, &own, home))
+                        .or_else(|| git_foreign(part, &dirs, &own, &memo))
                 })
                 .flatten()
         })
         .collect()
+}
+
+/// The discoveries made while judging one script, from real start directories (the cwd
+/// and the project root are often the same).
+struct Memo<'a> {
+    at: &'a Places<'a>,
+    seen: RefCell<Vec<(PathBuf, Option<PathBuf>)>>,
+}
+
+impl Memo<'_> {
+    /// `discover_real(dir)`, once per directory.
+    fn real(&self, dir: &Path) -> Option<PathBuf> {
+        if let Some((_, found)) = self.seen.borrow().iter().find(|(d, _)| d == dir) {
+            return found.clone();
+        }
+        let found = discover_real(dir);
+        self.seen
+            .borrow_mut()
+            .push((dir.to_path_buf(), found.clone()));
+        found
+    }
+
+    /// `discover(dir)`, without resolving `dir` when it is the cwd the policy cache
+    /// already resolved.
+    fn discover(&self, dir: &Path) -> Option<PathBuf> {
+        if self.at.cwd_is_real && dir == self.at.cwd {
+            self.real(dir)
+        } else {
+            discover(dir)
+        }
+    }
 }
 
 /// For each part, every directory the shell may be in when it runs (`None`: one the
@@ -68,11 +115,23 @@ pub fn dirs_by_part(parts: &[Part], cwd: &Path, home: Option<&Path>) -> Vec<Vec<
 }
 
 /// The repositories the agent may read with git unasked.
-fn own_repos(cwd: &Path, project_root: Option<&Path>) -> Vec<PathBuf> {
-    let mut own: Vec<PathBuf> = discover(project_root.unwrap_or(cwd)).into_iter().collect();
-    let here = cwd.join(".git");
-    if here.symlink_metadata().is_ok() {
-        own.push(real(&here));
+fn own_repos(memo: &Memo<'_>) -> Vec<PathBuf> {
+    let at = memo.at;
+    let mut own: Vec<PathBuf> = match at.project_root {
+        Some(root) => memo.real(root).into_iter().collect(),
+        None if at.project_gone => Vec::new(),
+        None => memo.discover(at.cwd).into_iter().collect(),
+    };
+    // Discovery from the cwd itself has looked at its `.git` already.
+    if at.cwd_is_real && at.project_root.is_none_or(|r| r == at.cwd) && !at.project_gone {
+        return own;
+    }
+    let here = at.cwd.join(".git");
+    if let Ok(meta) = here.symlink_metadata() {
+        own.push(match meta.file_type().is_symlink() || !at.cwd_is_real {
+            true => real(&here),
+            false => here,
+        });
     }
     own
 }
@@ -82,8 +141,9 @@ fn git_foreign(
     part: &Part,
     dirs: &[Option<PathBuf>],
     own: &[PathBuf],
-    home: Option<&Path>,
+    memo: &Memo<'_>,
 ) -> Option<String> {
+    let home = memo.at.home;
     let argv = &part.argv;
     let g = git::parse(argv);
     let globals = &argv[1..g.sub.unwrap_or(argv.len())];
@@ -116,7 +176,7 @@ fn git_foreign(
             }
             dir = sandbox::absolute(h, &dir, home);
         }
-        match discover(&dir) {
+        match memo.discover(&dir) {
             Some(repo) if own.contains(&repo) => {}
             Some(repo) => {
                 return Some(format!(
@@ -194,11 +254,20 @@ fn git_env_set(parts: &[Part]) -> Option<String> {
 /// The repository git discovers from `start`: the first ancestor (itself included) that
 /// holds a `.git` entry or is itself a git directory (a bare repository), canonical.
 pub fn discover(start: &Path) -> Option<PathBuf> {
-    let start = std::fs::canonicalize(start).ok()?;
+    discover_real(&std::fs::canonicalize(start).ok()?)
+}
+
+/// `discover` from a directory that is already real (canonical): its ancestors are real
+/// too, so a `.git` entry that is not a symlink needs no resolving (one `lstat` for the
+/// common case).
+fn discover_real(start: &Path) -> Option<PathBuf> {
     for d in start.ancestors() {
         let dot = d.join(".git");
-        if dot.symlink_metadata().is_ok() {
-            return Some(real(&dot));
+        if let Ok(meta) = dot.symlink_metadata() {
+            if meta.file_type().is_symlink() {
+                return Some(real(&dot));
+            }
+            return Some(dot);
         }
         if d.join("HEAD").is_file() && (d.join("objects").is_dir() || d.join("commondir").is_file())
         {
@@ -228,7 +297,14 @@ mod tests {
         std::fs::write(proj.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
         let run = |c: &str| {
             let s = shell::parse(c).unwrap();
-            foreign(&s.parts, &proj, Some(&proj), None)
+            let at = Places {
+                cwd: &proj,
+                cwd_is_real: true,
+                project_root: Some(&proj),
+                project_gone: false,
+                home: None,
+            };
+            foreign(&s.parts, &at)
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()

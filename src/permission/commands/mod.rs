@@ -164,6 +164,9 @@ pub fn match_forms(part: &Part) -> Vec<String> {
     let Some(first) = part.argv.first() else {
         return forms;
     };
+    if part.program() == first && part.program() != "git" {
+        return forms;
+    }
     let mut argv = part.argv.clone();
     let base = part.program().to_string();
     if base != *first {

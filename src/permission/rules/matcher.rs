@@ -163,7 +163,7 @@ impl<'a> PathProbe<'a> {
     pub(super) fn new(real: &'a Path, bases: &'a [PathBuf]) -> Self {
         let rels: Vec<&Path> = bases
             .iter()
-            .filter_map(|b| real.strip_prefix(b).ok())
+            .filter_map(|b| crate::permission::scopes::strip_prefix(real, b))
             .collect();
         PathProbe {
             real,

@@ -65,6 +65,17 @@ pub struct Rule {
     command_prefix: String,
 }
 
+/// Where everything a path rule can match lies (`Rule::anchor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anchor<'a> {
+    /// Anywhere (a pattern matching at any depth, a regex, a negation, a whole tool).
+    Anywhere,
+    /// At or below this absolute path.
+    Absolute(&'a str),
+    /// At or below this path relative to each base (project root, agent cwd).
+    Relative(&'a str),
+}
+
 /// What a rule is matched against.
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {
@@ -190,6 +201,12 @@ impl Rule {
         }
     }
 
+    /// Text every command the rule matches starts with (empty when unknown, or not a
+    /// command rule).
+    pub(crate) fn command_head(&self) -> &str {
+        &self.command_prefix
+    }
+
     /// Whether the rule covers a tool that these rule names cover (its spec's).
     pub(crate) fn covers(&self, names: &[RuleName]) -> bool {
         matches!(self.tool, RuleTool::Named(n) if names.contains(&n))
@@ -233,22 +250,33 @@ impl Rule {
     /// Whether this rule, for a tool covered by `names`, may match something inside the
     /// directory `dir` (or `dir` itself): a recursive search of `dir` reads all of it.
     /// Fails closed: regexes, negations and patterns that match at any depth may.
+    /// (`scopes::Scopes` answers the same question for every rule at once.)
     pub fn could_match_below(&self, names: &[RuleName], dir: &Path, bases: &[PathBuf]) -> bool {
         if !self.covers(names) {
             return false;
         }
         let overlaps = |p: &Path| p.starts_with(dir) || dir.starts_with(p);
+        match self.anchor() {
+            Anchor::Anywhere => true,
+            Anchor::Absolute(p) => overlaps(Path::new(p)),
+            Anchor::Relative(p) => bases.iter().any(|b| overlaps(&b.join(p))),
+        }
+    }
+
+    /// Where everything the rule's specifier can match lies: the path it names, or the
+    /// directories before its first glob character.
+    pub(crate) fn anchor(&self) -> Anchor<'_> {
         match &self.matcher {
             Matcher::Path {
                 absolute: true,
                 prefix,
                 ..
-            } => overlaps(Path::new(prefix)),
-            Matcher::Path { prefix, .. } if prefix.is_empty() => true,
-            Matcher::Path { prefix, .. } => bases.iter().any(|b| overlaps(&b.join(prefix))),
-            Matcher::Exact(e) if Path::new(e).is_absolute() => overlaps(Path::new(e)),
-            Matcher::Exact(e) => bases.iter().any(|b| overlaps(&b.join(e))),
-            _ => true,
+            } => Anchor::Absolute(prefix),
+            Matcher::Path { prefix, .. } if prefix.is_empty() => Anchor::Anywhere,
+            Matcher::Path { prefix, .. } => Anchor::Relative(prefix),
+            Matcher::Exact(e) if Path::new(e).is_absolute() => Anchor::Absolute(e),
+            Matcher::Exact(e) => Anchor::Relative(e),
+            _ => Anchor::Anywhere,
         }
     }
 
@@ -270,6 +298,14 @@ fn pattern_err(rule: &str, e: impl std::fmt::Display) -> RuleError {
 /// layer with a match decides, and within a layer ask beats allow. `rules` may be in any
 /// order.
 pub fn decide<'a>(rules: &'a [Rule], subject: &Subject<'_>) -> Option<&'a Rule> {
+    decide_in(rules.iter(), subject)
+}
+
+/// `decide` among some rules of a list, in list order (an index's candidates).
+pub(crate) fn decide_in<'a>(
+    rules: impl Iterator<Item = &'a Rule>,
+    subject: &Subject<'_>,
+) -> Option<&'a Rule> {
     let probe = match *subject {
         Subject::Path { names, real, bases } => Some((names, PathProbe::new(real, bases))),
         _ => None,

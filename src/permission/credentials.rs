@@ -1,0 +1,219 @@
+//! Credential locations below the home directory, recognised by name (as written and as
+//! resolved, also when a recursive search would read below them) and by file identity
+//! (device and inode), so a hard link to a key elsewhere is recognised as the key.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::scopes;
+
+/// Credential locations below the home directory, denied in every mode (and hidden from
+/// confined commands by the OS sandbox's mount namespace).
+pub const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gcloud",
+    ".azure",
+    ".docker/config.json",
+    ".kube/config",
+    ".netrc",
+    ".git-credentials",
+    ".crew/credentials.json",
+    ".config/crew/credentials.json",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+];
+
+/// If `path` (lexical or real) is a credential location, its home-relative name.
+pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
+    for home in homes {
+        if let Ok(rel) = path.strip_prefix(home) {
+            // Every credential location starts with a dot-name directly in the home.
+            let Some(first) = rel.components().next() else {
+                continue;
+            };
+            let first = first.as_os_str().as_encoded_bytes();
+            if first.first() != Some(&b'.') {
+                continue;
+            }
+            for c in CREDENTIALS {
+                if c.as_bytes().starts_with(first) && rel.starts_with(c) {
+                    return Some(c);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The credential files to protect: their locations below the home directory (by name)
+/// and their identities (device and inode), so that a hard link to a key elsewhere — in
+/// the project, say — is recognised as the key. Computed once per policy (`cache.rs`).
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    homes: Vec<PathBuf>,
+    ids: HashMap<(u64, u64), &'static str>,
+    /// `homes`, normalised (`scopes::normalised`).
+    normalised_homes: Vec<Vec<u8>>,
+    /// Each home's credential locations, normalised, in order.
+    locations: Vec<(Vec<u8>, &'static str)>,
+}
+
+/// How many files below the credential locations are identified (bounds the walk).
+const MAX_CREDENTIAL_FILES: usize = 4096;
+
+impl Credentials {
+    /// Walks the credential locations below `home` (as given and as resolved).
+    pub fn load(home: Option<&Path>) -> Self {
+        let homes = homes(home);
+        let mut ids = HashMap::new();
+        let mut locations = Vec::new();
+        for h in &homes {
+            for c in CREDENTIALS {
+                let at = h.join(c);
+                identify(&at, c, 0, &mut ids);
+                locations.push((scopes::normalised(&at).into_owned(), *c));
+            }
+        }
+        Credentials {
+            normalised_homes: homes
+                .iter()
+                .map(|h| scopes::normalised(h).into_owned())
+                .collect(),
+            homes,
+            ids,
+            locations,
+        }
+    }
+
+    /// `credential(path, self.homes())`, by comparing normalised bytes.
+    fn by_name(&self, path: &Path) -> Option<&'static str> {
+        let path = scopes::normalised(path);
+        self.normalised_homes.iter().find_map(|h| {
+            let rel = scopes::rest_below(&path, h)?;
+            if rel.first() != Some(&b'.') {
+                return None;
+            }
+            CREDENTIALS
+                .iter()
+                .find(|c| scopes::rest_below(rel, c.as_bytes()).is_some())
+                .copied()
+        })
+    }
+
+    /// The first credential location at or below `dir` (real), by its home-relative name:
+    /// what a recursive search of `dir` would read.
+    pub fn below(&self, dir: &Path) -> Option<&'static str> {
+        let dir = scopes::normalised(dir);
+        self.locations
+            .iter()
+            .find(|(at, _)| scopes::rest_below(at, &dir).is_some())
+            .map(|(_, c)| *c)
+    }
+
+    /// The home directory's spellings.
+    pub fn homes(&self) -> &[PathBuf] {
+        &self.homes
+    }
+
+    /// If `lexical` (where a path's name points) or `real` (where it resolves) is a
+    /// credential location, or `real` is the same file as a credential, its home-relative
+    /// name.
+    pub fn matches(&self, lexical: &Path, real: Option<&Path>) -> Option<&'static str> {
+        if let Some(name) = self
+            .by_name(lexical)
+            .or_else(|| real.and_then(|r| self.by_name(r)))
+        {
+            return Some(name);
+        }
+        let real = real?;
+        if self.ids.is_empty() {
+            return None;
+        }
+        // Only a file with more than one name can be a hard link to a credential.
+        let meta = std::fs::metadata(real).ok()?;
+        if !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        self.ids.get(&(meta.dev(), meta.ino())).copied()
+    }
+}
+
+fn identify(
+    path: &Path,
+    name: &'static str,
+    depth: usize,
+    ids: &mut HashMap<(u64, u64), &'static str>,
+) {
+    if ids.len() >= MAX_CREDENTIAL_FILES || depth > 6 {
+        return;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    if meta.is_file() {
+        ids.insert((meta.dev(), meta.ino()), name);
+    } else if meta.is_dir()
+        && let Ok(rd) = std::fs::read_dir(path)
+    {
+        for e in rd.flatten() {
+            identify(&e.path(), name, depth + 1, ids);
+        }
+    }
+}
+
+/// The home directory as given and as resolved (they differ when home is a symlink).
+pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(h) = home {
+        out.push(h.to_path_buf());
+        if let Ok(real) = std::fs::canonicalize(h)
+            && real != h
+        {
+            out.push(real);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The normalised comparison names the same credential as `credential`, for paths
+    /// spelled with `.`, doubled slashes, `..` and siblings of the locations.
+    #[test]
+    fn by_name_agrees_with_credential() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("h");
+        std::fs::create_dir_all(&home).unwrap();
+        let c = Credentials::load(Some(&home));
+        let h = home.display();
+        for p in [
+            format!("{h}/.ssh"),
+            format!("{h}/.ssh/id_rsa"),
+            format!("{h}//.ssh/./id_rsa"),
+            format!("{h}/.sshx"),
+            format!("{h}/.config"),
+            format!("{h}/.config/gcloud/x"),
+            format!("{h}/.config/gcloudy"),
+            format!("{h}/.cargo/credentials"),
+            format!("{h}/.cargo/credentials.toml"),
+            format!("{h}/../h/.ssh"),
+            format!("{h}/x/.ssh"),
+            format!("{h}"),
+            "/".into(),
+            "/etc/passwd".into(),
+        ] {
+            let p = Path::new(&p);
+            assert_eq!(c.by_name(p), credential(p, c.homes()), "{p:?}");
+        }
+        assert_eq!(c.below(tmp.path()), Some(".ssh"));
+        assert_eq!(c.below(&home.join(".config")), Some(".config/gcloud"));
+        assert_eq!(c.below(&home.join("src")), None);
+    }
+}
