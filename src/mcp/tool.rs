@@ -170,8 +170,7 @@ fn block(b: &Value) -> String {
             or_unknown(s("mimeType"))
         ),
         other => {
-            let mut json = b.to_string();
-            json.truncate(json.floor_char_boundary(500));
+            let json: String = b.to_string().chars().take(500).collect();
             format!("[{} content: {json}]", or_unknown(other))
         }
     }

@@ -230,3 +230,62 @@ impl std::fmt::Debug for Registry {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{ToolContext, ToolError};
+
+    struct Named(Definition);
+
+    #[async_trait::async_trait]
+    impl Tool for Named {
+        fn definition(&self) -> &Definition {
+            &self.0
+        }
+        async fn run(&self, _: serde_json::Value, _: ToolContext) -> Result<String, ToolError> {
+            Ok(self.0.name.clone())
+        }
+    }
+
+    fn tool(name: &str) -> Arc<dyn Tool> {
+        Arc::new(Named(Definition {
+            name: name.into(),
+            aliases: Vec::new(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            safety: Safety::ReadOnly,
+            system: false,
+            timeout: None,
+            permission: None,
+        }))
+    }
+
+    #[test]
+    fn dynamic_tools_come_and_go_and_cannot_shadow_static_ones() {
+        let registry = Registry::with_tools([tool("read_file")]).unwrap();
+        let shared = Arc::new(registry.clone());
+        let dynamic = registry.dynamic_tools();
+        let skipped = dynamic.set(
+            "a",
+            vec![tool("mcp__a__x"), tool("read_file"), tool("mcp__a__x")],
+        );
+        assert_eq!(skipped, ["read_file", "mcp__a__x"]);
+        assert!(dynamic.set("b", vec![tool("mcp__a__x")]) == ["mcp__a__x"]);
+        // Every clone sees the change: the section is shared.
+        assert_eq!(shared.canonical("mcp__a__x"), Some("mcp__a__x"));
+        assert_eq!(
+            shared.get("read_file").unwrap().definition().name,
+            "read_file"
+        );
+        let names: Vec<String> = shared.definitions().map(|d| d.name).collect();
+        assert_eq!(names, ["read_file", "mcp__a__x"]);
+        dynamic.set("a", vec![tool("mcp__a__y")]);
+        assert!(shared.get("mcp__a__x").is_none());
+        assert_eq!(shared.safety("mcp__a__y"), Some(Safety::ReadOnly));
+        assert_eq!(dynamic.names("a"), ["mcp__a__y"]);
+        dynamic.remove("a");
+        assert!(shared.definition("mcp__a__y").is_none());
+        assert_eq!(shared.definitions().count(), 1);
+    }
+}
