@@ -144,3 +144,56 @@ fn http_failure(url: &str, error: &str) -> String {
         format!("cannot connect to {url}: {error}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that answers 401 gets an error that says how to pass a token.
+    #[tokio::test]
+    async fn an_unauthorised_http_server_says_how_to_pass_a_token() {
+        use wiremock::{Mock, MockServer, ResponseTemplate, matchers::any};
+        let server = MockServer::start().await;
+        Mock::given(any())
+            .respond_with(
+                ResponseTemplate::new(401).insert_header("WWW-Authenticate", "Bearer realm=\"x\""),
+            )
+            .mount(&server)
+            .await;
+        let (actor, _) = ractor::Actor::spawn(None, Idle, ()).await.unwrap();
+        let transport = Transport::Http {
+            url: format!("{}/mcp", server.uri()),
+            headers: Default::default(),
+        };
+        let handler = Handler {
+            actor,
+            generation: 1,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let e = connect(&transport, handler, dir.path(), Duration::from_secs(10))
+            .await
+            .err()
+            .unwrap();
+        assert!(e.contains("requires authorisation"), "{e}");
+        assert!(
+            e.contains("\"Authorization\": \"Bearer ${MY_TOKEN}\""),
+            "{e}"
+        );
+    }
+
+    /// An actor that ignores its messages, standing in for a server's actor.
+    struct Idle;
+
+    impl ractor::Actor for Idle {
+        type Msg = McpMsg;
+        type State = ();
+        type Arguments = ();
+        async fn pre_start(
+            &self,
+            _: ActorRef<McpMsg>,
+            _: (),
+        ) -> Result<(), ractor::ActorProcessingErr> {
+            Ok(())
+        }
+    }
+}
