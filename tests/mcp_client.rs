@@ -378,6 +378,7 @@ fn a_failing_server_is_reported_and_does_not_block_the_others() {
     let s = setup(rules());
     let servers = json!({
         "broken": {"command": s.proj.join("no-such-server")},
+        "noisy": {"command": "sh", "args": ["-c", "echo config file missing >&2; exit 1"]},
         "test": stdio_entry(&s, &[]),
     });
     let script = json!({"turns": [
@@ -389,6 +390,12 @@ fn a_failing_server_is_reported_and_does_not_block_the_others() {
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("MCP server `broken`") && stderr.contains("no-such-server"),
+        "{stderr}"
+    );
+    // A server that dies during the handshake is explained by its own stderr.
+    assert!(
+        stderr.contains("MCP server `noisy`")
+            && stderr.contains("its stderr ended with: config file missing"),
         "{stderr}"
     );
     assert_eq!(results(&requests)[0].1, "note x: the answer is 42");

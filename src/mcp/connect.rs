@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ractor::ActorRef;
@@ -60,9 +61,9 @@ pub async fn connect(
                 .current_dir(cwd)
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
-                // The server's diagnostics would interleave with our output; MCP servers
-                // must not need a reader on stderr.
-                .stderr(std::process::Stdio::null())
+                // Read (not inherited: it would interleave with our output); its tail
+                // explains a failed start.
+                .stderr(std::process::Stdio::piped())
                 .process_group(0);
             let mut child = GroupChild::spawn(&mut cmd, cwd).map_err(|e| match e {
                 ProcessError::Spawn { source, .. } => format!(
@@ -72,6 +73,7 @@ pub async fn connect(
             })?;
             let stdin = child.child_mut().stdin.take();
             let stdout = child.child_mut().stdout.take();
+            let stderr_tail = child.child_mut().stderr.take().map(keep_tail);
             let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
                 child.terminate().await;
                 return Err("the child's stdin/stdout were not piped".into());
@@ -83,13 +85,17 @@ pub async fn connect(
                 }),
                 Ok(Err(e)) => {
                     child.terminate().await;
-                    Err(format!("the MCP handshake with `{command}` failed: {e}"))
+                    Err(format!(
+                        "the MCP handshake with `{command}` failed: {e}{}",
+                        tail_note(stderr_tail).await
+                    ))
                 }
                 Err(_) => {
                     child.terminate().await;
                     Err(format!(
-                        "`{command}` did not complete the MCP handshake within {}s",
-                        timeout.as_secs_f32()
+                        "`{command}` did not complete the MCP handshake within {}s{}",
+                        timeout.as_secs_f32(),
+                        tail_note(stderr_tail).await
                     ))
                 }
             }
@@ -126,6 +132,52 @@ pub async fn connect(
                 )),
             }
         }
+    }
+}
+
+/// How much of a stdio server's stderr is kept.
+const STDERR_TAIL: usize = 2000;
+
+type Tail = (Arc<Mutex<String>>, tokio::task::JoinHandle<()>);
+
+/// Reads `stderr` to its end in the background, keeping the last [`STDERR_TAIL`] bytes.
+fn keep_tail(mut stderr: tokio::process::ChildStderr) -> Tail {
+    use tokio::io::AsyncReadExt;
+    let tail = Arc::new(Mutex::new(String::new()));
+    let kept = tail.clone();
+    let handle = tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut t = kept.lock().unwrap_or_else(|e| e.into_inner());
+            t.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if t.len() > STDERR_TAIL {
+                let cut = t.len() - STDERR_TAIL;
+                let cut = (cut..t.len())
+                    .find(|&i| t.is_char_boundary(i))
+                    .unwrap_or(t.len());
+                t.drain(..cut);
+            }
+        }
+    });
+    (tail, handle)
+}
+
+/// `; its stderr ended with: …` once the (already terminated) server's stderr is read.
+async fn tail_note(tail: Option<Tail>) -> String {
+    let Some((tail, handle)) = tail else {
+        return String::new();
+    };
+    // The group is gone, so the pipe closes; the bound covers an escaped writer.
+    let _ = tokio::time::timeout(Duration::from_secs(1), handle).await;
+    let t = tail.lock().unwrap_or_else(|e| e.into_inner());
+    let t = t.trim();
+    if t.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ended with: {t}")
     }
 }
 

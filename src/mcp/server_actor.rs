@@ -26,7 +26,7 @@ use crate::tools::registry::DynamicTools;
 use crate::tools::{Safety, Tool};
 
 /// The first restart waits this long; each further one twice as long.
-const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between restarts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Consecutive failed restarts after which the server is given up.
