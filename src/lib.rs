@@ -14,6 +14,7 @@ pub mod front_matter;
 pub mod gate;
 pub mod hooks;
 pub mod memory;
+pub mod mcp;
 pub mod permission;
 pub mod pricing;
 pub mod protocol;
