@@ -26,7 +26,8 @@ use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolRes
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::skills;
 use crate::tasks::actor::TaskMsg;
-use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
+use crate::tools::deferred::Deferral;
+use crate::tools::{CommandSandbox, Safety, ToolContext};
 
 /// The fixed configuration of one agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,17 +180,17 @@ impl Runner {
                 task: req.task.clone(),
             },
         );
-        let tools: Vec<ToolSpec> = mode::visible_definitions(
+        let visible = mode::visible_definitions(
             req.mode,
             &self.pipeline.registry,
             self.spec.allowed_tools.as_ref(),
-        )
-        .iter()
-        .map(ToolSpec::from)
-        .collect();
+        );
+        // Many MCP tools: they wait behind `tool_search` until the conversation loads them.
+        let deferral = Deferral::plan(visible, &self.pipeline.registry);
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
-        let caller = self.caller(place, &cancel);
+        let mut caller = self.caller(place, &cancel);
+        caller.tool_ctx.deferred_tools = deferral.searchable();
         let role = hook_role(agent, place);
         let mut opening = Message::user_text(opening_message(req));
         let mode = place.permission_mode.get();
@@ -240,7 +241,7 @@ impl Runner {
                 model: self.spec.model.clone(),
                 system: self.spec.system_prompt.clone(),
                 messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
-                tools: tools.clone(),
+                tools: deferral.request_tools(conversation),
                 max_tokens: self.spec.max_tokens,
                 agent: agent.to_string(),
             };
@@ -299,7 +300,12 @@ impl Runner {
             outcome.tool_calls += output.calls.len() as u32;
             let mut caller = caller.clone();
             caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls);
-            let results = self.run_calls(&caller, output.calls).await;
+            let registry = &self.pipeline.registry;
+            let results = deferral
+                .run_loaded(registry, conversation, output.calls, |calls| {
+                    self.run_calls(&caller, calls)
+                })
+                .await;
             conversation.push(Message {
                 role: Role::User,
                 content: results.into_iter().map(ContentBlock::ToolResult).collect(),
