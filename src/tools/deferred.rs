@@ -151,8 +151,9 @@ impl Deferral {
     /// registry's `tool_search` tool. Without deferral `tool_search` is left out: there
     /// is nothing for it to find.
     pub fn plan(visible: Vec<Definition>, registry: &Registry) -> Self {
-        let threshold = registry
-            .get(tool_search::NAME)
+        let tool = registry.get(tool_search::NAME);
+        let threshold = tool
+            .as_ref()
             .and_then(|t| t.as_any())
             .and_then(|a| a.downcast_ref::<ToolSearch>())
             .map(|t| t.threshold().clone());

@@ -239,7 +239,11 @@ mod tests {
         ];
         assert_eq!(
             names(rank(&defs, "create_issue", 5)),
-            ["mcp__gh__create_issue", "mcp__gh__create_issue_comment"]
+            [
+                "mcp__gh__create_issue",
+                "mcp__gh__create_issue_comment",
+                "mcp__db__query" // `create` in its description only
+            ]
         );
         assert_eq!(names(rank(&defs, "sql", 5)), ["mcp__db__query"]);
         assert!(rank(&defs, "weather", 5).is_empty());
