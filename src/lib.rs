@@ -13,6 +13,7 @@ pub mod executor;
 pub mod front_matter;
 pub mod gate;
 pub mod hooks;
+pub mod mcp;
 pub mod permission;
 pub mod pricing;
 pub mod protocol;

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod extensions;
 pub mod hooks;
+pub mod mcp;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -77,6 +78,11 @@ pub struct Cli {
     /// `maxConcurrentAgents` setting, else 8).
     #[arg(long)]
     pub max_concurrent_agents: Option<usize>,
+
+    /// Also use the MCP servers in FILE (Claude Code's `{"mcpServers": …}` format); may be
+    /// given more than once. These win over servers of the same name in settings.
+    #[arg(long = "mcp-config", value_name = "FILE", global = true)]
+    pub mcp_config: Vec<PathBuf>,
 
     /// Append every request sent to a `script:` model to FILE as JSON lines (testing).
     #[arg(long, value_name = "FILE", hide = true)]
@@ -156,14 +162,26 @@ pub enum Command {
         #[command(subcommand)]
         cmd: extensions::CommandsCmd,
     },
+    /// MCP servers: `list` and `get` show each server's status and tools; `add` and
+    /// `remove` edit the configuration.
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: mcp::McpCmd,
+    },
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
 }
 
-async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> {
+async fn subcommand(
+    cmd: Command,
+    cwd: &std::path::Path,
+    mcp_config: &[PathBuf],
+) -> anyhow::Result<i32> {
     let mut out = std::io::stdout();
     match cmd {
+        Command::Mcp { cmd } => mcp::run(cmd, cwd, mcp_config, &mut out).await,
         Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
         Command::Hooks { cmd } => hooks::run(cmd, cwd, &mut out),
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
@@ -193,7 +211,7 @@ pub async fn main() -> i32 {
                 return 2;
             }
         };
-        return match subcommand(cmd, &cwd).await {
+        return match subcommand(cmd, &cwd, &cli.mcp_config).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("crew: {e:#}");

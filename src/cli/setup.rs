@@ -44,6 +44,8 @@ pub struct Prepared {
     pub project_root: PathBuf,
     /// The home directory.
     pub home: Option<PathBuf>,
+    /// The session's MCP servers (stopped, process groups and all, by `close`).
+    pub mcp: crate::mcp::McpClients,
     recorder: JoinHandle<()>,
 }
 
@@ -51,6 +53,7 @@ impl Prepared {
     /// Stops the session (cancelling background work) and finishes the transcript.
     pub async fn close(self) {
         self.session.shutdown().await;
+        self.mcp.shutdown().await;
         self.events.close();
         let _ = self.recorder.await;
     }
@@ -175,6 +178,16 @@ pub async fn prepare(
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     let events = EventBus::new();
+    let mcp = start_mcp(
+        cli,
+        &registry,
+        &events,
+        &cwd,
+        &project_root,
+        home.as_deref(),
+        warn,
+    )
+    .await;
     let model_name = chosen.model.clone();
     let session = SessionHandle::start(SessionConfig {
         cwd: cwd.clone(),
@@ -216,7 +229,14 @@ pub async fn prepare(
             }),
         }),
     })
-    .await?;
+    .await;
+    let session = match session {
+        Ok(s) => s,
+        Err(e) => {
+            mcp.shutdown().await;
+            return Err(e.into());
+        }
+    };
     let recorder = crate::transcript::record(&events, transcript, agents_dir);
     Ok(Prepared {
         session,
@@ -230,8 +250,48 @@ pub async fn prepare(
         commands,
         project_root,
         home,
+        mcp,
         recorder,
     })
+}
+
+/// Starts the configured MCP servers (all at once, each within the connect timeout), their
+/// tools joining `registry`'s dynamic section; a server that fails is named in a warning.
+async fn start_mcp(
+    cli: &Cli,
+    registry: &Registry,
+    events: &EventBus,
+    cwd: &std::path::Path,
+    project_root: &std::path::Path,
+    home: Option<&std::path::Path>,
+    warn: &mut dyn FnMut(String),
+) -> crate::mcp::McpClients {
+    let config = crate::mcp::config::load(project_root, home, &cli.mcp_config, &|v| {
+        std::env::var(v).ok()
+    });
+    for w in config.warnings {
+        warn(w);
+    }
+    for e in config.errors {
+        warn(format!("MCP server not started: {e}"));
+    }
+    let (clients, statuses) = crate::mcp::McpClients::start(
+        config.servers,
+        registry.dynamic_tools(),
+        Some(events.clone()),
+        cwd.to_path_buf(),
+        crate::mcp::CONNECT_TIMEOUT,
+    )
+    .await;
+    for (server, status) in statuses {
+        if !matches!(status, crate::mcp::server_actor::Status::Connected { .. }) {
+            warn(format!(
+                "MCP server `{}` is not available: {status}",
+                server.name
+            ));
+        }
+    }
+    clients
 }
 
 /// The session to run in: `--resume ID`, `--continue` (the newest), or a new one; with

@@ -30,7 +30,7 @@ async fn run_cleared(
     default_timeout: Duration,
 ) -> ToolResult {
     let (call, name, ctx) = cleared.into_parts();
-    let Some(tool) = registry.get(&name).cloned() else {
+    let Some(tool) = registry.get(&name) else {
         return ToolResult::error(
             &call.id,
             "unknown_tool",

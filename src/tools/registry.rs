@@ -1,9 +1,16 @@
 //! The registry: the set of tools an executor can run, in a stable order, with lookup by
 //! name. Shared (behind an `Arc`) by the executor, the gate and the agents, which only
 //! read definitions from it.
+//!
+//! Two sections: the static tools, registered once before the session starts, and a
+//! dynamic section of tools that appear and disappear at run time (an MCP server's tools,
+//! refreshed on `tools/list_changed`). The dynamic section sits behind a lock that is read
+//! per lookup and never held across an await, so every request, gate check and executor
+//! run sees one consistent set; lookups therefore return owned values (`Arc`s, cloned
+//! definitions) rather than borrows.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, RwLock};
 
 use super::{Definition, Safety, Tool};
 
@@ -14,6 +21,71 @@ pub struct Registry {
     index: HashMap<String, usize>,
     aliases: HashMap<String, String>,
     skills: Arc<crate::skills::SkillCatalog>,
+    /// Shared by every clone, so a refresh reaches whoever holds the registry.
+    dynamic: Arc<RwLock<Dynamic>>,
+}
+
+/// The run-time section: each source's tools, in the order the source listed them.
+#[derive(Default)]
+struct Dynamic {
+    by_source: BTreeMap<String, Vec<Arc<dyn Tool>>>,
+    index: HashMap<String, Arc<dyn Tool>>,
+}
+
+/// A handle that replaces the tools of one source (an MCP server) in a registry's
+/// dynamic section. Clones share the section.
+#[derive(Clone)]
+pub struct DynamicTools {
+    section: Arc<RwLock<Dynamic>>,
+    /// The static names and aliases, which a dynamic tool may not shadow.
+    reserved: Arc<HashSet<String>>,
+}
+
+impl DynamicTools {
+    /// Replaces the tools of `source` with `tools`. A tool whose name is already taken (by
+    /// a static tool, another source, or twice in `tools`) is left out; the names left out
+    /// are returned so the caller can report them.
+    pub fn set(&self, source: &str, tools: Vec<Arc<dyn Tool>>) -> Vec<String> {
+        let mut section = self.section.write().unwrap_or_else(|e| e.into_inner());
+        section.remove_source(source);
+        let mut kept = Vec::new();
+        let mut skipped = Vec::new();
+        for tool in tools {
+            let name = tool.definition().name.clone();
+            if self.reserved.contains(&name) || section.index.contains_key(&name) {
+                skipped.push(name);
+                continue;
+            }
+            section.index.insert(name, tool.clone());
+            kept.push(tool);
+        }
+        section.by_source.insert(source.to_string(), kept);
+        skipped
+    }
+
+    /// Removes every tool of `source`.
+    pub fn remove(&self, source: &str) {
+        let mut section = self.section.write().unwrap_or_else(|e| e.into_inner());
+        section.remove_source(source);
+    }
+
+    /// The names of `source`'s tools, in order.
+    pub fn names(&self, source: &str) -> Vec<String> {
+        let section = self.section.read().unwrap_or_else(|e| e.into_inner());
+        section
+            .by_source
+            .get(source)
+            .map(|tools| tools.iter().map(|t| t.definition().name.clone()).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Dynamic {
+    fn remove_source(&mut self, source: &str) {
+        for tool in self.by_source.remove(source).unwrap_or_default() {
+            self.index.remove(&tool.definition().name);
+        }
+    }
 }
 
 /// Registering two tools under one name is a programming error worth a clear message.
@@ -79,21 +151,47 @@ impl Registry {
         Ok(())
     }
 
-    /// The canonical name for `name` (following an alias), if such a tool exists.
-    pub fn canonical<'a>(&'a self, name: &'a str) -> Option<&'a str> {
-        let name = self.aliases.get(name).map(String::as_str).unwrap_or(name);
-        self.index.contains_key(name).then_some(name)
+    /// A handle to the dynamic section, for a source of run-time tools. Names registered
+    /// statically by now are reserved: a dynamic tool cannot shadow them.
+    pub fn dynamic_tools(&self) -> DynamicTools {
+        let reserved = self
+            .index
+            .keys()
+            .chain(self.aliases.keys())
+            .cloned()
+            .collect();
+        DynamicTools {
+            section: self.dynamic.clone(),
+            reserved: Arc::new(reserved),
+        }
     }
 
-    /// The tool called `name` (or aliased as `name`).
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        let name = self.canonical(name)?;
-        self.index.get(name).map(|&i| &self.tools[i])
+    fn read_dynamic(&self) -> std::sync::RwLockReadGuard<'_, Dynamic> {
+        // A panic while the lock was held cannot leave the maps half-written in a way
+        // that matters (each write replaces whole entries), so a poisoned lock is read on.
+        self.dynamic.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The canonical name for `name` (following an alias), if such a tool exists.
+    /// Dynamic tools have no aliases, so their canonical name is `name` itself.
+    pub fn canonical<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        let name = self.aliases.get(name).map(String::as_str).unwrap_or(name);
+        (self.index.contains_key(name) || self.read_dynamic().index.contains_key(name))
+            .then_some(name)
+    }
+
+    /// The tool called `name` (or aliased as `name`), static or dynamic.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let name = self.aliases.get(name).map(String::as_str).unwrap_or(name);
+        match self.index.get(name) {
+            Some(&i) => Some(self.tools[i].clone()),
+            None => self.read_dynamic().index.get(name).cloned(),
+        }
     }
 
     /// The definition of the tool called `name`.
-    pub fn definition(&self, name: &str) -> Option<&Definition> {
-        self.get(name).map(|t| t.definition())
+    pub fn definition(&self, name: &str) -> Option<Definition> {
+        self.get(name).map(|t| t.definition().clone())
     }
 
     /// The declared safety of `name`; looked up here rather than trusted from the model.
@@ -101,9 +199,19 @@ impl Registry {
         self.definition(name).map(|d| d.safety)
     }
 
-    /// All definitions, in order.
-    pub fn definitions(&self) -> impl Iterator<Item = &Definition> {
-        self.tools.iter().map(|t| t.definition())
+    /// All definitions, in order: the static tools, then each dynamic source's (sources
+    /// by name). A snapshot: tools that change later are not reflected.
+    pub fn definitions(&self) -> std::vec::IntoIter<Definition> {
+        let mut out: Vec<Definition> = self.tools.iter().map(|t| t.definition().clone()).collect();
+        let dynamic = self.read_dynamic();
+        out.extend(
+            dynamic
+                .by_source
+                .values()
+                .flatten()
+                .map(|t| t.definition().clone()),
+        );
+        out.into_iter()
     }
 
     /// Definitions whose name is in `allowed` (all when `None`); System tools are kept
@@ -111,7 +219,6 @@ impl Registry {
     pub fn definitions_filtered(&self, allowed: Option<&HashSet<String>>) -> Vec<Definition> {
         self.definitions()
             .filter(|d| d.system || allowed.is_none_or(|a| a.contains(&d.name)))
-            .cloned()
             .collect()
     }
 }
@@ -119,7 +226,7 @@ impl Registry {
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.tools.iter().map(|t| &t.definition().name))
+            .entries(self.definitions().map(|d| d.name))
             .finish()
     }
 }

@@ -1,0 +1,146 @@
+//! Opening one connection to an MCP server over rmcp: a stdio child in its own process
+//! group (spawned with our process-group spawner, its pipes handed to rmcp), or a
+//! streamable-HTTP client. Also the client handler that turns `tools/list_changed` into a
+//! message for the server's actor.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use ractor::ActorRef;
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+
+use super::config::Transport;
+use super::server_actor::McpMsg;
+use crate::tools::process::{GroupChild, ProcessError};
+
+/// The client side of one connection: forwards the server's notifications to its actor,
+/// tagged with the connection's generation so a stale connection cannot touch the registry.
+#[derive(Clone)]
+pub struct Handler {
+    /// The server's actor.
+    pub actor: ActorRef<McpMsg>,
+    /// Which connection of the actor this is.
+    pub generation: u64,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.actor.cast(McpMsg::ToolsChanged {
+            generation: self.generation,
+        });
+    }
+}
+
+/// A running connection.
+pub type Service = RunningService<RoleClient, Handler>;
+
+/// A live connection, and the stdio server's process group (none for HTTP).
+pub struct Connection {
+    /// The rmcp service (its peer calls the server).
+    pub service: Service,
+    /// The child, for a stdio server.
+    pub child: Option<GroupChild>,
+}
+
+/// Connects to `transport` within `timeout`. A stdio server runs in `cwd`, in a process
+/// group of its own; if the handshake fails the group is killed before returning.
+pub async fn connect(
+    transport: &Transport,
+    handler: Handler,
+    cwd: &Path,
+    timeout: Duration,
+) -> Result<Connection, String> {
+    match transport {
+        Transport::Stdio { command, args, env } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(env)
+                .current_dir(cwd)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                // The server's diagnostics would interleave with our output; MCP servers
+                // must not need a reader on stderr.
+                .stderr(std::process::Stdio::null())
+                .process_group(0);
+            let mut child = GroupChild::spawn(&mut cmd, cwd).map_err(|e| match e {
+                ProcessError::Spawn { source, .. } => format!(
+                    "cannot start `{command}`: {source} (check the server's `command` and that it is installed)"
+                ),
+                other => format!("cannot start `{command}`: {other}"),
+            })?;
+            let stdin = child.child_mut().stdin.take();
+            let stdout = child.child_mut().stdout.take();
+            let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+                child.terminate().await;
+                return Err("the child's stdin/stdout were not piped".into());
+            };
+            match tokio::time::timeout(timeout, handler.serve((stdout, stdin))).await {
+                Ok(Ok(service)) => Ok(Connection {
+                    service,
+                    child: Some(child),
+                }),
+                Ok(Err(e)) => {
+                    child.terminate().await;
+                    Err(format!("the MCP handshake with `{command}` failed: {e}"))
+                }
+                Err(_) => {
+                    child.terminate().await;
+                    Err(format!(
+                        "`{command}` did not complete the MCP handshake within {}s",
+                        timeout.as_secs_f32()
+                    ))
+                }
+            }
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut custom = HashMap::new();
+            for (k, v) in headers {
+                if k.eq_ignore_ascii_case("authorization")
+                    && let Some(token) = v.strip_prefix("Bearer ")
+                {
+                    config = config.auth_header(token);
+                    continue;
+                }
+                let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|e| format!("header `{k}` is not a valid header name: {e}"))?;
+                let value = reqwest::header::HeaderValue::from_str(v)
+                    .map_err(|e| format!("header `{k}` has an invalid value: {e}"))?;
+                custom.insert(name, value);
+            }
+            let config = config.custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            match tokio::time::timeout(timeout, handler.serve(transport)).await {
+                Ok(Ok(service)) => Ok(Connection {
+                    service,
+                    child: None,
+                }),
+                Ok(Err(e)) => Err(http_failure(url, &e.to_string())),
+                Err(_) => Err(format!(
+                    "{url} did not complete the MCP handshake within {}s",
+                    timeout.as_secs_f32()
+                )),
+            }
+        }
+    }
+}
+
+/// Why an HTTP connection failed; an authorisation failure says how to pass a token.
+fn http_failure(url: &str, error: &str) -> String {
+    let lower = error.to_ascii_lowercase();
+    if lower.contains("401")
+        || lower.contains("403")
+        || lower.contains("unauthorized")
+        || lower.contains("auth")
+    {
+        format!(
+            "{url} requires authorisation ({error}); OAuth sign-in is not supported yet: pass a token in the server's `headers`, e.g. \"headers\": {{\"Authorization\": \"Bearer ${{MY_TOKEN}}\"}}"
+        )
+    } else {
+        format!("cannot connect to {url}: {error}")
+    }
+}
