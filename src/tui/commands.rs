@@ -26,6 +26,8 @@ pub enum SlashCommand {
     Agents,
     /// Session, model, usage.
     Status,
+    /// The MCP servers, their status and tools.
+    Mcp,
     /// Keys and commands.
     Help,
     /// Quit.
@@ -47,6 +49,7 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
         "permissions" => SlashCommand::Permissions,
         "agents" => SlashCommand::Agents,
         "status" => SlashCommand::Status,
+        "mcp" => SlashCommand::Mcp,
         "help" => SlashCommand::Help,
         "exit" | "quit" => SlashCommand::Exit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -64,6 +67,7 @@ Commands:
   /permissions  the permission mode and what it allows
   /agents       the agent definitions
   /status       session, model, tokens and cost
+  /mcp          MCP servers: status and tools
   /help         this help
   /exit         quit (asks before stopping running background tasks)
   /NAME ARGS    a custom command (.claude/commands, .crew/commands); Tab completes
@@ -144,6 +148,8 @@ impl App {
                     self.tasks.running()
                 ));
             }
+            // The servers' actors answer asynchronously: the runtime asks and shows it.
+            SlashCommand::Mcp => self.effect(super::app::Effect::McpStatus),
             SlashCommand::Help => self.notice(HELP),
             SlashCommand::Exit => self.request_quit(),
             SlashCommand::Unknown(name) => self.notice(format!(
@@ -204,6 +210,7 @@ mod tests {
         assert_eq!(parse("/plan"), Some(SlashCommand::Plan));
         assert_eq!(parse("  /exit  "), Some(SlashCommand::Exit));
         assert_eq!(parse("/tasks now"), Some(SlashCommand::Tasks));
+        assert_eq!(parse("/mcp"), Some(SlashCommand::Mcp));
         assert_eq!(parse("/nope"), Some(SlashCommand::Unknown("nope".into())));
         assert_eq!(parse("fix /plan parsing"), None);
         assert_eq!(parse("/"), None);
