@@ -12,7 +12,8 @@
 //! - `crash`: the process exits at once (status 3) without answering.
 //!
 //! Options: `--marker-dir DIR` (default: the working directory), `--pid-log FILE` (a line
-//! with the pid is appended once a client has initialized).
+//! with the pid is appended once a client has initialized), `--grandchild` (starts a
+//! `sleep` in the server's process group, to prove the whole group is ended).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -161,6 +162,10 @@ async fn main() -> anyhow::Result<()> {
             "--http" => http = args.next(),
             "--marker-dir" => marker_dir = args.next().map(PathBuf::from).unwrap_or(marker_dir),
             "--pid-log" => pid_log = args.next().map(PathBuf::from),
+            // A grandchild in the server's process group, which must die with it.
+            "--grandchild" => {
+                std::process::Command::new("sleep").arg("1000").spawn()?;
+            }
             other => anyhow::bail!("unknown argument `{other}`"),
         }
     }

@@ -443,7 +443,8 @@ impl Actor for McpServer {
                 state.answer_waiters();
             }
             McpMsg::Exited { generation, reason } => {
-                if generation != state.generation {
+                // A call may have seen the closed connection first and handled it.
+                if generation != state.generation || !matches!(state.phase, Phase::Live(_)) {
                     return Ok(());
                 }
                 if let Phase::Live(l) = std::mem::replace(&mut state.phase, Phase::Connecting) {
