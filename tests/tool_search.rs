@@ -170,3 +170,100 @@ async fn few_mcp_tools_are_sent_without_tool_search() {
     assert_eq!(shown.iter().filter(|n| n.starts_with("mcp__")).count(), 10);
     assert!(!shown.contains(&"tool_search"), "{shown:?}");
 }
+
+/// mcpc's rmcp test server (examples/mcp_test_server.rs), built once per run; the same
+/// build step as tests/mcp_client.rs (cargo test does not build examples by itself).
+fn test_server() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "--quiet", "--example", "mcp_test_server"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the test server failed");
+            let crew = std::path::PathBuf::from(env!("CARGO_BIN_EXE_crew"));
+            crew.parent().unwrap().join("examples/mcp_test_server")
+        })
+        .clone()
+}
+
+/// The real MCP route: `crew -p` with the rmcp test server and deferral forced on. Its
+/// tools are not in the first request; `tool_search` loads `read_note`, which then runs
+/// on the server, and a call to `danger` (never loaded) is refused and never reaches it.
+#[test]
+fn an_mcp_servers_tools_are_deferred_loaded_and_called_through_crew() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (proj, home, markers) = (root.join("proj"), root.join("home"), root.join("markers"));
+    for d in [&proj, &markers] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    common::put(
+        &home,
+        ".crew/settings.json",
+        r#"{"toolSearch": {"mode": "always"}}"#,
+    );
+    let config = root.join("mcp.json");
+    let servers = serde_json::json!({"mcpServers": {"test": {
+        "command": test_server(), "args": ["--marker-dir", markers]}}});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let script = root.join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"tool_calls": [
+                {"name": "tool_search", "input": {"query": "read note"}},
+                {"name": "mcp__test__danger", "input": {}}
+            ]},
+            {"tool_calls": [{"name": "mcp__test__read_note", "input": {"name": "n1"}}]},
+            {"text": "done"}
+        ]}"#,
+    )
+    .unwrap();
+    let record = root.join("requests.jsonl");
+    let out = common::crew(
+        &proj,
+        &home,
+        &[
+            "--mcp-config",
+            config.to_str().unwrap(),
+            "-p",
+            "read note n1",
+            "--permission-mode",
+            "bypassPermissions",
+            "--model",
+            &format!("script:{}", script.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let requests: Vec<ModelRequest> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 3, "{stderr}");
+    assert!(!names(&requests[0]).iter().any(|n| n.starts_with("mcp__")));
+    assert!(names(&requests[1]).contains(&"mcp__test__read_note"));
+    assert!(!names(&requests[1]).contains(&"mcp__test__danger"));
+    let results = tool_results(&requests[2].messages);
+    assert!(
+        results[0]
+            .content
+            .starts_with("Loaded tools: mcp__test__read_note"),
+        "{}",
+        results[0].content
+    );
+    assert_eq!(results[1].error_code.as_deref(), Some("tool_not_loaded"));
+    assert!(!markers.join("danger.called").exists(), "danger never ran");
+    assert!(
+        results[2].content.contains("note n1: the answer is 42"),
+        "{}",
+        results[2].content
+    );
+}
