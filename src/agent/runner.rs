@@ -26,7 +26,8 @@ use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, ToolRes
 use crate::provider::{ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::skills;
 use crate::tasks::actor::TaskMsg;
-use crate::tools::{CommandSandbox, Safety, ToolContext, ToolSpec};
+use crate::tools::deferred::Deferral;
+use crate::tools::{CommandSandbox, Safety, ToolContext};
 
 /// The fixed configuration of one agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,17 +180,17 @@ impl Runner {
                 task: req.task.clone(),
             },
         );
-        let tools: Vec<ToolSpec> = mode::visible_definitions(
+        let visible = mode::visible_definitions(
             req.mode,
             &self.pipeline.registry,
             self.spec.allowed_tools.as_ref(),
-        )
-        .iter()
-        .map(ToolSpec::from)
-        .collect();
+        );
+        // Many MCP tools: they wait behind `tool_search` until the conversation loads them.
+        let deferral = Deferral::plan(visible, &self.pipeline.registry);
         // The gate policy for this run (Agent Mode, tool list) was registered with the
         // gate by the agent's actor; the loop only carries the permission mode.
-        let caller = self.caller(place, &cancel);
+        let mut caller = self.caller(place, &cancel);
+        caller.tool_ctx.deferred_tools = deferral.searchable();
         // Memory files: the cwd's and above go into this run's system prompt; those of
         // directories below are added to tool results as the agent reaches them.
         let mut memory = crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
@@ -251,7 +252,7 @@ impl Runner {
                 model: self.spec.model.clone(),
                 system: system.clone(),
                 messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
-                tools: tools.clone(),
+                tools: deferral.request_tools(conversation),
                 max_tokens: self.spec.max_tokens,
                 agent: agent.to_string(),
             };
@@ -311,9 +312,14 @@ impl Runner {
             let mut caller = caller.clone();
             caller.tool_ctx.fork = self.fork_base(conversation, req.mode, &output.calls, &system);
             let calls = output.calls.clone();
-            let mut results = self.run_calls(&caller, output.calls).await;
+            let registry = &self.pipeline.registry;
+            let mut results = deferral
+                .run_loaded(registry, conversation, output.calls, |calls| {
+                    self.run_calls(&caller, calls)
+                })
+                .await;
             for (call, result) in calls.iter().zip(results.iter_mut()) {
-                let tool = self.pipeline.registry.canonical(&call.name).unwrap_or("");
+                let tool = registry.canonical(&call.name).unwrap_or("");
                 for message in memory.after_call(tool, call, result) {
                     events.publish(agent, EventKind::Error { message });
                 }

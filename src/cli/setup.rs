@@ -162,6 +162,15 @@ pub async fn prepare(
             .into_iter()
             .chain(orchestration_tools(&catalog)),
     )?;
+    // `tool_search` finds MCP tools deferred above the `toolSearch` threshold.
+    let (threshold, threshold_warnings) =
+        crate::tools::deferred::Threshold::for_project(&project_root, home.as_deref());
+    for w in threshold_warnings {
+        warn(w);
+    }
+    registry.register(Arc::new(crate::tools::tool_search::ToolSearch::new(
+        threshold,
+    )))?;
     // The `skill` tool exists where there are skills to load.
     if !skills.is_empty() {
         registry = registry.with_skills(skills.clone())?;

@@ -3,6 +3,7 @@
 //! holds them in a stable order.
 
 pub mod agent;
+pub mod deferred;
 pub mod edit_file;
 pub mod find_files;
 pub mod landlock;
@@ -16,6 +17,7 @@ pub mod search_code;
 pub mod send_message;
 pub mod task_tools;
 pub mod todo_tools;
+pub mod tool_search;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -139,6 +141,9 @@ pub struct ToolContext {
     /// The calling agent as it was when it made this turn's calls, for `agent {fork:
     /// true}` (set by the loop only on turns that call `agent`).
     pub fork: Option<std::sync::Arc<crate::agent::fork::ForkBase>>,
+    /// The tools deferred for the calling agent's run, which `tool_search` searches
+    /// (`None`: nothing is deferred).
+    pub deferred_tools: Option<std::sync::Arc<[Definition]>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -168,6 +173,7 @@ impl ToolContext {
             walk: std::sync::Arc::new(crate::permission::walk::WalkFilter::credentials_only()),
             team: None,
             fork: None,
+            deferred_tools: None,
         }
     }
 
@@ -209,6 +215,12 @@ impl ToolError {
 pub trait Tool: Send + Sync + 'static {
     /// The tool's contract.
     fn definition(&self) -> &Definition;
+
+    /// The tool as `Any`, for the few callers that need its concrete type (the loop reads
+    /// `tool_search`'s deferral threshold); `None` by default.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 
     /// Runs the tool on arguments that already passed schema validation.
     async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError>;

@@ -47,6 +47,8 @@ pub enum Effect {
     StopTeammate(String),
     /// Load a teammate's transcript.
     LoadTeammateTranscript(String),
+    /// Show the MCP servers' status and tools (`/mcp`).
+    McpStatus,
     /// Expand a custom slash command and run it on the lead (in a spawned task).
     RunCommand {
         /// The command's name.
@@ -158,6 +160,11 @@ impl App {
     /// Adds a notice to the transcript.
     pub(super) fn notice(&mut self, text: impl Into<String>) {
         self.transcript.push(Entry::Notice(text.into()));
+    }
+
+    /// Queues an effect for the runtime.
+    pub(super) fn effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
     }
 
     fn start_run(&mut self, req: RunRequest) {

@@ -267,6 +267,17 @@ fn commands_print_help_status_permissions_agents_worktrees() {
 }
 
 #[test]
+fn mcp_command_asks_the_runtime_for_the_servers_status() {
+    let mut a = app();
+    type_line(&mut a, "/mcp");
+    let effects = a.take_effects();
+    assert!(
+        matches!(effects.as_slice(), [Effect::McpStatus]),
+        "{effects:?}"
+    );
+}
+
+#[test]
 fn a_background_completion_starts_a_follow_up_only_when_idle() {
     let rec: TaskRecord = serde_json::from_value(serde_json::json!({
         "id": "t1", "kind": "agent", "description": "d", "status": "completed",

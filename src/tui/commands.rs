@@ -28,6 +28,8 @@ pub enum SlashCommand {
     Memory,
     /// Session, model, usage.
     Status,
+    /// The MCP servers, their status and tools.
+    Mcp,
     /// Keys and commands.
     Help,
     /// Quit.
@@ -50,6 +52,7 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
         "agents" => SlashCommand::Agents,
         "memory" => SlashCommand::Memory,
         "status" => SlashCommand::Status,
+        "mcp" => SlashCommand::Mcp,
         "help" => SlashCommand::Help,
         "exit" | "quit" => SlashCommand::Exit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -68,6 +71,7 @@ Commands:
   /agents       the agent definitions
   /memory       the memory files (CLAUDE.md, AGENTS.md, CREW.md) loaded and where from
   /status       session, model, tokens and cost
+  /mcp          MCP servers: status and tools
   /help         this help
   /exit         quit (asks before stopping running background tasks)
   /NAME ARGS    a custom command (.claude/commands, .crew/commands); Tab completes
@@ -152,6 +156,8 @@ impl App {
                     self.tasks.running()
                 ));
             }
+            // The servers' actors answer asynchronously: the runtime asks and shows it.
+            SlashCommand::Mcp => self.effect(super::app::Effect::McpStatus),
             SlashCommand::Help => self.notice(HELP),
             SlashCommand::Exit => self.request_quit(),
             SlashCommand::Unknown(name) => self.notice(format!(
@@ -230,6 +236,7 @@ mod tests {
         assert_eq!(parse("  /exit  "), Some(SlashCommand::Exit));
         assert_eq!(parse("/tasks now"), Some(SlashCommand::Tasks));
         assert_eq!(parse("/memory"), Some(SlashCommand::Memory));
+        assert_eq!(parse("/mcp"), Some(SlashCommand::Mcp));
         assert_eq!(parse("/nope"), Some(SlashCommand::Unknown("nope".into())));
         assert_eq!(parse("fix /plan parsing"), None);
         assert_eq!(parse("/"), None);

@@ -8,6 +8,7 @@ pub mod approval;
 pub mod commands;
 pub mod completion;
 pub mod input;
+pub mod mcp_view;
 pub mod plan;
 pub mod runtime;
 pub mod status;

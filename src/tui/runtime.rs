@@ -270,6 +270,12 @@ async fn event_loop(
                 Effect::LoadTeammateTranscript(name) => {
                     team_io::load_transcript(app, name, done_tx.clone())
                 }
+                // Each actor answers at once (bounded by `statuses`), so this is inline.
+                Effect::McpStatus => {
+                    let statuses = prepared.mcp.statuses().await;
+                    app.transcript
+                        .push(Entry::Notice(super::mcp_view::render(&statuses)));
+                }
             }
         }
         if app.quit {
