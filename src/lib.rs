@@ -11,6 +11,7 @@ pub mod commands;
 pub mod events;
 pub mod executor;
 pub mod front_matter;
+pub mod mcp;
 pub mod gate;
 pub mod hooks;
 pub mod permission;

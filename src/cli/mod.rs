@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod extensions;
 pub mod hooks;
+pub mod mcp_serve;
 pub mod model;
 pub mod output;
 pub mod permissions;
@@ -159,6 +160,12 @@ pub enum Command {
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
+    /// MCP: `serve` crew's tools and `delegate` to MCP clients.
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: mcp_serve::McpCmd,
+    },
 }
 
 async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> {
@@ -174,6 +181,7 @@ async fn subcommand(cmd: Command, cwd: &std::path::Path) -> anyhow::Result<i32> 
         Command::Trust(args) => trust::run(args, cwd, &mut out),
         Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
         Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
+        Command::Mcp { cmd } => mcp_serve::run_cmd(cmd, cwd).await,
     }
 }
 

@@ -1,0 +1,3 @@
+//! The Model Context Protocol: crew as an MCP server (`serve`).
+
+pub mod serve;
