@@ -9,13 +9,13 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, Tool};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{
     StreamableHttpClientTransport, TokioChildProcess,
     streamable_http_client::StreamableHttpClientTransportConfig,
 };
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 
 type Client = RunningService<RoleClient, ClientConfig>;
@@ -40,7 +40,18 @@ fn fixture(script: &Value) -> Fixture {
     common::git(&project, &["init", "-q"]);
     common::put(&project, "notes.txt", "the serving side's notes\n");
     common::git(&project, &["add", "."]);
-    common::git(&project, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]);
+    common::git(
+        &project,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    );
     std::fs::write(root.path().join("script.json"), script.to_string()).unwrap();
     Fixture {
         project: project.canonicalize().unwrap(),
@@ -52,13 +63,18 @@ fn fixture(script: &Value) -> Fixture {
 
 impl Fixture {
     fn script(&self) -> String {
-        format!("script:{}", self.project.parent().unwrap().join("script.json").display())
+        format!(
+            "script:{}",
+            self.project.parent().unwrap().join("script.json").display()
+        )
     }
 
     /// `crew mcp serve` with `extra` arguments, as a command.
     fn serve(&self, extra: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_crew"));
-        cmd.arg("--cwd").arg(&self.project).args(["mcp", "serve", "--model", &self.script()]);
+        cmd.arg("--cwd")
+            .arg(&self.project)
+            .args(["mcp", "serve", "--model", &self.script()]);
         cmd.args(extra)
             .current_dir(&self.project)
             .env("HOME", &self.home)
@@ -102,7 +118,10 @@ fn is_error(r: &CallToolResult) -> bool {
 }
 
 fn find<'a>(tools: &'a [Tool], name: &str) -> &'a Tool {
-    tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"))
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))
 }
 
 fn read_only(t: &Tool) -> Option<bool> {
@@ -111,7 +130,18 @@ fn read_only(t: &Tool) -> Option<bool> {
 
 async fn lists_tools_and_reads(client: &Client) {
     let tools = client.list_all_tools().await.unwrap();
-    for name in ["read_file", "write_file", "edit_file", "find_files", "search_code", "run_command", "delegate", "task_status", "task_output", "task_stop"] {
+    for name in [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "find_files",
+        "search_code",
+        "run_command",
+        "delegate",
+        "task_status",
+        "task_output",
+        "task_stop",
+    ] {
         find(&tools, name);
     }
     assert_eq!(read_only(find(&tools, "read_file")), Some(true));
@@ -121,11 +151,19 @@ async fn lists_tools_and_reads(client: &Client) {
     let schema = &find(&tools, "read_file").input_schema;
     assert_eq!(schema["required"], json!(["path"]), "{schema:?}");
     // The orchestration tools stay inside crew.
-    assert!(tools.iter().all(|t| t.name != "agent" && t.name != "send_message"));
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.name != "agent" && t.name != "send_message")
+    );
 
     let r = call(client, "read_file", json!({"path": "notes.txt"})).await;
     assert!(!is_error(&r), "{}", text(&r));
-    assert!(text(&r).contains("the serving side's notes"), "{}", text(&r));
+    assert!(
+        text(&r).contains("the serving side's notes"),
+        "{}",
+        text(&r)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,7 +178,10 @@ async fn stdio_lists_tools_with_read_only_hints_and_reads_a_file() {
 /// acceptEdits (writes in the project allowed) so a refusal is the path check's.
 async fn attacks_write_nothing(client: &Client, f: &Fixture) {
     let target = f.outside.join("pwned.txt");
-    let traversal = format!("../{}/pwned.txt", f.outside.file_name().unwrap().to_string_lossy());
+    let traversal = format!(
+        "../{}/pwned.txt",
+        f.outside.file_name().unwrap().to_string_lossy()
+    );
     let calls = [
         json!({"name": "write_file", "arguments": {"path": target, "content": "x"}}),
         json!({"name": "write_file", "arguments": {"path": traversal, "content": "x"}}),
@@ -163,7 +204,10 @@ async fn attacks_write_nothing(client: &Client, f: &Fixture) {
         }
         assert!(is_error(&r), "{c}: {}", text(&r));
         let t = text(&r);
-        assert!(t.contains("[permission_denied]") || t.contains("[unknown_tool]"), "{c}: {t}");
+        assert!(
+            t.contains("[permission_denied]") || t.contains("[unknown_tool]"),
+            "{c}: {t}"
+        );
     }
     assert!(!target.exists(), "a client wrote outside the project");
     assert_eq!(std::fs::read_dir(&f.outside).unwrap().count(), 0);
@@ -175,9 +219,17 @@ async fn writes_outside_the_project_are_refused_and_nothing_is_written() {
     let client = f.stdio(&["--mode", "acceptEdits"]).await;
     attacks_write_nothing(&client, &f).await;
     // Positive control: the same server writes inside the project in this mode.
-    let r = call(&client, "write_file", json!({"path": "inside.txt", "content": "ok"})).await;
+    let r = call(
+        &client,
+        "write_file",
+        json!({"path": "inside.txt", "content": "ok"}),
+    )
+    .await;
     assert!(!is_error(&r), "{}", text(&r));
-    assert_eq!(std::fs::read_to_string(f.project.join("inside.txt")).unwrap(), "ok");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("inside.txt")).unwrap(),
+        "ok"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -194,9 +246,18 @@ async fn under_dont_ask_a_client_cannot_write_outside_the_project() {
 async fn in_default_mode_an_ask_is_refused_with_a_clear_reason() {
     let f = fixture(&json!({"turns": []}));
     let client = f.stdio(&[]).await;
-    let r = call(&client, "write_file", json!({"path": "asked.txt", "content": "x"})).await;
+    let r = call(
+        &client,
+        "write_file",
+        json!({"path": "asked.txt", "content": "x"}),
+    )
+    .await;
     assert!(is_error(&r));
-    assert!(text(&r).contains("without a human to approve"), "{}", text(&r));
+    assert!(
+        text(&r).contains("without a human to approve"),
+        "{}",
+        text(&r)
+    );
     assert!(!f.project.join("asked.txt").exists());
     client.cancel().await.unwrap();
 }
@@ -205,21 +266,35 @@ async fn in_default_mode_an_ask_is_refused_with_a_clear_reason() {
 async fn in_plan_mode_write_tools_are_refused() {
     let f = fixture(&json!({"turns": []}));
     // Settings that would allow everything do not lift Plan Mode's read-only boundary.
-    common::put(&f.home, ".crew/settings.json", r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#);
+    common::put(
+        &f.home,
+        ".crew/settings.json",
+        r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#,
+    );
     let client = f.stdio(&["--mode", "plan"]).await;
     let r = call(&client, "read_file", json!({"path": "notes.txt"})).await;
     assert!(!is_error(&r), "{}", text(&r));
     for (name, args) in [
         ("write_file", json!({"path": "plan.txt", "content": "x"})),
-        ("edit_file", json!({"path": "notes.txt", "old_string": "notes", "new_string": "pwned"})),
+        (
+            "edit_file",
+            json!({"path": "notes.txt", "old_string": "notes", "new_string": "pwned"}),
+        ),
         ("run_command", json!({"command": "touch plan.txt"})),
     ] {
         let r = call(&client, name, args).await;
         assert!(is_error(&r), "{name}: {}", text(&r));
-        assert!(text(&r).contains("[tool_not_allowed]"), "{name}: {}", text(&r));
+        assert!(
+            text(&r).contains("[tool_not_allowed]"),
+            "{name}: {}",
+            text(&r)
+        );
     }
     assert!(!f.project.join("plan.txt").exists());
-    assert_eq!(std::fs::read_to_string(f.project.join("notes.txt")).unwrap(), "the serving side's notes\n");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("notes.txt")).unwrap(),
+        "the serving side's notes\n"
+    );
     client.cancel().await.unwrap();
 }
 
@@ -239,11 +314,19 @@ impl Drop for HttpServer {
 fn http_server(f: &Fixture, extra: &[&str]) -> HttpServer {
     let cmd = f.serve(&[&["--listen", "127.0.0.1:0"], extra].concat());
     let mut cmd = cmd.into_std();
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = std::io::BufReader::new(stderr).lines();
     let url = loop {
-        let line = lines.next().expect("the server printed its address").unwrap();
+        let line = lines
+            .next()
+            .expect("the server printed its address")
+            .unwrap();
         if let Some(rest) = line.split("listening on ").nth(1) {
             break rest.trim().to_string();
         }
@@ -264,7 +347,11 @@ async fn http_client(url: &str) -> Client {
 async fn http_serves_the_same_tools_and_refuses_the_same_attacks() {
     let f = fixture(&json!({"turns": []}));
     let server = http_server(&f, &["--mode", "acceptEdits"]);
-    assert!(server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"), "{}", server.url);
+    assert!(
+        server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"),
+        "{}",
+        server.url
+    );
     let client = http_client(&server.url).await;
     lists_tools_and_reads(&client).await;
     attacks_write_nothing(&client, &f).await;
@@ -272,7 +359,11 @@ async fn http_serves_the_same_tools_and_refuses_the_same_attacks() {
 }
 
 fn structured_id(r: &CallToolResult) -> String {
-    r.structured_content.as_ref().and_then(|s| s["task_id"].as_str()).unwrap_or_else(|| panic!("no task id: {}", text(r))).to_string()
+    r.structured_content
+        .as_ref()
+        .and_then(|s| s["task_id"].as_str())
+        .unwrap_or_else(|| panic!("no task id: {}", text(r)))
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -282,17 +373,29 @@ async fn delegate_returns_a_task_id_and_the_task_tools_report_the_leads_result()
         {"text": "The notes say: serving side. Delegated work done."}
     ]}}}));
     let client = f.stdio(&[]).await;
-    let r = call(&client, "delegate", json!({"task": "summarise the notes", "wait": false})).await;
+    let r = call(
+        &client,
+        "delegate",
+        json!({"task": "summarise the notes", "wait": false}),
+    )
+    .await;
     assert!(!is_error(&r), "{}", text(&r));
     let id = structured_id(&r);
     let out = call(&client, "task_output", json!({"task_id": id, "wait": true})).await;
     assert!(!is_error(&out), "{}", text(&out));
-    assert!(text(&out).contains("Delegated work done."), "{}", text(&out));
+    assert!(
+        text(&out).contains("Delegated work done."),
+        "{}",
+        text(&out)
+    );
     assert!(text(&out).contains("status: completed"), "{}", text(&out));
     // The log shows the lead's read going through crew's tools.
     assert!(text(&out).contains("read_file"), "{}", text(&out));
     let status = call(&client, "task_status", json!({"task_id": id})).await;
-    assert_eq!(status.structured_content.as_ref().unwrap()["status"], "completed");
+    assert_eq!(
+        status.structured_content.as_ref().unwrap()["status"],
+        "completed"
+    );
     // An id that is not a delegated task is unknown.
     let r = call(&client, "task_status", json!({"task_id": "t0000000"})).await;
     assert!(is_error(&r));
@@ -306,22 +409,37 @@ async fn delegate_with_wait_returns_the_result() {
     let r = call(&client, "delegate", json!({"task": "answer", "wait": true})).await;
     assert!(!is_error(&r), "{}", text(&r));
     assert!(text(&r).contains("Waited result: 42."), "{}", text(&r));
-    let r = call(&client, "delegate", json!({"task": "x", "agents": ["no-such-agent"]})).await;
-    assert!(is_error(&r) && text(&r).contains("no-such-agent"), "{}", text(&r));
+    let r = call(
+        &client,
+        "delegate",
+        json!({"task": "x", "agents": ["no-such-agent"]}),
+    )
+    .await;
+    assert!(
+        is_error(&r) && text(&r).contains("no-such-agent"),
+        "{}",
+        text(&r)
+    );
     client.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_stop_stops_a_long_delegated_lead() {
     // The lead's first turn takes ten minutes unless stopped.
-    let f = fixture(&json!({"agents": {"lead": {"turns": [{"delay_ms": 600000, "text": "never"}]}}}));
+    let f =
+        fixture(&json!({"agents": {"lead": {"turns": [{"delay_ms": 600000, "text": "never"}]}}}));
     let client = f.stdio(&[]).await;
     let r = call(&client, "delegate", json!({"task": "take long"})).await;
     let id = structured_id(&r);
     let stopped = call(&client, "task_stop", json!({"task_id": id})).await;
     assert!(!is_error(&stopped), "{}", text(&stopped));
     let status = call(&client, "task_status", json!({"task_id": id})).await;
-    assert_eq!(status.structured_content.as_ref().unwrap()["status"], "cancelled", "{}", text(&status));
+    assert_eq!(
+        status.structured_content.as_ref().unwrap()["status"],
+        "cancelled",
+        "{}",
+        text(&status)
+    );
     client.cancel().await.unwrap();
 }
 
@@ -331,7 +449,10 @@ async fn task_stop_stops_a_long_delegated_lead() {
 fn python_client_lists_tools_and_reads_a_file() {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp-python/bin/python");
     if !python.exists() {
-        println!("SKIPPED: the Python mcp client is not installed ({} missing); run scripts/mcp-python-client.sh", python.display());
+        println!(
+            "SKIPPED: the Python mcp client is not installed ({} missing); run scripts/mcp-python-client.sh",
+            python.display()
+        );
         return;
     }
     let f = fixture(&json!({"turns": []}));
@@ -350,10 +471,11 @@ async def main():
             tools = await session.list_tools()
             names = sorted(t.name for t in tools.tools)
             print("TOOLS", ",".join(names))
-            ro = [t.name for t in tools.tools if t.annotations and t.annotations.readOnlyHint]
+            hint = lambda a: a is not None and (getattr(a, "read_only_hint", None) or getattr(a, "readOnlyHint", None))
+            ro = [t.name for t in tools.tools if hint(t.annotations)]
             print("READONLY", ",".join(sorted(ro)))
             result = await session.call_tool("read_file", {"path": "notes.txt"})
-            print("ERROR", result.isError)
+            print("ERROR", bool(getattr(result, "is_error", None) or getattr(result, "isError", None)))
             print("TEXT", result.content[0].text.replace("\n", " "))
 
 asyncio.run(main())
@@ -369,9 +491,21 @@ asyncio.run(main())
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("{stdout}");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("TOOLS ") && stdout.contains("read_file") && stdout.contains("delegate"), "{stdout}");
-    assert!(stdout.lines().any(|l| l.starts_with("READONLY") && l.contains("read_file") && !l.contains("write_file")), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("TOOLS ") && stdout.contains("read_file") && stdout.contains("delegate"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("READONLY")
+            && l.contains("read_file")
+            && !l.contains("write_file")),
+        "{stdout}"
+    );
     assert!(stdout.contains("ERROR False"), "{stdout}");
     assert!(stdout.contains("the serving side's notes"), "{stdout}");
 }

@@ -63,7 +63,9 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("--listen {addr}: cannot bind"))?;
-            let bound = listener.local_addr().context("--listen: no local address")?;
+            let bound = listener
+                .local_addr()
+                .context("--listen: no local address")?;
             eprintln!(
                 "crew mcp serve: listening on http://{bound}{}",
                 transport::HTTP_PATH

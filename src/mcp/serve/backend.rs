@@ -95,7 +95,11 @@ impl Backend {
 
     /// Runs one crew tool call from a client as a call of the serving lead. A name that is
     /// not one of [`Backend::tools`] is refused before anything runs.
-    pub async fn call(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>) -> ToolResult {
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> ToolResult {
         let id = format!("mcp_{}", uuid::Uuid::new_v4().simple());
         let Some(def) = self.tools.iter().find(|d| d.name == name) else {
             let known: Vec<&str> = self.tools.iter().map(|d| d.name.as_str()).collect();
@@ -120,11 +124,18 @@ impl Backend {
             .prepared
             .session
             .lead()
-            .call(|reply| LeadMsg::Dispatch { mode, call, reply }, Some(timeout))
+            .call(
+                |reply| LeadMsg::Dispatch { mode, call, reply },
+                Some(timeout),
+            )
             .await
         {
             Ok(CallResult::Success(result)) => explain(result),
-            _ => ToolResult::error(&id, "failed", "the serving session did not answer; the call may not have run"),
+            _ => ToolResult::error(
+                &id,
+                "failed",
+                "the serving session did not answer; the call may not have run",
+            ),
         }
     }
 

@@ -128,7 +128,10 @@ impl Delegates {
         self.get(id).await?;
         match self
             .tasks
-            .call(|r| TaskMsg::Stop(id.to_string(), r), Some(Duration::from_secs(120)))
+            .call(
+                |r| TaskMsg::Stop(id.to_string(), r),
+                Some(Duration::from_secs(120)),
+            )
             .await
         {
             Ok(CallResult::Success(result)) => result,
@@ -148,7 +151,9 @@ impl Delegates {
         let _ = self.tasks.cast(TaskMsg::StopAll);
         for _ in 0..100 {
             match self.tasks.call(TaskMsg::HasActiveAny, Some(ASK)).await {
-                Ok(CallResult::Success(true)) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Ok(CallResult::Success(true)) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
                 _ => break,
             }
         }
@@ -193,7 +198,11 @@ impl LeadRun {
             Ok(outcome) => (status_of(&outcome), outcome.result),
             Err(e) => (TaskStatus::Failed, format!("{e:#}")),
         };
-        let status = if cancel.is_cancelled() { TaskStatus::Cancelled } else { status };
+        let status = if cancel.is_cancelled() {
+            TaskStatus::Cancelled
+        } else {
+            status
+        };
         let _ = self.tasks.cast(TaskMsg::Finish {
             id: self.id,
             status,
@@ -201,7 +210,11 @@ impl LeadRun {
         });
     }
 
-    async fn session_run(&self, task: String, cancel: &CancellationToken) -> anyhow::Result<RunOutcome> {
+    async fn session_run(
+        &self,
+        task: String,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<RunOutcome> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -256,7 +269,9 @@ impl LeadRun {
 /// Prepares a delegated lead's session. `prepare` reports warnings through a callback
 /// that is not `Send`, so it runs to completion on this worker thread (the session's
 /// actors still go to the shared runtime); needs the multi-threaded runtime `crew` runs.
-fn prepare_session(cli: &crate::cli::Cli) -> anyhow::Result<(crate::cli::setup::Prepared, Vec<String>)> {
+fn prepare_session(
+    cli: &crate::cli::Cli,
+) -> anyhow::Result<(crate::cli::setup::Prepared, Vec<String>)> {
     let handle = tokio::runtime::Handle::current();
     if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
         anyhow::bail!("delegate needs crew's multi-threaded runtime");

@@ -6,13 +6,13 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
+use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::ServerHandler;
 use serde_json::{Value, json};
 
 use super::Backend;
@@ -35,8 +35,7 @@ impl CrewServer {
     /// Every tool a client sees: crew's, then the delegation tools.
     pub fn tool_list(&self) -> Vec<Tool> {
         let crew = self.backend.tools().iter().map(|d| {
-            let annotations =
-                ToolAnnotations::new().read_only(d.safety == Safety::ReadOnly);
+            let annotations = ToolAnnotations::new().read_only(d.safety == Safety::ReadOnly);
             tool(&d.name, &d.description, d.input_schema.clone(), annotations)
         });
         crew.chain(delegation_tools()).collect()
@@ -57,10 +56,13 @@ impl CrewServer {
                     Err(e) => return error(e),
                 };
                 if !wait {
-                    return success(format!(
-                        "started crew lead task {id}; follow it with task_status / task_output {{\"task_id\": \"{id}\"}}, stop it with task_stop",
-                        id = rec.id
-                    ), Some(status_json(&rec)));
+                    return success(
+                        format!(
+                            "started crew lead task {id}; follow it with task_status / task_output {{\"task_id\": \"{id}\"}}, stop it with task_stop",
+                            id = rec.id
+                        ),
+                        Some(status_json(&rec)),
+                    );
                 }
                 match delegates.wait(&rec.id).await {
                     Ok(rec) => finished(rec),
@@ -80,7 +82,11 @@ impl CrewServer {
                     Err(e) => return error(e),
                 };
                 let wait = args.get("wait").and_then(Value::as_bool).unwrap_or(false);
-                let rec = if wait { delegates.wait(id).await } else { delegates.get(id).await };
+                let rec = if wait {
+                    delegates.wait(id).await
+                } else {
+                    delegates.get(id).await
+                };
                 match rec {
                     Ok(rec) => {
                         let log = delegates.output(&rec).await;
@@ -155,7 +161,8 @@ fn tool(name: &str, description: &str, schema: Value, annotations: ToolAnnotatio
 
 fn delegation_tools() -> Vec<Tool> {
     let id_schema = |extra: Value| {
-        let mut props = json!({"task_id": {"type": "string", "description": "The id `delegate` returned."}});
+        let mut props =
+            json!({"task_id": {"type": "string", "description": "The id `delegate` returned."}});
         if let (Some(p), Value::Object(e)) = (props.as_object_mut(), extra) {
             p.extend(e);
         }
@@ -175,14 +182,26 @@ fn delegation_tools() -> Vec<Tool> {
             }, "required": ["task"]}),
             ToolAnnotations::new().read_only(false),
         ),
-        tool("task_status", "Status of a delegated task.", id_schema(json!({})), ro.clone()),
+        tool(
+            "task_status",
+            "Status of a delegated task.",
+            id_schema(json!({})),
+            ro.clone(),
+        ),
         tool(
             "task_output",
             "Result and log of a delegated task.",
-            id_schema(json!({"wait": {"type": "boolean", "description": "Wait until the task has ended."}})),
+            id_schema(
+                json!({"wait": {"type": "boolean", "description": "Wait until the task has ended."}}),
+            ),
             ro,
         ),
-        tool("task_stop", "Stop a delegated task.", id_schema(json!({})), ToolAnnotations::new().read_only(false)),
+        tool(
+            "task_stop",
+            "Stop a delegated task.",
+            id_schema(json!({})),
+            ToolAnnotations::new().read_only(false),
+        ),
     ]
 }
 
@@ -230,7 +249,11 @@ fn finished(rec: TaskRecord) -> CallToolResult {
         rec.result.as_deref().unwrap_or("(no result)")
     );
     let ok = rec.status == crate::tasks::TaskStatus::Completed;
-    let mut result = if ok { CallToolResult::success(vec![ContentBlock::text(text)]) } else { CallToolResult::error(vec![ContentBlock::text(text)]) };
+    let mut result = if ok {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
     result.structured_content = Some(status_json(&rec));
     result
 }

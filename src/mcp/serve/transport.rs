@@ -21,7 +21,10 @@ pub async fn stdio(backend: Arc<Backend>) -> anyhow::Result<()> {
         .serve(rmcp::transport::stdio())
         .await
         .context("the MCP client on stdio did not initialise")?;
-    running.waiting().await.context("the stdio session failed")?;
+    running
+        .waiting()
+        .await
+        .context("the stdio session failed")?;
     Ok(())
 }
 
