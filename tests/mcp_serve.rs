@@ -263,6 +263,44 @@ async fn in_default_mode_an_ask_is_refused_with_a_clear_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project_cannot_loosen_it()
+{
+    let f = fixture(&json!({"turns": []}));
+    // The cloned project asks for acceptEdits; it is not trusted, so that is ignored.
+    common::put(
+        &f.project,
+        ".crew/settings.json",
+        r#"{"permissions": {"defaultMode": "acceptEdits", "allow": ["Write(*)", "Edit(*)"]}}"#,
+    );
+    let client = f.stdio(&[]).await;
+    let r = call(
+        &client,
+        "write_file",
+        json!({"path": "shared.txt", "content": "x"}),
+    )
+    .await;
+    assert!(is_error(&r), "{}", text(&r));
+    assert!(!f.project.join("shared.txt").exists());
+    client.cancel().await.unwrap();
+    // The user's own settings are the serving side's: their defaultMode applies.
+    common::put(
+        &f.home,
+        ".crew/settings.json",
+        r#"{"permissions": {"defaultMode": "acceptEdits"}}"#,
+    );
+    let client = f.stdio(&[]).await;
+    let r = call(
+        &client,
+        "write_file",
+        json!({"path": "mine.txt", "content": "x"}),
+    )
+    .await;
+    assert!(!is_error(&r), "{}", text(&r));
+    assert!(f.project.join("mine.txt").exists());
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_plan_mode_write_tools_are_refused() {
     let f = fixture(&json!({"turns": []}));
     // Settings that would allow everything do not lift Plan Mode's read-only boundary.

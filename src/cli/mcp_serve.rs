@@ -70,6 +70,12 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
                 "crew mcp serve: listening on http://{bound}{}",
                 transport::HTTP_PATH
             );
+            if !bound.ip().is_loopback() {
+                eprintln!(
+                    "crew mcp serve: WARNING: {bound} is not a loopback address and the server has no authentication; \
+                     whoever reaches it can use this project's tools with its permissions"
+                );
+            }
             let stop = CancellationToken::new();
             let on_signal = stop.clone();
             tokio::spawn(async move {
