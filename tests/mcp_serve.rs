@@ -430,9 +430,15 @@ async fn delegate_returns_a_task_id_and_the_task_tools_report_the_leads_result()
     // The log shows the lead's read going through crew's tools.
     assert!(text(&out).contains("read_file"), "{}", text(&out));
     let status = call(&client, "task_status", json!({"task_id": id})).await;
-    assert_eq!(
-        status.structured_content.as_ref().unwrap()["status"],
-        "completed"
+    let status = status.structured_content.unwrap();
+    assert_eq!(status["status"], "completed");
+    assert_eq!(status["tool_calls"], 1, "{status}");
+    assert!(
+        status["last_activity"]
+            .as_str()
+            .unwrap()
+            .contains("read_file"),
+        "{status}"
     );
     // An id that is not a delegated task is unknown.
     let r = call(&client, "task_status", json!({"task_id": "t0000000"})).await;

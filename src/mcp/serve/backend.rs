@@ -148,7 +148,10 @@ impl Backend {
 
 /// Adds to a refusal that this server has nobody to approve calls and how to allow them.
 fn explain(mut result: ToolResult) -> ToolResult {
-    if result.error_code.as_deref() == Some("permission_denied") {
+    // Only a refused Ask (the headless approver's answer), not a hard deny.
+    if result.error_code.as_deref() == Some("permission_denied")
+        && result.content.contains("headless mode")
+    {
         result.content.push_str(
             "\n(crew mcp serve runs without a human to approve calls: an Ask is refused. \
              The serving side allows more with permission rules in its settings or with `crew mcp serve --mode`.)",

@@ -229,6 +229,11 @@ impl LeadRun {
             log,
             err_log,
         ));
+        let progress = tokio::spawn(report_progress(
+            prepared.events.subscribe(),
+            self.tasks.clone(),
+            self.id.clone(),
+        ));
         let _ = self.tasks.cast(TaskMsg::Running {
             id: self.id.clone(),
             pgid: None,
@@ -258,6 +263,7 @@ impl LeadRun {
         };
         prepared.close().await;
         let _ = printer.await;
+        let _ = progress.await;
         let mut outcome = outcome?;
         if !warnings.is_empty() {
             outcome.result = format!("{}\n(warnings: {})", outcome.result, warnings.join("; "));
@@ -285,6 +291,25 @@ fn prepare_session(
         ))?;
         Ok((prepared, warnings))
     })
+}
+
+/// Counts the delegated session's tool calls (the lead's and its team's) into the task's
+/// record, with the latest as its activity, until the session's bus closes.
+async fn report_progress(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<crate::events::Event>,
+    tasks: ActorRef<TaskMsg>,
+    id: String,
+) {
+    while let Some(event) = events.recv().await {
+        if let crate::events::EventKind::ToolCallFinished { name, summary, .. } = event.kind {
+            let _ = tasks.cast(TaskMsg::Activity {
+                id: id.clone(),
+                tool_calls: 1,
+                usage: Default::default(),
+                activity: Some(format!("{}: {name} {summary}", event.agent)),
+            });
+        }
+    }
 }
 
 /// The outcome of a lead stopped while it was not running a request.

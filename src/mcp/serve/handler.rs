@@ -238,6 +238,7 @@ fn status_json(rec: &TaskRecord) -> Value {
         "description": rec.description,
         "result": rec.result,
         "tool_calls": rec.tool_calls,
+        "last_activity": rec.last_activity,
     })
 }
 
