@@ -62,6 +62,9 @@ pub enum McpCmd {
         #[arg(long, value_enum)]
         scope: Option<ScopeArg>,
     },
+    /// Serve crew's own tools and `delegate` to MCP clients (stdio, or streamable HTTP with
+    /// `--listen ADDR`), under this side's settings, mode and trust.
+    Serve(super::mcp_serve::ServeArgs),
 }
 
 /// A scope on the command line.
@@ -104,6 +107,7 @@ pub async fn run(
     let project_root = crate::store::project_root(cwd);
     let home = crate::store::home_dir();
     match cmd {
+        McpCmd::Serve(args) => super::mcp_serve::run(args, cwd).await,
         McpCmd::List { json } => {
             let shown = connect_all(&project_root, home.as_deref(), flags, None).await;
             print(out, &shown, json)?;

@@ -4,8 +4,9 @@
 pub mod agents;
 pub mod extensions;
 pub mod hooks;
-pub mod memory;
 pub mod mcp;
+pub mod mcp_serve;
+pub mod memory;
 pub mod model;
 pub mod output;
 pub mod permissions;

@@ -2,12 +2,13 @@
 //! servers are configured (`config`), one actor per server that connects, restarts and
 //! shuts it down (`server_actor`, `connect`), and each server tool as a crew tool in the
 //! registry's dynamic section (`tool`, `names`). [`McpClients`] starts a session's servers
-//! together and stops them together.
+//! together and stops them together. The server side, `crew mcp serve`, is `serve`.
 
 pub mod config;
 pub mod config_edit;
 pub mod connect;
 pub mod names;
+pub mod serve;
 pub mod server_actor;
 pub mod tool;
 

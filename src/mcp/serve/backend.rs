@@ -1,0 +1,161 @@
+//! The serving session: one crew session whose lead never runs a model; each crew tool
+//! call a client makes is dispatched as a call of that lead (`LeadMsg::Dispatch`), so it
+//! takes the lead's whole call path with the serving side's settings, mode and trust.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use ractor::rpc::CallResult;
+use serde_json::Value;
+
+use super::ServeConfig;
+use super::delegate::Delegates;
+use crate::agent::lead::LeadMsg;
+use crate::approver::actor::ApproverPolicy;
+use crate::cli::Cli;
+use crate::cli::setup::{Prepared, prepare};
+use crate::permission::PermissionMode;
+use crate::protocol::{ToolCall, ToolResult};
+use crate::tools::Definition;
+
+/// Extra time beyond a tool's own timeout before a dispatched call counts as lost.
+const DISPATCH_MARGIN: Duration = Duration::from_secs(60);
+
+/// The serving session and what a client may call on it.
+pub struct Backend {
+    prepared: Prepared,
+    config: ServeConfig,
+    tools: Vec<Definition>,
+    delegates: Delegates,
+}
+
+/// The command line a session of the server is prepared from: the serving side's
+/// directory, permission mode and model, nothing from a client.
+pub(crate) fn session_cli(
+    config: &ServeConfig,
+    permission: Option<PermissionMode>,
+) -> anyhow::Result<Cli> {
+    let mut argv: Vec<String> = vec!["crew".into(), "--cwd".into()];
+    argv.push(config.cwd.display().to_string());
+    argv.extend(["--max-turns".into(), config.max_turns.to_string()]);
+    if let Some(mode) = permission {
+        argv.extend(["--permission-mode".into(), mode.as_str().into()]);
+    }
+    if let Some(model) = &config.model {
+        argv.extend(["--model".into(), model.clone()]);
+    }
+    Cli::try_parse_from(argv).context("cannot build the session's settings")
+}
+
+impl Backend {
+    /// Starts the serving session in `config.cwd`; settings warnings go to `warn`.
+    pub async fn start(config: ServeConfig, warn: &mut dyn FnMut(String)) -> anyhow::Result<Self> {
+        let cli = session_cli(&config, config.mode.permission)?;
+        let prepared = prepare(&cli, ApproverPolicy::Headless, warn).await?;
+        // The file and command tools; the orchestration tools stay inside crew (a client
+        // delegates whole tasks with `delegate`).
+        let tools = crate::tools::builtin_tools()
+            .iter()
+            .map(|t| t.definition().clone())
+            .collect();
+        let tasks = prepared
+            .session
+            .tasks()
+            .cloned()
+            .context("the serving session has no task manager")?;
+        let delegates = Delegates::new(
+            tasks,
+            config.clone(),
+            prepared.permission_mode,
+            prepared.project_root.clone(),
+        );
+        Ok(Self {
+            prepared,
+            config,
+            tools,
+            delegates,
+        })
+    }
+
+    /// The crew tools a client may call, in the order a model sees them.
+    pub fn tools(&self) -> &[Definition] {
+        &self.tools
+    }
+
+    /// The delegated leads.
+    pub fn delegates(&self) -> &Delegates {
+        &self.delegates
+    }
+
+    /// The permission mode calls run under.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.prepared.permission_mode
+    }
+
+    /// Runs one crew tool call from a client as a call of the serving lead. A name that is
+    /// not one of [`Backend::tools`] is refused before anything runs.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> ToolResult {
+        let id = format!("mcp_{}", uuid::Uuid::new_v4().simple());
+        let Some(def) = self.tools.iter().find(|d| d.name == name) else {
+            let known: Vec<&str> = self.tools.iter().map(|d| d.name.as_str()).collect();
+            return ToolResult::error(
+                &id,
+                "unknown_tool",
+                format!(
+                    "no tool `{name}` on this server (tools: {}, delegate, task_status, task_output, task_stop)",
+                    known.join(", ")
+                ),
+            );
+        };
+        let arguments = Value::Object(arguments.unwrap_or_default()).to_string();
+        let call = ToolCall {
+            id: id.clone(),
+            name: def.name.clone(),
+            arguments,
+        };
+        let timeout = def.timeout.unwrap_or(crate::executor::DEFAULT_TIMEOUT) + DISPATCH_MARGIN;
+        let mode = self.config.mode.agent;
+        match self
+            .prepared
+            .session
+            .lead()
+            .call(
+                |reply| LeadMsg::Dispatch { mode, call, reply },
+                Some(timeout),
+            )
+            .await
+        {
+            Ok(CallResult::Success(result)) => explain(result),
+            _ => ToolResult::error(
+                &id,
+                "failed",
+                "the serving session did not answer; the call may not have run",
+            ),
+        }
+    }
+
+    /// Stops delegated leads still running, then the serving session.
+    pub async fn shutdown(self) {
+        self.delegates.stop_all().await;
+        self.prepared.close().await;
+    }
+}
+
+/// Adds to a refusal that this server has nobody to approve calls and how to allow them.
+fn explain(mut result: ToolResult) -> ToolResult {
+    // Only a refused Ask (the headless approver's answer), not a hard deny.
+    if result.error_code.as_deref() == Some("permission_denied")
+        && result.content.contains("headless mode")
+    {
+        result.content.push_str(
+            "\n(crew mcp serve runs without a human to approve calls: an Ask is refused. \
+             The serving side allows more with permission rules in its settings or with `crew mcp serve --mode`.)",
+        );
+    }
+    result
+}

@@ -1,0 +1,333 @@
+//! Delegated work: `delegate {task, agents?, wait?}` starts a crew lead — a full session
+//! with its subagents and team, on the serving repository, with the serving side's
+//! settings and mode — as a background task of the serving session's task manager. The
+//! lead's activity goes to the task's log; `task_status`, `task_output` and `task_stop`
+//! read and stop it through the same task manager `crew tasks` uses.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ractor::ActorRef;
+use ractor::rpc::CallResult;
+use tokio_util::sync::CancellationToken;
+
+use super::ServeConfig;
+use super::backend::session_cli;
+use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
+use crate::approver::actor::ApproverPolicy;
+use crate::permission::PermissionMode;
+use crate::tasks::actor::{NewTask, TaskMsg};
+use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
+
+/// The owner of delegated tasks in the serving session's task manager.
+const OWNER: &str = "mcp";
+/// How long a task-manager question may take.
+const ASK: Duration = Duration::from_secs(10);
+/// The bound on waiting for a delegated lead (a lost reply, not a real limit).
+const LONG: Duration = Duration::from_secs(24 * 3600);
+/// How long a stopped lead may take to end its run.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+/// At most this much of a task's log comes back from `task_output`.
+const OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// The delegated leads of one server.
+pub struct Delegates {
+    tasks: ActorRef<TaskMsg>,
+    config: ServeConfig,
+    permission: PermissionMode,
+    project_root: PathBuf,
+}
+
+/// What `delegate` asks for.
+#[derive(Debug, Clone)]
+pub struct DelegateRequest {
+    /// The task for the lead.
+    pub task: String,
+    /// Agent types (from this project's catalog) the lead should use.
+    pub agents: Vec<String>,
+}
+
+impl Delegates {
+    /// Delegated leads recorded in `tasks`, run with `config` under `permission`.
+    pub fn new(
+        tasks: ActorRef<TaskMsg>,
+        config: ServeConfig,
+        permission: PermissionMode,
+        project_root: PathBuf,
+    ) -> Self {
+        Self {
+            tasks,
+            config,
+            permission,
+            project_root,
+        }
+    }
+
+    /// Starts a lead on `req` in the background; returns its task record.
+    pub async fn start(&self, req: DelegateRequest) -> Result<TaskRecord, String> {
+        if req.task.trim().is_empty() {
+            return Err("`task` is empty: say what the crew lead should do".into());
+        }
+        let task = self.task_text(&req)?;
+        let cancel = CancellationToken::new();
+        let new = NewTask {
+            kind: TaskKind::Agent,
+            description: req.task.chars().take(80).collect(),
+            owner: OWNER.into(),
+            agent_type: Some("lead".into()),
+            command: None,
+        };
+        let rec = match self
+            .tasks
+            .call(|r| TaskMsg::Create(new, cancel.clone(), r), Some(ASK))
+            .await
+        {
+            Ok(CallResult::Success(rec)) => rec,
+            _ => return Err("the task manager did not answer; nothing was started".into()),
+        };
+        let run = LeadRun {
+            tasks: self.tasks.clone(),
+            config: self.config.clone(),
+            permission: self.permission,
+            id: rec.id.clone(),
+            log: rec.output_file.clone(),
+        };
+        tokio::spawn(run.run(task, cancel));
+        Ok(rec)
+    }
+
+    /// The record of a delegated task; an id of anything else is unknown.
+    pub async fn get(&self, id: &str) -> Result<TaskRecord, String> {
+        let rec = match self
+            .tasks
+            .call(|r| TaskMsg::Get(id.to_string(), r), Some(ASK))
+            .await
+        {
+            Ok(CallResult::Success(rec)) => rec,
+            _ => return Err("the task manager did not answer".into()),
+        };
+        rec.filter(|r| r.owner == OWNER)
+            .ok_or_else(|| format!("no delegated task `{id}` on this server"))
+    }
+
+    /// Waits until the task has ended; its final record.
+    pub async fn wait(&self, id: &str) -> Result<TaskRecord, String> {
+        self.get(id).await?;
+        match self
+            .tasks
+            .call(|r| TaskMsg::Wait(id.to_string(), r), Some(LONG))
+            .await
+        {
+            Ok(CallResult::Success(Some(rec))) => Ok(rec),
+            _ => Err(format!("lost track of task `{id}`")),
+        }
+    }
+
+    /// Stops the task (cancelling its lead's run); its final record.
+    pub async fn stop(&self, id: &str) -> Result<TaskRecord, String> {
+        self.get(id).await?;
+        match self
+            .tasks
+            .call(
+                |r| TaskMsg::Stop(id.to_string(), r),
+                Some(Duration::from_secs(120)),
+            )
+            .await
+        {
+            Ok(CallResult::Success(result)) => result,
+            _ => Err(format!("task `{id}` did not stop in time")),
+        }
+    }
+
+    /// The task's log (the last [`OUTPUT_LIMIT`] bytes).
+    pub async fn output(&self, rec: &TaskRecord) -> String {
+        let text = tokio::fs::read(&rec.output_file).await.unwrap_or_default();
+        let start = text.len().saturating_sub(OUTPUT_LIMIT);
+        String::from_utf8_lossy(&text[start..]).into_owned()
+    }
+
+    /// Stops every delegated lead still running (server shutdown).
+    pub async fn stop_all(&self) {
+        let _ = self.tasks.cast(TaskMsg::StopAll);
+        for _ in 0..100 {
+            match self.tasks.call(TaskMsg::HasActiveAny, Some(ASK)).await {
+                Ok(CallResult::Success(true)) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// The lead's task, naming the agent types asked for (each must exist here).
+    fn task_text(&self, req: &DelegateRequest) -> Result<String, String> {
+        if req.agents.is_empty() {
+            return Ok(req.task.clone());
+        }
+        let home = crate::store::home_dir();
+        let catalog = crate::agent::catalog::Catalog::load(&self.project_root, home.as_deref());
+        let known = catalog.names();
+        if let Some(bad) = req.agents.iter().find(|a| catalog.get(a).is_none()) {
+            return Err(format!(
+                "`agents`: no agent type `{bad}` in this project (known: {})",
+                known.join(", ")
+            ));
+        }
+        Ok(format!(
+            "{}\n\nUse these agent types for the work: {}.",
+            req.task,
+            req.agents.join(", ")
+        ))
+    }
+}
+
+/// One delegated lead's run.
+struct LeadRun {
+    tasks: ActorRef<TaskMsg>,
+    config: ServeConfig,
+    permission: PermissionMode,
+    id: String,
+    log: PathBuf,
+}
+
+impl LeadRun {
+    /// Prepares the lead's session, runs the task until the team is quiet (or the task is
+    /// stopped), closes the session and records the end.
+    async fn run(self, task: String, cancel: CancellationToken) {
+        let (status, result) = match self.session_run(task, &cancel).await {
+            Ok(outcome) => (status_of(&outcome), outcome.result),
+            Err(e) => (TaskStatus::Failed, format!("{e:#}")),
+        };
+        let status = if cancel.is_cancelled() {
+            TaskStatus::Cancelled
+        } else {
+            status
+        };
+        let _ = self.tasks.cast(TaskMsg::Finish {
+            id: self.id,
+            status,
+            result,
+        });
+    }
+
+    async fn session_run(
+        &self,
+        task: String,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<RunOutcome> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| anyhow::anyhow!("cannot open the task log {}: {e}", self.log.display()))?;
+        let err_log = log.try_clone()?;
+        let cli = session_cli(&self.config, Some(self.permission))?;
+        let (prepared, warnings) = prepare_session(&cli)?;
+        let printer = tokio::spawn(crate::cli::output::render_events(
+            prepared.events.subscribe(),
+            crate::cli::OutputFormat::Text,
+            log,
+            err_log,
+        ));
+        let progress = tokio::spawn(report_progress(
+            prepared.events.subscribe(),
+            self.tasks.clone(),
+            self.id.clone(),
+        ));
+        let _ = self.tasks.cast(TaskMsg::Running {
+            id: self.id.clone(),
+            pgid: None,
+            worktree: None,
+        });
+        let request = RunRequest {
+            mode: self.config.mode.agent,
+            task,
+            plan: None,
+        };
+        let outcome = {
+            let session = &prepared.session;
+            let run = session.run_until_quiet(request, self.config.max_turns);
+            tokio::pin!(run);
+            tokio::select! {
+                outcome = &mut run => outcome,
+                () = cancel.cancelled() => {
+                    session.cancel();
+                    // Between runs (waiting on the team) there is no run to cancel:
+                    // closing the session below stops the rest.
+                    match tokio::time::timeout(STOP_GRACE, run).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => Ok(stopped()),
+                    }
+                }
+            }
+        };
+        prepared.close().await;
+        let _ = printer.await;
+        let _ = progress.await;
+        let mut outcome = outcome?;
+        if !warnings.is_empty() {
+            outcome.result = format!("{}\n(warnings: {})", outcome.result, warnings.join("; "));
+        }
+        Ok(outcome)
+    }
+}
+
+/// Prepares a delegated lead's session. `prepare` reports warnings through a callback
+/// that is not `Send`, so it runs to completion on this worker thread (the session's
+/// actors still go to the shared runtime); needs the multi-threaded runtime `crew` runs.
+fn prepare_session(
+    cli: &crate::cli::Cli,
+) -> anyhow::Result<(crate::cli::setup::Prepared, Vec<String>)> {
+    let handle = tokio::runtime::Handle::current();
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        anyhow::bail!("delegate needs crew's multi-threaded runtime");
+    }
+    tokio::task::block_in_place(|| {
+        let mut warnings = Vec::new();
+        let prepared = handle.block_on(crate::cli::setup::prepare(
+            cli,
+            ApproverPolicy::Headless,
+            &mut |w| warnings.push(w),
+        ))?;
+        Ok((prepared, warnings))
+    })
+}
+
+/// Counts the delegated session's tool calls (the lead's and its team's) into the task's
+/// record, with the latest as its activity, until the session's bus closes.
+async fn report_progress(
+    mut events: tokio::sync::mpsc::UnboundedReceiver<crate::events::Event>,
+    tasks: ActorRef<TaskMsg>,
+    id: String,
+) {
+    while let Some(event) = events.recv().await {
+        if let crate::events::EventKind::ToolCallFinished { name, summary, .. } = event.kind {
+            let _ = tasks.cast(TaskMsg::Activity {
+                id: id.clone(),
+                tool_calls: 1,
+                usage: Default::default(),
+                activity: Some(format!("{}: {name} {summary}", event.agent)),
+            });
+        }
+    }
+}
+
+/// The outcome of a lead stopped while it was not running a request.
+fn stopped() -> RunOutcome {
+    RunOutcome {
+        result: "stopped by the client".into(),
+        status: RunStatus::Cancelled,
+        usage: Default::default(),
+        turns: 0,
+        tool_calls: 0,
+    }
+}
+
+fn status_of(outcome: &RunOutcome) -> TaskStatus {
+    match outcome.status {
+        RunStatus::Completed => TaskStatus::Completed,
+        RunStatus::MaxTurns => TaskStatus::MaxTurns,
+        RunStatus::Cancelled => TaskStatus::Cancelled,
+        RunStatus::Failed => TaskStatus::Failed,
+    }
+}
