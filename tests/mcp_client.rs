@@ -8,31 +8,9 @@ mod common;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-/// The test server binary, built once per test run (`cargo test --test mcp_client` does
-/// not build examples by itself).
-fn server_bin() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "--example", "mcp_test_server"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building the test server failed");
-            let crew = PathBuf::from(env!("CARGO_BIN_EXE_crew"));
-            let bin = crew.parent().unwrap().join("examples/mcp_test_server");
-            assert!(bin.is_file(), "{} missing", bin.display());
-            bin
-        })
-        .clone()
-}
 
 /// A project, a home, and a marker directory the server's write tools write to.
 struct Setup {
@@ -66,7 +44,7 @@ fn stdio_entry(s: &Setup, extra: &[&str]) -> Value {
         s.markers.join("pids").display().to_string(),
     ];
     args.extend(extra.iter().map(|a| a.to_string()));
-    json!({"command": server_bin(), "args": args})
+    json!({"command": common::mcp_test_server(), "args": args})
 }
 
 /// An HTTP test server, killed when dropped.
@@ -77,7 +55,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(markers: &Path) -> Self {
-        let mut child = std::process::Command::new(server_bin())
+        let mut child = std::process::Command::new(common::mcp_test_server())
             .args(["--http", "127.0.0.1:0", "--marker-dir"])
             .arg(markers)
             .stdout(std::process::Stdio::piped())
@@ -404,7 +382,7 @@ fn a_failing_server_is_reported_and_does_not_block_the_others() {
 #[test]
 fn mcp_list_get_add_remove() {
     let s = setup(json!({}));
-    let bin = server_bin();
+    let bin = common::mcp_test_server();
     let add = common::crew(
         &s.proj,
         &s.home,
@@ -455,7 +433,7 @@ async fn list_changed_refreshes_the_registry() {
     let config = ServerConfig {
         name: "test".into(),
         transport: Transport::Stdio {
-            command: server_bin().display().to_string(),
+            command: common::mcp_test_server().display().to_string(),
             args: vec![
                 "--marker-dir".into(),
                 s.markers.display().to_string(),

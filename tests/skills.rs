@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 
-use common::{Behaviour, FakeTool, Setup, crew, git, put, start, tool_results};
+use common::{Behaviour, FakeTool, Setup, crew, crew_p_recorded, git, put, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::permission::PermissionMode;
@@ -184,31 +183,6 @@ fn repo(script: &str) -> (tempfile::TempDir, tempfile::TempDir) {
     (dir, home)
 }
 
-fn run_p(dir: &Path, home: &Path, task: &str, mode: &str) -> (std::process::Output, Vec<Value>) {
-    let record = home.join("requests.jsonl");
-    let script = home.join("script.json");
-    let out = crew(
-        dir,
-        home,
-        &[
-            "-p",
-            task,
-            "--permission-mode",
-            mode,
-            "--model",
-            &format!("script:{}", script.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
-    );
-    let requests = std::fs::read_to_string(&record)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (out, requests)
-}
-
 /// The results in a recorded request's last message.
 fn last_results(request: &Value) -> Vec<Value> {
     let messages = request["messages"].as_array().unwrap();
@@ -233,7 +207,7 @@ fn crew_p_refuses_a_write_while_a_read_only_skill_is_active_and_writes_nothing()
             {"text":"Two findings."}
         ]}"#,
     );
-    let (out, requests) = run_p(
+    let (out, requests) = crew_p_recorded(
         dir.path(),
         home.path(),
         "review src/main.rs",
@@ -303,7 +277,7 @@ fn files_beside_a_users_skill_are_readable_but_not_writable_and_nothing_else_ope
         {"text": "ok"}
     ]});
     put(&home_path, "script.json", &script.to_string());
-    let (out, requests) = run_p(dir.path(), home.path(), "tidy up", "bypassPermissions");
+    let (out, requests) = crew_p_recorded(dir.path(), home.path(), "tidy up", "bypassPermissions");
     assert!(
         out.status.success(),
         "{}",
@@ -401,7 +375,7 @@ fn subagents_and_teammates_that_can_load_skills_see_the_skill_list() {
         ".claude/agents/mate.md",
         "---\nname: mate\ndescription: A teammate\n---\nYou help.\n",
     );
-    let (out, requests) = run_p(dir.path(), home.path(), "go", "acceptEdits");
+    let (out, requests) = crew_p_recorded(dir.path(), home.path(), "go", "acceptEdits");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let system_of = |prefix: &str| -> String {

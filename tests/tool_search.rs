@@ -171,25 +171,6 @@ async fn few_mcp_tools_are_sent_without_tool_search() {
     assert!(!shown.contains(&"tool_search"), "{shown:?}");
 }
 
-/// mcpc's rmcp test server (examples/mcp_test_server.rs), built once per run; the same
-/// build step as tests/mcp_client.rs (cargo test does not build examples by itself).
-fn test_server() -> std::path::PathBuf {
-    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "--example", "mcp_test_server"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building the test server failed");
-            let crew = std::path::PathBuf::from(env!("CARGO_BIN_EXE_crew"));
-            crew.parent().unwrap().join("examples/mcp_test_server")
-        })
-        .clone()
-}
-
 /// The real MCP route: `crew -p` with the rmcp test server and deferral forced on. Its
 /// tools are not in the first request; `tool_search` loads `read_note`, which then runs
 /// on the server, and a call to `danger` (never loaded) is refused and never reaches it.
@@ -208,7 +189,7 @@ fn an_mcp_servers_tools_are_deferred_loaded_and_called_through_crew() {
     );
     let config = root.join("mcp.json");
     let servers = serde_json::json!({"mcpServers": {"test": {
-        "command": test_server(), "args": ["--marker-dir", markers]}}});
+        "command": common::mcp_test_server(), "args": ["--marker-dir", markers]}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let script = root.join("script.json");
     std::fs::write(

@@ -282,3 +282,56 @@ pub fn put(dir: &std::path::Path, rel: &str, text: &str) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();
 }
+
+/// Runs `crew -p TASK` in `dir` under `mode` on the scripted model in `home/script.json`,
+/// recording its requests; returns the output and the recorded requests.
+pub fn crew_p_recorded(
+    dir: &std::path::Path,
+    home: &std::path::Path,
+    task: &str,
+    mode: &str,
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    let record = home.join("requests.jsonl");
+    let script = home.join("script.json");
+    let out = crew(
+        dir,
+        home,
+        &[
+            "-p",
+            task,
+            "--permission-mode",
+            mode,
+            "--model",
+            &format!("script:{}", script.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    let requests = std::fs::read_to_string(&record)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (out, requests)
+}
+
+/// The rmcp test server (examples/mcp_test_server.rs), built once per test binary
+/// (`cargo test --test X` does not build examples by itself).
+pub fn mcp_test_server() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "--quiet", "--example", "mcp_test_server"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the test server failed");
+            let crew = std::path::PathBuf::from(env!("CARGO_BIN_EXE_crew"));
+            let bin = crew.parent().unwrap().join("examples/mcp_test_server");
+            assert!(bin.is_file(), "{} missing", bin.display());
+            bin
+        })
+        .clone()
+}
