@@ -33,6 +33,9 @@ enum Msg {
     Peer(ActorRef<Msg>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for Msg {}
+
 /// A teammate-like actor: with a mailbox, every message goes through the team actor and
 /// the durable inboxes, as a teammate's do.
 struct Mate;

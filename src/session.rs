@@ -111,6 +111,9 @@ pub enum SessionMsg {
     Hooks(RpcReplyPort<crate::hooks::HookClient>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for SessionMsg {}
+
 /// The references `SessionHandle` keeps.
 pub type SessionRefs = (
     ActorRef<LeadMsg>,

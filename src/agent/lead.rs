@@ -58,6 +58,9 @@ pub enum LeadMsg {
     },
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for LeadMsg {}
+
 /// What a slash command sets for the run it starts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnOverrides {

@@ -79,6 +79,9 @@ pub enum SubAgentMsg {
     Ended(Result<RunOutcome, String>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for SubAgentMsg {}
+
 /// The subagent actor (configuration only).
 pub struct SubAgent;
 

@@ -65,6 +65,9 @@ pub enum TeammateMsg {
     },
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for TeammateMsg {}
+
 /// The teammate actor (configuration only).
 pub struct Teammate;
 

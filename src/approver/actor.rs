@@ -31,6 +31,9 @@ pub enum ApproverMsg {
     Ask(ApprovalRequest, RpcReplyPort<Outcome>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for ApproverMsg {}
+
 /// The approver actor (configuration only).
 pub struct Approver;
 

@@ -18,6 +18,9 @@ pub enum ExecutorMsg {
     Execute(ClearedCall, RpcReplyPort<ToolResult>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for ExecutorMsg {}
+
 /// The executor actor (configuration only).
 pub struct ToolExecutor;
 

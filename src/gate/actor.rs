@@ -73,6 +73,9 @@ pub enum GateMsg {
     },
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for GateMsg {}
+
 /// The gate actor (configuration only).
 pub struct Gate;
 

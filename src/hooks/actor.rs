@@ -27,6 +27,9 @@ pub enum HooksMsg {
     },
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for HooksMsg {}
+
 /// The actor (configuration only; state is built in `pre_start`).
 pub struct Hooks;
 

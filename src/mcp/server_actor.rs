@@ -110,6 +110,9 @@ pub enum McpMsg {
     Shutdown(RpcReplyPort<()>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for McpMsg {}
+
 /// The actor (configuration only).
 pub struct McpServer;
 

@@ -50,6 +50,9 @@ pub enum PermissionMsg {
     ListRules(RpcReplyPort<Vec<RuleInfo>>),
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for PermissionMsg {}
+
 /// The actor (configuration only; state is built in `pre_start`).
 pub struct PermissionEngine;
 

@@ -92,6 +92,9 @@ pub enum TaskMsg {
     PollStops,
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for TaskMsg {}
+
 /// The task manager actor (configuration only).
 pub struct TaskManager;
 

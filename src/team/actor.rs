@@ -86,6 +86,9 @@ pub enum TeamMsg {
     Tick,
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for TeamMsg {}
+
 /// The team actor (configuration only).
 pub struct TeamActor;
 

@@ -74,6 +74,9 @@ pub enum WorktreeMsg {
     },
 }
 
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for WorktreeMsg {}
+
 /// The actor (configuration only; the state, a [`Manager`], is built in `pre_start`).
 pub struct WorktreeManager;
 
