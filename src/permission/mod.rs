@@ -265,6 +265,9 @@ pub struct RuleInfo {
     pub file: Option<PathBuf>,
     /// Its index in that file's list.
     pub index: usize,
+    /// Why auto mode sets it aside, when it does (`auto::suspend`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_in_auto: Option<String>,
 }
 
 impl Policy {
@@ -279,6 +282,7 @@ impl Policy {
                 layer: r.layer,
                 file: r.file.clone(),
                 index: r.index,
+                suspended_in_auto: auto::suspend::suspended_in_auto(r).map(String::from),
             })
             .collect();
         out.sort_by_key(|r| (r.layer, std::cmp::Reverse(r.kind), r.index));

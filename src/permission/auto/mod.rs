@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::permission::{Decision, PermissionMode, SharedMode};
+use crate::permission::{Decision, PermissionMode, SharedMode, Verdict};
 use crate::protocol::{ToolCall, Usage};
 use breaker::Breaker;
 use classifier::{ClassifierAllow, ClassifierConfig, Intent};
@@ -57,14 +57,16 @@ impl Availability {
     }
 }
 
-/// One call the classifier denied.
+/// One call the classifier judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Denial {
+pub struct ClassifierDecision {
     /// The calling agent.
     pub agent: String,
     /// The tool.
     pub tool: String,
-    /// The classifier's reason.
+    /// allow or deny.
+    pub decision: Verdict,
+    /// The classifier's reason (for a failure: what failed).
     pub reason: String,
 }
 
@@ -75,8 +77,8 @@ pub struct AutoSummary {
     pub allowed: u32,
     /// Calls it denied (failures and timeouts included).
     pub denied: u32,
-    /// Each denial, in order.
-    pub denials: Vec<Denial>,
+    /// Each judgement, in order.
+    pub decisions: Vec<ClassifierDecision>,
     /// The breaker's state.
     pub breaker: Breaker,
     /// What the classifier's requests cost, as the provider reported it (cache writes and
@@ -190,14 +192,21 @@ impl AutoMode {
         match judgement.allow {
             Some(allow) => {
                 state.allowed += 1;
+                state.decisions.push(ClassifierDecision {
+                    agent: agent.to_string(),
+                    tool: call.name.clone(),
+                    decision: Verdict::Allow,
+                    reason: judgement.reason.clone(),
+                });
                 state.breaker.allowed();
                 Judged::Allowed(allow, judgement.reason)
             }
             None => {
                 state.denied += 1;
-                state.denials.push(Denial {
+                state.decisions.push(ClassifierDecision {
                     agent: agent.to_string(),
                     tool: call.name.clone(),
+                    decision: Verdict::Deny,
                     reason: judgement.reason.clone(),
                 });
                 let tripped = state.breaker.denied();
