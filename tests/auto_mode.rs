@@ -99,7 +99,11 @@ fn the_classifier_allows_with_its_reason_and_the_command_runs() {
         "auto",
         json!({
             "turns": [ command("touch allowed.txt"), { "text": "done" } ],
-            "agents": { "classifier": { "turns": [ answer("allow", "creating a file in the project serves the task") ] } }
+            "agents": { "classifier": { "turns": [ {
+                "text": json!({ "decision": "allow", "reason": "creating a file in the project serves the task" }).to_string(),
+                // As a provider reports a call whose fixed instructions came from cache.
+                "usage": { "input_tokens": 310, "output_tokens": 22, "cache_read_input_tokens": 1400, "cache_creation_input_tokens": 0 }
+            } ] } }
         }),
     );
     assert!(work.join("allowed.txt").exists(), "{}", r.stderr);
@@ -122,6 +126,9 @@ fn the_classifier_allows_with_its_reason_and_the_command_runs() {
         auto["decisions"][0]["reason"],
         "creating a file in the project serves the task"
     );
+    // The classifier's cost is kept apart, cache reads included.
+    assert_eq!(auto["usage"]["cache_read_input_tokens"], 1400, "{auto}");
+    assert_eq!(auto["usage"]["input_tokens"], 310);
 }
 
 #[test]
