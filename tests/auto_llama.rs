@@ -41,8 +41,7 @@ fn healthy(port: u16) -> bool {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s
-        .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+    if s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         .is_err()
     {
         return false;
@@ -99,7 +98,12 @@ fn a_small_real_model_answers_with_a_parsable_decision_or_fails_closed() {
     ] });
     std::fs::write(home.join("script.json"), script.to_string()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "create an empty notes.txt file", "--permission-mode", "auto"])
+        .args([
+            "-p",
+            "create an empty notes.txt file",
+            "--permission-mode",
+            "auto",
+        ])
         .args(["--output-format", "json", "--model"])
         .arg(format!("script:{}", home.join("script.json").display()))
         .current_dir(&work)
@@ -114,7 +118,12 @@ fn a_small_real_model_answers_with_a_parsable_decision_or_fails_closed() {
         .lines()
         .rev()
         .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("no result: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+        .unwrap_or_else(|| {
+            panic!(
+                "no result: {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
     let auto = &result["auto_mode"];
     let decisions = auto["decisions"].as_array().unwrap();
     assert_eq!(decisions.len(), 1, "{auto}");

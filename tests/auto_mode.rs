@@ -20,7 +20,13 @@ impl Run {
     fn of(&self, agent: &str) -> Vec<&Value> {
         self.requests
             .iter()
-            .filter(|r| r["agent"].as_str().is_some_and(|a| a == agent || a.ends_with(&format!("/{agent}")) || a.starts_with(&format!("{agent}/"))))
+            .filter(|r| {
+                r["agent"].as_str().is_some_and(|a| {
+                    a == agent
+                        || a.ends_with(&format!("/{agent}"))
+                        || a.starts_with(&format!("{agent}/"))
+                })
+            })
             .collect()
     }
 
@@ -116,7 +122,10 @@ fn the_classifier_allows_with_its_reason_and_the_command_runs() {
         crewmaster::permission::auto::classifier::SYSTEM_PROMPT
     );
     let prompt = asked[0]["messages"].to_string();
-    assert!(prompt.contains("touch allowed.txt") && prompt.contains("make the build green"), "{prompt}");
+    assert!(
+        prompt.contains("touch allowed.txt") && prompt.contains("make the build green"),
+        "{prompt}"
+    );
     assert_eq!(asked[0]["tools"], json!([]));
     let auto = &r.result["auto_mode"];
     assert_eq!(auto["allowed"], 1, "{auto}");
@@ -143,7 +152,10 @@ fn the_classifier_denies_with_its_reason_and_the_model_is_told() {
             "agents": { "classifier": { "turns": [ answer("deny", "the task does not need new files") ] } }
         }),
     );
-    assert!(!work.join("denied.txt").exists(), "a denied command must not run");
+    assert!(
+        !work.join("denied.txt").exists(),
+        "a denied command must not run"
+    );
     let saw = r.lead_saw();
     assert!(
         saw.contains("classifier denied this call: the task does not need new files"),
@@ -153,14 +165,21 @@ fn the_classifier_denies_with_its_reason_and_the_model_is_told() {
     assert_eq!(auto["denied"], 1, "{auto}");
     assert_eq!(auto["decisions"][0]["agent"], "lead");
     assert_eq!(auto["decisions"][0]["tool"], "run_command");
-    assert_eq!(auto["decisions"][0]["reason"], "the task does not need new files");
+    assert_eq!(
+        auto["decisions"][0]["reason"],
+        "the task does not need new files"
+    );
 }
 
 #[test]
 fn a_malformed_answer_and_a_timeout_both_deny() {
     let (_d, work, home) = dirs();
     // The classifier may take 300 ms; its second answer would take 10 minutes.
-    put(&home, ".crew/settings.json", r#"{"autoMode": {"timeoutMs": 300}}"#);
+    put(
+        &home,
+        ".crew/settings.json",
+        r#"{"autoMode": {"timeoutMs": 300}}"#,
+    );
     let r = run(
         &work,
         &home,
@@ -185,7 +204,10 @@ fn a_malformed_answer_and_a_timeout_both_deny() {
         .map(|d| d["reason"].as_str().unwrap())
         .collect();
     assert!(reasons[0].contains("could not be used"), "{reasons:?}");
-    assert!(reasons[1].contains("did not answer within 300 ms"), "{reasons:?}");
+    assert!(
+        reasons[1].contains("did not answer within 300 ms"),
+        "{reasons:?}"
+    );
     let saw = r.lead_saw();
     assert!(saw.contains("did not answer within 300 ms"), "{saw}");
 }
@@ -208,7 +230,11 @@ fn three_denials_in_a_row_trip_the_breaker_and_calls_ask_again() {
             "agents": { "classifier": { "turns": [ deny, deny, deny, answer("allow", "fine") ] } }
         }),
     );
-    assert_eq!(r.of("classifier").len(), 3, "the breaker stops asking the classifier");
+    assert_eq!(
+        r.of("classifier").len(),
+        3,
+        "the breaker stops asking the classifier"
+    );
     for f in ["one.txt", "two.txt", "three.txt", "four.txt"] {
         assert!(!work.join(f).exists(), "{f}");
     }
@@ -239,7 +265,12 @@ fn a_python_allow_rule_is_suspended_in_auto_and_back_outside_it() {
         })
     };
     // In auto the rule is set aside: the classifier is consulted (and refuses).
-    let r = run(&work, &home, "auto", script(answer("deny", "runs arbitrary python")));
+    let r = run(
+        &work,
+        &home,
+        "auto",
+        script(answer("deny", "runs arbitrary python")),
+    );
     let asked = r.of("classifier");
     assert_eq!(asked.len(), 1, "the classifier must judge the python call");
     assert!(asked[0]["messages"].to_string().contains("python -c"));
@@ -262,8 +293,14 @@ fn a_python_allow_rule_is_suspended_in_auto_and_back_outside_it() {
             .unwrap_or_else(|| panic!("{rule} not listed:\n{text}"))
             .to_string()
     };
-    assert!(line("Bash(python:*)").contains("suspended in auto"), "{text}");
-    assert!(!line("Bash(touch kept.txt)").contains("suspended in auto"), "{text}");
+    assert!(
+        line("Bash(python:*)").contains("suspended in auto"),
+        "{text}"
+    );
+    assert!(
+        !line("Bash(touch kept.txt)").contains("suspended in auto"),
+        "{text}"
+    );
 }
 
 #[test]

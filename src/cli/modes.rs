@@ -27,9 +27,8 @@ pub fn auto_mode(
         .unwrap_or(DEFAULT_TIMEOUT);
     let classifier = match &settings.model {
         Some(spec) => {
-            let chosen = choose(Some(spec), record).map_err(|e| {
-                anyhow::anyhow!("autoMode.model `{spec}` in the settings: {e:#}")
-            })?;
+            let chosen = choose(Some(spec), record)
+                .map_err(|e| anyhow::anyhow!("autoMode.model `{spec}` in the settings: {e:#}"))?;
             (!chosen.is_demo).then(|| ClassifierConfig {
                 provider: chosen.provider,
                 model: chosen.model,

@@ -86,8 +86,7 @@ impl EngineState {
 
     fn changed(&mut self) {
         self.auto_policy =
-            super::auto::suspend::effective(&self.policy, super::PermissionMode::Auto)
-                .into_owned();
+            super::auto::suspend::effective(&self.policy, super::PermissionMode::Auto).into_owned();
     }
 }
 

@@ -343,7 +343,10 @@ impl Policy {
                 if shared_untrusted && let Some(model) = &auto.model {
                     warn(
                         &mut warnings,
-                        format!("autoMode.model `{model}` is ignored: this folder is not trusted (run `crew trust {}`)", root.display()),
+                        format!(
+                            "autoMode.model `{model}` is ignored: this folder is not trusted (run `crew trust {}`)",
+                            root.display()
+                        ),
                     );
                 } else if policy.auto_mode.model.is_none() {
                     policy.auto_mode.model = auto.model.clone();

@@ -76,11 +76,13 @@ fn every_pair_of_modes_in_every_context() {
                         may_enter(old, n, &ctx).then_some(n)
                     }
                     // Rejected, cancelled, approved as it was: the saved mode, if allowed.
-                    Target::LeavePlan(_) => Some(if may_enter(PermissionMode::Default, old, &ctx) {
-                        old
-                    } else {
-                        PermissionMode::Default
-                    }),
+                    Target::LeavePlan(_) => {
+                        Some(if may_enter(PermissionMode::Default, old, &ctx) {
+                            old
+                        } else {
+                            PermissionMode::Default
+                        })
+                    }
                 };
                 let case = format!("{from:?} → {to:?} with {ctx:?}");
                 let Some(new) = want else {
@@ -163,7 +165,10 @@ fn plan_entered_from_auto_returns_to_default_when_the_breaker_tripped_meanwhile(
     };
     let left = transition(from, Target::LeavePlan(PlanExit::Rejected), &tripped).unwrap();
     assert_eq!(left.state, ModeState::Mode(PermissionMode::Default));
-    assert!(left.effects.contains(&Effect::RestoreRules(vec!["Bash".into()])));
+    assert!(
+        left.effects
+            .contains(&Effect::RestoreRules(vec!["Bash".into()]))
+    );
     assert!(
         left.effects
             .iter()
@@ -185,7 +190,11 @@ fn bypass_is_refused_when_settings_disable_it() {
     ] {
         let got = transition(from, Target::Mode(PermissionMode::BypassPermissions), &ctx);
         assert_eq!(got, Err(Refused::BypassDisabled));
-        assert!(Refused::BypassDisabled.to_string().contains("disableBypassPermissionsMode"));
+        assert!(
+            Refused::BypassDisabled
+                .to_string()
+                .contains("disableBypassPermissionsMode")
+        );
     }
 }
 
@@ -195,7 +204,9 @@ fn shift_tab_cycles_default_accept_plan_bypass_auto() {
         let mut state = ModeState::Mode(PermissionMode::Default);
         let mut seen = Vec::new();
         for _ in 0..5 {
-            state = transition(state, cycle_target(state, ctx), ctx).unwrap().state;
+            state = transition(state, cycle_target(state, ctx), ctx)
+                .unwrap()
+                .state;
             seen.push(match state {
                 ModeState::Plan { .. } => "plan".to_string(),
                 ModeState::Mode(m) => m.to_string(),
@@ -209,12 +220,24 @@ fn shift_tab_cycles_default_accept_plan_bypass_auto() {
     };
     assert_eq!(
         walk(&all),
-        ["acceptEdits", "plan", "bypassPermissions", "auto", "default"]
+        [
+            "acceptEdits",
+            "plan",
+            "bypassPermissions",
+            "auto",
+            "default"
+        ]
     );
     let no_classifier = ModeContext::default();
     assert_eq!(
         walk(&no_classifier),
-        ["acceptEdits", "plan", "bypassPermissions", "default", "acceptEdits"]
+        [
+            "acceptEdits",
+            "plan",
+            "bypassPermissions",
+            "default",
+            "acceptEdits"
+        ]
     );
     let locked = ModeContext {
         bypass_disabled: true,

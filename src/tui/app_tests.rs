@@ -221,7 +221,10 @@ fn the_breaker_drops_auto_to_asking_says_why_and_holds_until_auto_reset() {
         .iter()
         .map(|s| s.content.to_string())
         .collect();
-    assert!(line.contains("auto off: the classifier denied 3 calls in a row"), "{line}");
+    assert!(
+        line.contains("auto off: the classifier denied 3 calls in a row"),
+        "{line}"
+    );
     // Auto is skipped by Shift+Tab and refused by /auto until /auto reset.
     for _ in 0..4 {
         a.on_key(key(KeyCode::BackTab));

@@ -3,8 +3,8 @@
 
 use super::app::{App, verdict_str};
 use super::plan::PlanStage;
-use crate::permission::transition::{PlanExit, Target};
 use crate::permission::rules::RuleKind;
+use crate::permission::transition::{PlanExit, Target};
 use crate::permission::{Category, Policy};
 use crate::pricing::{cost_usd, total_tokens};
 

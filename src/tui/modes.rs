@@ -121,7 +121,9 @@ impl App {
             "" => {
                 self.change_mode(Target::Mode(PermissionMode::Auto));
             }
-            other => self.notice(format!("Unknown /auto argument `{other}`: use /auto or /auto reset.")),
+            other => self.notice(format!(
+                "Unknown /auto argument `{other}`: use /auto or /auto reset."
+            )),
         }
     }
 

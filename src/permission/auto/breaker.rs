@@ -36,10 +36,7 @@ impl Breaker {
             return None;
         }
         let why = if self.consecutive >= CONSECUTIVE_LIMIT {
-            format!(
-                "the classifier denied {} calls in a row",
-                self.consecutive
-            )
+            format!("the classifier denied {} calls in a row", self.consecutive)
         } else if self.total >= TOTAL_LIMIT {
             format!("the classifier denied {} calls this session", self.total)
         } else {
