@@ -399,3 +399,29 @@ fn auto_needs_a_classifier_the_demo_model_cannot_be_one() {
     assert!(!out.status.success());
     assert!(err.contains("autoMode.model"), "{err}");
 }
+
+#[test]
+fn an_explicit_ask_rule_still_goes_to_a_human_not_the_classifier() {
+    let (_d, work, home) = dirs();
+    put(
+        &home,
+        ".crew/settings.json",
+        r#"{"permissions": {"ask": ["Bash(touch asked.txt)"]}}"#,
+    );
+    let r = run(
+        &work,
+        &home,
+        "auto",
+        json!({
+            "turns": [ command("touch asked.txt"), { "text": "ok" } ],
+            // Were it asked, the classifier would allow.
+            "agents": { "classifier": { "turns": [ answer("allow", "fine") ] } }
+        }),
+    );
+    assert!(
+        r.of("classifier").is_empty(),
+        "the user's ask rule is for a human"
+    );
+    assert!(!work.join("asked.txt").exists());
+    assert!(r.lead_saw().contains("nobody can answer in headless mode"));
+}

@@ -7,7 +7,14 @@
 //! Fail closed: a provider error, a timeout, a cancelled run, an answer that is not
 //! exactly one such object, or any other decision is a denial. Only an allow parsed here
 //! becomes a `ClassifierAllow`, the token that (with the engine's `Pending`) makes a
-//! `Permit` (`Permit::classified`); no other code can build one.
+//! `Permit` (`Permit::classified`); no other code can build one:
+//!
+//! ```compile_fail,E0451
+//! use crewmaster::permission::auto::classifier::ClassifierAllow;
+//! use crewmaster::protocol::ToolCall;
+//! let call = ToolCall { id: "1".into(), name: "run_command".into(), arguments: "{}".into() };
+//! let forged = ClassifierAllow { call };
+//! ```
 //!
 //! Caching: the instructions are the system prompt, identical on every call, so the
 //! provider's cache breakpoint on the system prompt (`provider::anthropic`) covers them;
