@@ -425,3 +425,50 @@ fn an_explicit_ask_rule_still_goes_to_a_human_not_the_classifier() {
     assert!(!work.join("asked.txt").exists());
     assert!(r.lead_saw().contains("nobody can answer in headless mode"));
 }
+
+#[test]
+fn a_teammate_under_auto_asks_the_classifier_and_gets_its_denial_as_a_tool_error() {
+    let (_d, work, home) = dirs();
+    git(&work, &["init", "-q"]);
+    put(&work, "README.md", "hi\n");
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-qm", "init"]);
+    let r = run(
+        &work,
+        &home,
+        "auto",
+        json!({
+            "turns": [
+                { "tool_calls": [ { "name": "agent", "input": {
+                    "description": "helper", "prompt": "make a marker",
+                    "subagent_type": "general-purpose", "name": "alice" } } ] },
+                { "text": "team started" }
+            ],
+            "agents": {
+                "alice": { "turns": [ command("touch mate.txt"), { "text": "alice gives up" } ] },
+                "classifier": { "turns": [
+                    answer("allow", "a teammate in its own worktree serves the task"),
+                    answer("deny", "a marker file is not part of the task")
+                ] }
+            }
+        }),
+    );
+    let auto = &r.result["auto_mode"];
+    let decisions = auto["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 2, "{auto}\n{}", r.stderr);
+    assert!(
+        decisions[1]["agent"].as_str().unwrap().contains("alice"),
+        "{auto}"
+    );
+    let alice_saw = r
+        .of("alice")
+        .last()
+        .map(|q| q["messages"].to_string())
+        .unwrap_or_default();
+    assert!(
+        alice_saw.contains("classifier denied this call: a marker file is not part of the task"),
+        "{alice_saw}"
+    );
+    assert!(!walk(&work).into_iter().any(|p| p.ends_with("mate.txt")));
+    assert!(!walk(&home).into_iter().any(|p| p.ends_with("mate.txt")));
+}

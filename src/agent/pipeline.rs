@@ -4,7 +4,8 @@
 //! `HookOpinion` (only the engine issues permits), and its `updatedInput` is the call the
 //! engine judges; the engine answers with a `Permit` (allowed), a
 //! `Pending` (ask a human) or a refusal; a `Pending` becomes a `Permit` only with the
-//! approver's `Approval`; the gate accepts only a `Permit` and hands the executor a
+//! approver's `Approval` — or, in auto mode, for a fallback Ask, with the classifier's
+//! `ClassifierAllow` (`permission::auto`); the gate accepts only a `Permit` and hands the executor a
 //! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
 //! (fail closed). A refusal at any stage becomes an error `ToolResult` that goes back
 //! into the conversation; it never aborts the agent.
