@@ -167,6 +167,7 @@ async fn main() -> anyhow::Result<()> {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let rss_before = status_kib("VmRSS:");
     let session = SessionHandle::start(SessionConfig {
+        auto: None,
         cwd: repo.clone(),
         permission_mode: PermissionMode::BypassPermissions,
         policy: Policy::default(),

@@ -161,6 +161,11 @@ pub enum EventKind {
         /// What to show, naming the hook.
         message: String,
     },
+    /// Auto mode's breaker switched it off: calls ask again until `/auto reset`.
+    AutoModeOff {
+        /// Why (how many denials).
+        reason: String,
+    },
     /// Something went wrong that did not stop the run (or that did: see `RunFinished`).
     Error {
         /// The message.

@@ -64,6 +64,8 @@ pub struct SessionConfig {
     pub orchestration: Option<Orchestration>,
     /// The configured hooks and what they are told about the session (`None`: no hooks).
     pub hooks: Option<SessionHooks>,
+    /// Auto mode's classifier, breaker and tally (`None`: auto mode asks as default does).
+    pub auto: Option<Arc<crate::permission::auto::AutoMode>>,
 }
 
 /// What the session's `Hooks` actor is built from.
@@ -210,6 +212,7 @@ impl Actor for Session {
                 gate,
                 events: cfg.events.clone(),
                 hooks: hooks.clone(),
+                auto: cfg.auto.clone(),
             },
             provider: cfg.provider,
             spec: cfg.lead,
@@ -274,6 +277,10 @@ impl Actor for Session {
             _ => None,
         };
         let lead_mode = SharedMode::new(cfg.permission_mode);
+        if let Some(auto) = &cfg.auto {
+            // The breaker switches the lead out of auto, and subagents follow its mode.
+            auto.watch_lead(lead_mode.clone());
+        }
         if let (Some(transcripts), Some(link), Some(env)) = (restore_team, &team, &subagents) {
             restore_team_members(env, link, &transcripts, lead_mode.clone(), &cfg.events).await;
         }

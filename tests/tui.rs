@@ -25,6 +25,11 @@ struct Tui {
 
 impl Tui {
     fn start(dir: &Path, script: &Path, extra: &[&str]) -> Tui {
+        Tui::spawn(dir, Some(script), extra)
+    }
+
+    /// `crew` on `script`, or on no model at all (the built-in demo) when `None`.
+    fn spawn(dir: &Path, script: Option<&Path>, extra: &[&str]) -> Tui {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -34,8 +39,10 @@ impl Tui {
             })
             .unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crew"));
-        cmd.arg("--model");
-        cmd.arg(format!("script:{}", script.display()));
+        if let Some(script) = script {
+            cmd.arg("--model");
+            cmd.arg(format!("script:{}", script.display()));
+        }
         cmd.arg("--cwd");
         cmd.arg(dir.join("work"));
         cmd.arg("--record-requests");
@@ -446,4 +453,34 @@ fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
     let tui = Tui::start(dir.path(), &script, &[]);
     let screen = tui.wait_for(&["type a task"]);
     assert!(!screen.contains("Trust this folder?"), "{screen}");
+}
+
+/// Shift+Tab walks default → acceptEdits → plan → bypassPermissions → auto → default with
+/// a classifier (the session's scripted model), and skips auto without one (the demo).
+#[test]
+fn shift_tab_cycles_the_modes_and_skips_auto_without_a_classifier() {
+    let stops = |with_auto: bool| {
+        let mut s = vec![
+            "chat  │ ⏵ acceptEdits",
+            "plan  │ ⏵ acceptEdits",
+            "chat  │ ⏵ bypassPermissions",
+        ];
+        if with_auto {
+            s.push("chat  │ ⏵ auto (shift+tab)");
+        }
+        s.push("chat  │ ⏵ default");
+        s
+    };
+    for with_auto in [true, false] {
+        let (dir, script) = setup(r#"{"turns": [{"text": "hi"}]}"#);
+        let mut tui = Tui::spawn(dir.path(), with_auto.then_some(script.as_path()), &[]);
+        tui.wait_for(&["chat  │ ⏵ default"]);
+        for stop in stops(with_auto) {
+            tui.send("\x1b[Z");
+            let screen = tui.wait_for(&[stop]);
+            if !with_auto {
+                assert!(!screen.contains("⏵ auto"), "{screen}");
+            }
+        }
+    }
 }

@@ -4,7 +4,8 @@
 //! `HookOpinion` (only the engine issues permits), and its `updatedInput` is the call the
 //! engine judges; the engine answers with a `Permit` (allowed), a
 //! `Pending` (ask a human) or a refusal; a `Pending` becomes a `Permit` only with the
-//! approver's `Approval`; the gate accepts only a `Permit` and hands the executor a
+//! approver's `Approval` — or, in auto mode, for a fallback Ask, with the classifier's
+//! `ClassifierAllow` (`permission::auto`); the gate accepts only a `Permit` and hands the executor a
 //! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
 //! (fail closed). A refusal at any stage becomes an error `ToolResult` that goes back
 //! into the conversation; it never aborts the agent.
@@ -19,8 +20,11 @@ use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
 use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
 use crate::permission::actor::{GrantScope, PermissionMsg};
+use crate::permission::auto::classifier::Intent;
+use crate::permission::auto::{AutoMode, Judged};
 use crate::permission::{
-    CheckRequest, Checked, Decision, HookOpinion, Pending, Permit, SharedMode, Source, Verdict,
+    CheckRequest, Checked, Decision, HookOpinion, Pending, PermissionMode, Permit, SharedMode,
+    Source, Verdict,
 };
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, ToolContext};
@@ -47,6 +51,8 @@ pub struct Pipeline {
     pub events: EventBus,
     /// Fires the session's hooks (PreToolUse, PostToolUse, Notification).
     pub hooks: crate::hooks::HookClient,
+    /// Auto mode's classifier (`None`: an Ask in auto mode goes to the approver).
+    pub auto: Option<Arc<AutoMode>>,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's
@@ -61,6 +67,8 @@ pub struct CallerContext {
     pub tool_ctx: ToolContext,
     /// Set when a hook answered `continue: false`: the loop stops after this step.
     pub hook_stop: Arc<std::sync::Mutex<Option<String>>>,
+    /// What the run is for, as auto mode's classifier is told (set by the run).
+    pub intent: Arc<Intent>,
 }
 
 async fn rpc<M, T>(
@@ -194,6 +202,19 @@ impl Pipeline {
                 if let Some(refused) = self.gate_refusal(caller, &call).await {
                     return refused;
                 }
+                // Auto mode: the classifier answers what the mode fallback would ask; an
+                // explicit ask (rule, dangerous command, protected file) is for a human.
+                let pending = if mode == PermissionMode::Auto && !pending.decision().explicit_ask {
+                    match self.classify(caller, pending).await {
+                        Classified::Permit(permit) => {
+                            return self.run_through_gate(caller, permit).await;
+                        }
+                        Classified::Refused(result) => return result,
+                        Classified::Ask(pending) => pending,
+                    }
+                } else {
+                    pending
+                };
                 match self.ask(caller, pending, request).await {
                     Ok(permit) => permit,
                     Err(refused) => return refused,
@@ -318,6 +339,56 @@ impl Pipeline {
         Ok(permit)
     }
 
+    /// Auto mode: the classifier's allow makes the permit; its denial goes back to the
+    /// model as a tool error with its reason; without a usable classifier (breaker
+    /// tripped, none configured) the call is asked like any other.
+    async fn classify(&self, caller: &CallerContext, pending: Pending) -> Classified {
+        let Some(auto) = &self.auto else {
+            return Classified::Ask(pending);
+        };
+        let call = pending.call().clone();
+        let judged = auto
+            .judge(
+                &caller.agent,
+                &caller.mode,
+                &call,
+                pending.decision(),
+                &caller.intent,
+                &caller.tool_ctx.cancel,
+            )
+            .await;
+        match judged {
+            Judged::Allowed(allow, reason) => {
+                let mut d = Decision::new(Verdict::Allow, Source::Classifier, reason);
+                d.category = pending.decision().category;
+                self.publish_decision(&caller.agent, &call.id, &d);
+                match Permit::classified(pending, &allow) {
+                    Ok(permit) => Classified::Permit(permit),
+                    Err(e) => Classified::Refused(ToolResult::error(
+                        &call.id,
+                        "permission_denied",
+                        e.to_string(),
+                    )),
+                }
+            }
+            Judged::Denied { reason, tripped } => {
+                let mut d = Decision::new(
+                    Verdict::Deny,
+                    Source::Classifier,
+                    format!("auto mode's classifier denied this call: {reason}"),
+                );
+                d.category = pending.decision().category;
+                self.publish_decision(&caller.agent, &call.id, &d);
+                if let Some(why) = tripped {
+                    self.events
+                        .publish(&caller.agent, EventKind::AutoModeOff { reason: why });
+                }
+                Classified::Refused(denied(&call, &d))
+            }
+            Judged::Unavailable(_) => Classified::Ask(pending),
+        }
+    }
+
     async fn run_through_gate(&self, caller: &CallerContext, permit: Permit) -> ToolResult {
         let mut ctx = caller.tool_ctx.clone();
         ctx.cancel = caller.tool_ctx.cancel.child_token();
@@ -369,6 +440,16 @@ impl CallerContext {
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
+}
+
+/// What auto mode made of an Ask.
+enum Classified {
+    /// The classifier allowed it.
+    Permit(Permit),
+    /// It was refused; the result goes back to the model.
+    Refused(ToolResult),
+    /// Ask as usual.
+    Ask(Pending),
 }
 
 fn denied(call: &ToolCall, d: &Decision) -> ToolResult {

@@ -191,6 +191,12 @@ impl Runner {
         // gate by the agent's actor; the loop only carries the permission mode.
         let mut caller = self.caller(place, &cancel);
         caller.tool_ctx.deferred_tools = deferral.searchable();
+        // Auto mode's classifier sees the task and the user's latest words, nothing more.
+        caller.intent = Arc::new(crate::permission::auto::classifier::Intent::new(
+            &req.task,
+            agent == "lead",
+            conversation,
+        ));
         // Memory files: the cwd's and above go into this run's system prompt; those of
         // directories below are added to tool results as the agent reaches them.
         let mut memory = crate::memory::AgentMemory::start(&place.walk, &place.cwd, conversation);
@@ -377,6 +383,7 @@ impl Runner {
             mode: place.permission_mode.clone(),
             tool_ctx,
             hook_stop: Default::default(),
+            intent: Default::default(),
         }
     }
 

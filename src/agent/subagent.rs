@@ -455,7 +455,11 @@ async fn work(
     };
     let place = RunPlace {
         cwd,
-        permission_mode: SharedMode::new(PermissionMode::DontAsk),
+        // Under a lead in auto mode, the classifier judges what dontAsk would allow blindly.
+        permission_mode: SharedMode::new(match &runner.pipeline.auto {
+            Some(auto) if auto.lead_in_auto() => PermissionMode::Auto,
+            _ => PermissionMode::DontAsk,
+        }),
         sandbox: CommandSandbox::Landlock { writable_roots },
         delegate: Some(Arc::new(
             ActorDelegate::new(me, SubAgentMsg::Spawn).with_resume(SubAgentMsg::Resume),

@@ -396,7 +396,7 @@ fn strictness(mode: PermissionMode) -> u8 {
     match mode {
         PermissionMode::Strict => 3,
         PermissionMode::Default => 2,
-        PermissionMode::AcceptEdits => 1,
+        PermissionMode::AcceptEdits | PermissionMode::Auto => 1,
         PermissionMode::BypassPermissions | PermissionMode::DontAsk => 0,
     }
 }

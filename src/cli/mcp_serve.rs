@@ -20,7 +20,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// `plan` (read-only tools only) or a permission mode (strict, default, acceptEdits,
-    /// bypassPermissions, dontAsk); default: the settings' defaultMode.
+    /// bypassPermissions, dontAsk, auto), entered through `permission::transition` like
+    /// `--permission-mode`; default: the settings' defaultMode.
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
     /// The model of delegated crew leads (default: from settings or API keys).

@@ -8,6 +8,7 @@ pub mod mcp;
 pub mod mcp_serve;
 pub mod memory;
 pub mod model;
+pub mod modes;
 pub mod output;
 pub mod permissions;
 pub mod run;

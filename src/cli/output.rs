@@ -91,6 +91,10 @@ fn render_text(
             )?;
         }
         EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
+        EventKind::AutoModeOff { reason } => writeln!(
+            err,
+            "auto mode is off: {reason}; calls ask again (headless: they are refused)"
+        )?,
         EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
         EventKind::TeamMemberChanged { name, status, .. } => {
             writeln!(err, "team: {name} is {status}")?;

@@ -34,8 +34,8 @@ pub enum PermissionsCmd {
         /// The raw JSON arguments; text that is not valid JSON is a Deny, not an error.
         #[arg(long)]
         input: String,
-        /// strict, default, acceptEdits, bypassPermissions or dontAsk (default: the
-        /// settings' defaultMode).
+        /// strict, default, acceptEdits, bypassPermissions, dontAsk or auto (default: the
+        /// settings' defaultMode; in auto, an Ask is what the classifier would judge).
         #[arg(long = "permission-mode", value_parser = parse_mode)]
         permission_mode: Option<PermissionMode>,
         /// The agent's working directory (default: the current directory).
@@ -241,9 +241,14 @@ fn print_list(
             .as_ref()
             .map(|f| format!("{} [{}]", f.display(), r.index))
             .unwrap_or_else(|| "this session".into());
+        let suspended = r
+            .suspended_in_auto
+            .as_ref()
+            .map(|why| format!("  [suspended in auto: {why}]"))
+            .unwrap_or_default();
         writeln!(
             out,
-            "{:<8} {:<5} {}  ({origin})",
+            "{:<8} {:<5} {}  ({origin}){suspended}",
             name(&r.layer),
             name(&r.kind),
             r.rule

@@ -97,6 +97,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         None => Vec::new(),
     };
     let model = prepared.model.clone();
+    let auto = prepared.auto.summary();
     prepared.close().await;
     // The bus closes once the session's actors are gone; let the printer drain it.
     let _ = printer.await;
@@ -104,7 +105,9 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     match format {
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
-            println!("{}", result_json(&outcome, &session_id, &model, &tasks));
+            let mut result = result_json(&outcome, &session_id, &model, &tasks);
+            result["auto_mode"] = serde_json::to_value(&auto).unwrap_or_default();
+            println!("{result}");
         }
     }
     Ok(match outcome.status {

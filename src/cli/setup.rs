@@ -46,6 +46,12 @@ pub struct Prepared {
     pub home: Option<PathBuf>,
     /// The session's MCP servers (stopped, process groups and all, by `close`).
     pub mcp: crate::mcp::McpClients,
+    /// The session's auto mode (classifier, breaker, tally).
+    pub auto: Arc<crate::permission::auto::AutoMode>,
+    /// `permissions.disableBypassPermissionsMode: "disable"` is set.
+    pub bypass_disabled: bool,
+    /// The allow rules auto mode sets aside.
+    pub suspended_in_auto: Vec<String>,
     recorder: JoinHandle<()>,
 }
 
@@ -94,22 +100,16 @@ pub async fn prepare(
     for w in hook_warnings {
         warn(w.to_string());
     }
-    let permission_mode = match cli.permission_mode.as_deref() {
-        None => policy.default_mode,
-        Some(name) => {
-            let (mode, warning) = PermissionMode::parse_lenient(name);
-            if let Some(w) = warning {
-                warn(format!("--permission-mode: {w}"));
-            }
-            mode
-        }
-    };
     let spec = cli.model.as_deref().or(policy.model.as_deref());
     let max_concurrent_agents = cli
         .max_concurrent_agents
         .or(policy.max_concurrent_agents)
         .unwrap_or(8);
     let chosen = model::choose(spec, cli.record_requests.clone())?;
+    // Auto mode and the starting mode: the same state machine as every later change.
+    let auto = super::modes::auto_mode(&policy, &chosen, cli.record_requests.clone())?;
+    let permission_mode =
+        super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
     crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
     // Commands run under Landlock when unattended, or whenever the settings ask for it.
     let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
@@ -191,7 +191,10 @@ pub async fn prepare(
     )
     .await;
     let model_name = chosen.model.clone();
+    let bypass_disabled = policy.bypass_disabled;
+    let suspended_in_auto = super::modes::suspended(&policy);
     let session = SessionHandle::start(SessionConfig {
+        auto: Some(auto.clone()),
         cwd: cwd.clone(),
         permission_mode,
         policy,
@@ -254,6 +257,9 @@ pub async fn prepare(
         home,
         mcp,
         recorder,
+        auto,
+        bypass_disabled,
+        suspended_in_auto,
     })
 }
 

@@ -60,6 +60,34 @@ pub struct PermissionEngine;
 pub struct EngineState {
     /// Loaded layers plus session-layer grants (as rules).
     policy: Policy,
+    /// The same without the rules suspended in auto mode (`auto::suspend`), kept so
+    /// calls in auto mode do not rebuild it; rebuilt whenever `policy` changes.
+    auto_policy: Policy,
+}
+
+impl EngineState {
+    fn new(policy: Policy) -> Self {
+        let auto_policy =
+            super::auto::suspend::effective(&policy, super::PermissionMode::Auto).into_owned();
+        Self {
+            policy,
+            auto_policy,
+        }
+    }
+
+    /// The policy a call in `mode` is decided by.
+    fn for_mode(&self, mode: super::PermissionMode) -> &Policy {
+        if mode == super::PermissionMode::Auto {
+            &self.auto_policy
+        } else {
+            &self.policy
+        }
+    }
+
+    fn changed(&mut self) {
+        self.auto_policy =
+            super::auto::suspend::effective(&self.policy, super::PermissionMode::Auto).into_owned();
+    }
 }
 
 impl Actor for PermissionEngine {
@@ -72,7 +100,7 @@ impl Actor for PermissionEngine {
         _myself: ActorRef<Self::Msg>,
         policy: Policy,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(EngineState { policy })
+        Ok(EngineState::new(policy))
     }
 
     async fn handle(
@@ -88,20 +116,22 @@ impl Actor for PermissionEngine {
                 hook,
                 reply,
             } => {
-                let decision = hook::apply(check(&request, &state.policy), &hook, request.mode);
+                let policy = state.for_mode(request.mode);
+                let decision = hook::apply(check(&request, policy), &hook, request.mode);
                 let CheckRequest { call, cwd, .. } = request;
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
                 let _ = reply.send(Checked::from_decision(call, agent, cwd, decision));
             }
             PermissionMsg::Check(req, reply) => {
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(check(&req, &state.policy));
+                let _ = reply.send(check(&req, state.for_mode(req.mode)));
             }
             PermissionMsg::Grant(req, scope, reply) => {
                 let result = match scope {
                     GrantScope::Session => grants::grant_session(&req, &mut state.policy),
                     GrantScope::Forever => grants::grant_forever(&req, &mut state.policy),
                 };
+                state.changed();
                 let _ = reply.send(result.map(|_| ()).map_err(|e| e.to_string()));
             }
             PermissionMsg::Reload(mut policy) => {
@@ -113,6 +143,7 @@ impl Actor for PermissionEngine {
                     .cloned();
                 policy.rules.extend(session);
                 state.policy = policy;
+                state.changed();
             }
             PermissionMsg::ListRules(reply) => {
                 let _ = reply.send(state.policy.rule_infos());

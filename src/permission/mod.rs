@@ -12,9 +12,11 @@
 //! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
 //! `Policy::load`), `trust` (trusted folders), `grants` (approvals → rules),
 //! `delegation` (starting subagents), `walk` (what directory walkers may show), `check`
-//! (the decision), `actor`.
+//! (the decision), `actor`, `auto` (auto mode: classifier, breaker, suspended rules),
+//! `transition` (the one state machine for mode changes).
 
 pub mod actor;
+pub mod auto;
 pub mod blacklist;
 pub mod cache;
 mod check;
@@ -38,6 +40,7 @@ pub mod settings;
 pub mod shell;
 pub mod spec;
 mod tracked;
+pub mod transition;
 pub mod trust;
 pub mod walk;
 
@@ -125,6 +128,8 @@ pub enum Source {
     Unknown,
     /// A PreToolUse hook (its allow skipped the mode's ask, or its ask was added).
     Hook,
+    /// Auto mode's classifier model.
+    Classifier,
 }
 
 impl std::fmt::Display for Source {
@@ -146,6 +151,7 @@ impl std::fmt::Display for Source {
             Source::User => f.write_str("user"),
             Source::Unknown => f.write_str("unknown"),
             Source::Hook => f.write_str("hook"),
+            Source::Classifier => f.write_str("classifier"),
         }
     }
 }
@@ -240,6 +246,10 @@ pub struct Policy {
     /// File-system facts computed once, not per decision (canonical roots and cwds,
     /// credential identities).
     pub cache: cache::PolicyCache,
+    /// The `autoMode` settings.
+    pub auto_mode: auto::AutoSettings,
+    /// `permissions.disableBypassPermissionsMode: "disable"` in any layer.
+    pub bypass_disabled: bool,
 }
 
 /// A rule as shown by `crew permissions list`.
@@ -255,6 +265,9 @@ pub struct RuleInfo {
     pub file: Option<PathBuf>,
     /// Its index in that file's list.
     pub index: usize,
+    /// Why auto mode sets it aside, when it does (`auto::suspend`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_in_auto: Option<String>,
 }
 
 impl Policy {
@@ -269,6 +282,7 @@ impl Policy {
                 layer: r.layer,
                 file: r.file.clone(),
                 index: r.index,
+                suspended_in_auto: auto::suspend::suspended_in_auto(r).map(String::from),
             })
             .collect();
         out.sort_by_key(|r| (r.layer, std::cmp::Reverse(r.kind), r.index));

@@ -25,16 +25,20 @@ pub enum PermissionMode {
     BypassPermissions,
     /// Unattended (subagents): allow mode-fallback asks, deny explicit asks.
     DontAsk,
+    /// Allow reads; a classifier model decides the writes, commands and MCP calls the
+    /// mode would otherwise ask about (`permission::auto`).
+    Auto,
 }
 
 impl PermissionMode {
     /// All modes, in Shift+Tab order where it applies.
-    pub const ALL: [PermissionMode; 5] = [
+    pub const ALL: [PermissionMode; 6] = [
         PermissionMode::Strict,
         PermissionMode::Default,
         PermissionMode::AcceptEdits,
         PermissionMode::BypassPermissions,
         PermissionMode::DontAsk,
+        PermissionMode::Auto,
     ];
 
     /// The name used in settings and on the command line.
@@ -45,6 +49,7 @@ impl PermissionMode {
             PermissionMode::AcceptEdits => "acceptEdits",
             PermissionMode::BypassPermissions => "bypassPermissions",
             PermissionMode::DontAsk => "dontAsk",
+            PermissionMode::Auto => "auto",
         }
     }
 
@@ -69,6 +74,9 @@ impl PermissionMode {
             (Default, _) => Verdict::Ask,
             (AcceptEdits, Read | Write | Control) => Verdict::Allow,
             (AcceptEdits, _) => Verdict::Ask,
+            // The Ask goes to the classifier, not to a human (`agent::pipeline`).
+            (Auto, Read | Control) => Verdict::Allow,
+            (Auto, _) => Verdict::Ask,
             (BypassPermissions | DontAsk, _) => Verdict::Allow,
         }
     }
@@ -125,7 +133,7 @@ impl std::fmt::Debug for SharedMode {
 /// An unrecognised mode name.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "unknown permission mode `{0}` (expected strict, default, acceptEdits, bypassPermissions or dontAsk)"
+    "unknown permission mode `{0}` (expected strict, default, acceptEdits, bypassPermissions, dontAsk or auto)"
 )]
 pub struct UnknownMode(pub String);
 
@@ -170,6 +178,7 @@ mod tests {
             (PermissionMode::AcceptEdits, [Allow, Allow, Ask]),
             (PermissionMode::BypassPermissions, [Allow, Allow, Allow]),
             (PermissionMode::DontAsk, [Allow, Allow, Allow]),
+            (PermissionMode::Auto, [Allow, Ask, Ask]),
         ];
         for (mode, expected) in table {
             for (cat, want) in [Read, Write, Exec].into_iter().zip(expected) {

@@ -68,6 +68,20 @@ impl Permit {
         Ok(Permit::issue(pending.call, pending.agent, pending.cwd))
     }
 
+    /// A permit for a call the engine asked about and auto mode's classifier allowed.
+    /// Fails when the classifier judged another call.
+    pub fn classified(
+        pending: Pending,
+        allow: &super::auto::classifier::ClassifierAllow,
+    ) -> Result<Permit, ApprovalMismatch> {
+        if allow.call() != &pending.call {
+            return Err(ApprovalMismatch {
+                call_id: pending.call.id,
+            });
+        }
+        Ok(Permit::issue(pending.call, pending.agent, pending.cwd))
+    }
+
     /// The permitted call.
     pub fn call(&self) -> &ToolCall {
         &self.call

@@ -97,6 +97,17 @@ struct RawSettings {
     worktree: Option<Value>,
     #[serde(rename = "commandEnv")]
     command_env: Option<RawCommandEnv>,
+    #[serde(rename = "autoMode")]
+    auto_mode: Option<RawAutoMode>,
+}
+
+/// `autoMode`: whether auto mode may be used, and its classifier.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct RawAutoMode {
+    enabled: Option<bool>,
+    model: Option<String>,
+    timeout_ms: Option<u64>,
 }
 
 /// `commandEnv`: which secret-looking variables commands may still inherit.
@@ -114,6 +125,8 @@ struct RawPermissions {
     deny: Vec<Value>,
     default_mode: Option<String>,
     additional_directories: Vec<String>,
+    /// Claude Code's key: `"disable"` refuses bypassPermissions.
+    disable_bypass_permissions_mode: Option<String>,
 }
 
 pub use super::layers::files;
@@ -226,7 +239,9 @@ impl Policy {
                 if let Some(w) = w {
                     warn(&mut warnings, format!("permissions.defaultMode: {w}"));
                 }
-                if shared_untrusted && mode == PermissionMode::AcceptEdits {
+                if shared_untrusted
+                    && matches!(mode, PermissionMode::AcceptEdits | PermissionMode::Auto)
+                {
                     ignored.push(format!("permissions.defaultMode `{mode}`"));
                 } else if !own
                     && matches!(
@@ -317,6 +332,28 @@ impl Policy {
             }
             if policy.max_concurrent_agents.is_none() {
                 policy.max_concurrent_agents = raw.max_concurrent_agents;
+            }
+            // Switching bypass or auto off only tightens: any layer may.
+            if raw.permissions.disable_bypass_permissions_mode.as_deref() == Some("disable") {
+                policy.bypass_disabled = true;
+            }
+            if let Some(auto) = &raw.auto_mode {
+                policy.auto_mode.disabled |= auto.enabled == Some(false);
+                // The classifier decides what runs, like `model`: shared files need trust.
+                if shared_untrusted && let Some(model) = &auto.model {
+                    warn(
+                        &mut warnings,
+                        format!(
+                            "autoMode.model `{model}` is ignored: this folder is not trusted (run `crew trust {}`)",
+                            root.display()
+                        ),
+                    );
+                } else if policy.auto_mode.model.is_none() {
+                    policy.auto_mode.model = auto.model.clone();
+                }
+                if policy.auto_mode.timeout_ms.is_none() {
+                    policy.auto_mode.timeout_ms = auto.timeout_ms;
+                }
             }
         }
         Ok((policy, warnings))

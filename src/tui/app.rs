@@ -12,7 +12,7 @@ use super::approval::ApprovalQueue;
 use super::commands;
 use super::completion;
 use super::input::{InputBox, InputOutcome};
-use super::plan::{PlanStage, next_permission_mode};
+use super::plan::PlanStage;
 use super::tasks_panel::{PanelAction, TasksPanel};
 use super::team_panel::{TeamAction, TeamPanel, TeamTab};
 use super::transcript::{Entry, Transcript};
@@ -77,6 +77,12 @@ pub struct SessionInfo {
     pub agents: Vec<(String, String)>,
     /// Custom slash commands and their descriptions, for completion.
     pub commands: Vec<(String, String)>,
+    /// The session's auto mode (`None`: no classifier could be set up).
+    pub auto: Option<std::sync::Arc<crate::permission::auto::AutoMode>>,
+    /// `permissions.disableBypassPermissionsMode: "disable"` is set.
+    pub bypass_disabled: bool,
+    /// The allow rules auto mode sets aside.
+    pub suspended_in_auto: Vec<String>,
 }
 
 /// The prompt a follow-up run gets when background work has ended.
@@ -111,6 +117,8 @@ pub struct App {
     quit_armed: bool,
     /// Memory files of subdirectories added to the lead's conversation (for `/memory`).
     pub memory_injected: Vec<String>,
+    /// Why the breaker switched auto mode off (until `/auto reset`).
+    pub auto_off: Option<String>,
     queued: VecDeque<String>,
     effects: Vec<Effect>,
 }
@@ -142,6 +150,7 @@ impl App {
             quit: false,
             quit_armed: false,
             memory_injected: Vec::new(),
+            auto_off: None,
             queued: VecDeque::new(),
             effects: Vec::new(),
         }
@@ -218,11 +227,7 @@ impl App {
             return;
         }
         match key.code {
-            KeyCode::BackTab => {
-                self.permission = next_permission_mode(self.permission);
-                self.effects
-                    .push(Effect::SetPermissionMode(self.permission));
-            }
+            KeyCode::BackTab => self.cycle_mode(),
             KeyCode::Esc if self.running.is_some() => {
                 self.effects.push(Effect::Cancel);
                 self.notice("Interrupting…");
@@ -261,11 +266,15 @@ impl App {
                 }
             }
             KeyCode::Char('3') | KeyCode::Esc => {
-                self.plan.reject();
-                self.notice("Plan rejected. Still in Plan Mode: describe the task again, or /do to go back to chat.");
+                self.leave_plan(crate::permission::transition::PlanExit::Rejected);
+                self.notice(format!(
+                    "Plan rejected; back to chat in {} mode (/plan plans again).",
+                    self.permission
+                ));
             }
             KeyCode::BackTab => {
-                self.plan.cycle_mode();
+                let ctx = self.mode_ctx();
+                self.plan.cycle_mode(&ctx);
             }
             _ => return false,
         }
@@ -274,11 +283,21 @@ impl App {
 
     /// Approves the plan under review and starts the Do run.
     pub(super) fn approve_plan(&mut self) {
-        if let Some((req, mode)) = self.plan.approve() {
-            if mode != self.permission {
-                self.permission = mode;
-                self.effects.push(Effect::SetPermissionMode(mode));
+        use crate::permission::transition::{PlanExit, Target, transition};
+        let PlanStage::Review { mode: picked, .. } = self.plan else {
+            return;
+        };
+        let to = Target::LeavePlan(PlanExit::Approved(Some(picked)));
+        let fx = match transition(self.mode_state(), to, &self.mode_ctx()) {
+            Ok(fx) => fx,
+            Err(refused) => {
+                return self.notice(format!(
+                    "Cannot carry out the plan in {picked} mode: {refused}. Shift+Tab picks another."
+                ));
             }
+        };
+        if let Some((req, mode)) = self.plan.approve() {
+            self.apply_mode(fx);
             self.notice(format!("Plan approved; carrying it out in {mode} mode."));
             self.start_run(req);
         }
@@ -424,6 +443,7 @@ impl App {
                 .transcript
                 .push(Entry::Error(format!("[{agent}] {message}"))),
             EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
+            EventKind::AutoModeOff { reason } => self.on_auto_off(reason),
             _ => {}
         }
     }

@@ -130,11 +130,22 @@ fn do_without_a_plan_returns_to_chat() {
 }
 
 #[test]
-fn shift_tab_cycles_the_lead_permission_mode() {
+fn shift_tab_cycles_default_accept_plan_bypass_and_back_without_a_classifier() {
     let mut a = app();
-    a.on_key(key(KeyCode::BackTab));
-    a.on_key(key(KeyCode::BackTab));
-    assert_eq!(a.permission, PermissionMode::BypassPermissions);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        a.on_key(key(KeyCode::BackTab));
+        seen.push(format!("{}/{}", a.agent_mode().as_str(), a.permission));
+    }
+    assert_eq!(
+        seen,
+        [
+            "chat/acceptEdits",
+            "plan/acceptEdits",
+            "chat/bypassPermissions",
+            "chat/default"
+        ]
+    );
     let sets: Vec<PermissionMode> = a
         .take_effects()
         .into_iter()
@@ -147,9 +158,131 @@ fn shift_tab_cycles_the_lead_permission_mode() {
         sets,
         [
             PermissionMode::AcceptEdits,
-            PermissionMode::BypassPermissions
+            PermissionMode::BypassPermissions,
+            PermissionMode::Default
         ]
     );
+}
+
+fn with_classifier(a: &mut App) -> std::sync::Arc<crate::permission::auto::AutoMode> {
+    let script = crate::provider::scripted::ScriptedProvider::new(Default::default());
+    let auto = crate::permission::auto::AutoMode::new(
+        Default::default(),
+        Some(crate::permission::auto::classifier::ClassifierConfig {
+            provider: std::sync::Arc::new(script),
+            model: "script".into(),
+            timeout: std::time::Duration::from_secs(5),
+        }),
+    );
+    a.info.auto = Some(auto.clone());
+    a.info.suspended_in_auto = vec!["Bash(python:*)".into()];
+    auto
+}
+
+#[test]
+fn shift_tab_reaches_auto_with_a_classifier_and_names_the_suspended_rules() {
+    let mut a = app();
+    with_classifier(&mut a);
+    for _ in 0..4 {
+        a.on_key(key(KeyCode::BackTab));
+    }
+    assert_eq!(a.permission, PermissionMode::Auto);
+    assert!(notices(&a).contains("Suspended until you leave auto: Bash(python:*)"));
+    a.on_key(key(KeyCode::BackTab));
+    assert_eq!(a.permission, PermissionMode::Default);
+    assert!(notices(&a).contains("restored: Bash(python:*)"));
+}
+
+#[test]
+fn the_breaker_drops_auto_to_asking_says_why_and_holds_until_auto_reset() {
+    let mut a = app();
+    let auto = with_classifier(&mut a);
+    type_line(&mut a, "/auto");
+    assert_eq!(a.permission, PermissionMode::Auto);
+    // The session trips the breaker (three denials) and reports it.
+    for _ in 0..3 {
+        let _ = auto_deny(&auto);
+    }
+    a.on_event(Event {
+        agent: "lead".into(),
+        kind: EventKind::AutoModeOff {
+            reason: "the classifier denied 3 calls in a row".into(),
+        },
+    });
+    assert_eq!(a.permission, PermissionMode::Default);
+    let status = crate::tui::view::status(&a);
+    assert_eq!(
+        status.auto_off.as_deref(),
+        Some("the classifier denied 3 calls in a row")
+    );
+    let line: String = status
+        .line()
+        .spans
+        .iter()
+        .map(|s| s.content.to_string())
+        .collect();
+    assert!(
+        line.contains("auto off: the classifier denied 3 calls in a row"),
+        "{line}"
+    );
+    // Auto is skipped by Shift+Tab and refused by /auto until /auto reset.
+    for _ in 0..4 {
+        a.on_key(key(KeyCode::BackTab));
+        assert_ne!(a.permission, PermissionMode::Auto);
+    }
+    while a.permission != PermissionMode::Default || a.plan != PlanStage::Off {
+        a.on_key(key(KeyCode::BackTab));
+    }
+    type_line(&mut a, "/auto");
+    assert_eq!(a.permission, PermissionMode::Default);
+    assert!(notices(&a).contains("/auto reset"));
+    type_line(&mut a, "/auto reset");
+    assert!(a.auto_off.is_none());
+    type_line(&mut a, "/auto");
+    assert_eq!(a.permission, PermissionMode::Auto);
+}
+
+/// Records one denial the way the pipeline does, through the real classifier path
+/// (an empty script answers `[script exhausted]`, which is not a decision: a denial).
+fn auto_deny(auto: &crate::permission::auto::AutoMode) -> crate::permission::auto::Judged {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let call = ToolCall {
+        id: "c".into(),
+        name: "run_command".into(),
+        arguments: r#"{"command":"rm -r build"}"#.into(),
+    };
+    let d = crate::permission::Decision::new(
+        Verdict::Ask,
+        crate::permission::Source::Mode,
+        "auto mode asks before exec tools",
+    );
+    let mode = crate::permission::SharedMode::new(PermissionMode::Auto);
+    rt.block_on(auto.judge(
+        "lead",
+        &mode,
+        &call,
+        &d,
+        &Default::default(),
+        &Default::default(),
+    ))
+}
+
+#[test]
+fn rejecting_a_plan_restores_the_mode_from_before_plan() {
+    let mut a = app();
+    a.on_key(key(KeyCode::BackTab)); // acceptEdits
+    a.on_key(key(KeyCode::BackTab)); // plan over acceptEdits
+    assert_eq!(a.agent_mode(), AgentMode::Plan);
+    type_line(&mut a, "task");
+    a.take_effects();
+    a.on_run_finished(completed("the plan"));
+    a.on_key(key(KeyCode::Char('3')));
+    assert_eq!(a.plan, PlanStage::Off);
+    assert_eq!(a.permission, PermissionMode::AcceptEdits);
+    assert!(notices(&a).contains("Plan rejected"));
 }
 
 #[test]

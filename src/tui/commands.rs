@@ -4,6 +4,7 @@
 use super::app::{App, verdict_str};
 use super::plan::PlanStage;
 use crate::permission::rules::RuleKind;
+use crate::permission::transition::{PlanExit, Target};
 use crate::permission::{Category, Policy};
 use crate::pricing::{cost_usd, total_tokens};
 
@@ -12,6 +13,8 @@ use crate::pricing::{cost_usd, total_tokens};
 pub enum SlashCommand {
     /// Switch to Plan Mode.
     Plan,
+    /// Enter auto mode (`/auto`), or close its breaker (`/auto reset`).
+    Auto(String),
     /// Carry out the plan under review, or go back to chat.
     Do,
     /// Show or hide the tasks panel.
@@ -44,6 +47,12 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
     let name = text.strip_prefix('/')?.split_whitespace().next()?;
     Some(match name {
         "plan" => SlashCommand::Plan,
+        "auto" => SlashCommand::Auto(
+            text.trim_start_matches('/')
+                .trim_start_matches("auto")
+                .trim()
+                .to_string(),
+        ),
         "do" => SlashCommand::Do,
         "tasks" => SlashCommand::Tasks,
         "team" => SlashCommand::Team,
@@ -64,6 +73,8 @@ pub const HELP: &str = "\
 Commands:
   /plan         Plan Mode: the next input is investigated read-only and planned
   /do           carry out the plan under review (without one: back to chat)
+  /auto         auto mode: a classifier model decides what would ask (/auto reset after
+                its breaker switched it off)
   /tasks        background tasks and subagents (Enter: live log, x: stop)
   /team         teammates (Enter: live transcript and a line to write to it, x: stop)
   /worktrees    subagent worktrees
@@ -86,15 +97,16 @@ impl App {
     pub(super) fn command(&mut self, cmd: SlashCommand) {
         match cmd {
             SlashCommand::Plan => {
-                if self.plan == PlanStage::Off {
-                    self.plan = PlanStage::Ready;
+                if self.change_mode(Target::Plan) {
+                    self.notice("Plan Mode: describe the task; the lead investigates read-only and proposes a plan.");
                 }
-                self.notice("Plan Mode: describe the task; the lead investigates read-only and proposes a plan.");
             }
+            SlashCommand::Auto(args) => self.auto_command(&args),
             SlashCommand::Do => match self.plan {
                 PlanStage::Review { .. } => self.approve_plan(),
+                PlanStage::Off => self.notice("No plan to carry out; back to chat."),
                 _ => {
-                    self.plan = PlanStage::Off;
+                    self.leave_plan(PlanExit::Cancelled);
                     self.notice("No plan to carry out; back to chat.");
                 }
             },

@@ -3,8 +3,12 @@
 //! being typed, and Tab to complete it.
 
 /// The built-in commands and what they do (what `commands::parse` knows).
-pub const BUILT_IN: [(&str, &str); 12] = [
+pub const BUILT_IN: [(&str, &str); 13] = [
     ("plan", "Plan Mode: investigate read-only and plan"),
+    (
+        "auto",
+        "auto mode: a classifier decides what would ask (/auto reset)",
+    ),
     ("do", "carry out the plan under review"),
     ("tasks", "background tasks and subagents"),
     ("team", "teammates"),

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod completion;
 pub mod input;
 pub mod mcp_view;
+pub mod modes;
 pub mod plan;
 pub mod runtime;
 pub mod status;

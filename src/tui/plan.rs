@@ -13,6 +13,7 @@ use super::status::mode_color;
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::RunRequest;
 use crate::permission::PermissionMode;
+use crate::permission::transition::{ModeContext, cycle_permission};
 
 /// Where the flow is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -43,16 +44,6 @@ pub enum PlanStage {
         /// The permission mode picked so far.
         mode: PermissionMode,
     },
-}
-
-/// The next mode in the Shift+Tab cycle (dontAsk is for subagents, not in the cycle).
-pub fn next_permission_mode(mode: PermissionMode) -> PermissionMode {
-    match mode {
-        PermissionMode::Default => PermissionMode::AcceptEdits,
-        PermissionMode::AcceptEdits => PermissionMode::BypassPermissions,
-        PermissionMode::BypassPermissions => PermissionMode::Strict,
-        PermissionMode::Strict | PermissionMode::DontAsk => PermissionMode::Default,
-    }
 }
 
 impl PlanStage {
@@ -116,16 +107,17 @@ impl PlanStage {
         }
     }
 
-    /// Rejects the plan: Plan Mode stays on for another try.
+    /// Rejects the plan: Plan Mode ends (the app restores the mode from before it).
     pub fn reject(&mut self) {
-        *self = PlanStage::Ready;
+        *self = PlanStage::Off;
     }
 
-    /// Cycles the permission mode the Do run will use (in review).
-    pub fn cycle_mode(&mut self) -> bool {
+    /// Cycles the permission mode the Do run will use (in review), skipping the modes
+    /// `ctx` forbids.
+    pub fn cycle_mode(&mut self, ctx: &ModeContext) -> bool {
         match self {
             PlanStage::Review { mode, .. } => {
-                *mode = next_permission_mode(*mode);
+                *mode = cycle_permission(*mode, ctx);
                 true
             }
             _ => false,
@@ -201,7 +193,7 @@ mod tests {
         let req = stage.start("add a --verbose flag".into());
         assert_eq!(req.mode, AgentMode::Plan);
         stage.planned(Some("1. edit cli.rs".into()), PermissionMode::Default);
-        assert!(stage.cycle_mode());
+        assert!(stage.cycle_mode(&ModeContext::default()));
         let (req, mode) = stage.approve().unwrap();
         assert_eq!(req.mode, AgentMode::Do);
         assert_eq!(req.task, "add a --verbose flag");
@@ -225,25 +217,12 @@ mod tests {
         stage.start("task".into());
         stage.planned(Some("p".into()), PermissionMode::Default);
         stage.reject();
-        assert_eq!(stage, PlanStage::Ready);
+        assert_eq!(stage, PlanStage::Off);
         // A Plan run without a plan (failed, cancelled) goes back to ready.
+        let mut stage = PlanStage::Ready;
         stage.start("again".into());
         stage.planned(None, PermissionMode::Default);
         assert_eq!(stage, PlanStage::Ready);
         assert!(stage.approve().is_none());
-    }
-
-    #[test]
-    fn shift_tab_cycles_default_accept_bypass_strict() {
-        let mut m = PermissionMode::Default;
-        let mut seen = vec![];
-        for _ in 0..4 {
-            m = next_permission_mode(m);
-            seen.push(m.as_str());
-        }
-        assert_eq!(
-            seen,
-            ["acceptEdits", "bypassPermissions", "strict", "default"]
-        );
     }
 }

@@ -121,6 +121,9 @@ fn session_info(p: &Prepared) -> SessionInfo {
                 Some((name, format!("{hint}{} ({})", c.description, c.origin())))
             })
             .collect(),
+        auto: Some(p.auto.clone()),
+        bypass_disabled: p.bypass_disabled,
+        suspended_in_auto: p.suspended_in_auto.clone(),
     }
 }
 

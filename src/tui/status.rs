@@ -26,6 +26,8 @@ pub struct Status {
     pub running_tasks: usize,
     /// Whether the lead is in a run.
     pub busy: bool,
+    /// Why the breaker switched auto mode off (shown until `/auto reset`).
+    pub auto_off: Option<String>,
 }
 
 /// The colour a permission mode is shown in: the more it allows, the warmer.
@@ -33,9 +35,11 @@ pub fn mode_color(mode: PermissionMode) -> Color {
     match mode {
         PermissionMode::Strict => Color::Blue,
         PermissionMode::Default => Color::Green,
-        PermissionMode::AcceptEdits => Color::Yellow,
+        PermissionMode::AcceptEdits => Color::LightMagenta,
         PermissionMode::BypassPermissions => Color::Red,
         PermissionMode::DontAsk => Color::Magenta,
+        // A model, not a human, answers: warn (bypass stays red).
+        PermissionMode::Auto => Color::Yellow,
     }
 }
 
@@ -77,12 +81,21 @@ impl Status {
             ),
             Span::styled(" (shift+tab)", Style::default().fg(Color::DarkGray)),
             sep(),
+        ];
+        if let Some(why) = &self.auto_off {
+            spans.push(Span::styled(
+                format!("auto off: {why} (/auto reset)"),
+                Style::default().fg(Color::Yellow),
+            ));
+            spans.push(sep());
+        }
+        spans.extend([
             Span::raw(self.model.clone()),
             sep(),
             Span::raw(tokens),
             sep(),
             Span::raw(format!("{} running tasks", self.running_tasks)),
-        ];
+        ]);
         if self.busy {
             spans.push(sep());
             spans.push(Span::styled(
@@ -117,6 +130,7 @@ mod tests {
             },
             running_tasks: 2,
             busy: false,
+            auto_off: None,
         }
     }
 
@@ -144,12 +158,25 @@ mod tests {
             PermissionMode::AcceptEdits,
             PermissionMode::BypassPermissions,
             PermissionMode::Strict,
+            PermissionMode::Auto,
         ] {
             let t = draw(&status(mode));
             insta::assert_snapshot!(format!("status_{mode}"), t.backend());
             assert_eq!(color_of(&t, mode.as_str()), mode_color(mode));
         }
         assert_eq!(mode_color(PermissionMode::BypassPermissions), Color::Red);
+        assert_eq!(mode_color(PermissionMode::Auto), Color::Yellow);
+    }
+
+    #[test]
+    fn a_tripped_breaker_says_why_auto_is_off() {
+        let mut s = status(PermissionMode::Default);
+        s.auto_off = Some("the classifier denied 3 calls in a row".into());
+        let text = format!("{}", draw(&s).backend());
+        assert!(
+            text.contains("auto off: the classifier denied 3 calls in a row"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub fn status(app: &App) -> Status {
         usage: app.usage,
         running_tasks: app.tasks.running(),
         busy: app.running.is_some(),
+        auto_off: app.auto_off.clone(),
     }
 }
 

@@ -208,6 +208,7 @@ pub async fn start(setup: Setup) -> TestSession {
     let events = EventBus::new();
     let rx = events.subscribe();
     let session = SessionHandle::start(SessionConfig {
+        auto: None,
         cwd: cwd.clone(),
         permission_mode: setup.mode,
         policy: Policy::default(),

@@ -25,9 +25,12 @@ use agent::agent_decision;
 use command::command_decision;
 use path::path_decision;
 
-/// Decides one call. Pure apart from reading the file system to resolve symlinks.
+/// Decides one call. Pure apart from reading the file system to resolve symlinks. In auto
+/// mode the allow rules that would let code run unchecked are set aside first
+/// (`auto::suspend`), so those calls reach the classifier.
 pub fn check(req: &CheckRequest, policy: &Policy) -> Decision {
-    let d = decide(req, policy);
+    let policy = super::auto::suspend::effective(policy, req.mode);
+    let d = decide(req, &policy);
     unattended(req.mode, d)
 }
 

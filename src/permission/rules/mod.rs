@@ -130,6 +130,25 @@ pub enum RuleError {
 }
 
 impl Rule {
+    /// The built-in rule name this rule is for (`None`: an MCP rule).
+    pub fn rule_name(&self) -> Option<RuleName> {
+        match &self.tool {
+            RuleTool::Named(n) => Some(*n),
+            RuleTool::Mcp(_) => None,
+        }
+    }
+
+    /// Whether the rule covers every call of its tool (no specifier, `()` or `(*)`).
+    pub fn covers_whole_tool(&self) -> bool {
+        matches!(self.matcher, Matcher::Any)
+    }
+
+    /// The specifier as written (`python:*` of `Bash(python:*)`), if any.
+    pub fn specifier(&self) -> Option<&str> {
+        let open = self.text.find('(')?;
+        self.text[open + 1..].strip_suffix(')').map(str::trim)
+    }
+
     /// Parses one rule; `home` expands `~/` in path specifiers.
     pub fn parse(
         text: &str,

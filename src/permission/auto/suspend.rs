@@ -1,0 +1,192 @@
+//! Which allow rules are set aside while in auto mode: the ones that would let code run
+//! unchecked, so the classifier never sees those calls (seed 003). `Bash` and `Bash(*)`,
+//! a command rule whose first word is an interpreter or a wrapper that runs its
+//! arguments (`python:*`, `node *`, `bash:*`, `sh:*`, `sudo:*`, `xargs:*` …), a regex or
+//! negation command rule (what it admits cannot be read off), and a whole `Agent` rule.
+//!
+//! Suspension is keyed on the calling agent's mode, not stored: `effective` hands `check`
+//! the policy without those rules when the mode is auto, so leaving auto restores them by
+//! construction and a subagent in auto and a lead outside it each see their own set.
+
+use std::borrow::Cow;
+
+use crate::permission::cache::PolicyCache;
+use crate::permission::rules::{Rule, RuleKind};
+use crate::permission::spec::RuleName;
+use crate::permission::{PermissionMode, Policy};
+
+/// Programs that run code given to them (interpreters, shells) or run their arguments as
+/// a command (wrappers): an allow rule with a wildcard after one of them allows anything.
+const RUNS_CODE: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "pypy",
+    "pypy3",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "npx",
+    "bunx",
+    "ruby",
+    "perl",
+    "php",
+    "lua",
+    "luajit",
+    "Rscript",
+    "julia",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "busybox",
+    "env",
+    "sudo",
+    "doas",
+    "su",
+    "xargs",
+    "exec",
+    "eval",
+    "command",
+    "nohup",
+    "timeout",
+    "nice",
+    "time",
+    "watch",
+    "uv",
+    "uvx",
+    "pipx",
+    "poetry",
+    "make",
+    "awk",
+    "gawk",
+    "tclsh",
+    "expect",
+];
+
+/// Why `rule` is set aside in auto mode, or `None` when it stays in force.
+pub fn suspended_in_auto(rule: &Rule) -> Option<&'static str> {
+    if rule.kind != RuleKind::Allow {
+        return None;
+    }
+    match rule.rule_name()? {
+        RuleName::Agent if rule.covers_whole_tool() => {
+            Some("it allows starting any subagent unchecked")
+        }
+        RuleName::Bash if rule.covers_whole_tool() => Some("it allows every command"),
+        RuleName::Bash => {
+            let spec = rule.specifier().unwrap_or("");
+            if spec.starts_with('~') || spec.starts_with('!') {
+                return Some("a regex or negation command rule may admit any program");
+            }
+            let spec = spec.strip_prefix('=').unwrap_or(spec);
+            let head = spec
+                .split(|c: char| c.is_whitespace() || c == ':')
+                .next()
+                .unwrap_or("");
+            let program = head.rsplit('/').next().unwrap_or(head);
+            let wild = spec.contains('*');
+            if head.contains('*') || (wild && RUNS_CODE.contains(&program)) {
+                Some("it lets an interpreter or wrapper run any code")
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The rules `policy` sets aside in auto mode, with why.
+pub fn suspended_rules(policy: &Policy) -> Vec<(&Rule, &'static str)> {
+    policy
+        .rules
+        .iter()
+        .filter_map(|r| suspended_in_auto(r).map(|why| (r, why)))
+        .collect()
+}
+
+/// The policy `check` decides a call of an agent in `mode` by: in auto mode, without the
+/// suspended rules (with its own cache, since the rule index is built per rule list);
+/// otherwise `policy` itself.
+pub fn effective(policy: &Policy, mode: PermissionMode) -> Cow<'_, Policy> {
+    if mode != PermissionMode::Auto || !policy.rules.iter().any(|r| suspended_in_auto(r).is_some())
+    {
+        return Cow::Borrowed(policy);
+    }
+    let mut p = policy.clone();
+    p.rules.retain(|r| suspended_in_auto(r).is_none());
+    p.cache = PolicyCache::default();
+    Cow::Owned(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::Layer;
+
+    fn allow(text: &str) -> Rule {
+        Rule::parse(text, RuleKind::Allow, Layer::Local, None).unwrap()
+    }
+
+    #[test]
+    fn blanket_interpreter_and_agent_rules_are_suspended() {
+        for text in [
+            "Bash",
+            "Bash(*)",
+            "Bash(python:*)",
+            "Bash(python3 *)",
+            "Bash(node:*)",
+            "Bash(bash:*)",
+            "Bash(sh:*)",
+            "Bash(sudo:*)",
+            "Bash(/usr/bin/python3:*)",
+            "Bash(~^git .*)",
+            "Bash(*test*)",
+            "Agent",
+            "Agent(*)",
+        ] {
+            assert!(suspended_in_auto(&allow(text)).is_some(), "{text}");
+        }
+    }
+
+    #[test]
+    fn specific_rules_and_non_allow_rules_stay() {
+        for text in [
+            "Bash(npm test:*)",
+            "Bash(git status)",
+            "Bash(python script.py)",
+            "Bash(cargo build:*)",
+            "Agent(explore)",
+            "Edit(src/**)",
+            "Read",
+        ] {
+            assert!(suspended_in_auto(&allow(text)).is_none(), "{text}");
+        }
+        let deny = Rule::parse("Bash(python:*)", RuleKind::Deny, Layer::Local, None).unwrap();
+        assert!(suspended_in_auto(&deny).is_none(), "a deny only tightens");
+    }
+
+    #[test]
+    fn effective_policy_drops_suspended_rules_only_in_auto() {
+        let policy = Policy {
+            rules: vec![allow("Bash(python:*)"), allow("Bash(npm test:*)")],
+            ..Policy::default()
+        };
+        assert!(matches!(
+            effective(&policy, PermissionMode::Default),
+            Cow::Borrowed(_)
+        ));
+        let auto = effective(&policy, PermissionMode::Auto);
+        let texts: Vec<&str> = auto.rules.iter().map(|r| r.text.as_str()).collect();
+        assert_eq!(texts, ["Bash(npm test:*)"]);
+        assert_eq!(policy.rules.len(), 2, "the policy itself is untouched");
+    }
+}
