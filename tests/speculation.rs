@@ -177,7 +177,8 @@ async fn the_runner_reports_the_limit_it_reached() {
     let t = start(setup).await;
     t.session.run(chat("look")).await.unwrap();
     let snapshot = ahead::snapshot(t.session.lead()).await.unwrap();
-    let fork = crewmaster::speculation::runner::Fork::new(snapshot, "speculation/2")
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let fork = crewmaster::speculation::runner::Fork::new(snapshot, "speculation/2", &cancel)
         .await
         .unwrap();
     let overlays = tempfile::tempdir().unwrap();
@@ -187,7 +188,6 @@ async fn the_runner_reports_the_limit_it_reached() {
         max_turns: 2,
         max_messages: 100,
     };
-    let cancel = tokio_util::sync::CancellationToken::new();
     let out = fork.run("look again", &mut overlay, limits, &cancel).await;
     assert_eq!(out.ending, Ending::Limit("2 turns".into()));
     assert_eq!(out.turns, 2);

@@ -33,7 +33,17 @@ pub struct Speculation {
     snapshot: LeadSnapshot,
     overlay_dir: PathBuf,
     cancel: CancellationToken,
-    task: JoinHandle<(Speculated, Overlay)>,
+    /// Taken when resolved; dropping an unresolved speculation cancels it.
+    task: Option<JoinHandle<(Speculated, Overlay)>>,
+}
+
+impl Drop for Speculation {
+    fn drop(&mut self) {
+        // Unresolved (the session ended): stop the run; its overlay is deleted on drop.
+        if self.task.is_some() {
+            self.cancel.cancel();
+        }
+    }
 }
 
 /// What became of a speculation once the user submitted.
@@ -93,8 +103,8 @@ impl Speculation {
         let mut overlay =
             Overlay::create(overlay_parent, &snapshot.place.cwd).map_err(|e| e.to_string())?;
         let overlay_dir = overlay.root().to_path_buf();
-        let fork = Fork::new(snapshot.clone(), agent).await?;
         let cancel = CancellationToken::new();
+        let fork = Fork::new(snapshot.clone(), agent, &cancel).await?;
         let (task_prompt, task_cancel) = (prompt.clone(), cancel.clone());
         let task = tokio::spawn(async move {
             let out = fork
@@ -108,7 +118,7 @@ impl Speculation {
             snapshot,
             overlay_dir,
             cancel,
-            task,
+            task: Some(task),
         })
     }
 
@@ -122,17 +132,27 @@ impl Speculation {
         &self.overlay_dir
     }
 
-    /// Resolves the speculation against the user's submitted `input`.
-    pub async fn resolve(self, input: &str) -> Resolution {
-        if input != self.prompt {
+    /// Cancels the speculation and deletes its overlay (the workspace never saw it).
+    pub async fn discard(mut self) {
+        if let Some(task) = self.task.take() {
             self.cancel.cancel();
-            if let Ok((_, overlay)) = self.task.await {
+            if let Ok((_, overlay)) = task.await {
                 let _ = overlay.discard();
             }
             // A panicked task dropped its overlay, which deleted the directory.
+        }
+    }
+
+    /// Resolves the speculation against the user's submitted `input`.
+    pub async fn resolve(mut self, input: &str) -> Resolution {
+        if input != self.prompt {
+            self.discard().await;
             return Resolution::Discarded;
         }
-        let (speculated, overlay) = match self.task.await {
+        let Some(task) = self.task.take() else {
+            return Resolution::Discarded;
+        };
+        let (speculated, overlay) = match task.await {
             Ok(done) => done,
             Err(_) => {
                 return Resolution::NotAdopted {

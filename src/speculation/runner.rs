@@ -81,8 +81,13 @@ pub struct Fork {
 }
 
 impl Fork {
-    /// Forks the lead as agent `agent` (`speculation/<n>`).
-    pub async fn new(snapshot: LeadSnapshot, agent: &str) -> Result<Self, String> {
+    /// Forks the lead as agent `agent` (`speculation/<n>`); `cancel` also stops the
+    /// tools it runs.
+    pub async fn new(
+        snapshot: LeadSnapshot,
+        agent: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Self, String> {
         let (approver, _) = Actor::spawn(None, Approver, ApproverPolicy::Headless)
             .await
             .map_err(|e| format!("cannot start the speculation's approver: {e}"))?;
@@ -96,7 +101,7 @@ impl Fork {
             agent: agent.to_string(),
             policy: GatePolicy::new(AgentMode::Chat, runner.spec.allowed_tools.clone()),
         });
-        let caller = runner.caller(&snapshot.place, &CancellationToken::new());
+        let caller = runner.caller(&snapshot.place, cancel);
         Ok(Self {
             path: CallPath { pipeline, caller },
             snapshot,

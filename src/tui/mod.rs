@@ -11,6 +11,7 @@ pub mod input;
 pub mod mcp_view;
 pub mod plan;
 pub mod runtime;
+mod speculate;
 pub mod status;
 pub mod tasks_panel;
 pub mod team_panel;

@@ -41,6 +41,7 @@ enum Done {
     Team(Option<crate::cli::team::TeamView>),
     Transcript(String, String),
     TeamNotice(Result<String, String>),
+    Ahead(super::speculate::Report),
 }
 
 /// The largest log tail the log view loads.
@@ -180,6 +181,12 @@ async fn event_loop(
     let tasks = prepared.session.tasks().cloned();
     // Only the newest completion watcher counts; older ones may answer late.
     let mut watch_generation = 0u64;
+    let mut ahead = super::speculate::Ahead::new(crate::speculation::enabled(
+        &prepared.project_root,
+        prepared.home.as_deref(),
+        prepared.is_demo,
+    ));
+    let report = |tx: mpsc::UnboundedSender<Done>| move |r| drop(tx.send(Done::Ahead(r)));
     loop {
         terminal.draw(|f| view::draw(app, f, now_ms()))?;
         tokio::select! {
@@ -205,6 +212,13 @@ async fn event_loop(
                         watch_generation += 1;
                         watch_completion(t.clone(), watch_generation, done_tx.clone());
                     }
+                    ahead.after_run(app, &lead, report(done_tx.clone()));
+                }
+                Done::Ahead(super::speculate::Report::Ready(generation, spec)) => {
+                    ahead.ready(app, generation, spec)
+                }
+                Done::Ahead(super::speculate::Report::Resolved(req, resolution)) => {
+                    adopted_or_run(app, &lead, req, resolution, &done_tx)
                 }
                 Done::CommandExpanded(text) => app.on_command_expanded(text),
                 Done::Tasks(records) => app.tasks.set_records(records),
@@ -245,8 +259,12 @@ async fn event_loop(
         }
         for effect in app.take_effects() {
             match effect {
-                Effect::Run(req) => spawn_run(lead.clone(), req, done_tx.clone()),
+                Effect::Run(req) => match ahead.take_for(&req) {
+                    Some(spec) => super::speculate::resolve(spec, req, report(done_tx.clone())),
+                    None => spawn_run(lead.clone(), req, done_tx.clone()),
+                },
                 Effect::RunCommand { name, args, mode } => {
+                    ahead.discard_current();
                     spawn_command(prepared, name, args, mode, done_tx.clone())
                 }
                 Effect::Cancel => {
@@ -281,6 +299,38 @@ async fn event_loop(
         if app.quit {
             return Ok(());
         }
+    }
+}
+
+/// The submitted prompt was the suggestion: show the adopted speculation as the run's
+/// result ("pre-ran N steps"), or run the prompt as usual when it could not be adopted.
+fn adopted_or_run(
+    app: &mut App,
+    lead: &ActorRef<LeadMsg>,
+    req: RunRequest,
+    resolution: crate::speculation::Resolution,
+    done: &mpsc::UnboundedSender<Done>,
+) {
+    use crate::speculation::Resolution;
+    match resolution {
+        Resolution::Adopted {
+            steps,
+            outcome,
+            messages,
+        } => {
+            // The prompt itself is already on screen.
+            show_conversation(app, messages.get(1..).unwrap_or_default());
+            app.transcript
+                .push(Entry::Notice(format!("pre-ran {steps} steps")));
+            let _ = done.send(Done::Run(Ok(outcome)));
+        }
+        Resolution::NotAdopted { reason } => {
+            app.transcript.push(Entry::Notice(format!(
+                "The speculation was not used ({reason}); running the prompt."
+            )));
+            spawn_run(lead.clone(), req, done.clone());
+        }
+        Resolution::Discarded => spawn_run(lead.clone(), req, done.clone()),
     }
 }
 

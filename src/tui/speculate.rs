@@ -1,0 +1,121 @@
+//! The TUI's side of speculative execution (`crate::speculation`): after a run ends and
+//! the app is idle, ask for a suggestion and start running it ahead; show it greyed in
+//! the input box; when a run is submitted, hand over the speculation if the prompt is
+//! exactly the suggestion, otherwise discard it (its overlay is deleted). Everything
+//! slow is spawned and reports back through the runtime's channel.
+
+use std::path::PathBuf;
+
+use ractor::ActorRef;
+
+use super::app::App;
+use super::plan::PlanStage;
+use crate::agent::lead::LeadMsg;
+use crate::agent::mode::AgentMode;
+use crate::agent::runner::RunRequest;
+use crate::speculation::{Limits, Resolution, Speculation, ahead};
+
+/// What a spawned speculation step reports.
+pub(super) enum Report {
+    /// A suggestion is running ahead (generation, speculation).
+    Ready(u64, Speculation),
+    /// The submitted run's speculation was resolved.
+    Resolved(RunRequest, Resolution),
+}
+
+/// The runtime's speculation state.
+pub(super) struct Ahead {
+    enabled: bool,
+    overlay_parent: PathBuf,
+    /// Bumped at each start and each submitted run: a late `Ready` of an older
+    /// generation is discarded.
+    generation: u64,
+    current: Option<Speculation>,
+}
+
+impl Ahead {
+    /// Speculation on or off for this session (see `speculation::enabled`).
+    pub(super) fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            overlay_parent: std::env::temp_dir().join("crew-speculation"),
+            generation: 0,
+            current: None,
+        }
+    }
+
+    /// The lead's run ended: when the app is idle (no run, no plan flow, nothing typed),
+    /// ask for a suggestion and run it ahead.
+    pub(super) fn after_run(
+        &mut self,
+        app: &App,
+        lead: &ActorRef<LeadMsg>,
+        send: impl Fn(Report) + Send + 'static,
+    ) {
+        if !self.enabled || app.running.is_some() || app.plan != PlanStage::Off {
+            return;
+        }
+        self.discard_current();
+        self.generation += 1;
+        let generation = self.generation;
+        let (lead, parent) = (lead.clone(), self.overlay_parent.clone());
+        tokio::spawn(async move {
+            let Some(snapshot) = ahead::snapshot(&lead).await else {
+                return;
+            };
+            let Some(prompt) = ahead::suggest(&snapshot).await else {
+                return;
+            };
+            let agent = format!("speculation/{generation}");
+            let limits = Limits::default();
+            if let Ok(spec) =
+                Speculation::start(lead, snapshot, prompt, &agent, &parent, limits).await
+            {
+                send(Report::Ready(generation, spec));
+            }
+        });
+    }
+
+    /// A speculation is running: show its prompt, unless the user moved on meanwhile.
+    pub(super) fn ready(&mut self, app: &mut App, generation: u64, spec: Speculation) {
+        if generation != self.generation || app.running.is_some() {
+            discard(spec);
+            return;
+        }
+        app.input.set_suggestion(Some(spec.prompt().to_string()));
+        self.current = Some(spec);
+    }
+
+    /// A run is being submitted: the speculation if `req` is exactly its prompt (the
+    /// caller resolves it), else `None` after discarding it.
+    pub(super) fn take_for(&mut self, req: &RunRequest) -> Option<Speculation> {
+        self.generation += 1;
+        let spec = self.current.take()?;
+        if req.mode == AgentMode::Chat && req.task == spec.prompt() {
+            return Some(spec);
+        }
+        discard(spec);
+        None
+    }
+
+    /// Discards the current speculation, if any (its overlay is deleted).
+    pub(super) fn discard_current(&mut self) {
+        self.generation += 1;
+        if let Some(spec) = self.current.take() {
+            discard(spec);
+        }
+    }
+}
+
+/// Cancels a speculation and deletes its overlay, in the background.
+fn discard(spec: Speculation) {
+    tokio::spawn(spec.discard());
+}
+
+/// Resolves `spec` against the submitted run in the background.
+pub(super) fn resolve(spec: Speculation, req: RunRequest, send: impl Fn(Report) + Send + 'static) {
+    tokio::spawn(async move {
+        let resolution = spec.resolve(&req.task).await;
+        send(Report::Resolved(req, resolution));
+    });
+}
