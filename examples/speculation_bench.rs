@@ -4,7 +4,8 @@
 //! file, write one, answer). Cold: the user submits the prompt and the lead runs it.
 //! Speculated: after the lead's previous turn the model suggests the prompt, a fork runs
 //! it ahead while the user "reads" for READ_MS, then the user submits exactly the
-//! suggestion and the speculation is adopted (its write goes through the lead's normal
+//! suggestion and the speculation is adopted (the user submits at once, half-way
+//! through the speculation, and after READ_MS) (its write goes through the lead's normal
 //! write path). Both are timed from the submission to the result; medians of N runs,
 //! each in a fresh session and directory.
 //!
@@ -151,7 +152,9 @@ async fn main() {
     let read_ms = args.get(1).copied().unwrap_or(1500);
     let n = args.get(2).copied().unwrap_or(5).max(1);
     println!("scripted model: {turn_ms} ms per turn, 3-turn task; the user reads {read_ms} ms; {n} runs each");
-    for read in [Duration::ZERO, Duration::from_millis(read_ms)] {
+    // Submitted at once, half-way through the speculation's three turns, and after it.
+    let reads = [0, turn_ms * 3 / 2, read_ms].map(Duration::from_millis);
+    for read in reads {
         let (mut c, mut sp) = (Vec::new(), Vec::new());
         for _ in 0..n {
             c.push(cold(turn_ms).await);

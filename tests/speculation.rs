@@ -194,3 +194,37 @@ async fn the_runner_reports_the_limit_it_reached() {
     // The prompt, then two answered turns.
     assert_eq!(out.messages.len(), 5);
 }
+
+#[tokio::test]
+async fn an_adopted_write_the_permission_engine_now_denies_is_not_applied() {
+    use crewmaster::permission::actor::PermissionMsg;
+    use crewmaster::permission::rules::{Rule, RuleKind};
+    use crewmaster::permission::{Layer, Policy};
+
+    let (t, spec, _overlays) = speculating(PermissionMode::AcceptEdits, WRITES_NOTES).await;
+    let overlay = spec.overlay_dir().to_path_buf();
+    wait_for(&overlay.join("notes.txt")).await;
+    // The user denies writes to notes.txt after the speculation wrote it ahead.
+    let snapshot_engine = {
+        let lead = t.session.lead().clone();
+        // The lead is idle: its snapshot carries the session's permission engine.
+        ahead::snapshot(&lead).await.unwrap().runner.pipeline.permission
+    };
+    let mut policy = Policy::default();
+    for rule in ["Write(**/notes.txt)", "Edit(**/notes.txt)"] {
+        policy
+            .rules
+            .push(Rule::parse(rule, RuleKind::Deny, Layer::User, None).unwrap());
+    }
+    snapshot_engine.cast(PermissionMsg::Reload(policy)).unwrap();
+    let before = t.session.conversation().await.unwrap().len();
+
+    let resolution = spec.resolve("add a notes file").await;
+    let Resolution::NotAdopted { reason } = resolution else {
+        panic!("{resolution:?}");
+    };
+    assert!(reason.contains("was refused"), "{reason}");
+    assert!(!t.cwd().join("notes.txt").exists(), "the denied write was not applied");
+    assert!(!overlay.exists());
+    assert_eq!(t.session.conversation().await.unwrap().len(), before);
+}

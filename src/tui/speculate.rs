@@ -119,3 +119,56 @@ pub(super) fn resolve(spec: Speculation, req: RunRequest, send: impl Fn(Report) 
         send(Report::Resolved(req, resolution));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::super::app::{App, Effect, SessionInfo};
+    use crate::permission::PermissionMode;
+
+    fn key(app: &mut App, code: KeyCode) {
+        app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+
+    fn app() -> App {
+        let info = SessionInfo {
+            project_root: "/nonexistent/crew-tui-test".into(),
+            commands: vec![("review".into(), "Review a file".into())],
+            ..SessionInfo::default()
+        };
+        App::new(info, PermissionMode::Default)
+    }
+
+    #[test]
+    fn tab_takes_the_suggestion_and_enter_submits_it_as_typed() {
+        let mut a = app();
+        a.input.set_suggestion(Some("run the tests".into()));
+        assert_eq!(a.input.suggestion(), Some("run the tests"));
+        key(&mut a, KeyCode::Tab);
+        assert_eq!(a.input.text(), "run the tests");
+        key(&mut a, KeyCode::Enter);
+        let runs: Vec<String> = a
+            .take_effects()
+            .into_iter()
+            .filter_map(|e| match e {
+                Effect::Run(req) => Some(req.task),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(runs, ["run the tests"]);
+        assert_eq!(a.input.suggestion(), None, "a submitted run clears it");
+    }
+
+    #[test]
+    fn typing_hides_the_suggestion_and_tab_still_completes_commands() {
+        let mut a = app();
+        a.input.set_suggestion(Some("run the tests".into()));
+        for ch in "/rev".chars() {
+            key(&mut a, KeyCode::Char(ch));
+        }
+        assert_eq!(a.input.suggestion(), None);
+        key(&mut a, KeyCode::Tab);
+        assert_eq!(a.input.text(), "/review ");
+    }
+}
