@@ -69,7 +69,9 @@ async fn session(dir: &std::path::Path, script: Script) -> SessionHandle {
             max_tokens: 1000,
         },
         approver: ApproverPolicy::Headless,
-        registry: Arc::new(Registry::with_tools(crewmaster::tools::builtin_tools()).expect("tools")),
+        registry: Arc::new(
+            Registry::with_tools(crewmaster::tools::builtin_tools()).expect("tools"),
+        ),
         sandbox: CommandSandbox::None,
         default_tool_timeout: Duration::from_secs(30),
         conversation: Vec::new(),
@@ -151,7 +153,9 @@ async fn main() {
     let turn_ms = args.first().copied().unwrap_or(300);
     let read_ms = args.get(1).copied().unwrap_or(1500);
     let n = args.get(2).copied().unwrap_or(5).max(1);
-    println!("scripted model: {turn_ms} ms per turn, 3-turn task; the user reads {read_ms} ms; {n} runs each");
+    println!(
+        "scripted model: {turn_ms} ms per turn, 3-turn task; the user reads {read_ms} ms; {n} runs each"
+    );
     // Submitted at once, half-way through the speculation's three turns, and after it.
     let reads = [0, turn_ms * 3 / 2, read_ms].map(Duration::from_millis);
     for read in reads {

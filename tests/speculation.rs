@@ -103,12 +103,20 @@ async fn an_accepted_suggestion_adopts_the_overlays_write_into_the_workspace() {
     assert!(!overlay.exists(), "the overlay is deleted after adoption");
     // The read after the write saw the overlay's copy.
     let results = tool_results(&messages);
-    assert!(results[2].content.contains("from the speculation"), "{results:?}");
+    assert!(
+        results[2].content.contains("from the speculation"),
+        "{results:?}"
+    );
     // The lead's conversation holds the speculated messages; its model was asked once.
     let conversation = t.session.conversation().await.unwrap();
     assert_eq!(conversation.last().unwrap().text(), "Wrote notes.txt.");
     assert!(conversation.iter().any(|m| m.text() == "add a notes file"));
-    let lead_requests = t.provider.requests().iter().filter(|r| r.agent == "lead").count();
+    let lead_requests = t
+        .provider
+        .requests()
+        .iter()
+        .filter(|r| r.agent == "lead")
+        .count();
     assert_eq!(lead_requests, 1);
 }
 
@@ -208,7 +216,12 @@ async fn an_adopted_write_the_permission_engine_now_denies_is_not_applied() {
     let snapshot_engine = {
         let lead = t.session.lead().clone();
         // The lead is idle: its snapshot carries the session's permission engine.
-        ahead::snapshot(&lead).await.unwrap().runner.pipeline.permission
+        ahead::snapshot(&lead)
+            .await
+            .unwrap()
+            .runner
+            .pipeline
+            .permission
     };
     let mut policy = Policy::default();
     for rule in ["Write(**/notes.txt)", "Edit(**/notes.txt)"] {
@@ -224,7 +237,10 @@ async fn an_adopted_write_the_permission_engine_now_denies_is_not_applied() {
         panic!("{resolution:?}");
     };
     assert!(reason.contains("was refused"), "{reason}");
-    assert!(!t.cwd().join("notes.txt").exists(), "the denied write was not applied");
+    assert!(
+        !t.cwd().join("notes.txt").exists(),
+        "the denied write was not applied"
+    );
     assert!(!overlay.exists());
     assert_eq!(t.session.conversation().await.unwrap().len(), before);
 }

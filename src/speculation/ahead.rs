@@ -160,7 +160,14 @@ impl Speculation {
                 };
             }
         };
-        let result = adopt(&self.lead, &self.snapshot, &self.prompt, &speculated, &overlay).await;
+        let result = adopt(
+            &self.lead,
+            &self.snapshot,
+            &self.prompt,
+            &speculated,
+            &overlay,
+        )
+        .await;
         let _ = overlay.discard();
         match result {
             Ok(()) => Resolution::Adopted {
@@ -235,7 +242,11 @@ async fn adopt(
         match answer {
             Ok(CallResult::Success(r)) if !r.is_error => {}
             Ok(CallResult::Success(r)) => {
-                return Err(format!("writing {} was refused: {}", path.display(), r.content));
+                return Err(format!(
+                    "writing {} was refused: {}",
+                    path.display(),
+                    r.content
+                ));
             }
             _ => return Err(format!("writing {} got no answer", path.display())),
         }

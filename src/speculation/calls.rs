@@ -95,7 +95,11 @@ impl CallPath {
         if tool == crate::skills::tool::NAME {
             return Err(Halt::SideEffect(tool));
         }
-        if writes && !matches!(mode, PermissionMode::AcceptEdits | PermissionMode::BypassPermissions)
+        if writes
+            && !matches!(
+                mode,
+                PermissionMode::AcceptEdits | PermissionMode::BypassPermissions
+            )
         {
             return Err(Halt::WriteInMode(mode));
         }
@@ -117,7 +121,8 @@ impl CallPath {
                 reason: refusal.content,
             });
         }
-        if !overlay.is_empty() && matches!(tool.as_str(), "find_files" | "search_code" | "run_command")
+        if !overlay.is_empty()
+            && matches!(tool.as_str(), "find_files" | "search_code" | "run_command")
         {
             return Err(Halt::OverlayBlind(tool));
         }
@@ -160,7 +165,10 @@ impl CallPath {
         match self
             .pipeline
             .permission
-            .call(|r| PermissionMsg::Check(request, r), Some(PERMISSION_TIMEOUT))
+            .call(
+                |r| PermissionMsg::Check(request, r),
+                Some(PERMISSION_TIMEOUT),
+            )
             .await
         {
             Ok(CallResult::Success(d)) => d,
@@ -239,7 +247,11 @@ fn write_checked(overlay: &mut Overlay, call: &ToolCall, args: &Value, path: &st
         let Some(content) = text("content") else {
             return fail("invalid_arguments", "argument `content` is missing".into());
         };
-        let verb = if overlay.exists(target) { "overwrote" } else { "created" };
+        let verb = if overlay.exists(target) {
+            "overwrote"
+        } else {
+            "created"
+        };
         let answer = format!(
             "{verb} `{path}`: {} bytes, {} lines",
             content.len(),
@@ -253,9 +265,15 @@ fn write_checked(overlay: &mut Overlay, call: &ToolCall, args: &Value, path: &st
                 "arguments `old_string` and `new_string` are required".into(),
             );
         };
-        let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+        let all = args
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         if old.is_empty() || old == new {
-            return fail("invalid_arguments", "`old_string` is empty or equals `new_string`".into());
+            return fail(
+                "invalid_arguments",
+                "`old_string` is empty or equals `new_string`".into(),
+            );
         }
         let current = match overlay.read_text(target) {
             Ok(c) => c,

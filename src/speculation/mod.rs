@@ -55,11 +55,17 @@ mod tests {
         assert!(enabled(root.path(), Some(home.path()), false));
         assert!(!enabled(root.path(), Some(home.path()), true));
         std::fs::create_dir_all(home.path().join(".crew")).unwrap();
-        std::fs::write(home.path().join(".crew/settings.json"), r#"{"speculation": false}"#)
-            .unwrap();
+        std::fs::write(
+            home.path().join(".crew/settings.json"),
+            r#"{"speculation": false}"#,
+        )
+        .unwrap();
         assert!(!enabled(root.path(), Some(home.path()), false));
-        std::fs::write(home.path().join(".crew/settings.json"), r#"{"speculation": true}"#)
-            .unwrap();
+        std::fs::write(
+            home.path().join(".crew/settings.json"),
+            r#"{"speculation": true}"#,
+        )
+        .unwrap();
         assert!(enabled(root.path(), Some(home.path()), false));
     }
 }

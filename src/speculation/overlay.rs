@@ -87,7 +87,8 @@ impl Overlay {
         let rel = normal
             .strip_prefix(&self.workspace)
             .map_err(|_| OverlayError::Outside(path.to_path_buf()))?;
-        if rel.as_os_str().is_empty() || rel.components().any(|c| !matches!(c, Component::Normal(_)))
+        if rel.as_os_str().is_empty()
+            || rel.components().any(|c| !matches!(c, Component::Normal(_)))
         {
             return Err(OverlayError::Outside(path.to_path_buf()));
         }
@@ -105,9 +106,11 @@ impl Overlay {
     pub fn read_text(&self, path: &Path) -> std::io::Result<String> {
         match self.redirect(path) {
             Some(copy) => std::fs::read_to_string(copy),
-            None => std::fs::read_to_string(self.workspace.join(self.relative(path).map_err(
-                |e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
-            )?)),
+            None => {
+                std::fs::read_to_string(self.workspace.join(self.relative(path).map_err(|e| {
+                    std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string())
+                })?))
+            }
         }
     }
 
@@ -184,8 +187,14 @@ mod tests {
         assert_eq!(o.read_text(Path::new("a.txt")).unwrap(), "old");
         o.write(Path::new("./src/../a.txt"), "new").unwrap();
         assert_eq!(o.read_text(&ws_path.join("a.txt")).unwrap(), "new");
-        assert_eq!(std::fs::read_to_string(ws_path.join("a.txt")).unwrap(), "old");
-        assert_eq!(o.files().unwrap(), vec![(ws_path.join("a.txt"), "new".into())]);
+        assert_eq!(
+            std::fs::read_to_string(ws_path.join("a.txt")).unwrap(),
+            "old"
+        );
+        assert_eq!(
+            o.files().unwrap(),
+            vec![(ws_path.join("a.txt"), "new".into())]
+        );
         let root = o.root().to_path_buf();
         assert!(root.join("a.txt").is_file());
         o.discard().unwrap();

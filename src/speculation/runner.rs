@@ -120,17 +120,11 @@ impl Fork {
         let lead = &self.snapshot.runner;
         let place = &self.snapshot.place;
         let registry = &self.path.pipeline.registry;
-        let visible = mode::visible_definitions(
-            AgentMode::Chat,
-            registry,
-            lead.spec.allowed_tools.as_ref(),
-        );
+        let visible =
+            mode::visible_definitions(AgentMode::Chat, registry, lead.spec.allowed_tools.as_ref());
         let deferral = Deferral::plan(visible, registry);
-        let memory = crate::memory::AgentMemory::start(
-            &place.walk,
-            &place.cwd,
-            &self.snapshot.conversation,
-        );
+        let memory =
+            crate::memory::AgentMemory::start(&place.walk, &place.cwd, &self.snapshot.conversation);
         let system =
             crate::agent::prompt::with_memory(&lead.spec.system_prompt, &memory.prompt_section());
         let mut conversation = self.snapshot.conversation.clone();

@@ -72,7 +72,9 @@ pub async fn suggest(
 /// of quotes, without control characters, at most [`MAX_CHARS`].
 pub fn clean(answer: &str) -> Option<String> {
     let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let line = line.trim_matches(|c| c == '"' || c == '\'' || c == '`').trim();
+    let line = line
+        .trim_matches(|c| c == '"' || c == '\'' || c == '`')
+        .trim();
     if line.is_empty()
         || line.eq_ignore_ascii_case("none")
         || line.chars().count() > MAX_CHARS
@@ -90,10 +92,17 @@ mod tests {
 
     #[test]
     fn only_a_plain_short_line_is_a_suggestion() {
-        assert_eq!(clean("\n  \"run the tests\"  \nmore").as_deref(), Some("run the tests"));
+        assert_eq!(
+            clean("\n  \"run the tests\"  \nmore").as_deref(),
+            Some("run the tests")
+        );
         assert_eq!(clean("NONE"), None);
         assert_eq!(clean("   "), None);
-        assert_eq!(clean("/plan do it"), None, "a slash command is never suggested");
+        assert_eq!(
+            clean("/plan do it"),
+            None,
+            "a slash command is never suggested"
+        );
         assert_eq!(clean("a\u{1b}[2Jb"), None, "control characters");
         assert_eq!(clean(&"x".repeat(MAX_CHARS + 1)), None);
     }

@@ -18,7 +18,7 @@ use crate::speculation::{Limits, Resolution, Speculation, ahead};
 /// What a spawned speculation step reports.
 pub(super) enum Report {
     /// A suggestion is running ahead (generation, speculation).
-    Ready(u64, Speculation),
+    Ready(u64, Box<Speculation>),
     /// The submitted run's speculation was resolved.
     Resolved(RunRequest, Resolution),
 }
@@ -71,19 +71,19 @@ impl Ahead {
             if let Ok(spec) =
                 Speculation::start(lead, snapshot, prompt, &agent, &parent, limits).await
             {
-                send(Report::Ready(generation, spec));
+                send(Report::Ready(generation, Box::new(spec)));
             }
         });
     }
 
     /// A speculation is running: show its prompt, unless the user moved on meanwhile.
-    pub(super) fn ready(&mut self, app: &mut App, generation: u64, spec: Speculation) {
+    pub(super) fn ready(&mut self, app: &mut App, generation: u64, spec: Box<Speculation>) {
         if generation != self.generation || app.running.is_some() {
-            discard(spec);
+            discard(*spec);
             return;
         }
         app.input.set_suggestion(Some(spec.prompt().to_string()));
-        self.current = Some(spec);
+        self.current = Some(*spec);
     }
 
     /// A run is being submitted: the speculation if `req` is exactly its prompt (the
