@@ -447,3 +447,35 @@ fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
     let screen = tui.wait_for(&["type a task"]);
     assert!(!screen.contains("Trust this folder?"), "{screen}");
 }
+
+#[test]
+fn a_suggestion_taken_with_tab_is_adopted_from_its_speculation() {
+    // The model suggests the next prompt; the fork writes notes.txt into its overlay;
+    // Tab + Enter adopts it: the file lands through the lead's write path and the lead's
+    // model is never asked about the prompt.
+    let (dir, script) = setup(
+        r#"{"turns":[{"text":"First answer."}],
+        "agents":{
+          "suggestion":{"turns":[{"text":"write the notes"},{"text":"NONE"}]},
+          "speculation":{"turns":[
+            {"tool_calls":[{"name":"write_file","input":{"path":"notes.txt","content":"ahead"}}]},
+            {"text":"Notes written ahead."}]}}}"#,
+    );
+    let settings = dir.path().join("home/.crew");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(settings.join("settings.json"), r#"{"speculation": true}"#).unwrap();
+    let mut tui = Tui::start(dir.path(), &script, &["--permission-mode", "acceptEdits"]);
+    tui.wait_for(&["type a task"]);
+    tui.line("hello");
+    tui.wait_for(&["First answer.", "write the notes  (Tab)"]);
+    assert!(!dir.path().join("work/notes.txt").exists());
+    tui.send("\t");
+    tui.send("\r");
+    tui.wait_for(&["Notes written ahead.", "pre-ran 2 steps"]);
+    wait_file(&dir.path().join("work/notes.txt"), "ahead");
+    let lead = requests(dir.path())
+        .iter()
+        .filter(|r| r["agent"] == "lead")
+        .count();
+    assert_eq!(lead, 1, "the adopted prompt never went to the lead's model");
+}

@@ -5,9 +5,11 @@
 //! messages are adopted and the overlay's files go into the workspace through the normal
 //! write path; anything else deletes the overlay (`ahead`).
 //!
-//! The setting `speculation` (a boolean in any settings layer) turns it off with
-//! `false`; it is on by default unless the model is the built-in demo. Any layer may
-//! turn it off; none needs to turn it on.
+//! The setting `speculation` (a boolean; the highest settings layer that sets it
+//! decides) turns it on or off. Unset, it is on, except for the built-in demo and for
+//! scripted models (`script:FILE`), whose shared turns a suggestion request would
+//! consume: a script opts in with `"speculation": true` and answers the agents
+//! `suggestion` and `speculation` under `agents`.
 
 pub mod ahead;
 pub mod calls;
@@ -20,27 +22,33 @@ use std::path::Path;
 pub use ahead::{Resolution, Speculation};
 pub use runner::{Ending, Limits, Speculated};
 
-/// Whether speculation is on for a session in `project_root`: never for the demo model,
-/// otherwise unless a settings file says `"speculation": false`. A settings file that
-/// cannot be read or parsed turns it off (it is an optimisation; doing less is safe).
-pub fn enabled(project_root: &Path, home: Option<&Path>, is_demo: bool) -> bool {
-    if is_demo {
-        return false;
+/// Whether speculation is on for a session in `project_root` with model `model` (its
+/// name as the provider reports it: `demo`, `script`, or a real model's id). A settings
+/// file that cannot be read or parsed turns it off: it is an optimisation, and doing
+/// less is safe.
+pub fn enabled(project_root: &Path, home: Option<&Path>, model: &str, is_demo: bool) -> bool {
+    let default = !is_demo && model != "script";
+    for (_, path) in crate::permission::layers::files(project_root, home) {
+        match setting(&path) {
+            Ok(Some(on)) => return on,
+            Ok(None) => {}
+            Err(()) => return false,
+        }
     }
-    crate::permission::layers::files(project_root, home)
-        .into_iter()
-        .all(|(_, path)| setting_allows(&path))
+    default
 }
 
-fn setting_allows(path: &Path) -> bool {
+/// The `speculation` value of one settings file (`None`: the file or the key is absent).
+fn setting(path: &Path) -> Result<Option<bool>, ()> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-        Err(_) => return false,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) => return Err(()),
     };
-    match serde_json::from_str::<serde_json::Value>(&text) {
-        Ok(v) => v.get("speculation").and_then(serde_json::Value::as_bool) != Some(false),
-        Err(_) => false,
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|_| ())?;
+    match value.get("speculation") {
+        None => Ok(None),
+        Some(v) => v.as_bool().map(Some).ok_or(()),
     }
 }
 
@@ -49,23 +57,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn on_by_default_off_for_the_demo_and_when_any_layer_says_false() {
+    fn on_by_default_for_real_models_and_the_highest_layer_that_sets_it_decides() {
         let root = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
-        assert!(enabled(root.path(), Some(home.path()), false));
-        assert!(!enabled(root.path(), Some(home.path()), true));
-        std::fs::create_dir_all(home.path().join(".crew")).unwrap();
-        std::fs::write(
-            home.path().join(".crew/settings.json"),
-            r#"{"speculation": false}"#,
-        )
-        .unwrap();
-        assert!(!enabled(root.path(), Some(home.path()), false));
-        std::fs::write(
-            home.path().join(".crew/settings.json"),
-            r#"{"speculation": true}"#,
-        )
-        .unwrap();
-        assert!(enabled(root.path(), Some(home.path()), false));
+        let (r, h) = (root.path(), Some(home.path()));
+        assert!(enabled(r, h, "claude-x", false));
+        assert!(!enabled(r, h, "demo", true));
+        assert!(!enabled(r, h, "script", false));
+        let put = |dir: &Path, text: &str| {
+            std::fs::create_dir_all(dir.join(".crew")).unwrap();
+            std::fs::write(dir.join(".crew/settings.json"), text).unwrap();
+        };
+        put(home.path(), r#"{"speculation": false}"#);
+        assert!(!enabled(r, h, "claude-x", false));
+        put(home.path(), r#"{"speculation": true}"#);
+        assert!(enabled(r, h, "script", false));
+        // The project layer is above the user's.
+        put(root.path(), r#"{"speculation": false}"#);
+        assert!(!enabled(r, h, "script", false));
+        put(root.path(), r#"{"speculation": "yes"}"#);
+        assert!(
+            !enabled(r, h, "claude-x", false),
+            "a malformed value turns it off"
+        );
     }
 }

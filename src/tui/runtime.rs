@@ -184,6 +184,7 @@ async fn event_loop(
     let mut ahead = super::speculate::Ahead::new(crate::speculation::enabled(
         &prepared.project_root,
         prepared.home.as_deref(),
+        &prepared.model,
         prepared.is_demo,
     ));
     let report = |tx: mpsc::UnboundedSender<Done>| move |r| drop(tx.send(Done::Ahead(r)));
