@@ -127,6 +127,12 @@ impl Speculation {
         &self.prompt
     }
 
+    /// Cancels the run ahead (an Esc while the user waits for it): it then resolves as
+    /// not adopted.
+    pub fn canceller(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
     /// The overlay directory (deleted once the speculation is resolved).
     pub fn overlay_dir(&self) -> &Path {
         &self.overlay_dir

@@ -31,7 +31,7 @@ use crate::tasks::actor::TaskMsg;
 use crate::tasks::{TaskRecord, now_ms};
 
 /// Work that finished off the loop.
-enum Done {
+pub(super) enum Done {
     Run(Result<RunOutcome, String>),
     CommandExpanded(String),
     Tasks(Vec<TaskRecord>),
@@ -145,7 +145,7 @@ fn greet(app: &mut App, p: &Prepared) {
     ));
 }
 
-fn show_conversation(app: &mut App, conversation: &[Message]) {
+pub(super) fn show_conversation(app: &mut App, conversation: &[Message]) {
     for m in conversation {
         for block in &m.content {
             match (m.role, block) {
@@ -219,7 +219,8 @@ async fn event_loop(
                     ahead.ready(app, generation, spec)
                 }
                 Done::Ahead(super::speculate::Report::Resolved(req, resolution)) => {
-                    adopted_or_run(app, &lead, req, resolution, &done_tx)
+                    let cancelled = ahead.finish_resolving();
+                    super::speculate::adopted_or_run(app, &lead, req, resolution, cancelled, &done_tx)
                 }
                 Done::CommandExpanded(text) => app.on_command_expanded(text),
                 Done::Tasks(records) => app.tasks.set_records(records),
@@ -269,6 +270,7 @@ async fn event_loop(
                     spawn_command(prepared, name, args, mode, done_tx.clone())
                 }
                 Effect::Cancel => {
+                    ahead.cancel_resolving();
                     let _ = lead.cast(LeadMsg::Cancel);
                 }
                 Effect::SetPermissionMode(mode) => {
@@ -303,39 +305,11 @@ async fn event_loop(
     }
 }
 
-/// The submitted prompt was the suggestion: show the adopted speculation as the run's
-/// result ("pre-ran N steps"), or run the prompt as usual when it could not be adopted.
-fn adopted_or_run(
-    app: &mut App,
-    lead: &ActorRef<LeadMsg>,
+pub(super) fn spawn_run(
+    lead: ActorRef<LeadMsg>,
     req: RunRequest,
-    resolution: crate::speculation::Resolution,
-    done: &mpsc::UnboundedSender<Done>,
+    done: mpsc::UnboundedSender<Done>,
 ) {
-    use crate::speculation::Resolution;
-    match resolution {
-        Resolution::Adopted {
-            steps,
-            outcome,
-            messages,
-        } => {
-            // The prompt itself is already on screen.
-            show_conversation(app, messages.get(1..).unwrap_or_default());
-            app.transcript
-                .push(Entry::Notice(format!("pre-ran {steps} steps")));
-            let _ = done.send(Done::Run(Ok(outcome)));
-        }
-        Resolution::NotAdopted { reason } => {
-            app.transcript.push(Entry::Notice(format!(
-                "The speculation was not used ({reason}); running the prompt."
-            )));
-            spawn_run(lead.clone(), req, done.clone());
-        }
-        Resolution::Discarded => spawn_run(lead.clone(), req, done.clone()),
-    }
-}
-
-fn spawn_run(lead: ActorRef<LeadMsg>, req: RunRequest, done: mpsc::UnboundedSender<Done>) {
     tokio::spawn(async move {
         // A run may take hours; the bound only guards against a lost reply.
         let result = match lead

@@ -8,11 +8,15 @@ use std::path::PathBuf;
 
 use ractor::ActorRef;
 
+use tokio::sync::mpsc;
+
 use super::app::App;
 use super::plan::PlanStage;
+use super::runtime::{self, Done};
+use super::transcript::Entry;
 use crate::agent::lead::LeadMsg;
 use crate::agent::mode::AgentMode;
-use crate::agent::runner::RunRequest;
+use crate::agent::runner::{RunOutcome, RunRequest};
 use crate::speculation::{Limits, Resolution, Speculation, ahead};
 
 /// What a spawned speculation step reports.
@@ -31,6 +35,8 @@ pub(super) struct Ahead {
     /// generation is discarded.
     generation: u64,
     current: Option<Speculation>,
+    /// The speculation the submitted run is waiting for (Esc cancels it).
+    resolving: Option<tokio_util::sync::CancellationToken>,
 }
 
 impl Ahead {
@@ -41,6 +47,7 @@ impl Ahead {
             overlay_parent: std::env::temp_dir().join("crew-speculation"),
             generation: 0,
             current: None,
+            resolving: None,
         }
     }
 
@@ -92,10 +99,23 @@ impl Ahead {
         self.generation += 1;
         let spec = self.current.take()?;
         if req.mode == AgentMode::Chat && req.task == spec.prompt() {
+            self.resolving = Some(spec.canceller());
             return Some(spec);
         }
         discard(spec);
         None
+    }
+
+    /// Esc while the submitted run waits for its speculation: stop waiting.
+    pub(super) fn cancel_resolving(&mut self) {
+        if let Some(token) = &self.resolving {
+            token.cancel();
+        }
+    }
+
+    /// The submitted run's speculation was resolved: whether the user cancelled it.
+    pub(super) fn finish_resolving(&mut self) -> bool {
+        self.resolving.take().is_some_and(|t| t.is_cancelled())
     }
 
     /// Discards the current speculation, if any (its overlay is deleted).
@@ -118,6 +138,51 @@ pub(super) fn resolve(spec: Speculation, req: RunRequest, send: impl Fn(Report) 
         let resolution = spec.resolve(&req.task).await;
         send(Report::Resolved(req, resolution));
     });
+}
+
+/// The submitted prompt was the suggestion: show the adopted speculation as the run's
+/// result ("pre-ran N steps"), or run the prompt as usual when it could not be adopted
+/// (unless the user pressed Esc while waiting for it).
+pub(super) fn adopted_or_run(
+    app: &mut App,
+    lead: &ActorRef<LeadMsg>,
+    req: RunRequest,
+    resolution: crate::speculation::Resolution,
+    cancelled: bool,
+    done: &mpsc::UnboundedSender<Done>,
+) {
+    use crate::speculation::Resolution;
+    match resolution {
+        Resolution::Adopted {
+            steps,
+            outcome,
+            messages,
+        } => {
+            // The prompt itself is already on screen.
+            runtime::show_conversation(app, messages.get(1..).unwrap_or_default());
+            app.transcript
+                .push(Entry::Notice(format!("pre-ran {steps} steps")));
+            // Its turns went to a private event bus: count their tokens here.
+            app.usage.add(&outcome.usage);
+            let _ = done.send(Done::Run(Ok(outcome)));
+        }
+        Resolution::NotAdopted { .. } if cancelled => {
+            let _ = done.send(Done::Run(Ok(RunOutcome {
+                result: String::new(),
+                status: crate::agent::runner::RunStatus::Cancelled,
+                usage: Default::default(),
+                turns: 0,
+                tool_calls: 0,
+            })));
+        }
+        Resolution::NotAdopted { reason } => {
+            app.transcript.push(Entry::Notice(format!(
+                "The speculation was not used ({reason}); running the prompt."
+            )));
+            runtime::spawn_run(lead.clone(), req, done.clone());
+        }
+        Resolution::Discarded => runtime::spawn_run(lead.clone(), req, done.clone()),
+    }
 }
 
 #[cfg(test)]
