@@ -244,3 +244,33 @@ async fn an_adopted_write_the_permission_engine_now_denies_is_not_applied() {
     assert!(!overlay.exists());
     assert_eq!(t.session.conversation().await.unwrap().len(), before);
 }
+
+#[tokio::test]
+async fn an_edit_lands_in_the_overlay_and_is_applied_whole_on_adoption() {
+    let turns = r#"[
+      {"tool_calls":[{"name":"edit_file","input":{"path":"a.txt","old_string":"alpha","new_string":"beta"}}]},
+      {"tool_calls":[{"name":"read_file","input":{"path":"a.txt"}}]},
+      {"text":"Edited."}
+    ]"#;
+    let (t, spec, _overlays) = speculating(PermissionMode::AcceptEdits, turns).await;
+    let overlay = spec.overlay_dir().to_path_buf();
+    wait_for(&overlay.join("a.txt")).await;
+    assert_eq!(
+        std::fs::read_to_string(t.cwd().join("a.txt")).unwrap(),
+        "alpha\n",
+        "the workspace keeps its file while the speculation edits its copy"
+    );
+    let Resolution::Adopted { messages, .. } = spec.resolve("add a notes file").await else {
+        panic!("not adopted");
+    };
+    let results = tool_results(&messages);
+    assert!(
+        results[0].content.contains("replaced 1 occurrence"),
+        "{results:?}"
+    );
+    assert!(results[1].content.contains("beta"), "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(t.cwd().join("a.txt")).unwrap(),
+        "beta\n"
+    );
+}
