@@ -59,7 +59,8 @@ impl Ahead {
         lead: &ActorRef<LeadMsg>,
         send: impl Fn(Report) + Send + 'static,
     ) {
-        if !self.enabled || app.running.is_some() || app.plan != PlanStage::Off {
+        let busy = app.running.is_some() || !app.input.is_empty();
+        if !self.enabled || busy || app.plan != PlanStage::Off {
             return;
         }
         self.discard_current();
