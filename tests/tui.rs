@@ -478,4 +478,26 @@ fn a_suggestion_taken_with_tab_is_adopted_from_its_speculation() {
         .filter(|r| r["agent"] == "lead")
         .count();
     assert_eq!(lead, 1, "the adopted prompt never went to the lead's model");
+    // The overlay lived in the session's directory and is gone once adopted.
+    let overlays = find_dirs(&dir.path().join("home"), "speculation");
+    assert_eq!(overlays.len(), 1, "{overlays:?}");
+    assert_eq!(std::fs::read_dir(&overlays[0]).unwrap().count(), 0);
+}
+
+/// Directories named `name` below `root`.
+fn find_dirs(root: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                if entry.file_name() == name {
+                    found.push(path.clone());
+                }
+                stack.push(path);
+            }
+        }
+    }
+    found
 }

@@ -181,12 +181,16 @@ async fn event_loop(
     let tasks = prepared.session.tasks().cloned();
     // Only the newest completion watcher counts; older ones may answer late.
     let mut watch_generation = 0u64;
-    let mut ahead = super::speculate::Ahead::new(crate::speculation::enabled(
-        &prepared.project_root,
-        prepared.home.as_deref(),
-        &prepared.model,
-        prepared.is_demo,
-    ));
+    let mut ahead = super::speculate::Ahead::new(
+        crate::speculation::enabled(
+            &prepared.project_root,
+            prepared.home.as_deref(),
+            &prepared.model,
+            prepared.is_demo,
+        ),
+        crate::store::session_dir(&prepared.project_root, &prepared.session_id)
+            .map(|d| d.join("speculation")),
+    );
     let report = |tx: mpsc::UnboundedSender<Done>| move |r| drop(tx.send(Done::Ahead(r)));
     loop {
         terminal.draw(|f| view::draw(app, f, now_ms()))?;

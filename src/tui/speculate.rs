@@ -40,11 +40,14 @@ pub(super) struct Ahead {
 }
 
 impl Ahead {
-    /// Speculation on or off for this session (see `speculation::enabled`).
-    pub(super) fn new(enabled: bool) -> Self {
+    /// Speculation on or off for this session (see `speculation::enabled`), with its
+    /// overlays below `overlay_parent` (the session's directory in the user's crew home,
+    /// not a shared temporary directory another user could have prepared).
+    pub(super) fn new(enabled: bool, overlay_parent: Option<PathBuf>) -> Self {
         Self {
-            enabled,
-            overlay_parent: std::env::temp_dir().join("crew-speculation"),
+            // Nowhere private to put overlays: no speculation.
+            enabled: enabled && overlay_parent.is_some(),
+            overlay_parent: overlay_parent.unwrap_or_default(),
             generation: 0,
             current: None,
             resolving: None,
