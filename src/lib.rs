@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod provider;
 pub mod session;
 pub mod skills;
+pub mod speculation;
 pub mod store;
 pub mod tasks;
 pub mod team;

@@ -484,3 +484,57 @@ fn shift_tab_cycles_the_modes_and_skips_auto_without_a_classifier() {
         }
     }
 }
+
+#[test]
+fn a_suggestion_taken_with_tab_is_adopted_from_its_speculation() {
+    // The model suggests the next prompt; the fork writes notes.txt into its overlay;
+    // Tab + Enter adopts it: the file lands through the lead's write path and the lead's
+    // model is never asked about the prompt.
+    let (dir, script) = setup(
+        r#"{"turns":[{"text":"First answer."}],
+        "agents":{
+          "suggestion":{"turns":[{"text":"write the notes"},{"text":"NONE"}]},
+          "speculation":{"turns":[
+            {"tool_calls":[{"name":"write_file","input":{"path":"notes.txt","content":"ahead"}}]},
+            {"text":"Notes written ahead."}]}}}"#,
+    );
+    let settings = dir.path().join("home/.crew");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(settings.join("settings.json"), r#"{"speculation": true}"#).unwrap();
+    let mut tui = Tui::start(dir.path(), &script, &["--permission-mode", "acceptEdits"]);
+    tui.wait_for(&["type a task"]);
+    tui.line("hello");
+    tui.wait_for(&["First answer.", "write the notes  (Tab)"]);
+    assert!(!dir.path().join("work/notes.txt").exists());
+    tui.send("\t");
+    tui.send("\r");
+    tui.wait_for(&["Notes written ahead.", "pre-ran 2 steps"]);
+    wait_file(&dir.path().join("work/notes.txt"), "ahead");
+    let lead = requests(dir.path())
+        .iter()
+        .filter(|r| r["agent"] == "lead")
+        .count();
+    assert_eq!(lead, 1, "the adopted prompt never went to the lead's model");
+    // The overlay lived in the session's directory and is gone once adopted.
+    let overlays = find_dirs(&dir.path().join("home"), "speculation");
+    assert_eq!(overlays.len(), 1, "{overlays:?}");
+    assert_eq!(std::fs::read_dir(&overlays[0]).unwrap().count(), 0);
+}
+
+/// Directories named `name` below `root`.
+fn find_dirs(root: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                if entry.file_name() == name {
+                    found.push(path.clone());
+                }
+                stack.push(path);
+            }
+        }
+    }
+    found
+}

@@ -49,6 +49,20 @@ pub enum LeadMsg {
         /// Receives the result or the refusal.
         reply: RpcReplyPort<crate::protocol::ToolResult>,
     },
+    /// A copy of the lead as it stands between runs, for a speculation to run ahead
+    /// from (`None` while a run is going on).
+    Snapshot(RpcReplyPort<Option<LeadSnapshot>>),
+    /// Append messages a speculation produced to the conversation (as if a run had
+    /// produced them) and publish them; refused while a run is going on or when the
+    /// conversation no longer has the length `after` it was forked at.
+    Adopt {
+        /// The conversation's length when the speculation forked it.
+        after: usize,
+        /// The messages to append.
+        messages: Vec<Message>,
+        /// Receives the refusal, if any.
+        reply: RpcReplyPort<Result<(), String>>,
+    },
     /// Internal: the run task ended.
     Finished {
         /// The outcome.
@@ -68,6 +82,17 @@ pub struct TurnOverrides {
     pub limit: Option<crate::gate::NameLimit>,
     /// The command's `model` (a `script:` model only under a scripted lead).
     pub model: Option<String>,
+}
+
+/// The lead between runs: what a speculation needs to run ahead as a copy of it.
+#[derive(Clone)]
+pub struct LeadSnapshot {
+    /// The lead's loop (pipeline, provider, spec).
+    pub runner: Runner,
+    /// Where it works, with its shared permission mode.
+    pub place: RunPlace,
+    /// Its conversation so far.
+    pub conversation: Vec<Message>,
 }
 
 /// The lead actor (configuration only).
@@ -249,6 +274,37 @@ impl Actor for LeadAgent {
             LeadMsg::SetPermissionMode(mode) => state.place.permission_mode.set(mode),
             LeadMsg::Conversation(reply) => {
                 let _ = reply.send(state.conversation.clone());
+            }
+            LeadMsg::Snapshot(reply) => {
+                let snapshot = state.running.is_none().then(|| LeadSnapshot {
+                    runner: state.runner.clone(),
+                    place: state.place.clone(),
+                    conversation: state.conversation.clone(),
+                });
+                let _ = reply.send(snapshot);
+            }
+            LeadMsg::Adopt {
+                after,
+                messages,
+                reply,
+            } => {
+                if state.running.is_some() || state.conversation.len() != after {
+                    let _ = reply.send(Err(
+                        "the conversation moved on since the speculation started".into(),
+                    ));
+                    return Ok(());
+                }
+                // Published like a run's messages: the transcript file and the UI see them.
+                for message in &messages {
+                    state.runner.pipeline.events.publish(
+                        &state.runner.spec.id,
+                        EventKind::MessageAppended {
+                            message: message.clone(),
+                        },
+                    );
+                }
+                state.conversation.extend(messages);
+                let _ = reply.send(Ok(()));
             }
             LeadMsg::Finished {
                 outcome,

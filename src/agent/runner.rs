@@ -620,7 +620,7 @@ async fn inject_mail(
 /// resumed or notified conversation can hold two user messages in a row, which APIs
 /// reject), and the reminder appended to the last user message. A copy: the reminder is
 /// never stored.
-fn with_reminder(conversation: &[Message], reminder: Option<String>) -> Vec<Message> {
+pub(crate) fn with_reminder(conversation: &[Message], reminder: Option<String>) -> Vec<Message> {
     let mut messages: Vec<Message> = Vec::with_capacity(conversation.len() + 1);
     for m in conversation {
         match messages.last_mut() {

@@ -166,7 +166,7 @@ fn line_numbers(content: &str, offsets: &[usize]) -> Vec<usize> {
         .collect()
 }
 
-fn join_lines(lines: &[usize]) -> String {
+pub(crate) fn join_lines(lines: &[usize]) -> String {
     const SHOWN: usize = 20;
     let mut s: Vec<String> = lines.iter().take(SHOWN).map(|l| l.to_string()).collect();
     if lines.len() > SHOWN {

@@ -75,7 +75,7 @@ impl Tool for ReadFile {
 
 /// Reads lines `offset..offset+limit` (1-based) of `resolved`; `shown` names it in
 /// messages as the model wrote it.
-fn read_window(
+pub(crate) fn read_window(
     resolved: &Path,
     shown: &str,
     offset: usize,

@@ -177,6 +177,7 @@ impl App {
     }
 
     fn start_run(&mut self, req: RunRequest) {
+        self.input.set_suggestion(None);
         self.running = Some(req.mode);
         self.effects.push(Effect::Run(req));
     }
@@ -236,6 +237,10 @@ impl App {
             KeyCode::Char('t') if ctrl => {
                 self.team.open = true;
                 self.team.tab = TeamTab::Items;
+            }
+            KeyCode::Tab if self.input.suggestion().is_some() => {
+                let suggestion = self.input.suggestion().unwrap_or_default().to_string();
+                self.input.set_text(&suggestion);
             }
             KeyCode::Tab if self.input.text().starts_with('/') => {
                 let typed = self.input.text();
@@ -333,6 +338,7 @@ impl App {
         if text.trim().is_empty() {
             return;
         }
+        self.input.set_suggestion(None);
         if let Some(cmd) = commands::parse(&text) {
             match cmd {
                 commands::SlashCommand::Unknown(name)

@@ -30,6 +30,8 @@ pub struct InputBox {
     browsing: Option<usize>,
     /// What was typed before browsing started.
     draft: String,
+    /// The suggested next prompt, shown greyed while nothing is typed (Tab takes it).
+    suggestion: Option<String>,
 }
 
 fn byte_at(s: &str, col: usize) -> usize {
@@ -51,6 +53,16 @@ impl InputBox {
         self.lines = text.split('\n').map(str::to_string).collect();
         self.row = self.lines.len() - 1;
         self.col = self.lines[self.row].chars().count();
+    }
+
+    /// Shows (or, with `None`, removes) a suggested next prompt.
+    pub fn set_suggestion(&mut self, suggestion: Option<String>) {
+        self.suggestion = suggestion;
+    }
+
+    /// The suggestion on show: there is one and nothing is typed.
+    pub fn suggestion(&self) -> Option<&str> {
+        self.suggestion.as_deref().filter(|_| self.is_empty())
     }
 
     /// Whether nothing is typed.
@@ -214,12 +226,18 @@ impl InputBox {
         let inner = block.inner(area);
         let visible = usize::from(inner.height.max(1));
         let first = (self.row + 1).saturating_sub(visible);
-        let text: Vec<ratatui::text::Line> = self
-            .lines
-            .iter()
-            .skip(first)
-            .map(|l| ratatui::text::Line::raw(l.clone()))
-            .collect();
+        let text: Vec<ratatui::text::Line> = match self.suggestion() {
+            Some(ghost) => vec![ratatui::text::Line::styled(
+                format!("{ghost}  (Tab)"),
+                Style::default().fg(Color::DarkGray),
+            )],
+            None => self
+                .lines
+                .iter()
+                .skip(first)
+                .map(|l| ratatui::text::Line::raw(l.clone()))
+                .collect(),
+        };
         frame.render_widget(Paragraph::new(text).block(block), area);
         if focused {
             let x = inner.x + u16::try_from(self.col).unwrap_or(u16::MAX);

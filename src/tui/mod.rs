@@ -12,6 +12,7 @@ pub mod mcp_view;
 pub mod modes;
 pub mod plan;
 pub mod runtime;
+mod speculate;
 pub mod status;
 pub mod tasks_panel;
 pub mod team_panel;

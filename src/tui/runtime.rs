@@ -31,7 +31,7 @@ use crate::tasks::actor::TaskMsg;
 use crate::tasks::{TaskRecord, now_ms};
 
 /// Work that finished off the loop.
-enum Done {
+pub(super) enum Done {
     Run(Result<RunOutcome, String>),
     CommandExpanded(String),
     Tasks(Vec<TaskRecord>),
@@ -41,6 +41,7 @@ enum Done {
     Team(Option<crate::cli::team::TeamView>),
     Transcript(String, String),
     TeamNotice(Result<String, String>),
+    Ahead(super::speculate::Report),
 }
 
 /// The largest log tail the log view loads.
@@ -147,7 +148,7 @@ fn greet(app: &mut App, p: &Prepared) {
     ));
 }
 
-fn show_conversation(app: &mut App, conversation: &[Message]) {
+pub(super) fn show_conversation(app: &mut App, conversation: &[Message]) {
     for m in conversation {
         for block in &m.content {
             match (m.role, block) {
@@ -183,6 +184,17 @@ async fn event_loop(
     let tasks = prepared.session.tasks().cloned();
     // Only the newest completion watcher counts; older ones may answer late.
     let mut watch_generation = 0u64;
+    let mut ahead = super::speculate::Ahead::new(
+        crate::speculation::enabled(
+            &prepared.project_root,
+            prepared.home.as_deref(),
+            &prepared.model,
+            prepared.is_demo,
+        ),
+        crate::store::session_dir(&prepared.project_root, &prepared.session_id)
+            .map(|d| d.join("speculation")),
+    );
+    let report = |tx: mpsc::UnboundedSender<Done>| move |r| drop(tx.send(Done::Ahead(r)));
     loop {
         terminal.draw(|f| view::draw(app, f, now_ms()))?;
         tokio::select! {
@@ -208,6 +220,14 @@ async fn event_loop(
                         watch_generation += 1;
                         watch_completion(t.clone(), watch_generation, done_tx.clone());
                     }
+                    ahead.after_run(app, &lead, report(done_tx.clone()));
+                }
+                Done::Ahead(super::speculate::Report::Ready(generation, spec)) => {
+                    ahead.ready(app, generation, spec)
+                }
+                Done::Ahead(super::speculate::Report::Resolved(req, resolution)) => {
+                    let cancelled = ahead.finish_resolving();
+                    super::speculate::adopted_or_run(app, &lead, req, resolution, cancelled, &done_tx)
                 }
                 Done::CommandExpanded(text) => app.on_command_expanded(text),
                 Done::Tasks(records) => app.tasks.set_records(records),
@@ -248,11 +268,16 @@ async fn event_loop(
         }
         for effect in app.take_effects() {
             match effect {
-                Effect::Run(req) => spawn_run(lead.clone(), req, done_tx.clone()),
+                Effect::Run(req) => match ahead.take_for(&req) {
+                    Some(spec) => super::speculate::resolve(spec, req, report(done_tx.clone())),
+                    None => spawn_run(lead.clone(), req, done_tx.clone()),
+                },
                 Effect::RunCommand { name, args, mode } => {
+                    ahead.discard_current();
                     spawn_command(prepared, name, args, mode, done_tx.clone())
                 }
                 Effect::Cancel => {
+                    ahead.cancel_resolving();
                     let _ = lead.cast(LeadMsg::Cancel);
                 }
                 Effect::SetPermissionMode(mode) => {
@@ -287,7 +312,11 @@ async fn event_loop(
     }
 }
 
-fn spawn_run(lead: ActorRef<LeadMsg>, req: RunRequest, done: mpsc::UnboundedSender<Done>) {
+pub(super) fn spawn_run(
+    lead: ActorRef<LeadMsg>,
+    req: RunRequest,
+    done: mpsc::UnboundedSender<Done>,
+) {
     tokio::spawn(async move {
         // A run may take hours; the bound only guards against a lost reply.
         let result = match lead
