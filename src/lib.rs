@@ -22,6 +22,7 @@ pub mod provider;
 pub mod session;
 pub mod skills;
 pub mod store;
+pub mod supervise;
 pub mod tasks;
 pub mod team;
 pub mod tools;

@@ -6,6 +6,8 @@
 //!
 //! Build its arguments with `Policy::load(project_root, home)` (or `Policy::default()`).
 
+use std::sync::{Arc, Mutex};
+
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
@@ -56,23 +58,58 @@ impl ractor::Message for PermissionMsg {}
 /// The actor (configuration only; state is built in `pre_start`).
 pub struct PermissionEngine;
 
+/// A copy of a supervised engine's policy, grants included, kept up to date by the
+/// engine: a restarted engine starts from it, so no grant is lost with a crash.
+pub type PolicyMemory = Arc<Mutex<Policy>>;
+
+/// What the engine starts from (`Policy::into()` for an unsupervised engine).
+pub struct EngineArgs {
+    /// The policy.
+    pub policy: Policy,
+    /// Where to keep a copy of the policy after each change (`None`: nowhere).
+    pub memory: Option<PolicyMemory>,
+}
+
+impl From<Policy> for EngineArgs {
+    fn from(policy: Policy) -> Self {
+        Self {
+            policy,
+            memory: None,
+        }
+    }
+}
+
 /// The engine's state.
 pub struct EngineState {
     /// Loaded layers plus session-layer grants (as rules).
     policy: Policy,
+    memory: Option<PolicyMemory>,
+}
+
+impl EngineState {
+    /// Writes the policy through to the memory after a change.
+    fn remember(&self) {
+        if let Some(memory) = &self.memory {
+            // A poisoned lock only means a panic mid-copy; the copy is replaced whole.
+            *memory.lock().unwrap_or_else(|e| e.into_inner()) = self.policy.clone();
+        }
+    }
 }
 
 impl Actor for PermissionEngine {
     type Msg = PermissionMsg;
     type State = EngineState;
-    type Arguments = Policy;
+    type Arguments = EngineArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        policy: Policy,
+        args: EngineArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(EngineState { policy })
+        Ok(EngineState {
+            policy: args.policy,
+            memory: args.memory,
+        })
     }
 
     async fn handle(
@@ -81,6 +118,7 @@ impl Actor for PermissionEngine {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        crate::supervise::faults::point("permission");
         match msg {
             PermissionMsg::Authorize {
                 agent,
@@ -102,6 +140,7 @@ impl Actor for PermissionEngine {
                     GrantScope::Session => grants::grant_session(&req, &mut state.policy),
                     GrantScope::Forever => grants::grant_forever(&req, &mut state.policy),
                 };
+                state.remember();
                 let _ = reply.send(result.map(|_| ()).map_err(|e| e.to_string()));
             }
             PermissionMsg::Reload(mut policy) => {
@@ -113,6 +152,7 @@ impl Actor for PermissionEngine {
                     .cloned();
                 policy.rules.extend(session);
                 state.policy = policy;
+                state.remember();
             }
             PermissionMsg::ListRules(reply) => {
                 let _ = reply.send(state.policy.rule_infos());

@@ -424,6 +424,9 @@ impl App {
                 .transcript
                 .push(Entry::Error(format!("[{agent}] {message}"))),
             EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
+            EventKind::ActorRestarted { actor, reason, .. } => self.notice(format!(
+                "[session] restarted the {actor} after it failed: {reason}"
+            )),
             _ => {}
         }
     }
