@@ -26,12 +26,12 @@ use crate::events::{EventBus, EventKind};
 use crate::permission::{PermissionMode, Policy, SharedMode};
 use crate::protocol::Message;
 use crate::provider::Provider;
+use crate::supervise::{RestartBudget, RestartLimit, Service, ServiceArgs, Services};
 use crate::tasks::actor::{TaskManager, TaskMsg};
 use crate::team::Team;
 use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::team::restore::Transcripts;
 use crate::tools::{CommandSandbox, Registry};
-use crate::supervise::{RestartBudget, RestartLimit, Service, ServiceArgs, Services};
 use crate::worktree::actor::{WorktreeManagerArgs, WorktreeMsg};
 use std::path::Path;
 use tokio::sync::Semaphore;
@@ -335,7 +335,7 @@ impl Actor for Session {
             }
             SessionMsg::Kill(names) => {
                 for service in names.iter().filter_map(|n| Service::from_name(n)) {
-                    state.services.kill(service);
+                    state.services.kill(service).await;
                 }
             }
         }

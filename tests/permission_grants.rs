@@ -9,7 +9,9 @@ use permission_support::{Fixture, cmd, path};
 use ractor::{Actor, ActorRef, call};
 
 async fn engine(policy: Policy) -> ActorRef<PermissionMsg> {
-    let (actor, _) = Actor::spawn(None, PermissionEngine, policy.into()).await.unwrap();
+    let (actor, _) = Actor::spawn(None, PermissionEngine, policy.into())
+        .await
+        .unwrap();
     actor
 }
 

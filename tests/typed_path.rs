@@ -66,9 +66,17 @@ async fn actors() -> Actors {
     .await
     .unwrap();
     let executor = crewmaster::supervise::Slot::new(executor);
-    let (gate, _) = Actor::spawn(None, Gate, GateArgs { registry, executor, memory: None })
-        .await
-        .unwrap();
+    let (gate, _) = Actor::spawn(
+        None,
+        Gate,
+        GateArgs {
+            registry,
+            executor,
+            memory: None,
+        },
+    )
+    .await
+    .unwrap();
     Actors {
         engine,
         gate,

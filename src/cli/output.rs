@@ -91,9 +91,10 @@ fn render_text(
             )?;
         }
         EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
-        EventKind::ActorRestarted { actor, reason, .. } => {
-            writeln!(err, "session: restarted the {actor} after it failed: {reason}")?
-        }
+        EventKind::ActorRestarted { actor, reason, .. } => writeln!(
+            err,
+            "session: restarted the {actor} after it failed: {reason}"
+        )?,
         EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
         EventKind::TeamMemberChanged { name, status, .. } => {
             writeln!(err, "team: {name} is {status}")?;

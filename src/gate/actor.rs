@@ -158,7 +158,9 @@ impl Actor for Gate {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        crate::supervise::faults::point("gate");
+        if let GateMsg::Submit { .. } = &msg {
+            crate::supervise::faults::point("gate");
+        }
         match msg {
             GateMsg::Register { agent, policy } => {
                 state.policies.insert(agent.clone(), policy);

@@ -118,7 +118,9 @@ impl Actor for PermissionEngine {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        crate::supervise::faults::point("permission");
+        if let PermissionMsg::Authorize { .. } = &msg {
+            crate::supervise::faults::point("permission");
+        }
         match msg {
             PermissionMsg::Authorize {
                 agent,

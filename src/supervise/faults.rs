@@ -8,8 +8,12 @@
 //! - `kill:ACTORS@WHEN` — the actor is killed from outside (`ActorRef::kill`) when the
 //!   matching tool call of the session starts (counted from 1).
 //!
-//! `ACTORS` is one or more of `permission`, `approver`, `gate`, `executor`, `tasks`,
-//! `worktrees`, joined by `+`; `WHEN` is `N` (the N-th) or `everyK` (every K-th).
+//! - `full:transcript@WHEN` — the matching transcript write fails part-way with "No space
+//!   left on device", as on a full disk.
+//!
+//! `ACTORS` is one or more of `permission`, `approver`, `gate`, `executor`, `worktrees`,
+//! joined by `+`; `WHEN` is `N` (the N-th) or `everyK` (every K-th). A `panic` counts the
+//! messages that carry a call (`Authorize`, `Ask`, `Submit`, `Execute`).
 //! Example: `CREW_FAULTS='kill:gate+executor@every1;panic:permission@7'`.
 
 /// The environment variable read by the injector.
@@ -22,6 +26,8 @@ pub enum FaultKind {
     Panic,
     /// Kill the actor from outside.
     Kill,
+    /// Fail a write as on a full disk.
+    Full,
 }
 
 /// When a fault fires.
@@ -55,14 +61,7 @@ pub struct Fault {
 }
 
 /// The actors a fault may name.
-pub const ACTORS: [&str; 6] = [
-    "permission",
-    "approver",
-    "gate",
-    "executor",
-    "tasks",
-    "worktrees",
-];
+pub const ACTORS: [&str; 5] = ["permission", "approver", "gate", "executor", "worktrees"];
 
 /// Parses a `CREW_FAULTS` value.
 pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
@@ -73,12 +72,17 @@ pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
         let kind = match kind {
             "panic" => FaultKind::Panic,
             "kill" => FaultKind::Kill,
-            _ => return Err(bad("the kind is `panic` or `kill`")),
+            "full" => FaultKind::Full,
+            _ => return Err(bad("the kind is `panic`, `kill` or `full`")),
         };
         let (actors, when) = rest.split_once('@').ok_or_else(|| bad("no `@`"))?;
         let actors: Vec<String> = actors.split('+').map(|a| a.trim().to_string()).collect();
-        if let Some(a) = actors.iter().find(|a| !ACTORS.contains(&a.as_str())) {
-            return Err(bad(&format!("unknown actor `{a}`; one of {ACTORS:?}")));
+        let known: &[&str] = match kind {
+            FaultKind::Full => &["transcript"],
+            _ => &ACTORS,
+        };
+        if let Some(a) = actors.iter().find(|a| !known.contains(&a.as_str())) {
+            return Err(bad(&format!("unknown target `{a}`; one of {known:?}")));
         }
         let when = match when.strip_prefix("every") {
             Some(k) => When::Every(k.parse().map_err(|_| bad("bad count"))?),
@@ -118,24 +122,35 @@ mod live {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts one message of `actor` and panics when a `panic` fault says so.
-    pub fn point(actor: &str) {
-        let hits = plan()
+    /// Counts one occurrence for `kind` on `target`; whether a fault of that kind fires.
+    fn fires(kind: FaultKind, target: &str) -> Option<u64> {
+        let mut hits = plan()
             .iter()
-            .filter(|f| f.kind == FaultKind::Panic && f.actors.iter().any(|a| a == actor));
-        let mut hits = hits.peekable();
-        if hits.peek().is_none() {
-            return;
-        }
+            .filter(|f| f.kind == kind && f.actors.iter().any(|a| a == target))
+            .peekable();
+        hits.peek()?;
         let count = {
             let mut c = counters();
-            let n = c.entry(actor.to_string()).or_insert(0);
+            let n = c.entry(format!("{kind:?}:{target}")).or_insert(0);
             *n += 1;
             *n
         };
-        if hits.any(|f| f.when.fires(count)) {
-            panic!("{}: injected panic in {actor} at message {count}", super::FAULTS_VAR);
+        hits.any(|f| f.when.fires(count)).then_some(count)
+    }
+
+    /// Counts one call-carrying message of `actor` and panics when a `panic` fault says so.
+    pub fn point(actor: &str) {
+        if let Some(count) = fires(FaultKind::Panic, actor) {
+            panic!(
+                "{}: injected panic in {actor} at message {count}",
+                super::FAULTS_VAR
+            );
         }
+    }
+
+    /// Counts one write to `target`; whether it is to fail as on a full disk.
+    pub fn disk_full(target: &str) -> bool {
+        fires(FaultKind::Full, target).is_some()
     }
 
     /// The actors to kill as the `call`-th tool call (from 1) starts.
@@ -154,7 +169,7 @@ mod live {
 }
 
 #[cfg(feature = "faults")]
-pub use live::{kills_at, kills_planned, point};
+pub use live::{disk_full, kills_at, kills_planned, point};
 
 /// Starts the `kill` faults of a session: counts its tool calls on the bus and asks the
 /// session to kill the planned actors as each matching call starts. Nothing without the
@@ -190,6 +205,13 @@ pub fn start_killer(
 #[inline(always)]
 pub fn point(_actor: &str) {}
 
+/// Without the `faults` feature: no write fails on purpose.
+#[cfg(not(feature = "faults"))]
+#[inline(always)]
+pub fn disk_full(_target: &str) -> bool {
+    false
+}
+
 /// Without the `faults` feature: nothing to kill.
 #[cfg(not(feature = "faults"))]
 pub fn kills_at(_call: u64) -> Vec<String> {
@@ -218,7 +240,15 @@ mod tests {
 
     #[test]
     fn bad_rules_are_refused_naming_the_rule() {
-        for bad in ["kill", "boom:gate@1", "kill:lead@1", "kill:gate@x", "kill:gate@every0"] {
+        for bad in [
+            "kill",
+            "boom:gate@1",
+            "kill:lead@1",
+            "kill:gate@x",
+            "kill:gate@every0",
+            "full:gate@1",
+            "panic:transcript@1",
+        ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(bad), "{bad}: {e}");
         }

@@ -100,9 +100,14 @@ impl Services {
         let policy: PolicyMemory = Arc::new(Mutex::new(args.policy.clone()));
         let gate_memory: GateMemory = Arc::new(Mutex::new(HashMap::new()));
         let permission = Slot::new(
-            Actor::spawn_linked(None, PermissionEngine, engine_args(&policy), supervisor.clone())
-                .await?
-                .0,
+            Actor::spawn_linked(
+                None,
+                PermissionEngine,
+                engine_args(&policy),
+                supervisor.clone(),
+            )
+            .await?
+            .0,
         );
         let approver = Slot::new(
             Actor::spawn_linked(None, Approver, args.approver.clone(), supervisor.clone())
@@ -156,14 +161,10 @@ impl Services {
         &mut self,
         args: WorktreeManagerArgs,
     ) -> Result<Slot<WorktreeMsg>, SpawnErr> {
-        let actor = Actor::spawn_linked(
-            None,
-            WorktreeManager,
-            args.clone(),
-            self.supervisor.clone(),
-        )
-        .await?
-        .0;
+        let actor =
+            Actor::spawn_linked(None, WorktreeManager, args.clone(), self.supervisor.clone())
+                .await?
+                .0;
         let slot = Slot::new(actor);
         self.worktrees = Some((slot.clone(), args));
         Ok(slot)
@@ -228,19 +229,20 @@ impl Services {
         Ok(())
     }
 
-    /// Kills a service from outside (the fault injector's `kill`).
-    pub fn kill(&self, service: Service) {
-        match service {
-            Service::Permission => self.permission.get().kill(),
-            Service::Approver => self.approver.get().kill(),
-            Service::Gate => self.gate.get().kill(),
-            Service::Executor => self.executor.get().kill(),
-            Service::Worktrees => {
-                if let Some((slot, _)) = &self.worktrees {
-                    slot.get().kill();
-                }
-            }
-        }
+    /// Kills a service from outside (the fault injector's `kill`) and waits until it is
+    /// gone, so that its supervision event is queued before the next kill is handled.
+    pub async fn kill(&self, service: Service) {
+        let cell = match service {
+            Service::Permission => self.permission.get().get_cell(),
+            Service::Approver => self.approver.get().get_cell(),
+            Service::Gate => self.gate.get().get_cell(),
+            Service::Executor => self.executor.get().get_cell(),
+            Service::Worktrees => match &self.worktrees {
+                Some((slot, _)) => slot.get().get_cell(),
+                None => return,
+            },
+        };
+        let _ = cell.kill_and_wait(Some(Duration::from_secs(10))).await;
     }
 }
 

@@ -109,7 +109,12 @@ impl<M: ractor::Message> Slot<M> {
 
     /// Delivers `msg`, first to `actor`, then to each replacement of a dead actor; gives
     /// the message back when none took it.
-    async fn deliver(&self, mut msg: M, mut actor: ActorRef<M>, deadline: Instant) -> Result<(), M> {
+    async fn deliver(
+        &self,
+        mut msg: M,
+        mut actor: ActorRef<M>,
+        deadline: Instant,
+    ) -> Result<(), M> {
         loop {
             match actor.send_message(msg) {
                 Ok(()) => return Ok(()),
