@@ -27,7 +27,7 @@ use crate::permission::{PermissionMode, Policy, SharedMode};
 use crate::protocol::Message;
 use crate::provider::Provider;
 use crate::supervise::{RestartBudget, RestartLimit, Service, ServiceArgs, Services};
-use crate::tasks::actor::{TaskManager, TaskMsg};
+use crate::tasks::actor::{TaskArgs, TaskMsg};
 use crate::team::Team;
 use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::team::restore::Transcripts;
@@ -187,17 +187,12 @@ impl Actor for Session {
             cell.clone(),
         )
         .await?;
+        // Everyone gets the manager's front, which reaches a restarted manager.
         let tasks = match &cfg.orchestration {
-            Some(o) => Some(
-                Actor::spawn_linked(
-                    None,
-                    TaskManager,
-                    (o.session_dir.clone(), Some(cfg.events.clone())),
-                    cell.clone(),
-                )
-                .await?
-                .0,
-            ),
+            Some(o) => {
+                let args = TaskArgs::new(o.session_dir.clone(), Some(cfg.events.clone()));
+                Some(services.start_tasks(args).await?)
+            }
             None => None,
         };
         let mut conversation = cfg.conversation;

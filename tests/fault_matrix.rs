@@ -421,3 +421,59 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
     assert!(!out.status.success());
     assert!(stderr(&out).contains("settings.json"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_reports() {
+    let p = place();
+    let script = json!({"turns": [
+        {"text": "start", "tool_calls": [{"name": "run_command", "id": "bg", "input": {
+            "command": "while [ ! -f go ]; do sleep 0.05; done; echo bg-done",
+            "run_in_background": true}}]},
+        {"text": "list", "tool_calls": [{"name": "task_list", "id": "list", "input": {}}]},
+        {"text": "waiting for it"},
+        {"text": "bg noticed"}
+    ]});
+    // The manager is killed as the second call (task_list) starts.
+    let child = run_spawned(
+        &p,
+        &script,
+        "bypassPermissions",
+        &[("CREW_FAULTS", "kill:tasks@2")],
+    );
+    let restarted = || {
+        std::fs::read_dir(p.home.join(".crew/projects"))
+            .is_ok_and(|_| !restarts(&transcript(&p.home)).is_empty())
+    };
+    for _ in 0..1200 {
+        if restarted() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(restarted(), "the task manager was never restarted");
+    std::fs::write(p.dir.join("go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bg noticed"));
+    let lines = transcript(&p.home);
+    assert_eq!(restarts(&lines), ["tasks"]);
+    // The restarted manager knew the task (from its record) and saw it complete.
+    let list = finished(&lines, "list");
+    assert_eq!(list["is_error"], false, "{list}");
+    let started = lines
+        .iter()
+        .find(|l| l["type"] == "task_changed")
+        .expect("the task was announced");
+    let id = started["id"].as_str().unwrap();
+    assert!(
+        results_sent(&p.home)["list"].1.contains(id),
+        "task_list lost the task"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "task_changed" && l["id"] == id && l["status"] == "completed"),
+        "the task's end never reached the restarted manager"
+    );
+    assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2);
+}

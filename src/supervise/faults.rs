@@ -12,7 +12,7 @@
 //!   left on device", as on a full disk.
 //!
 //! `ACTORS` is one or more of `permission`, `approver`, `gate`, `executor`, `worktrees`,
-//! joined by `+`; `WHEN` is `N` (the N-th) or `everyK` (every K-th). A `panic` counts the
+//! `tasks`, joined by `+`; `WHEN` is `N` (the N-th) or `everyK` (every K-th). A `panic` counts the
 //! messages that carry a call (`Authorize`, `Ask`, `Submit`, `Execute`).
 //! Example: `CREW_FAULTS='kill:gate+executor@every1;panic:permission@7'`.
 
@@ -61,7 +61,14 @@ pub struct Fault {
 }
 
 /// The actors a fault may name.
-pub const ACTORS: [&str; 5] = ["permission", "approver", "gate", "executor", "worktrees"];
+pub const ACTORS: [&str; 6] = [
+    "permission",
+    "approver",
+    "gate",
+    "executor",
+    "worktrees",
+    "tasks",
+];
 
 /// Parses a `CREW_FAULTS` value.
 pub fn parse(text: &str) -> Result<Vec<Fault>, String> {

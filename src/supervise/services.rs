@@ -2,7 +2,8 @@
 //! worktree manager — held in `Slot`s, with what each is restarted from: the engine from
 //! its last policy (grants included, kept in its `PolicyMemory`), the gate from its
 //! registered policies (`GateMemory`), the approver from its policy, the executor from the
-//! registry, the worktree manager from its registry on disk. `Services::restart` spawns the
+//! registry, the worktree manager from its registry on disk, the task manager from its
+//! records (reached through its `TaskFront`, with the live tasks' tokens kept here). `Services::restart` spawns the
 //! replacement under the session and swaps it into the slot, so every caller reaches it
 //! on its next message.
 
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ractor::{Actor, ActorCell, SpawnErr};
+use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 
 use super::Slot;
 use crate::approver::actor::{Approver, ApproverMsg, ApproverPolicy};
@@ -18,6 +19,8 @@ use crate::executor::actor::{ExecutorArgs, ExecutorMsg, ToolExecutor};
 use crate::gate::actor::{Gate, GateArgs, GateMemory, GateMsg};
 use crate::permission::Policy;
 use crate::permission::actor::{EngineArgs, PermissionEngine, PermissionMsg, PolicyMemory};
+use crate::tasks::actor::{TaskArgs, TaskManager, TaskMsg};
+use crate::tasks::front::TaskFront;
 use crate::tools::Registry;
 use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
 
@@ -34,6 +37,8 @@ pub enum Service {
     Executor,
     /// The worktree manager.
     Worktrees,
+    /// The task manager.
+    Tasks,
 }
 
 impl Service {
@@ -45,6 +50,7 @@ impl Service {
             Service::Gate => "gate",
             Service::Executor => "executor",
             Service::Worktrees => "worktrees",
+            Service::Tasks => "tasks",
         }
     }
 
@@ -56,6 +62,7 @@ impl Service {
             Service::Gate,
             Service::Executor,
             Service::Worktrees,
+            Service::Tasks,
         ]
         .into_iter()
         .find(|s| s.name() == name)
@@ -86,6 +93,8 @@ pub struct Services {
     executor: Slot<ExecutorMsg>,
     /// The worktree manager, once started.
     worktrees: Option<(Slot<WorktreeMsg>, WorktreeManagerArgs)>,
+    /// The task manager, once started.
+    tasks: Option<(Slot<TaskMsg>, TaskArgs)>,
     policy: PolicyMemory,
     approver_policy: ApproverPolicy,
     registry: Arc<Registry>,
@@ -147,6 +156,7 @@ impl Services {
             gate,
             executor,
             worktrees: None,
+            tasks: None,
             policy,
             approver_policy: args.approver,
             registry: args.registry,
@@ -170,6 +180,18 @@ impl Services {
         Ok(slot)
     }
 
+    /// Starts the task manager and its front linked to the supervisor; callers get the
+    /// front.
+    pub async fn start_tasks(&mut self, args: TaskArgs) -> Result<ActorRef<TaskMsg>, SpawnErr> {
+        let sup = self.supervisor.clone();
+        let (manager, _) =
+            Actor::spawn_linked(None, TaskManager, args.clone(), sup.clone()).await?;
+        let slot = Slot::new(manager);
+        let (front, _) = Actor::spawn_linked(None, TaskFront, slot.clone(), sup).await?;
+        self.tasks = Some((slot, args));
+        Ok(front)
+    }
+
     /// Which service `cell` is (as the slots hold it now), if any.
     pub fn which(&self, cell: &ActorCell) -> Option<Service> {
         if self.permission.holds(cell) {
@@ -182,6 +204,8 @@ impl Services {
             Some(Service::Executor)
         } else if self.worktrees.as_ref().is_some_and(|(s, _)| s.holds(cell)) {
             Some(Service::Worktrees)
+        } else if self.tasks.as_ref().is_some_and(|(s, _)| s.holds(cell)) {
+            Some(Service::Tasks)
         } else {
             None
         }
@@ -225,6 +249,16 @@ impl Services {
                     slot.replace(a);
                 }
             }
+            Service::Tasks => {
+                if let Some((slot, args)) = &self.tasks {
+                    let args = TaskArgs {
+                        restore: true,
+                        ..args.clone()
+                    };
+                    let (a, _) = Actor::spawn_linked(None, TaskManager, args, sup).await?;
+                    slot.replace(a);
+                }
+            }
         }
         Ok(())
     }
@@ -238,6 +272,10 @@ impl Services {
             Service::Gate => self.gate.get().get_cell(),
             Service::Executor => self.executor.get().get_cell(),
             Service::Worktrees => match &self.worktrees {
+                Some((slot, _)) => slot.get().get_cell(),
+                None => return,
+            },
+            Service::Tasks => match &self.tasks {
                 Some((slot, _)) => slot.get().get_cell(),
                 None => return,
             },
