@@ -125,7 +125,7 @@ fn results_sent(home: &Path) -> HashMap<String, (bool, String)> {
     out
 }
 
-fn restarts<'a>(lines: &'a [Value]) -> Vec<&'a str> {
+fn restarts(lines: &[Value]) -> Vec<&str> {
     lines
         .iter()
         .filter(|l| l["type"] == "actor_restarted")
@@ -145,7 +145,12 @@ fn read_turn(id: &str, path: &str) -> Value {
 fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_completes() {
     let p = place();
     common::put(&p.dir, "a.txt", "alpha\n");
-    // Ten turns of five calls: fifty calls; four services killed on every second call.
+    // A repository, so that the session has a worktree manager to kill too.
+    common::git(&p.dir, &["init", "-q"]);
+    common::git(&p.dir, &["add", "."]);
+    common::git(&p.dir, &["commit", "-qm", "init"]);
+    // Ten turns of five calls: fifty calls; four services killed on every second call
+    // (100 kills), the worktree manager on every tenth (5 more).
     let mut turns: Vec<Value> = (0..10)
         .map(|t| {
             let calls: Vec<Value> = (1..=5)
@@ -476,4 +481,107 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
         "the task's end never reached the restarted manager"
     );
     assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_lead_is_told() {
+    let script = r#"{"turns":[
+        {"tool_calls":[{"name":"agent","id":"sub","input":{"description":"worker","prompt":"p","subagent_type":"w"}}]},
+        {"text":"lead done"}],
+      "agents":{"w":{"turns":[
+        {"tool_calls":[{"name":"run_command","id":"wait","input":{"command":"touch marker; while [ -e marker ]; do sleep 0.05; done; echo gone"}}]},
+        {"tool_calls":[{"name":"write_file","id":"after","input":{"path":"after.txt","content":"x"}}]},
+        {"text":"sub done"}]}}}"#;
+    let mut setup = common::Setup::new(script, crewmaster::tools::builtin_tools());
+    setup.orchestration = true;
+    setup.git = true;
+    setup.files = vec![(
+        ".crew/agents/w.md",
+        "---\nname: w\ndescription: worker\ntools: run_command, write_file, read_file\n---\nWork.\n"
+            .to_string(),
+    )];
+    let t = common::start(setup).await;
+    let main = t.cwd();
+    let run = tokio::spawn({
+        let lead = t.session.lead().clone();
+        async move {
+            lead.call(
+                |r| {
+                    crewmaster::agent::lead::LeadMsg::Run(
+                        crewmaster::agent::runner::RunRequest {
+                            mode: crewmaster::agent::mode::AgentMode::Chat,
+                            task: "delegate".into(),
+                            plan: None,
+                        },
+                        r,
+                    )
+                },
+                Some(Duration::from_secs(300)),
+            )
+            .await
+        }
+    });
+    // The subagent's command is running in its worktree: find the worktree by its marker.
+    let worktrees = t
+        .home
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join(".crew/worktrees");
+    let mut wt = None;
+    for _ in 0..1200 {
+        wt = walk_for(&worktrees, "marker");
+        if wt.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let wt = wt.expect("the subagent's command never started");
+    // Work committed on its branch, then the directory deleted from under it.
+    common::git(
+        &wt,
+        &["commit", "-q", "--allow-empty", "-m", "work saved by hand"],
+    );
+    std::fs::remove_dir_all(&wt).unwrap();
+    let outcome = run.await.unwrap().unwrap();
+    let ractor::rpc::CallResult::Success(Ok(outcome)) = outcome else {
+        panic!("the lead's run did not end")
+    };
+    assert_eq!(outcome.result, "lead done");
+    // The branch with its commit is still there.
+    let log = common::git(&main, &["log", "--all", "--format=%s"]);
+    assert!(
+        log.contains("work saved by hand"),
+        "the branch was deleted: {log}"
+    );
+    // The lead was told what became of the subagent and where its work is.
+    let conv = t.session.conversation().await.unwrap();
+    let told = common::tool_results(&conv)
+        .into_iter()
+        .find(|r| r.tool_use_id == "sub")
+        .expect("the agent call got a result");
+    assert!(told.content.contains("sub done"), "{}", told.content);
+    assert!(told.content.contains("is missing"), "{}", told.content);
+    let branches = common::git(&main, &["branch", "--list", "crew/*"]);
+    let branch = branches.trim().trim_start_matches(['*', '+', ' ']);
+    assert!(
+        !branch.is_empty() && told.content.contains(branch),
+        "{branches} / {}",
+        told.content
+    );
+}
+
+/// The directory below `root` (two levels at most) that holds `name`.
+fn walk_for(root: &Path, name: &str) -> Option<PathBuf> {
+    for a in std::fs::read_dir(root).ok()?.flatten() {
+        if a.path().join(name).exists() {
+            return Some(a.path());
+        }
+        for b in std::fs::read_dir(a.path()).into_iter().flatten().flatten() {
+            if b.path().join(name).exists() {
+                return Some(b.path());
+            }
+        }
+    }
+    None
 }
