@@ -137,6 +137,29 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The processes (pids) whose command line contains `token`: a command a test started
+/// that outlived its run.
+fn processes_with(token: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(token) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 fn read_turn(id: &str, path: &str) -> Value {
     json!({"text": format!("step {id}"), "tool_calls": [{"name": "read_file", "id": id, "input": {"path": path}}]})
 }
@@ -381,7 +404,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
         r#"{"permissions": {"deny": ["Read(secret.txt)"]}}"#,
     );
     let script = json!({"turns": [
-        {"text": "wait", "tool_calls": [{"name": "run_command", "id": "wait", "input": {"command": "touch started; while [ ! -f go ]; do sleep 0.05; done; echo resumed"}}]},
+        {"text": "wait", "tool_calls": [{"name": "run_command", "id": "wait", "input": {"command": ": settings-wait-7f3a; touch started; while [ ! -f go ]; do sleep 0.05; done; echo resumed"}}]},
         read_turn("crash", "secret.txt"),
         read_turn("after", "secret.txt"),
         {"text": "done"}
@@ -408,6 +431,11 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
     std::fs::write(p.dir.join("go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        processes_with("settings-wait-7f3a"),
+        Vec::<u32>::new(),
+        "left running"
+    );
     let lines = transcript(&p.home);
     assert_eq!(restarts(&lines), ["permission"]);
     let after = finished(&lines, "after");
@@ -432,7 +460,7 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
     let p = place();
     let script = json!({"turns": [
         {"text": "start", "tool_calls": [{"name": "run_command", "id": "bg", "input": {
-            "command": "while [ ! -f go ]; do sleep 0.05; done; echo bg-done",
+            "command": ": tasks-bg-91c2; while [ ! -f go ]; do sleep 0.05; done; echo bg-done",
             "run_in_background": true}}]},
         {"text": "list", "tool_calls": [{"name": "task_list", "id": "list", "input": {}}]},
         {"text": "waiting for it"},
@@ -460,6 +488,11 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("bg noticed"));
+    assert_eq!(
+        processes_with("tasks-bg-91c2"),
+        Vec::<u32>::new(),
+        "left running"
+    );
     let lines = transcript(&p.home);
     assert_eq!(restarts(&lines), ["tasks"]);
     // The restarted manager knew the task (from its record) and saw it complete.
@@ -489,7 +522,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         {"tool_calls":[{"name":"agent","id":"sub","input":{"description":"worker","prompt":"p","subagent_type":"w"}}]},
         {"text":"lead done"}],
       "agents":{"w":{"turns":[
-        {"tool_calls":[{"name":"run_command","id":"wait","input":{"command":"touch marker; while [ -e marker ]; do sleep 0.05; done; echo gone"}}]},
+        {"tool_calls":[{"name":"run_command","id":"wait","input":{"command":": wt-wait-5d0e; touch marker; while [ -e marker ]; do sleep 0.05; done; echo gone"}}]},
         {"tool_calls":[{"name":"write_file","id":"after","input":{"path":"after.txt","content":"x"}}]},
         {"text":"sub done"}]}}}"#;
     let mut setup = common::Setup::new(script, crewmaster::tools::builtin_tools());
@@ -548,6 +581,11 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         panic!("the lead's run did not end")
     };
     assert_eq!(outcome.result, "lead done");
+    assert_eq!(
+        processes_with("wt-wait-5d0e"),
+        Vec::<u32>::new(),
+        "left running"
+    );
     // The branch with its commit is still there.
     let log = common::git(&main, &["log", "--all", "--format=%s"]);
     assert!(
