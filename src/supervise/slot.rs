@@ -145,3 +145,59 @@ impl<M: ractor::Message> Slot<M> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ractor::{Actor, ActorProcessingErr};
+
+    struct Echo;
+    struct Ping(RpcReplyPort<&'static str>);
+    impl ractor::Message for Ping {}
+
+    impl Actor for Echo {
+        type Msg = Ping;
+        type State = &'static str;
+        type Arguments = &'static str;
+        async fn pre_start(
+            &self,
+            _: ActorRef<Ping>,
+            name: &'static str,
+        ) -> Result<&'static str, ActorProcessingErr> {
+            Ok(name)
+        }
+        async fn handle(
+            &self,
+            _: ActorRef<Ping>,
+            Ping(reply): Ping,
+            name: &mut &'static str,
+        ) -> Result<(), ActorProcessingErr> {
+            let _ = reply.send(name);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_to_a_dead_actor_is_answered_by_its_replacement() {
+        let (old, _) = Actor::spawn(None, Echo, "old").await.unwrap();
+        let slot = Slot::new(old.clone());
+        assert_eq!(slot.call(Ping, Duration::from_secs(5)).await, Ok("old"));
+        old.kill_and_wait(None).await.unwrap();
+        let waiting = tokio::spawn({
+            let slot = slot.clone();
+            async move { slot.call(Ping, Duration::from_secs(30)).await }
+        });
+        let (new, _) = Actor::spawn(None, Echo, "new").await.unwrap();
+        slot.replace(new);
+        assert_eq!(waiting.await.unwrap(), Ok("new"));
+    }
+
+    #[tokio::test]
+    async fn with_no_replacement_the_call_ends_within_its_time() {
+        let (old, _) = Actor::spawn(None, Echo, "old").await.unwrap();
+        let slot = Slot::new(old.clone());
+        old.kill_and_wait(None).await.unwrap();
+        let answer = slot.call(Ping, Duration::from_millis(50)).await;
+        assert_eq!(answer, Err(CallError::Gone));
+    }
+}
