@@ -166,6 +166,16 @@ pub enum EventKind {
         /// Why (how many denials).
         reason: String,
     },
+    /// The session restarted a crashed service actor (permission engine, approver, gate,
+    /// executor, worktree manager) from its last good state.
+    ActorRestarted {
+        /// Which (`permission`, `approver`, `gate`, `executor`, `worktrees`).
+        actor: String,
+        /// How it died (its panic message, or `killed`).
+        reason: String,
+        /// Restarts within the current restart window, this one included.
+        restarts: usize,
+    },
     /// Something went wrong that did not stop the run (or that did: see `RunFinished`).
     Error {
         /// The message.

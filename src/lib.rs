@@ -23,6 +23,7 @@ pub mod session;
 pub mod skills;
 pub mod speculation;
 pub mod store;
+pub mod supervise;
 pub mod tasks;
 pub mod team;
 pub mod tools;

@@ -1,7 +1,9 @@
 //! The `Session` actor: the root supervisor. It starts the permission engine, approver,
 //! executor, gate and lead agent as linked children and keeps going when one of them
-//! fails (the default would stop the session). `SessionHandle` is the public face: start
-//! a session, run requests on its lead, subscribe to its events, shut it down.
+//! fails (the default would stop the session): a crashed service is restarted from its
+//! last good state (`supervise::Services`) and the restart is an event; a restart storm
+//! ends the session with the reason. `SessionHandle` is the public face: start a session,
+//! run requests on its lead, subscribe to its events, shut it down.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,20 +21,18 @@ use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatu
 use crate::agent::subagent::{SubagentEnv, Workspaces};
 use crate::agent::team_launch::TeamLink;
 use crate::agent::workspaces::WorktreeWorkspaces;
-use crate::approver::actor::{Approver, ApproverPolicy};
+use crate::approver::actor::ApproverPolicy;
 use crate::events::{EventBus, EventKind};
-use crate::executor::actor::{ExecutorArgs, ToolExecutor};
-use crate::gate::actor::{Gate, GateArgs};
-use crate::permission::actor::PermissionEngine;
 use crate::permission::{PermissionMode, Policy, SharedMode};
 use crate::protocol::Message;
 use crate::provider::Provider;
-use crate::tasks::actor::{TaskManager, TaskMsg};
+use crate::supervise::{RestartBudget, RestartLimit, Service, ServiceArgs, Services};
+use crate::tasks::actor::{TaskArgs, TaskMsg};
 use crate::team::Team;
 use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
 use crate::team::restore::Transcripts;
 use crate::tools::{CommandSandbox, Registry};
-use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
+use crate::worktree::actor::{WorktreeManagerArgs, WorktreeMsg};
 use std::path::Path;
 use tokio::sync::Semaphore;
 
@@ -111,6 +111,9 @@ pub enum SessionMsg {
     Refs(RpcReplyPort<SessionRefs>),
     /// The client of the session's hooks (fires `SessionEnd`).
     Hooks(RpcReplyPort<crate::hooks::HookClient>),
+    /// Kill these services (`permission`, `gate`, …) from outside: the fault injector's
+    /// `kill` (only sent when the `faults` feature is on).
+    Kill(Vec<String>),
 }
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
@@ -126,6 +129,9 @@ pub type SessionRefs = (
 /// The session supervisor (configuration only).
 pub struct Session;
 
+/// Why a session ended by itself (a restart storm), shared with its handle.
+pub type EndReason = Arc<std::sync::OnceLock<String>>;
+
 /// The session's state: its children.
 pub struct SessionState {
     lead: ActorRef<LeadMsg>,
@@ -133,6 +139,9 @@ pub struct SessionState {
     team: Option<ActorRef<TeamMsg>>,
     events: EventBus,
     hooks: crate::hooks::HookClient,
+    services: Services,
+    budget: RestartBudget,
+    ended: EndReason,
 }
 
 /// Why a session operation failed.
@@ -147,56 +156,45 @@ pub enum SessionError {
     /// The lead refused the request.
     #[error("{0}")]
     Refused(String),
+    /// The session ended by itself.
+    #[error("the session ended: {0}")]
+    Ended(String),
 }
 
 impl Actor for Session {
     type Msg = SessionMsg;
     type State = SessionState;
-    type Arguments = SessionConfig;
+    type Arguments = (SessionConfig, EndReason);
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        cfg: SessionConfig,
+        (cfg, ended): (SessionConfig, EndReason),
     ) -> Result<Self::State, ActorProcessingErr> {
         let cell = myself.get_cell();
         let walk = Arc::new(crate::permission::walk::WalkFilter::new(&cfg.policy));
         let trusted = cfg.policy.trusted;
-        let (permission, _) =
-            Actor::spawn_linked(None, PermissionEngine, cfg.policy, cell.clone()).await?;
-        let (approver, _) = Actor::spawn_linked(None, Approver, cfg.approver, cell.clone()).await?;
-        let (executor, _) = Actor::spawn_linked(
-            None,
-            ToolExecutor,
-            ExecutorArgs {
+        let (limit, bad_limit) = RestartLimit::from_env();
+        if let Some(message) = bad_limit {
+            cfg.events.publish("session", EventKind::Error { message });
+        }
+        // The executor's reference stays with the gate and this supervisor: no agent has it.
+        let mut services = Services::start(
+            ServiceArgs {
+                policy: cfg.policy,
+                approver: cfg.approver,
                 registry: cfg.registry.clone(),
                 default_timeout: cfg.default_tool_timeout,
             },
             cell.clone(),
         )
         .await?;
-        // The executor's reference moves into the gate: nothing else keeps it.
-        let (gate, _) = Actor::spawn_linked(
-            None,
-            Gate,
-            GateArgs {
-                registry: cfg.registry.clone(),
-                executor,
-            },
-            cell.clone(),
-        )
-        .await?;
+        // Everyone gets the manager's front, which reaches a restarted manager.
         let tasks = match &cfg.orchestration {
-            Some(o) => Some(
-                Actor::spawn_linked(
-                    None,
-                    TaskManager,
-                    (o.session_dir.clone(), Some(cfg.events.clone())),
-                    cell.clone(),
-                )
-                .await?
-                .0,
-            ),
+            Some(o) => {
+                let args = TaskArgs::new(o.session_dir.clone(), Some(cfg.events.clone()));
+                Some(services.start_tasks(args).await?)
+            }
             None => None,
         };
         let mut conversation = cfg.conversation;
@@ -207,9 +205,9 @@ impl Actor for Session {
         let runner = Runner {
             pipeline: Pipeline {
                 registry: cfg.registry,
-                permission,
-                approver,
-                gate,
+                permission: services.permission.clone(),
+                approver: services.approver.clone(),
+                gate: services.gate.clone(),
                 events: cfg.events.clone(),
                 hooks: hooks.clone(),
                 auto: cfg.auto.clone(),
@@ -220,7 +218,7 @@ impl Actor for Session {
         let workspaces = match &cfg.orchestration {
             Some(o) if o.worktrees => {
                 let base = o.worktree_base.clone();
-                start_worktrees(&cfg.cwd, base, trusted, &cell, &cfg.events).await
+                start_worktrees(&cfg.cwd, base, trusted, &mut services, &cfg.events).await
             }
             _ => None,
         };
@@ -311,12 +309,16 @@ impl Actor for Session {
             cell,
         )
         .await?;
+        crate::supervise::faults::start_killer(&myself, &cfg.events);
         Ok(SessionState {
             lead,
             tasks,
             team: team.map(|t| t.actor),
             events: cfg.events,
             hooks,
+            services,
+            budget: RestartBudget::new(limit),
+            ended,
         })
     }
 
@@ -333,28 +335,78 @@ impl Actor for Session {
             SessionMsg::Hooks(reply) => {
                 let _ = reply.send(state.hooks.clone());
             }
+            SessionMsg::Kill(names) => {
+                for service in names.iter().filter_map(|n| Service::from_name(n)) {
+                    state.services.kill(service).await;
+                }
+            }
         }
         Ok(())
     }
 
     async fn handle_supervisor_evt(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         evt: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Contain the failure: report it, keep the session alive.
-        if let SupervisionEvent::ActorFailed(who, reason) = evt {
-            tracing::error!("actor {who:?} failed: {reason}");
+        // A panic (failed) or a kill (terminated as "killed"); a clean stop is no crash.
+        let (who, reason) = match evt {
+            SupervisionEvent::ActorFailed(who, reason) => (who, reason.to_string()),
+            SupervisionEvent::ActorTerminated(who, _, Some(r)) if r == "killed" => (who, r),
+            _ => return Ok(()),
+        };
+        tracing::error!("actor {who:?} failed: {reason}");
+        let Some(service) = state.services.which(&who) else {
+            // Contain the failure of another child: report it, keep the session alive.
             state.events.publish(
                 "session",
                 EventKind::Error {
                     message: format!("an actor failed: {reason}"),
                 },
             );
+            return Ok(());
+        };
+        if state.ended.get().is_some() {
+            return Ok(());
+        }
+        let restarted = match state.budget.spend(std::time::Instant::now()) {
+            Ok(restarts) => match state.services.restart(service).await {
+                Ok(()) => Ok(restarts),
+                Err(e) => Err(format!("could not restart the {}: {e}", service.name())),
+            },
+            Err(storm) => Err(storm.to_string()),
+        };
+        match restarted {
+            Ok(restarts) => state.events.publish(
+                "session",
+                EventKind::ActorRestarted {
+                    actor: service.name().to_string(),
+                    reason,
+                    restarts,
+                },
+            ),
+            Err(why) => end_session(&myself, state, why),
         }
         Ok(())
     }
+}
+
+/// Ends the session by itself: the reason is kept for the handle and published, background
+/// work is stopped, and the session's actors are stopped with the reason.
+fn end_session(myself: &ActorRef<SessionMsg>, state: &mut SessionState, why: String) {
+    let _ = state.ended.set(why.clone());
+    state.events.publish(
+        "session",
+        EventKind::Error {
+            message: format!("the session ends: {why}"),
+        },
+    );
+    if let Some(tasks) = &state.tasks {
+        let _ = tasks.cast(TaskMsg::StopAll);
+    }
+    myself.stop_children(Some(why.clone()));
+    myself.stop(Some(why));
 }
 
 /// Starts the `Hooks` actor under the session and fires `SessionStart`; its context goes
@@ -425,7 +477,7 @@ async fn start_worktrees(
     cwd: &Path,
     base: Option<PathBuf>,
     trusted: bool,
-    supervisor: &ractor::ActorCell,
+    services: &mut Services,
     events: &EventBus,
 ) -> Option<Arc<dyn Workspaces>> {
     let repo_root = crate::worktree::manager::Manager::open(cwd, base.as_deref())
@@ -437,17 +489,15 @@ async fn start_worktrees(
         base_dir: base,
         trusted,
     };
-    let (actor, _) = Actor::spawn_linked(None, WorktreeManager, args, supervisor.clone())
-        .await
-        .ok()?;
+    let actor = services.start_worktrees(args).await.ok()?;
     match actor
         .call(
             |reply| WorktreeMsg::Reconcile { reply },
-            Some(Duration::from_secs(60)),
+            Duration::from_secs(60),
         )
         .await
     {
-        Ok(CallResult::Success(Ok(report))) if !report.orphaned.is_empty() => events.publish(
+        Ok(Ok(report)) if !report.orphaned.is_empty() => events.publish(
             "session",
             EventKind::Error {
                 message: format!(
@@ -461,7 +511,7 @@ async fn start_worktrees(
                 ),
             },
         ),
-        Ok(CallResult::Success(Err(e))) => events.publish(
+        Ok(Err(e)) => events.publish(
             "session",
             EventKind::Error {
                 message: format!("could not reconcile the worktrees: {e}"),
@@ -479,6 +529,7 @@ pub struct SessionHandle {
     tasks: Option<ActorRef<TaskMsg>>,
     team: Option<ActorRef<TeamMsg>>,
     join: tokio::task::JoinHandle<()>,
+    ended: EndReason,
     /// The session's events.
     pub events: EventBus,
 }
@@ -487,7 +538,8 @@ impl SessionHandle {
     /// Starts a session.
     pub async fn start(cfg: SessionConfig) -> Result<Self, SessionError> {
         let events = cfg.events.clone();
-        let (session, join) = Actor::spawn(None, Session, cfg)
+        let ended = EndReason::default();
+        let (session, join) = Actor::spawn(None, Session, (cfg, ended.clone()))
             .await
             .map_err(|e| SessionError::Spawn(e.to_string()))?;
         let (lead, tasks, team) = match session
@@ -503,8 +555,22 @@ impl SessionHandle {
             tasks,
             team,
             join,
+            ended,
             events,
         })
+    }
+
+    /// Why the session ended by itself (a restart storm), if it did.
+    pub fn ended(&self) -> Option<&str> {
+        self.ended.get().map(String::as_str)
+    }
+
+    /// The lead's unanswered call as an error: the session's end reason when it ended.
+    fn lead_gone(&self) -> SessionError {
+        match self.ended() {
+            Some(why) => SessionError::Ended(why.to_string()),
+            None => SessionError::NoAnswer("lead agent"),
+        }
     }
 
     /// The lead agent.
@@ -606,7 +672,7 @@ impl SessionHandle {
         {
             Ok(CallResult::Success(Ok(outcome))) => Ok(outcome),
             Ok(CallResult::Success(Err(refused))) => Err(SessionError::Refused(refused)),
-            _ => Err(SessionError::NoAnswer("lead agent")),
+            _ => Err(self.lead_gone()),
         }
     }
 

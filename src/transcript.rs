@@ -22,10 +22,16 @@ pub fn transcript_path(project_root: &Path, session_id: &str) -> Option<PathBuf>
 
 /// Starts appending the bus's events to the session's transcript files. The task ends
 /// when the bus closes.
+///
+/// A failed write (a full disk) never leaves a torn line in the middle of a file: the
+/// file is cut back to its last whole line, the lines are held in memory and written,
+/// in order, with the next event (and once more when the bus closes). The user is told
+/// once per failure streak, on the bus.
 pub fn record(bus: &EventBus, main: PathBuf, agents_dir: PathBuf) -> JoinHandle<()> {
     let mut rx = bus.subscribe();
+    let bus = bus.clone();
     tokio::spawn(async move {
-        let mut files: HashMap<String, File> = HashMap::new();
+        let mut files: HashMap<PathBuf, Sink> = HashMap::new();
         while let Some(event) = rx.recv().await {
             if matches!(event.kind, EventKind::TextDelta { .. }) {
                 continue;
@@ -35,21 +41,10 @@ pub fn record(bus: &EventBus, main: PathBuf, agents_dir: PathBuf) -> JoinHandle<
             } else {
                 agent_transcript_path(&agents_dir, &event.agent)
             };
-            let key = path.to_string_lossy().into_owned();
-            if !files.contains_key(&key) {
-                let opened = path
-                    .parent()
-                    .map(std::fs::create_dir_all)
-                    .transpose()
-                    .and_then(|_| {
-                        std::fs::OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(&path)
-                    });
-                match opened {
-                    Ok(f) => {
-                        files.insert(key.clone(), f);
+            if !files.contains_key(&path) {
+                match Sink::open(&path) {
+                    Ok(sink) => {
+                        files.insert(path.clone(), sink);
                     }
                     Err(e) => {
                         tracing::warn!("cannot write the transcript {}: {e}", path.display());
@@ -57,15 +52,99 @@ pub fn record(bus: &EventBus, main: PathBuf, agents_dir: PathBuf) -> JoinHandle<
                     }
                 }
             }
-            if let (Some(f), Ok(mut line)) = (files.get_mut(&key), serde_json::to_string(&event)) {
+            if let (Some(sink), Ok(mut line)) =
+                (files.get_mut(&path), serde_json::to_string(&event))
+            {
                 line.push('\n');
-                // One write per line: a crash tears at most this line.
-                if let Err(e) = f.write_all(line.as_bytes()) {
-                    tracing::warn!("cannot append to the transcript {}: {e}", path.display());
+                sink.append(&path, line.as_bytes(), &bus);
+            }
+        }
+        // Whatever a full disk held back gets one more try.
+        for (path, sink) in &mut files {
+            sink.append(path, b"", &bus);
+        }
+    })
+}
+
+/// One transcript file, with the lines a failed write held back.
+struct Sink {
+    file: File,
+    /// The length of the file's whole lines.
+    len: u64,
+    /// Lines not yet written, in order.
+    held: Vec<u8>,
+    /// Whether the user was told about the current failure streak.
+    told: bool,
+}
+
+impl Sink {
+    fn open(path: &Path) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        Ok(Self {
+            file,
+            len,
+            held: Vec::new(),
+            told: false,
+        })
+    }
+
+    /// Appends `line` after the held lines: one write, so a crash tears at most the last
+    /// line; a failed write is cut back and held.
+    fn append(&mut self, path: &Path, line: &[u8], bus: &EventBus) {
+        self.held.extend_from_slice(line);
+        if self.held.is_empty() {
+            return;
+        }
+        match write_through(&mut self.file, &self.held) {
+            Ok(()) => {
+                self.len += self.held.len() as u64;
+                self.held.clear();
+                if std::mem::take(&mut self.told) {
+                    bus.publish(
+                        "session",
+                        EventKind::Error {
+                            message: format!(
+                                "the transcript {} caught up; no line was lost",
+                                path.display()
+                            ),
+                        },
+                    );
+                }
+            }
+            Err(e) => {
+                // Cut the part of a line that made it, so the file stays whole lines.
+                let _ = self.file.set_len(self.len);
+                if !std::mem::replace(&mut self.told, true) {
+                    bus.publish(
+                        "session",
+                        EventKind::Error {
+                            message: format!(
+                                "cannot append to the transcript {}: {e}; its lines are held in memory and written when the write succeeds",
+                                path.display()
+                            ),
+                        },
+                    );
                 }
             }
         }
-    })
+    }
+}
+
+/// One `write_all`; under the test-only fault injector a write may fail part-way, as on a
+/// full disk.
+fn write_through(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    if crate::supervise::faults::disk_full("transcript") {
+        file.write_all(&bytes[..bytes.len() / 2])?;
+        return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+    }
+    file.write_all(bytes)
 }
 
 /// Why a transcript could not be loaded.

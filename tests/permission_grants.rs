@@ -9,7 +9,9 @@ use permission_support::{Fixture, cmd, path};
 use ractor::{Actor, ActorRef, call};
 
 async fn engine(policy: Policy) -> ActorRef<PermissionMsg> {
-    let (actor, _) = Actor::spawn(None, PermissionEngine, policy).await.unwrap();
+    let (actor, _) = Actor::spawn(None, PermissionEngine, policy.into())
+        .await
+        .unwrap();
     actor
 }
 
@@ -252,5 +254,69 @@ fn granting_a_search_of_the_whole_project_allows_it_again() {
     assert_eq!(
         crewmaster::permission::check(&deeper, &p).verdict,
         Verdict::Ask
+    );
+}
+
+/// A supervisor that leaves restarts to the test.
+struct Quiet;
+
+struct Nothing;
+impl ractor::Message for Nothing {}
+
+impl Actor for Quiet {
+    type Msg = Nothing;
+    type State = ();
+    type Arguments = ();
+    async fn pre_start(
+        &self,
+        _: ActorRef<Nothing>,
+        _: (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        Ok(())
+    }
+    async fn handle_supervisor_evt(
+        &self,
+        _: ActorRef<Nothing>,
+        _: ractor::SupervisionEvent,
+        _: &mut (),
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_session_grant_survives_a_restart_of_the_engine() {
+    use crewmaster::supervise::{Service, ServiceArgs, Services};
+    let f = Fixture::new();
+    let (sup, _) = Actor::spawn(None, Quiet, ()).await.unwrap();
+    let services = Services::start(
+        ServiceArgs {
+            policy: f.policy(),
+            approver: crewmaster::approver::actor::ApproverPolicy::Headless,
+            registry: std::sync::Arc::new(crewmaster::tools::Registry::new()),
+            default_timeout: std::time::Duration::from_secs(10),
+        },
+        sup.get_cell(),
+    )
+    .await
+    .unwrap();
+    let c = cmd("cargo build --release");
+    let e = services.permission.get();
+    grant(&e, &f, "run_command", &c, GrantScope::Session)
+        .await
+        .unwrap();
+    assert_eq!(ask(&e, &f, "run_command", &c).await.verdict, Verdict::Allow);
+    services.kill(Service::Permission).await;
+    services.restart(Service::Permission).await.unwrap();
+    let restarted = services.permission.get();
+    assert_ne!(restarted.get_id(), e.get_id());
+    let d = ask(&restarted, &f, "run_command", &c).await;
+    assert_eq!(
+        (d.verdict, d.source),
+        (
+            Verdict::Allow,
+            Source::Rule(crewmaster::permission::Layer::Session)
+        ),
+        "the restarted engine lost the session grant"
     );
 }

@@ -52,7 +52,7 @@ async fn actors() -> Actors {
         Behaviour::Succeed,
     ));
     let registry = Arc::new(Registry::with_tools([tool.clone() as Arc<dyn Tool>]).unwrap());
-    let (engine, _) = Actor::spawn(None, PermissionEngine, Policy::default())
+    let (engine, _) = Actor::spawn(None, PermissionEngine, Policy::default().into())
         .await
         .unwrap();
     let (executor, _) = Actor::spawn(
@@ -65,9 +65,18 @@ async fn actors() -> Actors {
     )
     .await
     .unwrap();
-    let (gate, _) = Actor::spawn(None, Gate, GateArgs { registry, executor })
-        .await
-        .unwrap();
+    let executor = crewmaster::supervise::Slot::new(executor);
+    let (gate, _) = Actor::spawn(
+        None,
+        Gate,
+        GateArgs {
+            registry,
+            executor,
+            memory: None,
+        },
+    )
+    .await
+    .unwrap();
     Actors {
         engine,
         gate,

@@ -131,7 +131,7 @@ impl LeadState {
         if let Some(limit) = &self.next.limit {
             policy.narrow(limit.clone());
         }
-        let _ = gate.cast(GateMsg::Update { agent, policy });
+        gate.cast(GateMsg::Update { agent, policy });
     }
 }
 
@@ -146,7 +146,7 @@ impl Actor for LeadAgent {
         args: LeadArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut place = args.place;
-        let _ = args.runner.pipeline.gate.cast(GateMsg::Register {
+        args.runner.pipeline.gate.cast(GateMsg::Register {
             agent: args.runner.spec.id.clone(),
             policy: GatePolicy::new(AgentMode::Chat, args.runner.spec.allowed_tools.clone()),
         });
@@ -175,7 +175,11 @@ impl Actor for LeadAgent {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let _ = state.runner.pipeline.gate.cast(GateMsg::Unregister {
+        // A run must not go on without its lead (the session ended under it).
+        if let Some((cancel, _)) = &state.running {
+            cancel.cancel();
+        }
+        state.runner.pipeline.gate.cast(GateMsg::Unregister {
             agent: state.runner.spec.id.clone(),
         });
         Ok(())

@@ -8,12 +8,14 @@
 //! `ClassifierAllow` (`permission::auto`); the gate accepts only a `Permit` and hands the executor a
 //! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
 //! (fail closed). A refusal at any stage becomes an error `ToolResult` that goes back
-//! into the conversation; it never aborts the agent.
+//! into the conversation; it never aborts the agent. The actors are reached through the
+//! session's `Slot`s: a crashed one is restarted and the next call reaches its
+//! replacement, while the call it had in flight gets an error result.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{ActorRef, RpcReplyPort, rpc::CallResult};
+use ractor::RpcReplyPort;
 
 use crate::approver::actor::ApproverMsg;
 use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
@@ -27,6 +29,7 @@ use crate::permission::{
     Source, Verdict,
 };
 use crate::protocol::{ToolCall, ToolResult};
+use crate::supervise::{CallError, Slot};
 use crate::tools::{Registry, ToolContext};
 
 /// How long the permission engine (or the gate, for a query) may take to answer.
@@ -42,11 +45,11 @@ pub struct Pipeline {
     /// The tool registry (for safety labels and timeouts).
     pub registry: Arc<Registry>,
     /// The permission engine.
-    pub permission: ActorRef<PermissionMsg>,
+    pub permission: Slot<PermissionMsg>,
     /// The approver.
-    pub approver: ActorRef<ApproverMsg>,
+    pub approver: Slot<ApproverMsg>,
     /// The gate (agents register their policy with it).
-    pub gate: ActorRef<GateMsg>,
+    pub gate: Slot<GateMsg>,
     /// Where events go.
     pub events: EventBus,
     /// Fires the session's hooks (PreToolUse, PostToolUse, Notification).
@@ -72,17 +75,24 @@ pub struct CallerContext {
 }
 
 async fn rpc<M, T>(
-    actor: &ActorRef<M>,
+    actor: &Slot<M>,
     build: impl FnOnce(RpcReplyPort<T>) -> M,
     timeout: Duration,
-) -> Option<T>
+) -> Result<T, CallError>
 where
     M: ractor::Message,
     T: Send + 'static,
 {
-    match actor.call(build, Some(timeout)).await {
-        Ok(CallResult::Success(v)) => Some(v),
-        _ => None,
+    actor.call(build, timeout).await
+}
+
+/// Why `who` gave no answer, for an error result.
+fn unanswered(who: &str, e: CallError) -> String {
+    match e {
+        CallError::Timeout => format!("the {who} did not answer in time"),
+        CallError::Gone => format!(
+            "the {who} stopped before answering (it is restarted; the next call reaches the new one)"
+        ),
     }
 }
 
@@ -186,11 +196,11 @@ impl Pipeline {
             PERMISSION_TIMEOUT,
         )
         .await
-        .unwrap_or_else(|| {
+        .unwrap_or_else(|e| {
             Checked::Denied(Decision::new(
                 Verdict::Deny,
                 Source::Unknown,
-                "the permission engine did not answer in time",
+                unanswered("permission engine", e),
             ))
         });
         self.publish_decision(&caller.agent, &call.id, checked.decision());
@@ -236,11 +246,11 @@ impl Pipeline {
             PERMISSION_TIMEOUT,
         )
         .await
-        .unwrap_or_else(|| {
+        .unwrap_or_else(|e| {
             Some(ToolResult::error(
                 &call.id,
                 "tool_not_allowed",
-                "the gate did not answer; the call was not run",
+                format!("{}; the call was not run", unanswered("gate", e)),
             ))
         })
     }
@@ -282,8 +292,11 @@ impl Pipeline {
             APPROVAL_TIMEOUT,
         );
         let (_, outcome) = tokio::join!(notified, asked);
-        let outcome = outcome.unwrap_or(Outcome::Refused {
-            message: Some("the approval was not answered".into()),
+        let outcome = outcome.unwrap_or_else(|e| Outcome::Refused {
+            message: Some(match e {
+                CallError::Timeout => "the approval was not answered".into(),
+                CallError::Gone => unanswered("approver", e),
+            }),
         });
         let approval = match outcome {
             Outcome::Approved(approval) => approval,
@@ -322,9 +335,9 @@ impl Pipeline {
             )
             .await;
             let problem = match granted {
-                Some(Ok(())) => None,
-                Some(Err(e)) => Some(e),
-                None => Some("the permission engine did not answer".to_string()),
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(e) => Some(unanswered("permission engine", e)),
             };
             if let Some(e) = problem {
                 // The call itself was approved; only remembering the grant failed.
@@ -405,7 +418,17 @@ impl Pipeline {
             tool_timeout + EXECUTION_MARGIN,
         )
         .await
-        .unwrap_or_else(|| ToolResult::error(id, "timeout", "the tool did not report back in time"))
+        .unwrap_or_else(|e| match e {
+            CallError::Timeout => {
+                ToolResult::error(id, "timeout", "the tool did not report back in time")
+            }
+            CallError::Gone => ToolResult::error(
+                id,
+                "actor_restarted",
+                "the gate or executor stopped with this call in flight (it is restarted); \
+the call may or may not have run, so check before repeating it",
+            ),
+        })
     }
 
     fn publish_decision(&self, agent: &str, call_id: &str, d: &Decision) {

@@ -221,7 +221,7 @@ impl Runner {
                 .extend(context.into_iter().map(|text| ContentBlock::Text { text })),
             Err(refused) => {
                 // The turn ends here: so do the skill's and the command's tool lists.
-                let _ = self.pipeline.gate.cast(GateMsg::EndLimits {
+                self.pipeline.gate.cast(GateMsg::EndLimits {
                     agent: agent.to_string(),
                 });
                 return self.refused_by_hook(refused);
@@ -346,7 +346,7 @@ impl Runner {
         }
         self.publish_messages(conversation, &mut published);
         // The turn is over: the active skill's and the command's tool lists end with it.
-        let _ = self.pipeline.gate.cast(GateMsg::EndLimits {
+        self.pipeline.gate.cast(GateMsg::EndLimits {
             agent: agent.to_string(),
         });
         events.publish(
@@ -544,7 +544,7 @@ impl Runner {
     fn activate_skill(&self, arguments: &str) {
         if let Some(limit) = self.pipeline.registry.skills().limit_for(arguments) {
             let agent = self.spec.id.clone();
-            let _ = self.pipeline.gate.cast(GateMsg::Narrow { agent, limit });
+            self.pipeline.gate.cast(GateMsg::Narrow { agent, limit });
         }
     }
 

@@ -478,12 +478,12 @@ async fn work(
     );
     // The subagent's tool list is enforced by the gate, registered for its run only.
     let gate = runner.pipeline.gate.clone();
-    let _ = gate.cast(GateMsg::Register {
+    gate.cast(GateMsg::Register {
         agent: agent_id.clone(),
         policy: GatePolicy::new(req.mode, runner.spec.allowed_tools.clone()),
     });
     let mut outcome = runner.run(&mut conversation, &req, &place, cancel).await;
-    let _ = gate.cast(GateMsg::Unregister { agent: agent_id });
+    gate.cast(GateMsg::Unregister { agent: agent_id });
     // Kept to be resumed by a message.
     let (original, mut tasks) = match resumed {
         Some(f) => (f.request, f.tasks),

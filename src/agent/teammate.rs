@@ -151,7 +151,7 @@ impl Actor for Teammate {
             (None, Some(PlanStage::Awaiting { plan })) => (AgentMode::Plan, Some(plan)),
             (None, None) => (AgentMode::Chat, None),
         };
-        let _ = args.runner.pipeline.gate.cast(GateMsg::Register {
+        args.runner.pipeline.gate.cast(GateMsg::Register {
             agent: args.runner.spec.id.clone(),
             policy: GatePolicy::new(mode, args.runner.spec.allowed_tools.clone()),
         });
@@ -444,7 +444,7 @@ async fn shut_down(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, unr
 /// Starts a run in its own task; a panic inside it comes back as `Finished(Err)`.
 fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunRequest) {
     state.mode = req.mode;
-    let _ = state.runner.pipeline.gate.cast(GateMsg::Update {
+    state.runner.pipeline.gate.cast(GateMsg::Update {
         agent: state.runner.spec.id.clone(),
         policy: GatePolicy::new(req.mode, state.runner.spec.allowed_tools.clone()),
     });
@@ -503,7 +503,7 @@ async fn tidy(state: &mut TeammateState) {
     if let Some(cancel) = state.running.take() {
         cancel.cancel();
     }
-    let _ = state.runner.pipeline.gate.cast(GateMsg::Unregister {
+    state.runner.pipeline.gate.cast(GateMsg::Unregister {
         agent: state.runner.spec.id.clone(),
     });
     if let Some((ws, id)) = state.workspace.take() {

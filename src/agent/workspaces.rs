@@ -8,10 +8,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ractor::ActorRef;
-use ractor::rpc::CallResult;
 
 use super::subagent::Workspaces;
+use crate::supervise::Slot;
 use crate::worktree::actor::WorktreeMsg;
 use crate::worktree::{Finished, Worktree};
 
@@ -22,14 +21,15 @@ const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Worktrees through the session's `WorktreeManager`.
 pub struct WorktreeWorkspaces {
-    actor: ActorRef<WorktreeMsg>,
+    actor: Slot<WorktreeMsg>,
     repo_root: PathBuf,
     created: Mutex<HashMap<String, Worktree>>,
 }
 
 impl WorktreeWorkspaces {
-    /// Workspaces in the repository at `repo_root`, managed by `actor`.
-    pub fn new(actor: ActorRef<WorktreeMsg>, repo_root: PathBuf) -> Self {
+    /// Workspaces in the repository at `repo_root`, managed by the actor in `actor` (the
+    /// session swaps in a restarted manager).
+    pub fn new(actor: Slot<WorktreeMsg>, repo_root: PathBuf) -> Self {
         Self {
             actor,
             repo_root,
@@ -60,15 +60,15 @@ impl Workspaces for WorktreeWorkspaces {
                     base: None,
                     reply,
                 },
-                Some(CREATE_TIMEOUT),
+                CREATE_TIMEOUT,
             )
             .await
         {
-            Ok(CallResult::Success(Ok(wt))) => wt,
-            Ok(CallResult::Success(Err(e))) => {
+            Ok(Ok(wt)) => wt,
+            Ok(Err(e)) => {
                 return Err(format!("could not create the worktree: {e}"));
             }
-            _ => return Err("the worktree manager did not answer".into()),
+            Err(e) => return Err(format!("the worktree manager {e}")),
         };
         let path = wt.path.clone();
         self.remember().insert(task_id.to_string(), wt);
@@ -81,13 +81,13 @@ impl Workspaces for WorktreeWorkspaces {
             .actor
             .call(
                 |reply| WorktreeMsg::Finish { task_id: id, reply },
-                Some(FINISH_TIMEOUT),
+                FINISH_TIMEOUT,
             )
             .await
         {
-            Ok(CallResult::Success(Ok(f))) => f,
-            Ok(CallResult::Success(Err(e))) => return Err(e.to_string()),
-            _ => return Err("the worktree manager did not answer".into()),
+            Ok(Ok(f)) => f,
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(e) => return Err(format!("the worktree manager {e}")),
         };
         let wt = self.remember().remove(task_id);
         Ok(match finished {

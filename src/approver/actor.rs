@@ -17,7 +17,8 @@ pub struct PendingApproval {
     pub reply: RpcReplyPort<ApprovalAnswer>,
 }
 
-/// How the approver answers.
+/// How the approver answers (cloned to restart a crashed approver).
+#[derive(Clone)]
 pub enum ApproverPolicy {
     /// Nobody can answer: refuse every Ask with a how-to-allow message.
     Headless,
@@ -56,6 +57,7 @@ impl Actor for Approver {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        crate::supervise::faults::point("approver");
         let ApproverMsg::Ask(request, reply) = msg;
         match state {
             ApproverPolicy::Headless => {

@@ -95,6 +95,10 @@ fn render_text(
             err,
             "auto mode is off: {reason}; calls ask again (headless: they are refused)"
         )?,
+        EventKind::ActorRestarted { actor, reason, .. } => writeln!(
+            err,
+            "session: restarted the {actor} after it failed: {reason}"
+        )?,
         EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
         EventKind::TeamMemberChanged { name, status, .. } => {
             writeln!(err, "team: {name} is {status}")?;

@@ -60,6 +60,7 @@ impl Actor for ToolExecutor {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        crate::supervise::faults::point("executor");
         let ExecutorMsg::Execute(cleared, reply) = msg;
         let registry = state.registry.clone();
         let timeout = state.default_timeout;

@@ -1,20 +1,27 @@
 //! The `Gate` actor: keeps each agent's policy (registered by the agent's actor), receives
 //! `Permit`s — calls that the permission engine (and, if asked, a human) allowed —, applies
 //! the calling agent's Safety/Names policy, and forwards the resulting `ClearedCall` to
-//! the executor, whose only reference it holds. A permit of an agent that registered no
-//! policy is refused. It never waits for the executor: the caller's reply port travels
-//! with the cleared call.
+//! the executor, whose only reference it holds (through the supervisor's slot, so a
+//! restarted executor is reached). A permit of an agent that registered no policy is
+//! refused. It never waits for the executor: the caller's reply port travels with the
+//! cleared call. Under a session, each policy change is written through to the
+//! supervisor's `GateMemory`, from which a restarted gate starts.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, MessagingErr, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::{GatePolicy, NameLimit, clear, refusal};
 use crate::executor::actor::ExecutorMsg;
 use crate::permission::Permit;
 use crate::protocol::{ToolCall, ToolResult};
+use crate::supervise::Slot;
 use crate::tools::{Registry, ToolContext};
+
+/// A copy of the registered policies, kept by a supervised gate after each change so a
+/// restarted gate still knows every running agent.
+pub type GateMemory = Arc<Mutex<HashMap<String, GatePolicy>>>;
 
 /// Messages the gate accepts.
 pub enum GateMsg {
@@ -83,18 +90,34 @@ pub struct Gate;
 pub struct GateArgs {
     /// The tool registry, for safety and system labels.
     pub registry: Arc<Registry>,
-    /// The executor: the gate is the only holder of this reference.
-    pub executor: ActorRef<ExecutorMsg>,
+    /// The executor: no agent holds this reference; only the gate (and the supervisor
+    /// that restarts the executor) do.
+    pub executor: Slot<ExecutorMsg>,
+    /// Where to keep the policies, and where a restarted gate reads them back (`None`:
+    /// start empty, keep nothing).
+    pub memory: Option<GateMemory>,
 }
 
 /// The gate's state: its configuration and each registered agent's policy.
 pub struct GateState {
     registry: Arc<Registry>,
-    executor: ActorRef<ExecutorMsg>,
+    executor: Slot<ExecutorMsg>,
     policies: HashMap<String, GatePolicy>,
+    memory: Option<GateMemory>,
 }
 
 impl GateState {
+    /// Writes one agent's policy (or its removal) through to the memory.
+    fn remember(&self, agent: &str) {
+        let Some(memory) = &self.memory else { return };
+        // A poisoned lock only means a panic mid-insert; the entry is replaced whole.
+        let mut memory = memory.lock().unwrap_or_else(|e| e.into_inner());
+        match self.policies.get(agent) {
+            Some(policy) => memory.insert(agent.to_string(), policy.clone()),
+            None => memory.remove(agent),
+        };
+    }
+
     /// The agent's policy, or the refusal of a call from an unregistered agent.
     fn policy(&self, agent: &str, call: &ToolCall) -> Result<&GatePolicy, ToolResult> {
         self.policies.get(agent).ok_or_else(|| {
@@ -117,10 +140,15 @@ impl Actor for Gate {
         _myself: ActorRef<Self::Msg>,
         args: GateArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let policies = match &args.memory {
+            Some(memory) => memory.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => HashMap::new(),
+        };
         Ok(GateState {
             registry: args.registry,
             executor: args.executor,
-            policies: HashMap::new(),
+            policies,
+            memory: args.memory,
         })
     }
 
@@ -130,28 +158,36 @@ impl Actor for Gate {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        if let GateMsg::Submit { .. } = &msg {
+            crate::supervise::faults::point("gate");
+        }
         match msg {
             GateMsg::Register { agent, policy } => {
-                state.policies.insert(agent, policy);
+                state.policies.insert(agent.clone(), policy);
+                state.remember(&agent);
             }
             // An update never registers: a late one must not revive an ended agent.
             GateMsg::Update { agent, policy } => {
                 if let Some(current) = state.policies.get_mut(&agent) {
                     *current = policy;
+                    state.remember(&agent);
                 }
             }
             GateMsg::Narrow { agent, limit } => {
                 if let Some(current) = state.policies.get_mut(&agent) {
                     current.narrow(limit);
+                    state.remember(&agent);
                 }
             }
             GateMsg::EndLimits { agent } => {
                 if let Some(current) = state.policies.get_mut(&agent) {
                     current.end_limits();
+                    state.remember(&agent);
                 }
             }
             GateMsg::Unregister { agent } => {
                 state.policies.remove(&agent);
+                state.remember(&agent);
             }
             GateMsg::Refusal { agent, call, reply } => {
                 let refused = match state.policy(&agent, &call) {
@@ -170,16 +206,19 @@ impl Actor for Gate {
                         let _ = reply.send(refusal);
                     }
                     Ok(cleared) => {
+                        // A dead executor's replacement gets the call; none in time is
+                        // an error result, never a silent drop.
                         let id = cleared.call().id.clone();
-                        if let Err(MessagingErr::SendErr(ExecutorMsg::Execute(_, reply))) =
-                            state.executor.cast(ExecutorMsg::Execute(cleared, reply))
-                        {
-                            let _ = reply.send(ToolResult::error(
-                                id,
-                                "executor_unavailable",
-                                "the tool executor is not running; the call was not run",
-                            ));
-                        }
+                        state.executor.forward(
+                            ExecutorMsg::Execute(cleared, reply),
+                            move |ExecutorMsg::Execute(_, reply)| {
+                                let _ = reply.send(ToolResult::error(
+                                    id,
+                                    "executor_unavailable",
+                                    "the tool executor is not running; the call was not run",
+                                ));
+                            },
+                        );
                     }
                 }
             }

@@ -6,6 +6,8 @@
 //!
 //! Build its arguments with `Policy::load(project_root, home)` (or `Policy::default()`).
 
+use std::sync::{Arc, Mutex};
+
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +58,27 @@ impl ractor::Message for PermissionMsg {}
 /// The actor (configuration only; state is built in `pre_start`).
 pub struct PermissionEngine;
 
+/// A copy of a supervised engine's policy, grants included, kept up to date by the
+/// engine: a restarted engine starts from it, so no grant is lost with a crash.
+pub type PolicyMemory = Arc<Mutex<Policy>>;
+
+/// What the engine starts from (`Policy::into()` for an unsupervised engine).
+pub struct EngineArgs {
+    /// The policy.
+    pub policy: Policy,
+    /// Where to keep a copy of the policy after each change (`None`: nowhere).
+    pub memory: Option<PolicyMemory>,
+}
+
+impl From<Policy> for EngineArgs {
+    fn from(policy: Policy) -> Self {
+        Self {
+            policy,
+            memory: None,
+        }
+    }
+}
+
 /// The engine's state.
 pub struct EngineState {
     /// Loaded layers plus session-layer grants (as rules).
@@ -63,15 +86,17 @@ pub struct EngineState {
     /// The same without the rules suspended in auto mode (`auto::suspend`), kept so
     /// calls in auto mode do not rebuild it; rebuilt whenever `policy` changes.
     auto_policy: Policy,
+    memory: Option<PolicyMemory>,
 }
 
 impl EngineState {
-    fn new(policy: Policy) -> Self {
+    fn new(policy: Policy, memory: Option<PolicyMemory>) -> Self {
         let auto_policy =
             super::auto::suspend::effective(&policy, super::PermissionMode::Auto).into_owned();
         Self {
             policy,
             auto_policy,
+            memory,
         }
     }
 
@@ -84,23 +109,29 @@ impl EngineState {
         }
     }
 
+    /// After a change of `policy`: rebuilds the auto view and writes the policy through to
+    /// the memory a restarted engine starts from.
     fn changed(&mut self) {
         self.auto_policy =
             super::auto::suspend::effective(&self.policy, super::PermissionMode::Auto).into_owned();
+        if let Some(memory) = &self.memory {
+            // A poisoned lock only means a panic mid-copy; the copy is replaced whole.
+            *memory.lock().unwrap_or_else(|e| e.into_inner()) = self.policy.clone();
+        }
     }
 }
 
 impl Actor for PermissionEngine {
     type Msg = PermissionMsg;
     type State = EngineState;
-    type Arguments = Policy;
+    type Arguments = EngineArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        policy: Policy,
+        args: EngineArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(EngineState::new(policy))
+        Ok(EngineState::new(args.policy, args.memory))
     }
 
     async fn handle(
@@ -109,6 +140,9 @@ impl Actor for PermissionEngine {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        if let PermissionMsg::Authorize { .. } = &msg {
+            crate::supervise::faults::point("permission");
+        }
         match msg {
             PermissionMsg::Authorize {
                 agent,

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -98,12 +99,42 @@ impl ractor::Message for TaskMsg {}
 /// The task manager actor (configuration only).
 pub struct TaskManager;
 
+/// Each live task's cancellation token, shared with the supervisor so that a restarted
+/// manager can still stop the tasks its predecessor started.
+pub type Cancels = Arc<Mutex<HashMap<String, CancellationToken>>>;
+
+/// What the task manager starts from.
+#[derive(Clone)]
+pub struct TaskArgs {
+    /// The session directory where records and logs live.
+    pub session_dir: PathBuf,
+    /// Where to announce changes.
+    pub events: Option<EventBus>,
+    /// The live tasks' tokens.
+    pub cancels: Cancels,
+    /// Start from the records on disk (a restart) rather than from none. A live task whose
+    /// token is gone with its manager is recorded as failed.
+    pub restore: bool,
+}
+
+impl TaskArgs {
+    /// A fresh manager for `session_dir`.
+    pub fn new(session_dir: PathBuf, events: Option<EventBus>) -> Self {
+        Self {
+            session_dir,
+            events,
+            cancels: Cancels::default(),
+            restore: false,
+        }
+    }
+}
+
 /// The live state.
 pub struct TaskState {
     session_dir: PathBuf,
     events: Option<EventBus>,
     records: Vec<TaskRecord>,
-    cancels: HashMap<String, CancellationToken>,
+    cancels: Cancels,
     waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
     stop_waiters: HashMap<String, Vec<RpcReplyPort<Result<TaskRecord, String>>>>,
     next_waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
@@ -111,6 +142,11 @@ pub struct TaskState {
 }
 
 impl TaskState {
+    fn cancels(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        // A poisoned lock only means a panic mid-insert; the map is still usable.
+        self.cancels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn find(&mut self, id: &str) -> Option<&mut TaskRecord> {
         self.records.iter_mut().find(|r| r.id == id)
     }
@@ -158,7 +194,7 @@ impl TaskState {
         rec.ended_ms = Some(now_ms());
         rec.result = Some(result);
         let rec = rec.clone();
-        self.cancels.remove(id);
+        self.cancels().remove(id);
         let _ = std::fs::remove_file(stop_request_path(&self.session_dir, id));
         for w in self.waiters.remove(id).unwrap_or_default() {
             let _ = w.send(Some(rec.clone()));
@@ -182,13 +218,19 @@ impl Actor for TaskManager {
     type Msg = TaskMsg;
     type State = TaskState;
     /// The session directory where records and logs live, and where to announce changes.
-    type Arguments = (PathBuf, Option<EventBus>);
+    type Arguments = TaskArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        (session_dir, events): (PathBuf, Option<EventBus>),
+        args: TaskArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let TaskArgs {
+            session_dir,
+            events,
+            cancels,
+            restore,
+        } = args;
         std::fs::create_dir_all(session_dir.join("tasks"))?;
         // The ticker ends by itself once the actor is gone (the cast fails).
         tokio::spawn(async move {
@@ -200,16 +242,32 @@ impl Actor for TaskManager {
                 }
             }
         });
-        let state = TaskState {
+        let records = match restore {
+            true => super::load_records(&session_dir)?,
+            false => Vec::new(),
+        };
+        let mut state = TaskState {
             session_dir,
             events,
-            records: Vec::new(),
-            cancels: HashMap::new(),
+            records,
+            cancels,
             waiters: HashMap::new(),
             stop_waiters: HashMap::new(),
             next_waiters: HashMap::new(),
             notifications: HashMap::new(),
         };
+        // A task whose token died with the previous manager can no longer be stopped or
+        // trusted to report: it is recorded as failed rather than shown running forever.
+        let orphaned: Vec<String> = state
+            .records
+            .iter()
+            .filter(|r| !r.status.is_terminal() && !state.cancels().contains_key(&r.id))
+            .map(|r| r.id.clone())
+            .collect();
+        for id in orphaned {
+            let why = "lost when the task manager restarted".to_string();
+            state.finish(&id, TaskStatus::Failed, why);
+        }
         state.persist();
         Ok(state)
     }
@@ -243,7 +301,7 @@ impl Actor for TaskManager {
                     pgid: None,
                     host_pid: std::process::id(),
                 };
-                state.cancels.insert(id, cancel);
+                state.cancels().insert(id, cancel);
                 state.records.push(rec.clone());
                 state.persist();
                 state.announce(&rec);
@@ -375,7 +433,7 @@ impl Actor for TaskManager {
 /// Cancels a task's work; a command's process group is also signalled directly, so it
 /// dies even if its waiter is busy.
 fn request_stop(state: &mut TaskState, id: &str) {
-    if let Some(cancel) = state.cancels.get(id) {
+    if let Some(cancel) = state.cancels().get(id) {
         cancel.cancel();
     }
     if let Some(rec) = state.find(id) {

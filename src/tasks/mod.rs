@@ -4,6 +4,7 @@
 
 pub mod actor;
 pub mod command;
+pub mod front;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -450,6 +450,9 @@ impl App {
                 .push(Entry::Error(format!("[{agent}] {message}"))),
             EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
             EventKind::AutoModeOff { reason } => self.on_auto_off(reason),
+            EventKind::ActorRestarted { actor, reason, .. } => self.notice(format!(
+                "[session] restarted the {actor} after it failed: {reason}"
+            )),
             _ => {}
         }
     }

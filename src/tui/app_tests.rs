@@ -658,3 +658,17 @@ fn a_custom_command_after_plan_plans_and_the_do_run_gets_the_expanded_task() {
         }]
     ));
 }
+
+#[test]
+fn a_restarted_service_is_shown_with_what_happened() {
+    let mut a = app();
+    a.on_event(crate::events::Event {
+        agent: "session".into(),
+        kind: crate::events::EventKind::ActorRestarted {
+            actor: "gate".into(),
+            reason: "panicked".into(),
+            restarts: 1,
+        },
+    });
+    assert!(notices(&a).contains("restarted the gate after it failed: panicked"));
+}

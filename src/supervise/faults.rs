@@ -1,0 +1,263 @@
+//! The fault injector, for tests only: compiled in with the `faults` cargo feature (which
+//! `cargo test` turns on through the crate's dev-dependency on itself) and a no-op
+//! otherwise. `CREW_FAULTS` names the faults, separated by `;`:
+//!
+//! - `panic:ACTORS@WHEN` — the actor panics inside its message handler on the matching
+//!   message (counted per actor, from 1): a real crash with whatever call it was handling
+//!   in flight.
+//! - `kill:ACTORS@WHEN` — the actor is killed from outside (`ActorRef::kill`) when the
+//!   matching tool call of the session starts (counted from 1).
+//!
+//! - `full:transcript@WHEN` — the matching transcript write fails part-way with "No space
+//!   left on device", as on a full disk.
+//!
+//! `ACTORS` is one or more of `permission`, `approver`, `gate`, `executor`, `worktrees`,
+//! `tasks`, joined by `+`; `WHEN` is `N` (the N-th) or `everyK` (every K-th). A `panic` counts the
+//! messages that carry a call (`Authorize`, `Ask`, `Submit`, `Execute`).
+//! Example: `CREW_FAULTS='kill:gate+executor@every1;panic:permission@7'`.
+
+/// The environment variable read by the injector.
+pub const FAULTS_VAR: &str = "CREW_FAULTS";
+
+/// What kind of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Panic inside the actor's handler.
+    Panic,
+    /// Kill the actor from outside.
+    Kill,
+    /// Fail a write as on a full disk.
+    Full,
+}
+
+/// When a fault fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// On the N-th occurrence.
+    Nth(u64),
+    /// On every K-th occurrence.
+    Every(u64),
+}
+
+impl When {
+    /// Whether the `count`-th occurrence (from 1) fires.
+    pub fn fires(self, count: u64) -> bool {
+        match self {
+            When::Nth(n) => count == n,
+            When::Every(k) => count % k == 0,
+        }
+    }
+}
+
+/// One fault of the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Panic or kill.
+    pub kind: FaultKind,
+    /// The actors it hits.
+    pub actors: Vec<String>,
+    /// When.
+    pub when: When,
+}
+
+/// The actors a fault may name.
+pub const ACTORS: [&str; 6] = [
+    "permission",
+    "approver",
+    "gate",
+    "executor",
+    "worktrees",
+    "tasks",
+];
+
+/// Parses a `CREW_FAULTS` value.
+pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
+    let mut faults = Vec::new();
+    for rule in text.split(';').map(str::trim).filter(|r| !r.is_empty()) {
+        let bad = |why: &str| format!("{FAULTS_VAR}: `{rule}`: {why} (e.g. kill:gate@every2)");
+        let (kind, rest) = rule.split_once(':').ok_or_else(|| bad("no `:`"))?;
+        let kind = match kind {
+            "panic" => FaultKind::Panic,
+            "kill" => FaultKind::Kill,
+            "full" => FaultKind::Full,
+            _ => return Err(bad("the kind is `panic`, `kill` or `full`")),
+        };
+        let (actors, when) = rest.split_once('@').ok_or_else(|| bad("no `@`"))?;
+        let actors: Vec<String> = actors.split('+').map(|a| a.trim().to_string()).collect();
+        let known: &[&str] = match kind {
+            FaultKind::Full => &["transcript"],
+            _ => &ACTORS,
+        };
+        if let Some(a) = actors.iter().find(|a| !known.contains(&a.as_str())) {
+            return Err(bad(&format!("unknown target `{a}`; one of {known:?}")));
+        }
+        let when = match when.strip_prefix("every") {
+            Some(k) => When::Every(k.parse().map_err(|_| bad("bad count"))?),
+            None => When::Nth(when.parse().map_err(|_| bad("bad count"))?),
+        };
+        if matches!(when, When::Every(0) | When::Nth(0)) {
+            return Err(bad("counts start at 1"));
+        }
+        faults.push(Fault { kind, actors, when });
+    }
+    Ok(faults)
+}
+
+#[cfg(feature = "faults")]
+mod live {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+
+    use super::{Fault, FaultKind, parse};
+
+    fn plan() -> &'static Vec<Fault> {
+        static PLAN: OnceLock<Vec<Fault>> = OnceLock::new();
+        PLAN.get_or_init(|| match std::env::var(super::FAULTS_VAR) {
+            Ok(text) => parse(&text).unwrap_or_else(|e| {
+                tracing::error!("{e}; no faults injected");
+                Vec::new()
+            }),
+            Err(_) => Vec::new(),
+        })
+    }
+
+    fn counters() -> std::sync::MutexGuard<'static, HashMap<String, u64>> {
+        static COUNTS: OnceLock<Mutex<HashMap<String, u64>>> = OnceLock::new();
+        COUNTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one occurrence for `kind` on `target`; whether a fault of that kind fires.
+    fn fires(kind: FaultKind, target: &str) -> Option<u64> {
+        let mut hits = plan()
+            .iter()
+            .filter(|f| f.kind == kind && f.actors.iter().any(|a| a == target))
+            .peekable();
+        hits.peek()?;
+        let count = {
+            let mut c = counters();
+            let n = c.entry(format!("{kind:?}:{target}")).or_insert(0);
+            *n += 1;
+            *n
+        };
+        hits.any(|f| f.when.fires(count)).then_some(count)
+    }
+
+    /// Counts one call-carrying message of `actor` and panics when a `panic` fault says so.
+    pub fn point(actor: &str) {
+        if let Some(count) = fires(FaultKind::Panic, actor) {
+            panic!(
+                "{}: injected panic in {actor} at message {count}",
+                super::FAULTS_VAR
+            );
+        }
+    }
+
+    /// Counts one write to `target`; whether it is to fail as on a full disk.
+    pub fn disk_full(target: &str) -> bool {
+        fires(FaultKind::Full, target).is_some()
+    }
+
+    /// The actors to kill as the `call`-th tool call (from 1) starts.
+    pub fn kills_at(call: u64) -> Vec<String> {
+        plan()
+            .iter()
+            .filter(|f| f.kind == FaultKind::Kill && f.when.fires(call))
+            .flat_map(|f| f.actors.iter().cloned())
+            .collect()
+    }
+
+    /// Whether any kill fault is planned.
+    pub fn kills_planned() -> bool {
+        plan().iter().any(|f| f.kind == FaultKind::Kill)
+    }
+}
+
+#[cfg(feature = "faults")]
+pub use live::{disk_full, kills_at, kills_planned, point};
+
+/// Starts the `kill` faults of a session: counts its tool calls on the bus and asks the
+/// session to kill the planned actors as each matching call starts. Nothing without the
+/// `faults` feature or without a planned kill.
+pub fn start_killer(
+    session: &ractor::ActorRef<crate::session::SessionMsg>,
+    events: &crate::events::EventBus,
+) {
+    if !kills_planned() {
+        return;
+    }
+    let (session, mut rx) = (session.clone(), events.subscribe());
+    tokio::spawn(async move {
+        let mut calls = 0u64;
+        while let Some(event) = rx.recv().await {
+            if let crate::events::EventKind::ToolCallStarted { .. } = event.kind {
+                calls += 1;
+                let names = kills_at(calls);
+                if !names.is_empty()
+                    && session
+                        .send_message(crate::session::SessionMsg::Kill(names))
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// Without the `faults` feature: no fault is ever injected.
+#[cfg(not(feature = "faults"))]
+#[inline(always)]
+pub fn point(_actor: &str) {}
+
+/// Without the `faults` feature: no write fails on purpose.
+#[cfg(not(feature = "faults"))]
+#[inline(always)]
+pub fn disk_full(_target: &str) -> bool {
+    false
+}
+
+/// Without the `faults` feature: nothing to kill.
+#[cfg(not(feature = "faults"))]
+pub fn kills_at(_call: u64) -> Vec<String> {
+    Vec::new()
+}
+
+/// Without the `faults` feature: no kill is planned.
+#[cfg(not(feature = "faults"))]
+pub fn kills_planned() -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse_and_fire_when_they_say() {
+        let plan = parse("kill:gate+executor@every2; panic:permission@7").unwrap();
+        assert_eq!(plan.len(), 2);
+        assert_eq!(plan[0].kind, FaultKind::Kill);
+        assert_eq!(plan[0].actors, ["gate", "executor"]);
+        assert!(!plan[0].when.fires(1) && plan[0].when.fires(2) && plan[0].when.fires(4));
+        assert!(plan[1].when.fires(7) && !plan[1].when.fires(14));
+    }
+
+    #[test]
+    fn bad_rules_are_refused_naming_the_rule() {
+        for bad in [
+            "kill",
+            "boom:gate@1",
+            "kill:lead@1",
+            "kill:gate@x",
+            "kill:gate@every0",
+            "full:gate@1",
+            "panic:transcript@1",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
+    }
+}
