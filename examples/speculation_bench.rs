@@ -56,6 +56,7 @@ fn script(turn_ms: u64, cold: bool) -> Script {
 async fn session(dir: &std::path::Path, script: Script) -> SessionHandle {
     std::fs::write(dir.join("a.txt"), "alpha\n").expect("write a.txt");
     SessionHandle::start(SessionConfig {
+        auto: None,
         cwd: dir.to_path_buf(),
         permission_mode: PermissionMode::AcceptEdits,
         policy: Policy::default(),

@@ -18,7 +18,6 @@
 
 use std::path::Path;
 
-use ractor::rpc::CallResult;
 use serde_json::Value;
 
 use crate::agent::pipeline::{CallerContext, PERMISSION_TIMEOUT, Pipeline};
@@ -165,13 +164,10 @@ impl CallPath {
         match self
             .pipeline
             .permission
-            .call(
-                |r| PermissionMsg::Check(request, r),
-                Some(PERMISSION_TIMEOUT),
-            )
+            .call(|r| PermissionMsg::Check(request, r), PERMISSION_TIMEOUT)
             .await
         {
-            Ok(CallResult::Success(d)) => d,
+            Ok(d) => d,
             _ => Decision::new(
                 Verdict::Deny,
                 crate::permission::Source::Unknown,
@@ -191,11 +187,11 @@ impl CallPath {
                     call: call.clone(),
                     reply,
                 },
-                Some(PERMISSION_TIMEOUT),
+                PERMISSION_TIMEOUT,
             )
             .await
         {
-            Ok(CallResult::Success(refusal)) => refusal,
+            Ok(refusal) => refusal,
             _ => Some(ToolResult::error(
                 &call.id,
                 "tool_not_allowed",

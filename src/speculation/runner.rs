@@ -92,7 +92,7 @@ impl Fork {
             .await
             .map_err(|e| format!("cannot start the speculation's approver: {e}"))?;
         let mut pipeline: Pipeline = snapshot.runner.pipeline.clone();
-        pipeline.approver = approver.clone();
+        pipeline.approver = crate::supervise::Slot::new(approver.clone());
         pipeline.events = EventBus::new();
         let mut runner = snapshot.runner.clone();
         runner.pipeline = pipeline.clone();
