@@ -169,6 +169,10 @@ impl Actor for Session {
             ExecutorArgs {
                 registry: cfg.registry.clone(),
                 default_timeout: cfg.default_tool_timeout,
+                results: cfg
+                    .orchestration
+                    .as_ref()
+                    .map(|o| crate::offload::ResultsDir::of_session(&o.session_dir)),
             },
             cell.clone(),
         )

@@ -156,6 +156,10 @@ pub async fn prepare(
     let session_dir = crate::store::session_dir(&project_root, &session_id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let agents_dir = session_dir.join("agents");
+    // Offloaded tool results are always readable, and nothing else of ~/.crew by this.
+    policy.results_dir = crate::offload::ResultsDir::of_session(&session_dir)
+        .ensure()
+        .ok();
     // Aliases (Claude Code's `Task` for `agent`) come with the tools' definitions.
     let mut registry = Registry::with_tools(
         builtin_tools()

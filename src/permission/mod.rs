@@ -217,6 +217,10 @@ pub struct Policy {
     /// Directories file tools may read (never write) below besides the sandbox roots:
     /// the user's skill directories (canonical). Credentials and deny rules still apply.
     pub read_roots: Vec<PathBuf>,
+    /// The session's `results` directory (canonical), where large tool results are
+    /// offloaded: read tools may always read below it, in every mode (a deny rule still
+    /// wins). Nothing else below `~/.crew` is opened by this.
+    pub results_dir: Option<PathBuf>,
     /// The user's home, for `~` patterns and credential paths.
     pub home: Option<PathBuf>,
     /// Every rule of every layer (session rules included), in any order.

@@ -1,0 +1,1 @@
+//! Micro-compaction (placeholder, filled below).
