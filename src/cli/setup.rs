@@ -302,6 +302,26 @@ async fn start_mcp(
 
 /// The session to run in: `--resume ID`, `--continue` (the newest), or a new one; with
 /// the conversation recorded so far.
+/// The id of a new session: `--session-id` (checked: it names a directory), else random.
+fn new_session_id(cli: &Cli, project_root: &std::path::Path) -> anyhow::Result<String> {
+    let Some(id) = &cli.session_id else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    let safe = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if id.is_empty() || id.len() > 64 || !id.chars().all(safe) {
+        bail!("--session-id `{id}`: use 1 to 64 letters, digits, `-` or `_`");
+    }
+    let dir = crate::store::session_dir(project_root, id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    if dir.exists() {
+        bail!(
+            "--session-id `{id}`: {} already exists; resume it with --resume {id} or pick another id",
+            dir.display()
+        );
+    }
+    Ok(id.clone())
+}
+
 fn choose_session(
     cli: &Cli,
     project_root: &std::path::Path,
@@ -322,7 +342,7 @@ fn choose_session(
         (None, false) => None,
     };
     let Some(id) = id else {
-        return Ok((uuid::Uuid::new_v4().to_string(), Vec::new()));
+        return Ok((new_session_id(cli, project_root)?, Vec::new()));
     };
     let path = crate::transcript::transcript_path(project_root, &id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
