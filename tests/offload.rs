@@ -88,7 +88,10 @@ fn a_20_mb_command_output_is_previewed_saved_and_read_back_by_offset() {
     assert!(preview.len() < 20_000, "{} bytes shown", preview.len());
     assert!(preview.contains("row 00000001"), "{preview}");
     assert!(preview.contains(&format!("row {ROWS:08}")), "{preview}");
-    assert!(preview.contains(&format!("all {} bytes ({ROWS} lines)", ROWS * 13)), "{preview}");
+    assert!(
+        preview.contains(&format!("all {} bytes ({ROWS} lines)", ROWS * 13)),
+        "{preview}"
+    );
     assert!(preview.contains(&saved.display().to_string()), "{preview}");
     assert!(!preview.contains("row 00800000"), "the middle was sent");
     // The model read the middle by offset, and was allowed to.
