@@ -159,6 +159,7 @@ impl Actor for Session {
     ) -> Result<Self::State, ActorProcessingErr> {
         let cell = myself.get_cell();
         let walk = Arc::new(crate::permission::walk::WalkFilter::new(&cfg.policy));
+        let budget = crate::agent::budget::Budget::new(cfg.policy.max_budget_usd);
         let trusted = cfg.policy.trusted;
         let (permission, _) =
             Actor::spawn_linked(None, PermissionEngine, cfg.policy, cell.clone()).await?;
@@ -214,6 +215,7 @@ impl Actor for Session {
                 gate,
                 events: cfg.events.clone(),
                 hooks: hooks.clone(),
+                budget,
             },
             provider: cfg.provider,
             spec: cfg.lead,

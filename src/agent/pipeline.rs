@@ -47,6 +47,8 @@ pub struct Pipeline {
     pub events: EventBus,
     /// Fires the session's hooks (PreToolUse, PostToolUse, Notification).
     pub hooks: crate::hooks::HookClient,
+    /// The session's spending limit, charged by every agent after each turn.
+    pub budget: super::budget::Budget,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's

@@ -100,6 +100,9 @@ pub enum RunStatus {
     Cancelled,
     /// The provider failed.
     Failed,
+    /// The session's spending passed its budget (`--max-budget-usd`); the run stopped
+    /// between turns.
+    BudgetExhausted,
 }
 
 impl RunStatus {
@@ -110,6 +113,7 @@ impl RunStatus {
             RunStatus::MaxTurns => "max_turns",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Failed => "failed",
+            RunStatus::BudgetExhausted => "budget_exhausted",
         }
     }
 }
@@ -235,6 +239,12 @@ impl Runner {
             tool_calls: 0,
         };
         for turn in 1..=self.spec.max_turns {
+            // Between turns only: the last turn's tool calls have all finished.
+            if let Some(reason) = self.pipeline.budget.stop_reason() {
+                outcome.status = RunStatus::BudgetExhausted;
+                outcome.result = reason;
+                break;
+            }
             if let Some(tasks) = &place.tasks {
                 inject_notifications(conversation, tasks, agent).await;
             }
@@ -275,6 +285,8 @@ impl Runner {
                 }
             };
             outcome.turns = turn;
+            let (budget, model) = (&self.pipeline.budget, &self.spec.model);
+            super::budget::after_turn(budget, events, agent, model, turn, &output.usage);
             outcome.usage.add(&output.usage);
             events.publish(
                 agent,

@@ -104,6 +104,12 @@ pub async fn prepare(
             mode
         }
     };
+    if let Some(usd) = cli.max_budget_usd {
+        if !usd.is_finite() || usd < 0.0 {
+            bail!("--max-budget-usd {usd}: give a non-negative number of US dollars");
+        }
+        policy.max_budget_usd = Some(usd);
+    }
     let spec = cli.model.as_deref().or(policy.model.as_deref());
     let max_concurrent_agents = cli
         .max_concurrent_agents
@@ -222,7 +228,7 @@ pub async fn prepare(
             source: if resuming { "resume" } else { "startup" },
         }),
         orchestration: Some(Orchestration {
-            session_dir,
+            session_dir: session_dir.clone(),
             catalog,
             worktrees: true,
             worktree_base: None,
@@ -243,7 +249,13 @@ pub async fn prepare(
             return Err(e.into());
         }
     };
-    let recorder = crate::transcript::record(&events, transcript, agents_dir);
+    let transcript = crate::transcript::record(&events, transcript, agents_dir);
+    // Each agent's spending, for `crew tasks list` and `crew team show`.
+    let ledger = crate::agent::ledger::record(&events, session_dir);
+    let recorder = tokio::spawn(async move {
+        let _ = transcript.await;
+        let _ = ledger.await;
+    });
     Ok(Prepared {
         session,
         events,

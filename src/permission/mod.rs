@@ -233,6 +233,9 @@ pub struct Policy {
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
     pub max_concurrent_agents: Option<usize>,
+    /// The `maxBudgetUsd` setting: the lowest any layer sets (a spending limit only
+    /// tightens), or `--max-budget-usd`.
+    pub max_budget_usd: Option<f64>,
     /// Whether the project folder is trusted: only then did its shared settings (allow
     /// rules, a looser `defaultMode`, `worktree.setup`) take effect.
     pub trusted: bool,

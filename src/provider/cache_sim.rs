@@ -132,7 +132,12 @@ fn linear(body: &Value) -> Vec<Block> {
     for s in body["system"].as_array().into_iter().flatten() {
         push("system", s);
     }
-    for (i, m) in body["messages"].as_array().into_iter().flatten().enumerate() {
+    for (i, m) in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         // The message index and role are part of what a block means.
         let tag = format!("{i}/{}", m["role"].as_str().unwrap_or(""));
         for b in m["content"].as_array().into_iter().flatten() {
@@ -232,7 +237,10 @@ mod tests {
         }
         let second = sim.bill(&request(conv));
         // Only the system prompt (its own breakpoint) is still read.
-        assert!(second.read > 2000 && second.read + 200 < first.total(), "{second:?}");
+        assert!(
+            second.read > 2000 && second.read + 200 < first.total(),
+            "{second:?}"
+        );
         assert!(second.created > 0);
     }
 
