@@ -261,7 +261,10 @@ impl Runner {
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: system.clone(),
-                messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
+                messages: crate::offload::micro::compact(
+                    with_reminder(conversation, mode::reminder(req.mode, turn)),
+                    &crate::offload::micro::MicroPolicy::default(),
+                ),
                 tools: deferral.request_tools(conversation),
                 max_tokens: self.spec.max_tokens,
                 agent: agent.to_string(),
