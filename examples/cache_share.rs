@@ -52,7 +52,10 @@ async fn main() -> anyhow::Result<()> {
             .collect();
         std::fs::write(cwd.join(format!("src/mod{m:02}.rs")), body)?;
     }
-    std::fs::write(cwd.join("README.md"), "# demo\n\nA small project.\n".repeat(20))?;
+    std::fs::write(
+        cwd.join("README.md"),
+        "# demo\n\nA small project.\n".repeat(20),
+    )?;
     let session_dir = root.path().join("session");
     let mut policy = Policy::default();
     policy.results_dir = Some(ResultsDir::of_session(&session_dir).ensure()?);
@@ -120,7 +123,10 @@ async fn main() -> anyhow::Result<()> {
             let all = cached + created + uncached;
             let share = cached as f64 / all.max(1) as f64;
             let c = cost_usd.unwrap_or(0.0);
-            println!("{turn:>4} {cached:>8} {created:>8} {uncached:>8} {:>6.1} % ${c:.4}", share * 100.0);
+            println!(
+                "{turn:>4} {cached:>8} {created:>8} {uncached:>8} {:>6.1} % ${c:.4}",
+                share * 100.0
+            );
             cost += c;
             if turn >= 2 {
                 read += cached;

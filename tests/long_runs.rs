@@ -1,6 +1,9 @@
 //! Long runs (issue 14), end to end through `crew -p` on the scripted model:
 //! - a `run_command` printing 20 MB returns a preview naming the file its whole output
 //!   was streamed to, and the model reads the middle of that file by offset;
+//! - billed as Anthropic's prompt cache would from our breakpoints, turns ≥ 2 of a
+//!   20-turn run with tool calls read ≥ 90 % of their input from the cache, and
+//!   `--output-format json` reports each request's cached / created / uncached tokens;
 //! - `--max-budget-usd` (and the `maxBudgetUsd` setting) stop a run at the turn whose
 //!   cost passes the limit, after that turn's tool calls, and JSON says `budget_exhausted`.
 
@@ -195,4 +198,87 @@ fn the_max_budget_usd_setting_stops_a_run_too_and_the_lowest_layer_value_wins() 
     assert_eq!(json["turns"], 2, "{json}");
     assert!(proj.path().join("t2.txt").exists());
     assert!(!proj.path().join("t3.txt").exists());
+}
+
+#[test]
+fn turns_after_the_first_read_at_least_90_percent_of_their_input_from_the_cache() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    for m in 0..8 {
+        let body: String = (0..(m + 1) * 30)
+            .map(|f| format!("pub fn f{f}(x: u32) -> u32 {{ x + {f} }} // mod {m}\n"))
+            .collect();
+        put(proj.path(), &format!("src/mod{m}.rs"), &body);
+    }
+    let mut turns: Vec<serde_json::Value> = (1..20)
+        .map(|i| {
+            let calls = match i % 3 {
+                0 => serde_json::json!([{"name": "read_file", "input": {"path": format!("src/mod{}.rs", i % 8)}}]),
+                1 => serde_json::json!([{"name": "search_code", "input": {"pattern": format!("fn f{i}\\b")}},
+                                        {"name": "find_files", "input": {"pattern": "src/*.rs"}}]),
+                _ => serde_json::json!([{"name": "run_command", "input": {"command": "wc -l src/*.rs"}}]),
+            };
+            serde_json::json!({"text": format!("Step {i}."), "tool_calls": calls})
+        })
+        .collect();
+    turns.push(serde_json::json!({"text": "Done."}));
+    let script = serde_json::json!({"model": "claude-sonnet-4-5", "cache": true, "turns": turns});
+    let script_path = home.path().join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let out = crew(
+        proj.path(),
+        home.path(),
+        &[
+            "-p",
+            "study the project",
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "json",
+            "--model",
+            &format!("script:{}", script_path.display()),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    assert_eq!(json["turns"], 20, "{json}");
+    let requests = json["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 20);
+    let n = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap();
+    assert_eq!(
+        n(&requests[0], "cached"),
+        0,
+        "nothing is cached before the first request"
+    );
+    assert!(n(&requests[0], "created") > 1024);
+    let (mut read, mut input) = (0, 0);
+    for r in &requests[1..] {
+        read += n(r, "cached");
+        input += n(r, "cached") + n(r, "created") + n(r, "uncached");
+    }
+    let share = read as f64 / input as f64;
+    assert!(
+        share >= 0.9,
+        "cache share on turns >= 2: {share:.3} ({read} of {input})"
+    );
+    // The run's totals agree with its requests.
+    let cached: u64 = requests.iter().map(|r| n(r, "cached")).sum();
+    assert_eq!(json["cache"]["cached"].as_u64().unwrap(), cached);
+    assert!(json["cost_usd"].as_f64().unwrap() > 0.0);
+    // Each agent's spending is kept for `crew tasks list` and `crew team show`.
+    let sessions = home.path().join(".crew/projects");
+    let ledger = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flat_map(|p| std::fs::read_dir(p.unwrap().path()).unwrap())
+        .map(|s| s.unwrap().path().join("costs.json"))
+        .find(|p| p.exists())
+        .expect("costs.json");
+    let ledger: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ledger).unwrap()).unwrap();
+    assert_eq!(ledger["agents"]["lead"]["requests"], 20, "{ledger}");
 }
