@@ -282,3 +282,37 @@ fn turns_after_the_first_read_at_least_90_percent_of_their_input_from_the_cache(
         serde_json::from_str(&std::fs::read_to_string(ledger).unwrap()).unwrap();
     assert_eq!(ledger["agents"]["lead"]["requests"], 20, "{ledger}");
 }
+
+#[test]
+fn crew_tasks_list_shows_what_each_subagent_cost() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    put(proj.path(), "README.md", "# p\n");
+    // The subagent's one turn costs 2,000 input tokens on claude-sonnet-4-5: $0.006.
+    let script = serde_json::json!({"model": "claude-sonnet-4-5",
+        "turns": [
+            {"tool_calls": [{"name": "agent", "input": {"description": "look", "prompt": "p",
+                "subagent_type": "explore"}}]},
+            {"text": "the explorer reported"}
+        ],
+        "agents": {"explore": {"turns": [
+            {"text": "nothing here", "usage": {"input_tokens": 2000, "output_tokens": 0}}
+        ]}}});
+    let script_path = home.path().join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let out = crew(
+        proj.path(),
+        home.path(),
+        &["-p", "explore", "--model", &format!("script:{}", script_path.display())],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = crew(proj.path(), home.path(), &["tasks", "list", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let task = &list.as_array().unwrap()[0];
+    assert_eq!(task["kind"], "agent", "{list}");
+    let cost = task["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.006).abs() < 1e-9, "{cost}");
+    let out = crew(proj.path(), home.path(), &["tasks", "list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cost $0.0060"), "{text}");
+}
