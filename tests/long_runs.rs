@@ -290,22 +290,31 @@ fn crew_tasks_list_shows_what_each_subagent_cost() {
     put(proj.path(), "README.md", "# p\n");
     // The subagent's one turn costs 2,000 input tokens on claude-sonnet-4-5: $0.006.
     let script = serde_json::json!({"model": "claude-sonnet-4-5",
-        "turns": [
-            {"tool_calls": [{"name": "agent", "input": {"description": "look", "prompt": "p",
-                "subagent_type": "explore"}}]},
-            {"text": "the explorer reported"}
-        ],
-        "agents": {"explore": {"turns": [
-            {"text": "nothing here", "usage": {"input_tokens": 2000, "output_tokens": 0}}
-        ]}}});
+    "turns": [
+        {"tool_calls": [{"name": "agent", "input": {"description": "look", "prompt": "p",
+            "subagent_type": "explore"}}]},
+        {"text": "the explorer reported"}
+    ],
+    "agents": {"explore": {"turns": [
+        {"text": "nothing here", "usage": {"input_tokens": 2000, "output_tokens": 0}}
+    ]}}});
     let script_path = home.path().join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
     let out = crew(
         proj.path(),
         home.path(),
-        &["-p", "explore", "--model", &format!("script:{}", script_path.display())],
+        &[
+            "-p",
+            "explore",
+            "--model",
+            &format!("script:{}", script_path.display()),
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = crew(proj.path(), home.path(), &["tasks", "list", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let task = &list.as_array().unwrap()[0];

@@ -181,7 +181,10 @@ fn show_lists_members_items_blockers_and_unread_counts() {
         bob_line.contains("idle") && bob_line.contains("unread 1") && bob_line.ends_with("cost -"),
         "{bob_line}"
     );
-    let lead_line = text.lines().find(|l| l.trim_start().starts_with("lead")).unwrap();
+    let lead_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("lead"))
+        .unwrap();
     assert!(lead_line.ends_with("cost $0.0030"), "{lead_line}");
 }
 

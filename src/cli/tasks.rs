@@ -84,7 +84,8 @@ pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> any
             let records = load_records(&dir)?;
             // Each agent task's spending, from the session's ledger.
             let ledger = crate::agent::ledger::Ledger::load(&dir);
-            let cost = |r: &TaskRecord| ledger.for_task(&r.id).filter(|_| r.kind == TaskKind::Agent);
+            let cost =
+                |r: &TaskRecord| ledger.for_task(&r.id).filter(|_| r.kind == TaskKind::Agent);
             if json {
                 let mut list = serde_json::to_value(&records)?;
                 for (v, r) in list.as_array_mut().into_iter().flatten().zip(&records) {
