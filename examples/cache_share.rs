@@ -57,8 +57,10 @@ async fn main() -> anyhow::Result<()> {
         "# demo\n\nA small project.\n".repeat(20),
     )?;
     let session_dir = root.path().join("session");
-    let mut policy = Policy::default();
-    policy.results_dir = Some(ResultsDir::of_session(&session_dir).ensure()?);
+    let policy = Policy {
+        results_dir: Some(ResultsDir::of_session(&session_dir).ensure()?),
+        ..Policy::default()
+    };
     let mut script_turns: Vec<Value> = (1..turns)
         .map(|i| json!({"text": format!("Step {i}: looking further."), "tool_calls": calls(i)}))
         .collect();

@@ -41,8 +41,10 @@ async fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&cwd)?;
     let session_dir = root.path().join("session");
     let results = ResultsDir::of_session(&session_dir);
-    let mut policy = Policy::default();
-    policy.results_dir = Some(results.ensure()?);
+    let policy = Policy {
+        results_dir: Some(results.ensure()?),
+        ..Policy::default()
+    };
     let saved = results.path().join("big.txt");
     let script = serde_json::json!({"turns": [
         {"tool_calls": [{"id": "warm", "name": "run_command",

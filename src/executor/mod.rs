@@ -52,7 +52,10 @@ async fn run_cleared(
             result.content = shown.text;
             result.saved_to = shown.saved_to.or(streamed);
         }
-        Err(e) => result.content = format!("error [failed]: saving the result failed: {e}"),
+        Err(e) => {
+            let reason = format!("the tool ran, but preparing its result failed: {e}");
+            return ToolResult::error(&call.id, "failed", reason);
+        }
     }
     result
 }

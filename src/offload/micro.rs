@@ -5,9 +5,12 @@
 //!
 //! Replacing a result changes the request from that point on, which costs the prompt
 //! cache everything after it. So results are stubbed in batches: the boundary below
-//! which results are stubbed moves only every [`MicroPolicy::batch`] exchanges, and the
-//! cached prefix breaks once per batch instead of every turn. The boundary is computed
-//! from the conversation alone, so a resumed run stubs exactly what the first did.
+//! which results are stubbed moves in steps of [`MicroPolicy::batch`] exchanges, and
+//! only when the step saves at least [`MicroPolicy::min_saving`] bytes; the cached
+//! prefix breaks at most once per batch, and never for a saving smaller than the
+//! rewrite. The boundary is computed from the conversation alone (each step looks only
+//! at results that no longer change), so it never moves back, and a resumed run stubs
+//! exactly what the first did.
 
 use crate::protocol::{ContentBlock, Message, Role};
 
@@ -20,6 +23,8 @@ pub struct MicroPolicy {
     pub batch: usize,
     /// Results shorter than this are kept.
     pub min_bytes: usize,
+    /// The boundary moves only when that stubs away at least this many bytes.
+    pub min_saving: usize,
 }
 
 impl Default for MicroPolicy {
@@ -28,19 +33,37 @@ impl Default for MicroPolicy {
             keep_recent: 10,
             batch: 10,
             min_bytes: super::SAVE_ABOVE_BYTES,
+            min_saving: 40_000,
         }
     }
 }
 
 impl MicroPolicy {
-    /// How many of the oldest exchanges of a conversation with `exchanges` model turns
-    /// have their large results stubbed: a multiple of `batch`, leaving at least
-    /// `keep_recent` whole.
-    pub fn boundary(&self, exchanges: usize) -> usize {
+    /// How many of the oldest exchanges have their large results stubbed, given the bytes
+    /// stubbing would save in each exchange (`savings[i]` for exchange `i`): a multiple
+    /// of `batch`, leaving at least `keep_recent` whole, reached by steps that each save
+    /// at least `min_saving`.
+    pub fn boundary(&self, savings: &[usize]) -> usize {
         let batch = self.batch.max(1);
-        exchanges.saturating_sub(self.keep_recent) / batch * batch
+        let mut boundary = 0;
+        let mut step = batch;
+        while step + self.keep_recent <= savings.len() {
+            if savings[boundary..step].iter().sum::<usize>() >= self.min_saving {
+                boundary = step;
+            }
+            step += batch;
+        }
+        boundary
+    }
+
+    /// Whether a result of `len` bytes saved to a file is stubbed below the boundary.
+    fn stubs(&self, len: usize, saved: bool) -> bool {
+        saved && len >= self.min_bytes
     }
 }
+
+/// About how long a stub is.
+const STUB_BYTES: usize = 250;
 
 /// The stub sent instead of a result saved at `path`.
 pub fn stub(bytes: usize, path: &std::path::Path) -> String {
@@ -53,11 +76,28 @@ pub fn stub(bytes: usize, path: &std::path::Path) -> String {
 /// `messages` (as sent) with the large results of exchanges below the boundary stubbed;
 /// results without a saved file are always kept.
 pub fn compact(mut messages: Vec<Message>, policy: &MicroPolicy) -> Vec<Message> {
-    let exchanges = messages
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .count();
-    let boundary = policy.boundary(exchanges);
+    // What stubbing would save in each exchange (the results after its model turn).
+    let mut savings: Vec<usize> = Vec::new();
+    for m in &messages {
+        match m.role {
+            Role::Assistant => savings.push(0),
+            Role::User => {
+                if let Some(last) = savings.last_mut() {
+                    *last += m
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::ToolResult(r) => Some(r),
+                            _ => None,
+                        })
+                        .filter(|r| policy.stubs(r.content.len(), r.saved_to.is_some()))
+                        .map(|r| r.content.len().saturating_sub(STUB_BYTES))
+                        .sum::<usize>();
+                }
+            }
+        }
+    }
+    let boundary = policy.boundary(&savings);
     if boundary == 0 {
         return messages;
     }
@@ -72,7 +112,7 @@ pub fn compact(mut messages: Vec<Message>, policy: &MicroPolicy) -> Vec<Message>
         }
         for block in &mut m.content {
             if let ContentBlock::ToolResult(r) = block
-                && r.content.len() >= policy.min_bytes
+                && policy.stubs(r.content.len(), r.saved_to.is_some())
                 && let Some(path) = &r.saved_to
             {
                 r.content = stub(r.content.len(), path);
@@ -136,6 +176,16 @@ mod tests {
         let at_29 = compact(conversation(29, 5000), &p);
         assert_eq!(at_29[..21], at_20[..21], "the stubbed prefix is stable");
         assert_eq!(stubbed(&compact(conversation(30, 5000), &p)).len(), 20);
+    }
+
+    #[test]
+    fn the_boundary_moves_only_for_a_batch_worth_stubbing() {
+        let p = MicroPolicy::default();
+        // 4,000-byte results: one batch of 10 saves about 37,500 bytes, not enough; two do.
+        assert!(stubbed(&compact(conversation(20, 4000), &p)).is_empty());
+        assert_eq!(stubbed(&compact(conversation(30, 4000), &p)).len(), 20);
+        assert_eq!(p.boundary(&[0; 35]), 0);
+        assert_eq!(p.boundary(&[50_000; 35]), 20);
     }
 
     #[test]
