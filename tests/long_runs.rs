@@ -325,3 +325,91 @@ fn crew_tasks_list_shows_what_each_subagent_cost() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("cost $0.0060"), "{text}");
 }
+
+#[test]
+fn old_large_results_are_stubbed_in_requests_in_one_batch_and_kept_on_disk() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = tempfile::tempdir().unwrap();
+    // 25 turns each printing 4,893 bytes (saved to a file, shown whole), then an answer.
+    let mut turns: Vec<serde_json::Value> = (1..=25)
+        .map(|_| {
+            serde_json::json!({"tool_calls": [{"name": "run_command",
+            "input": {"command": "seq 1 1200"}}]})
+        })
+        .collect();
+    turns.push(serde_json::json!({"text": "done"}));
+    let script_path = home.path().join("script.json");
+    std::fs::write(
+        &script_path,
+        serde_json::json!({"turns": turns}).to_string(),
+    )
+    .unwrap();
+    let record = home.path().join("requests.jsonl");
+    let out = crew(
+        proj.path(),
+        home.path(),
+        &[
+            "-p",
+            "count",
+            "--permission-mode",
+            "bypassPermissions",
+            "--max-turns",
+            "30",
+            "--model",
+            &format!("script:{}", script_path.display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 26);
+    let full: String = (1..=1200).map(|i| format!("{i}\n")).collect();
+    let is_stub = |t: &str| t.starts_with("[old tool result left out");
+    // Up to 19 exchanges nothing is stubbed (10 are always kept, and 9 older ones are
+    // not yet a batch).
+    assert!(text_of_results(&requests[19]).iter().all(|t| !is_stub(t)));
+    // From the 21st request on, the 10 oldest results are stubs naming their files, which
+    // hold the whole result; the newer ones are sent whole.
+    let at_21 = text_of_results(&requests[20]);
+    assert_eq!(at_21.len(), 20);
+    for (i, t) in at_21.iter().enumerate() {
+        if i < 10 {
+            assert!(is_stub(t), "result {i}: {t}");
+            let path = t
+                .split("saved in full to ")
+                .nth(1)
+                .unwrap()
+                .split(';')
+                .next()
+                .unwrap();
+            let saved = std::fs::read_to_string(path).unwrap();
+            assert!(saved.contains(&full), "result {i} file: {}", saved.len());
+        } else {
+            assert!(!is_stub(t) && t.contains(&full), "result {i}");
+        }
+    }
+    // The batch is stable: the last request starts with the 21st request's messages.
+    let m21 = requests[20]["messages"].as_array().unwrap();
+    let m26 = requests[25]["messages"].as_array().unwrap();
+    assert_eq!(&m26[..m21.len() - 1], &m21[..m21.len() - 1]);
+    // The transcript keeps every result whole.
+    let escaped = serde_json::to_string(&full).unwrap();
+    let escaped = escaped.trim_matches('"');
+    let transcript = std::fs::read_dir(home.path().join(".crew/projects"))
+        .unwrap()
+        .flat_map(|p| std::fs::read_dir(p.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a transcript");
+    let text = std::fs::read_to_string(transcript).unwrap();
+    assert_eq!(text.matches(escaped).count(), 25);
+}
