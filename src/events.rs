@@ -142,6 +142,23 @@ pub enum EventKind {
         /// Its token usage.
         usage: Usage,
     },
+    /// What one model request cost and how the prompt cache served its input.
+    RequestUsage {
+        /// The turn's number within the run (1-based).
+        turn: u32,
+        /// The model it was sent to.
+        model: String,
+        /// Input tokens read from the cache.
+        cached: u64,
+        /// Input tokens written to the cache.
+        created: u64,
+        /// Input tokens neither read nor written.
+        uncached: u64,
+        /// Output tokens.
+        output: u64,
+        /// Its cost at list price (`None`: the model has no known price).
+        cost_usd: Option<f64>,
+    },
     /// A run ended.
     RunFinished {
         /// The final assistant text.

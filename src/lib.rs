@@ -15,6 +15,7 @@ pub mod gate;
 pub mod hooks;
 pub mod mcp;
 pub mod memory;
+pub mod offload;
 pub mod permission;
 pub mod pricing;
 pub mod protocol;

@@ -110,6 +110,11 @@ pub struct ToolResult {
     /// `invalid_arguments`, `unknown_tool`, `timeout`, `panicked`, `failed`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// Where the whole result is saved (`offload`), when it is: micro-compaction may
+    /// replace an old result in requests by a stub naming this file. Never sent to a
+    /// model as a field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_to: Option<std::path::PathBuf>,
 }
 
 impl ToolResult {
@@ -120,6 +125,7 @@ impl ToolResult {
             content: content.into(),
             is_error: false,
             error_code: None,
+            saved_to: None,
         }
     }
 
@@ -135,6 +141,7 @@ impl ToolResult {
             content: format!("error [{code}]: {}", reason.as_ref()),
             is_error: true,
             error_code: Some(code),
+            saved_to: None,
         }
     }
 }

@@ -173,6 +173,7 @@ impl Actor for Session {
     ) -> Result<Self::State, ActorProcessingErr> {
         let cell = myself.get_cell();
         let walk = Arc::new(crate::permission::walk::WalkFilter::new(&cfg.policy));
+        let budget = crate::agent::budget::Budget::new(cfg.policy.max_budget_usd);
         let trusted = cfg.policy.trusted;
         let (limit, bad_limit) = RestartLimit::from_env();
         if let Some(message) = bad_limit {
@@ -185,6 +186,10 @@ impl Actor for Session {
                 approver: cfg.approver,
                 registry: cfg.registry.clone(),
                 default_timeout: cfg.default_tool_timeout,
+                results: cfg
+                    .orchestration
+                    .as_ref()
+                    .map(|o| crate::offload::ResultsDir::of_session(&o.session_dir)),
             },
             cell.clone(),
         )
@@ -211,6 +216,7 @@ impl Actor for Session {
                 events: cfg.events.clone(),
                 hooks: hooks.clone(),
                 auto: cfg.auto.clone(),
+                budget,
             },
             provider: cfg.provider,
             spec: cfg.lead,

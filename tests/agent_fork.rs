@@ -112,6 +112,19 @@ fn a_fork_starts_from_its_parents_messages_in_its_own_worktree_and_reports_back(
             "{key} differs: the prefix is not shared"
         );
     }
+    // Measured: billed as Anthropic's prompt cache would (issue 14), the fork's first
+    // request reads the whole of its parent's request from the cache.
+    let request = |v: &Value| {
+        serde_json::from_value::<crewmaster::provider::ModelRequest>(v.clone()).unwrap()
+    };
+    let mut cache = crewmaster::provider::cache_sim::CacheSim::default();
+    cache.bill(&request(lead[0]));
+    let parent_bill = cache.bill(&request(parent));
+    let child_bill = cache.bill(&request(child));
+    assert!(
+        child_bill.read >= parent_bill.total() && parent_bill.total() > 1024,
+        "fork {child_bill:?} vs parent {parent_bill:?}"
+    );
     let pm = parent["messages"].as_array().unwrap();
     let cm = child["messages"].as_array().unwrap();
     assert!(pm.len() >= 3, "the parent had history: {pm:#?}");

@@ -227,6 +227,39 @@ fn stdio_deny_rule_is_honoured() {
 }
 
 #[test]
+fn a_large_mcp_result_is_offloaded_like_any_tool_result() {
+    let s = setup(rules());
+    let name = "n".repeat(40_000);
+    let script = json!({"turns": [
+        {"tool_calls": [call("big", "mcp__test__read_note", json!({"name": name}))]},
+        {"text": "done"}
+    ]});
+    let (out, requests) = run(&s, json!({"test": stdio_entry(&s, &[])}), script, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, shown, is_error) = &results(&requests)[0];
+    assert!(
+        !is_error && shown.len() < 10_000,
+        "{} bytes shown",
+        shown.len()
+    );
+    assert!(shown.contains("result offloaded"), "{shown}");
+    // The whole result is in the session's results directory, under the call's id.
+    let saved = std::fs::read_dir(s.home.join(".crew/projects"))
+        .unwrap()
+        .flat_map(|p| std::fs::read_dir(p.unwrap().path()).unwrap())
+        .map(|d| d.unwrap().path().join("results/big.txt"))
+        .find(|p| p.exists())
+        .expect("results/big.txt");
+    assert!(shown.contains(&saved.display().to_string()), "{shown}");
+    let whole = std::fs::read_to_string(saved).unwrap();
+    assert_eq!(whole, format!("note {name}: the answer is 42"));
+}
+
+#[test]
 fn http_plan_mode_and_deny_rule() {
     let s = setup(rules());
     let server = HttpServer::start(&s.markers);

@@ -662,3 +662,68 @@ fn path_deny_rules_also_stop_commands_naming_the_file() {
         "{d:?}"
     );
 }
+
+#[test]
+fn offloaded_results_are_always_readable_and_nothing_beside_them_is() {
+    let f = Fixture::new();
+    let session = f.home.join(".crew/projects/p/s1");
+    let results = crewmaster::offload::ResultsDir::of_session(&session);
+    let dir = results.ensure().unwrap();
+    std::fs::write(dir.join("call_1.txt"), "big output").unwrap();
+    std::fs::write(session.join("tasks.json"), "{}").unwrap();
+    std::fs::create_dir_all(session.join("results-x")).unwrap();
+    std::fs::write(session.join("results-x/call_1.txt"), "x").unwrap();
+    let other = f.home.join(".crew/projects/p/s2/results");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("call_1.txt"), "other session").unwrap();
+    // A link inside the directory that points out of it is judged where it points.
+    symlink(session.join("tasks.json"), dir.join("link.txt")).unwrap();
+    let mut policy = f.policy();
+    policy.results_dir = Some(dir.clone());
+    let read = |p: &std::path::Path, mode| {
+        crewmaster::permission::check(
+            &f.req("read_file", &path(&p.to_string_lossy()), mode),
+            &policy,
+        )
+    };
+    for mode in MODES {
+        let d = read(&dir.join("call_1.txt"), mode);
+        assert_eq!(
+            (d.verdict, d.source),
+            (Allow, Source::Sandbox),
+            "{mode}: {d:?}"
+        );
+        for sibling in [
+            session.join("tasks.json"),
+            session.join("results-x/call_1.txt"),
+            other.join("call_1.txt"),
+            dir.join("link.txt"),
+        ] {
+            let d = read(&sibling, mode);
+            assert!(
+                !(d.verdict == Allow && d.reason.contains("offloaded")),
+                "{mode} {}: {d:?}",
+                sibling.display()
+            );
+            // Outside the project, so the sandbox refuses them in every mode.
+            assert_eq!(d.verdict, Deny, "{mode} {}: {d:?}", sibling.display());
+        }
+        // Writing there is not what the rule allows.
+        let args = serde_json::json!({"path": dir.join("call_1.txt"), "content": "x"}).to_string();
+        let d = crewmaster::permission::check(&f.req("write_file", &args, mode), &policy);
+        assert_eq!(d.verdict, Deny, "{mode}: {d:?}");
+    }
+    // A deny rule still wins.
+    f.settings("local", r#"{"permissions":{"deny":["Read(~/.crew/**)"]}}"#);
+    let mut policy = f.policy();
+    policy.results_dir = Some(dir.clone());
+    let d = crewmaster::permission::check(
+        &f.req(
+            "read_file",
+            &path(&dir.join("call_1.txt").to_string_lossy()),
+            BypassPermissions,
+        ),
+        &policy,
+    );
+    assert_eq!(d.verdict, Deny, "{d:?}");
+}

@@ -29,11 +29,12 @@ fn lead_run() -> Run {
     let script = base.join("script.json");
     std::fs::write(
         &script,
-        json!({"turns": [
+        // Priced as claude-sonnet-4-5: the first turn costs $0.003.
+        json!({"model": "claude-sonnet-4-5", "turns": [
             {"tool_calls": [
                 {"name": "todo_add", "input": {"subject": "write a.txt"}},
                 {"name": "todo_add", "input": {"subject": "write b.txt", "blocked_by": [1]}}
-            ]},
+            ], "usage": {"input_tokens": 1000, "output_tokens": 0}},
             {"text": "listed"}
         ]})
         .to_string(),
@@ -146,6 +147,10 @@ fn show_lists_members_items_blockers_and_unread_counts() {
         (&json!("idle"), &Value::Null, &json!(1))
     );
     assert_eq!(member(&v, "lead")["unread"], 0);
+    // Each member's cost: the lead's from its run, none yet for the teammates.
+    let lead_cost = member(&v, "lead")["cost_usd"].as_f64().unwrap();
+    assert!((lead_cost - 0.003).abs() < 1e-9, "{lead_cost}");
+    assert_eq!(member(&v, "bob")["cost_usd"], Value::Null);
     let items = v["items"].as_array().unwrap();
     assert_eq!(items.len(), 2);
     assert_eq!(
@@ -173,9 +178,14 @@ fn show_lists_members_items_blockers_and_unread_counts() {
         .find(|l| l.trim_start().starts_with("bob"))
         .unwrap();
     assert!(
-        bob_line.contains("idle") && bob_line.ends_with("unread 1"),
+        bob_line.contains("idle") && bob_line.contains("unread 1") && bob_line.ends_with("cost -"),
         "{bob_line}"
     );
+    let lead_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("lead"))
+        .unwrap();
+    assert!(lead_line.ends_with("cost $0.0030"), "{lead_line}");
 }
 
 #[test]

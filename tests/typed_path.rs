@@ -61,6 +61,7 @@ async fn actors() -> Actors {
         ExecutorArgs {
             registry: registry.clone(),
             default_timeout: Duration::from_secs(10),
+            results: None,
         },
     )
     .await

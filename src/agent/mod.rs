@@ -1,12 +1,14 @@
 //! Agents: Agent Mode and prompts (`mode`), the tool-call path (`pipeline`), the ReAct
 //! loop (`runner`), the lead actor (`lead`), and agent definitions (`definition`).
 
+pub mod budget;
 pub mod catalog;
 pub mod definition;
 pub mod delegate;
 pub mod follow_up;
 pub mod fork;
 pub mod lead;
+pub mod ledger;
 pub mod mode;
 pub mod monitor;
 pub mod pipeline;

@@ -56,6 +56,8 @@ pub struct Pipeline {
     pub hooks: crate::hooks::HookClient,
     /// Auto mode's classifier (`None`: an Ask in auto mode goes to the approver).
     pub auto: Option<Arc<AutoMode>>,
+    /// The session's spending limit, charged by every agent after each turn.
+    pub budget: super::budget::Budget,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's

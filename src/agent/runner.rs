@@ -100,6 +100,9 @@ pub enum RunStatus {
     Cancelled,
     /// The provider failed.
     Failed,
+    /// The session's spending passed its budget (`--max-budget-usd`); the run stopped
+    /// between turns.
+    BudgetExhausted,
 }
 
 impl RunStatus {
@@ -110,6 +113,7 @@ impl RunStatus {
             RunStatus::MaxTurns => "max_turns",
             RunStatus::Cancelled => "cancelled",
             RunStatus::Failed => "failed",
+            RunStatus::BudgetExhausted => "budget_exhausted",
         }
     }
 }
@@ -241,6 +245,12 @@ impl Runner {
             tool_calls: 0,
         };
         for turn in 1..=self.spec.max_turns {
+            // Between turns only: the last turn's tool calls have all finished.
+            if let Some(reason) = self.pipeline.budget.stop_reason() {
+                outcome.status = RunStatus::BudgetExhausted;
+                outcome.result = reason;
+                break;
+            }
             if let Some(tasks) = &place.tasks {
                 inject_notifications(conversation, tasks, agent).await;
             }
@@ -257,7 +267,10 @@ impl Runner {
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: system.clone(),
-                messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
+                messages: crate::offload::micro::compact(
+                    with_reminder(conversation, mode::reminder(req.mode, turn)),
+                    &crate::offload::micro::MicroPolicy::default(),
+                ),
                 tools: deferral.request_tools(conversation),
                 max_tokens: self.spec.max_tokens,
                 agent: agent.to_string(),
@@ -281,6 +294,8 @@ impl Runner {
                 }
             };
             outcome.turns = turn;
+            let (budget, model) = (&self.pipeline.budget, &self.spec.model);
+            super::budget::after_turn(budget, events, agent, model, turn, &output.usage);
             outcome.usage.add(&output.usage);
             events.publish(
                 agent,

@@ -278,6 +278,7 @@ impl Actor for SubAgent {
                     RunStatus::MaxTurns => TaskStatus::MaxTurns,
                     RunStatus::Cancelled => TaskStatus::Cancelled,
                     RunStatus::Failed => TaskStatus::Failed,
+                    RunStatus::BudgetExhausted => TaskStatus::Cancelled,
                 };
                 let _ = state.env.tasks.cast(TaskMsg::Finish {
                     id: state.task_id.clone(),

@@ -73,6 +73,16 @@ pub struct Cli {
     )]
     pub resume: Option<String>,
 
+    /// Start a new session with this id (letters, digits, `-` and `_`) instead of a
+    /// random one, so its directory is known in advance.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["continue_session", "resume"])]
+    pub session_id: Option<String>,
+
+    /// Stop the run cleanly once its cost (cache reads and writes included) passes this
+    /// many US dollars (default: the `maxBudgetUsd` setting, else no limit).
+    #[arg(long, value_name = "USD")]
+    pub max_budget_usd: Option<f64>,
+
     /// Do not wait for background tasks before exiting a `-p` run.
     #[arg(long)]
     pub no_wait: bool,

@@ -28,9 +28,10 @@ pub fn choose(spec: Option<&str>, record: Option<PathBuf>) -> anyhow::Result<Cho
     };
     if let Some(path) = spec.and_then(|s| s.strip_prefix("script:")) {
         let p = ScriptedProvider::from_file(Path::new(path)).context("--model script:PATH")?;
+        let model = p.model().unwrap_or("script").to_string();
         return Ok(ChosenModel {
             provider: Arc::new(with_record(p)),
-            model: "script".into(),
+            model,
             is_demo: false,
         });
     }

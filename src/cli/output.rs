@@ -111,6 +111,43 @@ fn render_text(
     Ok(())
 }
 
+/// The lead's `RequestUsage` events of a run, as JSON objects, until the bus closes.
+pub async fn collect_requests(mut rx: UnboundedReceiver<Event>) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    while let Some(event) = rx.recv().await {
+        if event.agent == "lead"
+            && let EventKind::RequestUsage { .. } = &event.kind
+            && let Ok(mut v) = serde_json::to_value(&event.kind)
+        {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("type");
+            }
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Adds each request's cache figures (`requests`), the run's totals (`cache`) and why
+/// the run stopped when a budget stopped it (`stop_reason`) to the result object.
+pub fn add_spend(
+    json: &mut serde_json::Value,
+    outcome: &RunOutcome,
+    requests: Vec<serde_json::Value>,
+) {
+    let u = &outcome.usage;
+    json["cache"] = json!({
+        "cached": u.cache_read_input_tokens,
+        "created": u.cache_creation_input_tokens,
+        "uncached": u.input_tokens,
+        "read_share": crate::agent::budget::cache_share(u),
+    });
+    json["requests"] = serde_json::Value::Array(requests);
+    if outcome.status == crate::agent::runner::RunStatus::BudgetExhausted {
+        json["stop_reason"] = json!("budget_exhausted");
+    }
+}
+
 /// The final JSON object of `--output-format json` (and the last line of stream-json).
 pub fn result_json(
     outcome: &RunOutcome,

@@ -47,6 +47,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         None => None,
     };
     let rx = prepared.events.subscribe();
+    let requests = tokio::spawn(super::output::collect_requests(prepared.events.subscribe()));
     let format = cli.output_format;
     let printer = tokio::spawn(render_events(
         rx,
@@ -101,17 +102,23 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     prepared.close().await;
     // The bus closes once the session's actors are gone; let the printer drain it.
     let _ = printer.await;
+    let requests = requests.await.unwrap_or_default();
     let outcome = outcome?;
     match format {
+        // Say why the run stopped when it is a limit, not the model, that stopped it.
+        OutputFormat::Text if outcome.status == RunStatus::BudgetExhausted => {
+            eprintln!("crew: stopped: {}", outcome.result);
+        }
         OutputFormat::Text => {}
         OutputFormat::Json | OutputFormat::StreamJson => {
-            let mut result = result_json(&outcome, &session_id, &model, &tasks);
-            result["auto_mode"] = serde_json::to_value(&auto).unwrap_or_default();
-            println!("{result}");
+            let mut json = result_json(&outcome, &session_id, &model, &tasks);
+            json["auto_mode"] = serde_json::to_value(&auto).unwrap_or_default();
+            super::output::add_spend(&mut json, &outcome, requests);
+            println!("{json}");
         }
     }
     Ok(match outcome.status {
-        RunStatus::Completed | RunStatus::MaxTurns => 0,
+        RunStatus::Completed | RunStatus::MaxTurns | RunStatus::BudgetExhausted => 0,
         RunStatus::Cancelled | RunStatus::Failed => 1,
     })
 }

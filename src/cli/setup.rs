@@ -100,6 +100,12 @@ pub async fn prepare(
     for w in hook_warnings {
         warn(w.to_string());
     }
+    if let Some(usd) = cli.max_budget_usd {
+        if !usd.is_finite() || usd < 0.0 {
+            bail!("--max-budget-usd {usd}: give a non-negative number of US dollars");
+        }
+        policy.max_budget_usd = Some(usd);
+    }
     let spec = cli.model.as_deref().or(policy.model.as_deref());
     let max_concurrent_agents = cli
         .max_concurrent_agents
@@ -156,6 +162,10 @@ pub async fn prepare(
     let session_dir = crate::store::session_dir(&project_root, &session_id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
     let agents_dir = session_dir.join("agents");
+    // Offloaded tool results are always readable, and nothing else of ~/.crew by this.
+    policy.results_dir = crate::offload::ResultsDir::of_session(&session_dir)
+        .ensure()
+        .ok();
     // Aliases (Claude Code's `Task` for `agent`) come with the tools' definitions.
     let mut registry = Registry::with_tools(
         builtin_tools()
@@ -221,7 +231,7 @@ pub async fn prepare(
             source: if resuming { "resume" } else { "startup" },
         }),
         orchestration: Some(Orchestration {
-            session_dir,
+            session_dir: session_dir.clone(),
             catalog,
             worktrees: true,
             worktree_base: None,
@@ -242,7 +252,13 @@ pub async fn prepare(
             return Err(e.into());
         }
     };
-    let recorder = crate::transcript::record(&events, transcript, agents_dir);
+    let transcript = crate::transcript::record(&events, transcript, agents_dir);
+    // Each agent's spending, for `crew tasks list` and `crew team show`.
+    let ledger = crate::agent::ledger::record(&events, session_dir);
+    let recorder = tokio::spawn(async move {
+        let _ = transcript.await;
+        let _ = ledger.await;
+    });
     Ok(Prepared {
         session,
         events,
@@ -304,6 +320,26 @@ async fn start_mcp(
 
 /// The session to run in: `--resume ID`, `--continue` (the newest), or a new one; with
 /// the conversation recorded so far.
+/// The id of a new session: `--session-id` (checked: it names a directory), else random.
+fn new_session_id(cli: &Cli, project_root: &std::path::Path) -> anyhow::Result<String> {
+    let Some(id) = &cli.session_id else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    let safe = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    if id.is_empty() || id.len() > 64 || !id.chars().all(safe) {
+        bail!("--session-id `{id}`: use 1 to 64 letters, digits, `-` or `_`");
+    }
+    let dir = crate::store::session_dir(project_root, id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    if dir.exists() {
+        bail!(
+            "--session-id `{id}`: {} already exists; resume it with --resume {id} or pick another id",
+            dir.display()
+        );
+    }
+    Ok(id.clone())
+}
+
 fn choose_session(
     cli: &Cli,
     project_root: &std::path::Path,
@@ -324,7 +360,7 @@ fn choose_session(
         (None, false) => None,
     };
     let Some(id) = id else {
-        return Ok((uuid::Uuid::new_v4().to_string(), Vec::new()));
+        return Ok((new_session_id(cli, project_root)?, Vec::new()));
     };
     let path = crate::transcript::transcript_path(project_root, &id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;

@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Subcommand;
 
-use crate::tasks::{TaskRecord, TaskStatus, load_records, process_alive, stop_request_path};
+use crate::tasks::{
+    TaskKind, TaskRecord, TaskStatus, load_records, process_alive, stop_request_path,
+};
 use crate::tools::task_tools::describe;
 
 /// `crew tasks …`
@@ -80,13 +82,29 @@ pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> any
         TasksCmd::List { json, session } => {
             let dir = session_dir(cwd, session.as_deref())?;
             let records = load_records(&dir)?;
+            // Each agent task's spending, from the session's ledger.
+            let ledger = crate::agent::ledger::Ledger::load(&dir);
+            let cost =
+                |r: &TaskRecord| ledger.for_task(&r.id).filter(|_| r.kind == TaskKind::Agent);
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&records)?)?;
+                let mut list = serde_json::to_value(&records)?;
+                for (v, r) in list.as_array_mut().into_iter().flatten().zip(&records) {
+                    v["cost_usd"] = serde_json::json!(cost(r).map(|a| a.cost_usd));
+                }
+                writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
             } else if records.is_empty() {
                 writeln!(out, "no tasks in session {}", dir.display())?;
             } else {
                 for r in &records {
-                    writeln!(out, "{}", describe(r))?;
+                    match cost(r) {
+                        Some(a) => writeln!(
+                            out,
+                            "{}  cost {}",
+                            describe(r),
+                            crate::agent::ledger::Ledger::cost_text(Some(a))
+                        )?,
+                        None => writeln!(out, "{}", describe(r))?,
+                    }
                 }
             }
             Ok(0)

@@ -3,6 +3,7 @@
 //! through the storage core; a message is appended (and fsynced) to the recipient's inbox,
 //! which the running session notices within a fraction of a second (`team::watch`).
 
+use crate::agent::ledger::{AgentSpend, Ledger};
 use std::io::Write;
 use std::path::Path;
 
@@ -154,8 +155,13 @@ pub fn view(team: &Team) -> anyhow::Result<TeamView> {
     })
 }
 
-/// Writes the view as text.
-pub fn write_text(v: &TeamView, out: &mut dyn Write) -> std::io::Result<()> {
+/// A member's spending: the lead's under `lead`, a teammate's under its agent id.
+fn member_spend<'l>(ledger: &'l Ledger, m: &MemberView) -> Option<&'l AgentSpend> {
+    ledger.agents.get(m.agent_id.as_deref().unwrap_or("lead"))
+}
+
+/// Writes the view as text, with each member's cost from `ledger`.
+pub fn write_text(v: &TeamView, ledger: &Ledger, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "team {}  ({})", v.team, v.dir.display())?;
     writeln!(out, "members:")?;
     let now = now_ms();
@@ -170,8 +176,14 @@ pub fn write_text(v: &TeamView, out: &mut dyn Write) -> std::io::Result<()> {
         });
         writeln!(
             out,
-            "  {:<16} {:<16} {:<9} item {:<5} active {:<9} unread {}",
-            m.name, m.agent_type, status, item, active, m.unread
+            "  {:<16} {:<16} {:<9} item {:<5} active {:<9} unread {:<3} cost {}",
+            m.name,
+            m.agent_type,
+            status,
+            item,
+            active,
+            m.unread,
+            Ledger::cost_text(member_spend(ledger, m))
         )?;
     }
     writeln!(out, "items:")?;
@@ -216,10 +228,19 @@ pub fn run(cmd: TeamCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32>
         TeamCmd::Show { json, session } => {
             let team = find_team(cwd, session.as_deref())?;
             let v = view(&team)?;
+            // Each member's spending, from the ledger of the team's session.
+            let ledger = crate::store::session_dir(&crate::store::project_root(cwd), team.name())
+                .map(|dir| Ledger::load(&dir))
+                .unwrap_or_default();
             if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+                let mut json = serde_json::to_value(&v)?;
+                let members = json["members"].as_array_mut().into_iter().flatten();
+                for (j, m) in members.zip(&v.members) {
+                    j["cost_usd"] = serde_json::json!(member_spend(&ledger, m).map(|a| a.cost_usd));
+                }
+                writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
             } else {
-                write_text(&v, out)?;
+                write_text(&v, &ledger, out)?;
             }
             Ok(0)
         }

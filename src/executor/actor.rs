@@ -9,6 +9,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::run_cleared;
 use crate::gate::ClearedCall;
+use crate::offload::ResultsDir;
 use crate::protocol::ToolResult;
 use crate::tools::Registry;
 
@@ -28,6 +29,7 @@ pub struct ToolExecutor;
 pub struct ExecutorState {
     registry: Arc<Registry>,
     default_timeout: Duration,
+    results: Option<Arc<ResultsDir>>,
 }
 
 /// What the executor needs to start.
@@ -36,6 +38,8 @@ pub struct ExecutorArgs {
     pub registry: Arc<Registry>,
     /// Timeout for tools that set none.
     pub default_timeout: Duration,
+    /// Where large results are offloaded (`None`: they are cut instead).
+    pub results: Option<ResultsDir>,
 }
 
 impl Actor for ToolExecutor {
@@ -51,6 +55,7 @@ impl Actor for ToolExecutor {
         Ok(ExecutorState {
             registry: args.registry,
             default_timeout: args.default_timeout,
+            results: args.results.map(Arc::new),
         })
     }
 
@@ -64,8 +69,9 @@ impl Actor for ToolExecutor {
         let ExecutorMsg::Execute(cleared, reply) = msg;
         let registry = state.registry.clone();
         let timeout = state.default_timeout;
+        let results = state.results.clone();
         tokio::spawn(async move {
-            let result = run_cleared(registry, cleared, timeout).await;
+            let result = run_cleared(registry, cleared, timeout, results).await;
             // The caller may have given up (cancelled turn); the result is then unwanted.
             let _ = reply.send(result);
         });

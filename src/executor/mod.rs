@@ -1,5 +1,6 @@
 //! The tool executor: runs cleared calls with argument validation, a timeout, a panic
-//! guard and output truncation. `run_cleared` is the whole procedure, private to this
+//! guard and result offloading (`offload`: large results are saved to the session's
+//! `results` directory and previewed). `run_cleared` is the whole procedure, private to this
 //! module; the actor in `actor.rs` only spawns it so its mailbox never waits on a tool.
 //! Outside code cannot run a call without the executor actor (and so without the gate):
 //!
@@ -13,13 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::gate::ClearedCall;
-use crate::protocol::ToolResult;
+use crate::offload::{ResultsDir, offload};
+use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, schema};
 
 /// The executor's default per-call timeout when a tool sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Results longer than this many characters are cut in the middle.
+/// Results longer than this many characters are cut in the middle when they cannot be
+/// offloaded (no session directory).
 pub const MAX_RESULT_CHARS: usize = 30_000;
 
 /// Runs one cleared call to completion (only the executor actor calls it) and returns the result the model will see.
@@ -28,8 +31,44 @@ async fn run_cleared(
     registry: Arc<Registry>,
     cleared: ClearedCall,
     default_timeout: Duration,
+    results: Option<Arc<ResultsDir>>,
 ) -> ToolResult {
-    let (call, name, ctx) = cleared.into_parts();
+    let (call, name, mut ctx) = cleared.into_parts();
+    // A tool that streams its output (run_command) writes it here as it comes.
+    let spill = results.as_ref().map(|r| r.fresh_path(&call.id));
+    ctx.offload_to = spill.clone();
+    let mut result = run_tool(registry, &call, &name, ctx, default_timeout).await;
+    let streamed = spill.filter(|p| p.exists());
+    if streamed.is_some() && result.content.len() <= crate::offload::OFFLOAD_ABOVE_BYTES {
+        // The tool saved its whole output and shows a preview already.
+        result.saved_to = streamed;
+        return result;
+    }
+    let id = call.id.clone();
+    let text = std::mem::take(&mut result.content);
+    let shown = tokio::task::spawn_blocking(move || offload(results.as_deref(), &id, text)).await;
+    match shown {
+        Ok(shown) => {
+            result.content = shown.text;
+            result.saved_to = shown.saved_to.or(streamed);
+        }
+        Err(e) => {
+            let reason = format!("the tool ran, but preparing its result failed: {e}");
+            return ToolResult::error(&call.id, "failed", reason);
+        }
+    }
+    result
+}
+
+/// Runs the tool of a cleared call: validation, timeout, panic guard.
+async fn run_tool(
+    registry: Arc<Registry>,
+    call: &ToolCall,
+    name: &str,
+    ctx: crate::tools::ToolContext,
+    default_timeout: Duration,
+) -> ToolResult {
+    let name = name.to_string();
     let Some(tool) = registry.get(&name) else {
         return ToolResult::error(
             &call.id,
@@ -58,12 +97,8 @@ async fn run_cleared(
     let handle = tokio::spawn(async move { tool.run(input, ctx).await });
     let abort = handle.abort_handle();
     match tokio::time::timeout(timeout, handle).await {
-        Ok(Ok(Ok(text))) => ToolResult::ok(&call.id, truncate(&text, MAX_RESULT_CHARS)),
-        Ok(Ok(Err(e))) => ToolResult::error(
-            &call.id,
-            e.code(),
-            truncate(&e.to_string(), MAX_RESULT_CHARS),
-        ),
+        Ok(Ok(Ok(text))) => ToolResult::ok(&call.id, text),
+        Ok(Ok(Err(e))) => ToolResult::error(&call.id, e.code(), e.to_string()),
         Ok(Err(join)) if join.is_panic() => ToolResult::error(
             &call.id,
             "panicked",
@@ -107,6 +142,15 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 /// Cuts `text` to at most about `max` characters, keeping the head and the tail and
 /// saying how much was cut.
 pub fn truncate(text: &str, max: usize) -> String {
+    truncate_with(
+        text,
+        max,
+        "narrow the request (offset/limit, a tighter pattern, head_limit) to see them",
+    )
+}
+
+/// [`truncate`] with `note` saying why the cut text cannot be seen, or how to see it.
+pub fn truncate_with(text: &str, max: usize, note: &str) -> String {
     let total = text.chars().count();
     if total <= max {
         return text.to_string();
@@ -116,7 +160,7 @@ pub fn truncate(text: &str, max: usize) -> String {
     let head: String = text.chars().take(head_len).collect();
     let tail: String = text.chars().skip(total - tail_len).collect();
     format!(
-        "{head}\n[… {} characters cut of {total}; narrow the request (offset/limit, a tighter pattern, head_limit) to see them …]\n{tail}",
+        "{head}\n[… {} characters cut of {total}; {note} …]\n{tail}",
         total - head_len - tail_len
     )
 }

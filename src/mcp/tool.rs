@@ -2,7 +2,7 @@
 //! JSON schema, read-only only when the server annotates it `readOnlyHint: true` (anything
 //! else is a side effect), and the MCP permission spec so rules `mcp__server`,
 //! `mcp__server__tool` and `mcp__server__*` cover it. It runs like every other tool (the
-//! executor's timeout and truncation apply); the result's text is kept, images, audio and
+//! executor's timeout and result offloading apply); the result's text is kept, images, audio and
 //! resources are kept or described, and `isError` becomes a tool error.
 
 use async_trait::async_trait;

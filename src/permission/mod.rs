@@ -223,6 +223,10 @@ pub struct Policy {
     /// Directories file tools may read (never write) below besides the sandbox roots:
     /// the user's skill directories (canonical). Credentials and deny rules still apply.
     pub read_roots: Vec<PathBuf>,
+    /// The session's `results` directory (canonical), where large tool results are
+    /// offloaded: read tools may always read below it, in every mode (a deny rule still
+    /// wins). Nothing else below `~/.crew` is opened by this.
+    pub results_dir: Option<PathBuf>,
     /// The user's home, for `~` patterns and credential paths.
     pub home: Option<PathBuf>,
     /// Every rule of every layer (session rules included), in any order.
@@ -235,6 +239,9 @@ pub struct Policy {
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
     pub max_concurrent_agents: Option<usize>,
+    /// The `maxBudgetUsd` setting: the lowest any layer sets (a spending limit only
+    /// tightens), or `--max-budget-usd`.
+    pub max_budget_usd: Option<f64>,
     /// Whether the project folder is trusted: only then did its shared settings (allow
     /// rules, a looser `defaultMode`, `worktree.setup`) take effect.
     pub trusted: bool,

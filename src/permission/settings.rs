@@ -93,6 +93,8 @@ struct RawSettings {
     model: Option<String>,
     #[serde(rename = "maxConcurrentAgents")]
     max_concurrent_agents: Option<usize>,
+    #[serde(rename = "maxBudgetUsd")]
+    max_budget_usd: Option<f64>,
     /// Read only to report an ignored `worktree.setup` (the worktree module applies it).
     worktree: Option<Value>,
     #[serde(rename = "commandEnv")]
@@ -354,6 +356,20 @@ impl Policy {
                 if policy.auto_mode.timeout_ms.is_none() {
                     policy.auto_mode.timeout_ms = auto.timeout_ms;
                 }
+            }
+            match raw.max_budget_usd {
+                Some(usd) if usd.is_finite() && usd >= 0.0 => {
+                    policy.max_budget_usd =
+                        Some(policy.max_budget_usd.map_or(usd, |b: f64| b.min(usd)));
+                }
+                Some(usd) => warn(
+                    &mut warnings,
+                    format!(
+                        "maxBudgetUsd {usd} in {} is not a non-negative number of US dollars; it was ignored",
+                        path.display()
+                    ),
+                ),
+                None => {}
             }
         }
         Ok((policy, warnings))

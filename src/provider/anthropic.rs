@@ -5,6 +5,8 @@
 //! Prompt caching: `cache_control: ephemeral` goes on the system prompt, the last tool
 //! definition and the last block of the newest message (3 of the 4 allowed breakpoints),
 //! so each turn of an agent loop re-reads everything before its newest message from cache.
+//! When that last block is a per-turn `<system-reminder>` (Plan Mode), the block before
+//! it takes the 4th breakpoint, since the reminder is not repeated at that place.
 
 use std::collections::HashMap;
 
@@ -118,8 +120,17 @@ pub fn messages(conversation: &[Message]) -> Vec<Value> {
     }
     if let Some((_, blocks)) = out.last_mut() {
         // Thinking blocks cannot carry cache_control.
-        if let Some(b) = blocks.iter_mut().rev().find(|b| b["type"] != "thinking") {
+        let mut cacheable = blocks.iter_mut().rev().filter(|b| b["type"] != "thinking");
+        if let Some(b) = cacheable.next() {
+            // A per-turn reminder is not sent again next turn: the block before it gets
+            // the 4th breakpoint, so the next request still finds this prefix.
+            let reminder = b["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("<system-reminder>"));
             b["cache_control"] = ephemeral();
+            if reminder && let Some(before) = cacheable.next() {
+                before["cache_control"] = ephemeral();
+            }
         }
     }
     out.into_iter()

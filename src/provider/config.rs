@@ -167,8 +167,8 @@ fn script(path: &str) -> Result<Resolved, ProviderError> {
     let provider = ScriptedProvider::from_file(Path::new(path))
         .map_err(|e| ProviderError::Config(format!("--model script:{path}: {e}")))?;
     Ok(Resolved {
+        model: provider.model().unwrap_or("script").to_string(),
         provider: Arc::new(provider),
-        model: "script".into(),
         is_demo: false,
         label: format!("script:{path}"),
     })

@@ -3,6 +3,7 @@
 //! required `stream()`; request/response conversion lives in pure functions beside it.
 
 pub mod anthropic;
+pub mod cache_sim;
 pub mod config;
 pub mod http;
 pub mod openai;

@@ -32,6 +32,10 @@
 //! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry —
 //! each such agent from its first turn; all others share `turns`. Once a script runs out, every further turn answers
 //! `[script exhausted]` and ends.
+//!
+//! Top-level `"model": NAME` makes the run use (and be priced as) that model name;
+//! `"cache": true` makes turns without their own `usage` report what Anthropic's prompt
+//! cache would bill for the request (`cache_sim`), output estimated at 4 bytes a token.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -42,6 +46,7 @@ use async_stream::stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::cache_sim::{CacheBill, CacheSim};
 use super::{EventStream, ModelRequest, Provider, ProviderError, StreamEvent};
 use crate::protocol::{StopReason, ToolCall, Usage};
 
@@ -55,6 +60,14 @@ pub struct Script {
     /// Per-agent scripts, keyed by agent id or subagent type.
     #[serde(default)]
     pub agents: HashMap<String, AgentScript>,
+    /// The model this script stands in for: requests name it and its price applies
+    /// (default: `script`, which has no price).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Report each turn's usage as Anthropic's prompt cache would bill the request
+    /// (`cache_sim`); a turn with its own `usage` keeps it.
+    #[serde(default)]
+    pub cache: bool,
 }
 
 /// One agent's turns.
@@ -187,6 +200,7 @@ pub struct ScriptedProvider {
     cursor: Arc<Mutex<Cursor>>,
     requests: Arc<Mutex<Vec<ModelRequest>>>,
     record_to: Option<PathBuf>,
+    cache: Arc<Mutex<CacheSim>>,
 }
 
 impl ScriptedProvider {
@@ -197,6 +211,7 @@ impl ScriptedProvider {
             cursor: Arc::default(),
             requests: Arc::default(),
             record_to: None,
+            cache: Arc::default(),
         }
     }
 
@@ -223,6 +238,11 @@ impl ScriptedProvider {
     pub fn record_to(mut self, path: PathBuf) -> Self {
         self.record_to = Some(path);
         self
+    }
+
+    /// The model the script stands in for, if it names one.
+    pub fn model(&self) -> Option<&str> {
+        self.script.model.as_deref()
     }
 
     /// Every request received so far, in order.
@@ -288,11 +308,15 @@ impl Provider for ScriptedProvider {
             .as_ref()
             .and_then(|t| t.wait_for.as_deref())
             .map(|p| signal_path(p, &request.agent));
+        let billed = self.script.cache.then(|| lock(&self.cache).bill(&request));
         lock(&self.requests).push(request);
-        let turn = turn.unwrap_or_else(|| Turn {
+        let mut turn = turn.unwrap_or_else(|| Turn {
             text: Some("[script exhausted]".into()),
             ..Turn::default()
         });
+        if let (None, Some(bill)) = (&turn.usage, billed) {
+            turn.usage = Some(simulated_usage(&turn, bill));
+        }
         Box::pin(stream! {
             if turn.delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(turn.delay_ms)).await;
@@ -346,6 +370,22 @@ impl Provider for ScriptedProvider {
             let reason = turn.stop_reason.unwrap_or(if has_calls { StopReason::ToolUse } else { StopReason::EndTurn });
             yield Ok(StreamEvent::Stop { reason });
         })
+    }
+}
+
+/// A turn's usage as billed by the simulated cache, output at 4 bytes a token.
+fn simulated_usage(turn: &Turn, bill: CacheBill) -> Usage {
+    let out_bytes = turn.text.as_ref().map_or(0, String::len)
+        + turn
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.input.as_ref().map_or(2, |v| v.to_string().len()))
+            .sum::<usize>();
+    Usage {
+        input_tokens: bill.uncached,
+        output_tokens: (out_bytes as u64).div_ceil(4),
+        cache_creation_input_tokens: bill.created,
+        cache_read_input_tokens: bill.read,
     }
 }
 

@@ -144,6 +144,10 @@ pub struct ToolContext {
     /// The tools deferred for the calling agent's run, which `tool_search` searches
     /// (`None`: nothing is deferred).
     pub deferred_tools: Option<std::sync::Arc<[Definition]>>,
+    /// A fresh file in the session's `results` directory where a tool may stream an
+    /// output too large for the conversation (set by the executor; `None`: no such
+    /// directory, so output is only capped).
+    pub offload_to: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -174,6 +178,7 @@ impl ToolContext {
             team: None,
             fork: None,
             deferred_tools: None,
+            offload_to: None,
         }
     }
 

@@ -41,6 +41,9 @@ pub const DRAIN_GRACE: Duration = Duration::from_millis(500);
 /// Bytes kept of each of stdout and stderr (head and tail; the middle is cut).
 pub const OUTPUT_CAP_BYTES: usize = 20_000;
 
+/// Bytes kept of each stream when the whole stream is saved to a file: the preview.
+pub const SAVED_PREVIEW_BYTES: usize = 6_000;
+
 /// Why a command could not be run to completion.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
@@ -127,8 +130,32 @@ pub async fn run_in_group(
     cancel: &CancellationToken,
     sandbox: &CommandSandbox,
 ) -> Result<ProcessOutput, ProcessError> {
+    run_in_group_saving(command, cwd, timeout, cancel, sandbox, None).await
+}
+
+/// [`run_in_group`], writing a stream that outgrows its preview whole to a file as it is
+/// read: stdout to `save_to`, stderr beside it (`<name>.stderr.txt`). Memory stays at
+/// the preview size however much the command prints.
+pub async fn run_in_group_saving(
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+    sandbox: &CommandSandbox,
+    save_to: Option<&Path>,
+) -> Result<ProcessOutput, ProcessError> {
     let mut shell = shell_command(command, cwd, sandbox)?;
-    let ran = run_command_in_group(&mut shell.cmd, cwd, timeout, cancel).await;
+    let captures = match save_to {
+        Some(path) => (
+            Capture::spilling(SAVED_PREVIEW_BYTES, path.to_path_buf()),
+            Capture::spilling(SAVED_PREVIEW_BYTES, path.with_extension("stderr.txt")),
+        ),
+        None => (
+            Capture::new(OUTPUT_CAP_BYTES),
+            Capture::new(OUTPUT_CAP_BYTES),
+        ),
+    };
+    let ran = run_with_captures(&mut shell.cmd, cwd, timeout, cancel, captures).await;
     // Restore protected files however the command ended (it may have been killed).
     let restored = shell.guard.finish();
     match ran {
@@ -164,9 +191,23 @@ pub async fn run_command_in_group(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<ProcessOutput, ProcessError> {
+    let captures = (
+        Capture::new(OUTPUT_CAP_BYTES),
+        Capture::new(OUTPUT_CAP_BYTES),
+    );
+    run_with_captures(cmd, cwd, timeout, cancel, captures).await
+}
+
+async fn run_with_captures(
+    cmd: &mut Command,
+    cwd: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+    (stdout, stderr): (Capture, Capture),
+) -> Result<ProcessOutput, ProcessError> {
     let mut group = GroupChild::spawn(cmd, cwd)?;
-    let stdout = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP_BYTES)));
-    let stderr = Arc::new(Mutex::new(Capture::new(OUTPUT_CAP_BYTES)));
+    let stdout = Arc::new(Mutex::new(stdout));
+    let stderr = Arc::new(Mutex::new(stderr));
     let mut readers = Readers(Vec::new());
     if let Some(out) = group.child_mut().stdout.take() {
         readers.0.push(spawn_reader(out, Arc::clone(&stdout)));

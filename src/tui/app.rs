@@ -108,6 +108,8 @@ pub struct App {
     pub permission: PermissionMode,
     /// Usage so far (lead and subagents).
     pub usage: Usage,
+    /// The lead's latest request: how the prompt cache served its input.
+    pub last_request: Usage,
     /// The agent mode of the lead's current run, if one is running.
     pub running: Option<AgentMode>,
     /// Whether the user asked to quit and must confirm stopping running tasks.
@@ -145,6 +147,7 @@ impl App {
             plan: PlanStage::Off,
             permission,
             usage: Usage::default(),
+            last_request: Usage::default(),
             running: None,
             confirm_quit: false,
             quit: false,
@@ -437,7 +440,12 @@ impl App {
             } => self
                 .transcript
                 .tool_finished(agent, &call_id, is_error, &summary),
-            EventKind::TurnFinished { usage, .. } => self.usage.add(&usage),
+            EventKind::TurnFinished { usage, .. } => {
+                self.usage.add(&usage);
+                if lead {
+                    self.last_request = usage;
+                }
+            }
             EventKind::RunStarted { .. } if !lead => self.notice(format!("[{agent}] started")),
             EventKind::RunFinished { status, .. } if !lead => {
                 self.notice(format!("[{agent}] {status}"))

@@ -22,6 +22,8 @@ pub struct Status {
     pub model: String,
     /// Usage of the session so far (lead and subagents).
     pub usage: Usage,
+    /// The lead's latest request, for its prompt-cache figures.
+    pub last_request: Usage,
     /// Background tasks and subagents still pending or running.
     pub running_tasks: usize,
     /// Whether the lead is in a run.
@@ -52,6 +54,22 @@ pub fn format_tokens(n: u64) -> String {
     }
 }
 
+/// The last request's cache figures: ` · cache 93% (12.3k read, 410 new, 0 uncached)`,
+/// or nothing before the first request.
+fn cache_text(u: &Usage) -> String {
+    let input = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens;
+    if input == 0 {
+        return String::new();
+    }
+    format!(
+        " · cache {:.0}% ({} read, {} new, {} uncached)",
+        crate::agent::budget::cache_share(u) * 100.0,
+        format_tokens(u.cache_read_input_tokens),
+        format_tokens(u.cache_creation_input_tokens),
+        format_tokens(u.input_tokens)
+    )
+}
+
 impl Status {
     /// The status as one line of spans.
     pub fn line(&self) -> Line<'static> {
@@ -65,6 +83,7 @@ impl Status {
         if let Some(cost) = cost_usd(&self.model, &self.usage) {
             tokens.push_str(&format!(" ${cost:.4}"));
         }
+        tokens.push_str(&cache_text(&self.last_request));
         let mut spans = vec![
             Span::styled(
                 format!(" {} ", self.agent_mode),
@@ -128,6 +147,7 @@ mod tests {
                 output_tokens: 800,
                 ..Usage::default()
             },
+            last_request: Usage::default(),
             running_tasks: 2,
             busy: false,
             auto_off: None,
@@ -189,5 +209,25 @@ mod tests {
         insta::assert_snapshot!(t.backend());
         let text = format!("{}", t.backend());
         assert!(text.contains("12.8k tok") && !text.contains('$'), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+
+    #[test]
+    fn the_last_requests_cache_figures_are_shown_once_there_is_one() {
+        assert_eq!(cache_text(&Usage::default()), "");
+        let u = Usage {
+            input_tokens: 20,
+            cache_creation_input_tokens: 410,
+            cache_read_input_tokens: 12_300,
+            output_tokens: 50,
+        };
+        assert_eq!(
+            cache_text(&u),
+            " · cache 97% (12.3k read, 410 new, 20 uncached)"
+        );
     }
 }

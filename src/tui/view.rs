@@ -20,6 +20,7 @@ pub fn status(app: &App) -> Status {
         permission: app.permission,
         model: app.info.model.clone(),
         usage: app.usage,
+        last_request: app.last_request,
         running_tasks: app.tasks.running(),
         busy: app.running.is_some(),
         auto_off: app.auto_off.clone(),

@@ -329,5 +329,6 @@ fn status_of(outcome: &RunOutcome) -> TaskStatus {
         RunStatus::MaxTurns => TaskStatus::MaxTurns,
         RunStatus::Cancelled => TaskStatus::Cancelled,
         RunStatus::Failed => TaskStatus::Failed,
+        RunStatus::BudgetExhausted => TaskStatus::Cancelled,
     }
 }

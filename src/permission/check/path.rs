@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
+use super::super::Category;
 use super::super::classify::Classified;
 use super::super::rules::{Rule, RuleKind};
 use super::super::spec::RuleName;
-use super::super::{Decision, Source, sandbox};
+use super::super::{Decision, Source, Verdict, sandbox};
 use super::{Ctx, deny, fallback, from_rule};
 
 pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
@@ -35,6 +36,9 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
             target,
         );
         d.rule = Some(format!("~/{name}"));
+        return d;
+    }
+    if let Some(d) = offloaded_result(ctx, c, &real, raw, resolved.exists) {
         return d;
     }
     // A missing target is judged both where a write would land (through a dangling link)
@@ -101,6 +105,36 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
     };
     d.target = Some(target);
     d
+}
+
+/// A read of an offloaded tool result (below the session's `results` directory) is
+/// allowed in every mode, as the model was told it could read it; a deny rule still
+/// wins. Writes and anything outside that one directory are judged as usual.
+fn offloaded_result(
+    ctx: &Ctx<'_>,
+    c: &Classified,
+    real: &Path,
+    raw: &str,
+    exists: bool,
+) -> Option<Decision> {
+    let dir = ctx.policy.results_dir.as_ref()?;
+    if c.writes || c.category != Category::Read || !exists || !real.starts_with(dir) {
+        return None;
+    }
+    let target = real.display().to_string();
+    if let Some(r) = path_deny(ctx, &[&c.rule_names], real) {
+        let mut d = from_rule(r, raw);
+        d.target = Some(target);
+        return Some(d);
+    }
+    let mut d = Decision::new(
+        Verdict::Allow,
+        Source::Sandbox,
+        format!("`{raw}` is an offloaded tool result of this session, which is always readable"),
+    );
+    d.target = Some(target);
+    d.category = Some(Category::Read);
+    Some(d)
 }
 
 /// The strongest deny rule for `real` under the first of `groups` (each the rule names

@@ -1,7 +1,13 @@
 //! A capped capture of a process's output stream: keeps the head and the tail (where
-//! build errors and summaries usually are) and counts what was cut in between.
+//! build errors and summaries usually are) and counts what was cut in between. With a
+//! spill file, a stream that outgrows the cap is also written whole to that file as it
+//! is read (`offload`), so a command printing 20 MB never holds it in memory.
 
 use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Bytes of one output stream, kept up to a cap.
 #[derive(Debug, Clone, Default)]
@@ -11,6 +17,22 @@ pub struct Capture {
     head_cap: usize,
     tail_cap: usize,
     total: u64,
+    lines: u64,
+    spill: Spill,
+}
+
+/// Where a stream that outgrows its cap goes whole.
+#[derive(Debug, Clone, Default)]
+enum Spill {
+    /// Nowhere: the middle is cut.
+    #[default]
+    None,
+    /// To this file, created when the cap is first passed.
+    Pending(PathBuf),
+    /// Being written.
+    Open(PathBuf, Arc<File>),
+    /// Writing failed; the middle is cut, and the note says why.
+    Failed(PathBuf, String),
 }
 
 impl Capture {
@@ -22,12 +44,62 @@ impl Capture {
             tail: VecDeque::new(),
             head_cap,
             tail_cap: cap - head_cap,
-            total: 0,
+            ..Self::default()
+        }
+    }
+
+    /// A capture like [`Capture::new`] that writes the whole stream to `path` (created
+    /// new, owner-only) once it outgrows `cap`.
+    pub fn spilling(cap: usize, path: PathBuf) -> Self {
+        Self {
+            spill: Spill::Pending(path),
+            ..Self::new(cap)
+        }
+    }
+
+    /// Where the whole stream was saved, when it outgrew the cap and was saved.
+    pub fn saved_to(&self) -> Option<&std::path::Path> {
+        match &self.spill {
+            Spill::Open(path, _) => Some(path),
+            _ => None,
         }
     }
 
     /// Appends bytes read from the stream.
-    pub fn push(&mut self, mut bytes: &[u8]) {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.lines += bytes.iter().filter(|b| **b == b'\n').count() as u64;
+        self.spill(bytes);
+        self.keep(bytes);
+    }
+
+    /// Writes `bytes` to the spill file, opening it (with everything kept so far, which
+    /// is everything read so far) when they would overflow the cap.
+    fn spill(&mut self, bytes: &[u8]) {
+        let cap = (self.head_cap + self.tail_cap) as u64;
+        if let Spill::Pending(path) = &self.spill
+            && self.total + bytes.len() as u64 > cap
+        {
+            let path = path.clone();
+            let opened = crate::offload::create_new(&path).and_then(|mut f| {
+                f.write_all(&self.head)?;
+                let (a, b) = self.tail.as_slices();
+                f.write_all(a)?;
+                f.write_all(b)?;
+                Ok(f)
+            });
+            self.spill = match opened {
+                Ok(f) => Spill::Open(path, Arc::new(f)),
+                Err(e) => Spill::Failed(path, e.to_string()),
+            };
+        }
+        if let Spill::Open(path, file) = &self.spill
+            && let Err(e) = (&**file).write_all(bytes)
+        {
+            self.spill = Spill::Failed(path.clone(), e.to_string());
+        }
+    }
+
+    fn keep(&mut self, mut bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let room = self.head_cap.saturating_sub(self.head.len());
         let take = room.min(bytes.len());
@@ -66,11 +138,21 @@ impl Capture {
             return format!("{head}{}", String::from_utf8_lossy(&tail));
         }
         let tail: Vec<u8> = self.tail.iter().copied().collect();
-        format!(
-            "{head}\n[… {cut} bytes of {} cut from the middle …]\n{}",
-            self.total,
-            String::from_utf8_lossy(&tail)
-        )
+        let note = match &self.spill {
+            Spill::Open(path, _) => format!(
+                "{cut} bytes not shown; all {} bytes ({} lines) are saved in {}: read_file that path with offset and limit (in lines) to see any part",
+                self.total,
+                self.lines,
+                path.display()
+            ),
+            Spill::Failed(path, e) => format!(
+                "{cut} bytes of {} cut from the middle; saving them to {} failed: {e}",
+                self.total,
+                path.display()
+            ),
+            _ => format!("{cut} bytes of {} cut from the middle", self.total),
+        };
+        format!("{head}\n[… {note} …]\n{}", String::from_utf8_lossy(&tail))
     }
 
     /// Whether nothing was captured.
@@ -105,6 +187,33 @@ mod tests {
         assert!(text.starts_with("012345\n"), "{text}");
         assert!(text.ends_with("\nghij"), "{text}");
         assert!(text.contains("10 bytes of 20 cut"), "{text}");
+    }
+
+    #[test]
+    fn a_spilling_capture_saves_the_whole_stream_once_it_outgrows_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.txt");
+        let mut small = Capture::spilling(10, path.clone());
+        small.push(b"0123456789");
+        assert!(small.saved_to().is_none() && !path.exists());
+        let mut c = Capture::spilling(10, path.clone());
+        let mut all = Vec::new();
+        for i in 0..1000 {
+            let line = format!("line {i}\n");
+            all.extend_from_slice(line.as_bytes());
+            c.push(line.as_bytes());
+        }
+        assert_eq!(c.saved_to(), Some(path.as_path()));
+        assert_eq!(std::fs::read(&path).unwrap(), all);
+        let text = c.text();
+        assert!(text.contains("(1000 lines) are saved in"), "{text}");
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        // An existing file is never replaced: the capture cuts and says why.
+        let mut again = Capture::spilling(10, path.clone());
+        again.push(&all);
+        assert!(again.saved_to().is_none());
+        assert!(again.text().contains("failed"), "{}", again.text());
+        assert_eq!(std::fs::read(&path).unwrap(), all);
     }
 
     #[test]
