@@ -70,6 +70,7 @@ async fn main() -> anyhow::Result<()> {
     let events = EventBus::new();
     let mut rx = events.subscribe();
     let session = SessionHandle::start(SessionConfig {
+        auto: None,
         cwd: cwd.clone(),
         permission_mode: PermissionMode::BypassPermissions,
         policy,

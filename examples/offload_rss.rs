@@ -58,6 +58,7 @@ async fn main() -> anyhow::Result<()> {
     ]});
     let provider = ScriptedProvider::new(serde_json::from_value(script)?);
     let session = SessionHandle::start(SessionConfig {
+        auto: None,
         cwd: cwd.clone(),
         permission_mode: PermissionMode::BypassPermissions,
         policy,

@@ -295,6 +295,7 @@ async fn a_session_grant_survives_a_restart_of_the_engine() {
             approver: crewmaster::approver::actor::ApproverPolicy::Headless,
             registry: std::sync::Arc::new(crewmaster::tools::Registry::new()),
             default_timeout: std::time::Duration::from_secs(10),
+            results: None,
         },
         sup.get_cell(),
     )

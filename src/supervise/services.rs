@@ -79,6 +79,8 @@ pub struct ServiceArgs {
     pub registry: Arc<Registry>,
     /// The executor's timeout for tools that set none.
     pub default_timeout: Duration,
+    /// Where the executor offloads large results (`None`: they are cut instead).
+    pub results: Option<crate::offload::ResultsDir>,
 }
 
 /// The running services and what each is restarted from.
@@ -99,6 +101,7 @@ pub struct Services {
     approver_policy: ApproverPolicy,
     registry: Arc<Registry>,
     default_timeout: Duration,
+    results: Option<crate::offload::ResultsDir>,
     gate_memory: GateMemory,
     supervisor: ActorCell,
 }
@@ -130,6 +133,7 @@ impl Services {
                 ExecutorArgs {
                     registry: args.registry.clone(),
                     default_timeout: args.default_timeout,
+                    results: args.results.clone(),
                 },
                 supervisor.clone(),
             )
@@ -161,6 +165,7 @@ impl Services {
             approver_policy: args.approver,
             registry: args.registry,
             default_timeout: args.default_timeout,
+            results: args.results,
             gate_memory,
             supervisor,
         })
@@ -229,6 +234,7 @@ impl Services {
                 let args = ExecutorArgs {
                     registry: self.registry.clone(),
                     default_timeout: self.default_timeout,
+                    results: self.results.clone(),
                 };
                 let (a, _) = Actor::spawn_linked(None, ToolExecutor, args, sup).await?;
                 self.executor.replace(a);
