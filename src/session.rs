@@ -64,6 +64,8 @@ pub struct SessionConfig {
     pub orchestration: Option<Orchestration>,
     /// The configured hooks and what they are told about the session (`None`: no hooks).
     pub hooks: Option<SessionHooks>,
+    /// Context windows and when agents compact (`contextWindows`, `autoCompact`).
+    pub context: crate::agent::context::ContextSettings,
 }
 
 /// What the session's `Hooks` actor is built from.
@@ -210,6 +212,7 @@ impl Actor for Session {
                 gate,
                 events: cfg.events.clone(),
                 hooks: hooks.clone(),
+                context: Arc::new(cfg.context),
             },
             provider: cfg.provider,
             spec: cfg.lead,

@@ -189,8 +189,14 @@ pub fn load_agent_conversation(path: &Path, agent: &str) -> Result<Vec<Message>,
                 });
             }
         };
-        if let (true, EventKind::MessageAppended { message }) = (event.agent == agent, event.kind) {
-            conversation.push(message);
+        if event.agent != agent {
+            continue;
+        }
+        match event.kind {
+            EventKind::MessageAppended { message } => conversation.push(message),
+            // A compaction replaces the conversation whole (one line: all or nothing).
+            EventKind::Compacted { messages, .. } => conversation = messages,
+            _ => {}
         }
     }
     Ok(conversation)

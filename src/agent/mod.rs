@@ -2,6 +2,7 @@
 //! loop (`runner`), the lead actor (`lead`), and agent definitions (`definition`).
 
 pub mod catalog;
+pub mod context;
 pub mod definition;
 pub mod delegate;
 pub mod follow_up;

@@ -47,6 +47,8 @@ pub struct Pipeline {
     pub events: EventBus,
     /// Fires the session's hooks (PreToolUse, PostToolUse, Notification).
     pub hooks: crate::hooks::HookClient,
+    /// Context windows and when agents compact.
+    pub context: Arc<crate::agent::context::ContextSettings>,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's

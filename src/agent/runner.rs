@@ -226,6 +226,8 @@ impl Runner {
         // Messages are published (for the transcript) once final: user messages just
         // before the request that carries them, assistant messages when complete.
         let mut published = conversation.len() - 1;
+        // Counts the context and compacts it at the `autoCompact` threshold.
+        let mut context = super::context::Guard::new(self);
 
         let mut outcome = RunOutcome {
             result: String::new(),
@@ -248,11 +250,38 @@ impl Runner {
             if let (Some(mail), Some(through)) = (&place.mail, delivered) {
                 mail.ack(through).await;
             }
+            let reminder = mode::reminder(req.mode, turn);
+            let tools = deferral.request_tools(conversation);
+            let compacted = context
+                .before_turn(
+                    self,
+                    conversation,
+                    &system,
+                    &tools,
+                    reminder.as_deref(),
+                    req,
+                    place,
+                    &cancel,
+                )
+                .await;
+            match compacted {
+                Ok(None) => {}
+                // The compaction was recorded as one event holding the new conversation.
+                Ok(Some(usage)) => {
+                    outcome.usage.add(&usage);
+                    published = conversation.len();
+                }
+                Err(stop) => {
+                    outcome.status = stop.status;
+                    outcome.result = stop.message;
+                    break;
+                }
+            }
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: system.clone(),
-                messages: with_reminder(conversation, mode::reminder(req.mode, turn)),
-                tools: deferral.request_tools(conversation),
+                messages: with_reminder(conversation, reminder),
+                tools,
                 max_tokens: self.spec.max_tokens,
                 agent: agent.to_string(),
             };
@@ -285,6 +314,7 @@ impl Runner {
                 },
             );
             conversation.push(assistant_message(&output));
+            context.after_turn(&output.usage, conversation.len());
             self.publish_messages(conversation, &mut published);
             if !output.text.is_empty() || output.calls.is_empty() {
                 outcome.result = output.text.clone();
@@ -613,7 +643,7 @@ async fn inject_mail(
 /// resumed or notified conversation can hold two user messages in a row, which APIs
 /// reject), and the reminder appended to the last user message. A copy: the reminder is
 /// never stored.
-fn with_reminder(conversation: &[Message], reminder: Option<String>) -> Vec<Message> {
+pub(crate) fn with_reminder(conversation: &[Message], reminder: Option<String>) -> Vec<Message> {
     let mut messages: Vec<Message> = Vec::with_capacity(conversation.len() + 1);
     for m in conversation {
         match messages.last_mut() {

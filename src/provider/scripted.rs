@@ -18,10 +18,13 @@
 //! A turn has optional `text`, `thinking`, `tool_calls` (each with `name` and either an
 //! `input` value or raw `arguments` text, optional `id`), `usage`, `stop_reason`,
 //! `delay_ms` (simulated latency before the first event), `chunk_delay_ms` (between
-//! text chunks) and `error` (the turn fails with this message). `panic: true` makes the
+//! text chunks), `wait_for_file` (the turn holds until that file exists) and `error`
+//! (the turn fails with this message). `panic: true` makes the
 //! turn panic (to test crash containment). Requests from an agent whose id or type
 //! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry —
-//! each such agent from its first turn; all others share `turns`. Once a script runs out, every further turn answers
+//! each such agent from its first turn; all others share `turns`. A compaction's summary
+//! request comes from `<agent>/compact`, so an entry `compact` scripts every summary
+//! turn (without one, the summary is the agent's next turn). Once a script runs out, every further turn answers
 //! `[script exhausted]` and ends.
 
 use std::collections::HashMap;
@@ -87,6 +90,10 @@ pub struct Turn {
     /// Panic inside the provider stream.
     #[serde(default)]
     pub panic: bool,
+    /// Hold the turn (before its first event) until this file exists: tests use it to
+    /// stop a run at a known point, e.g. to kill it there.
+    #[serde(default)]
+    pub wait_for_file: Option<PathBuf>,
 }
 
 /// One scripted tool call.
@@ -243,6 +250,12 @@ impl Provider for ScriptedProvider {
             ..Turn::default()
         });
         Box::pin(stream! {
+            if let Some(path) = &turn.wait_for_file {
+                // Polling a file, not timing: the turn goes on the moment it appears.
+                while !path.exists() {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
             if turn.delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(turn.delay_ms)).await;
             }
