@@ -272,6 +272,22 @@ fn a_200_turn_run_over_five_windows_of_results_compacts_at_the_threshold_and_com
         assert!(dropped.len() > kept_ids.len());
         assert!(kept_ids.iter().all(|id| dropped.contains(id)));
     }
+    // Caching: each request extends the one before it (system, tools and messages, the
+    // last message possibly grown), so the cached prefix holds, except once per
+    // compaction: at the first model turn after it.
+    let mut breaks = 0;
+    for pair in requests.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert_eq!((&a["system"], &a["tools"]), (&b["system"], &b["tools"]));
+        let (a, b) = (
+            a["messages"].as_array().unwrap(),
+            b["messages"].as_array().unwrap(),
+        );
+        if b.len() < a.len() || a[..a.len() - 1] != b[..a.len() - 1] {
+            breaks += 1;
+        }
+    }
+    assert_eq!(breaks, compactions.len());
     // The first file's content is never shown again after the first compaction.
     let after_first = &requests[summary_requests[0] + 1..];
     assert!(
@@ -485,4 +501,91 @@ fn killed_just_after_a_compaction_the_run_resumes_from_the_state_after_it() {
             .contains("go on")
     );
     assert!(orphans(resumed).is_empty());
+}
+
+/// A short run that reaches the threshold on its fifth read or so, its summary turn
+/// scripted by `summary`; returns the output and the recorded requests.
+fn short_run(dir: &Path, home: &Path, summary: Value) -> (std::process::Output, Vec<Value>) {
+    let mut turns: Vec<Value> = (1..=20).map(read_turn).collect();
+    turns.push(json!({ "text": "done" }));
+    let script = json!({ "turns": turns, "agents": { "compact": { "turns": [summary] } } });
+    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
+    let record = home.join("requests.jsonl");
+    let out = common::crew(
+        dir,
+        home,
+        &[
+            "-p",
+            TASK,
+            "--output-format",
+            "json",
+            "--model",
+            &format!("script:{}", home.join("script.json").display()),
+            "--record-requests",
+            record.to_str().unwrap(),
+        ],
+    );
+    (out, read_lines(&record))
+}
+
+#[test]
+fn a_failed_compaction_stops_the_run_with_a_clear_error_and_loses_nothing() {
+    let (_tmp, dir, home) = project(20, 3_000);
+    let (out, requests) = short_run(&dir, &home, json!({ "error": "overloaded" }));
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["status"], "failed");
+    let message = result["result"].as_str().unwrap();
+    assert!(
+        message.contains("context compaction failed")
+            && message.contains("overloaded")
+            && message.contains("Nothing was lost")
+            && message.contains("crew --continue"),
+        "{message}"
+    );
+    // The run stopped at the summary request: no model turn after it.
+    assert!(is_compact(requests.last().unwrap()));
+    let shown = requests.last().unwrap().clone();
+    assert!(transcript(&home).iter().all(|e| e["type"] != "compacted"));
+    // Everything is still there to resume from.
+    let resumed = continue_run(
+        &dir,
+        &home,
+        &json!({
+            "turns": [ { "text": "resumed fine" } ],
+            "agents": { "compact": { "turns": [ { "text": "SUMMARY-AGAIN" } ] } }
+        }),
+    );
+    assert!(is_compact(&resumed[0]));
+    assert_eq!(result_ids(&resumed[0]), result_ids(&shown));
+    assert!(first_text(&resumed[1]).contains("SUMMARY-AGAIN"));
+}
+
+#[test]
+fn pre_compact_hooks_run_with_the_trigger_and_their_context_reaches_the_summary_request() {
+    let (_tmp, dir, home) = project(20, 3_000);
+    let seen = home.join("pre-compact.json");
+    let command = format!(
+        "cat > '{}'; echo '{{\"hookSpecificOutput\":{{\"hookEventName\":\"PreCompact\",\"additionalContext\":\"HOOK-CTX-5d1\"}}}}'",
+        seen.display()
+    );
+    // User settings: hooks there run without trusting the project.
+    common::put(
+        &home,
+        ".crew/settings.json",
+        &json!({ "hooks": { "PreCompact": [ { "matcher": "auto", "hooks": [ { "type": "command", "command": command } ] } ] } })
+            .to_string(),
+    );
+    let (out, requests) = short_run(&dir, &home, json!({ "text": "SUMMARY-H" }));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "PreCompact");
+    assert_eq!(input["trigger"], "auto");
+    assert_eq!(input["custom_instructions"], "");
+    let summary_request = requests.iter().find(|r| is_compact(r)).unwrap();
+    assert!(summary_request.to_string().contains("HOOK-CTX-5d1"));
 }

@@ -16,6 +16,8 @@ use super::accounting::{request_tokens, tokens_of_bytes};
 use super::compact::{self, Facts, Trigger};
 use crate::agent::runner::Runner;
 use crate::events::EventKind;
+use crate::hooks::agent_events::context_text;
+use crate::hooks::event::HookEvent;
 use crate::protocol::{Message, Usage};
 use crate::provider::{ModelRequest, ProviderError, StreamEvent};
 use crate::tools::ToolSpec;
@@ -98,7 +100,12 @@ pub async fn compact(
     if cancel.is_cancelled() {
         return Err(CompactError::Cancelled);
     }
-    let instructions = compact::request_text(&ask.facts, ask.custom, &report.context);
+    let hook_context: Vec<String> = report
+        .context
+        .iter()
+        .map(|c| context_text(HookEvent::PreCompact, c))
+        .collect();
+    let instructions = compact::request_text(&ask.facts, ask.custom, &hook_context);
     let max_tokens = (window / 8).max(512).min(u64::from(runner.spec.max_tokens));
     let fixed = tokens_of_bytes(system.len()) + request_tokens("", &tools, &[]);
     let budget = window.saturating_sub(max_tokens + fixed);
