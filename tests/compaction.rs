@@ -589,3 +589,57 @@ fn pre_compact_hooks_run_with_the_trigger_and_their_context_reaches_the_summary_
     let summary_request = requests.iter().find(|r| is_compact(r)).unwrap();
     assert!(summary_request.to_string().contains("HOOK-CTX-5d1"));
 }
+
+#[tokio::test]
+async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_recent_turns() {
+    use crewmaster::agent::lead::LeadMsg;
+    use crewmaster::agent::runner::RunRequest;
+    use crewmaster::tools::Safety;
+    let tool = common::FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        common::Behaviour::Succeed,
+    );
+    let turns: Vec<Value> = (1..=6)
+        .map(|i| json!({ "tool_calls": [{ "id": format!("c{i}"), "name": "read_file", "input": { "path": "a" } }] }))
+        .chain([json!({ "text": "done reading" }), json!({ "text": "after compaction" })])
+        .collect();
+    let script = json!({ "turns": turns, "agents": { "compact": { "turns": [ { "text": "SUMMARY-MANUAL" } ] } } });
+    let mut setup = common::Setup::new(script.to_string(), vec![std::sync::Arc::new(tool)]);
+    // Automatic compaction off: only the request compacts.
+    setup.context.auto_compact = None;
+    let t = common::start(setup).await;
+    let chat = |task: &str| RunRequest {
+        mode: crewmaster::agent::mode::AgentMode::Chat,
+        task: task.into(),
+        plan: None,
+    };
+    t.session.run(chat("read a six times")).await.unwrap();
+    let done = t
+        .session
+        .lead()
+        .call(
+            |r| LeadMsg::Compact(Some("keep the API notes".into()), r),
+            Some(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(done.tokens_after < done.tokens_before, "{done:?}");
+    let requests = t.provider.requests();
+    let asked = requests.last().unwrap();
+    assert_eq!(asked.agent, "lead/compact");
+    let asked_text = serde_json::to_string(&asked.messages).unwrap();
+    assert!(asked_text.contains("keep the API notes") && asked_text.contains("read a six times"));
+    t.session.run(chat("and now?")).await.unwrap();
+    let next = serde_json::to_value(t.provider.requests().last().unwrap()).unwrap();
+    assert!(first_text(&next).contains("SUMMARY-MANUAL"));
+    assert!(first_text(&next).contains("trigger=\"manual\""));
+    // The newest exchanges (three by default) stay, whole; the first calls are gone.
+    let ids = result_ids(&next);
+    assert_eq!(ids, ["c5", "c6"], "{next}");
+    assert!(orphans(&next).is_empty());
+    assert!(next.to_string().contains("and now?"));
+}

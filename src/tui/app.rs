@@ -49,6 +49,8 @@ pub enum Effect {
     LoadTeammateTranscript(String),
     /// Show the MCP servers' status and tools (`/mcp`).
     McpStatus,
+    /// Compact the lead's conversation (`/compact [what to keep]`).
+    Compact(Option<String>),
     /// Expand a custom slash command and run it on the lead (in a spawned task).
     RunCommand {
         /// The command's name.

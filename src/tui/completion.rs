@@ -3,7 +3,7 @@
 //! being typed, and Tab to complete it.
 
 /// The built-in commands and what they do (what `commands::parse` knows).
-pub const BUILT_IN: [(&str, &str); 12] = [
+pub const BUILT_IN: [(&str, &str); 13] = [
     ("plan", "Plan Mode: investigate read-only and plan"),
     ("do", "carry out the plan under review"),
     ("tasks", "background tasks and subagents"),
@@ -14,6 +14,7 @@ pub const BUILT_IN: [(&str, &str); 12] = [
     ("memory", "the memory files loaded and where from"),
     ("status", "session, model, tokens and cost"),
     ("mcp", "MCP servers: status and tools"),
+    ("compact", "summarise the conversation now to free context"),
     ("help", "keys and commands"),
     ("exit", "quit"),
 ];

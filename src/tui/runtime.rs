@@ -41,6 +41,7 @@ enum Done {
     Team(Option<crate::cli::team::TeamView>),
     Transcript(String, String),
     TeamNotice(Result<String, String>),
+    Compacted(Result<crate::agent::context::Compacted, String>),
 }
 
 /// The largest log tail the log view loads.
@@ -227,6 +228,11 @@ async fn event_loop(
                 }
                 Done::TeamNotice(Ok(text)) => app.transcript.push(Entry::Notice(text)),
                 Done::TeamNotice(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::Compacted(Ok(c)) => app.transcript.push(Entry::Notice(format!(
+                    "Compacted: about {} → {} tokens of context.",
+                    c.tokens_before, c.tokens_after
+                ))),
+                Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e)),
             },
             _ = tick.tick() => {
                 if let Some(t) = &tasks {
@@ -249,6 +255,7 @@ async fn event_loop(
                 Effect::RunCommand { name, args, mode } => {
                     spawn_command(prepared, name, args, mode, done_tx.clone())
                 }
+                Effect::Compact(what) => spawn_compact(lead.clone(), what, done_tx.clone()),
                 Effect::Cancel => {
                     let _ = lead.cast(LeadMsg::Cancel);
                 }
@@ -298,6 +305,24 @@ fn spawn_run(lead: ActorRef<LeadMsg>, req: RunRequest, done: mpsc::UnboundedSend
             _ => Err("the lead agent did not answer".to_string()),
         };
         let _ = done.send(Done::Run(result));
+    });
+}
+
+/// Compacts the lead's conversation (`/compact`) and reports how it went.
+fn spawn_compact(lead: ActorRef<LeadMsg>, what: Option<String>, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        // A summary turn can take minutes; the bound only guards against a lost reply.
+        let result = match lead
+            .call(
+                |reply| LeadMsg::Compact(what, reply),
+                Some(Duration::from_secs(3600)),
+            )
+            .await
+        {
+            Ok(CallResult::Success(r)) => r,
+            _ => Err("the lead agent did not answer".to_string()),
+        };
+        let _ = done.send(Done::Compacted(result));
     });
 }
 
