@@ -163,6 +163,9 @@ pub enum EventKind {
         tokens_before: u64,
         /// The estimated context after, in tokens.
         tokens_after: u64,
+        /// The summary turn's usage (it counts towards the run's cost).
+        #[serde(default)]
+        usage: Usage,
         /// The whole conversation from now on.
         messages: Vec<Message>,
     },

@@ -426,6 +426,21 @@ impl App {
                 .transcript
                 .push(Entry::Error(format!("[{agent}] {message}"))),
             EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
+            EventKind::Compacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                usage,
+                ..
+            } => {
+                self.usage.add(&usage);
+                // A manual compaction is reported when it answers.
+                if trigger == "auto" {
+                    self.notice(format!(
+                        "[{agent}] context compacted: about {tokens_before} → {tokens_after} tokens"
+                    ));
+                }
+            }
             _ => {}
         }
     }

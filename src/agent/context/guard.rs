@@ -136,6 +136,7 @@ fn apply(runner: &Runner, conversation: &mut Vec<Message>, c: Compaction, trigge
             trigger: trigger.as_str().into(),
             tokens_before: c.tokens_before,
             tokens_after: c.tokens_after,
+            usage: c.usage,
             messages: c.messages.clone(),
         },
     );
