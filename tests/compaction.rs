@@ -601,14 +601,17 @@ async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_rec
         false,
         common::Behaviour::Succeed,
     );
-    let turns: Vec<Value> = (1..=6)
-        .map(|i| json!({ "tool_calls": [{ "id": format!("c{i}"), "name": "read_file", "input": { "path": "a" } }] }))
+    let todo = json!({ "tool_calls": [{ "id": "t1", "name": "todo_add", "input": { "subject": "write the API notes" } }] });
+    let turns: Vec<Value> = std::iter::once(todo)
+        .chain((1..=6).map(|i| json!({ "tool_calls": [{ "id": format!("c{i}"), "name": "read_file", "input": { "path": "a" } }] })))
         .chain([json!({ "text": "done reading" }), json!({ "text": "after compaction" })])
         .collect();
     let script = json!({ "turns": turns, "agents": { "compact": { "turns": [ { "text": "SUMMARY-MANUAL" } ] } } });
     let mut setup = common::Setup::new(script.to_string(), vec![std::sync::Arc::new(tool)]);
     // Automatic compaction off: only the request compacts.
     setup.context.auto_compact = None;
+    // A team, so the lead has a work list.
+    setup.orchestration = true;
     let t = common::start(setup).await;
     let chat = |task: &str| RunRequest {
         mode: crewmaster::agent::mode::AgentMode::Chat,
@@ -633,10 +636,16 @@ async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_rec
     assert_eq!(asked.agent, "lead/compact");
     let asked_text = serde_json::to_string(&asked.messages).unwrap();
     assert!(asked_text.contains("keep the API notes") && asked_text.contains("read a six times"));
+    // The open work-list item is named from the session, not left to the model.
+    assert!(
+        asked_text.contains("work-list item 1 [pending]: write the API notes"),
+        "{asked_text}"
+    );
     t.session.run(chat("and now?")).await.unwrap();
     let next = serde_json::to_value(t.provider.requests().last().unwrap()).unwrap();
     assert!(first_text(&next).contains("SUMMARY-MANUAL"));
     assert!(first_text(&next).contains("trigger=\"manual\""));
+    assert!(first_text(&next).contains("work-list item 1 [pending]: write the API notes"));
     // The newest exchanges (three by default) stay, whole; the first calls are gone.
     let ids = result_ids(&next);
     assert_eq!(ids, ["c5", "c6"], "{next}");

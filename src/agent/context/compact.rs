@@ -47,6 +47,9 @@ pub struct Facts {
     pub plan: Option<String>,
     /// The user's last instructions, oldest first, verbatim.
     pub instructions: Vec<String>,
+    /// Open background tasks and work-list items, one line each, as the session has them
+    /// now (see `open_work.rs`).
+    pub open_work: Vec<String>,
 }
 
 impl Facts {
@@ -82,6 +85,7 @@ impl Facts {
             task,
             plan,
             instructions,
+            open_work: Vec::new(),
         }
     }
 }
@@ -122,6 +126,12 @@ The task (verbatim):\n{}\n",
             "\nThe approved plan (verbatim):\n{}\n",
             plan.trim()
         ));
+    }
+    if !facts.open_work.is_empty() {
+        text.push_str("\nOpen work the session has now:\n");
+        for line in &facts.open_work {
+            text.push_str(&format!("- {line}\n"));
+        }
     }
     if let Some(custom) = custom.map(str::trim).filter(|c| !c.is_empty()) {
         text.push_str(&format!("\nThe user asks this of the summary:\n{custom}\n"));
@@ -170,6 +180,12 @@ newest exchanges follow it verbatim.\n\n{}\n\n<task>\n{}\n</task>\n",
             "<approved-plan>\n{}\n</approved-plan>\n",
             plan.trim()
         ));
+    }
+    if !facts.open_work.is_empty() {
+        text.push_str("Open work at the time of this summary:\n");
+        for line in &facts.open_work {
+            text.push_str(&format!("- {line}\n"));
+        }
     }
     if !facts.instructions.is_empty() {
         text.push_str("The user's last instructions, verbatim, oldest first:\n");
@@ -348,11 +364,15 @@ mod tests {
             let f = Facts::gather(&conv, t, None, true);
             conv = vec![summary_message("s", &f, Trigger::Manual)];
         }
-        let f = Facts::gather(&conv, "four", None, true);
+        let mut f = Facts::gather(&conv, "four", None, true);
+        f.open_work = vec!["work-list item 3 [pending]: docs".into()];
+        let summary = summary_message("s", &f, Trigger::Auto).text();
+        assert!(summary.contains("- work-list item 3 [pending]: docs"));
         assert_eq!(f.instructions, ["two", "three", "four"]);
         assert_eq!(f.plan.as_deref(), Some("step 1"));
         let text = request_text(&f, Some("keep the API notes"), &["<hook>x</hook>".into()]);
         assert!(text.contains("four") && text.contains("step 1"));
+        assert!(text.contains("- work-list item 3 [pending]: docs"));
         assert!(text.contains("keep the API notes") && text.contains("<hook>x</hook>"));
     }
 

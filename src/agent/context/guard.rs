@@ -77,9 +77,11 @@ impl Guard {
             return Ok(None);
         }
         let user_task = !crate::agent::follow_up::is_follow_up(&req.task);
+        let mut facts = Facts::gather(conversation, &req.task, req.plan.as_deref(), user_task);
+        facts.open_work = super::open_work::lines(place, &runner.spec.id).await;
         let ask = Ask {
             trigger: Trigger::Auto,
-            facts: Facts::gather(conversation, &req.task, req.plan.as_deref(), user_task),
+            facts,
             custom: None,
             cwd: &place.cwd,
         };
@@ -169,7 +171,8 @@ pub async fn compact_now(
     let (system, tools) = request_prefix(runner, place, conversation);
     // Crew's own facts for an idle agent: an earlier summary's, else its first message.
     let first = conversation.first().map(Message::text).unwrap_or_default();
-    let facts = Facts::gather(conversation, &first, None, false);
+    let mut facts = Facts::gather(conversation, &first, None, false);
+    facts.open_work = super::open_work::lines(place, &runner.spec.id).await;
     let ask = Ask {
         trigger: Trigger::Manual,
         facts,
