@@ -255,6 +255,8 @@ fn a_200_turn_run_over_five_windows_of_results_compacts_at_the_threshold_and_com
             "{summary}"
         );
         assert!(summary.contains(TASK) && summary.contains(PLAN));
+        // The files the calls read are listed from the calls themselves.
+        assert!(summary.contains("<files-touched>") && summary.contains(".txt (read)"));
         let shown = next["messages"].as_array().unwrap();
         let before = summary_request["messages"].as_array().unwrap();
         let kept = &shown[1..];

@@ -7,7 +7,8 @@
 use tokio_util::sync::CancellationToken;
 
 use super::accounting::Accounting;
-use super::compact::{Facts, Trigger};
+use super::compact::Trigger;
+use super::facts::Facts;
 use super::summarize::{Ask, CompactError, Compaction, compact};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunPlace, RunRequest, RunStatus, Runner};

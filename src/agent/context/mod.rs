@@ -1,10 +1,12 @@
 //! An agent's context: how many tokens it holds (`accounting`), how many its model
-//! takes (`window`, with the settings), and compaction when it fills up (`compact` for
-//! the pure parts, `summarize` for the summary turn, `guard` for the loop's side,
-//! `open_work` for the tasks and work-list items the summary must name).
+//! takes (`window`, with the settings), and compaction when it fills up: `compact` (the
+//! cut and the messages), `facts` (what code keeps for certain), `open_work` (tasks and
+//! work-list items from the session), `summarize` (the summary turn) and `guard` (the
+//! agent loop's side, and `/compact`).
 
 pub mod accounting;
 pub mod compact;
+pub mod facts;
 pub mod guard;
 pub mod open_work;
 pub mod summarize;

@@ -13,7 +13,8 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::accounting::{request_tokens, tokens_of_bytes};
-use super::compact::{self, Facts, Trigger};
+use super::compact::{self, Trigger};
+use super::facts::Facts;
 use crate::agent::runner::Runner;
 use crate::events::EventKind;
 use crate::hooks::agent_events::context_text;
