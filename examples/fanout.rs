@@ -187,6 +187,7 @@ async fn main() -> anyhow::Result<()> {
         conversation: Vec::new(),
         events: EventBus::new(),
         hooks: None,
+        context: Default::default(),
         orchestration: Some(Orchestration {
             session_dir: root.join("session"),
             catalog,

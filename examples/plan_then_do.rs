@@ -61,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
         conversation: Vec::new(),
         events: events.clone(),
         hooks: None,
+        context: Default::default(),
         orchestration: None,
     })
     .await?;

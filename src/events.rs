@@ -170,6 +170,22 @@ pub enum EventKind {
         /// Model turns taken.
         turns: u32,
     },
+    /// The agent's conversation was compacted: `messages` (the summary, then the newest
+    /// exchanges verbatim) replace it. One event, so a transcript replays to the state
+    /// before or after it, never a mix; the messages before stay in the transcript.
+    Compacted {
+        /// `auto` (the `autoCompact` threshold) or `manual` (`/compact`).
+        trigger: String,
+        /// The estimated context before, in tokens.
+        tokens_before: u64,
+        /// The estimated context after, in tokens.
+        tokens_after: u64,
+        /// The summary turn's usage (it counts towards the run's cost).
+        #[serde(default)]
+        usage: Usage,
+        /// The whole conversation from now on.
+        messages: Vec<Message>,
+    },
     /// A hook has something for the user: its `systemMessage`, a non-blocking error
     /// (exit code, timeout, invalid JSON), or a `continue: false` stop reason.
     Hook {

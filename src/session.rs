@@ -66,6 +66,8 @@ pub struct SessionConfig {
     pub hooks: Option<SessionHooks>,
     /// Auto mode's classifier, breaker and tally (`None`: auto mode asks as default does).
     pub auto: Option<Arc<crate::permission::auto::AutoMode>>,
+    /// Context windows and when agents compact (`contextWindows`, `autoCompact`).
+    pub context: crate::agent::context::ContextSettings,
 }
 
 /// What the session's `Hooks` actor is built from.
@@ -217,6 +219,7 @@ impl Actor for Session {
                 hooks: hooks.clone(),
                 auto: cfg.auto.clone(),
                 budget,
+                context: Arc::new(cfg.context),
             },
             provider: cfg.provider,
             spec: cfg.lead,

@@ -2,8 +2,9 @@
 //! arrives whole in `message_appended`) is appended as one JSON line to
 //! `~/.crew/projects/<slug>/<session-id>.jsonl` and written through at once, so a crash
 //! loses at most the line being written; subagents' events go beside it, to
-//! `<session-id>/agents/<agent>.jsonl`. Loading rebuilds the lead's conversation,
-//! skipping a torn last line and closing tool calls that never got their results.
+//! `<session-id>/agents/<agent>.jsonl`. Loading rebuilds the lead's conversation (a
+//! `compacted` event replaces it whole: one line, so never half a compaction), skipping a
+//! torn last line and closing tool calls that never got their results.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -268,8 +269,14 @@ pub fn load_agent_conversation(path: &Path, agent: &str) -> Result<Vec<Message>,
                 });
             }
         };
-        if let (true, EventKind::MessageAppended { message }) = (event.agent == agent, event.kind) {
-            conversation.push(message);
+        if event.agent != agent {
+            continue;
+        }
+        match event.kind {
+            EventKind::MessageAppended { message } => conversation.push(message),
+            // A compaction replaces the conversation whole (one line: all or nothing).
+            EventKind::Compacted { messages, .. } => conversation = messages,
+            _ => {}
         }
     }
     Ok(conversation)
@@ -405,6 +412,37 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_compaction_replaces_the_conversation_whole_and_later_messages_follow_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let compacted = serde_json::to_string(&Event {
+            agent: "lead".into(),
+            kind: EventKind::Compacted {
+                trigger: "auto".into(),
+                tokens_before: 10,
+                tokens_after: 2,
+                usage: Default::default(),
+                messages: vec![Message::user_text("summary"), Message::assistant_text("b")],
+            },
+        })
+        .unwrap();
+        let text = [
+            line("lead", Message::user_text("a")),
+            line("lead", Message::assistant_text("b")),
+            compacted,
+            line("lead", Message::user_text("c")),
+        ]
+        .join("\n");
+        std::fs::write(&path, text).unwrap();
+        let texts: Vec<String> = load_conversation(&path)
+            .unwrap()
+            .iter()
+            .map(Message::text)
+            .collect();
+        assert_eq!(texts, ["summary", "b", "c"]);
     }
 
     #[test]

@@ -63,6 +63,21 @@ pub enum LeadMsg {
         /// Receives the refusal, if any.
         reply: RpcReplyPort<Result<(), String>>,
     },
+    /// Compact the conversation now (`/compact [instructions]`), with what the user asks
+    /// of the summary; refused while a run is going on.
+    Compact(
+        Option<String>,
+        RpcReplyPort<Result<super::context::Compacted, String>>,
+    ),
+    /// Internal: a compaction ended (`conversation`: the new one, when it succeeded).
+    CompactDone {
+        /// The compacted conversation.
+        conversation: Option<Vec<Message>>,
+        /// What to answer.
+        result: Result<super::context::Compacted, String>,
+        /// Who asked.
+        reply: RpcReplyPort<Result<super::context::Compacted, String>>,
+    },
     /// Internal: the run task ended.
     Finished {
         /// The outcome.
@@ -120,6 +135,8 @@ pub struct LeadState {
     children: HashMap<ActorId, String>,
     /// What the next run gets from the slash command that starts it.
     next: TurnOverrides,
+    /// A `/compact` is going on: runs wait for it (they would lose its result).
+    compacting: bool,
 }
 
 impl LeadState {
@@ -167,6 +184,7 @@ impl Actor for LeadAgent {
             subagents: args.subagents,
             children: HashMap::new(),
             next: TurnOverrides::default(),
+            compacting: false,
         })
     }
 
@@ -208,6 +226,12 @@ impl Actor for LeadAgent {
             LeadMsg::Run(req, reply) => {
                 if state.running.is_some() {
                     let _ = reply.send(Err("the lead agent is already running a request".into()));
+                    return Ok(());
+                }
+                if state.compacting {
+                    let _ = reply.send(Err(
+                        "the lead is compacting its conversation; send the request again when that ends".into(),
+                    ));
                     return Ok(());
                 }
                 // Before the run's first call reaches the gate (one mailbox, in order).
@@ -268,6 +292,47 @@ impl Actor for LeadAgent {
                 tokio::spawn(async move {
                     let _ = reply.send(runner.pipeline.dispatch(&caller, call).await);
                 });
+            }
+            LeadMsg::Compact(instructions, reply) => {
+                if state.running.is_some() || state.compacting {
+                    let _ = reply.send(Err(
+                        "the lead is busy; compact when the current turn ends".into()
+                    ));
+                    return Ok(());
+                }
+                state.compacting = true;
+                let runner = state.runner.clone();
+                let place = state.place.clone();
+                let mut conversation = state.conversation.clone();
+                tokio::spawn(async move {
+                    let cancel = CancellationToken::new();
+                    let custom = instructions.as_deref();
+                    let result = super::context::compact_now(
+                        &runner,
+                        &mut conversation,
+                        &place,
+                        custom,
+                        &cancel,
+                    )
+                    .await;
+                    let conversation = result.is_ok().then_some(conversation);
+                    let _ = myself.cast(LeadMsg::CompactDone {
+                        conversation,
+                        result,
+                        reply,
+                    });
+                });
+            }
+            LeadMsg::CompactDone {
+                conversation,
+                result,
+                reply,
+            } => {
+                state.compacting = false;
+                if let Some(c) = conversation {
+                    state.conversation = c;
+                }
+                let _ = reply.send(result);
             }
             LeadMsg::Cancel => {
                 if let Some((cancel, _)) = &state.running {

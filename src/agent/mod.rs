@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod catalog;
+pub mod context;
 pub mod definition;
 pub mod delegate;
 pub mod follow_up;

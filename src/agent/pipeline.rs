@@ -58,6 +58,8 @@ pub struct Pipeline {
     pub auto: Option<Arc<AutoMode>>,
     /// The session's spending limit, charged by every agent after each turn.
     pub budget: super::budget::Budget,
+    /// Context windows and when agents compact.
+    pub context: Arc<crate::agent::context::ContextSettings>,
 }
 
 /// The calling agent's situation during a run. Its gate policy is not here: the agent's

@@ -236,6 +236,8 @@ impl Runner {
         // Messages are published (for the transcript) once final: user messages just
         // before the request that carries them, assistant messages when complete.
         let mut published = conversation.len() - 1;
+        // Counts the context and compacts it at the `autoCompact` threshold.
+        let mut context = super::context::Guard::new(self);
 
         let mut outcome = RunOutcome {
             result: String::new(),
@@ -264,14 +266,41 @@ impl Runner {
             if let (Some(mail), Some(through)) = (&place.mail, delivered) {
                 mail.ack(through).await;
             }
+            let reminder = mode::reminder(req.mode, turn);
+            let tools = deferral.request_tools(conversation);
+            let compacted = context
+                .before_turn(
+                    self,
+                    conversation,
+                    &system,
+                    &tools,
+                    reminder.as_deref(),
+                    req,
+                    place,
+                    &cancel,
+                )
+                .await;
+            match compacted {
+                Ok(None) => {}
+                // The compaction was recorded as one event holding the new conversation.
+                Ok(Some(usage)) => {
+                    outcome.usage.add(&usage);
+                    published = conversation.len();
+                }
+                Err(stop) => {
+                    outcome.status = stop.status;
+                    outcome.result = stop.message;
+                    break;
+                }
+            }
             let request = ModelRequest {
                 model: self.spec.model.clone(),
                 system: system.clone(),
                 messages: crate::offload::micro::compact(
-                    with_reminder(conversation, mode::reminder(req.mode, turn)),
+                    with_reminder(conversation, reminder),
                     &crate::offload::micro::MicroPolicy::default(),
                 ),
-                tools: deferral.request_tools(conversation),
+                tools,
                 max_tokens: self.spec.max_tokens,
                 agent: agent.to_string(),
             };
@@ -306,6 +335,7 @@ impl Runner {
                 },
             );
             conversation.push(assistant_message(&output));
+            context.after_turn(&output.usage, conversation.len());
             self.publish_messages(conversation, &mut published);
             if !output.text.is_empty() || output.calls.is_empty() {
                 outcome.result = output.text.clone();

@@ -100,6 +100,15 @@ fn render_text(
             "session: restarted the {actor} after it failed: {reason}"
         )?,
         EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
+        EventKind::Compacted {
+            trigger,
+            tokens_before,
+            tokens_after,
+            ..
+        } => writeln!(
+            err,
+            "{prefix}context compacted ({trigger}): about {tokens_before} → {tokens_after} tokens"
+        )?,
         EventKind::TeamMemberChanged { name, status, .. } => {
             writeln!(err, "team: {name} is {status}")?;
         }

@@ -151,6 +151,11 @@ pub async fn prepare(
     for w in agent_warnings {
         warn(w.to_string());
     }
+    let (context, context_warnings) =
+        crate::agent::context::ContextSettings::for_project(&project_root, home.as_deref());
+    for w in context_warnings {
+        warn(w);
+    }
     let hooks = crate::hooks::HookTable {
         session: hooks,
         by_agent_type,
@@ -223,6 +228,7 @@ pub async fn prepare(
         default_tool_timeout: DEFAULT_TIMEOUT,
         conversation: conversation.clone(),
         events: events.clone(),
+        context,
         hooks: Some(crate::session::SessionHooks {
             hooks,
             project_dir: project_root.clone(),

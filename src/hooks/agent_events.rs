@@ -1,8 +1,8 @@
 //! The agent loop's and the session's events: `UserPromptSubmit` (the user's task for the
 //! lead, before the model sees it; not crew's own follow-up runs), `Stop`/`SubagentStop`/`TeammateIdle` (an agent is about to finish
 //! or go idle; a block makes it go on with the reason), `SubagentStart`, `SessionStart`,
-//! `SessionEnd` and `Notification` (an approval is needed). `PreCompact` has no firing
-//! point: compaction does not exist yet.
+//! `SessionEnd`, `Notification` (an approval is needed) and `PreCompact` (before an
+//! agent's conversation is compacted; as in Claude Code it cannot stop the compaction).
 
 use std::path::Path;
 
@@ -182,6 +182,28 @@ impl HookClient {
             input.source = Some(source.to_string());
         }
         self.fire(f, input, &CancellationToken::new()).await
+    }
+
+    /// Fires `PreCompact` (`trigger`: `auto` or `manual`, its matcher's subject) before
+    /// `agent`'s conversation is compacted; `custom`: what the user asked of the summary.
+    pub async fn pre_compact(
+        &self,
+        agent: &str,
+        cwd: &Path,
+        trigger: &str,
+        custom: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Report {
+        let f = Firing {
+            event: HookEvent::PreCompact,
+            agent,
+            cwd,
+            subject: vec![trigger.to_string()],
+        };
+        let mut input = self.input(&f);
+        input.trigger = Some(trigger.to_string());
+        input.custom_instructions = Some(custom.unwrap_or("").to_string());
+        self.fire(f, input, cancel).await
     }
 
     /// Fires `Notification` (`kind`: e.g. `permission_prompt`) with `message`.

@@ -24,8 +24,7 @@ pub enum HookEvent {
     SessionStart,
     /// When a session ends.
     SessionEnd,
-    /// Before the conversation is compacted. Compaction does not exist yet: the event is
-    /// accepted in settings and listed, but never fires.
+    /// Before an agent's conversation is compacted (matcher: `auto` or `manual`).
     PreCompact,
     /// When crewmaster needs the user's attention (an approval is needed).
     Notification,

@@ -52,9 +52,15 @@ pub struct HookInput {
     /// Whether the agent already goes on because of a Stop hook (Stop, SubagentStop).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_hook_active: Option<bool>,
-    /// `startup`/`resume` (SessionStart), `manual`/`auto` (PreCompact).
+    /// `startup`/`resume` (SessionStart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// `manual` or `auto` (PreCompact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// What the user asked of a manual compaction's summary (PreCompact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
     /// Why the session ended (SessionEnd).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -30,7 +30,9 @@
 //! by `_`, so agents sharing one script signal separately. Relative paths are taken from
 //! crew's working directory. Requests from an agent whose id or type
 //! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry —
-//! each such agent from its first turn; all others share `turns`. Once a script runs out, every further turn answers
+//! each such agent from its first turn; all others share `turns`. A compaction's summary
+//! request comes from `<agent>/compact`, so an entry `compact` scripts every summary
+//! turn (without one, the summary is the agent's next turn). Once a script runs out, every further turn answers
 //! `[script exhausted]` and ends.
 //!
 //! Top-level `"model": NAME` makes the run use (and be priced as) that model name;

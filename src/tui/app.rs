@@ -49,6 +49,8 @@ pub enum Effect {
     LoadTeammateTranscript(String),
     /// Show the MCP servers' status and tools (`/mcp`).
     McpStatus,
+    /// Compact the lead's conversation (`/compact [what to keep]`).
+    Compact(Option<String>),
     /// Expand a custom slash command and run it on the lead (in a spawned task).
     RunCommand {
         /// The command's name.
@@ -461,6 +463,21 @@ impl App {
             EventKind::ActorRestarted { actor, reason, .. } => self.notice(format!(
                 "[session] restarted the {actor} after it failed: {reason}"
             )),
+            EventKind::Compacted {
+                trigger,
+                tokens_before,
+                tokens_after,
+                usage,
+                ..
+            } => {
+                self.usage.add(&usage);
+                // A manual compaction is reported when it answers.
+                if trigger == "auto" {
+                    self.notice(format!(
+                        "[{agent}] context compacted: about {tokens_before} → {tokens_after} tokens"
+                    ));
+                }
+            }
             _ => {}
         }
     }

@@ -672,3 +672,23 @@ fn a_restarted_service_is_shown_with_what_happened() {
     });
     assert!(notices(&a).contains("restarted the gate after it failed: panicked"));
 }
+
+#[test]
+fn compact_command_asks_the_runtime_to_compact_with_what_to_keep_but_not_mid_turn() {
+    let mut a = app();
+    type_line(&mut a, "/compact keep the API notes");
+    let effects = a.take_effects();
+    assert!(
+        matches!(effects.as_slice(), [Effect::Compact(Some(w))] if w == "keep the API notes"),
+        "{effects:?}"
+    );
+    type_line(&mut a, "/compact");
+    assert!(matches!(
+        a.take_effects().as_slice(),
+        [Effect::Compact(None)]
+    ));
+    type_line(&mut a, "busy");
+    a.take_effects();
+    type_line(&mut a, "/compact");
+    assert!(a.take_effects().is_empty());
+}

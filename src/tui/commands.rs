@@ -33,6 +33,8 @@ pub enum SlashCommand {
     Status,
     /// The MCP servers, their status and tools.
     Mcp,
+    /// Compact the conversation now, with what to keep in the summary (may be empty).
+    Compact(String),
     /// Keys and commands.
     Help,
     /// Quit.
@@ -62,6 +64,12 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
         "memory" => SlashCommand::Memory,
         "status" => SlashCommand::Status,
         "mcp" => SlashCommand::Mcp,
+        "compact" => SlashCommand::Compact(
+            text.trim_start_matches('/')
+                .trim_start_matches(name)
+                .trim()
+                .to_string(),
+        ),
         "help" => SlashCommand::Help,
         "exit" | "quit" => SlashCommand::Exit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -83,6 +91,7 @@ Commands:
   /memory       the memory files (CLAUDE.md, AGENTS.md, CREW.md) loaded and where from
   /status       session, model, tokens and cost
   /mcp          MCP servers: status and tools
+  /compact [what to keep]  summarise the conversation now to free context
   /help         this help
   /exit         quit (asks before stopping running background tasks)
   /NAME ARGS    a custom command (.claude/commands, .crew/commands); Tab completes
@@ -170,6 +179,14 @@ impl App {
             }
             // The servers' actors answer asynchronously: the runtime asks and shows it.
             SlashCommand::Mcp => self.effect(super::app::Effect::McpStatus),
+            SlashCommand::Compact(_) if self.running.is_some() => {
+                self.notice("Compact when the current turn ends.")
+            }
+            SlashCommand::Compact(what) => {
+                self.notice("Compacting the conversation…");
+                let what = (!what.is_empty()).then_some(what);
+                self.effect(super::app::Effect::Compact(what));
+            }
             SlashCommand::Help => self.notice(HELP),
             SlashCommand::Exit => self.request_quit(),
             SlashCommand::Unknown(name) => self.notice(format!(
@@ -249,6 +266,14 @@ mod tests {
         assert_eq!(parse("/tasks now"), Some(SlashCommand::Tasks));
         assert_eq!(parse("/memory"), Some(SlashCommand::Memory));
         assert_eq!(parse("/mcp"), Some(SlashCommand::Mcp));
+        assert_eq!(
+            parse("/compact"),
+            Some(SlashCommand::Compact(String::new()))
+        );
+        assert_eq!(
+            parse("/compact  keep the API notes "),
+            Some(SlashCommand::Compact("keep the API notes".into()))
+        );
         assert_eq!(parse("/nope"), Some(SlashCommand::Unknown("nope".into())));
         assert_eq!(parse("fix /plan parsing"), None);
         assert_eq!(parse("/"), None);

@@ -18,6 +18,7 @@ pub const BUILT_IN: [(&str, &str); 13] = [
     ("memory", "the memory files loaded and where from"),
     ("status", "session, model, tokens and cost"),
     ("mcp", "MCP servers: status and tools"),
+    ("compact", "summarise the conversation now to free context"),
     ("help", "keys and commands"),
     ("exit", "quit"),
 ];

@@ -42,6 +42,7 @@ pub(super) enum Done {
     Transcript(String, String),
     TeamNotice(Result<String, String>),
     Ahead(super::speculate::Report),
+    Compacted(Result<crate::agent::context::Compacted, String>),
 }
 
 /// The largest log tail the log view loads.
@@ -250,6 +251,11 @@ async fn event_loop(
                 }
                 Done::TeamNotice(Ok(text)) => app.transcript.push(Entry::Notice(text)),
                 Done::TeamNotice(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::Compacted(Ok(c)) => app.transcript.push(Entry::Notice(format!(
+                    "Compacted: about {} → {} tokens of context.",
+                    c.tokens_before, c.tokens_after
+                ))),
+                Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e)),
             },
             _ = tick.tick() => {
                 if let Some(t) = &tasks {
@@ -276,6 +282,7 @@ async fn event_loop(
                     ahead.discard_current();
                     spawn_command(prepared, name, args, mode, done_tx.clone())
                 }
+                Effect::Compact(what) => spawn_compact(lead.clone(), what, done_tx.clone()),
                 Effect::Cancel => {
                     ahead.cancel_resolving();
                     let _ = lead.cast(LeadMsg::Cancel);
@@ -330,6 +337,24 @@ pub(super) fn spawn_run(
             _ => Err("the lead agent did not answer".to_string()),
         };
         let _ = done.send(Done::Run(result));
+    });
+}
+
+/// Compacts the lead's conversation (`/compact`) and reports how it went.
+fn spawn_compact(lead: ActorRef<LeadMsg>, what: Option<String>, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        // A summary turn can take minutes; the bound only guards against a lost reply.
+        let result = match lead
+            .call(
+                |reply| LeadMsg::Compact(what, reply),
+                Some(Duration::from_secs(3600)),
+            )
+            .await
+        {
+            Ok(CallResult::Success(r)) => r,
+            _ => Err("the lead agent did not answer".to_string()),
+        };
+        let _ = done.send(Done::Compacted(result));
     });
 }
 

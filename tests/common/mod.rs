@@ -128,6 +128,8 @@ pub struct Setup {
     /// Load the project's skills (`.claude/skills`, `.crew/skills`) and add the `skill`
     /// tool.
     pub skills: bool,
+    /// Context windows and compaction.
+    pub context: crewmaster::agent::context::ContextSettings,
 }
 
 impl Setup {
@@ -142,6 +144,7 @@ impl Setup {
             orchestration: false,
             git: false,
             skills: false,
+            context: Default::default(),
         }
     }
 }
@@ -238,6 +241,7 @@ pub async fn start(setup: Setup) -> TestSession {
         conversation: Vec::new(),
         events,
         hooks: None,
+        context: setup.context,
         orchestration,
     })
     .await
