@@ -71,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
     let mut rx = events.subscribe();
     let session = SessionHandle::start(SessionConfig {
         auto: None,
+        context: Default::default(),
         cwd: cwd.clone(),
         permission_mode: PermissionMode::BypassPermissions,
         policy,

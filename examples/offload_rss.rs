@@ -59,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
     let provider = ScriptedProvider::new(serde_json::from_value(script)?);
     let session = SessionHandle::start(SessionConfig {
         auto: None,
+        context: Default::default(),
         cwd: cwd.clone(),
         permission_mode: PermissionMode::BypassPermissions,
         policy,

@@ -57,6 +57,7 @@ async fn session(dir: &std::path::Path, script: Script) -> SessionHandle {
     std::fs::write(dir.join("a.txt"), "alpha\n").expect("write a.txt");
     SessionHandle::start(SessionConfig {
         auto: None,
+        context: Default::default(),
         cwd: dir.to_path_buf(),
         permission_mode: PermissionMode::AcceptEdits,
         policy: Policy::default(),

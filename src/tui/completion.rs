@@ -3,7 +3,7 @@
 //! being typed, and Tab to complete it.
 
 /// The built-in commands and what they do (what `commands::parse` knows).
-pub const BUILT_IN: [(&str, &str); 13] = [
+pub const BUILT_IN: [(&str, &str); 14] = [
     ("plan", "Plan Mode: investigate read-only and plan"),
     (
         "auto",
