@@ -27,4 +27,5 @@ pub mod team;
 pub mod tools;
 pub mod transcript;
 pub mod tui;
+pub mod worker;
 pub mod worktree;
