@@ -152,9 +152,17 @@ fn tasks_json(root: &Path, home: &Path) -> Vec<serde_json::Value> {
 }
 
 fn branch_of(root: &Path, task: &str) -> String {
-    git(root, &["branch", "--list", &format!("crew/{task}/*"), "--format=%(refname:short)"])
-        .trim()
-        .to_string()
+    git(
+        root,
+        &[
+            "branch",
+            "--list",
+            &format!("crew/{task}/*"),
+            "--format=%(refname:short)",
+        ],
+    )
+    .trim()
+    .to_string()
 }
 
 fn text(out: &std::process::Output) -> String {
@@ -243,7 +251,10 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
     // The returned branches are ordinary worktree branches: diffable and mergeable.
     let id = tasks[0]["id"].as_str().unwrap();
     let diff = common::crew(&f.root, &f.home, &["worktrees", "diff", id]);
-    assert!(String::from_utf8_lossy(&diff.stdout).contains("+from "), "{diff:?}");
+    assert!(
+        String::from_utf8_lossy(&diff.stdout).contains("+from "),
+        "{diff:?}"
+    );
     let merged = common::crew(&f.root, &f.home, &["worktrees", "merge", id]);
     assert!(merged.status.success(), "{}", text(&merged));
     let ty = tasks[0]["agent_type"].as_str().unwrap();
@@ -251,7 +262,10 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
     // Each worker handed its copies back and removed them.
     for w in &workers {
         wait_for("handed-back copies to go", || {
-            std::fs::read_dir(&w.workdir).map(|d| d.count()).unwrap_or(0) == 0
+            std::fs::read_dir(&w.workdir)
+                .map(|d| d.count())
+                .unwrap_or(0)
+                == 0
         });
     }
 }
@@ -265,11 +279,21 @@ fn a_wrong_cookie_is_refused_and_logged_on_both_sides() {
     let out = common::crew(
         &f.root,
         &f.home,
-        &["workers", "list", "--workers", &worker.addr, "--cookie-file", wrong.to_str().unwrap()],
+        &[
+            "workers",
+            "list",
+            "--workers",
+            &worker.addr,
+            "--cookie-file",
+            wrong.to_str().unwrap(),
+        ],
     );
     assert!(!out.status.success());
     let said = text(&out);
-    assert!(said.contains("refused the connection") && said.contains("cookie"), "{said}");
+    assert!(
+        said.contains("refused the connection") && said.contains("cookie"),
+        "{said}"
+    );
     wait_for("the worker to log the refusal", || {
         worker.log().contains("refused a connection")
     });
@@ -277,7 +301,14 @@ fn a_wrong_cookie_is_refused_and_logged_on_both_sides() {
     let out = common::crew(
         &f.root,
         &f.home,
-        &["workers", "list", "--workers", &worker.addr, "--cookie-file", f.cookie.to_str().unwrap()],
+        &[
+            "workers",
+            "list",
+            "--workers",
+            &worker.addr,
+            "--cookie-file",
+            f.cookie.to_str().unwrap(),
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("a@127.0.0.1  0/1 slots in use"));
@@ -289,7 +320,10 @@ fn a_killed_worker_fails_its_task_which_is_rescheduled_and_no_branch_is_lost() {
     let signal = release.path().join("release");
     let f = fixture(&[
         ("quick", &remote_agent("quick", "write_file")),
-        ("blocker", &remote_agent("blocker", "write_file, run_command")),
+        (
+            "blocker",
+            &remote_agent("blocker", "write_file, run_command"),
+        ),
     ]);
     let a = start_worker(&f.home, &f.cookie, "a", 1);
     let b = start_worker(&f.home, &f.cookie, "b", 1);
@@ -369,19 +403,40 @@ fn a_killed_worker_fails_its_task_which_is_rescheduled_and_no_branch_is_lost() {
     assert!(out.status.success(), "{}", text(&out));
 
     let tasks = tasks_json(&f.root, &f.home);
-    let blockers: Vec<_> = tasks.iter().filter(|t| t["agent_type"] == "blocker").collect();
+    let blockers: Vec<_> = tasks
+        .iter()
+        .filter(|t| t["agent_type"] == "blocker")
+        .collect();
     assert_eq!(blockers.len(), 2, "{tasks:#?}");
-    let lost = blockers.iter().find(|t| t["status"] == "failed").expect("a failed try");
+    let lost = blockers
+        .iter()
+        .find(|t| t["status"] == "failed")
+        .expect("a failed try");
     let lost_result = lost["result"].as_str().unwrap();
     assert!(lost_result.contains("worker lost"), "{lost_result}");
     assert!(lost["node"].as_str().unwrap().starts_with("a@"));
-    let again = blockers.iter().find(|t| t["status"] == "completed").expect("a rescheduled try");
-    assert!(again["node"].as_str().unwrap().starts_with("b@"), "{again:#}");
-    assert!(lost_result.contains(again["id"].as_str().unwrap()), "{lost_result}");
+    let again = blockers
+        .iter()
+        .find(|t| t["status"] == "completed")
+        .expect("a rescheduled try");
+    assert!(
+        again["node"].as_str().unwrap().starts_with("b@"),
+        "{again:#}"
+    );
+    assert!(
+        lost_result.contains(again["id"].as_str().unwrap()),
+        "{lost_result}"
+    );
     let branch = branch_of(&f.root, again["id"].as_str().unwrap());
-    assert_eq!(git(&f.root, &["show", &format!("{branch}:blocked.txt")]), "after\n");
+    assert_eq!(
+        git(&f.root, &["show", &format!("{branch}:blocked.txt")]),
+        "after\n"
+    );
     // The branch that came back from the killed worker before it died is still there.
-    assert_eq!(git(&f.root, &["show", &format!("{quick_branch}:quick.txt")]), "quick\n");
+    assert_eq!(
+        git(&f.root, &["show", &format!("{quick_branch}:quick.txt")]),
+        "quick\n"
+    );
     // The lead was told: a request after the loss carries the failure.
     let requests = std::fs::read_to_string(f.home.join("requests.jsonl")).unwrap();
     assert!(
@@ -404,7 +459,10 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
     );
     let outside = tempfile::tempdir().unwrap();
     let outside = outside.path().canonicalize().unwrap();
-    let f = fixture(&[("escaper", &remote_agent("escaper", "write_file, run_command"))]);
+    let f = fixture(&[(
+        "escaper",
+        &remote_agent("escaper", "write_file, run_command"),
+    )]);
     let worker = start_worker(&f.home, &f.cookie, "a", 1);
     let by_tool = outside.join("by-tool.txt");
     let by_program = outside.join("by-program.txt");
@@ -428,12 +486,21 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
         &["--permission-mode", "bypassPermissions"],
     );
     assert!(out.status.success(), "{}", text(&out));
-    assert!(!by_tool.exists(), "the file tool wrote outside the worktree");
-    assert!(!by_program.exists(), "an opaque program wrote outside the worktree");
+    assert!(
+        !by_tool.exists(),
+        "the file tool wrote outside the worktree"
+    );
+    assert!(
+        !by_program.exists(),
+        "an opaque program wrote outside the worktree"
+    );
     // Writing inside still works, and came back on the branch.
     let task = &tasks_json(&f.root, &f.home)[0];
     let branch = branch_of(&f.root, task["id"].as_str().unwrap());
-    assert_eq!(git(&f.root, &["show", &format!("{branch}:inside.txt")]), "inside\n");
+    assert_eq!(
+        git(&f.root, &["show", &format!("{branch}:inside.txt")]),
+        "inside\n"
+    );
     let log = std::fs::read_to_string(task["output_file"].as_str().unwrap()).unwrap();
     // The engine refused the file tool; the python program was let through (dontAsk) and
     // the worker's Landlock sandbox is what stopped it.

@@ -151,8 +151,10 @@ pub async fn launch(
             )?;
             if let Some(pool) = crate::worker::remote_task::choose(env, def, &request)? {
                 let (def, attempt) = (def.clone(), Default::default());
-                return crate::worker::remote_task::launch(env, pool, depth, request, &def, attempt)
-                    .await;
+                return crate::worker::remote_task::launch(
+                    env, pool, depth, request, &def, attempt,
+                )
+                .await;
             }
             def.name.clone()
         }

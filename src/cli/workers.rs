@@ -51,7 +51,9 @@ pub enum WorkersCmd {
 /// Runs a worker node until Ctrl-C or SIGTERM.
 pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Result<i32> {
     let Some(cookie_file) = cookie_file else {
-        bail!("crew worker needs --cookie-file FILE (the cookie is never taken from the command line)");
+        bail!(
+            "crew worker needs --cookie-file FILE (the cookie is never taken from the command line)"
+        );
     };
     let cookie = read_cookie(cookie_file)?;
     if args.slots == 0 {
@@ -108,7 +110,9 @@ pub async fn run(
     let WorkersCmd::List { json } = cmd;
     let home = crate::store::home_dir();
     let Some(pool) = join(workers, cookie_file, home.as_deref(), Vec::new(), None).await? else {
-        bail!("no workers configured: pass --workers HOST:PORT,… or set `workers` in ~/.crew/settings.json");
+        bail!(
+            "no workers configured: pass --workers HOST:PORT,… or set `workers` in ~/.crew/settings.json"
+        );
     };
     let list = pool.list().await;
     if json {
@@ -131,8 +135,16 @@ pub async fn run(
             w.node,
             w.running.len(),
             w.slots,
-            if w.running.is_empty() { "-".to_string() } else { w.running.join(", ") },
-            if w.kept.is_empty() { "-".to_string() } else { w.kept.join(", ") },
+            if w.running.is_empty() {
+                "-".to_string()
+            } else {
+                w.running.join(", ")
+            },
+            if w.kept.is_empty() {
+                "-".to_string()
+            } else {
+                w.kept.join(", ")
+            },
         )?;
     }
     Ok(0)
@@ -145,17 +157,15 @@ pub async fn join_from_cli(
     policy: &Policy,
 ) -> anyhow::Result<Option<Arc<Pool>>> {
     // A script path is made absolute: the worker runs elsewhere.
-    let model = cli
-        .model
-        .clone()
-        .or_else(|| policy.model.clone())
-        .map(|m| match m.strip_prefix("script:") {
+    let model = cli.model.clone().or_else(|| policy.model.clone()).map(|m| {
+        match m.strip_prefix("script:") {
             Some(path) => match std::fs::canonicalize(path) {
                 Ok(abs) => format!("script:{}", abs.display()),
                 Err(_) => m,
             },
             None => m,
-        });
+        }
+    });
     join(
         cli.workers.as_deref(),
         cli.cookie_file.as_deref(),

@@ -155,7 +155,10 @@ pub async fn checkout(
 /// whether there was anything.
 pub async fn commit_all(worktree: &Path, message: &str) -> Result<bool, BundleError> {
     git(worktree, &["add", "-A"]).await?;
-    if git(worktree, &["diff", "--cached", "--quiet"]).await.is_ok() {
+    if git(worktree, &["diff", "--cached", "--quiet"])
+        .await
+        .is_ok()
+    {
         return Ok(false);
     }
     git(worktree, &["commit", "-q", "--no-verify", "-m", message]).await?;

@@ -32,7 +32,9 @@ pub enum ConfigError {
         message: String,
     },
     /// Workers were named without a cookie.
-    #[error("workers are configured ({0}) but no cookie file: pass --cookie-file FILE or set `workerCookieFile` in ~/.crew/settings.json")]
+    #[error(
+        "workers are configured ({0}) but no cookie file: pass --cookie-file FILE or set `workerCookieFile` in ~/.crew/settings.json"
+    )]
     NoCookie(String),
 }
 
@@ -178,8 +180,14 @@ mod tests {
         let c = join_config(Some("x:9, y:8"), Some(Path::new("/d")), Some(home.path())).unwrap();
         assert_eq!(c.workers, vec!["x:9", "y:8"]);
         assert_eq!(c.cookie_file, Some(PathBuf::from("/d")));
-        std::fs::write(home.path().join(".crew/settings.json"), r#"{"workers":[1]}"#).unwrap();
-        let e = join_config(None, None, Some(home.path())).unwrap_err().to_string();
+        std::fs::write(
+            home.path().join(".crew/settings.json"),
+            r#"{"workers":[1]}"#,
+        )
+        .unwrap();
+        let e = join_config(None, None, Some(home.path()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("workers") && e.contains("settings.json"), "{e}");
     }
 
@@ -190,7 +198,12 @@ mod tests {
         let f = dir.path().join("cookie");
         std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(read_cookie(&f).unwrap_err().to_string().contains("chmod 600"));
+        assert!(
+            read_cookie(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("chmod 600")
+        );
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(read_cookie(&f).unwrap(), "0123456789abcdef0123");
         std::fs::write(&f, "short\n").unwrap();

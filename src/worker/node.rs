@@ -49,7 +49,10 @@ pub fn lead_group(node_full_name: &str) -> String {
 
 /// Sends `msg` to the lead's link actor in `group`; `false` if no such lead is known.
 pub fn to_lead(group: &str, msg: ToLead) -> bool {
-    let Some(cell) = ractor::pg::get_members(&group.to_string()).into_iter().next() else {
+    let Some(cell) = ractor::pg::get_members(&group.to_string())
+        .into_iter()
+        .next()
+    else {
         return false;
     };
     let link: ActorRef<LeadLinkMsg> = cell.into();
@@ -111,16 +114,24 @@ impl Actor for WorkerNode {
                 if let Err(e) = remote_run::check_spawn(&spawn) {
                     refuse(e);
                 } else if state.running.len() >= state.cfg.slots as usize {
-                    refuse(format!("no free slot on {} ({} in use)", state.node, state.cfg.slots));
+                    refuse(format!(
+                        "no free slot on {} ({} in use)",
+                        state.node, state.cfg.slots
+                    ));
                 } else if state.running.contains_key(&spawn.task_id)
                     || state.kept.contains_key(&spawn.task_id)
                     || state.cfg.workdir.join(&spawn.task_id).exists()
                 {
-                    refuse(format!("task {} already exists on {}", spawn.task_id, state.node));
+                    refuse(format!(
+                        "task {} already exists on {}",
+                        spawn.task_id, state.node
+                    ));
                 } else {
                     let cancel = CancellationToken::new();
                     let (task_id, lead) = (spawn.task_id.clone(), spawn.lead.clone());
-                    state.running.insert(task_id.clone(), (cancel.clone(), lead.clone()));
+                    state
+                        .running
+                        .insert(task_id.clone(), (cancel.clone(), lead.clone()));
                     tracing::info!("task {task_id}: started for {lead}");
                     let dir = state.cfg.workdir.join(&task_id);
                     let node = state.node.clone();
@@ -132,7 +143,13 @@ impl Actor for WorkerNode {
                     };
                     let me = myself.clone();
                     tokio::spawn(async move {
-                        let run = tokio::spawn(remote_run::run(*Box::new(spawn), dir, node.clone(), cancel, report));
+                        let run = tokio::spawn(remote_run::run(
+                            *spawn,
+                            dir,
+                            node.clone(),
+                            cancel,
+                            report,
+                        ));
                         let result = match run.await {
                             Ok(r) => r,
                             Err(e) => super::protocol::RemoteResult {
@@ -184,7 +201,9 @@ impl Actor for WorkerNode {
                 let group = lead_group(&node);
                 for (id, (cancel, lead)) in &state.running {
                     if *lead == group {
-                        tracing::warn!("task {id}: its lead {node} went away; stopping it, its branch is kept");
+                        tracing::warn!(
+                            "task {id}: its lead {node} went away; stopping it, its branch is kept"
+                        );
                         cancel.cancel();
                     }
                 }
@@ -230,7 +249,11 @@ fn status(state: &WorkerState, node_id: u64) -> WorkerStatus {
 
 /// Starts the orphan clock of a finished task (kept until handed back or timed out).
 fn orphan(myself: &ActorRef<WorkerMsg>, state: &WorkerState, task_id: &str) {
-    let (me, id, after) = (myself.clone(), task_id.to_string(), state.cfg.orphan_timeout);
+    let (me, id, after) = (
+        myself.clone(),
+        task_id.to_string(),
+        state.cfg.orphan_timeout,
+    );
     tokio::spawn(async move {
         tokio::time::sleep(after).await;
         let _ = me.cast(WorkerMsg::OrphanTimeout { task_id: id });

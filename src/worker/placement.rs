@@ -38,6 +38,11 @@ mod tests {
     fn parses_the_two_names_and_refuses_others() {
         assert_eq!("remote".parse::<Placement>(), Ok(Placement::Remote));
         assert_eq!("local".parse::<Placement>(), Ok(Placement::Local));
-        assert!("cloud".parse::<Placement>().unwrap_err().contains("placement"));
+        assert!(
+            "cloud"
+                .parse::<Placement>()
+                .unwrap_err()
+                .contains("placement")
+        );
     }
 }

@@ -385,7 +385,9 @@ impl Pool {
         let _ = self.link.cast(LeadLinkMsg::Joined {
             actor: actor.clone(),
         });
-        let _ = self.link.cast(LeadLinkMsg::AwaitStatus { node_id, reply: tx });
+        let _ = self
+            .link
+            .cast(LeadLinkMsg::AwaitStatus { node_id, reply: tx });
         let _ = actor.cast(WorkerMsg::Remote(ToWorker::Hello {
             lead: self.group.clone(),
             node_id,

@@ -136,7 +136,7 @@ pub enum ToWorker {
         node_id: u64,
     },
     /// Run a subagent.
-    Spawn(RemoteSpawn),
+    Spawn(Box<RemoteSpawn>),
     /// Stop a running task (its work so far still comes back).
     Stop {
         /// The task id.
@@ -439,7 +439,7 @@ mod tests {
                 lead: "crew.lead.x".into(),
                 node_id: 3,
             },
-            ToWorker::Spawn(spawn()),
+            ToWorker::Spawn(Box::new(spawn())),
             ToWorker::Stop {
                 task_id: "t1".into(),
             },
@@ -496,8 +496,9 @@ mod tests {
     fn the_bundle_travels_raw_not_as_json() {
         let s = spawn();
         let size = s.bundle.len();
-        let SerializedMessage::Cast { args, .. } =
-            WorkerMsg::Remote(ToWorker::Spawn(s)).serialize().unwrap()
+        let SerializedMessage::Cast { args, .. } = WorkerMsg::Remote(ToWorker::Spawn(Box::new(s)))
+            .serialize()
+            .unwrap()
         else {
             panic!("not a cast")
         };
@@ -523,7 +524,13 @@ mod tests {
         }
         let other = SerializedMessage::Cast {
             variant: "other".into(),
-            args: encode(&ToWorker::Stop { task_id: "t".into() }, &[]).unwrap(),
+            args: encode(
+                &ToWorker::Stop {
+                    task_id: "t".into(),
+                },
+                &[],
+            )
+            .unwrap(),
             metadata: None,
         };
         assert!(WorkerMsg::deserialize(other).is_err());

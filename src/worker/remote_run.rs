@@ -37,7 +37,8 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
     if !valid_task_id(&spawn.task_id) {
         return Err(format!("invalid task id `{}`", spawn.task_id));
     }
-    let hex = |s: &str| (s.len() == 40 || s.len() == 64) && s.chars().all(|c| c.is_ascii_hexdigit());
+    let hex =
+        |s: &str| (s.len() == 40 || s.len() == 64) && s.chars().all(|c| c.is_ascii_hexdigit());
     if !hex(&spawn.base_commit) {
         return Err(format!("invalid base commit `{}`", spawn.base_commit));
     }
@@ -128,7 +129,10 @@ pub async fn run(
         Ok(None) => {}
         Err(e) => {
             result.status = RemoteStatus::Failed;
-            result.result = format!("{}\n\n[worker] the branch could not be bundled: {e}", result.result);
+            result.result = format!(
+                "{}\n\n[worker] the branch could not be bundled: {e}",
+                result.result
+            );
         }
     }
     result
@@ -152,8 +156,8 @@ async fn agent(
     let policy = policy(spawn, &root, home.as_deref())?;
     let chosen = crate::cli::model::choose(Some(&spawn.agent.model), None)
         .map_err(|e| format!("the worker cannot use model `{}`: {e:#}", spawn.agent.model))?;
-    let registry = Registry::with_tools(builtin_tools())
-        .map_err(|e| format!("the worker's tools: {e}"))?;
+    let registry =
+        Registry::with_tools(builtin_tools()).map_err(|e| format!("the worker's tools: {e}"))?;
     let mut allowed: HashSet<String> = match &spawn.agent.allowed_tools {
         Some(list) => list.iter().cloned().collect(),
         None => registry.definitions().map(|d| d.name.clone()).collect(),

@@ -17,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 use super::bundle;
 use super::placement::Placement;
 use super::pool::Pool;
-use super::protocol::{AgentWire, RemoteResult, RemoteSpawn, RemoteStatus, TaskNews, ToWorker, WorkerMsg};
+use super::protocol::{
+    AgentWire, RemoteResult, RemoteSpawn, RemoteStatus, TaskNews, ToWorker, WorkerMsg,
+};
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::subagent::SubagentEnv;
@@ -128,7 +130,9 @@ async fn drive(job: Job, cancel: CancellationToken) {
 async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String), String> {
     let env = &job.env;
     let Some(ws) = env.workspaces.clone() else {
-        return Err("placement `remote` needs a git repository (the work travels as a git bundle)".into());
+        return Err(
+            "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
+        );
     };
     let root = ws.create(&job.task_id, &job.request.description).await?;
     let (commit, branch) = bundle::head_of(&root).await.map_err(|e| e.to_string())?;
@@ -200,7 +204,7 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         job.log.clone(),
         env.tasks.clone(),
     );
-    let _ = worker.cast(WorkerMsg::Remote(ToWorker::Spawn(spawn)));
+    let _ = worker.cast(WorkerMsg::Remote(ToWorker::Spawn(Box::new(spawn))));
     let mut stop_sent = false;
     let end = loop {
         let news = tokio::select! {
@@ -249,7 +253,10 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
                 RemoteStatus::Cancelled => TaskStatus::Cancelled,
                 RemoteStatus::Failed => TaskStatus::Failed,
             };
-            Ok((status, format!("{}{note}\n\n[worktree] {summary}", r.result)))
+            Ok((
+                status,
+                format!("{}{note}\n\n[worktree] {summary}", r.result),
+            ))
         }
         End::Refused(reason) => {
             let _ = ws.finish(&job.task_id).await;
@@ -272,7 +279,16 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
                     lost_on: vec![lost.clone()],
                     replaces: Some(job.task_id.clone()),
                 };
-                match launch(env, job.pool.clone(), job.depth, job.request.clone(), &job.def, again).await {
+                match launch(
+                    env,
+                    job.pool.clone(),
+                    job.depth,
+                    job.request.clone(),
+                    &job.def,
+                    again,
+                )
+                .await
+                {
                     Ok(next) => reason.push_str(&format!("; rescheduled as task {next}")),
                     Err(e) => reason.push_str(&format!("; could not be rescheduled: {e}")),
                 }
@@ -290,7 +306,11 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
 
 /// Whether `def` runs on a worker for this request: always with `placement: remote`
 /// (an error without workers), and when the local slots are full for a worktree agent.
-pub fn choose(env: &SubagentEnv, def: &AgentDefinition, request: &SpawnRequest) -> Result<Option<Arc<Pool>>, String> {
+pub fn choose(
+    env: &SubagentEnv,
+    def: &AgentDefinition,
+    request: &SpawnRequest,
+) -> Result<Option<Arc<Pool>>, String> {
     match (def.placement, env.workers.clone()) {
         (Placement::Remote, Some(pool)) => Ok(Some(pool)),
         (Placement::Remote, None) => Err(format!(
