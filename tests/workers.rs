@@ -463,6 +463,12 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
         "escaper",
         &remote_agent("escaper", "write_file, run_command"),
     )]);
+    // The lead's deny rule travels with the spawn and holds on the worker.
+    put(
+        &f.home,
+        ".crew/settings.json",
+        r#"{"permissions": {"deny": ["Write(denied.txt)"]}}"#,
+    );
     let worker = start_worker(&f.home, &f.cookie, "a", 1);
     let by_tool = outside.join("by-tool.txt");
     let by_program = outside.join("by-program.txt");
@@ -474,6 +480,7 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
                 {"name": "run_command", "input": {"command": format!(
                     "python3 -c \"open('{}','w').write('x')\"; echo rc=$?", by_program.display())}},
                 {"name": "run_command", "input": {"command": "echo inside > inside.txt"}},
+                {"name": "write_file", "input": {"path": "denied.txt", "content": "x"}},
             ]},
             {"text": "tried"}]}}
     });
@@ -501,6 +508,8 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
         git(&f.root, &["show", &format!("{branch}:inside.txt")]),
         "inside\n"
     );
+    let tree = git(&f.root, &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!tree.contains("denied.txt"), "{tree}");
     let log = std::fs::read_to_string(task["output_file"].as_str().unwrap()).unwrap();
     // The engine refused the file tool; the python program was let through (dontAsk) and
     // the worker's Landlock sandbox is what stopped it.
