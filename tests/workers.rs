@@ -60,6 +60,10 @@ fn write_cookie(path: &Path, secret: &str) {
 
 /// Starts `crew worker` and waits until it listens.
 fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> Worker {
+    start_worker_with(home, cookie, name, slots, &[])
+}
+
+fn start_worker_with(home: &Path, cookie: &Path, name: &str, slots: u32, extra: &[&str]) -> Worker {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let workdir = home.join(format!("workdir-{name}"));
@@ -69,6 +73,7 @@ fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> Worker {
         .arg(cookie)
         .args(["--slots", &slots.to_string(), "--name", name, "--workdir"])
         .arg(&workdir)
+        .args(extra)
         .env("HOME", home)
         .env("CREW_LOG", "crewmaster=info")
         .env("NO_COLOR", "1")
@@ -515,4 +520,70 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
     // the worker's Landlock sandbox is what stopped it.
     assert!(log.contains("✗ write_file [permission_denied]"), "{log}");
     assert!(!log.contains("✗ run_command"), "{log}");
+}
+
+#[test]
+fn a_lead_that_dies_leaves_its_branch_on_the_worker_after_the_orphan_timeout() {
+    let release = tempfile::tempdir().unwrap();
+    let signal = release.path().join("release");
+    let f = fixture(&[(
+        "blocker",
+        &remote_agent("blocker", "write_file, run_command"),
+    )]);
+    let w = start_worker_with(&f.home, &f.cookie, "a", 1, &["--orphan-timeout", "1"]);
+    let wait = format!(
+        "echo work > started && while [ ! -f {} ]; do sleep 0.05; done",
+        signal.display()
+    );
+    let script = serde_json::json!({
+        "turns": [{"tool_calls": [spawn_call("blocker", "orphaned job")]}],
+        "agents": {"blocker": {"turns": [
+            {"tool_calls": [{"name": "run_command", "input": {"command": wait}}]},
+            {"text": "done"}]}}
+    });
+    let script_path = f.home.join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut lead = Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["-p", "fan out", "--model"])
+        .arg(format!("script:{}", script_path.display()))
+        .args(["--workers", &w.addr, "--cookie-file"])
+        .arg(&f.cookie)
+        .current_dir(&f.root)
+        .env("HOME", &f.home)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let task_dir = || {
+        std::fs::read_dir(&w.workdir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("wt/started").exists())
+    };
+    wait_for("the task to start on the worker", || task_dir().is_some());
+    let dir = task_dir().unwrap();
+    lead.kill().unwrap();
+    let _ = lead.wait();
+    std::fs::write(&signal, "go").unwrap();
+    wait_for("the worker to give up on the orphan", || {
+        w.log().contains("never handed back")
+    });
+    wait_for("the orphan's worktree to go", || !dir.join("wt").exists());
+    // Its branch, with the work, stays in the task's repository on the worker.
+    let repo = dir.join("repo.git");
+    let branches = git(
+        &repo,
+        &["branch", "--list", "crew/*", "--format=%(refname:short)"],
+    );
+    let branch = branches.trim();
+    assert!(!branch.is_empty(), "{}", w.log());
+    assert_eq!(
+        git(&repo, &["show", &format!("{branch}:started")]),
+        "work\n"
+    );
+    assert!(w.log().contains("went away"), "{}", w.log());
 }
