@@ -18,9 +18,10 @@ use crate::worker::pool::Pool;
 /// `crew worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// Where to listen (`127.0.0.1:7400`). The transport is not encrypted: keep it on
-    /// loopback or a private network (see README, "Running on several machines").
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Where to listen. Loopback by default: crew does not encrypt the cluster
+    /// transport yet, so reach other machines over a private network or an SSH tunnel
+    /// (see README, "Running on several machines").
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7400")]
     pub listen: SocketAddr,
     /// Subagents that may run at once.
     #[arg(long, default_value_t = 4)]
