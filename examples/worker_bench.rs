@@ -173,15 +173,17 @@ fn run(
     (took, records)
 }
 
-/// `(to the worker, back)` bytes parsed from a remote task's result.
-fn shipped(rec: &serde_json::Value) -> Option<(u64, u64)> {
+/// The numbers of a remote task's `[worker …]` note, in order: bytes to the worker,
+/// bytes back, checkout ms, run ms, commit+bundle ms (worker), fetch ms (lead).
+fn shipped(rec: &serde_json::Value) -> Option<[u64; 6]> {
     let r = rec["result"].as_str()?;
     let tail = r.split("] ").find(|p| p.contains("bytes shipped"))?;
-    let mut nums = tail
+    let nums: Vec<u64> = tail
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<u64>().unwrap_or(0));
-    Some((nums.next()?, nums.next()?))
+        .map(|s| s.parse::<u64>().unwrap_or(0))
+        .collect();
+    nums.get(..6)?.try_into().ok()
 }
 
 fn main() {
@@ -229,10 +231,10 @@ fn main() {
 
     let done =
         |recs: &[serde_json::Value]| recs.iter().filter(|r| r["status"] == "completed").count();
-    let bytes: Vec<(u64, u64)> = remote_recs.iter().filter_map(shipped).collect();
-    let n = bytes.len().max(1) as u64;
-    let to: u64 = bytes.iter().map(|b| b.0).sum::<u64>() / n;
-    let back: u64 = bytes.iter().map(|b| b.1).sum::<u64>() / n;
+    let notes: Vec<[u64; 6]> = remote_recs.iter().filter_map(shipped).collect();
+    let n = notes.len().max(1) as u64;
+    let mean = |i: usize| notes.iter().map(|b| b[i]).sum::<u64>() / n;
+    let (to, back) = (mean(0), mean(1));
     println!("subagents: {SUBAGENTS}, 3 turns x {LATENCY_MS} ms each");
     println!(
         "local  (12 slots):           {:>7.2} s  ({} completed)",
@@ -250,5 +252,13 @@ fn main() {
     );
     println!(
         "bytes shipped per subagent: {to} to the worker (base bundle), {back} back (branch bundle)"
+    );
+    println!(
+        "mean per remote subagent: checkout {} ms, run {} ms (model turns: {} ms), commit+bundle {} ms on the worker; fetch {} ms on the lead",
+        mean(2),
+        mean(3),
+        3 * LATENCY_MS,
+        mean(4),
+        mean(5)
     );
 }

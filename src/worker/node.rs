@@ -160,6 +160,7 @@ impl Actor for WorkerNode {
                                 usage: Default::default(),
                                 tool_calls: 0,
                                 head: None,
+                                phases: Default::default(),
                                 bundle: Vec::new(),
                             },
                         };

@@ -119,9 +119,24 @@ pub struct RemoteResult {
     pub tool_calls: u32,
     /// The branch's head on the worker (`None`: nothing was committed).
     pub head: Option<String>,
+    /// Where the worker's time went.
+    #[serde(default)]
+    pub phases: Phases,
     /// A bundle of `base..head` (empty when `head` is `None`).
     #[serde(skip)]
     pub bundle: Vec<u8>,
+}
+
+/// Milliseconds a remote run spent in each phase on the worker (for `worker_bench` and
+/// the task's result: what limits scaling).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Unpacking the bundle and checking the worktree out.
+    pub checkout_ms: u64,
+    /// The agent's session, start to shutdown.
+    pub run_ms: u64,
+    /// Committing what it left and bundling the branch.
+    pub bundle_ms: u64,
 }
 
 /// What a lead sends a worker.

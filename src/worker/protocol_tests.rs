@@ -42,6 +42,11 @@ fn result() -> RemoteResult {
         },
         tool_calls: 2,
         head: Some("89abcdef0123456789abcdef0123456789abcdef".into()),
+        phases: Phases {
+            checkout_ms: 1,
+            run_ms: 2,
+            bundle_ms: 3,
+        },
         bundle: b"# v2 git bundle\n\0\x01binary".to_vec(),
     }
 }

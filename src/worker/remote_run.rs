@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::bundle::{self, TaskCopy};
-use super::protocol::{RemoteResult, RemoteSpawn, RemoteStatus, ToLead};
+use super::protocol::{Phases, RemoteResult, RemoteSpawn, RemoteStatus, ToLead};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{AgentSpec, RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
@@ -94,14 +94,19 @@ pub async fn run(
         usage: Default::default(),
         tool_calls: 0,
         head: None,
+        phases: Phases::default(),
         bundle: Vec::new(),
     };
+    let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
     let copy = TaskCopy::at(dir);
+    let t = std::time::Instant::now();
     if let Err(e) = bundle::checkout(&spawn.bundle, &copy, &spawn.branch, &spawn.base_commit).await
     {
         result.result = format!("the worker could not check the commit out: {e}");
         return result;
     }
+    result.phases.checkout_ms = ms(t);
+    let t = std::time::Instant::now();
     report(ToLead::Started {
         task_id: spawn.task_id.clone(),
         node: node.clone(),
@@ -115,6 +120,8 @@ pub async fn run(
         }
         Err(e) => result.result = e,
     }
+    result.phases.run_ms = ms(t);
+    let t = std::time::Instant::now();
     // Whatever the agent left becomes one commit on its branch, so nothing is lost.
     let message = format!("crew: work of task {} on {node}", spawn.task_id);
     let shipped = match bundle::commit_all(&copy.worktree, &message).await {
@@ -135,6 +142,7 @@ pub async fn run(
             );
         }
     }
+    result.phases.bundle_ms = ms(t);
     result
 }
 

@@ -230,16 +230,25 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
     job.pool.release(&job.task_id);
     match end {
         End::Finished(r) => {
-            let mut note = format!(
-                "\n\n[worker {node}] {} bytes shipped to the worker, {} bytes back",
-                shipped,
-                r.bundle.len()
+            let started = std::time::Instant::now();
+            let fetched = match &r.head {
+                Some(head) => bundle::fetch_into(&root, &r.bundle, &branch, head)
+                    .await
+                    .err()
+                    .map(|e| format!("; the returned branch could not be fetched: {e}")),
+                None => None,
+            };
+            let p = r.phases;
+            let note = format!(
+                "\n\n[worker {node}] {shipped} bytes shipped to the worker, {} bytes back; \
+checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}",
+                r.bundle.len(),
+                p.checkout_ms,
+                p.run_ms,
+                p.bundle_ms,
+                started.elapsed().as_millis(),
+                fetched.unwrap_or_default(),
             );
-            if let Some(head) = &r.head {
-                if let Err(e) = bundle::fetch_into(&root, &r.bundle, &branch, head).await {
-                    note.push_str(&format!("; the returned branch could not be fetched: {e}"));
-                }
-            }
             let summary = match ws.finish(&job.task_id).await {
                 Ok(s) => s,
                 Err(e) => format!("could not be finished: {e}"),
