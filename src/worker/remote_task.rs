@@ -218,8 +218,14 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         };
         match news {
             Some(TaskNews::Started) => {}
-            // Republished as the agent's own, so the log, transcript and monitors see it.
-            Some(TaskNews::Event(e)) => runner.pipeline.events.publish(&e.agent, e.kind),
+            // Republished as the agent's own, so the log, transcript and monitors see it;
+            // a worker cannot speak for any other agent (the lead above all).
+            Some(TaskNews::Event(e)) if e.agent == spec.id => {
+                runner.pipeline.events.publish(&e.agent, e.kind)
+            }
+            Some(TaskNews::Event(e)) => {
+                tracing::warn!("worker {node} sent an event for {}; dropped", e.agent)
+            }
             Some(TaskNews::Finished(r)) => break End::Finished(r),
             Some(TaskNews::Refused(reason)) => break End::Refused(reason),
             Some(TaskNews::Lost(node)) => break End::Lost(node),
