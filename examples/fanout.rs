@@ -197,6 +197,7 @@ async fn main() -> anyhow::Result<()> {
             subagent_max_turns: 10,
             teams_dir: None,
             restore_team: None,
+            workers: None,
         }),
     })
     .await?;

@@ -30,4 +30,5 @@ pub mod team;
 pub mod tools;
 pub mod transcript;
 pub mod tui;
+pub mod worker;
 pub mod worktree;

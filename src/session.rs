@@ -105,6 +105,8 @@ pub struct Orchestration {
     /// A resumed session's transcripts: its team (roster, inboxes, list and each
     /// teammate's conversation) is restored from them and its teammates restarted.
     pub restore_team: Option<Transcripts>,
+    /// Worker nodes joined for this session (`--workers`).
+    pub workers: Option<Arc<crate::worker::pool::Pool>>,
 }
 
 /// Messages the session accepts.
@@ -280,6 +282,7 @@ impl Actor for Session {
                 walk: walk.clone(),
                 team: team.clone(),
                 finished: Default::default(),
+                workers: o.workers,
             }),
             _ => None,
         };

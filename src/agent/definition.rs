@@ -36,6 +36,12 @@ pub struct AgentDefinition {
     pub prompt: String,
     /// Where it came from (`built-in`, or a file path).
     pub origin: String,
+    /// Where its subagents run (`placement: local|remote`; unset: here, or on a worker
+    /// when local slots are full).
+    pub placement: crate::worker::placement::Placement,
+    /// Whether work lost with a worker is started once more elsewhere (`reschedule`,
+    /// default true).
+    pub reschedule: bool,
 }
 
 impl AgentDefinition {
@@ -85,6 +91,10 @@ struct FrontMatter {
     color: Option<String>,
     #[serde(default)]
     hooks: Option<serde_json::Value>,
+    #[serde(default)]
+    placement: Option<String>,
+    #[serde(default)]
+    reschedule: Option<bool>,
 }
 
 /// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
@@ -122,6 +132,10 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
             )));
         }
     }
+    let placement = match &fm.placement {
+        Some(p) => p.parse().map_err(err)?,
+        None => crate::worker::placement::Placement::Auto,
+    };
     if fm.name.trim().is_empty() {
         return Err(err("field `name` is empty".into()));
     }
@@ -142,6 +156,8 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
         hooks: fm.hooks,
         prompt: body.to_string(),
         origin: origin.to_string(),
+        placement,
+        reschedule: fm.reschedule.unwrap_or(true),
     })
 }
 

@@ -17,7 +17,7 @@ pub mod prompt;
 pub mod resume;
 pub mod runner;
 pub mod subagent;
-mod subagent_spec;
+pub(crate) mod subagent_spec;
 pub mod team_launch;
 pub mod teammate;
 mod teammate_tasks;

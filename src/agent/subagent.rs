@@ -67,6 +67,9 @@ pub struct SubagentEnv {
     pub team: Option<super::team_launch::TeamLink>,
     /// Finished subagents, kept to be resumed.
     pub finished: FinishedAgents,
+    /// Worker nodes (`--workers`): where `placement: remote` agents, and agents that
+    /// find the local slots full, run.
+    pub workers: Option<Arc<crate::worker::pool::Pool>>,
 }
 
 /// Messages a subagent accepts.
@@ -146,6 +149,13 @@ pub async fn launch(
                 &env.runner.pipeline.registry,
                 env.workspaces.is_some(),
             )?;
+            if let Some(pool) = crate::worker::remote_task::choose(env, def, &request)? {
+                let (def, attempt) = (def.clone(), Default::default());
+                return crate::worker::remote_task::launch(
+                    env, pool, depth, request, &def, attempt,
+                )
+                .await;
+            }
             def.name.clone()
         }
     };

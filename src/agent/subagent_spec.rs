@@ -24,7 +24,7 @@ pub(super) fn definition<'a>(
 }
 
 /// The loop of a plain subagent: the lead's, re-specified from its definition.
-pub(super) fn defined_runner(
+pub(crate) fn defined_runner(
     env: &SubagentEnv,
     def: &AgentDefinition,
     request: &SpawnRequest,

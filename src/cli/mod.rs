@@ -17,6 +17,7 @@ pub mod setup;
 pub mod tasks;
 pub mod team;
 pub mod trust;
+pub mod workers;
 pub mod worktrees;
 
 use std::path::PathBuf;
@@ -96,6 +97,14 @@ pub struct Cli {
     /// given more than once. These win over servers of the same name in settings.
     #[arg(long = "mcp-config", value_name = "FILE", global = true)]
     pub mcp_config: Vec<PathBuf>,
+
+    /// Worker nodes to join (`host:port,…`; default: `workers` in ~/.crew/settings.json).
+    #[arg(long, value_name = "HOST:PORT,…", global = true)]
+    pub workers: Option<String>,
+
+    /// The cluster cookie's file (default: `workerCookieFile` in ~/.crew/settings.json).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub cookie_file: Option<PathBuf>,
 
     /// Append every request sent to a `script:` model to FILE as JSON lines (testing).
     #[arg(long, value_name = "FILE", hide = true)]
@@ -189,6 +198,14 @@ pub enum Command {
         #[command(subcommand)]
         cmd: mcp::McpCmd,
     },
+    /// Run a worker node offering subagent slots to leads that share its cookie.
+    Worker(workers::WorkerArgs),
+    /// Worker nodes: `list` shows each node, its slots in use and its tasks.
+    Workers {
+        /// What to do.
+        #[command(subcommand)]
+        cmd: workers::WorkersCmd,
+    },
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
@@ -198,6 +215,7 @@ async fn subcommand(
     cmd: Command,
     cwd: &std::path::Path,
     mcp_config: &[PathBuf],
+    (workers_list, cookie_file): (Option<&str>, Option<&std::path::Path>),
 ) -> anyhow::Result<i32> {
     let mut out = std::io::stdout();
     match cmd {
@@ -210,6 +228,8 @@ async fn subcommand(
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
+        Command::Worker(args) => workers::serve(args, cookie_file).await,
+        Command::Workers { cmd } => workers::run(cmd, workers_list, cookie_file, &mut out).await,
         Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
         Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
         Command::Memory { cmd } => memory::run(cmd, cwd, &mut out),
@@ -232,7 +252,8 @@ pub async fn main() -> i32 {
                 return 2;
             }
         };
-        return match subcommand(cmd, &cwd, &cli.mcp_config).await {
+        let cluster = (cli.workers.as_deref(), cli.cookie_file.as_deref());
+        return match subcommand(cmd, &cwd, &cli.mcp_config, cluster).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("crew: {e:#}");

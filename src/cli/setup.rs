@@ -194,6 +194,7 @@ pub async fn prepare(
     // and from whether subagents get worktrees here.
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
+    let workers = crate::cli::workers::join_from_cli(cli, home.as_deref(), &policy).await?;
     let events = EventBus::new();
     let mcp = start_mcp(
         cli,
@@ -248,6 +249,7 @@ pub async fn prepare(
                 lead: transcript.clone(),
                 agents_dir: agents_dir.clone(),
             }),
+            workers,
         }),
     })
     .await;

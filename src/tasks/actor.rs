@@ -50,6 +50,13 @@ pub enum TaskMsg {
         /// Worktree of an agent.
         worktree: Option<PathBuf>,
     },
+    /// The task was placed on a worker node.
+    Placed {
+        /// Task id.
+        id: String,
+        /// The node's name.
+        node: String,
+    },
     /// Progress of an agent task.
     Activity {
         /// Task id.
@@ -300,6 +307,7 @@ impl Actor for TaskManager {
                     worktree: None,
                     pgid: None,
                     host_pid: std::process::id(),
+                    node: None,
                 };
                 state.cancels().insert(id, cancel);
                 state.records.push(rec.clone());
@@ -314,6 +322,14 @@ impl Actor for TaskManager {
                     rec.pgid = pgid;
                     rec.worktree = worktree;
                     rec.last_activity = "started".into();
+                    let rec = rec.clone();
+                    state.persist();
+                    state.announce(&rec);
+                }
+            }
+            TaskMsg::Placed { id, node } => {
+                if let Some(rec) = state.find(&id) {
+                    rec.node = Some(node);
                     let rec = rec.clone();
                     state.persist();
                     state.announce(&rec);

@@ -109,6 +109,9 @@ pub struct TaskRecord {
     pub pgid: Option<i32>,
     /// The crew process that runs it.
     pub host_pid: u32,
+    /// The worker node it runs on (`None`: this machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// Unix time in milliseconds.

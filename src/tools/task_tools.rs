@@ -61,7 +61,7 @@ pub fn describe(rec: &TaskRecord) -> String {
         .map(|s| end.saturating_sub(s) / 1000)
         .unwrap_or(0);
     format!(
-        "{}  {:<9} {:<7} {:>4}s  {:>3} calls  {:>7} tok  {}  — {}",
+        "{}  {:<9} {:<7} {:>4}s  {:>3} calls  {:>7} tok  {}{}  — {}",
         rec.id,
         rec.status.as_str(),
         match rec.kind {
@@ -72,6 +72,10 @@ pub fn describe(rec: &TaskRecord) -> String {
         rec.tool_calls,
         rec.usage.input_tokens + rec.usage.output_tokens,
         rec.description,
+        rec.node
+            .as_ref()
+            .map(|n| format!("  [on {n}]"))
+            .unwrap_or_default(),
         rec.last_activity
     )
 }

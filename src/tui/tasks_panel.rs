@@ -116,6 +116,11 @@ impl TasksPanel {
             TaskKind::Agent => rec.agent_type.clone().unwrap_or_else(|| "agent".into()),
             TaskKind::Command => "command".into(),
         };
+        // A task on a worker machine says where.
+        let what = match &rec.node {
+            Some(node) => format!("{what}@{node}"),
+            None => what,
+        };
         let activity = if rec.last_activity.is_empty() {
             rec.command.clone().unwrap_or_default()
         } else {
@@ -218,6 +223,7 @@ mod tests {
             worktree: None,
             pgid: None,
             host_pid: 1,
+            node: None,
         }
     }
 

@@ -205,6 +205,7 @@ pub async fn start(setup: Setup) -> TestSession {
             subagent_max_turns: 10,
             teams_dir: Some(home.join("teams")),
             restore_team: None,
+            workers: None,
         }
     });
     let provider = ScriptedProvider::new(script);

@@ -1,0 +1,225 @@
+//! Moving a repository between lead and worker as git bundles (the git CLI): the lead
+//! bundles the commit a task starts from, the worker checks it out in a linked worktree
+//! of its own bare repository, commits what the agent left and bundles `base..branch`,
+//! and the lead fetches that into the task's worktree. Every git here runs with hooks
+//! and fsmonitor off, so nothing an agent wrote into a repository runs as this process.
+
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+/// Why a bundle operation failed; names the git command and its output.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    /// git could not be started.
+    #[error("cannot run git ({args}): {source}")]
+    Spawn {
+        /// The arguments.
+        args: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// git failed.
+    #[error("git {args} failed in {dir}: {stderr}")]
+    Git {
+        /// The arguments.
+        args: String,
+        /// Where it ran.
+        dir: PathBuf,
+        /// What it said.
+        stderr: String,
+    },
+    /// A file could not be written or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
+    move |source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Runs git in `dir` with hooks and fsmonitor off; returns stdout (trimmed).
+async fn git(dir: &Path, args: &[&str]) -> Result<String, BundleError> {
+    let shown = args.join(" ");
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "user.name=crew",
+            "-c",
+            "user.email=crew@localhost",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|source| BundleError::Spawn {
+            args: shown.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(BundleError::Git {
+            args: shown,
+            dir: dir.to_path_buf(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The commit and branch checked out in `worktree`.
+pub async fn head_of(worktree: &Path) -> Result<(String, String), BundleError> {
+    let commit = git(worktree, &["rev-parse", "HEAD"]).await?;
+    let branch = git(worktree, &["symbolic-ref", "--short", "HEAD"]).await?;
+    Ok((commit, branch))
+}
+
+/// A bundle of `branch` (its whole history) from the repository at `repo`.
+pub async fn create(repo: &Path, branch: &str) -> Result<Vec<u8>, BundleError> {
+    let tmp = tempfile::Builder::new()
+        .suffix(".bundle")
+        .tempfile()
+        .map_err(io(repo))?;
+    let path = tmp.path().to_string_lossy().to_string();
+    git(repo, &["bundle", "create", "-q", &path, branch]).await?;
+    tokio::fs::read(tmp.path()).await.map_err(io(tmp.path()))
+}
+
+/// Where a worker keeps one task: its bare repository and its worktree.
+#[derive(Debug, Clone)]
+pub struct TaskCopy {
+    /// The task's directory.
+    pub dir: PathBuf,
+    /// The bare repository (`dir/repo.git`).
+    pub repo: PathBuf,
+    /// The worktree the agent works in (`dir/wt`).
+    pub worktree: PathBuf,
+}
+
+impl TaskCopy {
+    /// The layout below `dir`.
+    pub fn at(dir: PathBuf) -> Self {
+        Self {
+            repo: dir.join("repo.git"),
+            worktree: dir.join("wt"),
+            dir,
+        }
+    }
+}
+
+/// Unpacks `bundle` into a new bare repository and checks `base` out on `branch` in a
+/// linked worktree (so the agent's sandbox can reach only that worktree's private git
+/// dir, its branch's refs and the objects — never the repository's config or hooks).
+pub async fn checkout(
+    bundle: &[u8],
+    copy: &TaskCopy,
+    branch: &str,
+    base: &str,
+) -> Result<(), BundleError> {
+    tokio::fs::create_dir_all(&copy.dir)
+        .await
+        .map_err(io(&copy.dir))?;
+    let file = copy.dir.join("base.bundle");
+    tokio::fs::write(&file, bundle).await.map_err(io(&file))?;
+    let file_s = file.to_string_lossy().to_string();
+    let repo_s = copy.repo.to_string_lossy().to_string();
+    git(&copy.dir, &["init", "-q", "--bare", &repo_s]).await?;
+    git(
+        &copy.repo,
+        &["fetch", "-q", &file_s, "+refs/heads/*:refs/lead/*"],
+    )
+    .await?;
+    let commit = format!("{base}^{{commit}}");
+    git(&copy.repo, &["rev-parse", "--verify", "-q", &commit]).await?;
+    git(&copy.repo, &["branch", branch, base]).await?;
+    let wt_s = copy.worktree.to_string_lossy().to_string();
+    git(&copy.repo, &["worktree", "add", "-q", &wt_s, branch]).await?;
+    let _ = tokio::fs::remove_file(&file).await;
+    Ok(())
+}
+
+/// Commits everything the agent left uncommitted in `worktree` (one commit); returns
+/// whether there was anything.
+pub async fn commit_all(worktree: &Path, message: &str) -> Result<bool, BundleError> {
+    git(worktree, &["add", "-A"]).await?;
+    if git(worktree, &["diff", "--cached", "--quiet"])
+        .await
+        .is_ok()
+    {
+        return Ok(false);
+    }
+    git(worktree, &["commit", "-q", "--no-verify", "-m", message]).await?;
+    Ok(true)
+}
+
+/// The branch's head and a bundle of `base..branch`; `None` when it has no commit
+/// beyond `base`.
+pub async fn since(
+    repo: &Path,
+    branch: &str,
+    base: &str,
+) -> Result<Option<(String, Vec<u8>)>, BundleError> {
+    let head = git(repo, &["rev-parse", branch]).await?;
+    if head == base {
+        return Ok(None);
+    }
+    let tmp = tempfile::Builder::new()
+        .suffix(".bundle")
+        .tempfile()
+        .map_err(io(repo))?;
+    let path = tmp.path().to_string_lossy().to_string();
+    let not_base = format!("^{base}");
+    git(repo, &["bundle", "create", "-q", &path, branch, &not_base]).await?;
+    let bytes = tokio::fs::read(tmp.path()).await.map_err(io(tmp.path()))?;
+    Ok(Some((head, bytes)))
+}
+
+/// Brings a worker's bundle of `branch` into the lead's `worktree` (which is on that
+/// branch, at the base): fetch, then fast-forward. Refuses anything that is not a
+/// fast-forward to `head`.
+pub async fn fetch_into(
+    worktree: &Path,
+    bundle: &[u8],
+    branch: &str,
+    head: &str,
+) -> Result<(), BundleError> {
+    let tmp = tempfile::Builder::new()
+        .suffix(".bundle")
+        .tempfile()
+        .map_err(io(worktree))?;
+    tokio::fs::write(tmp.path(), bundle)
+        .await
+        .map_err(io(tmp.path()))?;
+    let path = tmp.path().to_string_lossy().to_string();
+    git(worktree, &["fetch", "-q", &path, branch]).await?;
+    let fetched = git(worktree, &["rev-parse", "FETCH_HEAD"]).await?;
+    if fetched != head {
+        return Err(BundleError::Git {
+            args: "fetch".into(),
+            dir: worktree.to_path_buf(),
+            stderr: format!("the bundle's {branch} is {fetched}, the worker said {head}"),
+        });
+    }
+    git(worktree, &["merge", "-q", "--ff-only", head]).await?;
+    Ok(())
+}
+
+/// Removes a task's worktree but keeps its repository (and so its branch).
+pub async fn drop_worktree(copy: &TaskCopy) -> Result<(), BundleError> {
+    let wt_s = copy.worktree.to_string_lossy().to_string();
+    git(&copy.repo, &["worktree", "remove", "--force", &wt_s]).await?;
+    Ok(())
+}

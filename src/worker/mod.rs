@@ -1,0 +1,24 @@
+//! Worker machines over ractor_cluster (issue 16): `crew worker` nodes offer subagent
+//! slots; a lead started with `--workers` joins them and runs `placement: remote`
+//! subagents (and overflow when its local slots are full) there. The repository travels
+//! as git bundles over the cluster connection; each remote run has its own permission
+//! engine, gate and executor on the worker, under dontAsk, the lead's rules and the
+//! worker's Landlock sandbox.
+//!
+//! - [`protocol`]: the wire messages and their encoding.
+//! - [`node`]: the worker node (`crew worker`).
+//! - [`remote_run`]: one run on a worker.
+//! - [`pool`]: the lead's link to its workers, and slot placement.
+//! - [`remote_task`]: a remote subagent seen from the lead.
+//! - [`bundle`]: git bundles both ways.
+//! - [`placement`]: the definition field.
+//! - [`config`]: cookie, addresses, shipped rules.
+
+pub mod bundle;
+pub mod config;
+pub mod node;
+pub mod placement;
+pub mod pool;
+pub mod protocol;
+pub mod remote_run;
+pub mod remote_task;

@@ -1,0 +1,340 @@
+//! `crew worker`: a ractor_cluster node that offers subagent slots. Its `WorkerNode` actor
+//! joins the `crew.workers` pg group, where leads find it; each `Spawn` runs in a spawned
+//! task (`remote_run`) and reports to the lead's link actor through the lead's own pg
+//! group. Connections authenticate with the cookie handshake; a refused one is logged.
+//! A lead that goes away leaves orphans: a running task is stopped and committed, and
+//! after `orphan_timeout` its worktree is removed — its branch stays in the task's
+//! repository on this node.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor_cluster::node::NodeServerSessionInformation;
+use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
+use tokio_util::sync::CancellationToken;
+
+use super::bundle::{self, TaskCopy};
+use super::protocol::{LeadLinkMsg, ToLead, ToWorker, WORKERS_GROUP, WorkerMsg, WorkerStatus};
+use super::remote_run;
+
+/// The largest frame a node accepts (a bundle travels in one frame).
+pub const MAX_FRAME: u64 = 1 << 30;
+
+/// What a worker node is started with.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The shared secret (read from a file by the caller).
+    pub cookie: String,
+    /// The node's name (default `worker-PORT`).
+    pub name: String,
+    /// Subagents that may run at once.
+    pub slots: u32,
+    /// Where task copies live.
+    pub workdir: PathBuf,
+    /// How long an orphan's worktree stays after its lead went away.
+    pub orphan_timeout: Duration,
+}
+
+/// The pg group a lead's link actor joins: named after the lead's node, so a worker can
+/// tell which tasks a lost node's departure orphans.
+pub fn lead_group(node_full_name: &str) -> String {
+    format!("crew.lead.{node_full_name}")
+}
+
+/// Sends `msg` to the lead's link actor in `group`; `false` if no such lead is known.
+pub fn to_lead(group: &str, msg: ToLead) -> bool {
+    let Some(cell) = ractor::pg::get_members(&group.to_string())
+        .into_iter()
+        .next()
+    else {
+        return false;
+    };
+    let link: ActorRef<LeadLinkMsg> = cell.into();
+    link.cast(LeadLinkMsg::Remote(msg)).is_ok()
+}
+
+/// The worker node's actor (configuration only).
+pub struct WorkerNode;
+
+/// Its state.
+pub struct WorkerState {
+    cfg: WorkerConfig,
+    node: String,
+    running: HashMap<String, (CancellationToken, String)>,
+    /// Finished tasks whose branch waits for the lead: task → lead group.
+    kept: HashMap<String, String>,
+}
+
+impl Actor for WorkerNode {
+    type Msg = WorkerMsg;
+    type State = WorkerState;
+    type Arguments = (WorkerConfig, String);
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        (cfg, node): (WorkerConfig, String),
+    ) -> Result<Self::State, ActorProcessingErr> {
+        ractor::pg::join(WORKERS_GROUP.to_string(), vec![myself.get_cell()]);
+        Ok(WorkerState {
+            cfg,
+            node,
+            running: HashMap::new(),
+            kept: HashMap::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            WorkerMsg::Remote(ToWorker::Hello { lead, node_id }) => {
+                to_lead(&lead, ToLead::Status(status(state, node_id)));
+            }
+            WorkerMsg::Remote(ToWorker::Spawn(spawn)) => {
+                let refuse = |reason: String| {
+                    tracing::warn!("refused task {}: {reason}", spawn.task_id);
+                    to_lead(
+                        &spawn.lead,
+                        ToLead::Refused {
+                            task_id: spawn.task_id.clone(),
+                            reason,
+                        },
+                    );
+                };
+                if let Err(e) = remote_run::check_spawn(&spawn) {
+                    refuse(e);
+                } else if state.running.len() >= state.cfg.slots as usize {
+                    refuse(format!(
+                        "no free slot on {} ({} in use)",
+                        state.node, state.cfg.slots
+                    ));
+                } else if state.running.contains_key(&spawn.task_id)
+                    || state.kept.contains_key(&spawn.task_id)
+                    || state.cfg.workdir.join(&spawn.task_id).exists()
+                {
+                    refuse(format!(
+                        "task {} already exists on {}",
+                        spawn.task_id, state.node
+                    ));
+                } else {
+                    let cancel = CancellationToken::new();
+                    let (task_id, lead) = (spawn.task_id.clone(), spawn.lead.clone());
+                    state
+                        .running
+                        .insert(task_id.clone(), (cancel.clone(), lead.clone()));
+                    tracing::info!("task {task_id}: started for {lead}");
+                    let dir = state.cfg.workdir.join(&task_id);
+                    let node = state.node.clone();
+                    let report: Arc<dyn Fn(ToLead) + Send + Sync> = {
+                        let lead = lead.clone();
+                        Arc::new(move |m| {
+                            to_lead(&lead, m);
+                        })
+                    };
+                    let me = myself.clone();
+                    tokio::spawn(async move {
+                        let run = tokio::spawn(remote_run::run(
+                            *spawn,
+                            dir,
+                            node.clone(),
+                            cancel,
+                            report,
+                        ));
+                        let result = match run.await {
+                            Ok(r) => r,
+                            Err(e) => super::protocol::RemoteResult {
+                                task_id: task_id.clone(),
+                                node,
+                                status: super::protocol::RemoteStatus::Failed,
+                                result: format!("the run crashed on the worker: {e}"),
+                                usage: Default::default(),
+                                tool_calls: 0,
+                                head: None,
+                                phases: Default::default(),
+                                bundle: Vec::new(),
+                            },
+                        };
+                        let _ = me.cast(WorkerMsg::Ended {
+                            task_id,
+                            lead,
+                            result: Box::new(result),
+                        });
+                    });
+                }
+            }
+            WorkerMsg::Remote(ToWorker::Stop { task_id }) => {
+                if let Some((cancel, _)) = state.running.get(&task_id) {
+                    cancel.cancel();
+                }
+            }
+            WorkerMsg::Remote(ToWorker::Handback { task_id }) => {
+                if state.kept.remove(&task_id).is_some() && remote_run::valid_task_id(&task_id) {
+                    let dir = state.cfg.workdir.join(&task_id);
+                    tracing::info!("task {task_id}: handed back, removing {}", dir.display());
+                    tokio::spawn(async move {
+                        let _ = tokio::fs::remove_dir_all(dir).await;
+                    });
+                }
+            }
+            WorkerMsg::Ended {
+                task_id,
+                lead,
+                result,
+            } => {
+                state.running.remove(&task_id);
+                tracing::info!("task {task_id}: ended ({:?})", result.status);
+                state.kept.insert(task_id.clone(), lead.clone());
+                if !to_lead(&lead, ToLead::Finished(*result)) {
+                    orphan(&myself, state, &task_id);
+                }
+            }
+            WorkerMsg::LeadLost { node } => {
+                let group = lead_group(&node);
+                for (id, (cancel, lead)) in &state.running {
+                    if *lead == group {
+                        tracing::warn!(
+                            "task {id}: its lead {node} went away; stopping it, its branch is kept"
+                        );
+                        cancel.cancel();
+                    }
+                }
+                let orphans: Vec<String> = state
+                    .kept
+                    .iter()
+                    .filter(|(_, lead)| **lead == group)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in orphans {
+                    orphan(&myself, state, &id);
+                }
+            }
+            WorkerMsg::OrphanTimeout { task_id } => {
+                if state.kept.remove(&task_id).is_some() {
+                    let copy = TaskCopy::at(state.cfg.workdir.join(&task_id));
+                    tracing::warn!(
+                        "task {task_id}: never handed back; its worktree is removed, its branch kept in {}",
+                        copy.repo.display()
+                    );
+                    tokio::spawn(async move {
+                        let _ = bundle::drop_worktree(&copy).await;
+                    });
+                }
+            }
+            WorkerMsg::Status(reply) => {
+                let _ = reply.send(status(state, 0));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn status(state: &WorkerState, node_id: u64) -> WorkerStatus {
+    WorkerStatus {
+        node: state.node.clone(),
+        slots: state.cfg.slots,
+        running: state.running.keys().cloned().collect(),
+        kept: state.kept.keys().cloned().collect(),
+        node_id,
+    }
+}
+
+/// Starts the orphan clock of a finished task (kept until handed back or timed out).
+fn orphan(myself: &ActorRef<WorkerMsg>, state: &WorkerState, task_id: &str) {
+    let (me, id, after) = (
+        myself.clone(),
+        task_id.to_string(),
+        state.cfg.orphan_timeout,
+    );
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        let _ = me.cast(WorkerMsg::OrphanTimeout { task_id: id });
+    });
+}
+
+/// Logs connections: a session that closes before authenticating was refused (a wrong
+/// cookie, most often); an authenticated one that closes was a lead leaving.
+struct ConnectionLog {
+    worker: ActorRef<WorkerMsg>,
+    authenticated: Arc<Mutex<HashSet<u64>>>,
+}
+
+impl NodeEventSubscription for ConnectionLog {
+    fn node_session_opened(&self, ses: NodeServerSessionInformation) {
+        tracing::info!("connection from {}", ses.peer_addr);
+    }
+
+    fn node_session_disconnected(&self, ses: NodeServerSessionInformation) {
+        let was = lock(&self.authenticated).remove(&ses.node_id);
+        if !was {
+            tracing::warn!(
+                "refused a connection from {}: the cookie handshake failed (wrong cookie?)",
+                ses.peer_addr
+            );
+            return;
+        }
+        let name = ses.peer_name.map(|n| n.name).unwrap_or_default();
+        tracing::warn!("lead {name} ({}) disconnected", ses.peer_addr);
+        let _ = self.worker.cast(WorkerMsg::LeadLost { node: name });
+    }
+
+    fn node_session_authenticated(&self, ses: NodeServerSessionInformation) {
+        lock(&self.authenticated).insert(ses.node_id);
+        let name = ses.peer_name.map(|n| n.name).unwrap_or_default();
+        tracing::info!("lead {name} ({}) authenticated", ses.peer_addr);
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Poisoning only means a panic mid-update of a plain set; it is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running worker node.
+pub struct WorkerHandle {
+    /// The node server.
+    pub server: ActorRef<NodeServerMessage>,
+    /// The worker actor.
+    pub worker: ActorRef<WorkerMsg>,
+}
+
+/// Starts a worker node: the node server listening on `cfg.listen`, and the worker actor.
+pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, String> {
+    std::fs::create_dir_all(&cfg.workdir)
+        .map_err(|e| format!("--workdir {}: {e}", cfg.workdir.display()))?;
+    let host = cfg.listen.ip().to_string();
+    let server = NodeServer::new(
+        cfg.listen.port(),
+        cfg.cookie.clone(),
+        cfg.name.clone(),
+        host.clone(),
+        None,
+        Some(ractor_cluster::node::NodeConnectionMode::Isolated),
+    )
+    .with_listen_addr(cfg.listen.ip())
+    .with_max_inbound_frame_size(MAX_FRAME);
+    let (server, _) = Actor::spawn(None, server, ())
+        .await
+        .map_err(|e| format!("cannot start the node server on {}: {e}", cfg.listen))?;
+    let node = format!("{}@{host}", cfg.name);
+    let (worker, _) = Actor::spawn(None, WorkerNode, (cfg, node))
+        .await
+        .map_err(|e| format!("cannot start the worker actor: {e}"))?;
+    let _ = server.cast(NodeServerMessage::SubscribeToEvents {
+        id: "crew-worker-log".into(),
+        subscription: Box::new(ConnectionLog {
+            worker: worker.clone(),
+            authenticated: Arc::default(),
+        }),
+    });
+    Ok(WorkerHandle { server, worker })
+}

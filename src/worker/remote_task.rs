@@ -1,0 +1,346 @@
+//! A subagent placed on a worker, seen from the lead: the task is registered with the
+//! lead's task manager like a local one, its worktree and branch are made by the lead's
+//! worktree manager like a local one, the commit is shipped as a bundle, the worker's
+//! events are republished on the lead's bus (so logs, transcripts and monitors see them),
+//! and the branch that comes back is fast-forwarded into that worktree — which the
+//! worktree manager then keeps, diffs and merges like any subagent's. A lost worker fails
+//! the task with "worker lost" and, if the definition allows, starts it once more on
+//! another worker.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::bundle;
+use super::placement::Placement;
+use super::pool::Pool;
+use super::protocol::{
+    AgentWire, RemoteResult, RemoteSpawn, RemoteStatus, TaskNews, ToWorker, WorkerMsg,
+};
+use crate::agent::definition::AgentDefinition;
+use crate::agent::delegate::SpawnRequest;
+use crate::agent::subagent::SubagentEnv;
+use crate::events::EventKind;
+use crate::permission::delegation::Isolation;
+use crate::tasks::TaskKind;
+use crate::tasks::TaskStatus;
+use crate::tasks::actor::{NewTask, TaskMsg};
+
+/// How long a stopped remote task may take to send its work back.
+const STOP_GRACE: Duration = Duration::from_secs(120);
+
+/// Registers a task for `request` and starts driving it on a worker; returns the task id.
+pub async fn launch(
+    env: &SubagentEnv,
+    pool: Arc<Pool>,
+    depth: u32,
+    request: SpawnRequest,
+    def: &AgentDefinition,
+    attempt: Attempt,
+) -> Result<String, String> {
+    let cancel = CancellationToken::new();
+    let new = NewTask {
+        kind: TaskKind::Agent,
+        description: request.description.clone(),
+        owner: env.runner.spec.id.clone(),
+        agent_type: Some(def.name.clone()),
+        command: None,
+    };
+    let record = match env
+        .tasks
+        .call(
+            |r| TaskMsg::Create(new, cancel.clone(), r),
+            Some(Duration::from_secs(10)),
+        )
+        .await
+    {
+        Ok(ractor::rpc::CallResult::Success(rec)) => rec,
+        _ => return Err("the task manager did not answer".into()),
+    };
+    let job = Job {
+        env: env.clone(),
+        pool,
+        depth,
+        request,
+        def: def.clone(),
+        task_id: record.id.clone(),
+        log: record.output_file.clone(),
+        attempt,
+    };
+    tokio::spawn(async move {
+        let (tasks, id) = (job.env.tasks.clone(), job.task_id.clone());
+        // A panic in the driver must still end the task.
+        if let Err(e) = tokio::spawn(boxed_drive(job, cancel)).await {
+            let _ = tasks.cast(TaskMsg::Finish {
+                id,
+                status: TaskStatus::Failed,
+                result: format!("the remote task's driver crashed: {e}"),
+            });
+        }
+    });
+    Ok(record.id)
+}
+
+/// Which try of a piece of work this is.
+#[derive(Debug, Clone, Default)]
+pub struct Attempt {
+    /// Nodes that already lost it.
+    pub lost_on: Vec<String>,
+    /// The task this one replaces.
+    pub replaces: Option<String>,
+}
+
+struct Job {
+    env: SubagentEnv,
+    pool: Arc<Pool>,
+    depth: u32,
+    request: SpawnRequest,
+    def: AgentDefinition,
+    task_id: String,
+    log: PathBuf,
+    attempt: Attempt,
+}
+
+enum End {
+    Finished(Box<RemoteResult>),
+    Refused(String),
+    Lost(String),
+    Cancelled,
+}
+
+/// `drive`, boxed: a lost task's retry launches again from inside `drive`, and the
+/// boxed type breaks that cycle for the compiler.
+fn boxed_drive(job: Job, cancel: CancellationToken) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(drive(job, cancel))
+}
+
+async fn drive(job: Job, cancel: CancellationToken) {
+    let tasks = job.env.tasks.clone();
+    let id = job.task_id.clone();
+    let (status, result) = match run(&job, cancel).await {
+        Ok(done) => done,
+        Err(e) => (TaskStatus::Failed, e),
+    };
+    let _ = tasks.cast(TaskMsg::Finish { id, status, result });
+}
+
+async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String), String> {
+    let env = &job.env;
+    let Some(ws) = env.workspaces.clone() else {
+        return Err(
+            "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
+        );
+    };
+    let root = ws.create(&job.task_id, &job.request.description).await?;
+    let (commit, branch) = bundle::head_of(&root).await.map_err(|e| e.to_string())?;
+    let base = job
+        .pool
+        .base_bundle(ws.repo_root(), &branch, &commit)
+        .await
+        .map_err(|e| format!("cannot bundle the commit for the worker: {e}"))?;
+    let runner = crate::agent::subagent_spec::defined_runner(
+        env,
+        &job.def,
+        &job.request,
+        &job.task_id,
+        job.depth,
+        "",
+    );
+    let spec = &runner.spec;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let placed = tokio::select! {
+        p = job.pool.place(&job.task_id, job.attempt.lost_on.clone(), tx) => p,
+        _ = cancel.cancelled() => {
+            job.pool.release(&job.task_id);
+            let _ = ws.finish(&job.task_id).await;
+            return Ok((TaskStatus::Cancelled, "stopped before a worker was free".into()));
+        }
+    };
+    let (node, worker) = match placed {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = ws.finish(&job.task_id).await;
+            return Err(e);
+        }
+    };
+    let _ = env.tasks.cast(TaskMsg::Placed {
+        id: job.task_id.clone(),
+        node: node.clone(),
+    });
+    let _ = env.tasks.cast(TaskMsg::Running {
+        id: job.task_id.clone(),
+        pgid: None,
+        worktree: Some(root.clone()),
+    });
+    let spawn = RemoteSpawn {
+        task_id: job.task_id.clone(),
+        lead: job.pool.group().to_string(),
+        description: job.request.description.clone(),
+        prompt: job.request.prompt.clone(),
+        agent: AgentWire {
+            id: spec.id.clone(),
+            model: job.pool.model_for(&spec.model, &env.runner.spec.model),
+            system_prompt: spec.system_prompt.clone(),
+            allowed_tools: spec
+                .allowed_tools
+                .as_ref()
+                .map(|s| s.iter().cloned().collect()),
+            max_turns: spec.max_turns,
+            max_tokens: spec.max_tokens,
+        },
+        rules: job.pool.rules().to_vec(),
+        base_commit: commit.clone(),
+        branch: branch.clone(),
+        bundle: base.as_ref().clone(),
+    };
+    let shipped = base.len();
+    let watcher = crate::agent::monitor::watch_agent(
+        &runner.pipeline.events,
+        &spec.id,
+        &job.task_id,
+        job.log.clone(),
+        env.tasks.clone(),
+    );
+    let _ = worker.cast(WorkerMsg::Remote(ToWorker::Spawn(Box::new(spawn))));
+    let mut stop_sent = false;
+    let end = loop {
+        let news = tokio::select! {
+            n = rx.recv() => n,
+            _ = cancel.cancelled(), if !stop_sent => {
+                stop_sent = true;
+                let _ = worker.cast(WorkerMsg::Remote(ToWorker::Stop { task_id: job.task_id.clone() }));
+                continue;
+            }
+            _ = tokio::time::sleep(STOP_GRACE), if stop_sent => break End::Cancelled,
+        };
+        match news {
+            Some(TaskNews::Started) => {}
+            // Republished as the agent's own, so the log, transcript and monitors see it;
+            // a worker cannot speak for any other agent (the lead above all).
+            Some(TaskNews::Event(e)) if e.agent == spec.id => {
+                runner.pipeline.events.publish(&e.agent, e.kind)
+            }
+            Some(TaskNews::Event(e)) => {
+                tracing::warn!("worker {node} sent an event for {}; dropped", e.agent)
+            }
+            Some(TaskNews::Finished(r)) => break End::Finished(r),
+            Some(TaskNews::Refused(reason)) => break End::Refused(reason),
+            Some(TaskNews::Lost(node)) => break End::Lost(node),
+            None => break End::Lost(node.clone()),
+        }
+    };
+    watcher.finish().await;
+    job.pool.release(&job.task_id);
+    match end {
+        End::Finished(r) => {
+            let started = std::time::Instant::now();
+            let fetched = match &r.head {
+                Some(head) => bundle::fetch_into(&root, &r.bundle, &branch, head)
+                    .await
+                    .err()
+                    .map(|e| format!("; the returned branch could not be fetched: {e}")),
+                None => None,
+            };
+            let p = r.phases;
+            let note = format!(
+                "\n\n[worker {node}] {shipped} bytes shipped to the worker, {} bytes back; \
+checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}",
+                r.bundle.len(),
+                p.checkout_ms,
+                p.run_ms,
+                p.bundle_ms,
+                started.elapsed().as_millis(),
+                fetched.unwrap_or_default(),
+            );
+            let summary = match ws.finish(&job.task_id).await {
+                Ok(s) => s,
+                Err(e) => format!("could not be finished: {e}"),
+            };
+            let _ = worker.cast(WorkerMsg::Remote(ToWorker::Handback {
+                task_id: job.task_id.clone(),
+            }));
+            let status = match r.status {
+                RemoteStatus::Completed => TaskStatus::Completed,
+                RemoteStatus::MaxTurns => TaskStatus::MaxTurns,
+                RemoteStatus::Cancelled => TaskStatus::Cancelled,
+                RemoteStatus::Failed => TaskStatus::Failed,
+            };
+            Ok((
+                status,
+                format!("{}{note}\n\n[worktree] {summary}", r.result),
+            ))
+        }
+        End::Refused(reason) => {
+            let _ = ws.finish(&job.task_id).await;
+            Err(format!("worker {node} refused the task: {reason}"))
+        }
+        End::Cancelled => {
+            let _ = ws.finish(&job.task_id).await;
+            Ok((
+                TaskStatus::Cancelled,
+                format!("stopped; worker {node} did not send its work back in time"),
+            ))
+        }
+        End::Lost(lost) => {
+            // Nothing came back from this try; a clean worktree is removed, one holding
+            // anything is kept (the worktree manager never deletes work).
+            let _ = ws.finish(&job.task_id).await;
+            let mut reason = format!("worker lost: {lost} disconnected while the task ran");
+            if job.def.reschedule && job.attempt.lost_on.is_empty() {
+                let again = Attempt {
+                    lost_on: vec![lost.clone()],
+                    replaces: Some(job.task_id.clone()),
+                };
+                match launch(
+                    env,
+                    job.pool.clone(),
+                    job.depth,
+                    job.request.clone(),
+                    &job.def,
+                    again,
+                )
+                .await
+                {
+                    Ok(next) => reason.push_str(&format!("; rescheduled as task {next}")),
+                    Err(e) => reason.push_str(&format!("; could not be rescheduled: {e}")),
+                }
+            }
+            runner.pipeline.events.publish(
+                "lead",
+                EventKind::Error {
+                    message: format!("task {}: {reason}", job.task_id),
+                },
+            );
+            Ok((TaskStatus::Failed, reason))
+        }
+    }
+}
+
+/// Whether `def` runs on a worker for this request: always with `placement: remote`
+/// (an error without workers), and when the local slots are full for a worktree agent.
+pub fn choose(
+    env: &SubagentEnv,
+    def: &AgentDefinition,
+    request: &SpawnRequest,
+) -> Result<Option<Arc<Pool>>, String> {
+    match (def.placement, env.workers.clone()) {
+        (Placement::Remote, Some(pool)) => Ok(Some(pool)),
+        (Placement::Remote, None) => Err(format!(
+            "agent type `{}` has `placement: remote`, but this session has no workers (pass --workers HOST:PORT,… and --cookie-file)",
+            def.name
+        )),
+        (Placement::Auto, Some(pool))
+            if request.fork.is_none()
+                && request.isolation != Some(Isolation::None)
+                && def.isolation.as_deref() != Some("none")
+                && env.workspaces.is_some()
+                && env.slots.available_permits() == 0 =>
+        {
+            Ok(Some(pool))
+        }
+        _ => Ok(None),
+    }
+}
