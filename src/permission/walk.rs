@@ -95,16 +95,24 @@ impl WalkScope {
     /// symlink to a credential or to a denied file is hidden like the file itself. An
     /// entry whose real location cannot be resolved is hidden (fail closed).
     pub fn allows(&self, path: &Path) -> bool {
-        let lexical = sandbox::lexical(path);
         let Ok(real) = std::fs::canonicalize(path) else {
             return false;
         };
-        for p in [&lexical, &real] {
+        self.allows_resolved(path, &real)
+    }
+
+    /// [`WalkScope::allows`] for an entry whose real location the caller already knows
+    /// without a `canonicalize` per entry: a walker that never follows links knows that
+    /// a non-link entry's real path is its parent's real path joined with its name.
+    /// `real` must be that resolved location; a wrong one defeats the check.
+    pub fn allows_resolved(&self, path: &Path, real: &Path) -> bool {
+        let lexical = sandbox::lexical(path);
+        for p in [lexical.as_path(), real] {
             if sandbox::credential(p, &self.filter.homes).is_some() || self.denied(p) {
                 return false;
             }
         }
-        self.filter.ids.rule(&real).is_none()
+        self.filter.ids.rule(real).is_none()
     }
 
     fn denied(&self, path: &Path) -> bool {
