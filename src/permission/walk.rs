@@ -107,7 +107,14 @@ impl WalkScope {
     /// `real` must be that resolved location; a wrong one defeats the check.
     pub fn allows_resolved(&self, path: &Path, real: &Path) -> bool {
         let lexical = sandbox::lexical(path);
-        for p in [lexical.as_path(), real] {
+        // The usual walked entry is its own real path: judged once.
+        let both = [lexical.as_path(), real];
+        let spellings = if lexical == real {
+            &both[..1]
+        } else {
+            &both[..]
+        };
+        for p in spellings {
             if sandbox::credential(p, &self.filter.homes).is_some() || self.denied(p) {
                 return false;
             }
@@ -116,6 +123,9 @@ impl WalkScope {
     }
 
     fn denied(&self, path: &Path) -> bool {
+        if self.filter.denies.is_empty() {
+            return false;
+        }
         let subject = Subject::Path {
             names: &[RuleName::Read, self.tool],
             real: path,

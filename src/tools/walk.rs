@@ -7,7 +7,7 @@
 //! below the root: one `canonicalize` per walk instead of one per entry. Links are still
 //! resolved one by one, so a link to a credential or to a denied file stays hidden.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
@@ -62,12 +62,14 @@ fn allowed(scope: &WalkScope, root: &Path, root_real: Option<&Path>, e: &DirEntr
     if e.path_is_symlink() {
         return scope.allows(e.path());
     }
-    match (root_real, e.path().strip_prefix(root)) {
-        (Some(real_root), Ok(rel)) => {
-            let real: PathBuf = real_root.join(rel);
-            scope.allows_resolved(e.path(), &real)
-        }
-        _ => scope.allows(e.path()),
+    match root_real {
+        // A canonical root: the entry's path is its real path (no allocation).
+        Some(real_root) if real_root == root => scope.allows_resolved(e.path(), e.path()),
+        Some(real_root) => match e.path().strip_prefix(root) {
+            Ok(rel) => scope.allows_resolved(e.path(), &real_root.join(rel)),
+            Err(_) => scope.allows(e.path()),
+        },
+        None => scope.allows(e.path()),
     }
 }
 
