@@ -214,3 +214,62 @@ async fn search_a_single_file_path() {
     .unwrap();
     assert_eq!(out, "README.md:1:TODO: write docs\n");
 }
+
+#[tokio::test]
+async fn search_output_is_in_path_order_although_the_walk_is_parallel() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut expected = Vec::new();
+    for d in ["a", "a-b", "b/c", "z"] {
+        for i in 0..40 {
+            put(dir.path(), &format!("{d}/f{i:02}.txt"), "one hit\n");
+            expected.push(format!("{d}/f{i:02}.txt:1"));
+        }
+    }
+    // Path order compares components: `a/…` before `a-b/…`.
+    let out = search(
+        dir.path(),
+        json!({"pattern": "hit", "output_mode": "count", "head_limit": 1000}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, expected.join("\n") + "\n");
+    let out = search(
+        dir.path(),
+        json!({"pattern": "hit", "output_mode": "content", "head_limit": 1000}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.lines().count(), 160, "{out}");
+    assert!(
+        out.starts_with("a/f00.txt:1:one hit\na/f01.txt:1:one hit\n"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn search_stops_walking_at_head_limit_and_says_the_count_is_a_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..400 {
+        put(dir.path(), &format!("d{}/f{i:03}.txt", i % 20), "hit\n");
+    }
+    let out = search(
+        dir.path(),
+        json!({"pattern": "hit", "output_mode": "count", "head_limit": 3}),
+    )
+    .await
+    .unwrap();
+    let shown: Vec<&str> = out.lines().filter(|l| l.ends_with(".txt:1")).collect();
+    assert_eq!(shown.len(), 3, "{out}");
+    assert!(
+        out.contains("(head_limit=3; the search stopped there)"),
+        "{out}"
+    );
+    // Files-with-matches needs every match (newest first) and never stops early.
+    let out = search(dir.path(), json!({"pattern": "hit", "head_limit": 3}))
+        .await
+        .unwrap();
+    assert!(
+        out.contains("… 397 more entries not shown (head_limit=3)"),
+        "{out}"
+    );
+}

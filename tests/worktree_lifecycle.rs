@@ -487,7 +487,7 @@ async fn commits_on_a_detached_head_are_kept_and_block_merge() {
 }
 
 #[tokio::test]
-async fn concurrent_requests_are_serialised_and_none_is_lost() {
+async fn concurrent_creations_and_finishes_lose_nothing() {
     let fx = Fixture::new();
     let actor = fx.spawn().await;
     let creates = (0..8).map(|i| {
@@ -513,6 +513,42 @@ async fn concurrent_requests_are_serialised_and_none_is_lost() {
     }
     assert!(fx.git_worktrees().is_empty());
     assert_eq!(fx.branches(), vec!["main".to_string()]);
+}
+
+#[tokio::test]
+async fn creations_in_flight_finish_before_an_exclusive_operation_runs() {
+    let fx = Fixture::new();
+    let actor = fx.spawn().await;
+    // Sent in this order, without waiting: eight creations (run in parallel), then a
+    // reconcile, which must not see a half-made worktree as an orphan or prune it.
+    let mut replies = Vec::new();
+    for i in 0..8 {
+        let (tx, rx) = ractor::concurrency::oneshot();
+        actor
+            .send_message(WorktreeMsg::Create {
+                task_id: format!("q{i}"),
+                description: "parallel".into(),
+                base: None,
+                reply: tx.into(),
+            })
+            .unwrap();
+        replies.push(rx);
+    }
+    let report = call(&actor, |reply| WorktreeMsg::Reconcile { reply })
+        .await
+        .unwrap();
+    assert!(report.pruned.is_empty(), "{report:?}");
+    assert!(report.orphaned.is_empty(), "{report:?}");
+    for rx in replies {
+        let wt = rx.await.unwrap().expect("created");
+        // Each checkout is complete: the files are there and git sees nothing changed.
+        assert_eq!(
+            std::fs::read_to_string(wt.path.join("README.md")).unwrap(),
+            "hello\n"
+        );
+        assert_eq!(git(&wt.path, &["status", "--porcelain"]), "");
+    }
+    assert_eq!(fx.git_worktrees().len(), 8);
 }
 
 #[tokio::test]

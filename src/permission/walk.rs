@@ -95,19 +95,37 @@ impl WalkScope {
     /// symlink to a credential or to a denied file is hidden like the file itself. An
     /// entry whose real location cannot be resolved is hidden (fail closed).
     pub fn allows(&self, path: &Path) -> bool {
-        let lexical = sandbox::lexical(path);
         let Ok(real) = std::fs::canonicalize(path) else {
             return false;
         };
-        for p in [&lexical, &real] {
+        self.allows_resolved(path, &real)
+    }
+
+    /// [`WalkScope::allows`] for an entry whose real location the caller already knows
+    /// without a `canonicalize` per entry: a walker that never follows links knows that
+    /// a non-link entry's real path is its parent's real path joined with its name.
+    /// `real` must be that resolved location; a wrong one defeats the check.
+    pub fn allows_resolved(&self, path: &Path, real: &Path) -> bool {
+        let lexical = sandbox::lexical(path);
+        // The usual walked entry is its own real path: judged once.
+        let both = [lexical.as_path(), real];
+        let spellings = if lexical == real {
+            &both[..1]
+        } else {
+            &both[..]
+        };
+        for p in spellings {
             if sandbox::credential(p, &self.filter.homes).is_some() || self.denied(p) {
                 return false;
             }
         }
-        self.filter.ids.rule(&real).is_none()
+        self.filter.ids.rule(real).is_none()
     }
 
     fn denied(&self, path: &Path) -> bool {
+        if self.filter.denies.is_empty() {
+            return false;
+        }
         let subject = Subject::Path {
             names: &[RuleName::Read, self.tool],
             real: path,

@@ -1,14 +1,16 @@
-//! `find_files`: files whose path matches a glob, walked with ripgrep's `ignore` crate
-//! (so `.gitignore` is respected, in a git repository or not), newest first.
+//! `find_files`: files whose path matches a glob, walked in parallel with ripgrep's
+//! `ignore` crate (so `.gitignore` is respected, in a git repository or not), newest
+//! first. Only matching files are stat'ed, and only the shown ones fully sorted.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
-use ignore::WalkBuilder;
+use ignore::{DirEntry, WalkState};
 use serde_json::{Value, json};
 
+use super::walk::{self, Worker};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::walk::WalkScope;
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
@@ -94,37 +96,29 @@ fn find(
         }
     }
     // An absolute pattern is matched against absolute paths, a relative one against
-    // paths relative to the root.
+    // paths relative to the root. Only matching files are stat'ed, for their mtime.
     let absolute = Path::new(pattern).is_absolute();
-    let mut found: Vec<(SystemTime, PathBuf)> = walker(root, &scope)
-        .build()
-        .flatten()
-        .filter(|e| e.depth() > 0 || scope.allows(e.path()))
-        .filter(|e| {
-            e.file_type().is_some_and(|t| t.is_file())
-                || (e.path_is_symlink() && e.path().is_file())
-        })
-        .filter_map(|e| {
-            let rel = e.path().strip_prefix(root).ok()?.to_path_buf();
-            let matched = if absolute {
-                matcher.is_match(e.path())
-            } else {
-                matcher.is_match(&rel)
-            };
-            matched.then(|| {
-                let mtime = e
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                (mtime, rel)
-            })
-        })
-        .collect();
+    let workers = walk::parallel(root, &scope, || Finder {
+        root,
+        absolute,
+        matcher,
+        scope: &scope,
+        found: Vec::new(),
+    });
+    let mut found: Vec<(SystemTime, PathBuf)> = workers.into_iter().flat_map(|w| w.found).collect();
     if found.is_empty() {
         return Ok(format!("no files match `{pattern}` under `{shown_root}`"));
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    // Newest first, ties by path; only the shown entries are fully sorted.
+    let newest = |a: &(SystemTime, PathBuf), b: &(SystemTime, PathBuf)| {
+        b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1))
+    };
+    if found.len() > MAX_RESULTS {
+        found.select_nth_unstable_by(MAX_RESULTS, newest);
+        found[..MAX_RESULTS].sort_unstable_by(newest);
+    } else {
+        found.sort_unstable_by(newest);
+    }
     let total = found.len();
     let mut out: String = found
         .iter()
@@ -140,16 +134,43 @@ fn find(
     Ok(out)
 }
 
-/// The shared walk configuration: `.gitignore`/`.ignore` respected even outside a git
-/// repository, hidden files included, `.git` itself skipped, and every entry below the
-/// root checked against `scope` (deny rules, credentials) before it is shown or entered.
-/// The walker never yields the root to its filter: callers check depth-0 entries.
-pub(crate) fn walker(root: &Path, scope: &WalkScope) -> WalkBuilder {
-    let mut b = WalkBuilder::new(root);
-    let scope = scope.clone();
-    b.require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .hidden(false)
-        .filter_entry(move |e| e.file_name() != ".git" && scope.allows(e.path()));
-    b
+/// One walker thread's matches.
+struct Finder<'a> {
+    root: &'a Path,
+    absolute: bool,
+    matcher: &'a GlobMatcher,
+    scope: &'a WalkScope,
+    /// (mtime, path relative to the root)
+    found: Vec<(SystemTime, PathBuf)>,
+}
+
+impl Worker for Finder<'_> {
+    fn visit(&mut self, e: DirEntry) -> WalkState {
+        // The walker's filter skips the root; a root given as `path` is checked here.
+        if e.depth() == 0 && !self.scope.allows(e.path()) {
+            return WalkState::Continue;
+        }
+        let is_file = e.file_type().is_some_and(|t| t.is_file())
+            || (e.path_is_symlink() && e.path().is_file());
+        if !is_file {
+            return WalkState::Continue;
+        }
+        let Ok(rel) = e.path().strip_prefix(self.root) else {
+            return WalkState::Continue;
+        };
+        let matched = if self.absolute {
+            self.matcher.is_match(e.path())
+        } else {
+            self.matcher.is_match(rel)
+        };
+        if matched {
+            let mtime = e
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            self.found.push((mtime, rel.to_path_buf()));
+        }
+        WalkState::Continue
+    }
 }

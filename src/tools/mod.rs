@@ -18,6 +18,7 @@ pub mod send_message;
 pub mod task_tools;
 pub mod todo_tools;
 pub mod tool_search;
+pub mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};

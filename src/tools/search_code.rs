@@ -1,17 +1,25 @@
 //! `search_code`: a regular-expression search over files with ripgrep's engine
-//! (`grep-regex`, `grep-searcher`) and walker (`ignore`): `.gitignore` respected, binary
-//! files skipped, results as file lists, matching lines or counts.
+//! (`grep-regex`, `grep-searcher`) and parallel walker (`ignore`): `.gitignore`
+//! respected, binary files skipped, results as file lists, matching lines or counts.
+//!
+//! Each walker thread searches with its own reused buffers. Files-with-matches mode stops
+//! reading a file at its first match and stats only matching files (for newest first).
+//! Content and count modes stop the walk once `head_limit` entries are in hand; their
+//! output is sorted by path, so it does not depend on thread timing unless the walk
+//! stopped early (then which files made the cut does).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
+use ignore::{DirEntry, WalkState};
 use serde_json::{Value, json};
 
-use super::find_files::walker;
+use super::walk::{self, Worker};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::walk::WalkScope;
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
@@ -146,58 +154,38 @@ impl Query {
                 self.root.display()
             )));
         }
-        let context = if self.mode == OutputMode::Content {
-            self.context
-        } else {
-            0
-        };
-        let mut searcher = SearcherBuilder::new()
-            .binary_detection(BinaryDetection::quit(0))
-            .line_number(true)
-            .before_context(context)
-            .after_context(context)
-            .build();
+        let shown = AtomicUsize::new(0);
+        let stopped = AtomicBool::new(false);
+        let workers = walk::parallel(&self.root, &self.scope, || Searching {
+            query: self,
+            searcher: self.searcher(),
+            shown: &shown,
+            stopped: &stopped,
+            hits: Vec::new(),
+            binary_skipped: 0,
+        });
+        let binary_skipped: usize = workers.iter().map(|w| w.binary_skipped).sum();
+        let mut hits: Vec<Hit> = workers.into_iter().flat_map(|w| w.hits).collect();
+        // Sorted only as the mode needs: newest first, or by path so that output does
+        // not depend on which thread finished first.
+        match self.mode {
+            OutputMode::FilesWithMatches => hits
+                .sort_unstable_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| a.path.cmp(&b.path))),
+            OutputMode::Count | OutputMode::Content => {
+                hits.sort_unstable_by(|a, b| a.path.cmp(&b.path))
+            }
+        }
         let mut out = Capped::new(self.head_limit);
-        let mut files: Vec<(SystemTime, String)> = Vec::new();
-        let mut binary_skipped = 0usize;
-        for entry in walker(&self.root, &self.scope).build().flatten() {
-            if !entry.file_type().is_some_and(|t| t.is_file()) || !self.glob_allows(entry.path()) {
-                continue;
-            }
-            // The walker's filter skips the root; a file given as `path` is checked here.
-            if entry.depth() == 0 && !self.scope.allows(entry.path()) {
-                continue;
-            }
-            let mut sink = FileSink::default();
-            if searcher
-                .search_path(&self.matcher, entry.path(), &mut sink)
-                .is_err()
-            {
-                continue; // Unreadable files are skipped, as ripgrep does.
-            }
-            if sink.binary {
-                binary_skipped += 1;
-                continue;
-            }
-            if sink.matches == 0 {
-                continue;
-            }
-            let shown = self.display(entry.path());
+        for hit in hits {
+            let shown = self.display(&hit.path);
             match self.mode {
-                OutputMode::FilesWithMatches => {
-                    let mtime = entry
-                        .metadata()
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
-                    files.push((mtime, shown));
-                }
-                OutputMode::Count => out.push(format!("{shown}:{}", sink.matches)),
+                OutputMode::FilesWithMatches => out.push(shown),
+                OutputMode::Count => out.push(format!("{shown}:{}", hit.matches)),
                 OutputMode::Content => {
-                    if context > 0 {
+                    if self.context > 0 {
                         out.separate();
                     }
-                    for line in sink.lines {
+                    for line in hit.lines {
                         match line {
                             Line::Break => out.separate(),
                             Line::Text { n, matched, text } => {
@@ -206,13 +194,8 @@ impl Query {
                             }
                         }
                     }
+                    out.more += hit.uncollected;
                 }
-            }
-        }
-        if self.mode == OutputMode::FilesWithMatches {
-            files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            for (_, f) in files {
-                out.push(f);
             }
         }
         if out.lines.last().is_some_and(|l| l == "--") {
@@ -228,14 +211,43 @@ impl Query {
         let mut text = out.lines.join("\n");
         text.push('\n');
         let more = out.more;
-        if more > 0 {
+        let what = if self.mode == OutputMode::Content {
+            "lines"
+        } else {
+            "entries"
+        };
+        let limit = self.head_limit;
+        let advice = "narrow the pattern, path or glob, or raise head_limit";
+        if stopped.load(Ordering::Relaxed) {
+            let counted = if more > 0 {
+                format!("at least {more} more {what} not shown")
+            } else {
+                format!("more {what} may exist")
+            };
             text.push_str(&format!(
-                "… {more} more {} not shown (head_limit={}); narrow the pattern, path or glob, or raise head_limit\n",
-                if self.mode == OutputMode::Content { "lines" } else { "entries" },
-                self.head_limit
+                "… {counted} (head_limit={limit}; the search stopped there); {advice}\n"
+            ));
+        } else if more > 0 {
+            text.push_str(&format!(
+                "… {more} more {what} not shown (head_limit={limit}); {advice}\n"
             ));
         }
         Ok(text)
+    }
+
+    /// A searcher for one walker thread.
+    fn searcher(&self) -> Searcher {
+        let context = if self.mode == OutputMode::Content {
+            self.context
+        } else {
+            0
+        };
+        SearcherBuilder::new()
+            .binary_detection(BinaryDetection::quit(0))
+            .line_number(self.mode == OutputMode::Content)
+            .before_context(context)
+            .after_context(context)
+            .build()
     }
 
     fn glob_allows(&self, path: &Path) -> bool {
@@ -297,6 +309,89 @@ impl Capped {
     }
 }
 
+/// One walker thread: its searcher (buffers reused across files) and its hits.
+struct Searching<'a> {
+    query: &'a Query,
+    searcher: Searcher,
+    /// Output entries found so far by all threads (content and count modes).
+    shown: &'a AtomicUsize,
+    /// Set once `shown` reached the head limit and an entry was then left unvisited.
+    stopped: &'a AtomicBool,
+    hits: Vec<Hit>,
+    binary_skipped: usize,
+}
+
+impl Worker for Searching<'_> {
+    fn visit(&mut self, e: DirEntry) -> WalkState {
+        let q = self.query;
+        // Early exit: in content and count modes, once head_limit entries are in hand
+        // the rest would only be counted, so the walk stops and the count says "at least".
+        if q.mode != OutputMode::FilesWithMatches
+            && self.shown.load(Ordering::Relaxed) >= q.head_limit
+        {
+            self.stopped.store(true, Ordering::Relaxed);
+            return WalkState::Quit;
+        }
+        if !e.file_type().is_some_and(|t| t.is_file()) || !q.glob_allows(e.path()) {
+            return WalkState::Continue;
+        }
+        // The walker's filter skips the root; a file given as `path` is checked here.
+        if e.depth() == 0 && !q.scope.allows(e.path()) {
+            return WalkState::Continue;
+        }
+        let mut sink = FileSink::new(q.mode, q.head_limit);
+        if self
+            .searcher
+            .search_path(&q.matcher, e.path(), &mut sink)
+            .is_err()
+        {
+            return WalkState::Continue; // Unreadable files are skipped, as ripgrep does.
+        }
+        if sink.binary {
+            self.binary_skipped += 1;
+            return WalkState::Continue;
+        }
+        if sink.matches == 0 {
+            return WalkState::Continue;
+        }
+        let mtime = if q.mode == OutputMode::FilesWithMatches {
+            // Newest first needs the mtime: stat'ed here, for matching files only.
+            e.metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        } else {
+            SystemTime::UNIX_EPOCH
+        };
+        let entries = match q.mode {
+            OutputMode::FilesWithMatches => 0,
+            OutputMode::Count => 1,
+            OutputMode::Content => sink.kept + sink.uncollected,
+        };
+        self.shown.fetch_add(entries, Ordering::Relaxed);
+        self.hits.push(Hit {
+            path: e.into_path(),
+            mtime,
+            matches: sink.matches,
+            lines: sink.lines,
+            uncollected: sink.uncollected,
+        });
+        WalkState::Continue
+    }
+}
+
+/// A file with at least one match.
+struct Hit {
+    path: PathBuf,
+    /// Files-with-matches mode only.
+    mtime: SystemTime,
+    matches: u64,
+    /// Content mode only.
+    lines: Vec<Line>,
+    /// Content-mode lines past what one file could ever show (the head limit).
+    uncollected: usize,
+}
+
 /// A line reported for one file.
 enum Line {
     /// A matching (`matched`) or context line.
@@ -306,15 +401,43 @@ enum Line {
 }
 
 /// Collects one file's results; discarded when the file turns out to be binary.
-#[derive(Default)]
 struct FileSink {
+    /// Files-with-matches mode: the first match is enough.
+    first_only: bool,
+    /// Lines whose text is kept (content mode: the head limit; else none).
+    keep: usize,
     lines: Vec<Line>,
+    /// Lines kept so far (separators not counted).
+    kept: usize,
+    /// Lines past `keep`, counted only.
+    uncollected: usize,
     matches: u64,
     binary: bool,
 }
 
 impl FileSink {
+    fn new(mode: OutputMode, head_limit: usize) -> Self {
+        Self {
+            first_only: mode == OutputMode::FilesWithMatches,
+            keep: if mode == OutputMode::Content {
+                head_limit
+            } else {
+                0
+            },
+            lines: Vec::new(),
+            kept: 0,
+            uncollected: 0,
+            matches: 0,
+            binary: false,
+        }
+    }
+
     fn push(&mut self, n: Option<u64>, matched: bool, bytes: &[u8]) {
+        if self.kept >= self.keep {
+            self.uncollected += 1;
+            return;
+        }
+        self.kept += 1;
         let text = String::from_utf8_lossy(bytes);
         let text = text.trim_end_matches(['\n', '\r']);
         let text = match text.char_indices().nth(MAX_LINE_CHARS) {
@@ -338,8 +461,10 @@ impl Sink for FileSink {
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.matches += 1;
-        self.push(mat.line_number(), true, mat.bytes());
-        Ok(true)
+        if self.keep > 0 {
+            self.push(mat.line_number(), true, mat.bytes());
+        }
+        Ok(!self.first_only)
     }
 
     fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, Self::Error> {
@@ -348,7 +473,9 @@ impl Sink for FileSink {
     }
 
     fn context_break(&mut self, _: &Searcher) -> Result<bool, Self::Error> {
-        self.lines.push(Line::Break);
+        if self.kept < self.keep {
+            self.lines.push(Line::Break);
+        }
         Ok(true)
     }
 

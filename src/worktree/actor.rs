@@ -1,17 +1,24 @@
-//! The `WorktreeManager` actor: one per repository, it serialises the worktree operations
-//! of [`Manager`] so that two subagents never race on the same `.git`.
+//! The `WorktreeManager` actor: one per repository, it runs the worktree operations of
+//! [`Manager`] so that they never trip over each other on the same `.git`.
 //!
-//! Unlike the other actors, it awaits its work inside `handle`: git operations on one
-//! repository must not overlap (libgit2 and git both take the index and ref locks and
-//! fail rather than wait), and they take milliseconds to a second. Each runs on the
-//! blocking pool (`spawn_blocking`) so the runtime's threads stay free; the mailbox queues
-//! the next operation until this one is done. The one long step, the `worktree.setup`
-//! command, touches only the new worktree, so it runs in a spawned task that replies to
-//! `Create` when it ends, and the mailbox moves on.
+//! Creations run in parallel: each touches only its own branch, its own
+//! `.git/worktrees/<id>` and its own checkout; the few shared git writes are serialised
+//! in [`super::git::add`] and the registry update by its file lock. They are bounded by
+//! [`parallel_creations`] (checkouts are disk-bound: a few beyond the cores keep the disk
+//! busy). Each runs on the blocking pool in a spawned task, so the mailbox moves on and
+//! the next `Create` starts at once; the `worktree.setup` command runs in that task too.
+//!
+//! Every other operation (finish, merge, discard, list, diff, reconcile) is exclusive:
+//! it waits in `handle` until the creations in flight are done and holds the mailbox
+//! while it runs (reconcile must not prune a half-made worktree; a merge moves the main
+//! checkout). git and libgit2 fail rather than wait on each other's locks, so waiting
+//! here is right for this actor.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::sync::{RwLock, Semaphore};
 
 use super::include::run_setup;
 use super::{
@@ -80,6 +87,23 @@ impl ractor::Message for WorktreeMsg {}
 /// The actor (configuration only; the state, a [`Manager`], is built in `pre_start`).
 pub struct WorktreeManager;
 
+/// How many worktrees are created at once: twice the cores, at least 2 (checkout is
+/// mostly waiting on the disk).
+pub fn parallel_creations() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get() * 2)
+        .max(2)
+}
+
+/// The actor's state: the operations and what keeps them from overlapping wrongly.
+pub struct State {
+    manager: Manager,
+    /// Bounds the creations in flight.
+    creating: Arc<Semaphore>,
+    /// Creations hold it shared, every other operation exclusively.
+    exclusive: Arc<RwLock<()>>,
+}
+
 /// What the worktree manager needs to start.
 #[derive(Debug, Clone)]
 pub struct WorktreeManagerArgs {
@@ -106,7 +130,7 @@ async fn blocking<T: Send + 'static>(
 
 impl Actor for WorktreeManager {
     type Msg = WorktreeMsg;
-    type State = Manager;
+    type State = State;
     type Arguments = WorktreeManagerArgs;
 
     async fn pre_start(
@@ -123,40 +147,61 @@ impl Actor for WorktreeManager {
             })
         })
         .await?;
-        Ok(opened?)
+        Ok(State {
+            manager: opened?,
+            creating: Arc::new(Semaphore::new(parallel_creations())),
+            exclusive: Arc::new(RwLock::new(())),
+        })
     }
 
     async fn handle(
         &self,
         _myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        manager: &mut Self::State,
+        state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         // A caller that gave up has dropped its port; the operation still completed.
-        match msg {
-            WorktreeMsg::Create {
-                task_id,
-                description,
-                base,
-                reply,
-            } => {
-                let created = blocking(manager, move |m| {
-                    m.create(&task_id, &description, base.as_deref())
-                })
-                .await;
-                match (created, manager.setup_command()) {
+        if let WorktreeMsg::Create {
+            task_id,
+            description,
+            base,
+            reply,
+        } = msg
+        {
+            // Shared access is taken here, in mailbox order, so an exclusive operation
+            // sent after this creation waits for it.
+            let shared = state.exclusive.clone().read_owned().await;
+            let creating = state.creating.clone();
+            let manager = state.manager.clone();
+            tokio::spawn(async move {
+                let created = match creating.acquire_owned().await {
+                    Ok(_slot) => {
+                        blocking(&manager, move |m| {
+                            m.create(&task_id, &description, base.as_deref())
+                        })
+                        .await
+                    }
+                    Err(_) => Err(WorktreeError::Internal(
+                        "the worktree manager stopped".into(),
+                    )),
+                };
+                // The setup command touches only the new worktree: other operations
+                // need not wait for it.
+                drop(shared);
+                let _ = reply.send(match (created, manager.setup_command()) {
                     (Ok(mut wt), Some(command)) => {
-                        let command = command.to_string();
-                        tokio::spawn(async move {
-                            wt.setup = Some(run_setup(&command, &wt.path).await);
-                            let _ = reply.send(Ok(wt));
-                        });
+                        wt.setup = Some(run_setup(command, &wt.path).await);
+                        Ok(wt)
                     }
-                    (created, _) => {
-                        let _ = reply.send(created);
-                    }
-                }
-            }
+                    (created, _) => created,
+                });
+            });
+            return Ok(());
+        }
+        let _exclusive = state.exclusive.write().await;
+        let manager = &state.manager;
+        match msg {
+            WorktreeMsg::Create { .. } => {}
             WorktreeMsg::Finish { task_id, reply } => {
                 let _ = reply.send(blocking(manager, move |m| m.finish(&task_id)).await);
             }

@@ -61,9 +61,16 @@ pub fn add(
     let commit = main
         .find_commit(base)
         .map_err(git_err("find commit", base))?;
-    let mut created = main
-        .branch(branch, &commit, false)
-        .map_err(git_err("create branch", branch))?;
+    // The writes shared by the whole repository (the refs, the `worktrees` folder) are
+    // serialised per repository; the checkout, the bulk of the time, runs in parallel.
+    let mut created = {
+        let lock = repo_lock(main.path());
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let folder = main.path().join("worktrees");
+        std::fs::create_dir_all(&folder).map_err(io_err("create", &folder))?;
+        main.branch(branch, &commit, false)
+            .map_err(git_err("create branch", branch))?
+    };
     let result = {
         let mut opts = git2::WorktreeAddOptions::new();
         let reference = created.get();
@@ -79,6 +86,19 @@ pub fn add(
         });
     }
     Ok(())
+}
+
+/// This process's lock for the shared metadata of the repository whose git directory is
+/// `git_dir` (one per repository, kept for the life of the process).
+fn repo_lock(git_dir: &Path) -> std::sync::Arc<std::sync::Mutex<()>> {
+    static LOCKS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, std::sync::Arc<std::sync::Mutex<()>>>>,
+    > = std::sync::OnceLock::new();
+    let mut locks = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    locks.entry(git_dir.to_path_buf()).or_default().clone()
 }
 
 /// Whether the checkout at `path` has uncommitted changes, untracked non-ignored files

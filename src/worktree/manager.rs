@@ -93,10 +93,11 @@ impl Manager {
         Ok(reg)
     }
 
-    /// Re-reads the registry, applies `change` and writes it back. Reading again just
-    /// before writing keeps the window in which another process (a `crew worktrees`
-    /// command next to a running session) could lose an update to milliseconds.
+    /// Re-reads the registry, applies `change` and writes it back, all under the
+    /// registry's inter-process lock: another process (a `crew worktrees` command next to
+    /// a running session) or a parallel creation in this one never loses an update.
     fn update(&self, change: impl FnOnce(&mut Registry)) -> Result<(), WorktreeError> {
+        let _held = registry::lock(&self.registry_path())?;
         let mut reg = self.load()?;
         change(&mut reg);
         reg.save(&self.registry_path())

@@ -1,7 +1,9 @@
 //! The registry: a JSON file in a repository's worktrees folder recording every worktree we
 //! made (id, path, branch, base commit, creation time, description, status). It is written
 //! atomically (temporary file, fsync, rename), so a killed process leaves the old or the new
-//! version, never a torn one.
+//! version, never a torn one. Read-modify-write cycles hold [`lock`], an exclusive
+//! `flock` on `registry.lock` beside it, so two processes (a session and a
+//! `crew worktrees` command, or two sessions) never lose each other's updates.
 
 use std::fs;
 use std::io::Write;
@@ -13,6 +15,33 @@ use super::{Status, WorktreeError, io_err};
 
 /// The registry's file name inside the repository's worktrees folder.
 pub const FILE_NAME: &str = "registry.json";
+
+/// The lock file beside the registry (never removed: removing a held lock file would
+/// let a second process lock a new inode).
+pub const LOCK_NAME: &str = "registry.lock";
+
+/// The registry's inter-process lock, held until dropped (the kernel also drops it when
+/// the process dies, so a killed crew never leaves it stuck).
+pub struct RegistryLock {
+    _file: nix::fcntl::Flock<fs::File>,
+}
+
+/// Takes the exclusive lock of the registry at `path`, waiting for another holder.
+/// Threads of one process exclude each other too: each call opens its own descriptor.
+pub fn lock(path: &Path) -> Result<RegistryLock, WorktreeError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    let lock_path = dir.join(LOCK_NAME);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io_err("open", &lock_path))?;
+    let file = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io_err("lock", &lock_path)(std::io::Error::from(errno)))?;
+    Ok(RegistryLock { _file: file })
+}
 
 /// One worktree we made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,7 +91,9 @@ impl Registry {
     pub fn save(&self, path: &Path) -> Result<(), WorktreeError> {
         let dir = path.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
-        let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = dir.join(format!(".{FILE_NAME}.{}.{n}.tmp", std::process::id()));
         let json = serde_json::to_vec_pretty(self).map_err(|e| WorktreeError::Registry {
             path: path.to_path_buf(),
             message: e.to_string(),
@@ -120,6 +151,28 @@ mod tests {
         assert_eq!(back.worktrees, vec![record("b")]);
         let names: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 1, "a temporary file was left behind");
+    }
+
+    #[test]
+    fn concurrent_locked_updates_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        // Each thread opens its own descriptor, so flock excludes them as it would
+        // separate processes; without the lock, read-modify-write cycles lose records.
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let path = &path;
+                s.spawn(move || {
+                    for i in 0..10 {
+                        let _held = lock(path).unwrap();
+                        let mut reg = Registry::load(path).unwrap();
+                        reg.worktrees.push(record(&format!("t{t}-{i}")));
+                        reg.save(path).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(Registry::load(&path).unwrap().worktrees.len(), 80);
     }
 
     #[test]
