@@ -21,12 +21,13 @@ use crewmaster::events::EventBus;
 use crewmaster::executor::actor::{ExecutorArgs, ToolExecutor};
 use crewmaster::gate::GatePolicy;
 use crewmaster::gate::actor::{Gate, GateArgs, GateMsg};
-use crewmaster::permission::actor::PermissionEngine;
+use crewmaster::permission::actor::{EngineArgs, PermissionEngine};
 use crewmaster::permission::{
     Category, CheckRequest, PermissionMode, PermissionSpec, Policy, RuleName, SharedMode,
     TargetSpec, check,
 };
 use crewmaster::protocol::ToolCall;
+use crewmaster::supervise::Slot;
 use crewmaster::tools::{Definition, Registry, Safety, Tool, ToolContext, ToolError};
 use criterion::Criterion;
 use ractor::Actor;
@@ -100,7 +101,7 @@ async fn rig() -> Rig {
     let registry = Arc::new(
         Registry::with_tools(vec![Arc::new(Noop::new()) as Arc<dyn Tool>]).expect("registry"),
     );
-    let (permission, _) = Actor::spawn(None, PermissionEngine, policy.clone())
+    let (permission, _) = Actor::spawn(None, PermissionEngine, EngineArgs::from(policy.clone()))
         .await
         .expect("engine");
     let (approver, _) = Actor::spawn(None, Approver, ApproverPolicy::Headless)
@@ -112,6 +113,7 @@ async fn rig() -> Rig {
         ExecutorArgs {
             registry: registry.clone(),
             default_timeout: Duration::from_secs(60),
+            results: None,
         },
     )
     .await
@@ -121,7 +123,8 @@ async fn rig() -> Rig {
         Gate,
         GateArgs {
             registry: registry.clone(),
-            executor,
+            executor: Slot::new(executor),
+            memory: None,
         },
     )
     .await
@@ -140,10 +143,13 @@ async fn rig() -> Rig {
     Rig {
         pipeline: Pipeline {
             registry: registry.clone(),
-            permission,
-            approver,
-            gate,
+            permission: Slot::new(permission),
+            approver: Slot::new(approver),
+            gate: Slot::new(gate),
             events,
+            auto: None,
+            budget: crewmaster::agent::budget::Budget::new(None),
+            context: Default::default(),
             hooks: crewmaster::hooks::HookClient::none(),
         },
         registry,
@@ -163,6 +169,7 @@ fn caller(rig: &Rig, i: usize) -> CallerContext {
         mode: SharedMode::new(PermissionMode::Default),
         tool_ctx: ToolContext::new(&rig.cwd, agent(i)),
         hook_stop: Arc::default(),
+        intent: Default::default(),
     }
 }
 

@@ -88,6 +88,7 @@ async fn main() -> anyhow::Result<()> {
             subagent_max_turns: 5,
             teams_dir: None,
             restore_team: None,
+            workers: None,
         }),
     })
     .await?;

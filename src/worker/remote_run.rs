@@ -193,6 +193,8 @@ async fn agent(
         root.display()
     );
     let session = SessionHandle::start(SessionConfig {
+        auto: None,
+        context: Default::default(),
         cwd: root.clone(),
         permission_mode: PermissionMode::DontAsk,
         policy,
@@ -238,7 +240,8 @@ async fn agent(
     let status = match outcome.status {
         RunStatus::Completed => RemoteStatus::Completed,
         RunStatus::MaxTurns => RemoteStatus::MaxTurns,
-        RunStatus::Cancelled => RemoteStatus::Cancelled,
+        // Recorded like a local subagent stopped by the budget.
+        RunStatus::Cancelled | RunStatus::BudgetExhausted => RemoteStatus::Cancelled,
         RunStatus::Failed => RemoteStatus::Failed,
     };
     Ok((status, outcome.result, outcome.usage, outcome.tool_calls))
