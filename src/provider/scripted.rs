@@ -19,7 +19,16 @@
 //! `input` value or raw `arguments` text, optional `id`), `usage`, `stop_reason`,
 //! `delay_ms` (simulated latency before the first event), `chunk_delay_ms` (between
 //! text chunks) and `error` (the turn fails with this message). `panic: true` makes the
-//! turn panic (to test crash containment). Requests from an agent whose id or type
+//! turn panic (to test crash containment).
+//!
+//! Two fields let a test gate a turn on its own events instead of on wall-clock time:
+//! `touch` (a path, created empty when the turn starts, after `delay_ms`) tells the test
+//! the turn is running; `wait_for` (a path) makes the turn stream its thinking and text,
+//! then block until that file exists before it sends its tool calls and ends
+//! (`wait_timeout_ms`, default 120000, bounds the wait; the turn then fails naming the
+//! file). In both paths `{agent}` stands for the requesting agent's id with `/` replaced
+//! by `_`, so agents sharing one script signal separately. Relative paths are taken from
+//! crew's working directory. Requests from an agent whose id or type
 //! (`ModelRequest::agent`, `type/id`) has an entry under `agents` replay that entry —
 //! each such agent from its first turn; all others share `turns`. Once a script runs out, every further turn answers
 //! `[script exhausted]` and ends.
@@ -87,6 +96,40 @@ pub struct Turn {
     /// Panic inside the provider stream.
     #[serde(default)]
     pub panic: bool,
+    /// Create this (empty) file when the turn starts, after `delay_ms`.
+    #[serde(default)]
+    pub touch: Option<String>,
+    /// After the thinking and text, block until this file exists.
+    #[serde(default)]
+    pub wait_for: Option<String>,
+    /// Bound on the `wait_for` wait, in milliseconds (default 120000).
+    #[serde(default)]
+    pub wait_timeout_ms: Option<u64>,
+}
+
+/// How long a `wait_for` turn waits when the script gives no bound.
+const DEFAULT_WAIT_TIMEOUT_MS: u64 = 120_000;
+
+/// How often a `wait_for` turn looks for its file.
+const WAIT_POLL: Duration = Duration::from_millis(10);
+
+/// A script path with `{agent}` replaced by the agent id (`/` → `_`).
+fn signal_path(template: &str, agent: &str) -> PathBuf {
+    PathBuf::from(template.replace("{agent}", &agent.replace('/', "_")))
+}
+
+/// Waits until `path` exists, for at most `timeout`; false when it never appeared.
+async fn wait_for_file(path: &Path, timeout: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if path.exists() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
 }
 
 /// One scripted tool call.
@@ -237,6 +280,14 @@ impl Provider for ScriptedProvider {
             }
         }
         let (number, turn) = self.next_turn(&request.agent);
+        let touch = turn
+            .as_ref()
+            .and_then(|t| t.touch.as_deref())
+            .map(|p| signal_path(p, &request.agent));
+        let wait_for = turn
+            .as_ref()
+            .and_then(|t| t.wait_for.as_deref())
+            .map(|p| signal_path(p, &request.agent));
         lock(&self.requests).push(request);
         let turn = turn.unwrap_or_else(|| Turn {
             text: Some("[script exhausted]".into()),
@@ -245,6 +296,14 @@ impl Provider for ScriptedProvider {
         Box::pin(stream! {
             if turn.delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(turn.delay_ms)).await;
+            }
+            if let Some(path) = &touch {
+                if let Err(e) = std::fs::write(path, b"") {
+                    yield Err(ProviderError::Stream(format!(
+                        "scripted turn {number}: cannot create touch file {}: {e}", path.display()
+                    )));
+                    return;
+                }
             }
             if turn.panic {
                 panic!("scripted turn {number} panics as the script asks");
@@ -262,6 +321,15 @@ impl Provider for ScriptedProvider {
                         tokio::time::sleep(Duration::from_millis(turn.chunk_delay_ms)).await;
                     }
                     yield Ok(StreamEvent::TextDelta { text: chunk });
+                }
+            }
+            if let Some(path) = &wait_for {
+                let ms = turn.wait_timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS);
+                if !wait_for_file(path, Duration::from_millis(ms)).await {
+                    yield Err(ProviderError::Stream(format!(
+                        "scripted turn {number}: wait_for file {} did not appear within {ms} ms", path.display()
+                    )));
+                    return;
                 }
             }
             let has_calls = !turn.tool_calls.is_empty();
@@ -365,6 +433,58 @@ mod tests {
         assert!(matches!(&sub[0], Ok(StreamEvent::TextDelta { text }) if text == "sub"));
         let lead: Vec<_> = p.stream(request("lead")).collect().await;
         assert!(matches!(&lead[0], Ok(StreamEvent::TextDelta { text }) if text == "lead"));
+    }
+
+    #[tokio::test]
+    async fn a_gated_turn_touches_streams_its_text_then_waits_for_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let script: Script = serde_json::from_str(&format!(
+            r#"{{"turns":[{{"text":"working","touch":"{d}/started-{{agent}}","wait_for":"{d}/go",
+                "tool_calls":[{{"name":"read_file","input":{{"path":"a"}}}}]}}]}}"#
+        ))
+        .unwrap();
+        let p = ScriptedProvider::new(script);
+        let mut events = p.stream(request("explore/a1"));
+        // The text arrives before the gate opens, and the start is signalled by a file.
+        let first = events.next().await.unwrap().unwrap();
+        assert!(matches!(first, StreamEvent::TextDelta { ref text } if text == "working"));
+        assert!(dir.path().join("started-explore_a1").exists());
+        // Without the release file the turn does not go on.
+        let pending = tokio::time::timeout(Duration::from_millis(50), events.next()).await;
+        assert!(
+            pending.is_err(),
+            "the turn went on without its wait_for file"
+        );
+        std::fs::write(dir.path().join("go"), b"").unwrap();
+        let rest: Vec<_> = events.collect().await;
+        assert!(
+            rest.iter().any(
+                |e| matches!(e, Ok(StreamEvent::ToolCall { call }) if call.name == "read_file")
+            )
+        );
+        assert!(matches!(
+            rest.last(),
+            Some(Ok(StreamEvent::Stop {
+                reason: StopReason::ToolUse
+            }))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_wait_for_file_that_never_appears_fails_the_turn_naming_it() {
+        let script: Script = serde_json::from_str(
+            r#"{"turns":[{"wait_for":"/nonexistent/crew-never","wait_timeout_ms":30}]}"#,
+        )
+        .unwrap();
+        let events: Vec<_> = ScriptedProvider::new(script)
+            .stream(request("lead"))
+            .collect()
+            .await;
+        assert!(
+            matches!(events.last(), Some(Err(ProviderError::Stream(m))) if m.contains("/nonexistent/crew-never")),
+            "{events:?}"
+        );
     }
 
     #[test]
