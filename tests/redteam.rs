@@ -52,18 +52,12 @@ fn crew_run(
 }
 
 /// Whether confined commands get their own PID namespace (with Landlock under it) here;
-/// prints why not otherwise, for the tests that need it to skip.
+/// a missing feature fails the test unless knowingly opted out (`common::kernel`).
 fn pid_namespaces() -> bool {
-    use crewmaster::tools::landlock;
-    if landlock::kernel_support() != landlock::KernelSupport::Available {
-        eprintln!("skipping: the kernel has no Landlock, so dontAsk refuses commands");
-        return false;
-    }
-    if !crewmaster::tools::sandbox::pid_ns::available() {
-        eprintln!("skipping: no PID namespaces here, so confined commands share /proc");
-        return false;
-    }
-    true
+    common::kernel::require(&[
+        common::kernel::Feature::Landlock,
+        common::kernel::Feature::PidNamespaces,
+    ])
 }
 
 /// A git repository with one commit in a fresh temporary directory, and a separate home.
@@ -280,9 +274,11 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     );
     assert!(proj.join("MARKER").exists(), "the hidden rm ran: {out}");
     // The counter loop beside them is not refused: it ran and wrote its file.
-    use crewmaster::tools::landlock;
-    if landlock::kernel_support() != landlock::KernelSupport::Available {
-        eprintln!("skipping the counter loop: no Landlock here, so dontAsk refuses commands");
+    // Without Landlock, dontAsk refuses every command, so the loop's run needs it.
+    if !common::kernel::require_named(
+        "redteam::arithmetic_on_a_files_content_does_not_run_its_command_end_to_end::counter_loop",
+        &[common::kernel::Feature::Landlock],
+    ) {
         return;
     }
     let counted = std::fs::read_to_string(proj.join("counted.txt")).unwrap_or_default();

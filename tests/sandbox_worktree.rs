@@ -4,6 +4,7 @@
 //! its `.git` link or `commondir`, or write git config — confined directly and end to end
 //! through `crew -p` delegating to a worktree subagent under dontAsk.
 
+mod common;
 mod sandbox_support;
 
 use crewmaster::tools::landlock;

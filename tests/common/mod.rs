@@ -18,6 +18,7 @@ use crewmaster::tools::{
 };
 use serde_json::{Value, json};
 
+pub mod kernel;
 pub mod team;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -334,4 +335,33 @@ pub fn mcp_test_server() -> std::path::PathBuf {
             bin
         })
         .clone()
+}
+
+/// How long [`wait_until`] waits before it gives up: generous, as tests run on loaded
+/// machines; the condition is an event (a file, a process state), never a duration.
+pub const WAIT_BOUND: Duration = Duration::from_secs(120);
+
+/// Waits until `cond` holds, looking every 10 ms for at most [`WAIT_BOUND`]; panics
+/// naming `what` when it never does. For async tests (it yields, never blocks a worker).
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT_BOUND;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up after {WAIT_BOUND:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// [`wait_until`] for plain (non-async) tests.
+pub fn wait_until_blocking(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT_BOUND;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up after {WAIT_BOUND:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

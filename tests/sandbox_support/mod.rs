@@ -1,34 +1,21 @@
 //! Shared helpers for the OS sandbox attack tests: a repository, a confined tool
-//! context, opaque python3 writers, `crew -p` runs on the scripted model, and the skip
-//! rule for kernels without Landlock.
+//! context, opaque python3 writers, `crew -p` runs on the scripted model, and the
+//! feature requirement of the confined tests.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crewmaster::tools::landlock::{self, KernelSupport};
 use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext};
 use serde_json::json;
 
-/// Why the confined tests cannot run here, if they cannot.
-pub fn skip_reason() -> Option<&'static str> {
-    if landlock::kernel_support() != KernelSupport::Available {
-        return Some("the kernel has no Landlock");
-    }
-    if Command::new("python3").arg("-V").output().is_err() {
-        return Some("python3 is not installed");
-    }
-    None
-}
-
+/// Returns from the calling test unless Landlock and python3 are here; a missing one
+/// fails the test unless knowingly opted out (see `common::kernel`).
 #[macro_export]
 macro_rules! require_sandbox {
     () => {
-        if let Some(why) = $crate::sandbox_support::skip_reason() {
-            eprintln!("skipping: {why}");
-            return;
-        }
+        $crate::require_features!(Landlock, Python3);
     };
 }
 
