@@ -235,10 +235,23 @@ async fn writes_outside_the_project_are_refused_and_nothing_is_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_dont_ask_a_client_cannot_write_outside_the_project() {
+    require_features!(Landlock, Python3);
     let f = fixture(&json!({"turns": []}));
     // Commands run unasked here, under Landlock: the redirect outside must fail.
     let client = f.stdio(&["--mode", "dontAsk"]).await;
     attacks_write_nothing(&client, &f).await;
+    // A write the engine cannot see (the path is assembled at run time) runs, and only
+    // the OS sandbox stops it.
+    let target = f.outside.join("opaque.txt").display().to_string();
+    let (a, b) = target.split_at(target.len() / 2);
+    let r = call(
+        &client,
+        "run_command",
+        json!({"command": format!("python3 -c \"open('{a}'+'{b}','w').write('x')\"")}),
+    )
+    .await;
+    assert!(text(&r).contains("[Errno"), "{}", text(&r));
+    assert_eq!(std::fs::read_dir(&f.outside).unwrap().count(), 0);
     client.cancel().await.unwrap();
 }
 

@@ -465,3 +465,36 @@ async fn landlock_protects_a_checkout_that_lives_in_the_temp_dir() {
         "{out}"
     );
 }
+
+/// The explicit state itself: this binary's own Landlock test, run again in a child with
+/// Landlock simulated missing, fails; with the opt-out it passes and the ledger says it
+/// was skipped, never that it ran.
+#[test]
+fn without_landlock_a_safety_test_fails_unless_knowingly_skipped() {
+    let ledger = tempfile::tempdir().unwrap();
+    let ledger = ledger.path().join("ledger.log");
+    let run = |allow: bool| {
+        let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+        c.args(["--exact", "landlock_blocks_rename_out_and_delete_outside"])
+            .env("CREW_TEST_SIMULATE_NO_LANDLOCK", "1")
+            .env("CREW_SAFETY_LEDGER", &ledger)
+            .env_remove("CREW_TEST_ALLOW_NO_LANDLOCK");
+        if allow {
+            c.env("CREW_TEST_ALLOW_NO_LANDLOCK", "1");
+        }
+        c.output().unwrap()
+    };
+    let failed = run(false);
+    assert!(!failed.status.success(), "{failed:?}");
+    assert!(
+        String::from_utf8_lossy(&failed.stdout).contains("CREW_TEST_ALLOW_NO_LANDLOCK=1"),
+        "{failed:?}"
+    );
+    let skipped = run(true);
+    assert!(skipped.status.success(), "{skipped:?}");
+    let lines = std::fs::read_to_string(&ledger).unwrap();
+    let name = "tools_run_command::landlock_blocks_rename_out_and_delete_outside";
+    assert!(lines.contains(&format!("FAILED\t{name}")), "{lines}");
+    assert!(lines.contains(&format!("skipped\t{name}")), "{lines}");
+    assert!(!lines.contains(&format!("ran\t{name}")), "{lines}");
+}

@@ -39,12 +39,10 @@ impl Feature {
     pub fn present(self) -> bool {
         use crewmaster::tools::landlock::{self, KernelSupport};
         use crewmaster::tools::sandbox::{mount_ns, pid_ns};
-        let landlock = landlock::kernel_support() == KernelSupport::Available;
         match self {
-            Feature::Landlock => landlock,
-            // Confined commands get namespaces only together with Landlock.
-            Feature::MountNamespaces => landlock && mount_ns::available(),
-            Feature::PidNamespaces => landlock && pid_ns::available(),
+            Feature::Landlock => landlock::kernel_support() == KernelSupport::Available,
+            Feature::MountNamespaces => mount_ns::available(),
+            Feature::PidNamespaces => pid_ns::available(),
             Feature::Python3 => std::process::Command::new("python3")
                 .arg("-V")
                 .output()
