@@ -6,7 +6,7 @@
 //! depends on timing: a held agent cannot finish, so a missing limit shows as a third
 //! agent starting while two are held.
 
-mod common;
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -105,7 +105,7 @@ fn no_more_agents_run_at_once_than_max_concurrent_agents_allows() {
     let mut released = BTreeSet::new();
     while released.len() < 4 {
         let want = (released.len() + 2).min(4);
-        common::wait_until_blocking(&format!("{want} agents to have started"), || {
+        support::wait_until_blocking(&format!("{want} agents to have started"), || {
             look(&mut peak).0.len() >= want
         });
         // Release one held agent and wait until it is done.
@@ -113,7 +113,7 @@ fn no_more_agents_run_at_once_than_max_concurrent_agents_allows() {
         let next = started.difference(&released).next().unwrap().clone();
         std::fs::write(sig.join(format!("release-{next}")), b"").unwrap();
         released.insert(next.clone());
-        common::wait_until_blocking(&format!("agent {next} to finish"), || {
+        support::wait_until_blocking(&format!("agent {next} to finish"), || {
             look(&mut peak).1.contains(&next)
         });
     }

@@ -4,13 +4,13 @@
 //! worktree; `crew -p --permission-mode dontAsk` confines the lead's commands the same
 //! way; and on a machine without Landlock the refusal's advice is true when followed.
 
-mod common;
-mod sandbox_support;
+mod support;
 
 use std::path::Path;
 
-use sandbox_support::{crew, git, repo_with_worktree};
 use serde_json::json;
+use support::git;
+use support::sandbox::{crew, repo_with_worktree};
 
 /// A python3 command writing (mode `w` or `a`) `text` to `path`, with the path assembled
 /// at run time so that nothing in the command line names it: only the OS can stop it.

@@ -3,7 +3,7 @@
 //! Attacks from the client (paths outside the project, `_meta`, extra arguments, names
 //! not listed, write tools in Plan Mode) are run and the disk is checked after.
 
-mod common;
+mod support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -37,10 +37,10 @@ fn fixture(script: &Value) -> Fixture {
     for d in [&project, &home, &outside] {
         std::fs::create_dir_all(d).unwrap();
     }
-    common::git(&project, &["init", "-q"]);
-    common::put(&project, "notes.txt", "the serving side's notes\n");
-    common::git(&project, &["add", "."]);
-    common::git(
+    support::git(&project, &["init", "-q"]);
+    support::put(&project, "notes.txt", "the serving side's notes\n");
+    support::git(&project, &["add", "."]);
+    support::git(
         &project,
         &[
             "-c",
@@ -280,7 +280,7 @@ async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project
 {
     let f = fixture(&json!({"turns": []}));
     // The cloned project asks for acceptEdits; it is not trusted, so that is ignored.
-    common::put(
+    support::put(
         &f.project,
         ".crew/settings.json",
         r#"{"permissions": {"defaultMode": "acceptEdits", "allow": ["Write(*)", "Edit(*)"]}}"#,
@@ -296,7 +296,7 @@ async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project
     assert!(!f.project.join("shared.txt").exists());
     client.cancel().await.unwrap();
     // The user's own settings are the serving side's: their defaultMode applies.
-    common::put(
+    support::put(
         &f.home,
         ".crew/settings.json",
         r#"{"permissions": {"defaultMode": "acceptEdits"}}"#,
@@ -317,7 +317,7 @@ async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project
 async fn in_plan_mode_write_tools_are_refused() {
     let f = fixture(&json!({"turns": []}));
     // Settings that would allow everything do not lift Plan Mode's read-only boundary.
-    common::put(
+    support::put(
         &f.home,
         ".crew/settings.json",
         r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#,

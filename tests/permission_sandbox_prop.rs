@@ -6,13 +6,13 @@
 //! resolver walking the path one component at a time, following dangling symlinks as the
 //! kernel does when a write creates their target.
 
-mod permission_support;
+mod support;
 
 use std::path::{Component, Path, PathBuf};
 
 use crewmaster::permission::{PermissionMode, Policy, Verdict, check};
-use permission_support::request;
 use proptest::prelude::*;
+use support::permission::request;
 
 const NAMES: [&str; 4] = ["a", "b", "l1", "l2"];
 

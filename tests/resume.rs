@@ -1,13 +1,13 @@
 //! Crash and resume: a run killed with SIGKILL in the middle of a tool call resumes with
 //! `crew --continue` holding every completed message, no duplicate, and no half call.
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn wait_for(cond: impl FnMut() -> bool, what: &str) {
-    common::wait_until_blocking(what, cond);
+    support::wait_until_blocking(what, cond);
 }
 
 fn transcript_text(home: &Path) -> String {

@@ -2,10 +2,9 @@
 //! permission engine cannot see into) writing protected files, injecting keystrokes into
 //! a terminal, and `env` printing the user's secrets. Each test checks the disk (or the
 //! terminal) afterwards. Tests that need a kernel feature fail without it, unless knowingly opted out
-//! (`common::kernel`).
+//! (`support::kernel`).
 
-mod common;
-mod sandbox_support;
+mod support;
 
 use std::path::Path;
 use std::process::Command;
@@ -13,8 +12,8 @@ use std::time::Duration;
 
 use crewmaster::tools::ToolContext;
 use crewmaster::tools::landlock;
-use sandbox_support::{confined, crew, python_write, repo, run, snapshot, tool_results};
 use serde_json::json;
+use support::sandbox::{confined, crew, python_write, repo, run, snapshot, tool_results};
 
 #[tokio::test]
 async fn a_confined_program_cannot_change_existing_protected_files() {
@@ -30,9 +29,9 @@ async fn a_confined_program_cannot_change_existing_protected_files() {
     ] {
         let out = run(confined(&root), &python_write(target)).await;
         assert!(!out.contains("wrote"), "{target}: {out}");
-        if common::kernel::require_named(
+        if support::kernel::require_named(
             "sandbox_os::a_confined_program_cannot_change_existing_protected_files::read_only_bind",
-            &[common::kernel::Feature::MountNamespaces],
+            &[support::kernel::Feature::MountNamespaces],
         ) {
             // Stopped by the read-only bind, before anything was written.
             assert!(out.contains("Read-only file system"), "{target}: {out}");

@@ -2,18 +2,17 @@
 //! other process (so not crew's environment), nothing they start outlives them (a
 //! double-forked `setsid` daemon included), and their exit status and output, the
 //! timeout kill and background tasks work as before. Fails where the kernel has no
-//! Landlock or no PID namespaces, unless knowingly opted out (`common::kernel`).
+//! Landlock or no PID namespaces, unless knowingly opted out (`support::kernel`).
 
-mod common;
-mod sandbox_support;
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crewmaster::tools::Tool;
 use crewmaster::tools::run_command::RunCommand;
-use sandbox_support::{confined, crew, repo, run};
 use serde_json::json;
+use support::sandbox::{confined, crew, repo, run};
 
 macro_rules! require_pid_ns {
     () => {
@@ -171,7 +170,7 @@ fn a_confined_background_task_reports_its_status_and_leaves_nothing_behind() {
 #[test]
 fn a_worktree_subagent_delegated_in_default_mode_cannot_read_crews_environment() {
     require_pid_ns!();
-    let (_d, root, _wt) = sandbox_support::repo_with_worktree();
+    let (_d, root, _wt) = support::sandbox::repo_with_worktree();
     let home = root.parent().unwrap().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let script = root.join("script.json");

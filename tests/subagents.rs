@@ -1,16 +1,16 @@
 //! Subagents and background tasks through the real actors: delegation, concurrency,
 //! crash containment, notifications, and the persisted task state.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::{Behaviour, FakeTool, Setup, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::events::EventKind;
 use crewmaster::tasks::{TaskStatus, load_records};
 use crewmaster::tools::{Safety, Tool};
+use support::{Behaviour, FakeTool, Setup, start, tool_results};
 
 fn chat(task: &str) -> RunRequest {
     RunRequest {
@@ -131,7 +131,7 @@ async fn background_subagents_run_concurrently() {
             })
             .count()
     };
-    common::wait_until("all three subagents to be running at once", || {
+    support::wait_until("all three subagents to be running at once", || {
         started() == 3
     })
     .await;
@@ -220,7 +220,7 @@ async fn foreground_subagent_returns_its_answer_and_unknown_types_are_refused() 
 }
 
 async fn wait_for(cond: impl FnMut() -> bool, what: &str) {
-    common::wait_until(what, cond).await;
+    support::wait_until(what, cond).await;
 }
 
 /// The pid of a live process whose command line (spaces for NULs) is `cmdline`.

@@ -1,7 +1,7 @@
 //! `crew tasks …` from another process while a headless run waits on a background task:
 //! list it, read its log, stop it; the run then ends with the completion delivered.
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -17,7 +17,7 @@ fn crew(dir: &Path, args: &[&str]) -> std::process::Output {
 
 fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
     let mut found = None;
-    common::wait_until_blocking(what, || {
+    support::wait_until_blocking(what, || {
         found = probe();
         found.is_some()
     });

@@ -7,15 +7,15 @@
 //! carries on with her task. A second test checks what else a restart keeps: the model of
 //! the spawn request, a plan awaiting approval, and worktrees removed as clean.
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::git;
 use crewmaster::protocol::Message;
 use crewmaster::team::restore::delivered_markers;
 use crewmaster::team::{MemberName, PlanStage, Team, TodoId, TodoStatus};
+use support::git;
 
 const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
@@ -79,7 +79,7 @@ fn markers(conversation: &[Message]) -> Vec<(String, u64)> {
     all
 }
 
-/// `crew` in `cwd` with `home` as HOME and no provider keys (as `common::crew`), not yet run.
+/// `crew` in `cwd` with `home` as HOME and no provider keys (as `support::crew`), not yet run.
 fn crew_command(cwd: &Path, home: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_crew"));
     cmd.current_dir(cwd)
@@ -102,8 +102,8 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     let base = tmp.path().canonicalize().unwrap();
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&repo, "README.md", "# repo\n");
-    common::put(&repo, ".crew/agents/w.md", WRITER);
+    support::put(&repo, "README.md", "# repo\n");
+    support::put(&repo, ".crew/agents/w.md", WRITER);
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-qm", "initial"]);
@@ -343,8 +343,8 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
     let base = tmp.path().canonicalize().unwrap();
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&repo, "README.md", "# repo\n");
-    common::put(
+    support::put(&repo, "README.md", "# repo\n");
+    support::put(
         &repo,
         ".crew/agents/w.md",
         "---\nname: w\ndescription: test teammate\ntools: read_file, write_file, send_message\n---\nDo your part.\n",

@@ -5,12 +5,12 @@
 //! the run ends once the team is quiet. A panicking teammate's items return to pending and
 //! the lead is told.
 
-mod common;
+mod support;
 
-use common::team::{WRITER, chat, requests_of, shown, team_of, worktree};
-use common::{Setup, git, start};
 use crewmaster::provider::ModelRequest;
 use crewmaster::team::{MemberName, MemberStatus, NewTodo, Team, TodoStatus, TodoUpdate};
+use support::team::{WRITER, chat, requests_of, shown, team_of, worktree};
+use support::{Setup, git, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
@@ -175,7 +175,7 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
         me: lead.clone(),
         actor: t.session.team().unwrap().clone(),
     };
-    common::wait_until("carol to be idle after her first run", || {
+    support::wait_until("carol to be idle after her first run", || {
         t.provider
             .requests()
             .iter()
@@ -343,8 +343,8 @@ fn crew_p_ends_when_the_team_is_quiet() {
     let base = tmp.path().canonicalize().unwrap();
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&repo, "README.md", "# repo\n");
-    common::put(&repo, ".crew/agents/w.md", WRITER);
+    support::put(&repo, "README.md", "# repo\n");
+    support::put(&repo, ".crew/agents/w.md", WRITER);
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-qm", "initial"]);
@@ -370,7 +370,7 @@ fn crew_p_ends_when_the_team_is_quiet() {
     )
     .unwrap();
     let record = base.join("requests.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         &repo,
         &home,
         &[

@@ -1,17 +1,17 @@
 //! `run_command` end to end: exit codes, process-group cleanup on timeout, cancellation
 //! and after the shell exits, and the Landlock sandbox.
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use common::wait_until;
 use crewmaster::tools::landlock::{self, KernelSupport};
 use crewmaster::tools::process::{self, ProcessError};
 use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext, ToolError};
 use serde_json::json;
+use support::{git, wait_until};
 use tokio_util::sync::CancellationToken;
 
 fn ctx(dir: &Path) -> ToolContext {
@@ -341,28 +341,6 @@ async fn a_process_escaping_the_group_cannot_hang_the_call() {
     assert!(out.contains("exit code: 0"), "{out}");
     assert!(out.contains("back"), "{out}");
     assert!(out.contains("reading stopped"), "{out}");
-}
-
-/// Runs git in `dir`, panicking with its stderr on failure.
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[tokio::test]

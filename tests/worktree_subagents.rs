@@ -4,16 +4,16 @@
 //! checkout; the lead hears of all three; kept worktrees show in `crew worktrees list`
 //! and in `git worktree list`; a clean subagent's worktree is removed.
 
-mod common;
+mod support;
 
 use std::process::Command;
 
-use common::{Setup, git, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::events::EventKind;
 use crewmaster::protocol::ContentBlock;
 use crewmaster::tasks::{TaskStatus, load_records};
+use support::{Setup, git, start, tool_results};
 
 fn chat(task: &str) -> RunRequest {
     RunRequest {
@@ -82,7 +82,7 @@ async fn three_background_subagents_work_in_their_own_worktrees() {
             .filter(|e| e.file_name().to_string_lossy().starts_with("started-"))
             .count()
     };
-    common::wait_until("all four subagents to be running at once", || {
+    support::wait_until("all four subagents to be running at once", || {
         started() == 4
     })
     .await;

@@ -10,6 +10,8 @@ use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext};
 use serde_json::json;
 
+use super::git;
+
 /// Returns from the calling test unless Landlock and python3 are here; a missing one
 /// fails the test unless knowingly opted out (see `common::kernel`).
 #[macro_export]
@@ -100,22 +102,6 @@ pub fn tool_results(dir: &Path) -> String {
         }
     }
     out
-}
-
-/// Runs git in `dir` with a fixed identity, returning its trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A repository with two commits on `main`, and a linked worktree on `crew/t1/work`

@@ -122,7 +122,7 @@ pub fn require_named(name: &str, features: &[Feature]) -> bool {
 #[macro_export]
 macro_rules! require_features {
     ($($f:ident),+ $(,)?) => {
-        if !$crate::common::kernel::require(&[$($crate::common::kernel::Feature::$f),+]) {
+        if !$crate::support::kernel::require(&[$($crate::support::kernel::Feature::$f),+]) {
             return;
         }
     };
