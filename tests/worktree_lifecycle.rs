@@ -187,7 +187,7 @@ async fn squash_merge_makes_one_commit_and_keeps_unrelated_local_changes() {
         "a squash has one parent"
     );
     assert!(fx.repo.join("a.txt").is_file() && fx.repo.join("b.txt").is_file());
-    assert_eq!(fx.status(), " M README.md\n");
+    assert_eq!(fx.status(), " M README.md");
     assert!(!fx.branches().contains(&wt.branch));
 }
 
