@@ -25,14 +25,14 @@ fn last_request_of(dir: &Path, agent_prefix: &str) -> String {
     std::fs::read_to_string(dir.join("requests.jsonl"))
         .unwrap_or_default()
         .lines()
-        .filter(|l| {
+        .rev()
+        .find(|l| {
             serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| {
                 v["agent"]
                     .as_str()
                     .is_some_and(|a| a.starts_with(agent_prefix))
             })
         })
-        .last()
         .unwrap_or_default()
         .to_string()
 }
