@@ -4,12 +4,12 @@
 //! fork works in its own worktree, and that its answer comes back to the parent as the
 //! `agent` call's result.
 
-mod common;
+mod support;
 
 use std::path::PathBuf;
 
-use common::{crew, git, put};
 use serde_json::Value;
+use support::{crew, git, put};
 
 struct Run {
     _tmp: tempfile::TempDir,

@@ -4,13 +4,13 @@
 //! earlier conversation followed by the message; its answer reaches the lead as a task
 //! notification.
 
-mod common;
+mod support;
 
-use common::{Setup, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::protocol::Role;
 use crewmaster::tasks::TaskStatus;
+use support::{Setup, start, tool_results};
 
 fn chat(task: &str) -> RunRequest {
     RunRequest {

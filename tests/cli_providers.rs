@@ -2,12 +2,12 @@
 //! APIs. The model first calls `read_file` on a file in a temporary project, then
 //! answers; the run must execute the tool, send its result back, and print the answer.
 
-mod provider_support;
+mod support;
 
 use std::path::Path;
 
-use provider_support::*;
 use serde_json::{Value, json};
+use support::provider::*;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 

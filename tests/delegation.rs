@@ -4,11 +4,11 @@
 //! into the main checkout with `isolation: "none"`; an agent type that itself works in
 //! place with write tools asks (and headless refuses it).
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 
-use common::{crew, git, put};
+use support::{crew, git, put};
 
 fn writer(name: &str, isolation: &str) -> String {
     format!(

@@ -3,12 +3,11 @@
 //! `crew -p --model script:`; each test asserts on the recorded model requests and on the
 //! disk. Also folder trust, `crew hooks list` and invalid hook output.
 
-mod common;
-mod hooks_support;
+mod support;
 
-use common::{crew, put};
-use hooks_support::{Project, call, project, run, settings};
 use serde_json::{Value, json};
+use support::hooks::{Project, call, project, run, settings};
+use support::{crew, put};
 
 const NO_DEPLOY: &str = r#"#!/usr/bin/env bash
 # Blocks deploys from the agent: they go through CI.

@@ -2,12 +2,11 @@
 //! SessionStart, agent definitions' hooks (their Stop is SubagentStop), TaskCompleted,
 //! Notification and TeammateIdle, driven by `crew -p --model script:`.
 
-mod common;
-mod hooks_support;
+mod support;
 
-use common::crew;
-use hooks_support::{call, project, run, run_script, settings};
 use serde_json::json;
+use support::crew;
+use support::hooks::{call, project, run, run_script, settings};
 
 #[test]
 fn a_stop_hook_makes_the_lead_go_on_with_its_reason_once() {

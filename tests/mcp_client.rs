@@ -4,7 +4,7 @@
 //! honoured, a killed server errors at once and is restarted, untrusted `.mcp.json`
 //! servers are not started, and every process group is gone at the end.
 
-mod common;
+mod support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ fn setup(settings: Value) -> Setup {
     for d in [&proj, &home, &markers] {
         std::fs::create_dir_all(d).unwrap();
     }
-    common::put(&proj, ".crew/settings.local.json", &settings.to_string());
+    support::put(&proj, ".crew/settings.local.json", &settings.to_string());
     Setup {
         _dir: dir,
         proj,
@@ -44,7 +44,7 @@ fn stdio_entry(s: &Setup, extra: &[&str]) -> Value {
         s.markers.join("pids").display().to_string(),
     ];
     args.extend(extra.iter().map(|a| a.to_string()));
-    json!({"command": common::mcp_test_server(), "args": args})
+    json!({"command": support::mcp_test_server(), "args": args})
 }
 
 /// An HTTP test server, killed when dropped.
@@ -55,7 +55,7 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(markers: &Path) -> Self {
-        let mut child = std::process::Command::new(common::mcp_test_server())
+        let mut child = std::process::Command::new(support::mcp_test_server())
             .args(["--http", "127.0.0.1:0", "--marker-dir"])
             .arg(markers)
             .stdout(std::process::Stdio::piped())
@@ -103,7 +103,7 @@ fn run(
     ];
     args.extend(extra.iter().map(|a| a.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = common::crew(&s.proj, &s.home, &args);
+    let out = support::crew(&s.proj, &s.home, &args);
     let recorded = std::fs::read_to_string(&requests)
         .unwrap_or_default()
         .lines()
@@ -359,7 +359,7 @@ fn the_process_group_is_gone_after_the_session() {
 fn untrusted_mcp_json_servers_are_not_started_and_named() {
     let s = setup(rules());
     let sneaky = stdio_entry(&s, &[]);
-    common::put(
+    support::put(
         &s.proj,
         ".mcp.json",
         &json!({"mcpServers": {"sneaky": sneaky}}).to_string(),
@@ -415,8 +415,8 @@ fn a_failing_server_is_reported_and_does_not_block_the_others() {
 #[test]
 fn mcp_list_get_add_remove() {
     let s = setup(json!({}));
-    let bin = common::mcp_test_server();
-    let add = common::crew(
+    let bin = support::mcp_test_server();
+    let add = support::crew(
         &s.proj,
         &s.home,
         &[
@@ -436,25 +436,25 @@ fn mcp_list_get_add_remove() {
         "{}",
         String::from_utf8_lossy(&add.stderr)
     );
-    let list = common::crew(&s.proj, &s.home, &["mcp", "list"]);
+    let list = support::crew(&s.proj, &s.home, &["mcp", "list"]);
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(text.contains("test (local: "), "{text}");
     assert!(text.contains("— connected"), "{text}");
     assert!(text.contains("mcp__test__read_note (read-only)"), "{text}");
     assert!(text.contains("mcp__test__danger\n"), "{text}");
-    let get = common::crew(&s.proj, &s.home, &["mcp", "get", "test", "--json"]);
+    let get = support::crew(&s.proj, &s.home, &["mcp", "get", "test", "--json"]);
     let v: Value = serde_json::from_slice(&get.stdout).unwrap();
     assert_eq!(v["servers"][0]["status"], "connected");
     assert_eq!(v["servers"][0]["transport"], "stdio");
-    let missing = common::crew(&s.proj, &s.home, &["mcp", "get", "nope"]);
+    let missing = support::crew(&s.proj, &s.home, &["mcp", "get", "nope"]);
     assert!(!missing.status.success());
-    let rm = common::crew(&s.proj, &s.home, &["mcp", "remove", "test"]);
+    let rm = support::crew(&s.proj, &s.home, &["mcp", "remove", "test"]);
     assert!(
         rm.status.success(),
         "{}",
         String::from_utf8_lossy(&rm.stderr)
     );
-    let list = common::crew(&s.proj, &s.home, &["mcp", "list"]);
+    let list = support::crew(&s.proj, &s.home, &["mcp", "list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("no MCP servers configured"));
 }
 
@@ -466,7 +466,7 @@ async fn list_changed_refreshes_the_registry() {
     let config = ServerConfig {
         name: "test".into(),
         transport: Transport::Stdio {
-            command: common::mcp_test_server().display().to_string(),
+            command: support::mcp_test_server().display().to_string(),
             args: vec![
                 "--marker-dir".into(),
                 s.markers.display().to_string(),
@@ -495,10 +495,10 @@ async fn list_changed_refreshes_the_registry() {
     let ctx = common_ctx(&s.proj);
     let add = registry.get("mcp__test__add_tool").unwrap();
     add.run(json!({}), ctx.clone()).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while registry.get("mcp__test__extra").is_none() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    support::wait_until("the new tool to be registered", || {
+        registry.get("mcp__test__extra").is_some()
+    })
+    .await;
     let extra = registry
         .get("mcp__test__extra")
         .expect("the new tool was registered");
@@ -507,7 +507,12 @@ async fn list_changed_refreshes_the_registry() {
         crewmaster::tools::Safety::ReadOnly
     );
     assert_eq!(extra.run(json!({}), ctx).await.unwrap(), "extra tool ran");
-    let pid = wait_lines(&s.markers.join("pids"), 1).remove(0);
+    let pids = s.markers.join("pids");
+    support::wait_until("the server's pid line", || {
+        std::fs::read_to_string(&pids).is_ok_and(|t| t.lines().count() >= 1)
+    })
+    .await;
+    let pid = wait_lines(&pids, 1).remove(0);
     clients.shutdown().await;
     assert!(!group_alive(&pid));
     assert!(

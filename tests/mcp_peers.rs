@@ -4,12 +4,12 @@
 //! `mcp__time__get_current_time` and the filesystem server's `read_text_file`, whose
 //! results reach the model. Skipped, saying why, when the servers are not installed.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 
-use common::{crew, git, put};
 use serde_json::{Value, json};
+use support::{crew, git, put};
 
 const NODE: [&str; 2] = ["mcp-server-everything", "mcp-server-filesystem"];
 const PYTHON: [&str; 2] = ["mcp-server-time", "mcp-server-git"];

@@ -3,7 +3,7 @@
 //! Attacks from the client (paths outside the project, `_meta`, extra arguments, names
 //! not listed, write tools in Plan Mode) are run and the disk is checked after.
 
-mod common;
+mod support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -37,10 +37,10 @@ fn fixture(script: &Value) -> Fixture {
     for d in [&project, &home, &outside] {
         std::fs::create_dir_all(d).unwrap();
     }
-    common::git(&project, &["init", "-q"]);
-    common::put(&project, "notes.txt", "the serving side's notes\n");
-    common::git(&project, &["add", "."]);
-    common::git(
+    support::git(&project, &["init", "-q"]);
+    support::put(&project, "notes.txt", "the serving side's notes\n");
+    support::git(&project, &["add", "."]);
+    support::git(
         &project,
         &[
             "-c",
@@ -235,10 +235,23 @@ async fn writes_outside_the_project_are_refused_and_nothing_is_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_dont_ask_a_client_cannot_write_outside_the_project() {
+    require_features!(Landlock, Python3);
     let f = fixture(&json!({"turns": []}));
     // Commands run unasked here, under Landlock: the redirect outside must fail.
     let client = f.stdio(&["--mode", "dontAsk"]).await;
     attacks_write_nothing(&client, &f).await;
+    // A write the engine cannot see (the path is assembled at run time) runs, and only
+    // the OS sandbox stops it.
+    let target = f.outside.join("opaque.txt").display().to_string();
+    let (a, b) = target.split_at(target.len() / 2);
+    let r = call(
+        &client,
+        "run_command",
+        json!({"command": format!("python3 -c \"open('{a}'+'{b}','w').write('x')\"")}),
+    )
+    .await;
+    assert!(text(&r).contains("[Errno"), "{}", text(&r));
+    assert_eq!(std::fs::read_dir(&f.outside).unwrap().count(), 0);
     client.cancel().await.unwrap();
 }
 
@@ -267,7 +280,7 @@ async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project
 {
     let f = fixture(&json!({"turns": []}));
     // The cloned project asks for acceptEdits; it is not trusted, so that is ignored.
-    common::put(
+    support::put(
         &f.project,
         ".crew/settings.json",
         r#"{"permissions": {"defaultMode": "acceptEdits", "allow": ["Write(*)", "Edit(*)"]}}"#,
@@ -283,7 +296,7 @@ async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project
     assert!(!f.project.join("shared.txt").exists());
     client.cancel().await.unwrap();
     // The user's own settings are the serving side's: their defaultMode applies.
-    common::put(
+    support::put(
         &f.home,
         ".crew/settings.json",
         r#"{"permissions": {"defaultMode": "acceptEdits"}}"#,
@@ -304,7 +317,7 @@ async fn the_mode_comes_from_the_serving_sides_settings_and_an_untrusted_project
 async fn in_plan_mode_write_tools_are_refused() {
     let f = fixture(&json!({"turns": []}));
     // Settings that would allow everything do not lift Plan Mode's read-only boundary.
-    common::put(
+    support::put(
         &f.home,
         ".crew/settings.json",
         r#"{"permissions": {"defaultMode": "bypassPermissions"}}"#,

@@ -6,12 +6,12 @@
 //! cycle ends; imports of a credential or a denied file are refused with a warning and
 //! their contents reach no request; a worktree subagent gets its worktree's copies.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 
-use common::{crew, git, put};
 use serde_json::Value;
+use support::{crew, git, put};
 
 const KEY: &str = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ";
 

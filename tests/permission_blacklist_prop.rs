@@ -6,12 +6,12 @@
 //!
 //! 256 cases by default; set `PROPTEST_CASES` for more.
 
-mod permission_support;
+mod support;
 
 use crewmaster::permission::{PermissionMode, Verdict, check};
-use permission_support::{Fixture, cmd};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use support::permission::{Fixture, cmd};
 
 /// Ways to write the destructive command; `{T}` is the target, `{P}` the program name
 /// as spelled.

@@ -2,12 +2,12 @@
 //! modes × categories, hard checks (blacklist, credentials, sandbox escapes), commands
 //! (wrappers, compounds, read-only and dangerous ones) and dontAsk.
 
-mod permission_support;
+mod support;
 
 use std::os::unix::fs::symlink;
 
 use crewmaster::permission::{Category, PermissionMode, Source, Verdict};
-use permission_support::{Fixture, cmd, path};
+use support::permission::{Fixture, cmd, path};
 
 use PermissionMode::*;
 use Verdict::*;

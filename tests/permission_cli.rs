@@ -1,13 +1,13 @@
 //! `crew permissions check|list` in-process: argument parsing, decisions and exit codes,
 //! settings discovery from `--cwd`, and `--json` output.
 
-mod permission_support;
+mod support;
 
 use clap::Parser;
 use crewmaster::cli::permissions::{
     EXIT_ALLOW, EXIT_ASK, EXIT_DENY, PermissionsCmd, run_with_home,
 };
-use permission_support::Fixture;
+use support::permission::Fixture;
 
 #[derive(Parser)]
 struct Cli {

@@ -5,10 +5,10 @@
 //! fed on stdin), opaque commands are never allowed by an allow rule, and nothing
 //! legitimate is over-blocked.
 
-mod permission_support;
+mod support;
 
 use crewmaster::permission::{Category, PermissionMode, Source, Verdict};
-use permission_support::{Fixture, cmd};
+use support::permission::{Fixture, cmd};
 
 use PermissionMode::*;
 use Verdict::*;
@@ -507,7 +507,7 @@ fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
         "git grep --no-index secret",
         "grep -rl x ~",
     ] {
-        let req = permission_support::request("run_command", &cmd(c), &f.home, Default);
+        let req = support::permission::request("run_command", &cmd(c), &f.home, Default);
         let d = crewmaster::permission::check(&req, &f.policy());
         assert_ne!(d.verdict, Allow, "{c}: {d:?}");
     }
@@ -519,7 +519,8 @@ fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
         "git cat-file -p :secrets/key.txt",
         "git diff",
     ] {
-        let req = permission_support::request("run_command", &cmd(c), &f.proj.join("src"), Default);
+        let req =
+            support::permission::request("run_command", &cmd(c), &f.proj.join("src"), Default);
         let d = crewmaster::permission::check(&req, &f.policy());
         assert_ne!(d.verdict, Allow, "{c} from src/: {d:?}");
     }

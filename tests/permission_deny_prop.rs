@@ -17,14 +17,14 @@
 //! `PROPTEST_CASES=20000 cargo test --release --test permission_deny_prop` for a long
 //! run.
 
-mod permission_support;
+mod support;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crewmaster::permission::{PermissionMode, Policy, Verdict, check};
-use permission_support::{Fixture, cmd, request};
 use proptest::prelude::*;
+use support::git;
+use support::permission::{Fixture, cmd, request};
 
 /// How a word or a script is quoted.
 #[derive(Debug, Clone, Copy)]
@@ -470,20 +470,6 @@ proptest! {
             Ok(())
         })?;
     }
-}
-
-/// Runs `git` in `dir`, failing the test if it fails.
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
 }
 
 /// Runs `command` with bash in a fresh repository (remote `origin`, a pre-push hook that

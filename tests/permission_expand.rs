@@ -5,11 +5,11 @@
 //! denied; credentials are recognised by file identity; grants of commands with
 //! expansions are exact.
 
-mod permission_support;
+mod support;
 
 use crewmaster::permission::grants::grant_session;
 use crewmaster::permission::{Category, PermissionMode, Source, Verdict, check, grant_rules};
-use permission_support::{Fixture, cmd, path};
+use support::permission::{Fixture, cmd, path};
 
 use PermissionMode::*;
 use Verdict::*;

@@ -1,12 +1,12 @@
 //! Approval grants through the `PermissionEngine` actor: a session grant allows the next
 //! identical call; a forever grant writes one deduplicated rule that a fresh engine loads.
 
-mod permission_support;
+mod support;
 
 use crewmaster::permission::actor::{GrantScope, PermissionEngine, PermissionMsg};
 use crewmaster::permission::{Decision, PermissionMode, Policy, Source, Verdict, grant_rules};
-use permission_support::{Fixture, cmd, path};
 use ractor::{Actor, ActorRef, call};
+use support::permission::{Fixture, cmd, path};
 
 async fn engine(policy: Policy) -> ActorRef<PermissionMsg> {
     let (actor, _) = Actor::spawn(None, PermissionEngine, policy.into())

@@ -3,10 +3,10 @@
 //! `.git/config`, a worktree's `.git` link or a settings file is denied in every mode,
 //! with a reason naming the path — and the same commands on ordinary files are not.
 
-mod permission_support;
+mod support;
 
 use crewmaster::permission::{PermissionMode, Source, Verdict};
-use permission_support::{Fixture, cmd};
+use support::permission::{Fixture, cmd};
 
 use PermissionMode::*;
 

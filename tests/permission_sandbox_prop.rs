@@ -1,16 +1,18 @@
 //! Property: whatever tree of directories, files and symlinks (pointing inside or outside
 //! the root, relative or absolute, dangling or looping) and whatever relative or absolute
-//! target, the engine never allows a file tool to reach a path whose real location —
-//! `std::fs::canonicalize` of the target, or of its nearest existing ancestor plus the
-//! rest — lies outside the sandbox root.
+//! target, the engine allows a file tool exactly the paths whose real location lies
+//! inside the sandbox root: escapes are never allowed, and in-root targets are (so an
+//! engine denying everything fails too). The real location comes from a reference
+//! resolver walking the path one component at a time, following dangling symlinks as the
+//! kernel does when a write creates their target.
 
-mod permission_support;
+mod support;
 
 use std::path::{Component, Path, PathBuf};
 
 use crewmaster::permission::{PermissionMode, Policy, Verdict, check};
-use permission_support::request;
 use proptest::prelude::*;
+use support::permission::request;
 
 const NAMES: [&str; 4] = ["a", "b", "l1", "l2"];
 
@@ -83,6 +85,7 @@ fn join(base: &Path, path: &[usize]) -> PathBuf {
         .fold(base.to_path_buf(), |p, i| p.join(NAMES[*i]))
 }
 
+/// `p` with `.` and `..` applied to the text alone: where the path claims to go.
 fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
@@ -97,21 +100,68 @@ fn lexical(p: &Path) -> PathBuf {
     out
 }
 
-/// The oracle: canonicalize the target, or its nearest existing ancestor plus the rest.
-fn real_location(abs: &Path) -> Option<PathBuf> {
-    let comps: Vec<Component<'_>> = abs.components().collect();
-    for k in (1..=comps.len()).rev() {
-        let prefix: PathBuf = comps[..k].iter().collect();
-        if let Ok(p) = std::fs::canonicalize(&prefix) {
-            let rest: PathBuf = comps[k..].iter().collect();
-            return Some(lexical(&p.join(rest)));
+/// Where a path lands, by the reference resolver.
+#[derive(Debug)]
+struct Resolved {
+    /// The real location, as a write that creates missing directories would reach it.
+    location: PathBuf,
+    /// Whether the kernel itself resolves it: no `..` out of, and no name under, a
+    /// missing directory or a file. Only such paths must be allowed when inside.
+    clean: bool,
+}
+
+/// The reference resolver: the kernel's path walk, one component at a time. A symlink —
+/// dangling or not — is replaced by its target (taken from the link's directory, or from
+/// `/` when absolute), `..` goes to the parent of the real directory reached so far, and
+/// a component that does not exist is kept as a plain name (a write creates it there,
+/// and a later `..` leaves it again). `None` for a symlink loop (more than 40 links, as
+/// Linux).
+fn real_location(abs: &Path) -> Option<Resolved> {
+    let mut todo: std::collections::VecDeque<std::ffi::OsString> = abs
+        .components()
+        .filter(|c| !matches!(c, Component::RootDir))
+        .map(|c| c.as_os_str().to_os_string())
+        .collect();
+    let mut cur = PathBuf::from("/");
+    let mut clean = true;
+    let mut links = 0;
+    while let Some(c) = todo.pop_front() {
+        if c == "." {
+            continue;
+        }
+        clean &= cur.is_dir();
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > 40 {
+                    return None;
+                }
+                let target = std::fs::read_link(&next).ok()?;
+                if target.is_absolute() {
+                    cur = PathBuf::from("/");
+                }
+                for part in target.components().rev() {
+                    if !matches!(part, Component::RootDir) {
+                        todo.push_front(part.as_os_str().to_os_string());
+                    }
+                }
+            }
+            _ => cur = next,
         }
     }
-    None
+    Some(Resolved {
+        location: cur,
+        clean,
+    })
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn nothing_outside_the_root_is_ever_allowed(
@@ -153,14 +203,27 @@ proptest! {
             for tool in ["read_file", "write_file", "edit_file", "search_code"] {
                 let args = serde_json::json!({"path": t, "content": "", "old_string": "a", "new_string": "b", "pattern": "x"}).to_string();
                 let d = check(&request(tool, &args, &root, PermissionMode::BypassPermissions), &policy);
-                if d.verdict == Verdict::Allow {
-                    let abs = if Path::new(&t).is_absolute() { PathBuf::from(&t) } else { root.join(&t) };
-                    let real = real_location(&abs);
-                    prop_assert!(
-                        real.as_ref().is_some_and(|r| r.starts_with(&root)),
-                        "{tool} `{t}` was allowed but really is {real:?} (root {})", root.display()
-                    );
-                }
+                let abs = if Path::new(&t).is_absolute() { PathBuf::from(&t) } else { root.join(&t) };
+                let real = real_location(&abs);
+                let inside = real.as_ref().is_some_and(|r| r.location.starts_with(&root));
+                let allowed = d.verdict == Verdict::Allow;
+                // Escapes are never allowed, dangling links and `..` after a created
+                // directory included.
+                prop_assert!(
+                    !allowed || inside,
+                    "{} `{}` was allowed but really is {:?} (root {})",
+                    tool, t, real, root.display()
+                );
+                // And a target that names a place inside the root and that the kernel
+                // resolves inside it is allowed: an engine denying everything fails here.
+                // (One named outside, even if a link leads back in, may be denied.)
+                let clean = real.as_ref().is_some_and(|r| r.clean)
+                    && lexical(&abs).starts_with(&root);
+                prop_assert!(
+                    allowed || !(inside && clean),
+                    "{} `{}` got {:?} though it really is {:?}, inside the root {}",
+                    tool, t, d.verdict, real, root.display()
+                );
             }
         }
     }

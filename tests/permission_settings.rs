@@ -1,12 +1,13 @@
 //! Settings files: layers, errors with file/line/column, per-rule warnings, defaultMode,
 //! sandbox and model values.
 
-mod permission_support;
+mod support;
 
 use crewmaster::permission::{
     Layer, PermissionMode, Policy, RuleKind, SettingsError, find_project_root,
 };
-use permission_support::Fixture;
+use support::git;
+use support::permission::Fixture;
 
 #[test]
 fn malformed_file_is_an_error_naming_file_line_and_column() {
@@ -205,17 +206,6 @@ fn untrusted_project_settings_do_not_pick_the_model() {
     );
     f.trust();
     assert_eq!(f.policy().model.as_deref(), Some("script:evil.json"));
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
 }
 
 #[test]

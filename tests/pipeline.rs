@@ -1,16 +1,16 @@
 //! End-to-end tests of the tool-call path through the real actors: agent → permission
 //! engine → gate → executor, driven by the scripted model.
 
-mod common;
+mod support;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use common::{Behaviour, FakeTool, Setup, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{RunRequest, RunStatus};
 use crewmaster::permission::PermissionMode;
 use crewmaster::tools::{Safety, Tool};
+use support::{Behaviour, FakeTool, Setup, start, tool_results};
 
 fn request(mode: AgentMode) -> RunRequest {
     RunRequest {

@@ -1,7 +1,7 @@
 //! The Anthropic provider against a local mock of the Messages API: normalised events,
 //! what was sent, retries, torn streams, cancellation.
 
-mod provider_support;
+mod support;
 
 use std::time::Duration;
 
@@ -10,8 +10,8 @@ use crewmaster::provider::anthropic::AnthropicProvider;
 use crewmaster::provider::http::HttpClient;
 use crewmaster::provider::{Provider, ProviderError, StreamEvent};
 use futures::StreamExt;
-use provider_support::*;
 use serde_json::json;
+use support::provider::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -1,7 +1,7 @@
 //! The OpenAI-compatible provider against a local mock of Chat Completions: normalised
 //! events, what was sent, server quirks, retries, torn streams.
 
-mod provider_support;
+mod support;
 
 use std::time::Duration;
 
@@ -9,8 +9,8 @@ use crewmaster::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, To
 use crewmaster::provider::http::HttpClient;
 use crewmaster::provider::openai::OpenAiProvider;
 use crewmaster::provider::{Provider, ProviderError, StreamEvent};
-use provider_support::*;
 use serde_json::json;
+use support::provider::*;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -4,14 +4,13 @@
 //! was `#[ignore]`d until its fix landed (`cargo test --test redteam -- --ignored` runs any
 //! still waiting).
 
-mod common;
-mod permission_support;
+mod support;
 
 use std::path::Path;
 use std::process::Command;
 
 use crewmaster::permission::{Category, PermissionMode, Verdict};
-use permission_support::{Fixture, cmd};
+use support::permission::{Fixture, cmd};
 
 /// Runs `crew -p go` on a scripted model whose turns each make one `run_command` call,
 /// with `HOME=home` and `extra_env`; returns stdout (stream-json events).
@@ -52,18 +51,12 @@ fn crew_run(
 }
 
 /// Whether confined commands get their own PID namespace (with Landlock under it) here;
-/// prints why not otherwise, for the tests that need it to skip.
+/// a missing feature fails the test unless knowingly opted out (`support::kernel`).
 fn pid_namespaces() -> bool {
-    use crewmaster::tools::landlock;
-    if landlock::kernel_support() != landlock::KernelSupport::Available {
-        eprintln!("skipping: the kernel has no Landlock, so dontAsk refuses commands");
-        return false;
-    }
-    if !crewmaster::tools::sandbox::pid_ns::available() {
-        eprintln!("skipping: no PID namespaces here, so confined commands share /proc");
-        return false;
-    }
-    true
+    support::kernel::require(&[
+        support::kernel::Feature::Landlock,
+        support::kernel::Feature::PidNamespaces,
+    ])
 }
 
 /// A git repository with one commit in a fresh temporary directory, and a separate home.
@@ -73,10 +66,10 @@ fn repo() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let (proj, home) = (base.join("proj"), base.join("home"));
     std::fs::create_dir_all(&proj).unwrap();
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&proj, "f", "hello\n");
-    common::git(&proj, &["init", "-q"]);
-    common::git(&proj, &["add", "."]);
-    common::git(&proj, &["commit", "-qm", "init"]);
+    support::put(&proj, "f", "hello\n");
+    support::git(&proj, &["init", "-q"]);
+    support::git(&proj, &["add", "."]);
+    support::git(&proj, &["commit", "-qm", "init"]);
     (tmp, proj, home)
 }
 
@@ -265,8 +258,8 @@ fn arithmetic_on_known_integers_is_not_opaque() {
 #[test]
 fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     let (_t, proj, home) = repo();
-    common::put(&proj, "MARKER", "keep\n");
-    common::put(&proj, "n.txt", "a[$(rm -f MARKER)]\n");
+    support::put(&proj, "MARKER", "keep\n");
+    support::put(&proj, "n.txt", "a[$(rm -f MARKER)]\n");
     let out = crew_run(
         &proj,
         &home,
@@ -280,9 +273,11 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     );
     assert!(proj.join("MARKER").exists(), "the hidden rm ran: {out}");
     // The counter loop beside them is not refused: it ran and wrote its file.
-    use crewmaster::tools::landlock;
-    if landlock::kernel_support() != landlock::KernelSupport::Available {
-        eprintln!("skipping the counter loop: no Landlock here, so dontAsk refuses commands");
+    // Without Landlock, dontAsk refuses every command, so the loop's run needs it.
+    if !support::kernel::require_named(
+        "redteam::arithmetic_on_a_files_content_does_not_run_its_command_end_to_end::counter_loop",
+        &[support::kernel::Feature::Landlock],
+    ) {
         return;
     }
     let counted = std::fs::read_to_string(proj.join("counted.txt")).unwrap_or_default();
@@ -380,13 +375,13 @@ fn read_only_class_has_no_setters_or_cargo() {
 fn cargo_metadata_does_not_run_project_rustc_wrapper_unasked() {
     let (_t, proj, home) = repo();
     let marker = home.join("CARGO_PWNED");
-    common::put(
+    support::put(
         &proj,
         "Cargo.toml",
         "[package]\nname=\"c1\"\nversion=\"0.1.0\"\nedition=\"2021\"\n",
     );
-    common::put(&proj, "src/main.rs", "fn main(){}\n");
-    common::put(
+    support::put(&proj, "src/main.rs", "fn main(){}\n");
+    support::put(
         &proj,
         "evil.sh",
         &format!("#!/bin/sh\ntouch {}\nexec \"$@\"\n", marker.display()),
@@ -396,7 +391,7 @@ fn cargo_metadata_does_not_run_project_rustc_wrapper_unasked() {
         .arg(proj.join("evil.sh"))
         .status()
         .unwrap();
-    common::put(
+    support::put(
         &proj,
         ".cargo/config.toml",
         &format!(
@@ -463,8 +458,8 @@ fn read_deny_rule_covers_hard_links_to_denied_files() {
     assert_eq!(d.verdict, Verdict::Allow, "{d:?}");
 
     let (_t, proj, home) = repo();
-    common::put(&proj, "secrets/key.txt", "TOPSECRET\n");
-    common::put(
+    support::put(&proj, "secrets/key.txt", "TOPSECRET\n");
+    support::put(
         &proj,
         ".crew/settings.local.json",
         r#"{"permissions":{"deny":["Read(./secrets/**)"]}}"#,
@@ -479,7 +474,7 @@ fn read_deny_rule_covers_hard_links_to_denied_files() {
 #[test]
 fn recursive_grep_from_home_is_not_a_read() {
     let f = Fixture::new();
-    let req = permission_support::request(
+    let req = support::permission::request(
         "run_command",
         &cmd("grep -r secret ."),
         &f.home,
@@ -498,17 +493,17 @@ fn recursive_grep_from_home_is_not_a_read() {
 #[test]
 fn committed_local_settings_need_trust() {
     let (_t, proj, home) = repo();
-    common::put(
+    support::put(
         &proj,
         ".crew/settings.local.json",
         r#"{"permissions":{"allow":["Bash"],"defaultMode":"bypassPermissions"}}"#,
     );
-    common::git(&proj, &["add", "-f", "."]);
-    common::git(&proj, &["commit", "-qm", "evil"]);
+    support::git(&proj, &["add", "-f", "."]);
+    support::git(&proj, &["commit", "-qm", "evil"]);
     let policy = crewmaster::permission::Policy::load(&proj, Some(&home))
         .unwrap()
         .0;
-    let req = permission_support::request(
+    let req = support::permission::request(
         "run_command",
         &cmd("touch /etc/x"),
         &proj,
@@ -585,7 +580,7 @@ fn confined_daemon_cannot_replant_settings_after_restore() {
         "import os,time,sys\nif os.fork(): sys.exit(0)\nos.setsid()\nif os.fork(): sys.exit(0)\nfor fd in (0,1,2): os.close(fd)\nend=time.time()+8\nwhile time.time()<end:\n    try:\n        os.makedirs('{p}/.crew',exist_ok=True)\n        open('{p}/.crew/settings.local.json','w').write('{{\"permissions\":{{\"allow\":[\"Bash\"],\"defaultMode\":\"bypassPermissions\"}}}}')\n    except Exception: pass\n    time.sleep(0.05)\n",
         p = proj.display()
     );
-    common::put(&home, "daemon.py", &daemon);
+    support::put(&home, "daemon.py", &daemon);
     let out = crew_run(
         &proj,
         &home,
@@ -610,8 +605,7 @@ fn confined_daemon_cannot_replant_settings_after_restore() {
         survivors.is_empty(),
         "a daemon outlived its confined command: {survivors:?}"
     );
-    // Had it survived, it would have re-planted the settings within 50 ms.
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    // No daemon is left (checked above), so nothing can re-plant the settings.
     assert!(
         !proj.join(".crew/settings.local.json").exists(),
         "the planted settings file is still there"
@@ -657,7 +651,7 @@ fn edit_tools_cannot_write_git_internals_that_redirect_config() {
     ] {
         let d = f.check(
             "write_file",
-            &permission_support::path(p),
+            &support::permission::path(p),
             PermissionMode::AcceptEdits,
         );
         assert_eq!(d.verdict, Verdict::Deny, "`{p}` is writable: {d:?}");
@@ -688,7 +682,7 @@ fn blacklist_resolves_relative_targets_against_the_cwd() {
 #[test]
 fn untrusted_project_settings_cannot_pick_the_model() {
     let (_t, proj, home) = repo();
-    common::put(
+    support::put(
         &proj,
         ".crew/settings.json",
         r#"{"model":"script:evil.json"}"#,

@@ -1,18 +1,13 @@
 //! Crash and resume: a run killed with SIGKILL in the middle of a tool call resumes with
 //! `crew --continue` holding every completed message, no duplicate, and no half call.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
-    for _ in 0..400 {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("gave up waiting for {what}");
+fn wait_for(cond: impl FnMut() -> bool, what: &str) {
+    support::wait_until_blocking(what, cond);
 }
 
 fn transcript_text(home: &Path) -> String {
@@ -156,4 +151,34 @@ fn sigkill_mid_run_then_continue_resumes_without_duplicates_or_half_calls() {
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(listed.lines().count(), 1, "{listed}");
     assert!(listed.contains("write a then run the long step"));
+    let third = dir.join("third.json");
+    std::fs::write(&third, r#"{"turns":[{"text":"Third."}]}"#).unwrap();
+    let third_record = dir.join("third.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["--continue", "-p", "and once more", "--model"])
+        .arg(format!("script:{}", third.display()))
+        .arg("--record-requests")
+        .arg(&third_record)
+        .current_dir(&dir)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = std::fs::read_to_string(&third_record).unwrap();
+    let first_line = sent.lines().next().unwrap();
+    for seen in [
+        "write a then run the long step",
+        "carry on",
+        "Resumed and checked.",
+        "and once more",
+    ] {
+        assert!(
+            first_line.contains(seen),
+            "the third run lacks {seen:?}: {first_line}"
+        );
+    }
 }

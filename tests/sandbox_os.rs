@@ -1,9 +1,10 @@
 //! The OS sandbox against real attacks: an opaque program (a python3 one-liner the
 //! permission engine cannot see into) writing protected files, injecting keystrokes into
 //! a terminal, and `env` printing the user's secrets. Each test checks the disk (or the
-//! terminal) afterwards. Tests that need a kernel feature skip, saying why, without it.
+//! terminal) afterwards. Tests that need a kernel feature fail without it, unless knowingly opted out
+//! (`support::kernel`).
 
-mod sandbox_support;
+mod support;
 
 use std::path::Path;
 use std::process::Command;
@@ -11,9 +12,8 @@ use std::time::Duration;
 
 use crewmaster::tools::ToolContext;
 use crewmaster::tools::landlock;
-use crewmaster::tools::sandbox::mount_ns;
-use sandbox_support::{confined, crew, python_write, repo, run, snapshot, tool_results};
 use serde_json::json;
+use support::sandbox::{confined, crew, python_write, repo, run, snapshot, tool_results};
 
 #[tokio::test]
 async fn a_confined_program_cannot_change_existing_protected_files() {
@@ -29,7 +29,10 @@ async fn a_confined_program_cannot_change_existing_protected_files() {
     ] {
         let out = run(confined(&root), &python_write(target)).await;
         assert!(!out.contains("wrote"), "{target}: {out}");
-        if mount_ns::available() {
+        if support::kernel::require_named(
+            "sandbox_os::a_confined_program_cannot_change_existing_protected_files::read_only_bind",
+            &[support::kernel::Feature::MountNamespaces],
+        ) {
             // Stopped by the read-only bind, before anything was written.
             assert!(out.contains("Read-only file system"), "{target}: {out}");
         }
@@ -292,10 +295,7 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
 
 #[tokio::test]
 async fn an_unconfined_command_runs_in_its_own_session() {
-    if Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("skipping: python3 is not installed");
-        return;
-    }
+    require_features!(Python3);
     let dir = tempfile::tempdir().unwrap();
     let out = run(
         ToolContext::new(dir.path(), "test"),
@@ -334,11 +334,7 @@ fn a_cloned_repository_cannot_pass_secrets_through() {
 
 #[test]
 fn an_opaque_program_cannot_read_credentials_under_dont_ask() {
-    require_sandbox!();
-    if !mount_ns::available() {
-        eprintln!("skipping: no mount namespaces here, so credentials are not hidden");
-        return;
-    }
+    require_features!(Landlock, Python3, MountNamespaces);
     let (_d, root) = repo();
     let home = root.join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();

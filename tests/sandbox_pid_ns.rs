@@ -1,27 +1,22 @@
 //! Confined commands in their own PID namespace, against real programs: they see no
 //! other process (so not crew's environment), nothing they start outlives them (a
 //! double-forked `setsid` daemon included), and their exit status and output, the
-//! timeout kill and background tasks work as before. Skips, saying why, where the kernel
-//! has no Landlock or no PID namespaces.
+//! timeout kill and background tasks work as before. Fails where the kernel has no
+//! Landlock or no PID namespaces, unless knowingly opted out (`support::kernel`).
 
-mod sandbox_support;
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crewmaster::tools::Tool;
 use crewmaster::tools::run_command::RunCommand;
-use crewmaster::tools::sandbox::pid_ns;
-use sandbox_support::{confined, crew, repo, run};
 use serde_json::json;
+use support::sandbox::{confined, crew, repo, run};
 
 macro_rules! require_pid_ns {
     () => {
-        require_sandbox!();
-        if !pid_ns::available() {
-            eprintln!("skipping: no PID namespaces here");
-            return;
-        }
+        require_features!(Landlock, Python3, PidNamespaces);
     };
 }
 
@@ -175,7 +170,7 @@ fn a_confined_background_task_reports_its_status_and_leaves_nothing_behind() {
 #[test]
 fn a_worktree_subagent_delegated_in_default_mode_cannot_read_crews_environment() {
     require_pid_ns!();
-    let (_d, root, _wt) = sandbox_support::repo_with_worktree();
+    let (_d, root, _wt) = support::sandbox::repo_with_worktree();
     let home = root.parent().unwrap().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let script = root.join("script.json");

@@ -4,12 +4,13 @@
 //! its `.git` link or `commondir`, or write git config — confined directly and end to end
 //! through `crew -p` delegating to a worktree subagent under dontAsk.
 
-mod sandbox_support;
+mod support;
 
 use crewmaster::tools::landlock;
 use crewmaster::tools::{CommandSandbox, ToolContext};
-use sandbox_support::{crew, git, repo_with_worktree, run};
 use serde_json::json;
+use support::git;
+use support::sandbox::{crew, repo_with_worktree, run};
 
 #[tokio::test]
 async fn a_confined_worktree_commits_on_its_branch_but_cannot_move_main() {

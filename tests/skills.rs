@@ -4,16 +4,16 @@
 //! skill is loaded. Through the real actors (fake tools that count their runs) and
 //! through `crew -p` with the real tools (the disk is checked).
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::{Behaviour, FakeTool, Setup, crew, crew_p_recorded, git, put, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::permission::PermissionMode;
 use crewmaster::tools::{Safety, Tool};
 use serde_json::Value;
+use support::{Behaviour, FakeTool, Setup, crew, crew_p_recorded, git, put, start, tool_results};
 
 const REVIEW_SKILL: &str = "---
 name: review

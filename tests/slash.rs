@@ -5,10 +5,10 @@
 //! calls (a denied one does not run, a credential is not read), its `allowed-tools` hold
 //! for the turn it starts and its `model` is that turn's model.
 
-mod common;
+mod support;
 
-use common::{crew, crew_p_recorded, git, put};
 use serde_json::Value;
+use support::{crew, crew_p_recorded, git, put};
 
 const REVIEW_COMMAND: &str = "---
 description: Review a file for bugs, unclear names and missing tests

@@ -1,16 +1,16 @@
 //! Subagents and background tasks through the real actors: delegation, concurrency,
 //! crash containment, notifications, and the persisted task state.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::{Behaviour, FakeTool, Setup, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::events::EventKind;
 use crewmaster::tasks::{TaskStatus, load_records};
 use crewmaster::tools::{Safety, Tool};
+use support::{Behaviour, FakeTool, Setup, start, tool_results};
 
 fn chat(task: &str) -> RunRequest {
     RunRequest {
@@ -32,7 +32,7 @@ fn fake_read() -> Arc<FakeTool> {
 #[tokio::test]
 async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
     let read = fake_read();
-    let mut t = start(Setup {
+    let t = start(Setup {
         orchestration: true,
         ..Setup::new(
             r#"{"turns":[
@@ -41,7 +41,8 @@ async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
                   {"name":"agent","input":{"description":"boom","prompt":"p","subagent_type":"explore","run_in_background":true}},
                   {"name":"agent","input":{"description":"two","prompt":"p","subagent_type":"plan","run_in_background":true}}]},
                 {"text":"started"},
-                {"text":"noted"}, {"text":"noted"}, {"text":"noted"}],
+                {"text":"noted"}, {"text":"noted"}, {"text":"noted"},
+                {"text":"still here"}],
               "agents":{
                 "general-purpose":{"turns":[{"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},{"text":"one done"}]},
                 "explore":{"turns":[{"panic":true}]},
@@ -78,33 +79,63 @@ async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
         .filter(|b| matches!(b, crewmaster::protocol::ContentBlock::Text { text } if text.starts_with("<task-notification>")))
         .count();
     assert_eq!(notes, 3);
-    // The lead itself is still usable after the crash.
-    while t.events.try_recv().is_ok() {}
+    // The lead itself is still usable after the crash: it runs another turn and answers
+    // with the script's next text (how many `noted` turns the completions took depends
+    // on how they were batched).
+    let lead_texts = ["", "started", "noted", "noted", "noted", "still here"];
+    let asked = t
+        .provider
+        .requests()
+        .iter()
+        .filter(|r| r.agent == "lead")
+        .count();
+    let again = t.session.run(chat("are you there?")).await.unwrap();
+    assert_eq!(again.result, lead_texts[asked]);
     t.session.shutdown().await;
 }
 
 #[tokio::test]
 async fn background_subagents_run_concurrently() {
-    // Each subagent's first turn takes a while; if they ran one after another, every
-    // subagent's first request would come after the previous one's last.
+    // Each subagent's first turn signals that it started, then holds until `go` exists,
+    // which the test creates only once all three have started: run one after another,
+    // the first would hold forever and the others never start.
+    let sig = tempfile::tempdir().unwrap();
+    let s = sig.path().display();
+    let gate = format!(r#""touch":"{s}/started-{{agent}}","wait_for":"{s}/go""#);
     let mut t = start(Setup {
         orchestration: true,
         ..Setup::new(
-            r#"{"turns":[
-                {"tool_calls":[
-                  {"name":"agent","input":{"description":"a","prompt":"p","subagent_type":"general-purpose","run_in_background":true}},
-                  {"name":"agent","input":{"description":"b","prompt":"p","subagent_type":"explore","run_in_background":true}},
-                  {"name":"agent","input":{"description":"c","prompt":"p","subagent_type":"plan","run_in_background":true}}]},
-                {"text":"started"}],
-              "agents":{
-                "general-purpose":{"turns":[{"text":"a1","delay_ms":300},{"text":"a2"}]},
-                "explore":{"turns":[{"text":"b1","delay_ms":300}]},
-                "plan":{"turns":[{"text":"c1","delay_ms":300}]}}}"#,
+            format!(
+                r#"{{"turns":[
+                {{"tool_calls":[
+                  {{"name":"agent","input":{{"description":"a","prompt":"p","subagent_type":"general-purpose","run_in_background":true}}}},
+                  {{"name":"agent","input":{{"description":"b","prompt":"p","subagent_type":"explore","run_in_background":true}}}},
+                  {{"name":"agent","input":{{"description":"c","prompt":"p","subagent_type":"plan","run_in_background":true}}}}]}},
+                {{"text":"started"}}],
+              "agents":{{
+                "general-purpose":{{"turns":[{{"text":"a1",{gate}}},{{"text":"a2"}}]}},
+                "explore":{{"turns":[{{"text":"b1",{gate}}}]}},
+                "plan":{{"turns":[{{"text":"c1",{gate}}}]}}}}}}"#
+            ),
             vec![fake_read() as Arc<dyn Tool>],
         )
     })
     .await;
     t.session.run(chat("fan out")).await.unwrap();
+    let started = || {
+        std::fs::read_dir(sig.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("started-"))
+            })
+            .count()
+    };
+    support::wait_until("all three subagents to be running at once", || {
+        started() == 3
+    })
+    .await;
+    std::fs::write(sig.path().join("go"), b"").unwrap();
     let mut done = 0;
     while t.session.next_completion().await.is_some() {
         let tasks = t.session.tasks().unwrap().clone();
@@ -188,14 +219,8 @@ async fn foreground_subagent_returns_its_answer_and_unknown_types_are_refused() 
     t.session.shutdown().await;
 }
 
-fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
-    for _ in 0..200 {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("gave up waiting for {what}");
+async fn wait_for(cond: impl FnMut() -> bool, what: &str) {
+    support::wait_until(what, cond).await;
 }
 
 /// The pid of a live process whose command line (spaces for NULs) is `cmdline`.
@@ -216,6 +241,8 @@ fn alive(pid: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_a_subagent_kills_the_command_it_is_running() {
+    // A subagent's commands are always confined: without Landlock they are refused.
+    require_features!(Landlock);
     let t = start(Setup {
         orchestration: true,
         ..Setup::new(
@@ -234,7 +261,8 @@ async fn stopping_a_subagent_kills_the_command_it_is_running() {
     wait_for(
         || std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.trim().is_empty()),
         "the pid file",
-    );
+    )
+    .await;
     // `$$` is the shell's pid in its own PID namespace when the command is confined, so
     // the sleep is found by its command line as this process sees it.
     let mut pid = String::new();
@@ -244,7 +272,8 @@ async fn stopping_a_subagent_kills_the_command_it_is_running() {
             !pid.is_empty()
         },
         "the sleep to start",
-    );
+    )
+    .await;
     assert!(alive(&pid), "the subagent's sleep should be running");
     let tasks = t.session.tasks().unwrap().clone();
     let records = tasks
@@ -263,25 +292,38 @@ async fn stopping_a_subagent_kills_the_command_it_is_running() {
         .unwrap()
         .unwrap();
     assert_eq!(stopped.status, TaskStatus::Cancelled);
-    wait_for(|| !alive(&pid), "the sleep to die");
+    wait_for(|| !alive(&pid), "the sleep to die").await;
     t.session.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_command_reports_its_end_to_the_lead() {
+    // The build holds on a FIFO until the test writes to it, after the lead's first run
+    // ended: the news arrives between runs however slow the machine.
+    let gate = tempfile::tempdir().unwrap();
+    let fifo = gate.path().join("build.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
     let t = start(Setup {
         orchestration: true,
         ..Setup::new(
-            r#"{"turns":[
-                {"tool_calls":[{"name":"run_command","input":{"command":"sleep 0.2; echo built ok","run_in_background":true,"description":"build"}}]},
-                {"text":"waiting for the build"},
-                {"text":"the build finished"}]}"#,
+            format!(
+                r#"{{"turns":[
+                {{"tool_calls":[{{"name":"run_command","input":{{"command":"read go < {fifo}; echo built ok","run_in_background":true,"description":"build"}}}}]}},
+                {{"text":"waiting for the build"}},
+                {{"text":"the build finished"}}]}}"#,
+                fifo = fifo.display()
+            ),
             crewmaster::tools::builtin_tools(),
         )
     })
     .await;
     let first = t.session.run(chat("build it")).await.unwrap();
     assert_eq!(first.result, "waiting for the build");
+    // Opening the FIFO for writing waits for the command to open it for reading.
+    tokio::task::spawn_blocking(move || std::fs::write(&fifo, "go\n"))
+        .await
+        .unwrap()
+        .unwrap();
     let rec = t.session.next_completion().await.expect("the command ends");
     assert_eq!(rec.status, TaskStatus::Completed);
     assert!(

@@ -1,9 +1,10 @@
 //! `crew tasks …` from another process while a headless run waits on a background task:
 //! list it, read its log, stop it; the run then ends with the completion delivered.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 fn crew(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_crew"))
@@ -15,13 +16,29 @@ fn crew(dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
-    for _ in 0..300 {
-        if let Some(v) = probe() {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("gave up waiting for {what}");
+    let mut found = None;
+    support::wait_until_blocking(what, || {
+        found = probe();
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// The live (not zombie) processes whose process group is `pgid`, from `/proc/*/stat`.
+fn group_members(pgid: i64) -> Vec<i64> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i64 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // After the command name: state, ppid, pgrp.
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = fields.next()?;
+            let pgrp: i64 = fields.nth(1)?.parse().ok()?;
+            (pgrp == pgid && state != "Z").then_some(pid)
+        })
+        .collect()
 }
 
 #[test]
@@ -32,7 +49,7 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     std::fs::write(
         &script,
         r#"{"turns":[
-            {"tool_calls":[{"name":"run_command","input":{"command":"echo serving; exec sleep 300","run_in_background":true,"description":"dev server"}}]},
+            {"tool_calls":[{"name":"run_command","input":{"command":"(sleep 300 &); sleep 301 & echo serving; wait","run_in_background":true,"description":"dev server"}}]},
             {"text":"The server runs in the background."},
             {"text":"The server was stopped."}]}"#,
     )
@@ -75,7 +92,12 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
         },
         "the log to show the output",
     );
-    assert!(Path::new(&format!("/proc/{pgid}")).exists());
+    // The shell, its sleep and the double-forked one: the whole group is there.
+    let members = wait_for(
+        || Some(group_members(pgid)).filter(|m| m.len() >= 3),
+        "the shell and both sleeps to be in the task's process group",
+    );
+    assert!(members.contains(&pgid), "{members:?}");
 
     let stop = crew(&dir, &["tasks", "stop", &id]);
     assert!(
@@ -99,9 +121,10 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     let listed: serde_json::Value =
         serde_json::from_slice(&crew(&dir, &["tasks", "list", "--json"]).stdout).unwrap();
     assert_eq!(listed[0]["status"], "cancelled");
+    // Every member is gone, not only the group leader.
     wait_for(
-        || (!Path::new(&format!("/proc/{pgid}")).exists()).then_some(()),
-        "the process group to be gone",
+        || group_members(pgid).is_empty().then_some(()),
+        "every process of the task's group to be gone",
     );
 }
 

@@ -3,7 +3,7 @@
 //! the items through its tools; teammates and mail are added through the storage core, as the
 //! Team actor would).
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ fn lead_run() -> Run {
     let base = tmp.path().canonicalize().unwrap();
     let (home, proj) = (base.join("home"), base.join("proj"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&proj, "README.md", "# p\n");
+    support::put(&proj, "README.md", "# p\n");
     let script = base.join("script.json");
     std::fs::write(
         &script,
@@ -40,7 +40,7 @@ fn lead_run() -> Run {
         .to_string(),
     )
     .unwrap();
-    let out = common::crew(
+    let out = support::crew(
         &proj,
         &home,
         &[
@@ -76,7 +76,7 @@ fn name(s: &str) -> MemberName {
 }
 
 fn crew(run: &Run, args: &[&str]) -> std::process::Output {
-    common::crew(&run.proj, &run.home, args)
+    support::crew(&run.proj, &run.home, args)
 }
 
 fn show_json(run: &Run, args: &[&str]) -> Value {
@@ -246,10 +246,10 @@ fn send_appends_to_the_inbox_as_the_user() {
 fn without_a_team_the_commands_say_what_to_do() {
     let tmp = tempfile::tempdir().unwrap();
     let dir: &Path = tmp.path();
-    let out = common::crew(dir, dir, &["team", "show"]);
+    let out = support::crew(dir, dir, &["team", "show"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--session"));
-    let out = common::crew(
+    let out = support::crew(
         dir,
         dir,
         &["team", "send", "bob", "hi", "--session", "nope"],
@@ -303,7 +303,7 @@ async fn a_live_team_wakes_its_member_for_mail_sent_from_another_terminal() {
     let out = {
         let (proj, home) = (run.proj.clone(), run.home.clone());
         tokio::task::spawn_blocking(move || {
-            common::crew(&proj, &home, &["team", "send", "alice", "from afar"])
+            support::crew(&proj, &home, &["team", "send", "alice", "from afar"])
         })
         .await
         .unwrap()

@@ -7,23 +7,24 @@
 //! carries on with her task. A second test checks what else a restart keeps: the model of
 //! the spawn request, a plan awaiting approval, and worktrees removed as clean.
 
-mod common;
+mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::git;
 use crewmaster::protocol::Message;
 use crewmaster::team::restore::delivered_markers;
 use crewmaster::team::{MemberName, PlanStage, Team, TodoId, TodoStatus};
+use support::git;
 
 const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
 /// The first run: the lead starts alice and bob and adds items 1 and 2 (2 blocked by 1);
 /// alice claims and completes 1, messages bob (read by him at his next turn), then
 /// messages him again while he is in a long model call; everyone ends up in a long call.
-/// The delays order it: bob exists before alice's first message, reads it at his first
-/// turn boundary, and is in his long call before her second.
+/// Signal files (in `@SIG`, see the scripted model's `touch`/`wait_for`) order it: bob
+/// exists before alice's first message, reads it at his first turn boundary, and is in
+/// his long call before her second; `NEVER` is a file nobody creates (the long calls).
 const FIRST: &str = r#"{"turns": [
     {"tool_calls": [
       {"name": "todo_add", "input": {"subject": "first"}},
@@ -31,19 +32,19 @@ const FIRST: &str = r#"{"turns": [
       {"name": "agent", "input": {"description": "a", "prompt": "Do item 1, tell bob.", "subagent_type": "w", "name": "alice"}},
       {"name": "agent", "input": {"description": "b", "prompt": "Wait for alice.", "subagent_type": "w", "name": "bob"}}]},
     {"text": "team started"},
-    {"delay_ms": 60000, "text": "never"},
-    {"delay_ms": 60000, "text": "never"}],
+    {"wait_for": "@SIG/NEVER", "wait_timeout_ms": 600000, "text": "never"},
+    {"wait_for": "@SIG/NEVER", "wait_timeout_ms": 600000, "text": "never"}],
   "agents": {
     "alice": {"turns": [
-      {"delay_ms": 800, "tool_calls": [
+      {"wait_for": "@SIG/bob-1", "tool_calls": [
         {"name": "todo_update", "input": {"id": "1", "status": "in_progress"}},
         {"name": "todo_update", "input": {"id": "1", "status": "completed"}},
         {"name": "send_message", "input": {"to": "bob", "message": "MSG-A1"}}]},
-      {"delay_ms": 3000, "tool_calls": [{"name": "send_message", "input": {"to": "bob", "message": "MSG-A2"}}]},
-      {"delay_ms": 60000, "text": "never"}]},
+      {"touch": "@SIG/a1-sent", "wait_for": "@SIG/bob-2", "tool_calls": [{"name": "send_message", "input": {"to": "bob", "message": "MSG-A2"}}]},
+      {"touch": "@SIG/alice-3", "wait_for": "@SIG/NEVER", "wait_timeout_ms": 600000, "text": "never"}]},
     "bob": {"turns": [
-      {"delay_ms": 2000, "tool_calls": [{"name": "todo_list", "input": {}}]},
-      {"delay_ms": 60000, "text": "never"}]}}}"#;
+      {"touch": "@SIG/bob-1", "wait_for": "@SIG/a1-sent", "tool_calls": [{"name": "todo_list", "input": {}}]},
+      {"touch": "@SIG/bob-2", "wait_for": "@SIG/NEVER", "wait_timeout_ms": 600000, "text": "never"}]}}}"#;
 
 /// The continued run: bob, woken by his unread mail, reports to the lead and is done.
 const SECOND: &str = r#"{"turns": [
@@ -78,7 +79,7 @@ fn markers(conversation: &[Message]) -> Vec<(String, u64)> {
     all
 }
 
-/// `crew` in `cwd` with `home` as HOME and no provider keys (as `common::crew`), not yet run.
+/// `crew` in `cwd` with `home` as HOME and no provider keys (as `support::crew`), not yet run.
 fn crew_command(cwd: &Path, home: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_crew"));
     cmd.current_dir(cwd)
@@ -101,13 +102,13 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     let base = tmp.path().canonicalize().unwrap();
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&repo, "README.md", "# repo\n");
-    common::put(&repo, ".crew/agents/w.md", WRITER);
+    support::put(&repo, "README.md", "# repo\n");
+    support::put(&repo, ".crew/agents/w.md", WRITER);
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-qm", "initial"]);
     let (first, second) = (base.join("first.json"), base.join("second.json"));
-    std::fs::write(&first, FIRST).unwrap();
+    std::fs::write(&first, FIRST.replace("@SIG", &base.display().to_string())).unwrap();
     std::fs::write(&second, SECOND).unwrap();
     let (rec1, rec2) = (base.join("rec1.jsonl"), base.join("rec2.jsonl"));
 
@@ -126,9 +127,10 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
         .stderr(std::fs::File::create(base.join("first.err")).unwrap())
         .spawn()
         .unwrap();
-    // Kill once bob has read MSG-A1 (his second request holds it) and MSG-A2 is in his
-    // inbox while he waits on the model.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Kill once bob has read MSG-A1 (his second request holds it), MSG-A2 is in his
+    // inbox while he waits on the model, and alice's send is behind her (her third turn
+    // has begun).
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let bob_read_a1 = requests(&rec1)
             .iter()
@@ -139,7 +141,7 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
             .and_then(|d| d.ok())
             .and_then(|d| std::fs::read_to_string(d.path().join("inboxes/bob.jsonl")).ok())
             .is_some_and(|s| s.contains("MSG-A2"));
-        if bob_read_a1 && a2_sent {
+        if bob_read_a1 && a2_sent && base.join("alice-3").exists() {
             break;
         }
         assert!(
@@ -153,7 +155,6 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 
@@ -274,13 +275,14 @@ const PLANNED_FIRST: &str = r#"{"turns": [
     "pat": {"turns": [{"text": "PLAN: write p.txt"}]}}}"#;
 
 /// The continued run: the lead messages alice and asks pat how it goes (pat is still in
-/// Plan mode), then approves pat's plan (pat carries it out in Do mode).
+/// Plan mode), then, once pat has answered (`@SIG/pat-answered`), approves his plan (pat
+/// carries it out in Do mode).
 const PLANNED_SECOND: &str = r#"{"turns": [
     {"tool_calls": [
       {"name": "send_message", "input": {"to": "alice", "message": "MSG-TO-ALICE"}},
       {"name": "send_message", "input": {"to": "pat", "message": "STATUS?"}}]},
     {"text": "asked"},
-    {"delay_ms": 1000, "tool_calls": [
+    {"wait_for": "@SIG/pat-answered", "tool_calls": [
       {"name": "send_message", "input": {"to": "pat", "type": "plan_approval_response", "approve": true, "message": "go ahead"}}]},
     {"text": "approved"}],
   "agents": {
@@ -288,7 +290,7 @@ const PLANNED_SECOND: &str = r#"{"turns": [
       {"tool_calls": [{"name": "write_file", "input": {"path": "alice.txt", "content": "back"}}]},
       {"text": "alice done"}]},
     "pat": {"turns": [
-      {"text": "STILL-PLANNING"},
+      {"touch": "@SIG/pat-answered", "text": "STILL-PLANNING"},
       {"tool_calls": [{"name": "write_file", "input": {"path": "p.txt", "content": "planned"}}]},
       {"text": "built"}]}}}"#;
 
@@ -341,8 +343,8 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
     let base = tmp.path().canonicalize().unwrap();
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&repo, "README.md", "# repo\n");
-    common::put(
+    support::put(&repo, "README.md", "# repo\n");
+    support::put(
         &repo,
         ".crew/agents/w.md",
         "---\nname: w\ndescription: test teammate\ntools: read_file, write_file, send_message\n---\nDo your part.\n",
@@ -352,7 +354,11 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
     git(&repo, &["commit", "-qm", "initial"]);
     let (first, second) = (base.join("first.json"), base.join("second.json"));
     std::fs::write(&first, PLANNED_FIRST).unwrap();
-    std::fs::write(&second, PLANNED_SECOND).unwrap();
+    std::fs::write(
+        &second,
+        PLANNED_SECOND.replace("@SIG", &base.display().to_string()),
+    )
+    .unwrap();
     let (rec1, rec2) = (base.join("rec1.jsonl"), base.join("rec2.jsonl"));
 
     crew_p(&repo, &home, &first, &rec1, false);

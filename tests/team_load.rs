@@ -5,16 +5,16 @@
 //! was last shown (its whole conversation) holds every message sent to it exactly once,
 //! marked with its sender, and each sender's messages in the order they were sent.
 
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use common::team::{chat, team_of};
-use common::{Setup, start};
 use crewmaster::protocol::{ContentBlock, Role};
 use crewmaster::team::MemberName;
 use serde_json::json;
+use support::team::{chat, team_of};
+use support::{Setup, start};
 
 const MEMBERS: usize = 16;
 const TOTAL: usize = 2000;

@@ -3,8 +3,7 @@
 //! teammates through their `ToolContext`'s team handle, judged by the permission engine, and
 //! end to end through `crew -p` on a scripted model, checking the files on disk afterwards.
 
-mod common;
-mod permission_support;
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -225,7 +224,7 @@ fn aliases_resolve_and_background_task_tools_keep_their_names() {
 
 #[test]
 fn permission_reads_are_reads_and_changes_are_task_control() {
-    let f = permission_support::Fixture::new();
+    let f = support::permission::Fixture::new();
     let calls = [
         ("todo_list", "{}", Category::Read),
         ("TaskGet", r#"{"id":"1"}"#, Category::Read),
@@ -257,7 +256,7 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
     let base = tmp.path().canonicalize().unwrap();
     let (home, proj) = (base.join("home"), base.join("proj"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&proj, "README.md", "# p\n");
+    support::put(&proj, "README.md", "# p\n");
     let script = base.join("script.json");
     let call = |name: &str, input: Value| json!({"tool_calls": [{"name": name, "input": input}]});
     std::fs::write(
@@ -276,7 +275,7 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
     )
     .unwrap();
     let record = base.join("requests.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         &proj,
         &home,
         &[

@@ -5,16 +5,16 @@
 //! one ends, and a teammate's Ask reaches
 //! the lead's approver saying which teammate is asking.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::team::{WRITER, chat, requests_of, shown, team_of, team_setup, worktree};
-use common::{git, start};
 use crewmaster::approver::ApprovalAnswer;
 use crewmaster::approver::actor::ApproverPolicy;
 use crewmaster::permission::PermissionMode;
 use crewmaster::team::{MemberName, MemberStatus, TodoId, TodoStatus};
+use support::team::{WRITER, chat, requests_of, shown, team_of, team_setup, worktree};
+use support::{git, start};
 
 /// A provider error (not a panic) ends carol's run: she is `failed`, the item she
 /// claimed is pending again with no owner, and the lead is told, naming the error.

@@ -5,12 +5,12 @@
 //! the run ends once the team is quiet. A panicking teammate's items return to pending and
 //! the lead is told.
 
-mod common;
+mod support;
 
-use common::team::{WRITER, chat, requests_of, shown, team_of, worktree};
-use common::{Setup, git, start};
 use crewmaster::provider::ModelRequest;
 use crewmaster::team::{MemberName, MemberStatus, NewTodo, Team, TodoStatus, TodoUpdate};
+use support::team::{WRITER, chat, requests_of, shown, team_of, worktree};
+use support::{Setup, git, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
@@ -120,6 +120,9 @@ async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
+    // carol's first turn holds until the test has claimed item 1 for her.
+    let sig = tempfile::tempdir().unwrap();
+    let claimed = sig.path().join("claimed");
     let script = r#"{
       "turns": [
         {"tool_calls": [
@@ -128,11 +131,12 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
       ],
       "agents": {
         "carol": {"turns": [
-          {"delay_ms": 500, "text": "about to crash"},
+          {"wait_for": "@CLAIMED", "text": "about to crash"},
           {"panic": true}
         ]}
       }
-    }"#;
+    }"#
+    .replace("@CLAIMED", &claimed.display().to_string());
     let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
     setup.orchestration = true;
     setup.git = true;
@@ -164,13 +168,25 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
         },
     )
     .unwrap();
+    std::fs::write(&claimed, b"").unwrap();
     // Its first run ends idle; a message wakes it and its second turn panics.
     let mailbox = crewmaster::team::actor::Mailbox {
         team: team.clone(),
         me: lead.clone(),
         actor: t.session.team().unwrap().clone(),
     };
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    support::wait_until("carol to be idle after her first run", || {
+        t.provider
+            .requests()
+            .iter()
+            .any(|r| r.agent.ends_with("carol"))
+            && team
+                .roster()
+                .ok()
+                .and_then(|r| r.member(&carol).map(|m| m.status == MemberStatus::Idle))
+                .unwrap_or(false)
+    })
+    .await;
     mailbox
         .send(
             crewmaster::team::Recipient::Member(carol.clone()),
@@ -327,8 +343,8 @@ fn crew_p_ends_when_the_team_is_quiet() {
     let base = tmp.path().canonicalize().unwrap();
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
-    common::put(&repo, "README.md", "# repo\n");
-    common::put(&repo, ".crew/agents/w.md", WRITER);
+    support::put(&repo, "README.md", "# repo\n");
+    support::put(&repo, ".crew/agents/w.md", WRITER);
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "."]);
     git(&repo, &["commit", "-qm", "initial"]);
@@ -354,7 +370,7 @@ fn crew_p_ends_when_the_team_is_quiet() {
     )
     .unwrap();
     let record = base.join("requests.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         &repo,
         &home,
         &[

@@ -3,17 +3,17 @@
 //! the scripted model searches, the next request carries the found tool, a call to it
 //! runs, and a call to a tool not loaded is refused without running.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::{Behaviour, FakeTool, Setup, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::provider::ModelRequest;
 use crewmaster::tools::deferred::{Mode, Threshold};
 use crewmaster::tools::tool_search::ToolSearch;
 use crewmaster::tools::{Safety, Tool, builtin_tools};
+use support::{Behaviour, FakeTool, Setup, start, tool_results};
 
 const TOPICS: [&str; 4] = ["calendar", "weather", "github", "slack"];
 
@@ -182,14 +182,14 @@ fn an_mcp_servers_tools_are_deferred_loaded_and_called_through_crew() {
     for d in [&proj, &markers] {
         std::fs::create_dir_all(d).unwrap();
     }
-    common::put(
+    support::put(
         &home,
         ".crew/settings.json",
         r#"{"toolSearch": {"mode": "always"}}"#,
     );
     let config = root.join("mcp.json");
     let servers = serde_json::json!({"mcpServers": {"test": {
-        "command": common::mcp_test_server(), "args": ["--marker-dir", markers]}}});
+        "command": support::mcp_test_server(), "args": ["--marker-dir", markers]}}});
     std::fs::write(&config, servers.to_string()).unwrap();
     let script = root.join("script.json");
     std::fs::write(
@@ -205,7 +205,7 @@ fn an_mcp_servers_tools_are_deferred_loaded_and_called_through_crew() {
     )
     .unwrap();
     let record = root.join("requests.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         &proj,
         &home,
         &[

@@ -1,6 +1,8 @@
 //! `run_command` end to end: exit codes, process-group cleanup on timeout, cancellation
 //! and after the shell exits, and the Landlock sandbox.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use crewmaster::tools::process::{self, ProcessError};
 use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext, ToolError};
 use serde_json::json;
+use support::{git, wait_until};
 use tokio_util::sync::CancellationToken;
 
 fn ctx(dir: &Path) -> ToolContext {
@@ -28,15 +31,12 @@ fn running(pid: i32) -> bool {
 
 /// Reads a pid the command wrote with `echo $! > file`, waiting for the file to appear.
 async fn read_pid(path: &Path) -> i32 {
-    for _ in 0..500 {
-        if let Ok(s) = std::fs::read_to_string(path)
-            && let Ok(pid) = s.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the command never wrote {}", path.display());
+    let pid = || std::fs::read_to_string(path).ok()?.trim().parse().ok();
+    wait_until(&format!("the command to write {}", path.display()), || {
+        pid().is_some()
+    })
+    .await;
+    pid().unwrap()
 }
 
 #[tokio::test]
@@ -157,13 +157,11 @@ async fn dropping_the_call_kills_the_group() {
     let pid = read_pid(&pidfile).await;
     task.abort();
     let _ = task.await;
-    for _ in 0..500 {
-        if !running(pid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("background sleep {pid} survived the aborted call");
+    wait_until(
+        &format!("background sleep {pid} to die with the aborted call"),
+        || !running(pid),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -205,7 +203,7 @@ fn run_command_max() -> Duration {
 /// A scratch directory that is not below a temp directory: sandboxed commands may always
 /// write to the temp dirs, so "outside the root" must be somewhere else (CI may run the
 /// whole checkout under /tmp).
-fn outside_temp_root() -> Option<tempfile::TempDir> {
+fn outside_temp_root() -> tempfile::TempDir {
     let temp_roots = crewmaster::tools::landlock::effective_writable_roots(&[]);
     let candidates = [
         std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
@@ -215,16 +213,20 @@ fn outside_temp_root() -> Option<tempfile::TempDir> {
             .unwrap_or_default(),
     ];
     for dir in candidates.iter().filter(|d| d.is_dir()) {
-        let real = dir.canonicalize().ok()?;
+        let Ok(real) = dir.canonicalize() else {
+            continue;
+        };
         if temp_roots.iter().any(|t| real.starts_with(t)) {
             continue;
         }
         if let Ok(t) = tempfile::tempdir_in(&real) {
-            return Some(t);
+            return t;
         }
     }
-    eprintln!("skipping: no writable directory outside the temp dirs to test escapes against");
-    None
+    panic!(
+        "no writable directory outside the temp dirs to test escapes against \
+         (tried {candidates:?}); give the tests a writable HOME or /var/tmp"
+    )
 }
 
 fn landlock_ctx(dir: &Path, writable: &Path) -> ToolContext {
@@ -237,13 +239,8 @@ fn landlock_ctx(dir: &Path, writable: &Path) -> ToolContext {
 
 #[tokio::test]
 async fn landlock_allows_writes_inside_and_blocks_writes_outside() {
-    if landlock::kernel_support() != KernelSupport::Available {
-        eprintln!("skipping: kernel has no Landlock");
-        return;
-    }
-    let Some(root) = outside_temp_root() else {
-        return;
-    };
+    require_features!(Landlock);
+    let root = outside_temp_root();
     let inside = root.path().join("inside");
     std::fs::create_dir(&inside).unwrap();
     let c = landlock_ctx(&inside, &inside);
@@ -277,13 +274,8 @@ async fn landlock_allows_writes_inside_and_blocks_writes_outside() {
 
 #[tokio::test]
 async fn landlock_blocks_rename_out_and_delete_outside() {
-    if landlock::kernel_support() != KernelSupport::Available {
-        eprintln!("skipping: kernel has no Landlock");
-        return;
-    }
-    let Some(root) = outside_temp_root() else {
-        return;
-    };
+    require_features!(Landlock);
+    let root = outside_temp_root();
     let inside = root.path().join("inside");
     std::fs::create_dir(&inside).unwrap();
     std::fs::write(root.path().join("victim.txt"), "keep").unwrap();
@@ -304,15 +296,18 @@ async fn landlock_blocks_rename_out_and_delete_outside() {
     assert!(inside.join("mine.txt").exists(), "{out}");
 }
 
+/// The refusal itself, on any kernel: building a confined command fails before any
+/// process exists, and the error says why and what to do. That the command then never
+/// runs is checked end to end, on the disk, by
+/// `sandbox_os::without_landlock_unasked_commands_are_refused_and_the_advice_works`.
 #[tokio::test]
 async fn landlock_unsupported_kernel_refuses_the_command() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("ran");
     let sandbox = CommandSandbox::Landlock {
         writable_roots: vec![dir.path().to_path_buf()],
     };
     let err = process::shell_command_with(
-        &format!("touch {}", marker.display()),
+        "touch ran",
         dir.path(),
         &sandbox,
         KernelSupport::Unavailable("this kernel does not support Landlock"),
@@ -321,21 +316,7 @@ async fn landlock_unsupported_kernel_refuses_the_command() {
     let msg = err.to_string();
     assert!(msg.contains("refused"), "{msg}");
     assert!(msg.contains("does not support Landlock"), "{msg}");
-    assert!(msg.contains("sandbox"), "{msg}");
-    assert!(!marker.exists(), "the command must not run unconfined");
-
-    // On a kernel without Landlock, the tool itself refuses.
-    if landlock::kernel_support() != KernelSupport::Available {
-        let err = RunCommand::new()
-            .run(
-                json!({"command": "touch ran"}),
-                landlock_ctx(dir.path(), dir.path()),
-            )
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("refused"), "{err}");
-        assert!(!marker.exists());
-    }
+    assert!(msg.contains(landlock::ADVICE), "{msg}");
 }
 
 #[tokio::test]
@@ -362,37 +343,10 @@ async fn a_process_escaping_the_group_cannot_hang_the_call() {
     assert!(out.contains("reading stopped"), "{out}");
 }
 
-/// Runs git in `dir`, panicking with its stderr on failure.
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[tokio::test]
 async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
-    if landlock::kernel_support() != KernelSupport::Available {
-        eprintln!("skipping: kernel has no Landlock");
-        return;
-    }
-    let Some(root) = outside_temp_root() else {
-        return;
-    };
+    require_features!(Landlock);
+    let root = outside_temp_root();
     let repo = root.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
     git(&repo, &["init", "-q"]);
@@ -405,29 +359,64 @@ async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
     let commit = json!({"command": "echo hi > f.txt && git add f.txt && \
         git -c user.name=t -c user.email=t@t commit -q -m add && echo committed"});
 
-    // Only the worktree itself: git cannot write its index (kept in the main repo).
+    // Only the worktree itself: git cannot write its index (kept in the main repo), and
+    // it is the sandbox that stops it, not anything else about the command.
     let out = RunCommand::new()
         .run(commit.clone(), landlock_ctx(&wt, &wt))
         .await
         .unwrap();
     assert!(!out.contains("committed"), "{out}");
+    assert!(
+        out.contains("index.lock") && out.contains("Permission denied"),
+        "git should fail on its index for want of the sandbox grant: {out}"
+    );
+    let count = |r: &str| {
+        let o = std::process::Command::new("git")
+            .args(["rev-list", "--count", r])
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(count("crew/t1/work"), "1", "{out}");
 
+    // The production grant (what a subagent gets): the commit lands on its branch, but
+    // the common dir's hooks/ and config, and the user's branch, stay out of reach.
+    let common = repo.join(".git");
+    let hook = common.join("hooks/pre-commit");
+    let config_before = std::fs::read(common.join("config")).unwrap();
     let mut roots = vec![wt.clone()];
     roots.extend(landlock::git_writable_dirs(&wt));
     let mut c = ctx(&wt);
     c.sandbox = CommandSandbox::Landlock {
         writable_roots: roots,
     };
-    let out = RunCommand::new().run(commit, c).await.unwrap();
+    let out = RunCommand::new().run(commit, c.clone()).await.unwrap();
     assert!(out.contains("committed"), "{out}");
+    assert_eq!(count("crew/t1/work"), "2", "{out}");
+    for attack in [
+        format!("echo 'touch /tmp/pwned' > {}", hook.display()),
+        format!(
+            "echo '[core] fsmonitor = evil' >> {}",
+            common.join("config").display()
+        ),
+        "git config core.hooksPath /tmp/evil".to_string(),
+        "git update-ref refs/heads/main HEAD".to_string(),
+    ] {
+        let out = RunCommand::new()
+            .run(json!({ "command": attack }), c.clone())
+            .await
+            .unwrap();
+        assert!(!out.contains("exit code: 0"), "{attack}: {out}");
+    }
+    assert!(!hook.exists(), "a hook was planted in the main checkout");
+    assert_eq!(std::fs::read(common.join("config")).unwrap(), config_before);
+    assert_eq!(count("main"), "1");
 }
 
 #[tokio::test]
 async fn landlock_protects_a_checkout_that_lives_in_the_temp_dir() {
-    if landlock::kernel_support() != KernelSupport::Available {
-        eprintln!("skipping: kernel has no Landlock");
-        return;
-    }
+    require_features!(Landlock);
     // The attack: the main checkout sits under /tmp (as in CI or a scratch clone), and a
     // confined subagent whose root is its own worktree writes into it through the temp
     // dir, which used to be writable as a whole.
@@ -453,4 +442,37 @@ async fn landlock_protects_a_checkout_that_lives_in_the_temp_dir() {
         out.contains(&landlock::sandbox_temp_dir().display().to_string()),
         "{out}"
     );
+}
+
+/// The explicit state itself: this binary's own Landlock test, run again in a child with
+/// Landlock simulated missing, fails; with the opt-out it passes and the ledger says it
+/// was skipped, never that it ran.
+#[test]
+fn without_landlock_a_safety_test_fails_unless_knowingly_skipped() {
+    let ledger = tempfile::tempdir().unwrap();
+    let ledger = ledger.path().join("ledger.log");
+    let run = |allow: bool| {
+        let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+        c.args(["--exact", "landlock_blocks_rename_out_and_delete_outside"])
+            .env("CREW_TEST_SIMULATE_NO_LANDLOCK", "1")
+            .env("CREW_SAFETY_LEDGER", &ledger)
+            .env_remove("CREW_TEST_ALLOW_NO_LANDLOCK");
+        if allow {
+            c.env("CREW_TEST_ALLOW_NO_LANDLOCK", "1");
+        }
+        c.output().unwrap()
+    };
+    let failed = run(false);
+    assert!(!failed.status.success(), "{failed:?}");
+    assert!(
+        String::from_utf8_lossy(&failed.stdout).contains("CREW_TEST_ALLOW_NO_LANDLOCK=1"),
+        "{failed:?}"
+    );
+    let skipped = run(true);
+    assert!(skipped.status.success(), "{skipped:?}");
+    let lines = std::fs::read_to_string(&ledger).unwrap();
+    let name = "tools_run_command::landlock_blocks_rename_out_and_delete_outside";
+    assert!(lines.contains(&format!("FAILED\t{name}")), "{lines}");
+    assert!(lines.contains(&format!("skipped\t{name}")), "{lines}");
+    assert!(!lines.contains(&format!("ran\t{name}")), "{lines}");
 }

@@ -2,11 +2,11 @@
 //! `.crew/settings.json` cannot unlock commands or run its `worktree.setup` until the user
 //! runs `crew trust`; its deny rules apply regardless; `crew trust --list/--revoke`.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 
-use common::{crew, git, put};
+use support::{crew, git, put};
 
 /// A temporary home and a project below it (a git repository with one commit holding
 /// `files`), both canonical.

@@ -13,7 +13,7 @@ use serde_json::Value;
 const ROWS: u16 = 40;
 const COLS: u16 = 120;
 /// How long any one expected screen may take to appear (a loaded CI machine is slow).
-const PATIENCE: Duration = Duration::from_secs(30);
+const PATIENCE: Duration = Duration::from_secs(120);
 
 /// `crew` running in a pseudo-terminal.
 struct Tui {
@@ -174,11 +174,14 @@ fn approval_dialog_allow_once_allow_for_session_and_deny_with_a_message() {
     tui.line("write the files");
 
     // 1: allow once. The dialog names the tool, the path and the asking agent.
-    let screen = tui.wait_for(&["Writing one.", "lead wants to run write_file", "a.txt"]);
-    assert!(
-        screen.contains("1. Allow once") && screen.contains("4. Deny"),
-        "{screen}"
-    );
+    // The whole dialog, down to its last choice, before answering it.
+    tui.wait_for(&[
+        "Writing one.",
+        "lead wants to run write_file",
+        "a.txt",
+        "1. Allow once",
+        "4. Deny",
+    ]);
     assert!(
         !work.join("a.txt").exists(),
         "nothing runs before the answer"
@@ -188,10 +191,10 @@ fn approval_dialog_allow_once_allow_for_session_and_deny_with_a_message() {
 
     // 2: allow for the session; the next identical call must not ask (if it did, its
     // dialog would wait for an answer and the model would never reach "Now c.").
-    tui.wait_for(&["Again.", "lead wants to run write_file"]);
+    tui.wait_for(&["Again.", "lead wants to run write_file", "4. Deny"]);
     tui.send("2");
     wait_file(&work.join("a.txt"), "two");
-    let screen = tui.wait_for(&["Now c.", "lead wants to run write_file", "c.txt"]);
+    let screen = tui.wait_for(&["Now c.", "lead wants to run write_file", "c.txt", "4. Deny"]);
     assert!(
         screen.contains("write_file(a.txt) allow by rule:session"),
         "the third call is allowed by the session grant, not by a human:\n{screen}"
@@ -285,7 +288,11 @@ fn plan_approve_do_runs_the_task_with_the_approved_plan_and_all_tools() {
 
 #[test]
 fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
-    let words: Vec<String> = (0..300).map(|i| format!("w{i}")).collect();
+    // Gates, not durations: the helpers hold until `helpers-go` (never created, so they
+    // are still running whenever the test looks), and the lead's turn holds after its
+    // text until `stream-go`, which the test creates only after checking the echo.
+    let (dir, _) = setup("{}");
+    let gate = |name: &str| dir.path().join(name).display().to_string();
     let agent = |n: u32| {
         format!(
             r#"{{"id":"a{n}","name":"agent","input":{{"description":"helper {n}","prompt":"help {n}","subagent_type":"general-purpose","run_in_background":true}}}}"#
@@ -294,20 +301,23 @@ fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
     let script = format!(
         r#"{{"turns":[
         {{"text":"Starting helpers.","tool_calls":[{},{},{}]}},
-        {{"text":"STREAM-START {} END-OF-STREAM","chunk_delay_ms":50}}],
+        {{"text":"STREAM-START","wait_for":"{stream_go}","wait_timeout_ms":600000,
+          "tool_calls":[{{"name":"find_files","input":{{"pattern":"*.nothing"}}}}]}},
+        {{"text":"END-OF-STREAM"}}],
         "agents":{{"general-purpose":{{"turns":[
-            {{"delay_ms":30000,"text":"helper done"}},
-            {{"delay_ms":30000,"text":"helper done"}},
-            {{"delay_ms":30000,"text":"helper done"}}]}}}}}}"#,
+            {{"text":"helper holding","wait_for":"{helpers_go}","wait_timeout_ms":600000}},
+            {{"text":"helper done"}}]}}}}}}"#,
         agent(1),
         agent(2),
         agent(3),
-        words.join(" ")
+        stream_go = gate("stream-go"),
+        helpers_go = gate("helpers-go"),
     );
-    let (dir, script) = setup(&script);
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script).unwrap();
     let mut tui = Tui::start(
         dir.path(),
-        &script,
+        &script_path,
         &["--permission-mode", "bypassPermissions"],
     );
     tui.wait_for(&["type a task"]);
@@ -315,12 +325,11 @@ fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
     tui.wait_for(&["STREAM-START", "3 running tasks"]);
     tui.send("typed-while-streaming");
     let screen = tui.wait_for(&["typed-while-streaming"]);
-    assert!(
-        !screen.contains("END-OF-STREAM"),
-        "typed text must echo before the streamed turn ends:\n{screen}"
-    );
+    // The turn cannot have ended: it holds until the test creates `stream-go`.
+    assert!(!screen.contains("END-OF-STREAM"), "{screen}");
     assert!(screen.contains("3 running tasks"), "{screen}");
-    // The stream goes on to its end, with the typed text still in the input box.
+    // Released, the turn goes on to its end, with the typed text still in the input box.
+    std::fs::write(gate("stream-go"), b"").unwrap();
     let screen = tui.wait_for(&["END-OF-STREAM"]);
     assert!(screen.contains("typed-while-streaming"), "{screen}");
 }
@@ -365,11 +374,20 @@ fn continue_in_the_tui_shows_the_resumed_conversation() {
 
 #[test]
 fn esc_cancels_the_streaming_turn_and_the_next_input_runs() {
-    let words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
-    let (dir, script) = setup(&format!(
-        r#"{{"turns":[{{"text":"{} END-MARK","chunk_delay_ms":50}},{{"text":"Second answer."}}]}}"#,
-        words.join(" ")
-    ));
+    // The first turn streams its text, then holds on a file nobody creates: only Esc can
+    // end it. Had Esc not stopped it, the next input would wait behind it and the second
+    // answer would never appear.
+    let (dir, _) = setup("{}");
+    let never = dir.path().join("never-created");
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        format!(
+            r#"{{"turns":[{{"text":"w0 w1 w2 w3 talking","wait_for":"{}","wait_timeout_ms":600000,"tool_calls":[{{"name":"find_files","input":{{"pattern":"*"}}}}]}},{{"text":"Second answer."}}]}}"#,
+            never.display()
+        ),
+    )
+    .unwrap();
     let mut tui = Tui::start(dir.path(), &script, &[]);
     tui.wait_for(&["type a task"]);
     tui.line("talk for a while");
@@ -377,10 +395,9 @@ fn esc_cancels_the_streaming_turn_and_the_next_input_runs() {
     tui.send("\x1b");
     tui.wait_for(&["Turn cancelled."]);
     tui.line("next question");
-    // The second request is only sent once the first run has ended: had Esc not stopped
-    // the stream, its end would be on screen before the second answer.
-    let screen = tui.wait_for(&["Second answer."]);
-    assert!(!screen.contains("END-MARK"), "{screen}");
+    tui.wait_for(&["Second answer."]);
+    // Exactly two requests: the cancelled turn's tool call never ran a turn of its own.
+    assert_eq!(requests(dir.path()).len(), 2);
 }
 
 #[test]

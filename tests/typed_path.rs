@@ -5,14 +5,12 @@
 //! `Permit`, an `Approval` or a `ClearedCall` is shown by the compile_fail doctests in
 //! `permission::permit`, `approver` and `gate`.)
 
-mod common;
-mod permission_support;
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Behaviour, FakeTool};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::approver::actor::{Approver, ApproverMsg, ApproverPolicy};
 use crewmaster::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
@@ -23,9 +21,10 @@ use crewmaster::permission::actor::{PermissionEngine, PermissionMsg};
 use crewmaster::permission::{Checked, PermissionMode, Permit, Policy};
 use crewmaster::protocol::ToolResult;
 use crewmaster::tools::{Registry, Safety, Tool, ToolContext};
-use permission_support::request;
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef, RpcReplyPort};
+use support::permission::request;
+use support::{Behaviour, FakeTool};
 
 async fn rpc<M: ractor::Message, T: Send + 'static>(
     actor: &ActorRef<M>,

@@ -2,11 +2,11 @@
 //! through `crew -p` on a scripted model: what `search_code` and `find_files` return to the
 //! model never names or quotes a denied file, a credential, or a symlink to one.
 
-mod common;
+mod support;
 
 use std::path::Path;
 
-use common::{crew, put};
+use support::{crew, put};
 
 /// Runs `crew -p` in `cwd` (HOME = `home`) with a model that searches for `needle` and
 /// lists every file, and returns the tool results the model was sent.

@@ -1,13 +1,14 @@
 //! `crew worktrees list|diff|merge|discard` through the real binary, with HOME set to a
 //! temporary directory so the default `~/.crew/worktrees` is the test's own.
 
-mod worktree_support;
+mod support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use crewmaster::worktree::Manager;
-use worktree_support::{Fixture, commit_all, git, write};
+use support::git;
+use support::worktree::{Fixture, commit_all, write};
 
 fn crew(fx: &Fixture, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_crew"))

@@ -2,11 +2,12 @@
 //! lifecycle of issue 5 (clean removed, work kept, merge, discard, conflicts refused),
 //! checked with the real `git`.
 
-mod worktree_support;
+mod support;
 
 use crewmaster::worktree::{Finished, Worktree, WorktreeError, WorktreeMsg};
 use ractor::ActorRef;
-use worktree_support::{Fixture, call, commit_all, git, write};
+use support::git;
+use support::worktree::{Fixture, call, commit_all, write};
 
 async fn create(actor: &ActorRef<WorktreeMsg>, id: &str, description: &str) -> Worktree {
     let (task_id, description) = (id.to_string(), description.to_string());
@@ -186,7 +187,7 @@ async fn squash_merge_makes_one_commit_and_keeps_unrelated_local_changes() {
         "a squash has one parent"
     );
     assert!(fx.repo.join("a.txt").is_file() && fx.repo.join("b.txt").is_file());
-    assert_eq!(fx.status(), " M README.md\n");
+    assert_eq!(fx.status(), " M README.md");
     assert!(!fx.branches().contains(&wt.branch));
 }
 

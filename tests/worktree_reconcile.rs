@@ -2,10 +2,11 @@
 //! directories and git worktrees the registry does not know, and entries left `active`.
 //! Nothing holding work may be lost.
 
-mod worktree_support;
+mod support;
 
 use crewmaster::worktree::{Pruned, Status, WorktreeMsg};
-use worktree_support::{Fixture, call, commit_all, git, write};
+use support::git;
+use support::worktree::{Fixture, call, commit_all, write};
 
 #[tokio::test]
 async fn reconciliation_after_a_killed_process_loses_nothing() {

@@ -4,16 +4,16 @@
 //! checkout; the lead hears of all three; kept worktrees show in `crew worktrees list`
 //! and in `git worktree list`; a clean subagent's worktree is removed.
 
-mod common;
+mod support;
 
 use std::process::Command;
 
-use common::{Setup, git, start, tool_results};
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::events::EventKind;
 use crewmaster::protocol::ContentBlock;
 use crewmaster::tasks::{TaskStatus, load_records};
+use support::{Setup, git, start, tool_results};
 
 fn chat(task: &str) -> RunRequest {
     RunRequest {
@@ -35,6 +35,11 @@ async fn three_background_subagents_work_in_their_own_worktrees() {
     // path), climbing out of its worktree, and writing to an unrelated directory.
     let outside = tempfile::tempdir().unwrap();
     let escape = outside.path().canonicalize().unwrap().join("escape.txt");
+    // Each subagent's first turn signals its start and holds until `go`, created once all
+    // four have started: they can only finish if they ran at the same time.
+    let sig = tempfile::tempdir().unwrap();
+    let s = sig.path().display();
+    let gate = format!(r#""touch":"{s}/started-{{agent}}","wait_for":"{s}/go""#);
     let script = format!(
         r#"{{"turns":[
             {{"tool_calls":[
@@ -45,15 +50,15 @@ async fn three_background_subagents_work_in_their_own_worktrees() {
             {{"text":"started"}},
             {{"text":"noted"}},{{"text":"noted"}},{{"text":"noted"}},{{"text":"noted"}}],
           "agents":{{
-            "w1":{{"turns":[{{"delay_ms":300,"tool_calls":[{{"name":"write_file","input":{{"path":"one.txt","content":"1"}}}}]}},{{"text":"one written"}}]}},
-            "w2":{{"turns":[{{"delay_ms":300,"tool_calls":[{{"name":"write_file","input":{{"path":"two.txt","content":"2"}}}}]}},{{"text":"two written"}}]}},
-            "w3":{{"turns":[{{"delay_ms":300,"tool_calls":[
+            "w1":{{"turns":[{{{gate},"tool_calls":[{{"name":"write_file","input":{{"path":"one.txt","content":"1"}}}}]}},{{"text":"one written"}}]}},
+            "w2":{{"turns":[{{{gate},"tool_calls":[{{"name":"write_file","input":{{"path":"two.txt","content":"2"}}}}]}},{{"text":"two written"}}]}},
+            "w3":{{"turns":[{{{gate},"tool_calls":[
                 {{"name":"write_file","input":{{"path":"three.txt","content":"3"}}}},
                 {{"name":"write_file","input":{{"path":"../../escape.txt","content":"x"}}}},
                 {{"name":"write_file","input":{{"path":"@CWD@/escape.txt","content":"x"}}}},
                 {{"name":"write_file","input":{{"path":"{escape}","content":"x"}}}}]}},
               {{"text":"three written"}}]}},
-            "w4":{{"turns":[{{"delay_ms":300,"tool_calls":[{{"name":"read_file","input":{{"path":"README.md"}}}}]}},{{"text":"read only"}}]}}
+            "w4":{{"turns":[{{{gate},"tool_calls":[{{"name":"read_file","input":{{"path":"README.md"}}}}]}},{{"text":"read only"}}]}}
           }}}}"#,
         escape = escape.display()
     );
@@ -70,6 +75,18 @@ async fn three_background_subagents_work_in_their_own_worktrees() {
     let main = t.cwd();
 
     t.session.run(chat("split the work")).await.unwrap();
+    let started = || {
+        std::fs::read_dir(sig.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("started-"))
+            .count()
+    };
+    support::wait_until("all four subagents to be running at once", || {
+        started() == 4
+    })
+    .await;
+    std::fs::write(sig.path().join("go"), b"").unwrap();
     while t.session.next_completion().await.is_some() {
         t.session.run(chat("continue")).await.unwrap();
     }

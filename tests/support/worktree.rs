@@ -5,34 +5,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use crewmaster::worktree::{WorktreeError, WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
 use ractor::{Actor, ActorRef, RpcReplyPort, rpc::CallResult};
 
-/// Runs `git ARGS` in `dir` with global and system config ignored; panics on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_output(dir, args);
-    assert!(
-        out.status.success(),
-        "git {args:?} failed in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Runs `git ARGS` in `dir` with global and system config ignored.
-pub fn git_output(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("run git")
-}
+use super::git;
 
 /// A temporary directory holding a repository (`repo/`, branch `main`, one commit) and a
 /// worktrees folder (`home/.crew/worktrees`, as `~/.crew/worktrees` with HOME=`home`).

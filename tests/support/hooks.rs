@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use super::common::{crew, git, put};
+use super::{crew, git, put};
 use serde_json::{Value, json};
 
 /// A temporary home and a git project below it holding `files`; trusted when asked.

@@ -1,5 +1,8 @@
-//! Shared helpers for the end-to-end tests: fake tools that record whether they ran, and a
-//! session builder over the scripted provider.
+//! The one set of test helpers, shared by every integration test (`mod support;`): fake
+//! tools that record whether they ran, a session builder over the scripted provider,
+//! `crew` runs, one `git` helper, and waits on events (never on time). Topic helpers live
+//! in submodules: `kernel` (the kernel features safety tests need, and the safety ledger),
+//! `permission`, `sandbox`, `worktree`, `hooks`, `provider` and `team`.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -18,7 +21,13 @@ use crewmaster::tools::{
 };
 use serde_json::{Value, json};
 
+pub mod hooks;
+pub mod kernel;
+pub mod permission;
+pub mod provider;
+pub mod sandbox;
 pub mod team;
+pub mod worktree;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// What a fake tool does when it runs.
@@ -149,9 +158,23 @@ impl Setup {
     }
 }
 
-/// Runs git in `dir`, panicking with its output if it fails.
+/// Runs `git ARGS` in `dir` as a fixed identity (`t <t@t>`, default branch `main`), with
+/// the user's global and system git config ignored; panics with git's stderr when it
+/// fails. Returns its stdout without trailing whitespace.
 pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
+    let out = git_output(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?} failed in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// [`git`] without the success check: the whole output, for tests of failures.
+pub fn git_output(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
         .args([
             "-c",
             "user.name=t",
@@ -162,14 +185,10 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
         ])
         .args(args)
         .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .expect("git runs")
 }
 
 /// Starts a session in a fresh temporary directory.
@@ -340,4 +359,33 @@ pub fn mcp_test_server() -> std::path::PathBuf {
             bin
         })
         .clone()
+}
+
+/// How long [`wait_until`] waits before it gives up: generous, as tests run on loaded
+/// machines; the condition is an event (a file, a process state), never a duration.
+pub const WAIT_BOUND: Duration = Duration::from_secs(120);
+
+/// Waits until `cond` holds, looking every 10 ms for at most [`WAIT_BOUND`]; panics
+/// naming `what` when it never does. For async tests (it yields, never blocks a worker).
+pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT_BOUND;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up after {WAIT_BOUND:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// [`wait_until`] for plain (non-async) tests.
+pub fn wait_until_blocking(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + WAIT_BOUND;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up after {WAIT_BOUND:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -1,34 +1,23 @@
 //! Shared helpers for the OS sandbox attack tests: a repository, a confined tool
-//! context, opaque python3 writers, `crew -p` runs on the scripted model, and the skip
-//! rule for kernels without Landlock.
+//! context, opaque python3 writers, `crew -p` runs on the scripted model, and the
+//! feature requirement of the confined tests.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crewmaster::tools::landlock::{self, KernelSupport};
 use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext};
 use serde_json::json;
 
-/// Why the confined tests cannot run here, if they cannot.
-pub fn skip_reason() -> Option<&'static str> {
-    if landlock::kernel_support() != KernelSupport::Available {
-        return Some("the kernel has no Landlock");
-    }
-    if Command::new("python3").arg("-V").output().is_err() {
-        return Some("python3 is not installed");
-    }
-    None
-}
+use super::git;
 
+/// Returns from the calling test unless Landlock and python3 are here; a missing one
+/// fails the test unless knowingly opted out (see `common::kernel`).
 #[macro_export]
 macro_rules! require_sandbox {
     () => {
-        if let Some(why) = $crate::sandbox_support::skip_reason() {
-            eprintln!("skipping: {why}");
-            return;
-        }
+        $crate::require_features!(Landlock, Python3);
     };
 }
 
@@ -113,22 +102,6 @@ pub fn tool_results(dir: &Path) -> String {
         }
     }
     out
-}
-
-/// Runs git in `dir` with a fixed identity, returning its trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A repository with two commits on `main`, and a linked worktree on `crew/t1/work`
