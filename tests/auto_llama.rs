@@ -5,7 +5,7 @@
 //! Needs `llama-server` (`CREW_LLAMA_SERVER`, else on `PATH`) and a GGUF model
 //! (`CREW_LLAMA_MODEL`); without either the test prints why and passes as skipped.
 
-mod common;
+mod support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -87,7 +87,7 @@ fn a_small_real_model_answers_with_a_parsable_decision_or_fails_closed() {
     let dir = tempfile::tempdir().unwrap();
     let (work, home) = (dir.path().join("work"), dir.path().join("home"));
     std::fs::create_dir_all(&work).unwrap();
-    common::put(
+    support::put(
         &home,
         ".crew/settings.json",
         r#"{"autoMode": {"model": "openai:local", "timeoutMs": 120000}}"#,

@@ -3,12 +3,12 @@
 //! test checks the disk (did the command run?), what the lead was told, what the
 //! classifier was asked, and the `auto_mode` summary of `--output-format json`.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 
-use common::{crew, git, put};
 use serde_json::{Value, json};
+use support::{crew, git, put};
 
 struct Run {
     result: Value,

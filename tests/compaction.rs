@@ -7,7 +7,7 @@
 //! - a run killed (SIGKILL) during a compaction, or just after one, resumes with
 //!   `crew --continue` from the state before or the state after, never a mix.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -30,14 +30,14 @@ fn project(n: usize, size: usize) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = root.join("proj");
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    common::put(
+    support::put(
         &dir,
         ".crew/settings.json",
         &json!({ "contextWindows": { "script": WINDOW } }).to_string(),
     );
     for i in 1..=n {
         let line = format!("MARK-{i}: the quick brown fox jumps over the lazy dog\n");
-        common::put(
+        support::put(
             &dir,
             &format!("data/f{i}.txt"),
             &line.repeat(size / line.len()),
@@ -159,7 +159,7 @@ fn a_200_turn_run_over_five_windows_of_results_compacts_at_the_threshold_and_com
     std::fs::write(home.join("script.json"), script.to_string()).unwrap();
     std::fs::write(home.join("plan.md"), PLAN).unwrap();
     let record = home.join("requests.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         &dir,
         &home,
         &[
@@ -332,7 +332,7 @@ fn continue_run(dir: &Path, home: &Path, script: &Value) -> Vec<Value> {
     let path = home.join("second.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let record = home.join("second.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         dir,
         home,
         &[
@@ -513,7 +513,7 @@ fn short_run(dir: &Path, home: &Path, summary: Value) -> (std::process::Output, 
     let script = json!({ "turns": turns, "agents": { "compact": { "turns": [summary] } } });
     std::fs::write(home.join("script.json"), script.to_string()).unwrap();
     let record = home.join("requests.jsonl");
-    let out = common::crew(
+    let out = support::crew(
         dir,
         home,
         &[
@@ -572,7 +572,7 @@ fn pre_compact_hooks_run_with_the_trigger_and_their_context_reaches_the_summary_
         seen.display()
     );
     // User settings: hooks there run without trusting the project.
-    common::put(
+    support::put(
         &home,
         ".crew/settings.json",
         &json!({ "hooks": { "PreCompact": [ { "matcher": "auto", "hooks": [ { "type": "command", "command": command } ] } ] } })
@@ -597,11 +597,11 @@ async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_rec
     use crewmaster::agent::lead::LeadMsg;
     use crewmaster::agent::runner::RunRequest;
     use crewmaster::tools::Safety;
-    let tool = common::FakeTool::new(
+    let tool = support::FakeTool::new(
         "read_file",
         Safety::ReadOnly,
         false,
-        common::Behaviour::Succeed,
+        support::Behaviour::Succeed,
     );
     let todo = json!({ "tool_calls": [{ "id": "t1", "name": "todo_add", "input": { "subject": "write the API notes" } }] });
     let turns: Vec<Value> = std::iter::once(todo)
@@ -609,12 +609,12 @@ async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_rec
         .chain([json!({ "text": "done reading" }), json!({ "text": "after compaction" })])
         .collect();
     let script = json!({ "turns": turns, "agents": { "compact": { "turns": [ { "text": "SUMMARY-MANUAL" } ] } } });
-    let mut setup = common::Setup::new(script.to_string(), vec![std::sync::Arc::new(tool)]);
+    let mut setup = support::Setup::new(script.to_string(), vec![std::sync::Arc::new(tool)]);
     // Automatic compaction off: only the request compacts.
     setup.context.auto_compact = None;
     // A team, so the lead has a work list.
     setup.orchestration = true;
-    let t = common::start(setup).await;
+    let t = support::start(setup).await;
     let chat = |task: &str| RunRequest {
         mode: crewmaster::agent::mode::AgentMode::Chat,
         task: task.into(),

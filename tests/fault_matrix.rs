@@ -5,7 +5,7 @@
 //! that the run ends. The other rows of the matrix are listed in the README with the test
 //! that covers each.
 
-mod common;
+mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -167,11 +167,11 @@ fn read_turn(id: &str, path: &str) -> Value {
 #[test]
 fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_completes() {
     let p = place();
-    common::put(&p.dir, "a.txt", "alpha\n");
+    support::put(&p.dir, "a.txt", "alpha\n");
     // A repository, so that the session has a worktree manager to kill too.
-    common::git(&p.dir, &["init", "-q"]);
-    common::git(&p.dir, &["add", "."]);
-    common::git(&p.dir, &["commit", "-qm", "init"]);
+    support::git(&p.dir, &["init", "-q"]);
+    support::git(&p.dir, &["add", "."]);
+    support::git(&p.dir, &["commit", "-qm", "init"]);
     // Ten turns of five calls: fifty calls; four services killed on every second call
     // (100 kills), the worktree manager on every tenth (5 more).
     let mut turns: Vec<Value> = (0..10)
@@ -236,7 +236,7 @@ fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_
 fn a_call_in_flight_when_its_actor_panics_gets_an_error_and_the_next_call_succeeds() {
     for actor in ["permission", "gate", "executor"] {
         let p = place();
-        common::put(&p.dir, "a.txt", "alpha-content\n");
+        support::put(&p.dir, "a.txt", "alpha-content\n");
         let script = json!({"turns": [
             read_turn("first", "a.txt"),
             read_turn("second", "a.txt"),
@@ -304,7 +304,7 @@ fn an_approver_that_panics_with_a_question_in_flight_is_refused_then_asks_again(
 #[test]
 fn a_restart_storm_ends_the_session_with_the_reason() {
     let p = place();
-    common::put(&p.dir, "a.txt", "alpha\n");
+    support::put(&p.dir, "a.txt", "alpha\n");
     let turns: Vec<Value> = (1..=8)
         .map(|i| read_turn(&format!("r{i}"), "a.txt"))
         .collect();
@@ -353,13 +353,13 @@ fn a_full_disk_under_the_transcript_loses_and_duplicates_no_line() {
         by_type
     };
     let clean = place();
-    common::put(&clean.dir, "a.txt", "alpha\n");
+    support::put(&clean.dir, "a.txt", "alpha\n");
     let out = run(&clean, &script, "bypassPermissions", &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     let expected = count(&transcript(&clean.home));
 
     let full = place();
-    common::put(&full.dir, "a.txt", "alpha\n");
+    support::put(&full.dir, "a.txt", "alpha\n");
     let out = run(
         &full,
         &script,
@@ -380,7 +380,7 @@ fn a_full_disk_under_the_transcript_loses_and_duplicates_no_line() {
     // The transcript still resumes.
     let script = full.home.join("script.json");
     std::fs::write(&script, r#"{"turns":[{"text":"resumed"}]}"#).unwrap();
-    let out = common::crew(
+    let out = support::crew(
         &full.dir,
         &full.home,
         &[
@@ -397,8 +397,8 @@ fn a_full_disk_under_the_transcript_loses_and_duplicates_no_line() {
 #[test]
 fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restart() {
     let p = place();
-    common::put(&p.dir, "secret.txt", "TOP-SECRET-VALUE\n");
-    common::put(
+    support::put(&p.dir, "secret.txt", "TOP-SECRET-VALUE\n");
+    support::put(
         &p.dir,
         ".crew/settings.json",
         r#"{"permissions": {"deny": ["Read(secret.txt)"]}}"#,
@@ -446,7 +446,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
         "the secret reached the model"
     );
     // The next session refuses to start on the broken file, naming it.
-    let out = common::crew(
+    let out = support::crew(
         &p.dir,
         &p.home,
         &["-p", "again", "--model", "script:/dev/null"],
@@ -525,7 +525,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         {"tool_calls":[{"name":"run_command","id":"wait","input":{"command":": wt-wait-5d0e; touch marker; while [ -e marker ]; do sleep 0.05; done; echo gone"}}]},
         {"tool_calls":[{"name":"write_file","id":"after","input":{"path":"after.txt","content":"x"}}]},
         {"text":"sub done"}]}}}"#;
-    let mut setup = common::Setup::new(script, crewmaster::tools::builtin_tools());
+    let mut setup = support::Setup::new(script, crewmaster::tools::builtin_tools());
     setup.orchestration = true;
     setup.git = true;
     setup.files = vec![(
@@ -533,7 +533,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         "---\nname: w\ndescription: worker\ntools: run_command, write_file, read_file\n---\nWork.\n"
             .to_string(),
     )];
-    let t = common::start(setup).await;
+    let t = support::start(setup).await;
     let main = t.cwd();
     let run = tokio::spawn({
         let lead = t.session.lead().clone();
@@ -571,7 +571,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
     }
     let wt = wt.expect("the subagent's command never started");
     // Work committed on its branch, then the directory deleted from under it.
-    common::git(
+    support::git(
         &wt,
         &["commit", "-q", "--allow-empty", "-m", "work saved by hand"],
     );
@@ -587,20 +587,20 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         "left running"
     );
     // The branch with its commit is still there.
-    let log = common::git(&main, &["log", "--all", "--format=%s"]);
+    let log = support::git(&main, &["log", "--all", "--format=%s"]);
     assert!(
         log.contains("work saved by hand"),
         "the branch was deleted: {log}"
     );
     // The lead was told what became of the subagent and where its work is.
     let conv = t.session.conversation().await.unwrap();
-    let told = common::tool_results(&conv)
+    let told = support::tool_results(&conv)
         .into_iter()
         .find(|r| r.tool_use_id == "sub")
         .expect("the agent call got a result");
     assert!(told.content.contains("sub done"), "{}", told.content);
     assert!(told.content.contains("is missing"), "{}", told.content);
-    let branches = common::git(&main, &["branch", "--list", "crew/*"]);
+    let branches = support::git(&main, &["branch", "--list", "crew/*"]);
     let branch = branches.trim().trim_start_matches(['*', '+', ' ']);
     assert!(
         !branch.is_empty() && told.content.contains(branch),

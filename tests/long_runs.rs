@@ -7,9 +7,9 @@
 //! - `--max-budget-usd` (and the `maxBudgetUsd` setting) stop a run at the turn whose
 //!   cost passes the limit, after that turn's tool calls, and JSON says `budget_exhausted`.
 
-mod common;
+mod support;
 
-use common::{crew, put};
+use support::{crew, put};
 
 /// `seq -f 'row %08.0f' 1 ROWS`: 13 bytes a line, about 20.8 MB.
 const ROWS: usize = 1_600_000;

@@ -3,15 +3,15 @@
 //! ahead into an overlay, and the user's submission decides. Each test checks the disk:
 //! the workspace, the overlay directory, and the marker a refused command would make.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::team::chat;
-use common::{Setup, start, tool_results};
 use crewmaster::permission::PermissionMode;
 use crewmaster::speculation::{Ending, Limits, Resolution, Speculation, ahead};
+use support::team::chat;
+use support::{Setup, start, tool_results};
 
 /// The lead's first answer, the suggestion, and the speculation's turns.
 fn script(speculation_turns: &str) -> String {
@@ -46,7 +46,7 @@ async fn wait_for(path: &Path) {
 async fn speculating(
     mode: PermissionMode,
     turns: &str,
-) -> (common::TestSession, Speculation, tempfile::TempDir) {
+) -> (support::TestSession, Speculation, tempfile::TempDir) {
     let mut setup = Setup::new(script(turns), crewmaster::tools::builtin_tools());
     setup.mode = mode;
     setup.files = vec![("a.txt", "alpha\n".into())];
@@ -70,7 +70,7 @@ async fn speculating(
     (t, spec, overlays)
 }
 
-fn speculation_requests(t: &common::TestSession) -> usize {
+fn speculation_requests(t: &support::TestSession) -> usize {
     t.provider
         .requests()
         .iter()

@@ -3,13 +3,13 @@
 //! checks the disk and the lead's records afterwards. Synchronisation is on files (a
 //! worker's log line, a marker the remote agent writes), each wait with a generous bound.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{git, put};
+use support::{git, put};
 
 const BOUND: Duration = Duration::from_secs(120);
 
@@ -151,7 +151,7 @@ fn lead(
 }
 
 fn tasks_json(root: &Path, home: &Path) -> Vec<serde_json::Value> {
-    let out = common::crew(root, home, &["tasks", "list", "--json"]);
+    let out = support::crew(root, home, &["tasks", "list", "--json"]);
     assert!(out.status.success(), "{out:?}");
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -255,12 +255,12 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
     assert_eq!(git(&f.root, &["status", "--porcelain"]).trim(), "");
     // The returned branches are ordinary worktree branches: diffable and mergeable.
     let id = tasks[0]["id"].as_str().unwrap();
-    let diff = common::crew(&f.root, &f.home, &["worktrees", "diff", id]);
+    let diff = support::crew(&f.root, &f.home, &["worktrees", "diff", id]);
     assert!(
         String::from_utf8_lossy(&diff.stdout).contains("+from "),
         "{diff:?}"
     );
-    let merged = common::crew(&f.root, &f.home, &["worktrees", "merge", id]);
+    let merged = support::crew(&f.root, &f.home, &["worktrees", "merge", id]);
     assert!(merged.status.success(), "{}", text(&merged));
     let ty = tasks[0]["agent_type"].as_str().unwrap();
     assert!(f.root.join(format!("{ty}.txt")).exists());
@@ -281,7 +281,7 @@ fn a_wrong_cookie_is_refused_and_logged_on_both_sides() {
     let worker = start_worker(&f.home, &f.cookie, "a", 1);
     let wrong = f.home.join("wrong-cookie");
     write_cookie(&wrong, "00000000000000000000000000000000");
-    let out = common::crew(
+    let out = support::crew(
         &f.root,
         &f.home,
         &[
@@ -303,7 +303,7 @@ fn a_wrong_cookie_is_refused_and_logged_on_both_sides() {
         worker.log().contains("refused a connection")
     });
     // The right cookie is accepted and lists the node.
-    let out = common::crew(
+    let out = support::crew(
         &f.root,
         &f.home,
         &[
