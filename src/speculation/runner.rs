@@ -97,7 +97,7 @@ impl Fork {
         let mut runner = snapshot.runner.clone();
         runner.pipeline = pipeline.clone();
         runner.spec.id = agent.to_string();
-        let _ = pipeline.gate.cast(GateMsg::Register {
+        pipeline.gate.cast(GateMsg::Register {
             agent: agent.to_string(),
             policy: GatePolicy::new(AgentMode::Chat, runner.spec.allowed_tools.clone()),
         });
@@ -265,7 +265,7 @@ impl Fork {
 
 impl Drop for Fork {
     fn drop(&mut self) {
-        let _ = self.path.pipeline.gate.cast(GateMsg::Unregister {
+        self.path.pipeline.gate.cast(GateMsg::Unregister {
             agent: self.path.caller.agent.clone(),
         });
         self.approver.stop(None);
