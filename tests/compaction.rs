@@ -316,15 +316,9 @@ fn spawn_crew(dir: &Path, home: &Path, task: &str, script: &Path, record: &Path)
         .unwrap()
 }
 
-/// Waits (polling files, at most two minutes) until `cond` holds.
-fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
-    for _ in 0..4_000 {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(30));
-    }
-    panic!("gave up waiting for {what}");
+/// Waits until `cond` holds (the suite's one bounded wait).
+fn wait_for(cond: impl FnMut() -> bool, what: &str) {
+    support::wait_until_blocking(what, cond);
 }
 
 /// `crew --continue -p "go on"` on `script`; returns its recorded requests.

@@ -33,13 +33,7 @@ const WRITES_NOTES: &str = r#"[
 
 /// Waits (bounded) until `path` exists.
 async fn wait_for(path: &Path) {
-    for _ in 0..3000 {
-        if path.exists() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{} never appeared", path.display());
+    support::wait_until(&path.display().to_string(), || path.exists()).await;
 }
 
 /// A session whose lead has finished one turn, and a speculation of the suggestion.

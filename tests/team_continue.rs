@@ -275,8 +275,9 @@ const PLANNED_FIRST: &str = r#"{"turns": [
     "pat": {"turns": [{"text": "PLAN: write p.txt"}]}}}"#;
 
 /// The continued run: the lead messages alice and asks pat how it goes (pat is still in
-/// Plan mode), then, once pat has answered (`@SIG/pat-answered`), approves his plan (pat
-/// carries it out in Do mode).
+/// Plan mode), then, once pat's answer is in the lead's inbox (`@SIG/pat-answered`, made by
+/// the test when it sees it there: pat's turn has ended), approves his plan (pat carries it
+/// out in Do mode).
 const PLANNED_SECOND: &str = r#"{"turns": [
     {"tool_calls": [
       {"name": "send_message", "input": {"to": "alice", "message": "MSG-TO-ALICE"}},
@@ -290,7 +291,7 @@ const PLANNED_SECOND: &str = r#"{"turns": [
       {"tool_calls": [{"name": "write_file", "input": {"path": "alice.txt", "content": "back"}}]},
       {"text": "alice done"}]},
     "pat": {"turns": [
-      {"touch": "@SIG/pat-answered", "text": "STILL-PLANNING"},
+      {"text": "STILL-PLANNING"},
       {"tool_calls": [{"name": "write_file", "input": {"path": "p.txt", "content": "planned"}}]},
       {"text": "built"}]}}}"#;
 
@@ -405,7 +406,21 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
             .all(|r| r["model"] == "custom-model-x")
     );
 
+    // pat's answer is written (transcript, inbox) once his turn has ended: only then may
+    // the lead approve (an approval that reached him mid-turn would race his answer).
+    let inboxes = home.clone();
+    let answered = base.join("pat-answered");
+    let watcher = std::thread::spawn(move || {
+        support::wait_until_blocking("pat's answer on disk", || {
+            walk_files(&inboxes).iter().any(|f| {
+                f.extension().is_some_and(|e| e == "jsonl")
+                    && std::fs::read_to_string(f).is_ok_and(|t| t.contains("STILL-PLANNING"))
+            })
+        });
+        std::fs::write(answered, "").unwrap();
+    });
     crew_p(&repo, &home, &second, &rec2, true);
+    watcher.join().unwrap();
     // alice: the spawn request's model again, in her worktree made again on its branch.
     let alice_after = recorded(&rec2, "w/alice");
     assert!(!alice_after.is_empty(), "alice was woken by the lead");
@@ -466,4 +481,21 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
         )
     );
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
+}
+
+/// Every file below `dir`.
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
 }

@@ -7,19 +7,12 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use support::{git, put};
 
-const BOUND: Duration = Duration::from_secs(120);
-
-/// Waits until `check` holds, polling, at most `BOUND`.
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < BOUND, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
+/// Waits until `check` holds (the suite's one bounded wait).
+fn wait_for(what: &str, check: impl FnMut() -> bool) {
+    support::wait_until_blocking(what, check);
 }
 
 /// A worker process; killed when dropped.
@@ -244,7 +237,7 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
         let branch = branch_of(&f.root, t["id"].as_str().unwrap());
         assert!(!branch.is_empty(), "no branch came back for {t:#}");
         let file = git(&f.root, &["show", &format!("{branch}:{ty}.txt")]);
-        assert_eq!(file, format!("from {ty}\n"));
+        assert_eq!(file, format!("from {ty}"));
     }
     // The work was spread: 9 tasks, 4 slots each, every worker used.
     assert_eq!(nodes.len(), 3, "{nodes:?}");
@@ -435,12 +428,12 @@ fn a_killed_worker_fails_its_task_which_is_rescheduled_and_no_branch_is_lost() {
     let branch = branch_of(&f.root, again["id"].as_str().unwrap());
     assert_eq!(
         git(&f.root, &["show", &format!("{branch}:blocked.txt")]),
-        "after\n"
+        "after"
     );
     // The branch that came back from the killed worker before it died is still there.
     assert_eq!(
         git(&f.root, &["show", &format!("{quick_branch}:quick.txt")]),
-        "quick\n"
+        "quick"
     );
     // The lead was told: a request after the loss carries the failure.
     let requests = std::fs::read_to_string(f.home.join("requests.jsonl")).unwrap();
@@ -511,7 +504,7 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
     let branch = branch_of(&f.root, task["id"].as_str().unwrap());
     assert_eq!(
         git(&f.root, &["show", &format!("{branch}:inside.txt")]),
-        "inside\n"
+        "inside"
     );
     let tree = git(&f.root, &["ls-tree", "-r", "--name-only", &branch]);
     assert!(!tree.contains("denied.txt"), "{tree}");
@@ -581,9 +574,6 @@ fn a_lead_that_dies_leaves_its_branch_on_the_worker_after_the_orphan_timeout() {
     );
     let branch = branches.trim();
     assert!(!branch.is_empty(), "{}", w.log());
-    assert_eq!(
-        git(&repo, &["show", &format!("{branch}:started")]),
-        "work\n"
-    );
+    assert_eq!(git(&repo, &["show", &format!("{branch}:started")]), "work");
     assert!(w.log().contains("went away"), "{}", w.log());
 }
