@@ -6,7 +6,6 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crewmaster::permission::PermissionMode;
 use crewmaster::speculation::{Ending, Limits, Resolution, Speculation, ahead};
