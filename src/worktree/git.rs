@@ -61,16 +61,18 @@ pub fn add(
     let commit = main
         .find_commit(base)
         .map_err(git_err("find commit", base))?;
-    // The writes shared by the whole repository (the refs, the `worktrees` folder) are
-    // serialised per repository; the checkout, the bulk of the time, runs in parallel.
-    let mut created = {
-        let lock = repo_lock(main.path());
-        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        let folder = main.path().join("worktrees");
-        std::fs::create_dir_all(&folder).map_err(io_err("create", &folder))?;
-        main.branch(branch, &commit, false)
-            .map_err(git_err("create branch", branch))?
-    };
+    // libgit2's `worktree add` reads every other worktree's metadata (is the branch checked
+    // out elsewhere?) while writing its own, so two adds at once can see each other half
+    // written ("already checked out"): the whole add is serialised per repository. Running
+    // the checkout outside the lock (add without checkout, then check out) is the way to
+    // win back parallelism; it is not done yet.
+    let lock = repo_lock(main.path());
+    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+    let folder = main.path().join("worktrees");
+    std::fs::create_dir_all(&folder).map_err(io_err("create", &folder))?;
+    let mut created = main
+        .branch(branch, &commit, false)
+        .map_err(git_err("create branch", branch))?;
     let result = {
         let mut opts = git2::WorktreeAddOptions::new();
         let reference = created.get();
