@@ -106,6 +106,20 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", global = true)]
     pub cookie_file: Option<PathBuf>,
 
+    /// Connect to the workers over TLS, trusting the CA in FILE (PEM) to sign their
+    /// certificates; never plaintext then (default: `workerTls.ca` in ~/.crew/settings.json).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub worker_ca: Option<PathBuf>,
+
+    /// The lead's client certificate (PEM), for workers started with `--tls-ca` (mutual
+    /// TLS; default: `workerTls.cert`).
+    #[arg(long, value_name = "FILE", global = true, requires = "worker_key")]
+    pub worker_cert: Option<PathBuf>,
+
+    /// The key of `--worker-cert` (PEM, mode 600; default: `workerTls.key`).
+    #[arg(long, value_name = "FILE", global = true, requires = "worker_cert")]
+    pub worker_key: Option<PathBuf>,
+
     /// Append every request sent to a `script:` model to FILE as JSON lines (testing).
     #[arg(long, value_name = "FILE", hide = true)]
     pub record_requests: Option<PathBuf>,
@@ -215,7 +229,7 @@ async fn subcommand(
     cmd: Command,
     cwd: &std::path::Path,
     mcp_config: &[PathBuf],
-    (workers_list, cookie_file): (Option<&str>, Option<&std::path::Path>),
+    cluster: workers::ClusterFlags<'_>,
 ) -> anyhow::Result<i32> {
     let mut out = std::io::stdout();
     match cmd {
@@ -228,8 +242,8 @@ async fn subcommand(
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
-        Command::Worker(args) => workers::serve(args, cookie_file).await,
-        Command::Workers { cmd } => workers::run(cmd, workers_list, cookie_file, &mut out).await,
+        Command::Worker(args) => workers::serve(args, cluster.cookie_file).await,
+        Command::Workers { cmd } => workers::run(cmd, cwd, cluster, &mut out).await,
         Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
         Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
         Command::Memory { cmd } => memory::run(cmd, cwd, &mut out),
@@ -252,7 +266,12 @@ pub async fn main() -> i32 {
                 return 2;
             }
         };
-        let cluster = (cli.workers.as_deref(), cli.cookie_file.as_deref());
+        let tls = workers::tls_flags(&cli);
+        let cluster = workers::ClusterFlags {
+            workers: cli.workers.as_deref(),
+            cookie_file: cli.cookie_file.as_deref(),
+            tls: &tls,
+        };
         return match subcommand(cmd, &cwd, &cli.mcp_config, cluster).await {
             Ok(code) => code,
             Err(e) => {

@@ -194,7 +194,8 @@ pub async fn prepare(
     // and from whether subagents get worktrees here.
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
-    let workers = crate::cli::workers::join_from_cli(cli, home.as_deref(), &policy).await?;
+    let workers =
+        crate::cli::workers::join_from_cli(cli, home.as_deref(), &policy, &project_root).await?;
     let events = EventBus::new();
     let mcp = start_mcp(
         cli,

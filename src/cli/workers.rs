@@ -1,5 +1,6 @@
-//! `crew worker` (run a worker node) and `crew workers list` (nodes, slots in use, tasks
-//! per node), and joining the configured workers for a session.
+//! `crew worker` (run a worker node, over TLS with `--tls-cert/--tls-key`) and `crew
+//! workers list` (nodes, slots in use, tasks per node: from the running lead's snapshot,
+//! else by connecting to the workers), and joining the configured workers for a session.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -11,18 +12,30 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
 use crate::permission::Policy;
-use crate::worker::config::{ConfigError, join_config, read_cookie, shipped_rules};
+use crate::worker::config::{
+    ConfigError, LeadTls, TlsSettings, join_config, read_cookie, shipped_rules,
+};
 use crate::worker::node::{WorkerConfig, start};
-use crate::worker::pool::Pool;
+use crate::worker::pool::{LinkOptions, Pool};
+use crate::worker::snapshot::{self, NodeView};
+use crate::worker::tls::Named;
 
 /// `crew worker`.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// Where to listen. Loopback by default: crew does not encrypt the cluster
-    /// transport yet, so reach other machines over a private network or an SSH tunnel
-    /// (see README, "Running on several machines").
+    /// Where to listen. Loopback by default; to serve other machines, also give
+    /// `--tls-cert/--tls-key` (see README, "Running on several machines").
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7400")]
     pub listen: SocketAddr,
+    /// Serve TLS only, with this certificate chain (PEM); plaintext leads are refused.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The key of `--tls-cert` (PEM; refused if others may read it: `chmod 600`).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: accept only leads whose client certificate this CA (PEM) signed.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
     /// Subagents that may run at once.
     #[arg(long, default_value_t = 4)]
     pub slots: u32,
@@ -46,7 +59,30 @@ pub enum WorkersCmd {
         /// As JSON.
         #[arg(long)]
         json: bool,
+        /// Connect to the workers directly even when a lead is running.
+        #[arg(long)]
+        probe: bool,
     },
+}
+
+/// The cluster flags every subcommand sees.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterFlags<'a> {
+    /// `--workers`.
+    pub workers: Option<&'a str>,
+    /// `--cookie-file`.
+    pub cookie_file: Option<&'a Path>,
+    /// `--worker-ca/--worker-cert/--worker-key`.
+    pub tls: &'a TlsSettings,
+}
+
+/// The lead's TLS flags.
+pub fn tls_flags(cli: &super::Cli) -> TlsSettings {
+    TlsSettings {
+        ca: cli.worker_ca.clone(),
+        cert: cli.worker_cert.clone(),
+        key: cli.worker_key.clone(),
+    }
 }
 
 /// Runs a worker node until Ctrl-C or SIGTERM.
@@ -66,12 +102,28 @@ pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Resu
             .map(|h| h.join(".crew").join("worker"))
             .context("--workdir not given and no home directory")?,
     };
-    if !args.listen.ip().is_loopback() {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::worker::tls::acceptor(
+            &Named::new("--tls-cert", cert),
+            &Named::new("--tls-key", key),
+            args.tls_ca
+                .as_ref()
+                .map(|ca| Named::new("--tls-ca", ca))
+                .as_ref(),
+        )?),
+        _ => None,
+    };
+    if tls.is_none() && !args.listen.ip().is_loopback() {
         eprintln!(
-            "crew worker: warning: {} is not loopback and the cluster transport is not encrypted; use a private network or an SSH tunnel",
+            "crew worker: warning: {} is not loopback and the transport is not encrypted; give --tls-cert and --tls-key (README, \"Running on several machines\")",
             args.listen
         );
     }
+    let mode = match (&tls, &args.tls_ca) {
+        (None, _) => "plaintext",
+        (Some(_), None) => "TLS only",
+        (Some(_), Some(_)) => "mutual TLS only",
+    };
     let name = args
         .name
         .unwrap_or_else(|| format!("worker-{}", args.listen.port()));
@@ -82,11 +134,12 @@ pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Resu
         slots: args.slots,
         workdir: workdir.clone(),
         orphan_timeout: Duration::from_secs(args.orphan_timeout),
+        tls,
     })
     .await
     .map_err(anyhow::Error::msg)?;
     eprintln!(
-        "crew worker {name} listening on {} ({} slots, workdir {})",
+        "crew worker {name} listening on {} ({mode}, {} slots, workdir {})",
         args.listen,
         args.slots,
         workdir.display()
@@ -101,61 +154,112 @@ pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Resu
     Ok(0)
 }
 
-/// `crew workers list`.
+/// `crew workers list`: the running lead's view (its newest live snapshot for this
+/// project), else a direct probe of the configured workers, with a note saying so.
 pub async fn run(
     cmd: WorkersCmd,
-    workers: Option<&str>,
-    cookie_file: Option<&Path>,
+    cwd: &Path,
+    cluster: ClusterFlags<'_>,
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<i32> {
-    let WorkersCmd::List { json } = cmd;
-    let home = crate::store::home_dir();
-    let Some(pool) = join(workers, cookie_file, home.as_deref(), Vec::new(), None).await? else {
-        bail!(
-            "no workers configured: pass --workers HOST:PORT,… or set `workers` in ~/.crew/settings.json"
-        );
+    let WorkersCmd::List { json, probe } = cmd;
+    let live = match snapshot::dir(&crate::store::project_root(cwd)) {
+        Some(dir) if !probe => snapshot::newest_live(&dir),
+        _ => None,
     };
-    let list = pool.list().await;
+    let list: Vec<NodeView> = match &live {
+        Some(snap) => {
+            if !json {
+                writeln!(
+                    out,
+                    "from the running lead {} (pid {}):",
+                    snap.lead, snap.pid
+                )?;
+            }
+            snap.workers.clone()
+        }
+        None => probe_workers(cluster, json, probe, out).await?,
+    };
     if json {
         let items: Vec<_> = list
             .iter()
             .map(|w| {
                 serde_json::json!({
-                    "node": w.node, "slots": w.slots, "in_use": w.running.len(),
-                    "tasks": w.running, "kept": w.kept,
+                    "node": w.node, "slots": w.slots, "in_use": w.tasks.len(),
+                    "tasks": w.tasks, "kept": w.kept, "alive": w.alive,
                 })
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
+        let doc = serde_json::json!({
+            "source": if live.is_some() { "lead" } else { "probe" },
+            "lead_pid": live.as_ref().map(|s| s.pid),
+            "workers": items,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(0);
     }
+    let dash = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
     for w in &list {
         writeln!(
             out,
-            "{}  {}/{} slots in use  tasks: {}  kept: {}",
+            "{}{}  {}/{} slots in use  tasks: {}  kept: {}",
             w.node,
-            w.running.len(),
+            if w.alive { "" } else { " (lost)" },
+            w.tasks.len(),
             w.slots,
-            if w.running.is_empty() {
-                "-".to_string()
-            } else {
-                w.running.join(", ")
-            },
-            if w.kept.is_empty() {
-                "-".to_string()
-            } else {
-                w.kept.join(", ")
-            },
+            dash(&w.tasks),
+            dash(&w.kept),
         )?;
     }
     Ok(0)
 }
 
-/// Joins the workers configured for this session, if any (`--workers`, settings).
+/// Connects to the configured workers and asks each for its status.
+async fn probe_workers(
+    cluster: ClusterFlags<'_>,
+    json: bool,
+    asked: bool,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<Vec<NodeView>> {
+    let home = crate::store::home_dir();
+    let Some(pool) = join(cluster, home.as_deref(), Vec::new(), None, None).await? else {
+        bail!(
+            "no lead is running here and no workers are configured: pass --workers HOST:PORT,… or set `workers` in ~/.crew/settings.json"
+        );
+    };
+    if !json && !asked {
+        writeln!(
+            out,
+            "no running lead for this project; asked the workers directly:"
+        )?;
+    }
+    Ok(pool
+        .list()
+        .await
+        .into_iter()
+        .map(|w| NodeView {
+            node: w.node,
+            slots: w.slots,
+            tasks: w.running,
+            kept: w.kept,
+            alive: true,
+        })
+        .collect())
+}
+
+/// Joins the workers configured for this session, if any (`--workers`, settings); the
+/// lead then keeps its snapshot under `project_root`'s state for `crew workers list`.
 pub async fn join_from_cli(
     cli: &super::Cli,
     home: Option<&Path>,
     policy: &Policy,
+    project_root: &Path,
 ) -> anyhow::Result<Option<Arc<Pool>>> {
     // A script path is made absolute: the worker runs elsewhere.
     let model = cli.model.clone().or_else(|| policy.model.clone()).map(|m| {
@@ -167,24 +271,24 @@ pub async fn join_from_cli(
             None => m,
         }
     });
-    join(
-        cli.workers.as_deref(),
-        cli.cookie_file.as_deref(),
-        home,
-        shipped_rules(policy),
-        model,
-    )
-    .await
+    let tls = tls_flags(cli);
+    let flags = ClusterFlags {
+        workers: cli.workers.as_deref(),
+        cookie_file: cli.cookie_file.as_deref(),
+        tls: &tls,
+    };
+    let snapshot = snapshot::dir(project_root).map(|d| snapshot::own_file(&d));
+    join(flags, home, shipped_rules(policy), model, snapshot).await
 }
 
 async fn join(
-    workers: Option<&str>,
-    cookie_file: Option<&Path>,
+    flags: ClusterFlags<'_>,
     home: Option<&Path>,
     rules: Vec<crate::worker::protocol::RuleWire>,
     model: Option<String>,
+    snapshot: Option<PathBuf>,
 ) -> anyhow::Result<Option<Arc<Pool>>> {
-    let cfg = join_config(workers, cookie_file, home)?;
+    let cfg = join_config(flags.workers, flags.cookie_file, flags.tls, home)?;
     if cfg.workers.is_empty() {
         return Ok(None);
     }
@@ -192,5 +296,9 @@ async fn join(
         return Err(ConfigError::NoCookie(cfg.workers.join(",")).into());
     };
     let cookie = read_cookie(&file)?;
-    Ok(Some(Pool::join(&cfg.workers, cookie, rules, model).await?))
+    let tls = cfg.tls.as_ref().map(LeadTls::connector).transpose()?;
+    let link = LinkOptions { tls, snapshot };
+    Ok(Some(
+        Pool::join(&cfg.workers, cookie, rules, model, link).await?,
+    ))
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::protocol::RuleWire;
+use super::tls::Named;
 use crate::permission::Policy;
 
 /// Why the cluster configuration could not be read; names the file or field.
@@ -77,6 +78,77 @@ struct UserSettings {
     workers: Option<serde_json::Value>,
     #[serde(default)]
     worker_cookie_file: Option<PathBuf>,
+    #[serde(default)]
+    worker_tls: Option<TlsSettings>,
+}
+
+/// `workerTls` in the user's settings: the CA that signs the workers' certificates, and
+/// a client certificate and key for workers that demand mutual TLS.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    /// `workerTls.ca` / `--worker-ca`.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// `workerTls.cert` / `--worker-cert`.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// `workerTls.key` / `--worker-key`.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
+}
+
+/// The lead's TLS files, each named with the flag or setting it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadTls {
+    /// The CA the workers' certificates are checked against.
+    pub ca: Named,
+    /// A client certificate and its key (mutual TLS).
+    pub client: Option<(Named, Named)>,
+}
+
+impl LeadTls {
+    /// The connector for these files.
+    pub fn connector(&self) -> Result<tokio_rustls::TlsConnector, super::tls::TlsError> {
+        super::tls::connector(&self.ca, self.client.as_ref().map(|(c, k)| (c, k)))
+    }
+}
+
+/// Merges `--worker-ca/--worker-cert/--worker-key` (each wins over its setting) with
+/// `workerTls`; `None` when no CA is given. A client certificate without a key (or the
+/// reverse), or without a CA, is an error: TLS is all or nothing.
+pub fn lead_tls(cli: &TlsSettings, settings: &TlsSettings) -> Result<Option<LeadTls>, String> {
+    let pick = |c: &Option<PathBuf>, s: &Option<PathBuf>, flag: &str, field: &str| {
+        c.as_ref()
+            .map(|p| Named::new(flag, p))
+            .or_else(|| s.as_ref().map(|p| Named::new(field, p)))
+    };
+    let ca = pick(&cli.ca, &settings.ca, "--worker-ca", "workerTls.ca");
+    let cert = pick(&cli.cert, &settings.cert, "--worker-cert", "workerTls.cert");
+    let key = pick(&cli.key, &settings.key, "--worker-key", "workerTls.key");
+    let client = match (cert, key) {
+        (Some(c), Some(k)) => Some((c, k)),
+        (None, None) => None,
+        (Some(c), None) => {
+            return Err(format!(
+                "{} is given without a key (--worker-key or workerTls.key)",
+                c.flag
+            ));
+        }
+        (None, Some(k)) => {
+            return Err(format!(
+                "{} is given without a certificate (--worker-cert or workerTls.cert)",
+                k.flag
+            ));
+        }
+    };
+    match (ca, client) {
+        (Some(ca), client) => Ok(Some(LeadTls { ca, client })),
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(
+            "a client certificate is given without --worker-ca: the lead must verify the workers' certificates too".into(),
+        ),
+    }
 }
 
 /// The workers to join and the cookie file, from the command line or the user's settings.
@@ -86,6 +158,8 @@ pub struct JoinConfig {
     pub workers: Vec<String>,
     /// The cookie file.
     pub cookie_file: Option<PathBuf>,
+    /// TLS to the workers, when a CA is configured.
+    pub tls: Option<LeadTls>,
 }
 
 /// Splits `a:1,b:2` into addresses.
@@ -102,6 +176,7 @@ pub fn split_workers(list: &str) -> Vec<String> {
 pub fn join_config(
     workers: Option<&str>,
     cookie_file: Option<&Path>,
+    tls: &TlsSettings,
     home: Option<&Path>,
 ) -> Result<JoinConfig, ConfigError> {
     let path = home.map(|h| h.join(".crew").join("settings.json"));
@@ -140,7 +215,15 @@ pub fn join_config(
             });
         }
     };
+    let tls = lead_tls(tls, &user.worker_tls.unwrap_or_default()).map_err(|message| {
+        ConfigError::Settings {
+            path: path.clone().unwrap_or_default(),
+            field: "workerTls",
+            message,
+        }
+    })?;
     Ok(JoinConfig {
+        tls,
         workers: workers.map(split_workers).unwrap_or(from_settings),
         cookie_file: cookie_file
             .map(Path::to_path_buf)
@@ -174,10 +257,17 @@ mod tests {
             r#"{"workers":["a:1","b:2"],"workerCookieFile":"/c","permissions":{}}"#,
         )
         .unwrap();
-        let c = join_config(None, None, Some(home.path())).unwrap();
+        let none = TlsSettings::default();
+        let c = join_config(None, None, &none, Some(home.path())).unwrap();
         assert_eq!(c.workers, vec!["a:1", "b:2"]);
         assert_eq!(c.cookie_file, Some(PathBuf::from("/c")));
-        let c = join_config(Some("x:9, y:8"), Some(Path::new("/d")), Some(home.path())).unwrap();
+        let c = join_config(
+            Some("x:9, y:8"),
+            Some(Path::new("/d")),
+            &none,
+            Some(home.path()),
+        )
+        .unwrap();
         assert_eq!(c.workers, vec!["x:9", "y:8"]);
         assert_eq!(c.cookie_file, Some(PathBuf::from("/d")));
         std::fs::write(
@@ -185,7 +275,7 @@ mod tests {
             r#"{"workers":[1]}"#,
         )
         .unwrap();
-        let e = join_config(None, None, Some(home.path()))
+        let e = join_config(None, None, &none, Some(home.path()))
             .unwrap_err()
             .to_string();
         assert!(e.contains("workers") && e.contains("settings.json"), "{e}");
@@ -208,5 +298,48 @@ mod tests {
         assert_eq!(read_cookie(&f).unwrap(), "0123456789abcdef0123");
         std::fs::write(&f, "short\n").unwrap();
         assert!(read_cookie(&f).is_err());
+    }
+
+    #[test]
+    fn tls_flags_win_over_settings_and_half_a_client_pair_is_refused() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        let settings = TlsSettings {
+            ca: p("/s/ca.pem"),
+            cert: p("/s/c.pem"),
+            key: p("/s/k.pem"),
+        };
+        let cli = TlsSettings {
+            ca: p("/c/ca.pem"),
+            ..Default::default()
+        };
+        let t = lead_tls(&cli, &settings).unwrap().unwrap();
+        assert_eq!(t.ca, Named::new("--worker-ca", "/c/ca.pem"));
+        let (cert, key) = t.client.unwrap();
+        assert_eq!(cert, Named::new("workerTls.cert", "/s/c.pem"));
+        assert_eq!(key.flag, "workerTls.key");
+        assert_eq!(
+            lead_tls(&TlsSettings::default(), &TlsSettings::default()),
+            Ok(None)
+        );
+        let half = TlsSettings {
+            ca: p("/ca"),
+            cert: p("/c"),
+            key: None,
+        };
+        let e = lead_tls(&half, &TlsSettings::default()).unwrap_err();
+        assert!(
+            e.contains("--worker-cert") && e.contains("without a key"),
+            "{e}"
+        );
+        let no_ca = TlsSettings {
+            ca: None,
+            cert: p("/c"),
+            key: p("/k"),
+        };
+        assert!(
+            lead_tls(&no_ca, &TlsSettings::default())
+                .unwrap_err()
+                .contains("--worker-ca")
+        );
     }
 }

@@ -13,6 +13,8 @@
 //! - [`bundle`]: git bundles both ways.
 //! - [`placement`]: the definition field.
 //! - [`config`]: cookie, addresses, shipped rules.
+//! - [`tls`]: encrypted transport between lead and workers.
+//! - [`snapshot`]: the lead's view of its workers, for `crew workers list`.
 
 pub mod bundle;
 pub mod config;
@@ -22,3 +24,5 @@ pub mod pool;
 pub mod protocol;
 pub mod remote_run;
 pub mod remote_task;
+pub mod snapshot;
+pub mod tls;

@@ -39,6 +39,8 @@ pub struct WorkerConfig {
     pub workdir: PathBuf,
     /// How long an orphan's worktree stays after its lead went away.
     pub orphan_timeout: Duration,
+    /// TLS: when set, the node accepts TLS connections only (see [`super::tls`]).
+    pub tls: Option<super::tls::ServerTls>,
 }
 
 /// The pg group a lead's link actor joins: named after the lead's node, so a worker can
@@ -307,24 +309,45 @@ pub struct WorkerHandle {
     pub worker: ActorRef<WorkerMsg>,
 }
 
-/// Starts a worker node: the node server listening on `cfg.listen`, and the worker actor.
+/// Starts a worker node: the node server listening on `cfg.listen` (behind a TLS accept
+/// loop when `cfg.tls` is set), and the worker actor.
 pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, String> {
     std::fs::create_dir_all(&cfg.workdir)
         .map_err(|e| format!("--workdir {}: {e}", cfg.workdir.display()))?;
     let host = cfg.listen.ip().to_string();
+    // With TLS, our own loop owns the public port; the node server's listener is moved to
+    // a loopback port the OS picks, and it too accepts only TLS.
+    let (port, listen_ip, listener) = match &cfg.tls {
+        Some(_) => {
+            let listener = tokio::net::TcpListener::bind(cfg.listen)
+                .await
+                .map_err(|e| format!("--listen {}: {e}", cfg.listen))?;
+            (
+                0,
+                std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+                Some(listener),
+            )
+        }
+        None => (cfg.listen.port(), cfg.listen.ip(), None),
+    };
     let server = NodeServer::new(
-        cfg.listen.port(),
+        port,
         cfg.cookie.clone(),
         cfg.name.clone(),
         host.clone(),
-        None,
+        cfg.tls
+            .clone()
+            .map(|t| ractor_cluster::IncomingEncryptionMode::Tls(t.0)),
         Some(ractor_cluster::node::NodeConnectionMode::Isolated),
     )
-    .with_listen_addr(cfg.listen.ip())
+    .with_listen_addr(listen_ip)
     .with_max_inbound_frame_size(MAX_FRAME);
     let (server, _) = Actor::spawn(None, server, ())
         .await
         .map_err(|e| format!("cannot start the node server on {}: {e}", cfg.listen))?;
+    if let (Some(listener), Some(tls)) = (listener, cfg.tls.clone()) {
+        tokio::spawn(super::tls::accept_loop(listener, tls.0, server.clone()));
+    }
     let node = format!("{}@{host}", cfg.name);
     let (worker, _) = Actor::spawn(None, WorkerNode, (cfg, node))
         .await

@@ -5,6 +5,7 @@
 //! node's session ends.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use super::protocol::{
     LeadLinkMsg, PlaceRequest, RuleWire, TaskNews, ToLead, ToWorker, WORKERS_GROUP, WorkerMsg,
     WorkerStatus,
 };
+use super::snapshot::{self, NodeView, Snapshot};
 
 /// How long joining a worker may take (connect, handshake, first status).
 const JOIN_TIMEOUT: Duration = Duration::from_secs(15);
@@ -39,6 +41,8 @@ pub struct LinkState {
     waiting: VecDeque<PlaceRequest>,
     tasks: HashMap<String, (String, mpsc::UnboundedSender<TaskNews>)>,
     status_waiters: HashMap<u64, oneshot::Sender<WorkerStatus>>,
+    /// Where the lead's view is written on every change (`crew workers list` reads it).
+    snapshot: Option<(PathBuf, String)>,
 }
 
 fn node_of(actor: &ActorRef<WorkerMsg>) -> Option<u64> {
@@ -87,6 +91,33 @@ impl LinkState {
         self.waiting = still;
     }
 
+    /// Rewrites the snapshot file, if this lead keeps one.
+    fn write_snapshot(&self) {
+        let Some((path, lead)) = &self.snapshot else {
+            return;
+        };
+        let workers = self
+            .workers
+            .iter()
+            .map(|w| NodeView {
+                node: w.status.node.clone(),
+                slots: w.status.slots,
+                tasks: w.busy.clone(),
+                kept: w.status.kept.clone(),
+                alive: w.alive,
+            })
+            .collect();
+        snapshot::write(
+            path,
+            &Snapshot {
+                pid: std::process::id(),
+                lead: lead.clone(),
+                updated_ms: snapshot::now_ms(),
+                workers,
+            },
+        );
+    }
+
     fn release(&mut self, task_id: &str) {
         self.tasks.remove(task_id);
         for w in &mut self.workers {
@@ -104,12 +135,13 @@ impl LinkState {
 impl Actor for LeadLink {
     type Msg = LeadLinkMsg;
     type State = LinkState;
-    type Arguments = String;
+    /// The lead's group, and where to keep the snapshot (with the lead's node name).
+    type Arguments = (String, Option<(PathBuf, String)>);
 
     async fn pre_start(
         &self,
         myself: ActorRef<Self::Msg>,
-        group: String,
+        (group, snapshot): Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         ractor::pg::join(group, vec![myself.get_cell()]);
         Ok(LinkState {
@@ -117,7 +149,19 @@ impl Actor for LeadLink {
             waiting: VecDeque::new(),
             tasks: HashMap::new(),
             status_waiters: HashMap::new(),
+            snapshot,
         })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some((path, _)) = &state.snapshot {
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(())
     }
 
     async fn handle(
@@ -126,6 +170,7 @@ impl Actor for LeadLink {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let changes = !matches!(msg, LeadLinkMsg::List(_) | LeadLinkMsg::AwaitStatus { .. });
         match msg {
             LeadLinkMsg::Remote(ToLead::Status(status)) => {
                 if let Some(w) = state
@@ -212,6 +257,9 @@ impl Actor for LeadLink {
                 state.status_waiters.insert(node_id, reply);
             }
         }
+        if changes {
+            state.write_snapshot();
+        }
         Ok(())
     }
 }
@@ -236,7 +284,7 @@ impl NodeEventSubscription for Sessions {
             });
         } else {
             tracing::warn!(
-                "worker {} refused the connection: the cookie handshake failed (wrong cookie?)",
+                "worker {} refused the connection: the cookie handshake failed (wrong cookie, or a TLS worker reached without --worker-ca?)",
                 ses.peer_addr
             );
             lock(&self.refused).push(ses.peer_addr);
@@ -259,6 +307,15 @@ pub struct Pool {
     _server: ActorRef<NodeServerMessage>,
 }
 
+/// How the lead joins: TLS, and where its snapshot goes.
+#[derive(Default, Clone)]
+pub struct LinkOptions {
+    /// Connect over TLS with this connector (see [`super::tls`]).
+    pub tls: Option<tokio_rustls::TlsConnector>,
+    /// Keep the lead's view of its workers in this file ([`super::snapshot`]).
+    pub snapshot: Option<PathBuf>,
+}
+
 /// Why joining the workers failed.
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
@@ -278,13 +335,15 @@ pub enum JoinError {
 impl Pool {
     /// Connects to every worker in `addrs` with `cookie`; `rules` are shipped with each
     /// spawn, and `lead_model` (the lead's `--model` as given, e.g. `anthropic:NAME`)
-    /// names the model of subagents that use the lead's. Fails if any worker cannot be
-    /// joined (wrong address, wrong cookie).
+    /// names the model of subagents that use the lead's. `link` says whether to use TLS
+    /// (never falling back to plaintext) and where to keep the snapshot. Fails if any
+    /// worker cannot be joined (wrong address, wrong cookie, an untrusted certificate).
     pub async fn join(
         addrs: &[String],
         cookie: String,
         rules: Vec<RuleWire>,
         lead_model: Option<String>,
+        link: LinkOptions,
     ) -> Result<Arc<Pool>, JoinError> {
         let name = format!("lead-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let host = "127.0.0.1";
@@ -302,7 +361,9 @@ impl Pool {
             .await
             .map_err(|e| JoinError::Start(e.to_string()))?;
         let group = lead_group(&format!("{name}@{host}"));
-        let (link, _) = Actor::spawn(None, LeadLink, group.clone())
+        let snapshot = link.snapshot.map(|p| (p, format!("{name}@{host}")));
+        let tls = link.tls;
+        let (link, _) = Actor::spawn(None, LeadLink, (group.clone(), snapshot))
             .await
             .map_err(|e| JoinError::Start(e.to_string()))?;
         let refused = Arc::new(Mutex::new(Vec::new()));
@@ -324,7 +385,7 @@ impl Pool {
             _server: server.clone(),
         };
         for addr in addrs {
-            pool.join_one(&server, addr, &refused).await?;
+            pool.join_one(&server, addr, &refused, tls.as_ref()).await?;
         }
         Ok(Arc::new(pool))
     }
@@ -334,6 +395,7 @@ impl Pool {
         server: &ActorRef<NodeServerMessage>,
         addr: &str,
         refused: &Arc<Mutex<Vec<String>>>,
+        tls: Option<&tokio_rustls::TlsConnector>,
     ) -> Result<(), JoinError> {
         let fail = |reason: String| JoinError::Worker {
             addr: addr.to_string(),
@@ -351,17 +413,35 @@ impl Pool {
                 ActorId::Local(_) => None,
             })
             .collect();
-        ractor_cluster::client_connect(server, sock)
-            .await
-            .map_err(|e| fail(format!("cannot connect: {e}")))?;
+        match tls {
+            Some(connector) => {
+                let name = super::tls::server_name(addr).map_err(fail)?;
+                ractor_cluster::client_connect_enc(server, sock, connector.clone(), name)
+                    .await
+                    .map_err(|e| match e {
+                        ractor_cluster::ClientConnectErr::Encryption(e) => {
+                            tracing::warn!("worker {addr}: TLS handshake failed: {e}");
+                            fail(format!(
+                                "the TLS handshake failed ({e}): the worker's certificate must be signed by the --worker-ca CA and name the host as given in --workers, and the worker must run with --tls-cert/--tls-key"
+                            ))
+                        }
+                        e => fail(format!("cannot connect: {e}")),
+                    })?;
+            }
+            None => ractor_cluster::client_connect(server, sock)
+                .await
+                .map_err(|e| fail(format!("cannot connect: {e}")))?,
+        }
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         // Wait for the worker's actor to appear in the group (after the handshake and
         // the pg exchange), or for the session to be refused.
         let actor = loop {
             if lock(refused).iter().any(|a| a == &sock.to_string()) {
-                return Err(fail(
-                    "refused the connection: the cookie handshake failed; use the worker's cookie file".into(),
-                ));
+                return Err(fail(if tls.is_some() {
+                    "refused the connection: the cookie handshake failed; use the worker's cookie file".into()
+                } else {
+                    "refused the connection: the cookie handshake failed; use the worker's cookie file, or, if the worker runs with --tls-cert, connect with --worker-ca".into()
+                }));
             }
             let new = ractor::pg::get_members(&WORKERS_GROUP.to_string())
                 .into_iter()
