@@ -10,6 +10,13 @@ use std::process::{Child, Command, Stdio};
 
 use support::{git, put};
 
+/// `crew workers list` asking the running lead (tests/workers/listing.rs).
+#[path = "workers/listing.rs"]
+mod listing;
+/// TLS between lead and workers (tests/workers/tls.rs).
+#[path = "workers/tls.rs"]
+mod tls;
+
 /// Waits until `check` holds (the suite's one bounded wait).
 fn wait_for(what: &str, check: impl FnMut() -> bool) {
     support::wait_until_blocking(what, check);

@@ -438,7 +438,7 @@ impl Pool {
         let actor = loop {
             if lock(refused).iter().any(|a| a == &sock.to_string()) {
                 return Err(fail(if tls.is_some() {
-                    "refused the connection: the cookie handshake failed; use the worker's cookie file".into()
+                    "refused the connection after TLS: a wrong cookie (use the worker's cookie file), or the worker demands a client certificate from its CA (--worker-cert/--worker-key)".into()
                 } else {
                     "refused the connection: the cookie handshake failed; use the worker's cookie file, or, if the worker runs with --tls-cert, connect with --worker-ca".into()
                 }));
