@@ -173,7 +173,8 @@ pub async fn run(
                 writeln!(
                     out,
                     "from the running lead {} (pid {}):",
-                    snap.lead, snap.pid
+                    snap.lead.escape_debug(),
+                    snap.pid
                 )?;
             }
             snap.workers.clone()
@@ -198,18 +199,24 @@ pub async fn run(
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(0);
     }
+    // Names come from other machines: no control characters reach the terminal.
+    let printable = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect()
+    };
     let dash = |v: &[String]| {
         if v.is_empty() {
             "-".to_string()
         } else {
-            v.join(", ")
+            printable(&v.join(", "))
         }
     };
     for w in &list {
         writeln!(
             out,
             "{}{}  {}/{} slots in use  tasks: {}  kept: {}",
-            w.node,
+            printable(&w.node),
             if w.alive { "" } else { " (lost)" },
             w.tasks.len(),
             w.slots,

@@ -93,29 +93,16 @@ impl LinkState {
 
     /// Rewrites the snapshot file, if this lead keeps one.
     fn write_snapshot(&self) {
-        let Some((path, lead)) = &self.snapshot else {
-            return;
-        };
-        let workers = self
-            .workers
-            .iter()
-            .map(|w| NodeView {
+        if let Some((path, lead)) = &self.snapshot {
+            let views = self.workers.iter().map(|w| NodeView {
                 node: w.status.node.clone(),
                 slots: w.status.slots,
                 tasks: w.busy.clone(),
                 kept: w.status.kept.clone(),
                 alive: w.alive,
-            })
-            .collect();
-        snapshot::write(
-            path,
-            &Snapshot {
-                pid: std::process::id(),
-                lead: lead.clone(),
-                updated_ms: snapshot::now_ms(),
-                workers,
-            },
-        );
+            });
+            snapshot::write(path, &Snapshot::now(lead, views.collect()));
+        }
     }
 
     fn release(&mut self, task_id: &str) {
@@ -414,20 +401,9 @@ impl Pool {
             })
             .collect();
         match tls {
-            Some(connector) => {
-                let name = super::tls::server_name(addr).map_err(fail)?;
-                ractor_cluster::client_connect_enc(server, sock, connector.clone(), name)
-                    .await
-                    .map_err(|e| match e {
-                        ractor_cluster::ClientConnectErr::Encryption(e) => {
-                            tracing::warn!("worker {addr}: TLS handshake failed: {e}");
-                            fail(format!(
-                                "the TLS handshake failed ({e}): the worker's certificate must be signed by the --worker-ca CA and name the host as given in --workers, and the worker must run with --tls-cert/--tls-key"
-                            ))
-                        }
-                        e => fail(format!("cannot connect: {e}")),
-                    })?;
-            }
+            Some(connector) => super::tls::connect(server, sock, addr, connector)
+                .await
+                .map_err(fail)?,
             None => ractor_cluster::client_connect(server, sock)
                 .await
                 .map_err(|e| fail(format!("cannot connect: {e}")))?,

@@ -37,6 +37,18 @@ pub struct Snapshot {
     pub workers: Vec<NodeView>,
 }
 
+impl Snapshot {
+    /// This process's snapshot as of now.
+    pub fn now(lead: &str, workers: Vec<NodeView>) -> Snapshot {
+        Snapshot {
+            pid: std::process::id(),
+            lead: lead.to_string(),
+            updated_ms: now_ms(),
+            workers,
+        }
+    }
+}
+
 /// `~/.crew/projects/<slug>/workers`: where the leads of a project write their snapshots.
 pub fn dir(project_root: &Path) -> Option<PathBuf> {
     Some(crate::store::project_dir(project_root)?.join("workers"))

@@ -195,6 +195,30 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
         .map_err(|e| format!("`{host}` cannot name a TLS certificate: {e}"))
 }
 
+/// Connects the lead's node `server` to the worker at `sock` (given as `addr`) over TLS,
+/// verifying its certificate; the cookie handshake then runs inside the connection.
+pub async fn connect(
+    server: &ActorRef<NodeServerMessage>,
+    sock: SocketAddr,
+    addr: &str,
+    connector: &TlsConnector,
+) -> Result<(), String> {
+    let name = server_name(addr)?;
+    ractor_cluster::client_connect_enc(server, sock, connector.clone(), name)
+        .await
+        .map_err(|e| match e {
+            ractor_cluster::ClientConnectErr::Encryption(e) => {
+                tracing::warn!("worker {addr}: TLS handshake failed: {e}");
+                format!(
+                    "the TLS handshake failed ({e}): the worker's certificate must be signed by \
+                     the --worker-ca CA and name the host as given in --workers, and the worker \
+                     must run with --tls-cert/--tls-key"
+                )
+            }
+            e => format!("cannot connect: {e}"),
+        })
+}
+
 /// Accepts TLS connections on `listener` until the process ends; each handshake runs in
 /// its own task with a deadline, and only finished handshakes reach the node server
 /// (where the cookie handshake follows). Refusals are logged with the peer's address.
