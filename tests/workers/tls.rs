@@ -277,7 +277,9 @@ fn a_lead_that_does_not_trust_the_workers_certificate_is_refused_and_both_sides_
     let out = probe(&f, &elsewhere.addr, &["--worker-ca", s(&pki.ca)]);
     assert!(!out.status.success());
     assert!(text(&out).contains("not valid for name"), "{}", text(&out));
-    // The trusted CA is accepted.
+    // The trusted CA is accepted, even while another client holds a connection open
+    // without ever starting its TLS handshake.
+    let _stalled = TcpStream::connect(&worker.addr).unwrap();
     let out = probe(&f, &worker.addr, &["--worker-ca", s(&pki.ca)]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("a@127.0.0.1  0/1 slots in use"));
