@@ -9,7 +9,7 @@ mod support;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use support::{crew, git, put};
+use support::{committed_repo, crew, git, put};
 
 struct Run {
     _tmp: tempfile::TempDir,
@@ -28,9 +28,7 @@ fn run(lead_turns: &str, fork_turns: &str) -> Run {
     let (home, repo) = (base.join("home"), base.join("repo"));
     std::fs::create_dir_all(&home).unwrap();
     put(&repo, "README.md", "# repo\n");
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "initial"]);
+    committed_repo(&repo, &[]);
     let script = base.join("script.json");
     std::fs::write(
         &script,

@@ -8,7 +8,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use support::{crew, git, put};
+use support::{committed_repo, crew, put};
 
 struct Run {
     result: Value,
@@ -306,10 +306,7 @@ fn a_python_allow_rule_is_suspended_in_auto_and_back_outside_it() {
 #[test]
 fn a_subagent_under_auto_asks_the_classifier_and_gets_its_denial_as_a_tool_error() {
     let (_d, work, home) = dirs();
-    git(&work, &["init", "-q"]);
-    put(&work, "README.md", "hi\n");
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-qm", "init"]);
+    committed_repo(&work, &[("README.md", "hi\n")]);
     let r = run(
         &work,
         &home,
@@ -429,10 +426,7 @@ fn an_explicit_ask_rule_still_goes_to_a_human_not_the_classifier() {
 #[test]
 fn a_teammate_under_auto_asks_the_classifier_and_gets_its_denial_as_a_tool_error() {
     let (_d, work, home) = dirs();
-    git(&work, &["init", "-q"]);
-    put(&work, "README.md", "hi\n");
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-qm", "init"]);
+    committed_repo(&work, &[("README.md", "hi\n")]);
     let r = run(
         &work,
         &home,

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `crew` binary in headless mode with the built-in demo and
 //! scripted models.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -99,15 +101,14 @@ fn stream_json_emits_one_event_per_line_then_the_result() {
 #[test]
 fn plan_mode_from_the_cli_refuses_writes_even_under_bypass() {
     let dir = project();
-    let script = dir.path().join("script.json");
-    std::fs::write(
-        &script,
-        r#"{"turns":[{"tool_calls":[{"name":"write_file","input":{"path":"pwned.txt","content":"x"}}]},{"text":"plan: nothing"}]}"#,
-    )
-    .unwrap();
-    let record = dir.path().join("requests.jsonl");
-    let out = crew(
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [{"name": "write_file", "input": {"path": "pwned.txt", "content": "x"}}]},
+        {"text": "plan: nothing"}
+    ]});
+    let (out, requests) = support::crew_scripted(
         dir.path(),
+        dir.path(),
+        &script,
         &[
             "-p",
             "plan it",
@@ -115,28 +116,11 @@ fn plan_mode_from_the_cli_refuses_writes_even_under_bypass() {
             "plan",
             "--permission-mode",
             "bypassPermissions",
-            "--model",
-            &format!("script:{}", script.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert!(!dir.path().join("pwned.txt").exists());
     assert!(String::from_utf8_lossy(&out.stderr).contains("tool_not_allowed"));
-    let first: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(&record)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    let tools: Vec<&str> = first["tools"]
+    let tools: Vec<&str> = requests[0]["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -176,7 +160,6 @@ fn bad_arguments_get_clear_errors() {
 #[test]
 fn read_only_lookalikes_are_refused_in_default_mode_and_write_nothing() {
     let dir = project();
-    let script = dir.path().join("script.json");
     let calls = [
         "env -vS'touch pwned-env'",
         "/usr/bin/time -o pwned-time true",
@@ -189,22 +172,9 @@ fn read_only_lookalikes_are_refused_in_default_mode_and_write_nothing() {
         .iter()
         .map(|c| serde_json::json!({"name": "run_command", "input": {"command": c}}))
         .collect();
-    std::fs::write(
-        &script,
-        serde_json::json!({"turns": [{"tool_calls": tool_calls}, {"text": "done"}]}).to_string(),
-    )
-    .unwrap();
-    let out = crew(
-        dir.path(),
-        &[
-            "-p",
-            "go",
-            "--model",
-            &format!("script:{}", script.display()),
-        ],
-    );
+    let script = serde_json::json!({"turns": [{"tool_calls": tool_calls}, {"text": "done"}]});
+    let (out, _) = support::crew_scripted(dir.path(), dir.path(), &script, &["-p", "go"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     assert_eq!(
         stderr.matches("✗ run_command [permission_denied]").count(),
         5,

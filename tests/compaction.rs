@@ -156,12 +156,11 @@ fn a_200_turn_run_over_five_windows_of_results_compacts_at_the_threshold_and_com
         .map(|k| json!({ "text": format!("SUMMARY-{k}: files read so far are noted; next, the following file.") }))
         .collect();
     let script = json!({ "turns": turns, "agents": { "compact": { "turns": summaries } } });
-    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
     std::fs::write(home.join("plan.md"), PLAN).unwrap();
-    let record = home.join("requests.jsonl");
-    let out = support::crew(
+    let (out, requests) = support::crew_scripted(
         &dir,
         &home,
+        &script,
         &[
             "-p",
             TASK,
@@ -173,20 +172,13 @@ fn a_200_turn_run_over_five_windows_of_results_compacts_at_the_threshold_and_com
             "250",
             "--output-format",
             "json",
-            "--model",
-            &format!("script:{}", home.join("script.json").display()),
-            "--record-requests",
-            record.to_str().unwrap(),
         ],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["status"], "completed", "{result}");
     assert_eq!(result["turns"], 200);
     assert_eq!(result["result"], "All 199 files read.");
 
-    let requests = read_lines(&record);
     let lead: Vec<&Value> = requests.iter().filter(|r| r["agent"] == "lead").collect();
     assert_eq!(lead.len(), 200);
     let events = transcript(&home);
@@ -323,32 +315,15 @@ fn wait_for(cond: impl FnMut() -> bool, what: &str) {
 
 /// `crew --continue -p "go on"` on `script`; returns its recorded requests.
 fn continue_run(dir: &Path, home: &Path, script: &Value) -> Vec<Value> {
-    let path = home.join("second.json");
-    std::fs::write(&path, script.to_string()).unwrap();
-    let record = home.join("second.jsonl");
-    let out = support::crew(
+    let (out, requests) = support::crew_scripted(
         dir,
         home,
-        &[
-            "--continue",
-            "-p",
-            "go on",
-            "--output-format",
-            "json",
-            "--model",
-            &format!("script:{}", path.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        script,
+        &["--continue", "-p", "go on", "--output-format", "json"],
     );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["result"], "resumed fine", "{result}");
-    read_lines(&record)
+    requests
 }
 
 #[test]
@@ -505,23 +480,7 @@ fn short_run(dir: &Path, home: &Path, summary: Value) -> (std::process::Output, 
     let mut turns: Vec<Value> = (1..=20).map(read_turn).collect();
     turns.push(json!({ "text": "done" }));
     let script = json!({ "turns": turns, "agents": { "compact": { "turns": [summary] } } });
-    std::fs::write(home.join("script.json"), script.to_string()).unwrap();
-    let record = home.join("requests.jsonl");
-    let out = support::crew(
-        dir,
-        home,
-        &[
-            "-p",
-            TASK,
-            "--output-format",
-            "json",
-            "--model",
-            &format!("script:{}", home.join("script.json").display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
-    );
-    (out, read_lines(&record))
+    support::crew_scripted_output(dir, home, &script, &["-p", TASK, "--output-format", "json"])
 }
 
 #[test]

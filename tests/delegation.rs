@@ -8,7 +8,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{crew, git, put};
+use support::{committed_repo, crew, git, put};
 
 fn writer(name: &str, isolation: &str) -> String {
     format!(
@@ -49,9 +49,7 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
         ".crew/agents/inplace.md",
         &writer("inplace", "isolation: none\n"),
     );
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "initial"]);
+    committed_repo(&repo, &[]);
     let script = base.join("script.json");
     let call = |w: &str, extra: &str| {
         format!(

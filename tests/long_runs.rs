@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::{crew, put};
+use support::{crew, crew_scripted, put};
 
 /// `seq -f 'row %08.0f' 1 ROWS`: 13 bytes a line, about 20.8 MB.
 const ROWS: usize = 1_600_000;
@@ -56,37 +56,16 @@ fn a_20_mb_command_output_is_previewed_saved_and_read_back_by_offset() {
             "input": {"path": saved, "offset": 800_000, "limit": 3}}]},
         {"text": "done"}
     ]});
-    let script_path = home.path().join("script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let record = home.path().join("requests.jsonl");
-    let out = crew(
+    let (_, requests) = crew_scripted(
         &proj,
         home.path(),
-        &[
-            "-p",
-            "print a lot",
-            "--session-id",
-            session,
-            "--model",
-            &format!("script:{}", script_path.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &script,
+        &["-p", "print a lot", "--session-id", session],
     );
     // The whole output is on disk, byte for byte.
     let on_disk = std::fs::read(&saved).unwrap();
     assert_eq!(on_disk.len(), ROWS * 13);
     assert!(on_disk == rows().as_bytes(), "the saved output differs");
-    let requests: Vec<serde_json::Value> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(requests.len(), 3);
     // The model saw a preview: head, tail, size and path, not 20 MB.
     let preview = &text_of_results(&requests[1])[0];
@@ -110,7 +89,7 @@ fn a_20_mb_command_output_is_previewed_saved_and_read_back_by_offset() {
 
 /// Six turns that each write `tN.txt`, then a final answer; each turn costs 1,000
 /// uncached input tokens on claude-sonnet-4-5 ($3 per million): $0.003.
-fn writing_script(home: &std::path::Path) -> std::path::PathBuf {
+fn writing_script() -> serde_json::Value {
     let mut turns: Vec<serde_json::Value> = (1..=6)
         .map(|i| {
             serde_json::json!({
@@ -121,15 +100,10 @@ fn writing_script(home: &std::path::Path) -> std::path::PathBuf {
         })
         .collect();
     turns.push(serde_json::json!({"text": "all written"}));
-    let script = serde_json::json!({"model": "claude-sonnet-4-5", "turns": turns});
-    let path = home.join("script.json");
-    std::fs::write(&path, script.to_string()).unwrap();
-    path
+    serde_json::json!({"model": "claude-sonnet-4-5", "turns": turns})
 }
 
 fn run_json(proj: &std::path::Path, home: &std::path::Path, extra: &[&str]) -> serde_json::Value {
-    let script = writing_script(home);
-    let model = format!("script:{}", script.display());
     let mut args = vec![
         "-p",
         "write six files",
@@ -137,16 +111,9 @@ fn run_json(proj: &std::path::Path, home: &std::path::Path, extra: &[&str]) -> s
         "acceptEdits",
         "--output-format",
         "json",
-        "--model",
-        &model,
     ];
     args.extend_from_slice(extra);
-    let out = crew(proj, home, &args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (out, _) = crew_scripted(proj, home, &writing_script(), &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
 }
@@ -223,11 +190,10 @@ fn turns_after_the_first_read_at_least_90_percent_of_their_input_from_the_cache(
         .collect();
     turns.push(serde_json::json!({"text": "Done."}));
     let script = serde_json::json!({"model": "claude-sonnet-4-5", "cache": true, "turns": turns});
-    let script_path = home.path().join("script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let out = crew(
+    let (out, _) = crew_scripted(
         proj.path(),
         home.path(),
+        &script,
         &[
             "-p",
             "study the project",
@@ -235,14 +201,7 @@ fn turns_after_the_first_read_at_least_90_percent_of_their_input_from_the_cache(
             "bypassPermissions",
             "--output-format",
             "json",
-            "--model",
-            &format!("script:{}", script_path.display()),
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let json: serde_json::Value =
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
@@ -298,23 +257,7 @@ fn crew_tasks_list_shows_what_each_subagent_cost() {
     "agents": {"explore": {"turns": [
         {"text": "nothing here", "usage": {"input_tokens": 2000, "output_tokens": 0}}
     ]}}});
-    let script_path = home.path().join("script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let out = crew(
-        proj.path(),
-        home.path(),
-        &[
-            "-p",
-            "explore",
-            "--model",
-            &format!("script:{}", script_path.display()),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crew_scripted(proj.path(), home.path(), &script, &["-p", "explore"]);
     let out = crew(proj.path(), home.path(), &["tasks", "list", "--json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let task = &list.as_array().unwrap()[0];
@@ -338,16 +281,10 @@ fn old_large_results_are_stubbed_in_requests_in_one_batch_and_kept_on_disk() {
         })
         .collect();
     turns.push(serde_json::json!({"text": "done"}));
-    let script_path = home.path().join("script.json");
-    std::fs::write(
-        &script_path,
-        serde_json::json!({"turns": turns}).to_string(),
-    )
-    .unwrap();
-    let record = home.path().join("requests.jsonl");
-    let out = crew(
+    let (_, requests) = crew_scripted(
         proj.path(),
         home.path(),
+        &serde_json::json!({"turns": turns}),
         &[
             "-p",
             "count",
@@ -355,22 +292,8 @@ fn old_large_results_are_stubbed_in_requests_in_one_batch_and_kept_on_disk() {
             "bypassPermissions",
             "--max-turns",
             "30",
-            "--model",
-            &format!("script:{}", script_path.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let requests: Vec<serde_json::Value> = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(requests.len(), 26);
     let full: String = (1..=1200).map(|i| format!("{i}\n")).collect();
     let is_stub = |t: &str| t.starts_with("[old tool result left out");

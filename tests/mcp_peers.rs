@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use support::{crew, git, put};
+use support::{committed_repo, crew, put};
 
 const NODE: [&str; 2] = ["mcp-server-everything", "mcp-server-filesystem"];
 const PYTHON: [&str; 2] = ["mcp-server-time", "mcp-server-git"];
@@ -50,9 +50,7 @@ fn setup(programs: &[PathBuf; 4]) -> Peers {
     let home = tempfile::tempdir().unwrap();
     let dir = project.path().canonicalize().unwrap();
     put(&dir, "note.txt", "the peers marker 7f3a9c\n");
-    git(&dir, &["init", "-q"]);
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-qm", "initial"]);
+    committed_repo(&dir, &[]);
     let [everything, filesystem, time, git_server] = programs;
     let config = home.path().join("peers.mcp.json");
     let servers = json!({"mcpServers": {

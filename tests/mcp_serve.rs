@@ -37,21 +37,7 @@ fn fixture(script: &Value) -> Fixture {
     for d in [&project, &home, &outside] {
         std::fs::create_dir_all(d).unwrap();
     }
-    support::git(&project, &["init", "-q"]);
-    support::put(&project, "notes.txt", "the serving side's notes\n");
-    support::git(&project, &["add", "."]);
-    support::git(
-        &project,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    );
+    support::committed_repo(&project, &[("notes.txt", "the serving side's notes\n")]);
     std::fs::write(root.path().join("script.json"), script.to_string()).unwrap();
     Fixture {
         project: project.canonicalize().unwrap(),

@@ -11,7 +11,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::{crew, git, put};
+use support::{committed_repo, crew, git, put};
 
 const KEY: &str = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ";
 
@@ -88,9 +88,7 @@ fn repo() -> Repo {
     put(&repo, "services/api/handler.rs", "pub fn health() {}\n");
     put(&repo, "services/api/routes.rs", "pub fn routes() {}\n");
     put(&repo, "README.md", "# acme\n");
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "initial"]);
+    committed_repo(&repo, &[]);
     Repo {
         _tmp: tmp,
         home,

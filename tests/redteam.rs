@@ -66,10 +66,7 @@ fn repo() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let (proj, home) = (base.join("proj"), base.join("home"));
     std::fs::create_dir_all(&proj).unwrap();
     std::fs::create_dir_all(&home).unwrap();
-    support::put(&proj, "f", "hello\n");
-    support::git(&proj, &["init", "-q"]);
-    support::git(&proj, &["add", "."]);
-    support::git(&proj, &["commit", "-qm", "init"]);
+    support::committed_repo(&proj, &[("f", "hello\n")]);
     (tmp, proj, home)
 }
 

@@ -13,7 +13,10 @@ use crewmaster::agent::runner::RunRequest;
 use crewmaster::permission::PermissionMode;
 use crewmaster::tools::{Safety, Tool};
 use serde_json::Value;
-use support::{Behaviour, FakeTool, Setup, crew, crew_p_recorded, git, put, start, tool_results};
+use support::{
+    Behaviour, FakeTool, Setup, committed_repo, crew, crew_p_recorded, git, put, start,
+    tool_results,
+};
 
 const REVIEW_SKILL: &str = "---
 name: review
@@ -176,9 +179,7 @@ fn repo(script: &str) -> (tempfile::TempDir, tempfile::TempDir) {
     );
     put(dir.path(), ".claude/skills/review/SKILL.md", REVIEW_SKILL);
     put(dir.path(), ".claude/skills/review/checklist.md", CHECKLIST);
-    git(dir.path(), &["init", "-q"]);
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "initial"]);
+    committed_repo(dir.path(), &[]);
     put(home.path(), "script.json", script);
     (dir, home)
 }

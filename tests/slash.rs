@@ -8,7 +8,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{crew, crew_p_recorded, git, put};
+use support::{committed_repo, crew, crew_p_recorded, put};
 
 const REVIEW_COMMAND: &str = "---
 description: Review a file for bugs, unclear names and missing tests
@@ -36,9 +36,7 @@ fn repo(script: &str) -> (tempfile::TempDir, tempfile::TempDir) {
         "fn main() {\n    println!(\"hi\");\n}\n",
     );
     put(dir.path(), ".claude/commands/review.md", REVIEW_COMMAND);
-    git(dir.path(), &["init", "-q"]);
-    git(dir.path(), &["add", "."]);
-    git(dir.path(), &["commit", "-qm", "initial"]);
+    committed_repo(dir.path(), &[]);
     put(
         dir.path(),
         "src/main.rs",

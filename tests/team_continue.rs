@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crewmaster::protocol::Message;
 use crewmaster::team::restore::delivered_markers;
 use crewmaster::team::{MemberName, PlanStage, Team, TodoId, TodoStatus};
-use support::git;
+use support::{committed_repo, git};
 
 const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
@@ -104,9 +104,7 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     std::fs::create_dir_all(&home).unwrap();
     support::put(&repo, "README.md", "# repo\n");
     support::put(&repo, ".crew/agents/w.md", WRITER);
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "initial"]);
+    committed_repo(&repo, &[]);
     let (first, second) = (base.join("first.json"), base.join("second.json"));
     std::fs::write(&first, FIRST.replace("@SIG", &base.display().to_string())).unwrap();
     std::fs::write(&second, SECOND).unwrap();
@@ -350,9 +348,7 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
         ".crew/agents/w.md",
         "---\nname: w\ndescription: test teammate\ntools: read_file, write_file, send_message\n---\nDo your part.\n",
     );
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "initial"]);
+    committed_repo(&repo, &[]);
     let (first, second) = (base.join("first.json"), base.join("second.json"));
     std::fs::write(&first, PLANNED_FIRST).unwrap();
     std::fs::write(

@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use crewmaster::agent::catalog::Catalog;
@@ -257,11 +256,8 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
     let (home, proj) = (base.join("home"), base.join("proj"));
     std::fs::create_dir_all(&home).unwrap();
     support::put(&proj, "README.md", "# p\n");
-    let script = base.join("script.json");
     let call = |name: &str, input: Value| json!({"tool_calls": [{"name": name, "input": input}]});
-    std::fs::write(
-        &script,
-        json!({"turns": [
+    let script = json!({"turns": [
             call("todo_add", json!({"subject": "write a.txt"})),
             call("TaskCreate", json!({"subject": "write b.txt", "blocked_by": ["1"]})),
             call("todo_update", json!({"id": "2", "status": "in_progress"})),
@@ -270,31 +266,14 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
             call("todo_update", json!({"id": "2", "status": "in_progress"})),
             call("todo_list", json!({})),
             {"text": "all done"}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let record = base.join("requests.jsonl");
-    let out = support::crew(
+    ]});
+    let (out, requests) = support::crew_scripted(
         &proj,
         &home,
-        &[
-            "-p",
-            "plan the work",
-            "--output-format",
-            "stream-json",
-            "--model",
-            &format!("script:{}", script.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
+        &script,
+        &["-p", "plan the work", "--output-format", "stream-json"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let results = last_tool_results(&record);
+    let results = last_tool_results(requests.last().expect("a recorded request"));
     assert_eq!(results.len(), 7, "{results:#?}");
     assert!(results[2].0, "the claim of 2 must fail: {results:#?}");
     assert!(
@@ -355,10 +334,8 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
     assert_eq!(changes, want.map(|(a, b)| (a.to_string(), b.to_string())));
 }
 
-/// `(is_error, text)` of every tool result in the last recorded request.
-fn last_tool_results(record: &Path) -> Vec<(bool, String)> {
-    let text = std::fs::read_to_string(record).unwrap();
-    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+/// `(is_error, text)` of every tool result in the recorded request `last`.
+fn last_tool_results(last: &Value) -> Vec<(bool, String)> {
     last["messages"]
         .as_array()
         .unwrap()

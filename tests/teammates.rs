@@ -10,7 +10,7 @@ mod support;
 use crewmaster::provider::ModelRequest;
 use crewmaster::team::{MemberName, MemberStatus, NewTodo, Team, TodoStatus, TodoUpdate};
 use support::team::{WRITER, chat, requests_of, shown, team_of, worktree};
-use support::{Setup, git, start};
+use support::{Setup, committed_repo, git, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
@@ -345,9 +345,7 @@ fn crew_p_ends_when_the_team_is_quiet() {
     std::fs::create_dir_all(&home).unwrap();
     support::put(&repo, "README.md", "# repo\n");
     support::put(&repo, ".crew/agents/w.md", WRITER);
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-qm", "initial"]);
+    committed_repo(&repo, &[]);
     let script = base.join("script.json");
     std::fs::write(
         &script,

@@ -6,7 +6,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{crew, git, put};
+use support::{committed_repo, crew, put};
 
 /// A temporary home and a project below it (a git repository with one commit holding
 /// `files`), both canonical.
@@ -26,9 +26,7 @@ fn cloned(files: &[(&str, &str)]) -> Clone {
     for (rel, text) in files {
         put(&proj, rel, text);
     }
-    git(&proj, &["init", "-q"]);
-    git(&proj, &["add", "."]);
-    git(&proj, &["commit", "-qm", "initial"]);
+    committed_repo(&proj, &[]);
     Clone {
         _tmp: tmp,
         home,

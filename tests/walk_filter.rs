@@ -6,51 +6,21 @@ mod support;
 
 use std::path::Path;
 
-use support::{crew, put};
+use support::{crew_scripted, put};
 
 /// Runs `crew -p` in `cwd` (HOME = `home`) with a model that searches for `needle` and
 /// lists every file, and returns the tool results the model was sent.
 fn walk_results(cwd: &Path, home: &Path, needle: &str) -> String {
-    let tmp = tempfile::tempdir().unwrap();
-    let script = tmp.path().join("script.json");
-    std::fs::write(
-        &script,
-        serde_json::json!({"turns": [
-            {"tool_calls": [
-                {"name": "search_code", "input": {"pattern": needle}},
-                {"name": "search_code", "input": {"pattern": needle, "output_mode": "content"}},
-                {"name": "find_files", "input": {"pattern": "**/*"}}
-            ]},
-            {"text": "done"}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let record = tmp.path().join("requests.jsonl");
-    let out = crew(
-        cwd,
-        home,
-        &[
-            "-p",
-            "look around",
-            "--model",
-            &format!("script:{}", script.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last = std::fs::read_to_string(&record)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
-    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [
+            {"name": "search_code", "input": {"pattern": needle}},
+            {"name": "search_code", "input": {"pattern": needle, "output_mode": "content"}},
+            {"name": "find_files", "input": {"pattern": "**/*"}}
+        ]},
+        {"text": "done"}
+    ]});
+    let (_, requests) = crew_scripted(cwd, home, &script, &["-p", "look around"]);
+    let v = requests.last().expect("a recorded request");
     let results: Vec<String> = v["messages"]
         .as_array()
         .unwrap()

@@ -95,10 +95,12 @@ impl Threshold {
         (t, warnings)
     }
 
-    /// The threshold from a project's settings layers (user, project, local).
+    /// The threshold from a project's settings layers: local over project over user.
     pub fn for_project(project_root: &Path, home: Option<&Path>) -> (Self, Vec<String>) {
+        // `files` lists the highest layer first; `load` lets a later file win.
         let files: Vec<_> = crate::permission::settings::files(project_root, home)
             .into_iter()
+            .rev()
             .map(|(_, p)| p)
             .collect();
         Self::load(&files)
@@ -338,5 +340,31 @@ mod tests {
         );
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains(&bad.display().to_string()));
+    }
+
+    #[test]
+    fn a_projects_local_file_wins_over_its_shared_file_and_the_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let (proj, home) = (dir.path().join("proj"), dir.path().join("home"));
+        let put = |path: std::path::PathBuf, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        put(
+            home.join(".crew/settings.json"),
+            r#"{"toolSearch": {"mode": "always", "maxTools": 1, "maxTokens": 1}}"#,
+        );
+        put(
+            proj.join(".crew/settings.json"),
+            r#"{"toolSearch": {"mode": "never", "maxTools": 2}}"#,
+        );
+        put(
+            proj.join(".crew/settings.local.json"),
+            r#"{"toolSearch": {"mode": "auto"}}"#,
+        );
+        let (t, warnings) = Threshold::for_project(&proj, Some(&home));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // Each field from the most local file that sets it.
+        assert_eq!((t.mode, t.max_tools, t.max_tokens), (Mode::Auto, 2, 1));
     }
 }

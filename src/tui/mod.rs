@@ -1,13 +1,15 @@
 //! The interactive terminal UI (`crew` with no `-p`): a streaming transcript, an input
 //! box, a status line, approval dialogs, a tasks panel and the Plan → approve → Do flow.
 //! Each component is its own module and renders itself; `app` holds the state and turns
-//! input into effects; `runtime` runs the non-blocking event loop.
+//! input into effects; `runtime` runs the non-blocking event loop, `jobs` and
+//! `team_io` the work it starts without waiting.
 
 pub mod app;
 pub mod approval;
 pub mod commands;
 pub mod completion;
 pub mod input;
+mod jobs;
 pub mod mcp_view;
 pub mod modes;
 pub mod plan;
@@ -15,6 +17,7 @@ pub mod runtime;
 mod speculate;
 pub mod status;
 pub mod tasks_panel;
+mod team_io;
 pub mod team_panel;
 pub mod transcript;
 pub mod trust_prompt;

@@ -11,42 +11,24 @@ use crossterm::event::{
 };
 use crossterm::execute;
 use futures::StreamExt;
-use ractor::ActorRef;
-use ractor::rpc::CallResult;
 use tokio::sync::mpsc;
 
 use super::app::{App, Effect, SessionInfo};
+use super::jobs::{
+    Done, list_tasks, load_log, spawn_command, spawn_compact, spawn_run, stop_task,
+    watch_completion,
+};
+use super::team_io;
 use super::transcript::Entry;
 use super::trust_prompt::{self, Answer, TrustPrompt};
 use super::view;
 use crate::agent::catalog::Catalog;
 use crate::agent::lead::LeadMsg;
-use crate::agent::mode::AgentMode;
-use crate::agent::runner::{RunOutcome, RunRequest};
 use crate::approver::actor::ApproverPolicy;
 use crate::cli::Cli;
 use crate::cli::setup::{Prepared, prepare};
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tasks::actor::TaskMsg;
-use crate::tasks::{TaskRecord, now_ms};
-
-/// Work that finished off the loop.
-pub(super) enum Done {
-    Run(Result<RunOutcome, String>),
-    CommandExpanded(String),
-    Tasks(Vec<TaskRecord>),
-    Log(String, String),
-    TaskEnded(u64, TaskRecord),
-    Stopped(Result<TaskRecord, String>),
-    Team(Option<crate::cli::team::TeamView>),
-    Transcript(String, String),
-    TeamNotice(Result<String, String>),
-    Ahead(super::speculate::Report),
-    Compacted(Result<crate::agent::context::Compacted, String>),
-}
-
-/// The largest log tail the log view loads.
-const LOG_TAIL_BYTES: usize = 64 * 1024;
+use crate::tasks::now_ms;
 
 /// Runs the interactive UI until the user quits; returns the exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -315,266 +297,6 @@ async fn event_loop(
         }
         if app.quit {
             return Ok(());
-        }
-    }
-}
-
-pub(super) fn spawn_run(
-    lead: ActorRef<LeadMsg>,
-    req: RunRequest,
-    done: mpsc::UnboundedSender<Done>,
-) {
-    tokio::spawn(async move {
-        // A run may take hours; the bound only guards against a lost reply.
-        let result = match lead
-            .call(
-                |reply| LeadMsg::Run(req, reply),
-                Some(Duration::from_secs(24 * 3600)),
-            )
-            .await
-        {
-            Ok(CallResult::Success(r)) => r,
-            _ => Err("the lead agent did not answer".to_string()),
-        };
-        let _ = done.send(Done::Run(result));
-    });
-}
-
-/// Compacts the lead's conversation (`/compact`) and reports how it went.
-fn spawn_compact(lead: ActorRef<LeadMsg>, what: Option<String>, done: mpsc::UnboundedSender<Done>) {
-    tokio::spawn(async move {
-        // A summary turn can take minutes; the bound only guards against a lost reply.
-        let result = match lead
-            .call(
-                |reply| LeadMsg::Compact(what, reply),
-                Some(Duration::from_secs(3600)),
-            )
-            .await
-        {
-            Ok(CallResult::Success(r)) => r,
-            _ => Err("the lead agent did not answer".to_string()),
-        };
-        let _ = done.send(Done::Compacted(result));
-    });
-}
-
-/// Expands a custom slash command (its `!` commands and `@file` reads run as the lead's
-/// calls, shown and approved like any other) and runs the result as the lead's turn.
-fn spawn_command(
-    p: &Prepared,
-    name: String,
-    args: String,
-    mode: AgentMode,
-    done: mpsc::UnboundedSender<Done>,
-) {
-    let Some(cmd) = p.commands.get(&name).cloned() else {
-        let _ = done.send(Done::Run(Err(format!("unknown command /{name}"))));
-        return;
-    };
-    let lead = p.session.lead().clone();
-    let (cwd, home) = (p.cwd.clone(), p.home.clone());
-    tokio::spawn(async move {
-        let expanded =
-            crate::commands::lead_calls::start(&lead, &cmd, &args, mode, &cwd, home.as_deref())
-                .await;
-        // Sent before the run starts, so the app has it before the run ends.
-        let _ = done.send(Done::CommandExpanded(expanded.text.clone()));
-        let req = RunRequest {
-            mode,
-            task: expanded.text,
-            plan: None,
-        };
-        spawn_run(lead, req, done);
-    });
-}
-
-fn watch_completion(tasks: ActorRef<TaskMsg>, generation: u64, done: mpsc::UnboundedSender<Done>) {
-    tokio::spawn(async move {
-        if let Ok(CallResult::Success(Some(rec))) = tasks
-            .call(
-                |r| TaskMsg::WaitNext("lead".into(), r),
-                Some(Duration::from_secs(24 * 3600)),
-            )
-            .await
-        {
-            let _ = done.send(Done::TaskEnded(generation, rec));
-        }
-    });
-}
-
-fn list_tasks(tasks: ActorRef<TaskMsg>, done: mpsc::UnboundedSender<Done>) {
-    tokio::spawn(async move {
-        if let Ok(CallResult::Success(records)) = tasks
-            .call(TaskMsg::List, Some(Duration::from_secs(5)))
-            .await
-        {
-            let _ = done.send(Done::Tasks(records));
-        }
-    });
-}
-
-fn stop_task(tasks: ActorRef<TaskMsg>, id: String, done: mpsc::UnboundedSender<Done>) {
-    tokio::spawn(async move {
-        let result = match tasks
-            .call(
-                |r| TaskMsg::Stop(id.clone(), r),
-                Some(Duration::from_secs(30)),
-            )
-            .await
-        {
-            Ok(CallResult::Success(r)) => r,
-            _ => Err(format!("task {id} did not stop in time")),
-        };
-        let _ = done.send(Done::Stopped(result));
-    });
-}
-
-fn load_log(app: &App, id: String, done: mpsc::UnboundedSender<Done>) {
-    let Some(path) = app
-        .tasks
-        .records
-        .iter()
-        .find(|r| r.id == id)
-        .map(|r| r.output_file.clone())
-    else {
-        return;
-    };
-    tokio::spawn(async move {
-        let text = match tokio::fs::read(&path).await {
-            Ok(bytes) => {
-                let tail = &bytes[bytes.len().saturating_sub(LOG_TAIL_BYTES)..];
-                String::from_utf8_lossy(tail).into_owned()
-            }
-            Err(e) => format!("(no log yet at {}: {e})", path.display()),
-        };
-        let _ = done.send(Done::Log(id, text));
-    });
-}
-
-/// The team panel's I/O: the team's state, a teammate's transcript, and mail from the user,
-/// all read and written through the team's files on the blocking pool.
-mod team_io {
-    use tokio::sync::mpsc::UnboundedSender;
-
-    use super::{App, Done};
-    use crate::team::{MemberName, MessageKind, Outgoing, Recipient, Team};
-
-    /// The largest transcript tail the panel loads.
-    const TRANSCRIPT_TAIL_BYTES: usize = 64 * 1024;
-
-    pub(super) fn load_view(session: &str, done: UnboundedSender<Done>) {
-        let session = session.to_string();
-        tokio::task::spawn_blocking(move || {
-            let view = Team::find_for_session(&session)
-                .ok()
-                .flatten()
-                .and_then(|t| crate::cli::team::view(&t).ok());
-            let _ = done.send(Done::Team(view));
-        });
-    }
-
-    fn deliver(
-        session: String,
-        to: String,
-        out: Outgoing,
-        what: &'static str,
-    ) -> Result<String, String> {
-        let team = Team::find_for_session(&session)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("session {session} has no team yet"))?;
-        let recipient = Recipient::parse(&to).map_err(|e| e.to_string())?;
-        team.send(&MemberName::user(), &recipient, out)
-            .map_err(|e| e.to_string())?;
-        Ok(format!("{what} {to}."))
-    }
-
-    pub(super) fn send(session: &str, to: String, message: String, done: UnboundedSender<Done>) {
-        let session = session.to_string();
-        tokio::task::spawn_blocking(move || {
-            let r = deliver(session, to, Outgoing::text(message), "Sent your message to");
-            let _ = done.send(Done::TeamNotice(r));
-        });
-    }
-
-    /// Stopping a teammate is a `shutdown_request` in its inbox: it answers and shuts down
-    /// at its next turn boundary, and its claimed items return to the list.
-    pub(super) fn ask_to_stop(session: &str, to: String, done: UnboundedSender<Done>) {
-        let session = session.to_string();
-        tokio::task::spawn_blocking(move || {
-            let out = Outgoing {
-                message: "The user asks you to stop.".into(),
-                summary: Some("stop".into()),
-                kind: MessageKind::ShutdownRequest,
-            };
-            let r = deliver(session, to, out, "Asked to shut down:");
-            let _ = done.send(Done::TeamNotice(r));
-        });
-    }
-
-    /// Loads the recorded transcript of teammate `name` (`<session>/agents/<agent id>.jsonl`)
-    /// as readable lines.
-    pub(super) fn load_transcript(app: &App, name: String, done: UnboundedSender<Done>) {
-        let agent_id = app
-            .team
-            .teammates()
-            .iter()
-            .find(|m| m.name == name)
-            .and_then(|m| m.agent_id.clone());
-        let dir = crate::store::session_dir(&app.info.project_root, &app.info.session_id);
-        let (Some(agent_id), Some(dir)) = (agent_id, dir) else {
-            return;
-        };
-        let path = dir
-            .join("agents")
-            .join(format!("{}.jsonl", agent_id.replace('/', "-")));
-        tokio::spawn(async move {
-            let text = match tokio::fs::read(&path).await {
-                Ok(bytes) => {
-                    let tail = &bytes[bytes.len().saturating_sub(TRANSCRIPT_TAIL_BYTES)..];
-                    readable(&String::from_utf8_lossy(tail))
-                }
-                Err(e) => format!("(no transcript yet at {}: {e})", path.display()),
-            };
-            let _ = done.send(Done::Transcript(name, text));
-        });
-    }
-
-    /// Messages and tool calls of a transcript, one line each.
-    fn readable(jsonl: &str) -> String {
-        use crate::events::{Event, EventKind};
-        jsonl
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Event>(l).ok())
-            .filter_map(|e| match e.kind {
-                EventKind::MessageAppended { message } => {
-                    let text = message.text();
-                    let role = format!("{:?}", message.role).to_lowercase();
-                    (!text.trim().is_empty()).then(|| format!("{role}: {text}"))
-                }
-                EventKind::ToolCallStarted { call } => {
-                    Some(format!("→ {} {}", call.name, call.arguments))
-                }
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn a_transcript_reads_as_messages_and_tool_calls() {
-            let jsonl = [
-                r#"{"agent":"general-purpose/t1","type":"message_appended","message":{"role":"user","content":[{"type":"text","text":"from lead: take #2"}]}}"#,
-                r#"{"agent":"general-purpose/t1","type":"tool_call_started","call":{"id":"c1","name":"todo_update","arguments":"{\"id\":\"2\"}"}}"#,
-                r#"{"agent":"general-purpose/t1","type":"text_delta","text":"x"}"#,
-                "torn {",
-            ]
-            .join("\n");
-            assert_eq!(
-                super::readable(&jsonl),
-                "user: from lead: take #2\n→ todo_update {\"id\":\"2\"}"
-            );
         }
     }
 }

@@ -11,8 +11,9 @@ use ractor::ActorRef;
 use tokio::sync::mpsc;
 
 use super::app::App;
+use super::jobs::{self, Done};
 use super::plan::PlanStage;
-use super::runtime::{self, Done};
+use super::runtime;
 use super::transcript::Entry;
 use crate::agent::lead::LeadMsg;
 use crate::agent::mode::AgentMode;
@@ -183,9 +184,9 @@ pub(super) fn adopted_or_run(
             app.transcript.push(Entry::Notice(format!(
                 "The speculation was not used ({reason}); running the prompt."
             )));
-            runtime::spawn_run(lead.clone(), req, done.clone());
+            jobs::spawn_run(lead.clone(), req, done.clone());
         }
-        Resolution::Discarded => runtime::spawn_run(lead.clone(), req, done.clone()),
+        Resolution::Discarded => jobs::spawn_run(lead.clone(), req, done.clone()),
     }
 }
 

@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use super::{crew, git, put};
+use super::{committed_repo, crew, put};
 use serde_json::{Value, json};
 
 /// A temporary home and a git project below it holding `files`; trusted when asked.
@@ -36,9 +36,7 @@ pub fn project(files: &[(&str, &str)], trusted: bool) -> Project {
                 .unwrap();
         }
     }
-    git(&proj, &["init", "-q"]);
-    git(&proj, &["add", "."]);
-    git(&proj, &["commit", "-qm", "initial"]);
+    committed_repo(&proj, &[]);
     if trusted {
         let out = crew(&proj, &home, &["trust", proj.to_str().unwrap()]);
         assert!(

@@ -201,10 +201,7 @@ pub async fn start(setup: Setup) -> TestSession {
         std::fs::write(p, content).unwrap();
     }
     if setup.git {
-        std::fs::write(cwd.join("README.md"), "# test repo\n").unwrap();
-        git(&cwd, &["init", "-q"]);
-        git(&cwd, &["add", "."]);
-        git(&cwd, &["commit", "-qm", "initial"]);
+        committed_repo(&cwd, &[("README.md", "# test repo\n")]);
     }
     // `@CWD@` in a script stands for the project directory (known only now).
     let script_text = setup.script.replace("@CWD@", &cwd.display().to_string());
@@ -308,6 +305,18 @@ pub fn put(dir: &std::path::Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
+/// Makes `dir` (created if missing) a git repository on `main` with `files` written and
+/// everything in it committed as one commit; returns git's trimmed output of the commit.
+pub fn committed_repo(dir: &std::path::Path, files: &[(&str, &str)]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    for (rel, text) in files {
+        put(dir, rel, text);
+    }
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-qm", "initial"])
+}
+
 /// Runs `crew -p TASK` in `dir` under `mode` on the scripted model in `home/script.json`,
 /// recording its requests; returns the output and the recorded requests.
 pub fn crew_p_recorded(
@@ -316,23 +325,66 @@ pub fn crew_p_recorded(
     task: &str,
     mode: &str,
 ) -> (std::process::Output, Vec<serde_json::Value>) {
-    let record = home.join("requests.jsonl");
-    let script = home.join("script.json");
-    let out = crew(
+    crew_recording(
         dir,
         home,
-        &[
-            "-p",
-            task,
-            "--permission-mode",
-            mode,
-            "--model",
-            &format!("script:{}", script.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
-        ],
+        &home.join("script.json"),
+        &home.join("requests.jsonl"),
+        &["-p", task, "--permission-mode", mode],
+    )
+}
+
+/// Runs `crew ARGS…` in `dir` (HOME = `home`) on the scripted model `script`, its requests
+/// recorded, and asserts it succeeded (showing its stderr); returns the output and the
+/// recorded requests. The script and the record live in a temporary directory of their
+/// own, so neither the project nor HOME sees them.
+pub fn crew_scripted(
+    dir: &std::path::Path,
+    home: &std::path::Path,
+    script: &Value,
+    args: &[&str],
+) -> (std::process::Output, Vec<Value>) {
+    let (out, requests) = crew_scripted_output(dir, home, script, args);
+    assert!(
+        out.status.success(),
+        "crew {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    let requests = std::fs::read_to_string(&record)
+    (out, requests)
+}
+
+/// [`crew_scripted`] without the success check, for runs that are meant to fail.
+pub fn crew_scripted_output(
+    dir: &std::path::Path,
+    home: &std::path::Path,
+    script: &Value,
+    args: &[&str],
+) -> (std::process::Output, Vec<Value>) {
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("script.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    crew_recording(dir, home, &path, &files.path().join("requests.jsonl"), args)
+}
+
+/// Runs `crew ARGS… --model script:SCRIPT --record-requests RECORD`; returns the output and
+/// the requests recorded (none if the run recorded nothing).
+fn crew_recording(
+    dir: &std::path::Path,
+    home: &std::path::Path,
+    script: &std::path::Path,
+    record: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Output, Vec<Value>) {
+    let model = format!("script:{}", script.display());
+    let mut all = args.to_vec();
+    all.extend([
+        "--model",
+        &model,
+        "--record-requests",
+        record.to_str().unwrap(),
+    ]);
+    let out = crew(dir, home, &all);
+    let requests = std::fs::read_to_string(record)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -1,8 +1,9 @@
 //! Which allow rules are set aside while in auto mode: the ones that would let code run
 //! unchecked, so the classifier never sees those calls (seed 003). `Bash` and `Bash(*)`,
-//! a command rule whose first word is an interpreter or a wrapper that runs its
-//! arguments (`python:*`, `node *`, `bash:*`, `sh:*`, `sudo:*`, `xargs:*` …), a regex or
-//! negation command rule (what it admits cannot be read off), and a whole `Agent` rule.
+//! a command rule with a wildcard whose first word is an interpreter or a wrapper that
+//! runs its arguments (`python:*`, `node *`, `bash:*`, `sudo:*`, `xargs:*` …: the
+//! engine's table, `commands::code_running_programs`), a regex or negation command rule
+//! (what it admits cannot be read off), and a whole `Agent` rule.
 //!
 //! Suspension is keyed on the calling agent's mode, not stored: `effective` hands `check`
 //! the policy without those rules when the mode is auto, so leaving auto restores them by
@@ -11,66 +12,10 @@
 use std::borrow::Cow;
 
 use crate::permission::cache::PolicyCache;
+use crate::permission::commands;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::spec::RuleName;
 use crate::permission::{PermissionMode, Policy};
-
-/// Programs that run code given to them (interpreters, shells) or run their arguments as
-/// a command (wrappers): an allow rule with a wildcard after one of them allows anything.
-const RUNS_CODE: &[&str] = &[
-    "python",
-    "python2",
-    "python3",
-    "pypy",
-    "pypy3",
-    "node",
-    "nodejs",
-    "deno",
-    "bun",
-    "npx",
-    "bunx",
-    "ruby",
-    "perl",
-    "php",
-    "lua",
-    "luajit",
-    "Rscript",
-    "julia",
-    "osascript",
-    "pwsh",
-    "powershell",
-    "bash",
-    "sh",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "busybox",
-    "env",
-    "sudo",
-    "doas",
-    "su",
-    "xargs",
-    "exec",
-    "eval",
-    "command",
-    "nohup",
-    "timeout",
-    "nice",
-    "time",
-    "watch",
-    "uv",
-    "uvx",
-    "pipx",
-    "poetry",
-    "make",
-    "awk",
-    "gawk",
-    "tclsh",
-    "expect",
-];
 
 /// Why `rule` is set aside in auto mode, or `None` when it stays in force.
 pub fn suspended_in_auto(rule: &Rule) -> Option<&'static str> {
@@ -94,7 +39,7 @@ pub fn suspended_in_auto(rule: &Rule) -> Option<&'static str> {
                 .unwrap_or("");
             let program = head.rsplit('/').next().unwrap_or(head);
             let wild = spec.contains('*');
-            if head.contains('*') || (wild && RUNS_CODE.contains(&program)) {
+            if head.contains('*') || (wild && commands::runs_code(program)) {
                 Some("it lets an interpreter or wrapper run any code")
             } else {
                 None
@@ -172,6 +117,31 @@ mod tests {
         }
         let deny = Rule::parse("Bash(python:*)", RuleKind::Deny, Layer::Local, None).unwrap();
         assert!(suspended_in_auto(&deny).is_none(), "a deny only tightens");
+    }
+
+    #[test]
+    fn a_wildcard_rule_on_every_program_the_engine_knows_to_run_code_is_suspended() {
+        let programs: Vec<&str> = commands::code_running_programs().collect();
+        // The engine's wrapper table, its interpreters and its other code runners.
+        for known in [
+            "sudo", "xargs", ".", "strace", "bash", "python3", "deno", "awk",
+        ] {
+            assert!(programs.contains(&known), "{known} is not in the table");
+        }
+        for p in commands::wrappers()
+            .chain(commands::INTERPRETERS.iter().copied())
+            .chain(commands::CODE_RUNNERS.iter().copied())
+        {
+            for text in [
+                format!("Bash({p}:*)"),
+                format!("Bash({p} *)"),
+                format!("Bash(/usr/bin/{p}:*)"),
+            ] {
+                assert!(suspended_in_auto(&allow(&text)).is_some(), "{text}");
+            }
+            let exact = format!("Bash({p} --version)");
+            assert!(suspended_in_auto(&allow(&exact)).is_none(), "{exact}");
+        }
     }
 
     #[test]

@@ -21,7 +21,8 @@ mod wrappers;
 pub use dangerous::dangerous;
 pub use read_only::{is_read_only, path_operands};
 pub use search::scopes as search_scopes;
-pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap};
+pub use shells::CODE_RUNNERS;
+pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap, wrappers};
 
 use super::shell::Part;
 
@@ -191,6 +192,20 @@ pub fn match_forms(part: &Part) -> Vec<String> {
         forms.extend(more);
     }
     forms
+}
+
+/// Every program the engine knows to run code or another command it is given: each
+/// wrapper [`unwrap`] handles, each interpreter, each other code runner. The one table of
+/// them; auto mode's rule suspension reads it.
+pub fn code_running_programs() -> impl Iterator<Item = &'static str> {
+    wrappers()
+        .chain(INTERPRETERS.iter().copied())
+        .chain(CODE_RUNNERS.iter().copied())
+}
+
+/// Whether `program` (a bare name) is one of [`code_running_programs`].
+pub fn runs_code(program: &str) -> bool {
+    code_running_programs().any(|p| p == program)
 }
 
 /// Whether a part is a shell or interpreter that reads its program from stdin.

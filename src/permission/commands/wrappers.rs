@@ -67,6 +67,23 @@ pub struct Effects {
     pub env: Vec<(String, String)>,
 }
 
+/// Programs [`unwrap`] handles by name, each by its own rule (besides [`SHELLS`] and
+/// [`OPAQUE_RUNNERS`]). `unwrap` looks a program up in [`wrappers`] before anything else,
+/// so a wrapper it handles is always listed here, and auto mode's rule suspension, which
+/// reads the same table, sets aside a blanket allow rule on it.
+#[rustfmt::skip]
+const NAMED: &[&str] = &[
+    "sudo", "doas", "nice", "nohup", "builtin", "setsid", "time", "timeout", "stdbuf", "ionice",
+    "exec", "command", "xargs", "flock", "env", "watch", "busybox", "toybox", "coreutils",
+    "eval", "source", ".", "su",
+];
+
+/// Every program [`unwrap`] treats as a wrapper: the named ones, the shells and the
+/// runners it leaves opaque.
+pub fn wrappers() -> impl Iterator<Item = &'static str> {
+    NAMED.iter().chain(SHELLS).chain(OPAQUE_RUNNERS).copied()
+}
+
 /// Programs that run a command in ways we do not model; always opaque.
 #[rustfmt::skip]
 const OPAQUE_RUNNERS: &[&str] = &[
@@ -205,6 +222,9 @@ const WATCH: Spec = Spec {
 /// If `argv` starts with a wrapper, what it wraps.
 pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
     let prog = argv.first()?.rsplit('/').next()?;
+    if !wrappers().any(|w| w == prog) {
+        return None;
+    }
     let rest = &argv[1..];
     let (spec, privileged, dynamic, positional_before) = match prog {
         // `sudo -l`, `-v`, `-e` (sudoedit) are not in the table: they become opaque.
