@@ -10,6 +10,10 @@
 //! - [`remote_run`]: one run on a worker.
 //! - [`pool`]: the lead's link to its workers, and slot placement.
 //! - [`remote_task`]: a remote subagent seen from the lead.
+//! - [`remote_teammate`]: a teammate placed on a worker, seen from the lead.
+//! - [`teammate_run`]: that teammate on the worker (mail in, mail out, idle checkpoints).
+//! - [`remote_ask`]: its Asks, answered by the lead's approver, one call at a time.
+//! - [`team_wire`]: their wire types.
 //! - [`bundle`]: git bundles both ways.
 //! - [`placement`]: the definition field.
 //! - [`config`]: cookie, addresses, shipped rules.
@@ -21,4 +25,9 @@ pub mod placement;
 pub mod pool;
 pub mod protocol;
 pub mod remote_run;
+pub mod remote_ask;
 pub mod remote_task;
+pub mod remote_teammate;
+pub mod team_wire;
+pub mod teammate_node;
+pub mod teammate_run;
