@@ -84,3 +84,7 @@ pub struct AskAnswerWire {
     /// The answer.
     pub answer: ApprovalAnswer,
 }
+
+#[cfg(test)]
+#[path = "team_wire_tests.rs"]
+mod tests;
