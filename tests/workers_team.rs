@@ -31,6 +31,10 @@ const REMOTE: &str = "---\nname: w\ndescription: remote teammate\nplacement: rem
 /// `agent` call does not ask): writes are allowed unless a rule asks.
 const REMOTE_EDITS: &str = "---\nname: w\ndescription: remote teammate\nplacement: remote\npermissionMode: acceptEdits\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
 
+/// The tests of this file share one process, and so ractor's process-wide registry of
+/// groups where a joining lead finds its workers: one cluster at a time.
+static ONE_CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// One worker process and a pool joined to it, the worker's agents replaying `script`.
 struct Cluster {
     home: tempfile::TempDir,
@@ -88,6 +92,7 @@ fn ask_rule() -> Vec<RuleWire> {
 /// told, and the branch that came back is still there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_teammate_is_woken_by_mail_writes_replies_and_its_branch_comes_back() {
+    let _one = ONE_CLUSTER.lock().await;
     let worker_script = r#"{"agents": {"alice": {"turns": [
         {"text": "waiting for mail"},
         {"tool_calls": [{"name": "write_file", "input": {"path": "note.txt", "content": "from alice\n"}}]},
@@ -133,7 +138,10 @@ async fn a_remote_teammate_is_woken_by_mail_writes_replies_and_its_branch_comes_
         git(&t.cwd(), &["show", &format!("{branch}:note.txt")]),
         "from alice"
     );
-    assert!(!t.cwd().join("note.txt").exists(), "nothing in the lead's checkout");
+    assert!(
+        !t.cwd().join("note.txt").exists(),
+        "nothing in the lead's checkout"
+    );
     assert!(
         !find(&c.worker.workdir, "note.txt").is_empty(),
         "the note was written on the worker"
@@ -194,6 +202,7 @@ async fn team_notices(t: &support::TestSession) -> Vec<String> {
 /// refused. Her branch comes back with the first content.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_rule_on_a_remote_teammate_reaches_the_leads_approver_and_runs_once() {
+    let _one = ONE_CLUSTER.lock().await;
     let worker_script = r#"{"agents": {"alice": {"turns": [
         {"tool_calls": [{"name": "write_file", "input": {"path": "asked.txt", "content": "first"}}]},
         {"tool_calls": [{"name": "write_file", "input": {"path": "asked.txt", "content": "second"}}]},
@@ -207,7 +216,10 @@ async fn an_ask_rule_on_a_remote_teammate_reaches_the_leads_approver_and_runs_on
         {"text": "read"}, {"text": "read"}, {"text": "read"}
     ]}"#;
     let (tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
-    let mut setup = team_setup(lead_script, vec![(".crew/agents/w.md", REMOTE_EDITS.to_string())]);
+    let mut setup = team_setup(
+        lead_script,
+        vec![(".crew/agents/w.md", REMOTE_EDITS.to_string())],
+    );
     setup.approver = ApproverPolicy::Forward(tx);
     setup.workers = Some(c.pool.clone());
     let t = start(setup).await;
@@ -235,11 +247,22 @@ async fn an_ask_rule_on_a_remote_teammate_reaches_the_leads_approver_and_runs_on
     .await
     .expect("both Asks arrive and the team goes quiet");
     outcome.unwrap();
-    let alice = ("w/alice".to_string(), Some("alice".to_string()), "write_file".to_string());
-    assert_eq!(seen, vec![alice.clone(), alice], "both Asks came to the lead, naming alice");
+    let alice = (
+        "w/alice".to_string(),
+        Some("alice".to_string()),
+        "write_file".to_string(),
+    );
+    assert_eq!(
+        seen,
+        vec![alice.clone(), alice],
+        "both Asks came to the lead, naming alice"
+    );
     let team = team_of(t.home.path());
     let dir = worktree(&team, "alice");
-    assert_eq!(std::fs::read_to_string(dir.join("asked.txt")).unwrap(), "first");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("asked.txt")).unwrap(),
+        "first"
+    );
     let on_worker = find(&c.worker.workdir, "asked.txt");
     assert_eq!(on_worker.len(), 1, "{on_worker:?}");
     assert_eq!(std::fs::read_to_string(&on_worker[0]).unwrap(), "first");
@@ -251,6 +274,7 @@ async fn an_ask_rule_on_a_remote_teammate_reaches_the_leads_approver_and_runs_on
 /// on the lead's bus for alice, and nothing is written on the worker or comes back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_teammates_ask_refused_by_the_headless_lead_writes_nothing() {
+    let _one = ONE_CLUSTER.lock().await;
     let worker_script = r#"{"agents": {"alice": {"turns": [
         {"tool_calls": [{"name": "write_file", "input": {"path": "asked.txt", "content": "never"}}]},
         {"text": "done"}
@@ -262,7 +286,10 @@ async fn a_remote_teammates_ask_refused_by_the_headless_lead_writes_nothing() {
         {"text": "started"},
         {"text": "read"}, {"text": "read"}, {"text": "read"}
     ]}"#;
-    let mut setup = team_setup(lead_script, vec![(".crew/agents/w.md", REMOTE_EDITS.to_string())]);
+    let mut setup = team_setup(
+        lead_script,
+        vec![(".crew/agents/w.md", REMOTE_EDITS.to_string())],
+    );
     setup.approver = ApproverPolicy::Headless;
     setup.workers = Some(c.pool.clone());
     let mut t = start(setup).await;
@@ -290,7 +317,10 @@ async fn a_remote_teammates_ask_refused_by_the_headless_lead_writes_nothing() {
     assert!(refused, "the lead's headless approver refused alice's Ask");
     let team = team_of(t.home.path());
     assert!(!worktree(&team, "alice").join("asked.txt").exists());
-    assert!(find(&c.worker.workdir, "asked.txt").is_empty(), "nothing on the worker");
+    assert!(
+        find(&c.worker.workdir, "asked.txt").is_empty(),
+        "nothing on the worker"
+    );
     assert!(!t.cwd().join("asked.txt").exists());
     t.session.shutdown().await;
 }

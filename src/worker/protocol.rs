@@ -11,12 +11,10 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+pub use super::team_wire::{AskAnswerWire, AskWire, IdleWire, MailWire, SentWire, TeammateSpawn};
 use crate::events::Event;
 use crate::permission::{Layer, Verdict};
 use crate::protocol::Usage;
-pub use super::team_wire::{
-    AskAnswerWire, AskWire, IdleWire, MailWire, SentWire, TeammateSpawn,
-};
 
 /// The pg group every worker node's actor joins; a lead finds workers through it.
 pub const WORKERS_GROUP: &str = "crew.workers";

@@ -61,7 +61,11 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
 
 /// The worker's policy for one task: the lead's rules (a rule that does not parse
 /// refuses the task: skipping it could drop a deny), rooted at the task's worktree.
-pub(super) fn policy(spawn: &RemoteSpawn, root: &Path, home: Option<&Path>) -> Result<Policy, String> {
+pub(super) fn policy(
+    spawn: &RemoteSpawn,
+    root: &Path,
+    home: Option<&Path>,
+) -> Result<Policy, String> {
     let mut rules = Vec::with_capacity(spawn.rules.len());
     for r in &spawn.rules {
         let rule = Rule::parse(&r.text, r.kind, r.layer, home)

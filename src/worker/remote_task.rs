@@ -232,7 +232,10 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
             // Teammate news for a subagent's task: a subagent has no mailbox and never
             // asks (dontAsk), so none is acted on.
             Some(TaskNews::TeamSend(_) | TaskNews::Idle(_) | TaskNews::Ask(_)) => {
-                tracing::warn!("worker {node} sent teammate news for subagent task {}; dropped", job.task_id)
+                tracing::warn!(
+                    "worker {node} sent teammate news for subagent task {}; dropped",
+                    job.task_id
+                )
             }
             None => break End::Lost(node.clone()),
         }

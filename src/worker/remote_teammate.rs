@@ -19,8 +19,8 @@ use super::bundle;
 use super::placement::Placement;
 use super::pool::Pool;
 use super::protocol::{
-    AgentWire, AskAnswerWire, IdleWire, MailWire, RemoteResult, RemoteSpawn, SentWire,
-    TaskNews, TeammateSpawn, ToWorker, WorkerMsg,
+    AgentWire, AskAnswerWire, IdleWire, MailWire, RemoteResult, RemoteSpawn, SentWire, TaskNews,
+    TeammateSpawn, ToWorker, WorkerMsg,
 };
 use super::remote_ask::answer_on_lead;
 use crate::agent::definition::AgentDefinition;
@@ -71,7 +71,10 @@ pub async fn launch(
     let agent_id = format!("{}/{name}", def.name);
     let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     let root = ws.create(&work_id, &req.description).await?;
-    let placed = place(env, &req, def, &pool, mode, &name, &agent_id, &work_id, &root, &ws).await;
+    let placed = place(
+        env, &req, def, &pool, mode, &name, &agent_id, &work_id, &root, &ws,
+    )
+    .await;
     let (spawn, node, worker, news) = match placed {
         Ok(p) => p,
         Err(e) => {
@@ -341,7 +344,11 @@ impl Actor for RemoteTeammate {
                 state.pipeline.events.publish(&e.agent, e.kind)
             }
             ProxyMsg::News(TaskNews::Event(e)) => {
-                tracing::warn!("worker {} sent an event for {}; dropped", state.node, e.agent)
+                tracing::warn!(
+                    "worker {} sent an event for {}; dropped",
+                    state.node,
+                    e.agent
+                )
             }
             ProxyMsg::News(TaskNews::TeamSend(sent)) => send(state, sent).await,
             ProxyMsg::News(TaskNews::Idle(idle)) => on_idle(state, *idle).await,
@@ -421,7 +428,11 @@ async fn send(state: &ProxyState, sent: SentWire) {
         kind: sent.kind,
     };
     if let Err(e) = state.mailbox.send(to, out).await {
-        tracing::warn!("{}'s message to `{}` was not delivered: {e}", state.name, sent.to);
+        tracing::warn!(
+            "{}'s message to `{}` was not delivered: {e}",
+            state.name,
+            sent.to
+        );
     }
 }
 
@@ -456,11 +467,9 @@ async fn on_finished(state: &mut ProxyState, result: RemoteResult) {
     }
     state.pool.release(&state.work_id);
     finish(state).await;
-    let _ = state
-        .worker
-        .cast(WorkerMsg::Remote(ToWorker::Handback {
-            task_id: state.work_id.clone(),
-        }));
+    let _ = state.worker.cast(WorkerMsg::Remote(ToWorker::Handback {
+        task_id: state.work_id.clone(),
+    }));
     let _ = state
         .mailbox
         .actor
@@ -470,7 +479,11 @@ async fn on_finished(state: &mut ProxyState, result: RemoteResult) {
 /// Fast-forwards the teammate's worktree here to the worker's `head`.
 async fn fetch(state: &ProxyState, bytes: &[u8], head: &str) {
     if let Err(e) = bundle::fetch_into(&state.root, bytes, &state.branch, head).await {
-        tracing::warn!("{}'s branch from {} was not applied: {e}", state.name, state.node);
+        tracing::warn!(
+            "{}'s branch from {} was not applied: {e}",
+            state.name,
+            state.node
+        );
         state.pipeline.events.publish(
             &state.agent_id,
             crate::events::EventKind::Error {

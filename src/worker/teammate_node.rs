@@ -80,7 +80,10 @@ pub fn mail(teammates: &HashMap<String, Link>, mail: MailWire) {
         Some(link) => {
             let _ = link.mail.send(mail.mail);
         }
-        None => tracing::warn!("mail for task {}, which is not a running teammate here; dropped", mail.task_id),
+        None => tracing::warn!(
+            "mail for task {}, which is not a running teammate here; dropped",
+            mail.task_id
+        ),
     }
 }
 
@@ -91,7 +94,10 @@ pub fn answer(teammates: &HashMap<String, Link>, answer: AskAnswerWire) {
             .asks
             .answer(&answer.ask_id, answer.answer)
             .map_err(|e| e.to_string()),
-        None => Err(format!("task {} is not a running teammate here", answer.task_id)),
+        None => Err(format!(
+            "task {} is not a running teammate here",
+            answer.task_id
+        )),
     };
     if let Err(e) = applied {
         tracing::warn!("refused an AskAnswer for task {}: {e}", answer.task_id);

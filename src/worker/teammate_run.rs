@@ -90,7 +90,10 @@ pub async fn run(
         Ok(None) => {}
         Err(e) => {
             result.status = RemoteStatus::Failed;
-            result.result = format!("{}\n\n[worker] the branch could not be bundled: {e}", result.result);
+            result.result = format!(
+                "{}\n\n[worker] the branch could not be bundled: {e}",
+                result.result
+            );
         }
     }
     result
@@ -170,7 +173,10 @@ async fn live(
             }
         };
         let Some(batch) = batch else {
-            break Ok((RemoteStatus::Cancelled, "the node stopped relaying mail".to_string()));
+            break Ok((
+                RemoteStatus::Cancelled,
+                "the node stopped relaying mail".to_string(),
+            ));
         };
         // Mail the lead already relayed is never run twice.
         let fresh: Vec<Envelope> = batch.into_iter().filter(|e| e.index >= through).collect();
