@@ -324,3 +324,74 @@ async fn a_remote_teammates_ask_refused_by_the_headless_lead_writes_nothing() {
     assert!(!t.cwd().join("asked.txt").exists());
     t.session.shutdown().await;
 }
+
+/// The lead asks alice to shut down right after starting her: she answers (as alice),
+/// her work comes back with her final branch, she leaves the team `finished`, and the
+/// worker removes its copy once the lead holds the branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_teammate_shuts_down_on_request_and_its_final_branch_comes_back() {
+    let _one = ONE_CLUSTER.lock().await;
+    let worker_script = r#"{"agents": {"alice": {"turns": [
+        {"tool_calls": [{"name": "write_file", "input": {"path": "done.txt", "content": "done"}}]},
+        {"text": "finished my part"}
+    ]}}}"#;
+    let c = cluster(worker_script, Vec::new()).await;
+    let lead_script = r#"{"turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "part", "prompt": "Write done.txt.", "subagent_type": "w", "name": "alice"}},
+          {"name": "send_message", "input": {"to": "alice", "message": "wrap up", "type": "shutdown_request"}}]},
+        {"text": "started"},
+        {"text": "read"}, {"text": "read"}, {"text": "read"}
+    ]}"#;
+    let mut setup = team_setup(lead_script, vec![(".crew/agents/w.md", REMOTE.to_string())]);
+    setup.workers = Some(c.pool.clone());
+    let t = start(setup).await;
+    tokio::time::timeout(
+        Duration::from_secs(180),
+        t.session.run_until_quiet(chat("go"), 10),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    let team = team_of(t.home.path());
+    let alice = MemberName::parse("alice").unwrap();
+    support::wait_until("alice to leave", || {
+        team.roster()
+            .unwrap()
+            .member(&alice)
+            .is_some_and(|m| m.status == MemberStatus::Finished)
+    })
+    .await;
+    let inbox = std::fs::read_to_string(
+        t.home
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("teams/session/inboxes/lead.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        inbox.contains("shutdown_response") && inbox.contains("\"from\":\"alice\""),
+        "{inbox}"
+    );
+    let branch = git(
+        &t.cwd(),
+        &[
+            "branch",
+            "--list",
+            "crew/alice-*",
+            "--format=%(refname:short)",
+        ],
+    );
+    assert!(branch.starts_with("crew/alice-"), "{branch}");
+    assert_eq!(
+        git(&t.cwd(), &["show", &format!("{branch}:done.txt")]),
+        "done"
+    );
+    assert!(!t.cwd().join("done.txt").exists());
+    support::wait_until("the worker to drop its copy", || {
+        find(&c.worker.workdir, "done.txt").is_empty()
+    })
+    .await;
+    t.session.shutdown().await;
+}

@@ -63,6 +63,12 @@ pub async fn launch(
     mode: PermissionMode,
     name: MemberName,
 ) -> Result<String, String> {
+    if req.plan_first {
+        return Err(format!(
+            "plan_first is not supported for a teammate on a worker; give `{}` `placement: local` to plan first",
+            def.name
+        ));
+    }
     let Some(ws) = env.workspaces.clone() else {
         return Err(
             "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
