@@ -83,9 +83,9 @@ pub async fn launch(
         ));
     }
     // `placement: remote` (or local slots full, with workers): on a worker node.
-    if let Some(pool) = crate::worker::remote_teammate::choose(env, &def)? {
+    if let Some(pool) = crate::worker::teammate_launch::choose(env, &def)? {
         let mode = narrowed(mode, def.permission_mode.as_deref()).get();
-        return crate::worker::remote_teammate::launch(env, team, req, &def, pool, mode, name)
+        return crate::worker::teammate_launch::launch(env, team, req, &def, pool, mode, name)
             .await;
     }
     let placement = super::delegate::placement(

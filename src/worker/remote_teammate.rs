@@ -7,7 +7,7 @@
 //! to the lead's approver ([`super::remote_ask`]), and brings its branch back — checked to
 //! be a fast-forward — each time it goes idle and when it shuts down, so the branch is
 //! diffable and mergeable like a local teammate's. A lost worker fails the teammate with
-//! "worker lost" and the lead is told.
+//! "worker lost" and the lead is told. It is started by [`super::teammate_launch`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,197 +16,16 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
 
 use super::bundle;
-use super::placement::Placement;
 use super::pool::Pool;
 use super::protocol::{
-    AgentWire, AskAnswerWire, IdleWire, MailWire, RemoteResult, RemoteSpawn, SentWire, TaskNews,
+    AskAnswerWire, IdleWire, MailWire, RemoteResult, RemoteStatus, SentWire, TaskNews,
     TeammateSpawn, ToWorker, WorkerMsg,
 };
 use super::remote_ask::answer_on_lead;
-use crate::agent::definition::AgentDefinition;
-use crate::agent::delegate::SpawnRequest;
 use crate::agent::pipeline::Pipeline;
-use crate::agent::subagent::{SubagentEnv, Workspaces};
-use crate::agent::team_launch::{TeamLink, teammate_spec};
-use crate::permission::PermissionMode;
-use crate::team::actor::{Mailbox, SpawnFn, TeamMsg};
-use crate::team::{Member, MemberName, MemberStatus, Outgoing, Recipient};
-
-/// Whether teammate `def` runs on a worker: always with `placement: remote` (an error
-/// without workers), and when the local slots are full in a repository with workers.
-pub fn choose(env: &SubagentEnv, def: &AgentDefinition) -> Result<Option<Arc<Pool>>, String> {
-    match (def.placement, env.workers.clone()) {
-        (Placement::Remote, Some(pool)) => Ok(Some(pool)),
-        (Placement::Remote, None) => Err(format!(
-            "agent type `{}` has `placement: remote`, but this session has no workers (pass --workers HOST:PORT,… and --cookie-file)",
-            def.name
-        )),
-        (Placement::Auto, Some(pool))
-            if def.isolation.as_deref() != Some("none")
-                && env.workspaces.is_some()
-                && env.slots.available_permits() == 0 =>
-        {
-            Ok(Some(pool))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Starts teammate `name` on a worker: worktree, a worker slot, roster entry, proxy.
-/// Returns its agent id.
-pub async fn launch(
-    env: &SubagentEnv,
-    team: &TeamLink,
-    req: SpawnRequest,
-    def: &AgentDefinition,
-    pool: Arc<Pool>,
-    mode: PermissionMode,
-    name: MemberName,
-) -> Result<String, String> {
-    if req.plan_first {
-        return Err(format!(
-            "plan_first is not supported for a teammate on a worker; give `{}` `placement: local` to plan first",
-            def.name
-        ));
-    }
-    let Some(ws) = env.workspaces.clone() else {
-        return Err(
-            "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
-        );
-    };
-    let agent_id = format!("{}/{name}", def.name);
-    let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let root = ws.create(&work_id, &req.description).await?;
-    let placed = place(
-        env, &req, def, &pool, mode, &name, &agent_id, &work_id, &root, &ws,
-    )
-    .await;
-    let (spawn, node, worker, news) = match placed {
-        Ok(p) => p,
-        Err(e) => {
-            pool.release(&work_id);
-            let _ = ws.finish(&work_id).await;
-            return Err(e);
-        }
-    };
-    let mut member = Member::new(name.clone(), &agent_id, &def.name, Some(root.clone()));
-    member.model = req.model.clone();
-    member.description = req.description.clone();
-    let storage = team.storage.clone();
-    let added = tokio::task::spawn_blocking(move || storage.add_member(member))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
-    if let Err(e) = added {
-        pool.release(&work_id);
-        let _ = ws.finish(&work_id).await;
-        return Err(e);
-    }
-    let args = ProxyArgs {
-        mailbox: team.mailbox(name.clone()),
-        name: name.clone(),
-        agent_id: agent_id.clone(),
-        pipeline: env.runner.pipeline.clone(),
-        pool,
-        worker,
-        node,
-        work_id,
-        root,
-        branch: spawn.run.branch.clone(),
-        workspace: ws,
-        spawn,
-        news,
-    };
-    let spawn: SpawnFn = Box::new(move |cell| {
-        Box::pin(async move {
-            Actor::spawn_linked(None, RemoteTeammate, args, cell)
-                .await
-                .map(|(actor, _)| actor.get_cell())
-                .map_err(|e| format!("could not start teammate: {e}"))
-        })
-    });
-    let started = team
-        .actor
-        .call(
-            |reply| TeamMsg::Adopt {
-                name: name.clone(),
-                spawn,
-                reply,
-            },
-            Some(std::time::Duration::from_secs(30)),
-        )
-        .await;
-    match started {
-        Ok(ractor::rpc::CallResult::Success(Ok(_))) => Ok(agent_id),
-        Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(e),
-        _ => Err("the team did not answer; the teammate may not have started".into()),
-    }
-}
-
-type Placed = (
-    TeammateSpawn,
-    String,
-    ActorRef<WorkerMsg>,
-    mpsc::UnboundedReceiver<TaskNews>,
-);
-
-/// Bundles the commit, waits for a worker slot and builds the spawn message.
-#[allow(clippy::too_many_arguments)]
-async fn place(
-    env: &SubagentEnv,
-    req: &SpawnRequest,
-    def: &AgentDefinition,
-    pool: &Pool,
-    mode: PermissionMode,
-    name: &MemberName,
-    agent_id: &str,
-    work_id: &str,
-    root: &std::path::Path,
-    ws: &Arc<dyn Workspaces>,
-) -> Result<Placed, String> {
-    let (commit, branch) = bundle::head_of(root).await.map_err(|e| e.to_string())?;
-    let base = pool
-        .base_bundle(ws.repo_root(), &branch, &commit)
-        .await
-        .map_err(|e| format!("cannot bundle the commit for the worker: {e}"))?;
-    let (tx, news) = mpsc::unbounded_channel();
-    let (node, worker) = pool.place(work_id, Vec::new(), tx).await?;
-    let note = format!("\n\nYou work on worker {node}, in your own git worktree.");
-    let spec = teammate_spec(
-        env,
-        def,
-        name,
-        agent_id.to_string(),
-        req.model.as_deref(),
-        &note,
-    );
-    let spawn = TeammateSpawn {
-        run: RemoteSpawn {
-            task_id: work_id.to_string(),
-            lead: pool.group().to_string(),
-            description: req.description.clone(),
-            prompt: req.prompt.clone(),
-            agent: AgentWire {
-                id: spec.id.clone(),
-                model: pool.model_for(&spec.model, &env.runner.spec.model),
-                system_prompt: spec.system_prompt.clone(),
-                allowed_tools: spec
-                    .allowed_tools
-                    .as_ref()
-                    .map(|s| s.iter().cloned().collect()),
-                max_turns: spec.max_turns,
-                max_tokens: spec.max_tokens,
-            },
-            rules: pool.rules().to_vec(),
-            base_commit: commit,
-            branch,
-            bundle: base.as_ref().clone(),
-        },
-        name: name.to_string(),
-        mode,
-    };
-    Ok((spawn, node, worker, news))
-}
+use crate::agent::subagent::Workspaces;
+use crate::team::actor::{Mailbox, TeamMsg};
+use crate::team::{MemberName, MemberStatus, Outgoing, Recipient};
 
 /// The proxy's messages (local only).
 pub enum ProxyMsg {
@@ -224,19 +43,19 @@ pub struct RemoteTeammate;
 
 /// What the proxy starts from.
 pub struct ProxyArgs {
-    mailbox: Mailbox,
-    name: MemberName,
-    agent_id: String,
-    pipeline: Pipeline,
-    pool: Arc<Pool>,
-    worker: ActorRef<WorkerMsg>,
-    node: String,
-    work_id: String,
-    root: PathBuf,
-    branch: String,
-    workspace: Arc<dyn Workspaces>,
-    spawn: TeammateSpawn,
-    news: mpsc::UnboundedReceiver<TaskNews>,
+    pub(super) mailbox: Mailbox,
+    pub(super) name: MemberName,
+    pub(super) agent_id: String,
+    pub(super) pipeline: Pipeline,
+    pub(super) pool: Arc<Pool>,
+    pub(super) worker: ActorRef<WorkerMsg>,
+    pub(super) node: String,
+    pub(super) work_id: String,
+    pub(super) root: PathBuf,
+    pub(super) branch: String,
+    pub(super) workspace: Arc<dyn Workspaces>,
+    pub(super) spawn: TeammateSpawn,
+    pub(super) news: mpsc::UnboundedReceiver<TaskNews>,
 }
 
 /// The proxy's state.
@@ -379,7 +198,12 @@ impl Actor for RemoteTeammate {
             }
             ProxyMsg::News(TaskNews::Finished(result)) => {
                 state.ended = true;
-                on_finished(state, *result).await;
+                let failed = (result.status == RemoteStatus::Failed).then(|| result.result.clone());
+                on_finished(state, *result, failed.is_none()).await;
+                if let Some(reason) = failed {
+                    // Its work is back; the failure is the team's to report.
+                    return Err(format!("its run failed on worker {}: {reason}", state.node).into());
+                }
                 myself.stop(Some("shut down".into()));
             }
             ProxyMsg::News(TaskNews::Refused(reason)) => {
@@ -463,8 +287,8 @@ async fn on_idle(state: &mut ProxyState, idle: IdleWire) {
 }
 
 /// The final branch, the worktree finished (kept: it holds the work), the worker told it
-/// may drop its copy, and the teammate gone from the team.
-async fn on_finished(state: &mut ProxyState, result: RemoteResult) {
+/// may drop its copy, and (`left`) the teammate gone from the team.
+async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) {
     if let Some(head) = &result.head {
         fetch(state, &result.bundle, head).await;
     }
@@ -476,10 +300,12 @@ async fn on_finished(state: &mut ProxyState, result: RemoteResult) {
     let _ = state.worker.cast(WorkerMsg::Remote(ToWorker::Handback {
         task_id: state.work_id.clone(),
     }));
-    let _ = state
-        .mailbox
-        .actor
-        .cast(TeamMsg::Left(state.name.clone(), MemberStatus::Finished));
+    if left {
+        let _ = state
+            .mailbox
+            .actor
+            .cast(TeamMsg::Left(state.name.clone(), MemberStatus::Finished));
+    }
 }
 
 /// Fast-forwards the teammate's worktree here to the worker's `head`.
