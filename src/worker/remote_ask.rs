@@ -236,20 +236,17 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreachable_or_departed_lead_denies() {
-        let (relay, _) = relay(false);
+        let (down, _) = relay(false);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        relay.ask(request(), tx.into());
+        down.ask(request(), tx.into());
         assert!(matches!(rx.await.unwrap(), ApprovalAnswer::Deny { .. }));
-        let (relay, _) = relay_up();
+        assert_eq!(down.waiting(), 0);
+        let (up, _) = relay(true);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        relay.ask(request(), tx.into());
-        relay.deny_all("the lead went away");
+        up.ask(request(), tx.into());
+        up.deny_all("the lead went away");
         assert!(matches!(rx.await.unwrap(), ApprovalAnswer::Deny { .. }));
-        assert_eq!(relay.waiting(), 0);
-    }
-
-    fn relay_up() -> (Arc<AskRelay>, Arc<Mutex<Vec<ToLead>>>) {
-        relay(true)
+        assert_eq!(up.waiting(), 0);
     }
 
     #[test]

@@ -103,3 +103,62 @@ pub fn answer(teammates: &HashMap<String, Link>, answer: AskAnswerWire) {
         tracing::warn!("refused an AskAnswer for task {}: {e}", answer.task_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approver::{ApprovalAnswer, ApprovalRequest};
+    use crate::permission::{Decision, PermissionMode, Source, Verdict};
+    use crate::protocol::ToolCall;
+    use crate::worker::protocol::ToLead;
+
+    /// An answer naming another task, or a forged question id, is refused and leaves the
+    /// waiting Ask alone; the genuine answer releases it (as a one-call allow).
+    #[tokio::test]
+    async fn a_forged_answer_through_the_node_is_refused() {
+        let asked = Arc::new(std::sync::Mutex::new(None));
+        let log = asked.clone();
+        let report: Report = Arc::new(move |m| {
+            if let ToLead::AskRequest(a) = m {
+                *log.lock().unwrap() = Some(a.ask_id);
+            }
+            true
+        });
+        let (mail_tx, _mail_rx) = mpsc::unbounded_channel();
+        let link = Link {
+            mail: mail_tx,
+            asks: AskRelay::new("alice-1", report),
+        };
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        link.asks.ask(
+            ApprovalRequest {
+                agent: "w/alice".into(),
+                call: ToolCall {
+                    id: "c".into(),
+                    name: "write_file".into(),
+                    arguments: "{}".into(),
+                },
+                decision: Decision::new(Verdict::Ask, Source::Mode, "asks"),
+                mode: PermissionMode::Default,
+                teammate: None,
+            },
+            tx.into(),
+        );
+        let id = asked
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("the Ask went to the lead");
+        let teammates = HashMap::from([("alice-1".to_string(), link)]);
+        let forged = |task_id: &str, ask_id: &str| AskAnswerWire {
+            task_id: task_id.into(),
+            ask_id: ask_id.into(),
+            answer: ApprovalAnswer::AllowForever,
+        };
+        answer(&teammates, forged("bob-2", &id));
+        answer(&teammates, forged("alice-1", "not-the-id"));
+        assert!(rx.try_recv().is_err(), "no forged answer reached the call");
+        answer(&teammates, forged("alice-1", &id));
+        assert_eq!(rx.await.unwrap(), ApprovalAnswer::AllowOnce);
+    }
+}
