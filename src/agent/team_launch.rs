@@ -82,6 +82,12 @@ pub async fn launch(
             "a teammate called {name} already exists: message it with send_message instead"
         ));
     }
+    // `placement: remote` (or local slots full, with workers): on a worker node.
+    if let Some(pool) = crate::worker::teammate_launch::choose(env, &def)? {
+        let mode = narrowed(mode, def.permission_mode.as_deref()).get();
+        return crate::worker::teammate_launch::launch(env, team, req, &def, pool, mode, name)
+            .await;
+    }
     let placement = super::delegate::placement(
         &req,
         &def,
@@ -277,42 +283,15 @@ async fn start_actor(
     start: Start,
 ) -> Result<(), String> {
     let name = start.name;
-    let all: Vec<String> = env
-        .runner
-        .pipeline
-        .registry
-        .definitions()
-        .map(|d| d.name.clone())
-        .collect();
-    let mut allowed: HashSet<String> = def
-        .allowed_tools(all.iter().cloned())
-        .unwrap_or_else(|| all.into_iter().collect());
-    // A teammate's `agent` calls start plain subagents only (its actor refuses names).
-    allowed.insert("send_message".into());
-    let skills = env
-        .runner
-        .pipeline
-        .registry
-        .skills()
-        .prompt_section_for(Some(&allowed));
     let mut runner = env.runner.clone();
-    runner.spec = AgentSpec {
-        id: start.agent_id,
-        model: subagent_model(
-            def.model.as_deref().or(start.model.as_deref()),
-            &env.runner.spec.model,
-        ),
-        system_prompt: format!(
-            "{}{skills}{}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
-other teammates arrive in your conversation marked <team-message from=\"...\">. Report to the lead with \
-send_message {{to: \"lead\"}} (it does not see your output otherwise). When you have nothing left to do, \
-end your turn: you wait, idle, until a message arrives.",
-            def.prompt, start.note
-        ),
-        allowed_tools: Some(allowed),
-        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
-        max_tokens: env.runner.spec.max_tokens,
-    };
+    runner.spec = teammate_spec(
+        env,
+        def,
+        &name,
+        start.agent_id,
+        start.model.as_deref(),
+        &start.note,
+    );
     let mailbox = team.mailbox(name.clone());
     let writable = match &start.worktree_root {
         Some(root) => {
@@ -377,9 +356,53 @@ end your turn: you wait, idle, until a message arrives.",
     }
 }
 
+/// A teammate's loop configuration from its definition: its tools (always with
+/// `send_message`), model, system prompt (with `note`, the worktree paragraph) and limits.
+pub(crate) fn teammate_spec(
+    env: &SubagentEnv,
+    def: &AgentDefinition,
+    name: &MemberName,
+    agent_id: String,
+    model: Option<&str>,
+    note: &str,
+) -> AgentSpec {
+    let all: Vec<String> = env
+        .runner
+        .pipeline
+        .registry
+        .definitions()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut allowed: HashSet<String> = def
+        .allowed_tools(all.iter().cloned())
+        .unwrap_or_else(|| all.into_iter().collect());
+    // A teammate's `agent` calls start plain subagents only (its actor refuses names).
+    allowed.insert("send_message".into());
+    let skills = env
+        .runner
+        .pipeline
+        .registry
+        .skills()
+        .prompt_section_for(Some(&allowed));
+    AgentSpec {
+        id: agent_id,
+        model: subagent_model(def.model.as_deref().or(model), &env.runner.spec.model),
+        system_prompt: format!(
+            "{}{skills}{note}\n\nYou are teammate `{name}` on a team led by `lead`. Messages from the lead and \
+other teammates arrive in your conversation marked <team-message from=\"...\">. Report to the lead with \
+send_message {{to: \"lead\"}} (it does not see your output otherwise). When you have nothing left to do, \
+end your turn: you wait, idle, until a message arrives.",
+            def.prompt
+        ),
+        allowed_tools: Some(allowed),
+        max_turns: def.max_turns.unwrap_or(env.default_max_turns),
+        max_tokens: env.runner.spec.max_tokens,
+    }
+}
+
 /// The lead's mode, or the definition's when that is stricter (a definition may narrow the
 /// lead's mode, never widen it).
-fn narrowed(lead: SharedMode, definition: Option<&str>) -> SharedMode {
+pub(crate) fn narrowed(lead: SharedMode, definition: Option<&str>) -> SharedMode {
     let Some(name) = definition else {
         return lead;
     };

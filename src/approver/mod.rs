@@ -22,7 +22,7 @@ use crate::permission::{Category, Decision, PermissionMode};
 use crate::protocol::ToolCall;
 
 /// A question for a human.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// The asking agent.
     pub agent: String,

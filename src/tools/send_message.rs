@@ -75,7 +75,7 @@ plan_approval_response {approve, feedback}."
 }
 
 /// The structured kind named by `type` (with `approve`/`feedback`).
-fn kind(input: &Value) -> Result<MessageKind, ToolError> {
+pub(crate) fn kind(input: &Value) -> Result<MessageKind, ToolError> {
     let kind: Option<String> = field(input, "type")?;
     let approve = || -> Result<bool, ToolError> {
         field::<bool>(input, "approve")?.ok_or_else(|| {

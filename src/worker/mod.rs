@@ -1,15 +1,22 @@
 //! Worker machines over ractor_cluster (issue 16): `crew worker` nodes offer subagent
 //! slots; a lead started with `--workers` joins them and runs `placement: remote`
-//! subagents (and overflow when its local slots are full) there. The repository travels
-//! as git bundles over the cluster connection; each remote run has its own permission
-//! engine, gate and executor on the worker, under dontAsk, the lead's rules and the
-//! worker's Landlock sandbox.
+//! subagents and teammates (and overflow when its local slots are full) there. The
+//! repository travels as git bundles over the cluster connection; each remote run has its
+//! own permission engine, gate and executor on the worker, with the lead's rules and the
+//! worker's Landlock sandbox: a subagent under dontAsk, a teammate in the mode it shares
+//! with the lead, its Asks answered by the lead's approver for one call at a time.
 //!
 //! - [`protocol`]: the wire messages and their encoding.
 //! - [`node`]: the worker node (`crew worker`).
 //! - [`remote_run`]: one run on a worker.
 //! - [`pool`]: the lead's link to its workers, and slot placement.
 //! - [`remote_task`]: a remote subagent seen from the lead.
+//! - [`remote_teammate`]: a teammate placed on a worker, seen from the lead (its proxy).
+//! - [`teammate_launch`]: starting one.
+//! - [`teammate_node`]: the worker node's links to its teammates.
+//! - [`teammate_run`]: that teammate on the worker (mail in, mail out, idle checkpoints).
+//! - [`remote_ask`]: its Asks, answered by the lead's approver, one call at a time.
+//! - [`team_wire`]: their wire types.
 //! - [`bundle`]: git bundles both ways.
 //! - [`placement`]: the definition field.
 //! - [`config`]: cookie, addresses, shipped rules.
@@ -22,7 +29,13 @@ pub mod node;
 pub mod placement;
 pub mod pool;
 pub mod protocol;
+pub mod remote_ask;
 pub mod remote_run;
 pub mod remote_task;
+pub mod remote_teammate;
 pub mod snapshot;
+pub mod team_wire;
+pub mod teammate_launch;
+pub mod teammate_node;
+pub mod teammate_run;
 pub mod tls;

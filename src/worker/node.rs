@@ -71,6 +71,8 @@ pub struct WorkerState {
     running: HashMap<String, (CancellationToken, String)>,
     /// Finished tasks whose branch waits for the lead: task → lead group.
     kept: HashMap<String, String>,
+    /// Running teammates: where their mail goes, and their Asks waiting for the lead.
+    teammates: HashMap<String, super::teammate_node::Link>,
 }
 
 impl Actor for WorkerNode {
@@ -89,6 +91,7 @@ impl Actor for WorkerNode {
             node,
             running: HashMap::new(),
             kept: HashMap::new(),
+            teammates: HashMap::new(),
         })
     }
 
@@ -113,21 +116,8 @@ impl Actor for WorkerNode {
                         },
                     );
                 };
-                if let Err(e) = remote_run::check_spawn(&spawn) {
+                if let Err(e) = admit(state, &spawn) {
                     refuse(e);
-                } else if state.running.len() >= state.cfg.slots as usize {
-                    refuse(format!(
-                        "no free slot on {} ({} in use)",
-                        state.node, state.cfg.slots
-                    ));
-                } else if state.running.contains_key(&spawn.task_id)
-                    || state.kept.contains_key(&spawn.task_id)
-                    || state.cfg.workdir.join(&spawn.task_id).exists()
-                {
-                    refuse(format!(
-                        "task {} already exists on {}",
-                        spawn.task_id, state.node
-                    ));
                 } else {
                     let cancel = CancellationToken::new();
                     let (task_id, lead) = (spawn.task_id.clone(), spawn.lead.clone());
@@ -174,6 +164,40 @@ impl Actor for WorkerNode {
                     });
                 }
             }
+            WorkerMsg::Remote(ToWorker::SpawnTeammate(t)) => {
+                if let Err(e) = admit(state, &t.run) {
+                    tracing::warn!("refused teammate task {}: {e}", t.run.task_id);
+                    to_lead(
+                        &t.run.lead,
+                        ToLead::Refused {
+                            task_id: t.run.task_id.clone(),
+                            reason: e,
+                        },
+                    );
+                } else {
+                    let cancel = CancellationToken::new();
+                    let (task_id, lead) = (t.run.task_id.clone(), t.run.lead.clone());
+                    state
+                        .running
+                        .insert(task_id.clone(), (cancel.clone(), lead.clone()));
+                    tracing::info!("teammate task {task_id}: started for {lead}");
+                    let dir = state.cfg.workdir.join(&task_id);
+                    let link = super::teammate_node::start(
+                        myself.clone(),
+                        *t,
+                        dir,
+                        state.node.clone(),
+                        cancel,
+                    );
+                    state.teammates.insert(task_id, link);
+                }
+            }
+            WorkerMsg::Remote(ToWorker::Mail(mail)) => {
+                super::teammate_node::mail(&state.teammates, mail);
+            }
+            WorkerMsg::Remote(ToWorker::AskAnswer(answer)) => {
+                super::teammate_node::answer(&state.teammates, answer);
+            }
             WorkerMsg::Remote(ToWorker::Stop { task_id }) => {
                 if let Some((cancel, _)) = state.running.get(&task_id) {
                     cancel.cancel();
@@ -194,6 +218,7 @@ impl Actor for WorkerNode {
                 result,
             } => {
                 state.running.remove(&task_id);
+                state.teammates.remove(&task_id);
                 tracing::info!("task {task_id}: ended ({:?})", result.status);
                 state.kept.insert(task_id.clone(), lead.clone());
                 if !to_lead(&lead, ToLead::Finished(*result)) {
@@ -238,6 +263,27 @@ impl Actor for WorkerNode {
         }
         Ok(())
     }
+}
+
+/// Whether this node takes `spawn`: valid names, a free slot, a task id not seen before.
+fn admit(state: &WorkerState, spawn: &super::protocol::RemoteSpawn) -> Result<(), String> {
+    remote_run::check_spawn(spawn)?;
+    if state.running.len() >= state.cfg.slots as usize {
+        return Err(format!(
+            "no free slot on {} ({} in use)",
+            state.node, state.cfg.slots
+        ));
+    }
+    if state.running.contains_key(&spawn.task_id)
+        || state.kept.contains_key(&spawn.task_id)
+        || state.cfg.workdir.join(&spawn.task_id).exists()
+    {
+        return Err(format!(
+            "task {} already exists on {}",
+            spawn.task_id, state.node
+        ));
+    }
+    Ok(())
 }
 
 fn status(state: &WorkerState, node_id: u64) -> WorkerStatus {

@@ -183,6 +183,15 @@ impl Actor for LeadLink {
                 state.release(&id);
                 state.place_waiting();
             }
+            LeadLinkMsg::Remote(ToLead::TeamSend(sent)) => {
+                state.news(&sent.task_id.clone(), TaskNews::TeamSend(sent))
+            }
+            LeadLinkMsg::Remote(ToLead::Idle(idle)) => {
+                state.news(&idle.task_id.clone(), TaskNews::Idle(Box::new(idle)))
+            }
+            LeadLinkMsg::Remote(ToLead::AskRequest(ask)) => {
+                state.news(&ask.task_id.clone(), TaskNews::Ask(Box::new(ask)))
+            }
             LeadLinkMsg::Remote(ToLead::Refused { task_id, reason }) => {
                 state.news(&task_id, TaskNews::Refused(reason));
                 state.release(&task_id);

@@ -11,6 +11,7 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
+pub use super::team_wire::{AskAnswerWire, AskWire, IdleWire, MailWire, SentWire, TeammateSpawn};
 use crate::events::Event;
 use crate::permission::{Layer, Verdict};
 use crate::protocol::Usage;
@@ -162,6 +163,12 @@ pub enum ToWorker {
         /// The task id.
         task_id: String,
     },
+    /// Run a teammate (long-lived: it waits for mail between runs).
+    SpawnTeammate(Box<TeammateSpawn>),
+    /// Team mail for a remote teammate.
+    Mail(MailWire),
+    /// The lead's answer to a remote teammate's Ask.
+    AskAnswer(AskAnswerWire),
 }
 
 /// What a worker sends a lead.
@@ -193,12 +200,19 @@ pub enum ToLead {
         /// Why.
         reason: String,
     },
+    /// A remote teammate's `send_message`.
+    TeamSend(SentWire),
+    /// A remote teammate went idle; its branch so far travels in the frame's bundle.
+    Idle(IdleWire),
+    /// A remote teammate's engine answered Ask: a question for the lead's approver.
+    AskRequest(AskWire),
 }
 
 impl ToWorker {
     fn blob(&mut self) -> Option<&mut Vec<u8>> {
         match self {
             ToWorker::Spawn(s) => Some(&mut s.bundle),
+            ToWorker::SpawnTeammate(t) => Some(&mut t.run.bundle),
             _ => None,
         }
     }
@@ -208,6 +222,7 @@ impl ToLead {
     fn blob(&mut self) -> Option<&mut Vec<u8>> {
         match self {
             ToLead::Finished(r) => Some(&mut r.bundle),
+            ToLead::Idle(i) => Some(&mut i.bundle),
             _ => None,
         }
     }
@@ -324,6 +339,12 @@ pub enum TaskNews {
     Refused(String),
     /// The worker's node went away.
     Lost(String),
+    /// A remote teammate sent a message.
+    TeamSend(SentWire),
+    /// A remote teammate went idle.
+    Idle(Box<IdleWire>),
+    /// A remote teammate's Ask.
+    Ask(Box<AskWire>),
 }
 
 /// Messages the lead's link actor accepts.

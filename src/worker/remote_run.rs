@@ -21,7 +21,7 @@ use crate::session::{SessionConfig, SessionHandle};
 use crate::tools::{CommandSandbox, Registry, builtin_tools};
 
 /// Tools a remote agent never gets: it cannot start agents or tasks on the worker.
-const LEAD_ONLY: [&str; 4] = ["agent", "task_list", "task_output", "task_stop"];
+pub(super) const LEAD_ONLY: [&str; 4] = ["agent", "task_list", "task_output", "task_stop"];
 
 /// Whether `id` is safe as a directory name (task ids come from the network).
 pub fn valid_task_id(id: &str) -> bool {
@@ -61,7 +61,11 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
 
 /// The worker's policy for one task: the lead's rules (a rule that does not parse
 /// refuses the task: skipping it could drop a deny), rooted at the task's worktree.
-fn policy(spawn: &RemoteSpawn, root: &Path, home: Option<&Path>) -> Result<Policy, String> {
+pub(super) fn policy(
+    spawn: &RemoteSpawn,
+    root: &Path,
+    home: Option<&Path>,
+) -> Result<Policy, String> {
     let mut rules = Vec::with_capacity(spawn.rules.len());
     for r in &spawn.rules {
         let rule = Rule::parse(&r.text, r.kind, r.layer, home)

@@ -229,6 +229,14 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
             Some(TaskNews::Finished(r)) => break End::Finished(r),
             Some(TaskNews::Refused(reason)) => break End::Refused(reason),
             Some(TaskNews::Lost(node)) => break End::Lost(node),
+            // Teammate news for a subagent's task: a subagent has no mailbox and never
+            // asks (dontAsk), so none is acted on.
+            Some(TaskNews::TeamSend(_) | TaskNews::Idle(_) | TaskNews::Ask(_)) => {
+                tracing::warn!(
+                    "worker {node} sent teammate news for subagent task {}; dropped",
+                    job.task_id
+                )
+            }
             None => break End::Lost(node.clone()),
         }
     };

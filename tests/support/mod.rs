@@ -27,6 +27,7 @@ pub mod permission;
 pub mod provider;
 pub mod sandbox;
 pub mod team;
+pub mod worker;
 pub mod worktree;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -139,6 +140,8 @@ pub struct Setup {
     pub skills: bool,
     /// Context windows and compaction.
     pub context: crewmaster::agent::context::ContextSettings,
+    /// Worker nodes the session has joined (`--workers`; with `orchestration`).
+    pub workers: Option<Arc<crewmaster::worker::pool::Pool>>,
 }
 
 impl Setup {
@@ -154,6 +157,7 @@ impl Setup {
             git: false,
             skills: false,
             context: Default::default(),
+            workers: None,
         }
     }
 }
@@ -210,6 +214,7 @@ pub async fn start(setup: Setup) -> TestSession {
     let home = home_dir.path().canonicalize().unwrap();
     let catalog = Arc::new(crewmaster::agent::catalog::Catalog::load(&cwd, None));
     let mut tools = setup.tools;
+    let workers = setup.workers;
     let orchestration = setup.orchestration.then(|| {
         tools.extend(crewmaster::tools::orchestration_tools(&catalog));
         crewmaster::session::Orchestration {
@@ -221,7 +226,7 @@ pub async fn start(setup: Setup) -> TestSession {
             subagent_max_turns: 10,
             teams_dir: Some(home.join("teams")),
             restore_team: None,
-            workers: None,
+            workers,
         }
     });
     let provider = ScriptedProvider::new(script);

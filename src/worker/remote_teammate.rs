@@ -1,0 +1,333 @@
+//! A teammate placed on a worker, seen from the lead. It is on the lead's roster like any
+//! teammate, with its own worktree and branch made by the lead's worktree manager; its
+//! actor here is a proxy, linked under the team actor like a local teammate's (so its
+//! failure is seen there). The proxy relays the mail that arrives in the teammate's inbox
+//! on the lead to the worker, sends what the teammate sends from the teammate's own
+//! mailbox (the worker cannot choose the sender), republishes its events, puts its Asks
+//! to the lead's approver ([`super::remote_ask`]), and brings its branch back — checked to
+//! be a fast-forward — each time it goes idle and when it shuts down, so the branch is
+//! diffable and mergeable like a local teammate's. A lost worker fails the teammate with
+//! "worker lost" and the lead is told. It is started by [`super::teammate_launch`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::mpsc;
+
+use super::bundle;
+use super::pool::Pool;
+use super::protocol::{
+    AskAnswerWire, IdleWire, MailWire, RemoteResult, RemoteStatus, SentWire, TaskNews,
+    TeammateSpawn, ToWorker, WorkerMsg,
+};
+use super::remote_ask::answer_on_lead;
+use crate::agent::pipeline::Pipeline;
+use crate::agent::subagent::Workspaces;
+use crate::team::actor::{Mailbox, TeamMsg};
+use crate::team::{MemberName, MemberStatus, Outgoing, Recipient};
+
+/// The proxy's messages (local only).
+pub enum ProxyMsg {
+    /// Mail arrived in its inbox on the lead (or may have).
+    Wake,
+    /// What its worker reports.
+    News(TaskNews),
+}
+
+// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
+impl ractor::Message for ProxyMsg {}
+
+/// The lead's proxy of a remote teammate (configuration only).
+pub struct RemoteTeammate;
+
+/// What the proxy starts from.
+pub struct ProxyArgs {
+    pub(super) mailbox: Mailbox,
+    pub(super) name: MemberName,
+    pub(super) agent_id: String,
+    pub(super) pipeline: Pipeline,
+    pub(super) pool: Arc<Pool>,
+    pub(super) worker: ActorRef<WorkerMsg>,
+    pub(super) node: String,
+    pub(super) work_id: String,
+    pub(super) root: PathBuf,
+    pub(super) branch: String,
+    pub(super) workspace: Arc<dyn Workspaces>,
+    pub(super) spawn: TeammateSpawn,
+    pub(super) news: mpsc::UnboundedReceiver<TaskNews>,
+}
+
+/// The proxy's state.
+pub struct ProxyState {
+    mailbox: Mailbox,
+    name: MemberName,
+    agent_id: String,
+    pipeline: Pipeline,
+    pool: Arc<Pool>,
+    worker: ActorRef<WorkerMsg>,
+    node: String,
+    work_id: String,
+    root: PathBuf,
+    branch: String,
+    /// The worktree to finish when it ends (taken then).
+    workspace: Option<Arc<dyn Workspaces>>,
+    /// Mail up to this inbox index went to the worker.
+    relayed: u64,
+    /// The worker's run is over (finished, refused or lost).
+    ended: bool,
+}
+
+impl Actor for RemoteTeammate {
+    type Msg = ProxyMsg;
+    type State = ProxyState;
+    type Arguments = ProxyArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: ProxyArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let me = myself.clone();
+        let _ = args.mailbox.actor.cast(TeamMsg::Join(
+            args.name.clone(),
+            Arc::new(move || {
+                let _ = me.cast(ProxyMsg::Wake);
+            }),
+        ));
+        let _ = args
+            .mailbox
+            .actor
+            .cast(TeamMsg::Status(args.name.clone(), MemberStatus::Working));
+        let mut news = args.news;
+        let me = myself.clone();
+        tokio::spawn(async move {
+            while let Some(n) = news.recv().await {
+                if me.cast(ProxyMsg::News(n)).is_err() {
+                    return;
+                }
+            }
+        });
+        tracing::info!("teammate {} runs on worker {}", args.name, args.node);
+        args.worker
+            .cast(WorkerMsg::Remote(ToWorker::SpawnTeammate(Box::new(
+                args.spawn,
+            ))))
+            .map_err(|e| format!("worker {} cannot be reached: {e}", args.node))?;
+        Ok(ProxyState {
+            mailbox: args.mailbox,
+            name: args.name,
+            agent_id: args.agent_id,
+            pipeline: args.pipeline,
+            pool: args.pool,
+            worker: args.worker,
+            node: args.node,
+            work_id: args.work_id,
+            root: args.root,
+            branch: args.branch,
+            workspace: Some(args.workspace),
+            relayed: 0,
+            ended: false,
+        })
+    }
+
+    async fn post_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        relay(state).await;
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if !state.ended {
+            let _ = state.worker.cast(WorkerMsg::Remote(ToWorker::Stop {
+                task_id: state.work_id.clone(),
+            }));
+            state.pool.release(&state.work_id);
+        }
+        finish(state).await;
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ProxyMsg::Wake => relay(state).await,
+            ProxyMsg::News(TaskNews::Started) => {}
+            // Republished as the teammate's own; a worker cannot speak for another agent.
+            ProxyMsg::News(TaskNews::Event(e)) if e.agent == state.agent_id => {
+                state.pipeline.events.publish(&e.agent, e.kind)
+            }
+            ProxyMsg::News(TaskNews::Event(e)) => {
+                tracing::warn!(
+                    "worker {} sent an event for {}; dropped",
+                    state.node,
+                    e.agent
+                )
+            }
+            ProxyMsg::News(TaskNews::TeamSend(sent)) => send(state, sent).await,
+            ProxyMsg::News(TaskNews::Idle(idle)) => on_idle(state, *idle).await,
+            ProxyMsg::News(TaskNews::Ask(ask)) => {
+                let (pipeline, worker) = (state.pipeline.clone(), state.worker.clone());
+                let (agent, name, cwd) = (
+                    state.agent_id.clone(),
+                    state.name.to_string(),
+                    state.root.clone(),
+                );
+                let task_id = state.work_id.clone();
+                // The human may take a while: never in the handler.
+                tokio::spawn(async move {
+                    let ask_id = ask.ask_id.clone();
+                    let answer = answer_on_lead(&pipeline, *ask, &agent, &name, &cwd).await;
+                    let _ = worker.cast(WorkerMsg::Remote(ToWorker::AskAnswer(AskAnswerWire {
+                        task_id,
+                        ask_id,
+                        answer,
+                    })));
+                });
+            }
+            ProxyMsg::News(TaskNews::Finished(result)) => {
+                state.ended = true;
+                let failed = (result.status == RemoteStatus::Failed).then(|| result.result.clone());
+                on_finished(state, *result, failed.is_none()).await;
+                if let Some(reason) = failed {
+                    // Its work is back; the failure is the team's to report.
+                    return Err(format!("its run failed on worker {}: {reason}", state.node).into());
+                }
+                myself.stop(Some("shut down".into()));
+            }
+            ProxyMsg::News(TaskNews::Refused(reason)) => {
+                state.ended = true;
+                return Err(format!("worker {} refused the teammate: {reason}", state.node).into());
+            }
+            ProxyMsg::News(TaskNews::Lost(node)) => {
+                state.ended = true;
+                return Err(format!("worker lost: {node} disconnected while it ran").into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Relays the teammate's unread mail that has not gone to the worker yet.
+async fn relay(state: &mut ProxyState) {
+    if state.ended {
+        return;
+    }
+    let unread = state.mailbox.unread().await.unwrap_or_default();
+    let fresh: Vec<_> = unread
+        .into_iter()
+        .filter(|e| e.index >= state.relayed)
+        .collect();
+    let Some(newest) = fresh.last() else { return };
+    state.relayed = newest.index + 1;
+    let _ = state
+        .mailbox
+        .actor
+        .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Working));
+    let _ = state
+        .worker
+        .cast(WorkerMsg::Remote(ToWorker::Mail(MailWire {
+            task_id: state.work_id.clone(),
+            mail: fresh,
+        })));
+}
+
+/// Sends the teammate's message from its own mailbox on the lead's team.
+async fn send(state: &ProxyState, sent: SentWire) {
+    let to = match Recipient::parse(&sent.to) {
+        Ok(to) => to,
+        Err(e) => {
+            tracing::warn!("{}'s message to `{}` dropped: {e}", state.name, sent.to);
+            return;
+        }
+    };
+    let out = Outgoing {
+        message: sent.message,
+        summary: sent.summary,
+        kind: sent.kind,
+    };
+    if let Err(e) = state.mailbox.send(to, out).await {
+        tracing::warn!(
+            "{}'s message to `{}` was not delivered: {e}",
+            state.name,
+            sent.to
+        );
+    }
+}
+
+/// Brings the branch so far back; once the worker has read all relayed mail, the
+/// teammate is idle (and its inbox on the lead acknowledged).
+async fn on_idle(state: &mut ProxyState, idle: IdleWire) {
+    if let Some(head) = &idle.head {
+        fetch(state, &idle.bundle, head).await;
+    }
+    let through = idle.through.min(state.relayed);
+    if through > 0 {
+        state.mailbox.ack(through).await;
+    }
+    if idle.through >= state.relayed {
+        let _ = state
+            .mailbox
+            .actor
+            .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Idle));
+    }
+    // Mail that came while the worker wrapped up goes out now.
+    relay(state).await;
+}
+
+/// The final branch, the worktree finished (kept: it holds the work), the worker told it
+/// may drop its copy, and (`left`) the teammate gone from the team.
+async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) {
+    if let Some(head) = &result.head {
+        fetch(state, &result.bundle, head).await;
+    }
+    if state.relayed > 0 {
+        state.mailbox.ack(state.relayed).await;
+    }
+    state.pool.release(&state.work_id);
+    finish(state).await;
+    let _ = state.worker.cast(WorkerMsg::Remote(ToWorker::Handback {
+        task_id: state.work_id.clone(),
+    }));
+    if left {
+        let _ = state
+            .mailbox
+            .actor
+            .cast(TeamMsg::Left(state.name.clone(), MemberStatus::Finished));
+    }
+}
+
+/// Fast-forwards the teammate's worktree here to the worker's `head`.
+async fn fetch(state: &ProxyState, bytes: &[u8], head: &str) {
+    if let Err(e) = bundle::fetch_into(&state.root, bytes, &state.branch, head).await {
+        tracing::warn!(
+            "{}'s branch from {} was not applied: {e}",
+            state.name,
+            state.node
+        );
+        state.pipeline.events.publish(
+            &state.agent_id,
+            crate::events::EventKind::Error {
+                message: format!("the branch from worker {} was not applied: {e}", state.node),
+            },
+        );
+    }
+}
+
+/// Ends the worktree (the worktree manager keeps one that holds work). Safe twice.
+async fn finish(state: &mut ProxyState) {
+    if let Some(ws) = state.workspace.take() {
+        let _ = ws.finish(&state.work_id).await;
+    }
+}

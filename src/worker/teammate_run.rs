@@ -1,0 +1,328 @@
+//! A teammate on a worker node: the lead's commit checked out from its bundle, a session
+//! of this node's own engine, gate and executor — the lead's rules only, the mode the
+//! teammate shares with the lead, commands under Landlock confined to its worktree — and
+//! a loop that lives on between assignments. Mail relayed from the lead starts a run
+//! (rendered as the teammate's own mailbox would, marked with each sender); its
+//! `send_message` goes back to the lead's team; each Ask goes to the lead's approver
+//! ([`super::remote_ask`]). When it has nothing left to do it commits what it left and
+//! sends its branch so far with its idle notice; a shutdown request from the lead is
+//! answered, and its final branch comes back with the run's result.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::bundle::{self, TaskCopy};
+use super::protocol::{
+    IdleWire, Phases, RemoteResult, RemoteStatus, SentWire, TeammateSpawn, ToLead,
+};
+use super::remote_ask::{AskRelay, Report};
+use super::remote_run::{LEAD_ONLY, policy};
+use crate::agent::mode::AgentMode;
+use crate::agent::runner::{AgentSpec, RunRequest, RunStatus};
+use crate::approver::actor::ApproverPolicy;
+use crate::events::EventBus;
+use crate::session::{SessionConfig, SessionHandle};
+use crate::team::{Envelope, MessageKind, Recipient};
+use crate::tools::send_message::SendMessage;
+use crate::tools::{
+    CommandSandbox, Definition, Registry, Tool, ToolContext, ToolError, builtin_tools, field,
+    required,
+};
+
+/// What a running remote teammate receives from the node.
+pub struct Inputs {
+    /// Mail batches from the lead.
+    pub mail: mpsc::UnboundedReceiver<Vec<Envelope>>,
+}
+
+/// Runs teammate `spawn` in `dir` until the lead shuts it down or stops it. Never
+/// fails: a failure is a `Failed` result with the reason.
+pub async fn run(
+    spawn: TeammateSpawn,
+    dir: PathBuf,
+    node: String,
+    cancel: CancellationToken,
+    report: Report,
+    asks: Arc<AskRelay>,
+    inputs: Inputs,
+) -> RemoteResult {
+    let task_id = spawn.run.task_id.clone();
+    let mut result = RemoteResult {
+        task_id: task_id.clone(),
+        node: node.clone(),
+        status: RemoteStatus::Failed,
+        result: String::new(),
+        usage: Default::default(),
+        tool_calls: 0,
+        head: None,
+        phases: Phases::default(),
+        bundle: Vec::new(),
+    };
+    let copy = TaskCopy::at(dir);
+    let run = &spawn.run;
+    if let Err(e) = bundle::checkout(&run.bundle, &copy, &run.branch, &run.base_commit).await {
+        result.result = format!("the worker could not check the commit out: {e}");
+        return result;
+    }
+    report(ToLead::Started {
+        task_id: task_id.clone(),
+        node: node.clone(),
+    });
+    match live(&spawn, &copy, &node, cancel, &report, &asks, inputs).await {
+        Ok((status, text)) => {
+            result.status = status;
+            result.result = text;
+        }
+        Err(e) => result.result = e,
+    }
+    asks.deny_all("the teammate's run ended");
+    match checkpoint(&spawn, &copy, &node).await {
+        Ok(Some((head, bytes))) => {
+            result.head = Some(head);
+            result.bundle = bytes;
+        }
+        Ok(None) => {}
+        Err(e) => {
+            result.status = RemoteStatus::Failed;
+            result.result = format!(
+                "{}\n\n[worker] the branch could not be bundled: {e}",
+                result.result
+            );
+        }
+    }
+    result
+}
+
+/// Commits what the teammate left and bundles `base..branch`.
+async fn checkpoint(
+    spawn: &TeammateSpawn,
+    copy: &TaskCopy,
+    node: &str,
+) -> Result<Option<(String, Vec<u8>)>, bundle::BundleError> {
+    let message = format!("crew: work of teammate {} on {node}", spawn.name);
+    bundle::commit_all(&copy.worktree, &message).await?;
+    bundle::since(&copy.repo, &spawn.run.branch, &spawn.run.base_commit).await
+}
+
+/// The teammate's session and its loop: run, go idle, wake on mail.
+async fn live(
+    spawn: &TeammateSpawn,
+    copy: &TaskCopy,
+    node: &str,
+    cancel: CancellationToken,
+    report: &Report,
+    asks: &Arc<AskRelay>,
+    mut inputs: Inputs,
+) -> Result<(RemoteStatus, String), String> {
+    let session = start_session(spawn, copy, node, report, asks).await?;
+    let task_id = spawn.run.task_id.clone();
+    // The lead-side inbox index through which mail has reached the conversation.
+    let mut through = 0u64;
+    let mut task = Some(spawn.run.prompt.clone());
+    let mut last = String::new();
+    let ended = loop {
+        if let Some(task) = task.take() {
+            let req = RunRequest {
+                mode: AgentMode::Chat,
+                task,
+                plan: None,
+            };
+            let outcome = tokio::select! {
+                o = session.run(req) => o.map_err(|e| e.to_string()),
+                _ = cancel.cancelled() => break Ok((RemoteStatus::Cancelled, "stopped by the lead".to_string())),
+            };
+            match outcome {
+                Ok(o) if o.status == RunStatus::Failed => break Err(o.result),
+                Ok(o) if o.status == RunStatus::Cancelled => {
+                    break Ok((RemoteStatus::Cancelled, o.result));
+                }
+                Ok(o) => last = o.result,
+                Err(e) => break Err(e),
+            }
+        }
+        let batch = match inputs.mail.try_recv() {
+            Ok(batch) => Some(batch),
+            Err(_) => {
+                // Nothing waiting: idle, with the branch so far.
+                let idle = match checkpoint(spawn, copy, node).await {
+                    Ok(Some((head, bundle))) => IdleWire {
+                        task_id: task_id.clone(),
+                        through,
+                        head: Some(head),
+                        bundle,
+                    },
+                    Ok(None) => IdleWire {
+                        task_id: task_id.clone(),
+                        through,
+                        head: None,
+                        bundle: Vec::new(),
+                    },
+                    Err(e) => break Err(format!("the branch could not be bundled: {e}")),
+                };
+                report(ToLead::Idle(idle));
+                tokio::select! {
+                    b = inputs.mail.recv() => b,
+                    _ = cancel.cancelled() => break Ok((RemoteStatus::Cancelled, "stopped by the lead".to_string())),
+                }
+            }
+        };
+        let Some(batch) = batch else {
+            break Ok((
+                RemoteStatus::Cancelled,
+                "the node stopped relaying mail".to_string(),
+            ));
+        };
+        // Mail the lead already relayed is never run twice.
+        let fresh: Vec<Envelope> = batch.into_iter().filter(|e| e.index >= through).collect();
+        let Some(newest) = fresh.last() else { continue };
+        through = newest.index + 1;
+        let shutdown = fresh
+            .iter()
+            .any(|e| e.from.is_lead() && e.kind == MessageKind::ShutdownRequest);
+        if shutdown {
+            report(ToLead::TeamSend(SentWire {
+                task_id: task_id.clone(),
+                to: crate::team::LEAD.into(),
+                message: format!("{} is shutting down.", spawn.name),
+                summary: None,
+                kind: MessageKind::ShutdownResponse { approve: true },
+            }));
+            break Ok((RemoteStatus::Completed, last.clone()));
+        }
+        let texts: Vec<String> = fresh.iter().map(crate::team::actor::render).collect();
+        task = Some(format!(
+            "New messages arrived for you (below). Act on them.\n\n{}",
+            texts.join("\n\n")
+        ));
+    };
+    // A call still waiting for the lead is refused, so the session can stop.
+    asks.deny_all("the teammate is stopping");
+    session.shutdown().await;
+    ended
+}
+
+/// Starts the teammate's session on this node.
+async fn start_session(
+    spawn: &TeammateSpawn,
+    copy: &TaskCopy,
+    node: &str,
+    report: &Report,
+    asks: &Arc<AskRelay>,
+) -> Result<SessionHandle, String> {
+    let run = &spawn.run;
+    let root = copy
+        .worktree
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", copy.worktree.display()))?;
+    let home = crate::store::home_dir();
+    let mut policy = policy(run, &root, home.as_deref())?;
+    policy.default_mode = spawn.mode;
+    let chosen = crate::cli::model::choose(Some(&run.agent.model), None)
+        .map_err(|e| format!("the worker cannot use model `{}`: {e:#}", run.agent.model))?;
+    // Its `send_message` relays to the lead's team instead of a team on this node.
+    let mut tools: Vec<Arc<dyn Tool>> = builtin_tools()
+        .into_iter()
+        .filter(|t| t.definition().name != "send_message")
+        .collect();
+    tools.push(Arc::new(RelaySend {
+        def: SendMessage::new().definition().clone(),
+        task_id: run.task_id.clone(),
+        report: report.clone(),
+    }));
+    let registry = Registry::with_tools(tools).map_err(|e| format!("the worker's tools: {e}"))?;
+    let mut allowed: HashSet<String> = match &run.agent.allowed_tools {
+        Some(list) => list.iter().cloned().collect(),
+        None => registry.definitions().map(|d| d.name.clone()).collect(),
+    };
+    for name in LEAD_ONLY {
+        allowed.remove(name);
+    }
+    let mut writable_roots = vec![root.clone()];
+    writable_roots.extend(crate::tools::landlock::git_writable_dirs(&root));
+    let events = EventBus::new();
+    let mut rx = events.subscribe();
+    {
+        let (report, task_id) = (report.clone(), run.task_id.clone());
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                report(ToLead::Event {
+                    task_id: task_id.clone(),
+                    event,
+                });
+            }
+        });
+    }
+    let (questions_tx, questions) = mpsc::unbounded_channel();
+    asks.serve(questions);
+    let note = format!(
+        "\n\nYou work in your own git worktree at {} on worker {node}. You cannot write outside it.",
+        root.display()
+    );
+    SessionHandle::start(SessionConfig {
+        auto: None,
+        context: Default::default(),
+        cwd: root.clone(),
+        permission_mode: spawn.mode,
+        policy,
+        provider: chosen.provider,
+        lead: AgentSpec {
+            id: run.agent.id.clone(),
+            model: chosen.model,
+            system_prompt: format!("{}{note}", run.agent.system_prompt),
+            allowed_tools: Some(allowed),
+            max_turns: run.agent.max_turns,
+            max_tokens: run.agent.max_tokens,
+        },
+        // Every Ask goes to the lead's approver; its answer applies to that call only.
+        approver: ApproverPolicy::Forward(questions_tx),
+        registry: Arc::new(registry),
+        sandbox: CommandSandbox::Landlock { writable_roots },
+        default_tool_timeout: crate::executor::DEFAULT_TIMEOUT,
+        conversation: Vec::new(),
+        events,
+        orchestration: None,
+        hooks: None,
+    })
+    .await
+    .map_err(|e| e.to_string())
+}
+
+/// `send_message` on a worker: the message goes to the lead, which sends it from this
+/// teammate's mailbox on its team (so the sender is always this teammate).
+struct RelaySend {
+    def: Definition,
+    task_id: String,
+    report: Report,
+}
+
+#[async_trait]
+impl Tool for RelaySend {
+    fn definition(&self) -> &Definition {
+        &self.def
+    }
+
+    async fn run(&self, input: Value, _ctx: ToolContext) -> Result<String, ToolError> {
+        let to: String = required(&input, "to")?;
+        Recipient::parse(&to).map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+        let sent = SentWire {
+            task_id: self.task_id.clone(),
+            to: to.clone(),
+            message: required(&input, "message")?,
+            summary: field(&input, "summary")?,
+            kind: crate::tools::send_message::kind(&input)?,
+        };
+        if (self.report)(ToLead::TeamSend(sent)) {
+            Ok(format!("Message sent to {to} (through the lead)."))
+        } else {
+            Err(ToolError::Failed(
+                "the lead cannot be reached; the message was not sent".into(),
+            ))
+        }
+    }
+}
