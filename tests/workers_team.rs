@@ -54,6 +54,7 @@ async fn cluster(worker_script: &str, rules: Vec<RuleWire>) -> Cluster {
         "a-cookie-of-enough-length-1234".into(),
         rules,
         Some(format!("script:{}", script.display())),
+        Default::default(),
     )
     .await
     .expect("the lead joins the worker");
