@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 /// A project directory and a home, both temporary.
 struct Place {
     _tmp: tempfile::TempDir,
+    /// Holds the project and the home (and so every worktree).
+    root: PathBuf,
     dir: PathBuf,
     home: PathBuf,
 }
@@ -27,8 +29,14 @@ fn place() -> Place {
     let (dir, home) = (root.join("project"), root.join("home"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::create_dir_all(&home).unwrap();
+    // A repository with one commit, so that "no work lost" has something to check.
+    support::put(&dir, ".gitignore", "started\ngo\n");
+    support::git(&dir, &["init", "-q"]);
+    support::git(&dir, &["add", "."]);
+    support::git(&dir, &["commit", "-qm", "init"]);
     Place {
         _tmp: tmp,
+        root,
         dir,
         home,
     }
@@ -43,10 +51,21 @@ fn run(p: &Place, script: &Value, mode: &str, env: &[(&str, &str)]) -> Output {
 }
 
 fn run_spawned(p: &Place, script: &Value, mode: &str, env: &[(&str, &str)]) -> std::process::Child {
+    run_prompt(p, "go", script, mode, env)
+}
+
+/// [`run_spawned`] with the prompt `prompt`.
+fn run_prompt(
+    p: &Place,
+    prompt: &str,
+    script: &Value,
+    mode: &str,
+    env: &[(&str, &str)],
+) -> std::process::Child {
     let path = p.home.join("script.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crew"));
-    cmd.args(["-p", "go", "--permission-mode", mode])
+    cmd.args(["-p", prompt, "--permission-mode", mode])
         .arg("--model")
         .arg(format!("script:{}", path.display()))
         .arg("--record-requests")
@@ -66,27 +85,10 @@ fn run_spawned(p: &Place, script: &Value, mode: &str, env: &[(&str, &str)]) -> s
     cmd.spawn().unwrap()
 }
 
-/// Every line of the session's lead transcript, parsed: a line that does not parse (a
-/// torn or spliced line) fails the test.
+/// Every line of the session's transcripts (the lead's and its agents'), each checked
+/// whole: no line torn, lost or duplicated, each call answered exactly once.
 fn transcript(home: &Path) -> Vec<Value> {
-    let mut lines = Vec::new();
-    for project in std::fs::read_dir(home.join(".crew/projects"))
-        .unwrap()
-        .flatten()
-    {
-        for f in std::fs::read_dir(project.path()).unwrap().flatten() {
-            if f.path().extension().is_some_and(|e| e == "jsonl") {
-                let text = std::fs::read_to_string(f.path()).unwrap();
-                for (i, line) in text.lines().enumerate() {
-                    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| {
-                        panic!("{} line {}: {e}: {line}", f.path().display(), i + 1)
-                    });
-                    lines.push(v);
-                }
-            }
-        }
-    }
-    lines
+    support::faults::assert_transcripts_whole(home)
 }
 
 /// How many times each call id has a `tool_call_finished` line.
@@ -137,27 +139,13 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The processes (pids) whose command line contains `token`: a command a test started
-/// that outlived its run.
-fn processes_with(token: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(token) {
-            found.push(pid);
-        }
-    }
-    found
+/// The properties every row checks beyond its own (the transcripts were checked whole as
+/// they were read): no process the run started is left, no work was lost, and the user
+/// was told `told` (on stderr or in the transcript).
+fn assert_survived(p: &Place, stderr: &str, lines: &[Value], told: &str) {
+    support::faults::assert_no_process_under(&p.root);
+    support::faults::assert_no_work_lost(&p.dir, &[]);
+    support::faults::assert_told(stderr, lines, told);
 }
 
 fn read_turn(id: &str, path: &str) -> Value {
@@ -168,8 +156,7 @@ fn read_turn(id: &str, path: &str) -> Value {
 fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_completes() {
     let p = place();
     support::put(&p.dir, "a.txt", "alpha\n");
-    // A repository, so that the session has a worktree manager to kill too.
-    support::git(&p.dir, &["init", "-q"]);
+    // The place is a repository, so the session has a worktree manager to kill too.
     support::git(&p.dir, &["add", "."]);
     support::git(&p.dir, &["commit", "-qm", "init"]);
     // Ten turns of five calls: fifty calls; four services killed on every second call
@@ -225,11 +212,7 @@ fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_
     // Most calls still succeed: the kills cost only the calls they caught in flight.
     let ok = sent.values().filter(|(err, _)| !err).count();
     assert!(ok > 0, "no call succeeded");
-    assert!(
-        stderr(&out).contains("restarted the gate"),
-        "{}",
-        stderr(&out)
-    );
+    assert_survived(&p, &stderr(&out), &lines, "restarted the gate");
 }
 
 #[test]
@@ -266,11 +249,7 @@ fn a_call_in_flight_when_its_actor_panics_gets_an_error_and_the_next_call_succee
             "{actor}: {content}"
         );
         assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2, "{actor}");
-        assert!(
-            stderr(&out).contains(&format!("restarted the {actor}")),
-            "{actor}: {}",
-            stderr(&out)
-        );
+        assert_survived(&p, &stderr(&out), &lines, &format!("restarted the {actor}"));
     }
 }
 
@@ -299,6 +278,57 @@ fn an_approver_that_panics_with_a_question_in_flight_is_refused_then_asks_again(
     assert!(sent["second"].0 && !sent["second"].1.contains("stopped before answering"));
     // Neither write happened: a crashed approver never turns into an allow.
     assert!(!p.dir.join("first.txt").exists() && !p.dir.join("second.txt").exists());
+    assert_survived(&p, &stderr(&out), &lines, "restarted the approver");
+}
+
+#[test]
+fn a_registration_lost_with_a_crashed_gate_still_holds_in_its_replacement() {
+    let p = place();
+    support::put(&p.dir, "a.txt", "alpha-content\n");
+    // The command's allowed-tools narrow the lead's registered policy for its turn.
+    support::put(
+        &p.dir,
+        ".crew/commands/look.md",
+        "---\ndescription: Look only\nallowed-tools: Read\n---\nLook at a.txt\n",
+    );
+    let script = json!({"turns": [
+        read_turn("first", "a.txt"),
+        read_turn("read", "a.txt"),
+        {"text": "write", "tool_calls": [{"name": "write_file", "id": "write", "input": {"path": "w.txt", "content": "x"}}]},
+        {"text": "done"}
+    ]});
+    // The gate panics as it handles its first `Register` (the lead's, sent at start): the
+    // registration dies unread with it, and so may the first call if it was queued behind
+    // (it then gets an error result). Bypass: only the gate stands in the write's way.
+    let out = run_prompt(
+        &p,
+        "/look",
+        &script,
+        "bypassPermissions",
+        &[("CREW_FAULTS", "panic:gate.register@1")],
+    )
+    .wait_with_output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = transcript(&p.home);
+    assert_eq!(restarts(&lines), ["gate"]);
+    let sent = results_sent(&p.home);
+    // The replacement knew the lead: its read passed …
+    let (is_error, content) = &sent["read"];
+    assert!(!is_error && content.contains("alpha-content"), "{content}");
+    // … under the policy it registered: the command's limit still refuses the write
+    // (refused by that policy, not as an unknown agent), and nothing was written.
+    let (is_error, content) = &sent["write"];
+    assert!(
+        *is_error && content.contains("command `/look`"),
+        "{content}"
+    );
+    assert!(
+        !p.dir.join("w.txt").exists(),
+        "a lost policy allowed the write"
+    );
+    assert_eq!(finished_ids(&lines).values().sum::<usize>(), 3);
+    assert_survived(&p, &stderr(&out), &lines, "restarted the gate");
 }
 
 #[test]
@@ -321,7 +351,12 @@ fn a_restart_storm_ends_the_session_with_the_reason() {
     let err = stderr(&out);
     assert!(err.contains("restart storm"), "{err}");
     assert!(err.contains("CREW_RESTART_LIMIT"), "{err}");
-    let lines = transcript(&p.home);
+    // The storm cut the run: the last message's calls may be left open (resume closes
+    // them); everything before is whole.
+    let lines: Vec<Value> = support::faults::transcript_files(&p.home)
+        .iter()
+        .flat_map(|f| support::faults::assert_transcript_whole_but_cut(f))
+        .collect();
     assert_eq!(restarts(&lines).len(), 3);
     assert!(
         lines
@@ -332,6 +367,7 @@ fn a_restart_storm_ends_the_session_with_the_reason() {
     );
     // Calls after the storm were never started; each started call has one result.
     assert!(finished_ids(&lines).values().all(|n| *n == 1));
+    assert_survived(&p, &err, &lines, "restart storm");
 }
 
 #[test]
@@ -380,6 +416,7 @@ fn a_full_disk_under_the_transcript_loses_and_duplicates_no_line() {
     // The transcript still resumes.
     let script = full.home.join("script.json");
     std::fs::write(&script, r#"{"turns":[{"text":"resumed"}]}"#).unwrap();
+    assert_survived(&full, &stderr(&out), &lines, "No space left on device");
     let out = support::crew(
         &full.dir,
         &full.home,
@@ -416,13 +453,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
         "bypassPermissions",
         &[("CREW_FAULTS", "panic:permission@2")],
     );
-    for _ in 0..1200 {
-        if p.dir.join("started").exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(p.dir.join("started").exists(), "the first call never ran");
+    support::wait_until_blocking("the first call to run", || p.dir.join("started").exists());
     std::fs::write(
         p.dir.join(".crew/settings.json"),
         "{\"permissions\": {\"deny\": [",
@@ -431,11 +462,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
     std::fs::write(p.dir.join("go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        processes_with("settings-wait-7f3a"),
-        Vec::<u32>::new(),
-        "left running"
-    );
+    support::faults::assert_no_process_with("settings-wait-7f3a");
     let lines = transcript(&p.home);
     assert_eq!(restarts(&lines), ["permission"]);
     let after = finished(&lines, "after");
@@ -445,6 +472,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
         !requests.contains("TOP-SECRET-VALUE"),
         "the secret reached the model"
     );
+    assert_survived(&p, &stderr(&out), &lines, "restarted the permission");
     // The next session refuses to start on the broken file, naming it.
     let out = support::crew(
         &p.dir,
@@ -473,26 +501,18 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
         "bypassPermissions",
         &[("CREW_FAULTS", "kill:tasks@2")],
     );
+    // Read while the run goes on: a line may be half written, so only look for the event.
     let restarted = || {
-        std::fs::read_dir(p.home.join(".crew/projects"))
-            .is_ok_and(|_| !restarts(&transcript(&p.home)).is_empty())
+        support::faults::transcript_files(&p.home)
+            .iter()
+            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("\"actor_restarted\"")))
     };
-    for _ in 0..1200 {
-        if restarted() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(restarted(), "the task manager was never restarted");
+    support::wait_until_blocking("the task manager's restart", restarted);
     std::fs::write(p.dir.join("go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("bg noticed"));
-    assert_eq!(
-        processes_with("tasks-bg-91c2"),
-        Vec::<u32>::new(),
-        "left running"
-    );
+    support::faults::assert_no_process_with("tasks-bg-91c2");
     let lines = transcript(&p.home);
     assert_eq!(restarts(&lines), ["tasks"]);
     // The restarted manager knew the task (from its record) and saw it complete.
@@ -514,6 +534,7 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
         "the task's end never reached the restarted manager"
     );
     assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2);
+    assert_survived(&p, &stderr(&out), &lines, "restarted the tasks");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -561,15 +582,11 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         .canonicalize()
         .unwrap()
         .join(".crew/worktrees");
-    let mut wt = None;
-    for _ in 0..1200 {
-        wt = walk_for(&worktrees, "marker");
-        if wt.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let wt = wt.expect("the subagent's command never started");
+    support::wait_until("the subagent's command to start", || {
+        walk_for(&worktrees, "marker").is_some()
+    })
+    .await;
+    let wt = walk_for(&worktrees, "marker").expect("the subagent's command started");
     // Work committed on its branch, then the directory deleted from under it.
     support::git(
         &wt,
@@ -581,11 +598,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         panic!("the lead's run did not end")
     };
     assert_eq!(outcome.result, "lead done");
-    assert_eq!(
-        processes_with("wt-wait-5d0e"),
-        Vec::<u32>::new(),
-        "left running"
-    );
+    support::faults::assert_no_process_with("wt-wait-5d0e");
     // The branch with its commit is still there.
     let log = support::git(&main, &["log", "--all", "--format=%s"]);
     assert!(
@@ -607,6 +620,17 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         "{branches} / {}",
         told.content
     );
+    // No call answered twice or left unanswered; nothing of the branch lost (the deleted
+    // directory was the test's doing); nothing left running under the project or home.
+    let results = support::tool_results(&conv);
+    let mut ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+    ids.sort_unstable();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "a call answered twice: {ids:?}");
+    support::faults::assert_no_work_lost(&main, &[&wt]);
+    support::faults::assert_no_process_under(&t.home.path().canonicalize().unwrap());
+    support::faults::assert_no_process_under(&main);
 }
 
 /// The directory below `root` (two levels at most) that holds `name`.
