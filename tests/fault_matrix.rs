@@ -62,6 +62,17 @@ fn run_prompt(
     mode: &str,
     env: &[(&str, &str)],
 ) -> std::process::Child {
+    crew_command(p, prompt, script, mode, env).spawn().unwrap()
+}
+
+/// The `crew -p` command of [`run_prompt`], not yet started.
+fn crew_command(
+    p: &Place,
+    prompt: &str,
+    script: &Value,
+    mode: &str,
+    env: &[(&str, &str)],
+) -> Command {
     let path = p.home.join("script.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crew"));
@@ -82,7 +93,7 @@ fn run_prompt(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.spawn().unwrap()
+    cmd
 }
 
 /// Every line of the session's transcripts (the lead's and its agents'), each checked
@@ -535,6 +546,143 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
     );
     assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2);
     assert_survived(&p, &stderr(&out), &lines, "restarted the tasks");
+}
+
+/// The process group of live process `pid`, from `/proc`.
+fn pgid_of(pid: u32) -> u32 {
+    support::faults::processes()
+        .into_iter()
+        .find(|p| p.pid == pid)
+        .unwrap_or_else(|| panic!("process {pid} is not running"))
+        .pgid
+}
+
+/// The pid a command wrote to `file` (waited for, bounded).
+fn pid_in(file: &Path) -> u32 {
+    let read = || {
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    };
+    support::wait_until_blocking(&format!("{} to hold a pid", file.display()), || {
+        read().is_some()
+    });
+    read().unwrap()
+}
+
+#[test]
+fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
+    // Each command starts `sleep 1000` in its group, writes its pid, and waits for it.
+    let sleeper =
+        |name: &str| format!(": orphan-{name}-3b7e; sleep 1000 & echo $! > {name}.pid; wait");
+    let command = |id: &str, background: bool| {
+        json!({"text": id, "tool_calls": [{"name": "run_command", "id": id, "input": {
+            "command": sleeper(id), "run_in_background": background}}]})
+    };
+    // A: a background task, then a foreground command, both running (with an MCP stdio
+    // server) when crew is killed. B: a PreToolUse hook running when crew is killed.
+    let scenarios = [
+        (
+            "command and task",
+            json!({"turns": [command("bg", true), command("fg", false), {"text": "never"}]}),
+            vec!["bg", "fg"],
+            false,
+        ),
+        (
+            "hook",
+            json!({"turns": [read_turn("read", "a.txt"), {"text": "never"}]}),
+            vec!["hook"],
+            true,
+        ),
+    ];
+    for (scenario, script, pid_files, hook) in scenarios {
+        let p = place();
+        support::put(&p.dir, "a.txt", "alpha\n");
+        if hook {
+            let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+                {"type": "command", "command": sleeper("hook")}]}]}});
+            support::put(&p.home, ".crew/settings.json", &settings.to_string());
+        }
+        let server = support::mcp_test_server();
+        let config = p.home.join("mcp.json");
+        let servers = json!({"mcpServers": {"t": {"command": server}}});
+        std::fs::write(&config, servers.to_string()).unwrap();
+        let mut crew = crew_command(&p, "go", &script, "bypassPermissions", &[]);
+        crew.arg("--mcp-config").arg(&config);
+        let mut child = crew.spawn().unwrap();
+
+        let pids: Vec<u32> = pid_files
+            .iter()
+            .map(|f| pid_in(&p.dir.join(format!("{f}.pid"))))
+            .collect();
+        let server_path = server.display().to_string();
+        let under_root = |pid: u32| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(&p.root))
+        };
+        let servers = || -> Vec<u32> {
+            support::faults::processes()
+                .into_iter()
+                .filter(|q| q.cmdline.contains(&server_path) && under_root(q.pid))
+                .map(|q| q.pid)
+                .collect()
+        };
+        support::wait_until_blocking("the MCP server to start", || !servers().is_empty());
+        let mut groups: Vec<u32> = pids.iter().map(|pid| pgid_of(*pid)).collect();
+        groups.extend(servers().into_iter().map(pgid_of));
+        for g in &groups {
+            assert!(
+                !support::faults::group_members(*g).is_empty(),
+                "{scenario}: group {g}"
+            );
+        }
+
+        // SIGKILL: crew can clean nothing up itself.
+        child.kill().unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success(), "{scenario}");
+
+        // No command, task, hook or server, nor anything in their groups, is left.
+        for g in &groups {
+            support::faults::assert_no_orphans(*g);
+        }
+        for pid in &pids {
+            assert!(
+                !support::faults::processes().iter().any(|q| q.pid == *pid),
+                "{scenario}: sleep {pid} outlived crew"
+            );
+        }
+        support::faults::assert_no_process_under(&p.root);
+        // The transcript is whole up to the kill; nothing of the repository was lost.
+        let lines: Vec<Value> = support::faults::transcript_files(&p.home)
+            .iter()
+            .flat_map(|f| support::faults::assert_transcript_whole_but_cut(f))
+            .collect();
+        assert!(
+            lines.iter().any(|l| l["type"] == "tool_call_started"),
+            "{scenario}: the call in flight was recorded before it ran"
+        );
+        support::faults::assert_no_work_lost(&p.dir, &[]);
+        // The user sees what happened: resuming closes the killed call as interrupted.
+        let again = p.home.join("again.json");
+        std::fs::write(&again, r#"{"turns":[{"text":"resumed"}]}"#).unwrap();
+        let requests = p.home.join("again.jsonl");
+        let out = support::crew(
+            &p.dir,
+            &p.home,
+            &[
+                "--continue",
+                "-p",
+                "again",
+                "--model",
+                &format!("script:{}", again.display()),
+                "--record-requests",
+                &requests.display().to_string(),
+            ],
+        );
+        assert!(out.status.success(), "{scenario}: {}", stderr(&out));
+        let seen = std::fs::read_to_string(&requests).unwrap();
+        assert!(seen.contains("interrupted"), "{scenario}: {seen}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
