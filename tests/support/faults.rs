@@ -295,7 +295,7 @@ pub fn assert_no_work_lost(repo: &Path, deleted_by_the_test: &[&Path]) {
     let list = super::git(repo, &["worktree", "list", "--porcelain"]);
     for path in list.lines().filter_map(|l| l.strip_prefix("worktree ")) {
         let path = Path::new(path);
-        if deleted_by_the_test.iter().any(|d| *d == path) {
+        if deleted_by_the_test.contains(&path) {
             continue;
         }
         assert!(
