@@ -221,6 +221,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_journaled_slot_records_each_message_even_one_its_dead_actor_never_read() {
+        let seen = Arc::new(std::sync::Mutex::new(0usize));
+        let (old, _) = Actor::spawn(None, Echo, "old").await.unwrap();
+        let counter = seen.clone();
+        let journal: Journal<Ping> = Arc::new(move |_: &Ping| *counter.lock().unwrap() += 1);
+        let slot = Slot::journaled(old.clone(), journal);
+        assert_eq!(slot.call(Ping, Duration::from_secs(5)).await, Ok("old"));
+        old.kill_and_wait(None).await.unwrap();
+        // Sent to a dead actor with no replacement: never handled, but recorded.
+        let answer = slot.clone().call(Ping, Duration::from_millis(50)).await;
+        assert_eq!(answer, Err(CallError::Gone));
+        assert_eq!(*seen.lock().unwrap(), 2);
+    }
+
+    #[tokio::test]
     async fn with_no_replacement_the_call_ends_within_its_time() {
         let (old, _) = Actor::spawn(None, Echo, "old").await.unwrap();
         let slot = Slot::new(old.clone());
