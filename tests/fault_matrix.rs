@@ -694,6 +694,50 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
     }
 }
 
+#[test]
+fn sigkill_of_crew_leaves_no_confined_subagent_command_behind() {
+    // A subagent's command runs confined (Landlock, mount and PID namespaces) in its
+    // worktree: the guardian, the namespace's intermediate and the shell inside.
+    let p = place();
+    support::put(
+        &p.dir,
+        ".crew/agents/w.md",
+        "---\nname: w\ndescription: worker\ntools: run_command\n---\nWork.\n",
+    );
+    support::git(&p.dir, &["add", "."]);
+    support::git(&p.dir, &["commit", "-qm", "agent"]);
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "agent", "id": "sub", "input": {"description": "worker", "prompt": "p", "subagent_type": "w"}}]},
+        {"text": "never"}],
+      "agents": {"w": {"turns": [
+        {"tool_calls": [{"name": "run_command", "id": "wait", "input": {"command": ": orphan-sub-3b7e; sleep 1000 & wait"}}]},
+        {"text": "never"}]}}});
+    let mut child = crew_command(&p, "go", &script, "bypassPermissions", &[])
+        .spawn()
+        .unwrap();
+    let marked = || -> Vec<u32> {
+        support::faults::processes()
+            .into_iter()
+            .filter(|q| q.cmdline.contains("orphan-sub-3b7e"))
+            .map(|q| q.pgid)
+            .collect()
+    };
+    support::wait_until_blocking("the subagent's command to start", || {
+        marked()
+            .iter()
+            .any(|g| support::faults::group_members(*g).len() >= 2)
+    });
+    let groups = marked();
+    child.kill().unwrap();
+    let _ = child.wait_with_output().unwrap();
+    for g in groups {
+        support::faults::assert_no_orphans(g);
+    }
+    support::faults::assert_no_process_with("orphan-sub-3b7e");
+    support::faults::assert_no_process_under(&p.root);
+    support::faults::assert_no_work_lost(&p.dir, &[]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_lead_is_told() {
     let script = r#"{"turns":[
