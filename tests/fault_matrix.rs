@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 /// A project directory and a home, both temporary.
 struct Place {
     _tmp: tempfile::TempDir,
+    /// Holds the project and the home (and so every worktree).
+    root: PathBuf,
     dir: PathBuf,
     home: PathBuf,
 }
@@ -27,8 +29,14 @@ fn place() -> Place {
     let (dir, home) = (root.join("project"), root.join("home"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::create_dir_all(&home).unwrap();
+    // A repository with one commit, so that "no work lost" has something to check.
+    support::put(&dir, ".gitignore", "started\ngo\n");
+    support::git(&dir, &["init", "-q"]);
+    support::git(&dir, &["add", "."]);
+    support::git(&dir, &["commit", "-qm", "init"]);
     Place {
         _tmp: tmp,
+        root,
         dir,
         home,
     }
@@ -43,10 +51,32 @@ fn run(p: &Place, script: &Value, mode: &str, env: &[(&str, &str)]) -> Output {
 }
 
 fn run_spawned(p: &Place, script: &Value, mode: &str, env: &[(&str, &str)]) -> std::process::Child {
+    run_prompt(p, "go", script, mode, env)
+}
+
+/// [`run_spawned`] with the prompt `prompt`.
+fn run_prompt(
+    p: &Place,
+    prompt: &str,
+    script: &Value,
+    mode: &str,
+    env: &[(&str, &str)],
+) -> std::process::Child {
+    crew_command(p, prompt, script, mode, env).spawn().unwrap()
+}
+
+/// The `crew -p` command of [`run_prompt`], not yet started.
+fn crew_command(
+    p: &Place,
+    prompt: &str,
+    script: &Value,
+    mode: &str,
+    env: &[(&str, &str)],
+) -> Command {
     let path = p.home.join("script.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crew"));
-    cmd.args(["-p", "go", "--permission-mode", mode])
+    cmd.args(["-p", prompt, "--permission-mode", mode])
         .arg("--model")
         .arg(format!("script:{}", path.display()))
         .arg("--record-requests")
@@ -63,30 +93,13 @@ fn run_spawned(p: &Place, script: &Value, mode: &str, env: &[(&str, &str)]) -> s
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.spawn().unwrap()
+    cmd
 }
 
-/// Every line of the session's lead transcript, parsed: a line that does not parse (a
-/// torn or spliced line) fails the test.
+/// Every line of the session's transcripts (the lead's and its agents'), each checked
+/// whole: no line torn, lost or duplicated, each call answered exactly once.
 fn transcript(home: &Path) -> Vec<Value> {
-    let mut lines = Vec::new();
-    for project in std::fs::read_dir(home.join(".crew/projects"))
-        .unwrap()
-        .flatten()
-    {
-        for f in std::fs::read_dir(project.path()).unwrap().flatten() {
-            if f.path().extension().is_some_and(|e| e == "jsonl") {
-                let text = std::fs::read_to_string(f.path()).unwrap();
-                for (i, line) in text.lines().enumerate() {
-                    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| {
-                        panic!("{} line {}: {e}: {line}", f.path().display(), i + 1)
-                    });
-                    lines.push(v);
-                }
-            }
-        }
-    }
-    lines
+    support::faults::assert_transcripts_whole(home)
 }
 
 /// How many times each call id has a `tool_call_finished` line.
@@ -137,27 +150,13 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The processes (pids) whose command line contains `token`: a command a test started
-/// that outlived its run.
-fn processes_with(token: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(token) {
-            found.push(pid);
-        }
-    }
-    found
+/// The properties every row checks beyond its own (the transcripts were checked whole as
+/// they were read): no process the run started is left, no work was lost, and the user
+/// was told `told` (on stderr or in the transcript).
+fn assert_survived(p: &Place, stderr: &str, lines: &[Value], told: &str) {
+    support::faults::assert_no_process_under(&p.root);
+    support::faults::assert_no_work_lost(&p.dir, &[]);
+    support::faults::assert_told(stderr, lines, told);
 }
 
 fn read_turn(id: &str, path: &str) -> Value {
@@ -168,8 +167,7 @@ fn read_turn(id: &str, path: &str) -> Value {
 fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_completes() {
     let p = place();
     support::put(&p.dir, "a.txt", "alpha\n");
-    // A repository, so that the session has a worktree manager to kill too.
-    support::git(&p.dir, &["init", "-q"]);
+    // The place is a repository, so the session has a worktree manager to kill too.
     support::git(&p.dir, &["add", "."]);
     support::git(&p.dir, &["commit", "-qm", "init"]);
     // Ten turns of five calls: fifty calls; four services killed on every second call
@@ -225,11 +223,7 @@ fn a_hundred_kills_during_a_fifty_call_run_every_call_gets_a_result_and_the_run_
     // Most calls still succeed: the kills cost only the calls they caught in flight.
     let ok = sent.values().filter(|(err, _)| !err).count();
     assert!(ok > 0, "no call succeeded");
-    assert!(
-        stderr(&out).contains("restarted the gate"),
-        "{}",
-        stderr(&out)
-    );
+    assert_survived(&p, &stderr(&out), &lines, "restarted the gate");
 }
 
 #[test]
@@ -266,11 +260,7 @@ fn a_call_in_flight_when_its_actor_panics_gets_an_error_and_the_next_call_succee
             "{actor}: {content}"
         );
         assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2, "{actor}");
-        assert!(
-            stderr(&out).contains(&format!("restarted the {actor}")),
-            "{actor}: {}",
-            stderr(&out)
-        );
+        assert_survived(&p, &stderr(&out), &lines, &format!("restarted the {actor}"));
     }
 }
 
@@ -299,6 +289,57 @@ fn an_approver_that_panics_with_a_question_in_flight_is_refused_then_asks_again(
     assert!(sent["second"].0 && !sent["second"].1.contains("stopped before answering"));
     // Neither write happened: a crashed approver never turns into an allow.
     assert!(!p.dir.join("first.txt").exists() && !p.dir.join("second.txt").exists());
+    assert_survived(&p, &stderr(&out), &lines, "restarted the approver");
+}
+
+#[test]
+fn a_registration_lost_with_a_crashed_gate_still_holds_in_its_replacement() {
+    let p = place();
+    support::put(&p.dir, "a.txt", "alpha-content\n");
+    // The command's allowed-tools narrow the lead's registered policy for its turn.
+    support::put(
+        &p.dir,
+        ".crew/commands/look.md",
+        "---\ndescription: Look only\nallowed-tools: Read\n---\nLook at a.txt\n",
+    );
+    let script = json!({"turns": [
+        read_turn("first", "a.txt"),
+        read_turn("read", "a.txt"),
+        {"text": "write", "tool_calls": [{"name": "write_file", "id": "write", "input": {"path": "w.txt", "content": "x"}}]},
+        {"text": "done"}
+    ]});
+    // The gate panics as it handles its first `Register` (the lead's, sent at start): the
+    // registration dies unread with it, and so may the first call if it was queued behind
+    // (it then gets an error result). Bypass: only the gate stands in the write's way.
+    let out = run_prompt(
+        &p,
+        "/look",
+        &script,
+        "bypassPermissions",
+        &[("CREW_FAULTS", "panic:gate.register@1")],
+    )
+    .wait_with_output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = transcript(&p.home);
+    assert_eq!(restarts(&lines), ["gate"]);
+    let sent = results_sent(&p.home);
+    // The replacement knew the lead: its read passed …
+    let (is_error, content) = &sent["read"];
+    assert!(!is_error && content.contains("alpha-content"), "{content}");
+    // … under the policy it registered: the command's limit still refuses the write
+    // (refused by that policy, not as an unknown agent), and nothing was written.
+    let (is_error, content) = &sent["write"];
+    assert!(
+        *is_error && content.contains("command `/look`"),
+        "{content}"
+    );
+    assert!(
+        !p.dir.join("w.txt").exists(),
+        "a lost policy allowed the write"
+    );
+    assert_eq!(finished_ids(&lines).values().sum::<usize>(), 3);
+    assert_survived(&p, &stderr(&out), &lines, "restarted the gate");
 }
 
 #[test]
@@ -321,7 +362,12 @@ fn a_restart_storm_ends_the_session_with_the_reason() {
     let err = stderr(&out);
     assert!(err.contains("restart storm"), "{err}");
     assert!(err.contains("CREW_RESTART_LIMIT"), "{err}");
-    let lines = transcript(&p.home);
+    // The storm cut the run: the last message's calls may be left open (resume closes
+    // them); everything before is whole.
+    let lines: Vec<Value> = support::faults::transcript_files(&p.home)
+        .iter()
+        .flat_map(|f| support::faults::assert_transcript_whole_but_cut(f))
+        .collect();
     assert_eq!(restarts(&lines).len(), 3);
     assert!(
         lines
@@ -332,6 +378,7 @@ fn a_restart_storm_ends_the_session_with_the_reason() {
     );
     // Calls after the storm were never started; each started call has one result.
     assert!(finished_ids(&lines).values().all(|n| *n == 1));
+    assert_survived(&p, &err, &lines, "restart storm");
 }
 
 #[test]
@@ -380,6 +427,7 @@ fn a_full_disk_under_the_transcript_loses_and_duplicates_no_line() {
     // The transcript still resumes.
     let script = full.home.join("script.json");
     std::fs::write(&script, r#"{"turns":[{"text":"resumed"}]}"#).unwrap();
+    assert_survived(&full, &stderr(&out), &lines, "No space left on device");
     let out = support::crew(
         &full.dir,
         &full.home,
@@ -416,13 +464,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
         "bypassPermissions",
         &[("CREW_FAULTS", "panic:permission@2")],
     );
-    for _ in 0..1200 {
-        if p.dir.join("started").exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(p.dir.join("started").exists(), "the first call never ran");
+    support::wait_until_blocking("the first call to run", || p.dir.join("started").exists());
     std::fs::write(
         p.dir.join(".crew/settings.json"),
         "{\"permissions\": {\"deny\": [",
@@ -431,11 +473,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
     std::fs::write(p.dir.join("go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        processes_with("settings-wait-7f3a"),
-        Vec::<u32>::new(),
-        "left running"
-    );
+    support::faults::assert_no_process_with("settings-wait-7f3a");
     let lines = transcript(&p.home);
     assert_eq!(restarts(&lines), ["permission"]);
     let after = finished(&lines, "after");
@@ -445,6 +483,7 @@ fn settings_broken_mid_session_keep_the_last_good_policy_across_an_engine_restar
         !requests.contains("TOP-SECRET-VALUE"),
         "the secret reached the model"
     );
+    assert_survived(&p, &stderr(&out), &lines, "restarted the permission");
     // The next session refuses to start on the broken file, naming it.
     let out = support::crew(
         &p.dir,
@@ -473,26 +512,18 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
         "bypassPermissions",
         &[("CREW_FAULTS", "kill:tasks@2")],
     );
+    // Read while the run goes on: a line may be half written, so only look for the event.
     let restarted = || {
-        std::fs::read_dir(p.home.join(".crew/projects"))
-            .is_ok_and(|_| !restarts(&transcript(&p.home)).is_empty())
+        support::faults::transcript_files(&p.home)
+            .iter()
+            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("\"actor_restarted\"")))
     };
-    for _ in 0..1200 {
-        if restarted() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(restarted(), "the task manager was never restarted");
+    support::wait_until_blocking("the task manager's restart", restarted);
     std::fs::write(p.dir.join("go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("bg noticed"));
-    assert_eq!(
-        processes_with("tasks-bg-91c2"),
-        Vec::<u32>::new(),
-        "left running"
-    );
+    support::faults::assert_no_process_with("tasks-bg-91c2");
     let lines = transcript(&p.home);
     assert_eq!(restarts(&lines), ["tasks"]);
     // The restarted manager knew the task (from its record) and saw it complete.
@@ -514,6 +545,197 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
         "the task's end never reached the restarted manager"
     );
     assert_eq!(finished_ids(&lines).values().sum::<usize>(), 2);
+    assert_survived(&p, &stderr(&out), &lines, "restarted the tasks");
+}
+
+/// The process group of live process `pid`, from `/proc`.
+fn pgid_of(pid: u32) -> u32 {
+    support::faults::processes()
+        .into_iter()
+        .find(|p| p.pid == pid)
+        .unwrap_or_else(|| panic!("process {pid} is not running"))
+        .pgid
+}
+
+/// The pid a command wrote to `file` (waited for, bounded).
+fn pid_in(file: &Path) -> u32 {
+    let read = || {
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    };
+    support::wait_until_blocking(&format!("{} to hold a pid", file.display()), || {
+        read().is_some()
+    });
+    read().unwrap()
+}
+
+#[test]
+fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
+    // Each command starts `sleep 1000` in its group, writes its pid, and waits for it.
+    let sleeper =
+        |name: &str| format!(": orphan-{name}-3b7e; sleep 1000 & echo $! > {name}.pid; wait");
+    let command = |id: &str, background: bool| {
+        json!({"text": id, "tool_calls": [{"name": "run_command", "id": id, "input": {
+            "command": sleeper(id), "run_in_background": background}}]})
+    };
+    // Each scenario: the script, what is running when crew is killed (by the files
+    // their pids are in), and whether a tool call is in flight then.
+    struct Scenario {
+        name: &'static str,
+        script: Value,
+        running: &'static [&'static str],
+        call_in_flight: bool,
+    }
+    let scenarios = [
+        // A background task, then a foreground command, both running.
+        Scenario {
+            name: "command and task",
+            script: json!({"turns": [command("bg", true), command("fg", false), {"text": "never"}]}),
+            running: &["bg", "fg"],
+            call_in_flight: true,
+        },
+        // A PreToolUse hook running.
+        Scenario {
+            name: "hook",
+            script: json!({"turns": [read_turn("read", "a.txt"), {"text": "never"}]}),
+            running: &["hook"],
+            call_in_flight: true,
+        },
+        // An MCP stdio server (one that never answers the handshake) running.
+        Scenario {
+            name: "MCP server",
+            script: json!({"turns": [{"text": "never"}]}),
+            running: &["mcp"],
+            call_in_flight: false,
+        },
+    ];
+    for s in scenarios {
+        let p = place();
+        support::put(&p.dir, "a.txt", "alpha\n");
+        if s.running.contains(&"hook") {
+            let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+                {"type": "command", "command": sleeper("hook")}]}]}});
+            support::put(&p.home, ".crew/settings.json", &settings.to_string());
+        }
+        let mut crew = crew_command(&p, "go", &s.script, "bypassPermissions", &[]);
+        if s.running.contains(&"mcp") {
+            let config = p.home.join("mcp.json");
+            let servers =
+                json!({"mcpServers": {"t": {"command": "bash", "args": ["-c", sleeper("mcp")]}}});
+            std::fs::write(&config, servers.to_string()).unwrap();
+            crew.arg("--mcp-config").arg(&config);
+        }
+        let mut child = crew.spawn().unwrap();
+        let scenario = s.name;
+
+        let pids: Vec<u32> = s
+            .running
+            .iter()
+            .map(|f| pid_in(&p.dir.join(format!("{f}.pid"))))
+            .collect();
+        let groups: Vec<u32> = pids.iter().map(|pid| pgid_of(*pid)).collect();
+        for g in &groups {
+            assert!(
+                !support::faults::group_members(*g).is_empty(),
+                "{scenario}: group {g}"
+            );
+        }
+
+        // SIGKILL: crew can clean nothing up itself.
+        child.kill().unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success(), "{scenario}");
+
+        // No command, task, hook or server, nor anything in their groups, is left.
+        for g in &groups {
+            support::faults::assert_no_orphans(*g);
+        }
+        for pid in &pids {
+            assert!(
+                !support::faults::processes().iter().any(|q| q.pid == *pid),
+                "{scenario}: sleep {pid} outlived crew"
+            );
+        }
+        support::faults::assert_no_process_under(&p.root);
+        support::faults::assert_no_work_lost(&p.dir, &[]);
+        if !s.call_in_flight {
+            continue;
+        }
+        // The transcript is whole up to the kill, the call in flight recorded.
+        let lines: Vec<Value> = support::faults::transcript_files(&p.home)
+            .iter()
+            .flat_map(|f| support::faults::assert_transcript_whole_but_cut(f))
+            .collect();
+        assert!(
+            lines.iter().any(|l| l["type"] == "tool_call_started"),
+            "{scenario}: the call in flight was recorded before it ran"
+        );
+        // The user sees what happened: resuming closes the killed call as interrupted.
+        let again = p.home.join("again.json");
+        std::fs::write(&again, r#"{"turns":[{"text":"resumed"}]}"#).unwrap();
+        let requests = p.home.join("again.jsonl");
+        let out = support::crew(
+            &p.dir,
+            &p.home,
+            &[
+                "--continue",
+                "-p",
+                "again",
+                "--model",
+                &format!("script:{}", again.display()),
+                "--record-requests",
+                &requests.display().to_string(),
+            ],
+        );
+        assert!(out.status.success(), "{scenario}: {}", stderr(&out));
+        let seen = std::fs::read_to_string(&requests).unwrap();
+        assert!(seen.contains("interrupted"), "{scenario}: {seen}");
+    }
+}
+
+#[test]
+fn sigkill_of_crew_leaves_no_confined_subagent_command_behind() {
+    // A subagent's command runs confined (Landlock, mount and PID namespaces) in its
+    // worktree: the guardian, the namespace's intermediate and the shell inside.
+    let p = place();
+    support::put(
+        &p.dir,
+        ".crew/agents/w.md",
+        "---\nname: w\ndescription: worker\ntools: run_command\n---\nWork.\n",
+    );
+    support::git(&p.dir, &["add", "."]);
+    support::git(&p.dir, &["commit", "-qm", "agent"]);
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "agent", "id": "sub", "input": {"description": "worker", "prompt": "p", "subagent_type": "w"}}]},
+        {"text": "never"}],
+      "agents": {"w": {"turns": [
+        {"tool_calls": [{"name": "run_command", "id": "wait", "input": {"command": ": orphan-sub-3b7e; sleep 1000 & wait"}}]},
+        {"text": "never"}]}}});
+    let mut child = crew_command(&p, "go", &script, "bypassPermissions", &[])
+        .spawn()
+        .unwrap();
+    let marked = || -> Vec<u32> {
+        support::faults::processes()
+            .into_iter()
+            .filter(|q| q.cmdline.contains("orphan-sub-3b7e"))
+            .map(|q| q.pgid)
+            .collect()
+    };
+    support::wait_until_blocking("the subagent's command to start", || {
+        marked()
+            .iter()
+            .any(|g| support::faults::group_members(*g).len() >= 2)
+    });
+    let groups = marked();
+    child.kill().unwrap();
+    let _ = child.wait_with_output().unwrap();
+    for g in groups {
+        support::faults::assert_no_orphans(g);
+    }
+    support::faults::assert_no_process_with("orphan-sub-3b7e");
+    support::faults::assert_no_process_under(&p.root);
+    support::faults::assert_no_work_lost(&p.dir, &[]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -561,15 +783,11 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         .canonicalize()
         .unwrap()
         .join(".crew/worktrees");
-    let mut wt = None;
-    for _ in 0..1200 {
-        wt = walk_for(&worktrees, "marker");
-        if wt.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let wt = wt.expect("the subagent's command never started");
+    support::wait_until("the subagent's command to start", || {
+        walk_for(&worktrees, "marker").is_some()
+    })
+    .await;
+    let wt = walk_for(&worktrees, "marker").expect("the subagent's command started");
     // Work committed on its branch, then the directory deleted from under it.
     support::git(
         &wt,
@@ -581,11 +799,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         panic!("the lead's run did not end")
     };
     assert_eq!(outcome.result, "lead done");
-    assert_eq!(
-        processes_with("wt-wait-5d0e"),
-        Vec::<u32>::new(),
-        "left running"
-    );
+    support::faults::assert_no_process_with("wt-wait-5d0e");
     // The branch with its commit is still there.
     let log = support::git(&main, &["log", "--all", "--format=%s"]);
     assert!(
@@ -607,6 +821,17 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         "{branches} / {}",
         told.content
     );
+    // No call answered twice or left unanswered; nothing of the branch lost (the deleted
+    // directory was the test's doing); nothing left running under the project or home.
+    let results = support::tool_results(&conv);
+    let mut ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+    ids.sort_unstable();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), n, "a call answered twice: {ids:?}");
+    support::faults::assert_no_work_lost(&main, &[&wt]);
+    support::faults::assert_no_process_under(&t.home.path().canonicalize().unwrap());
+    support::faults::assert_no_process_under(&main);
 }
 
 /// The directory below `root` (two levels at most) that holds `name`.
@@ -622,4 +847,105 @@ fn walk_for(root: &Path, name: &str) -> Option<PathBuf> {
         }
     }
     None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_errors_and_a_torn_stream_in_a_real_run_lose_nothing_and_are_shown() {
+    use support::provider::*;
+    use wiremock::{Mock, MockServer, ResponseTemplate, matchers};
+    let p = place();
+    support::put(&p.dir, "a.txt", "alpha-content\n");
+    let turn = |blocks: Vec<Value>| {
+        let mut e = vec![a_message_start(10, 0)];
+        e.extend(blocks);
+        e.extend(a_end("tool_use", 5));
+        sse_response(anthropic_sse(&e))
+    };
+    let command = r#"{"command":": prov-cmd-88a1; echo ran-one"}"#;
+    // A torn stream: text, then the connection ends mid-output.
+    let mut torn = vec![a_message_start(5, 0)];
+    torn.push(
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+    );
+    torn.push(json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading"}}));
+    let mut second = a_text_block(0, &["Reading", " now"]);
+    second.extend(a_tool_block(
+        1,
+        "toolu_2",
+        "read_file",
+        &[r#"{"path":"a.txt"}"#],
+    ));
+    let sequence = Sequence::new(vec![
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "1")
+            .set_body_json(json!({"type":"error","error":{"type":"rate_limit_error","message":"rate limited"}})),
+        turn(a_tool_block(0, "toolu_1", "run_command", &[command])),
+        ResponseTemplate::new(529)
+            .set_body_json(json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})),
+        ResponseTemplate::new(500)
+            .set_body_json(json!({"type":"error","error":{"type":"api_error","message":"Internal server error"}})),
+        sse_response(anthropic_sse(&torn)),
+        turn(second),
+        sse_response(a_text_turn(&["all done"])),
+    ]);
+    let server = MockServer::start().await;
+    Mock::given(matchers::method("POST"))
+        .and(matchers::path("/v1/messages"))
+        .respond_with(sequence.clone())
+        .mount(&server)
+        .await;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crew"));
+    cmd.args(["-p", "go", "--permission-mode", "bypassPermissions"])
+        .args(["--model", "anthropic:claude-sonnet-4-5"])
+        .current_dir(&p.dir)
+        .env("HOME", &p.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", server.uri())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CREW_FAULTS");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all done"));
+    // Seven requests: each error and the torn stream were retried once.
+    assert_eq!(sequence.arrivals().len(), 7);
+    // No line lost or twice: both calls started, finished and answered exactly once, and
+    // the torn text was not appended twice.
+    let lines = transcript(&p.home);
+    let ids = finished_ids(&lines);
+    assert_eq!(ids.get("toolu_1"), Some(&1));
+    assert_eq!(ids.get("toolu_2"), Some(&1));
+    let texts: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "message_appended" && l["message"]["role"] == "assistant")
+        .map(|l| l["message"].to_string())
+        .collect();
+    assert_eq!(
+        texts.iter().filter(|t| t.contains("Reading now")).count(),
+        1,
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("\"Reading\"")),
+        "{texts:?}"
+    );
+    // The user saw each retry and its reason.
+    for reason in ["429", "overloaded", "500", "interrupted"] {
+        assert_told(&err, &lines, reason);
+    }
+    assert_eq!(
+        lines.iter().filter(|l| l["type"] == "retrying").count(),
+        4,
+        "one event per retry"
+    );
+    support::faults::assert_no_process_with("prov-cmd-88a1");
+    assert_survived(&p, &err, &lines, "retrying");
+}
+
+/// [`support::faults::assert_told`], for the rows that check several messages.
+fn assert_told(stderr: &str, lines: &[Value], needle: &str) {
+    support::faults::assert_told(stderr, lines, needle);
 }

@@ -4,8 +4,14 @@
 //! the executor, whose only reference it holds (through the supervisor's slot, so a
 //! restarted executor is reached). A permit of an agent that registered no policy is
 //! refused. It never waits for the executor: the caller's reply port travels with the
-//! cleared call. Under a session, each policy change is written through to the
-//! supervisor's `GateMemory`, from which a restarted gate starts.
+//! cleared call.
+//!
+//! Under a session the policies live in the supervisor's `GateMemory`: the gate's slot
+//! journals every policy message into it as it is sent (`record`), before the gate has
+//! read it, and the gate reads the policies from there. A gate that dies with a
+//! `Register` unread in its mailbox therefore loses nothing: its replacement starts from
+//! the memory, which already holds the registration. (Without the journal a lost
+//! registration would only ever refuse calls, never allow them: fail closed either way.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,9 +25,50 @@ use crate::protocol::{ToolCall, ToolResult};
 use crate::supervise::Slot;
 use crate::tools::{Registry, ToolContext};
 
-/// A copy of the registered policies, kept by a supervised gate after each change so a
-/// restarted gate still knows every running agent.
+/// The registered policies of a supervised gate, written by the journal of its slot as
+/// each policy message is sent (see [`record`]) and read by the gate (and by its
+/// replacement after a crash).
 pub type GateMemory = Arc<Mutex<HashMap<String, GatePolicy>>>;
+
+/// Applies a policy message (`Register`, `Update`, `Narrow`, `EndLimits`, `Unregister`)
+/// to `policies`; any other message changes nothing.
+fn apply(policies: &mut HashMap<String, GatePolicy>, msg: &GateMsg) {
+    match msg {
+        GateMsg::Register { agent, policy } => {
+            policies.insert(agent.clone(), policy.clone());
+        }
+        // An update never registers: a late one must not revive an ended agent.
+        GateMsg::Update { agent, policy } => {
+            if let Some(current) = policies.get_mut(agent) {
+                *current = policy.clone();
+            }
+        }
+        GateMsg::Narrow { agent, limit } => {
+            if let Some(current) = policies.get_mut(agent) {
+                current.narrow(limit.clone());
+            }
+        }
+        GateMsg::EndLimits { agent } => {
+            if let Some(current) = policies.get_mut(agent) {
+                current.end_limits();
+            }
+        }
+        GateMsg::Unregister { agent } => {
+            policies.remove(agent);
+        }
+        GateMsg::Refusal { .. } | GateMsg::Submit { .. } => {}
+    }
+}
+
+/// The journal of a supervised gate's slot: records each policy message in `memory` as it
+/// is sent, in the senders' order.
+pub fn record(memory: &GateMemory, msg: &GateMsg) {
+    if matches!(msg, GateMsg::Refusal { .. } | GateMsg::Submit { .. }) {
+        return;
+    }
+    // A poisoned lock only means a panic mid-update; each entry is replaced whole.
+    apply(&mut memory.lock().unwrap_or_else(|e| e.into_inner()), msg);
+}
 
 /// Messages the gate accepts.
 pub enum GateMsg {
@@ -93,41 +140,64 @@ pub struct GateArgs {
     /// The executor: no agent holds this reference; only the gate (and the supervisor
     /// that restarts the executor) do.
     pub executor: Slot<ExecutorMsg>,
-    /// Where to keep the policies, and where a restarted gate reads them back (`None`:
-    /// start empty, keep nothing).
+    /// The policies, kept by the journal of the gate's slot (see [`record`]): the gate
+    /// reads them there and leaves the policy messages it receives to the journal, which
+    /// has applied them already. `None`: the gate keeps its own policies, from the
+    /// messages it handles.
     pub memory: Option<GateMemory>,
+}
+
+/// Where the gate's policies are.
+enum Policies {
+    /// Its own, from the messages it handled.
+    Own(HashMap<String, GatePolicy>),
+    /// The supervisor's, journaled as the messages were sent.
+    Journaled(GateMemory),
 }
 
 /// The gate's state: its configuration and each registered agent's policy.
 pub struct GateState {
     registry: Arc<Registry>,
     executor: Slot<ExecutorMsg>,
-    policies: HashMap<String, GatePolicy>,
-    memory: Option<GateMemory>,
+    policies: Policies,
 }
 
 impl GateState {
-    /// Writes one agent's policy (or its removal) through to the memory.
-    fn remember(&self, agent: &str) {
-        let Some(memory) = &self.memory else { return };
-        // A poisoned lock only means a panic mid-insert; the entry is replaced whole.
-        let mut memory = memory.lock().unwrap_or_else(|e| e.into_inner());
-        match self.policies.get(agent) {
-            Some(policy) => memory.insert(agent.to_string(), policy.clone()),
-            None => memory.remove(agent),
-        };
+    /// The registered policies, for the time of one judgement.
+    fn policies(&self) -> PoliciesRef<'_> {
+        match &self.policies {
+            Policies::Own(own) => PoliciesRef::Own(own),
+            // A poisoned lock only means a panic mid-update; each entry is whole.
+            Policies::Journaled(memory) => {
+                PoliciesRef::Journaled(memory.lock().unwrap_or_else(|e| e.into_inner()))
+            }
+        }
     }
+}
 
-    /// The agent's policy, or the refusal of a call from an unregistered agent.
-    fn policy(&self, agent: &str, call: &ToolCall) -> Result<&GatePolicy, ToolResult> {
-        self.policies.get(agent).ok_or_else(|| {
-            ToolResult::error(
-                &call.id,
-                "tool_not_allowed",
-                format!("agent `{agent}` is not registered with the gate; the call was not run"),
-            )
-        })
+/// A view of the policies wherever they are.
+enum PoliciesRef<'a> {
+    Own(&'a HashMap<String, GatePolicy>),
+    Journaled(std::sync::MutexGuard<'a, HashMap<String, GatePolicy>>),
+}
+
+impl std::ops::Deref for PoliciesRef<'_> {
+    type Target = HashMap<String, GatePolicy>;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            PoliciesRef::Own(own) => own,
+            PoliciesRef::Journaled(guard) => guard,
+        }
     }
+}
+
+/// The refusal of a call from an agent that is not registered.
+fn unregistered(agent: &str, call: &ToolCall) -> ToolResult {
+    ToolResult::error(
+        &call.id,
+        "tool_not_allowed",
+        format!("agent `{agent}` is not registered with the gate; the call was not run"),
+    )
 }
 
 impl Actor for Gate {
@@ -140,15 +210,14 @@ impl Actor for Gate {
         _myself: ActorRef<Self::Msg>,
         args: GateArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let policies = match &args.memory {
-            Some(memory) => memory.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            None => HashMap::new(),
+        let policies = match args.memory {
+            Some(memory) => Policies::Journaled(memory),
+            None => Policies::Own(HashMap::new()),
         };
         Ok(GateState {
             registry: args.registry,
             executor: args.executor,
             policies,
-            memory: args.memory,
         })
     }
 
@@ -158,48 +227,33 @@ impl Actor for Gate {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let GateMsg::Submit { .. } = &msg {
-            crate::supervise::faults::point("gate");
+        match &msg {
+            GateMsg::Submit { .. } => crate::supervise::faults::point("gate"),
+            GateMsg::Register { .. } => crate::supervise::faults::point("gate.register"),
+            _ => {}
         }
         match msg {
-            GateMsg::Register { agent, policy } => {
-                state.policies.insert(agent.clone(), policy);
-                state.remember(&agent);
-            }
-            // An update never registers: a late one must not revive an ended agent.
-            GateMsg::Update { agent, policy } => {
-                if let Some(current) = state.policies.get_mut(&agent) {
-                    *current = policy;
-                    state.remember(&agent);
+            GateMsg::Register { .. }
+            | GateMsg::Update { .. }
+            | GateMsg::Narrow { .. }
+            | GateMsg::EndLimits { .. }
+            | GateMsg::Unregister { .. } => {
+                // A journaled gate's policies were updated as the message was sent.
+                if let Policies::Own(own) = &mut state.policies {
+                    apply(own, &msg);
                 }
-            }
-            GateMsg::Narrow { agent, limit } => {
-                if let Some(current) = state.policies.get_mut(&agent) {
-                    current.narrow(limit);
-                    state.remember(&agent);
-                }
-            }
-            GateMsg::EndLimits { agent } => {
-                if let Some(current) = state.policies.get_mut(&agent) {
-                    current.end_limits();
-                    state.remember(&agent);
-                }
-            }
-            GateMsg::Unregister { agent } => {
-                state.policies.remove(&agent);
-                state.remember(&agent);
             }
             GateMsg::Refusal { agent, call, reply } => {
-                let refused = match state.policy(&agent, &call) {
-                    Ok(policy) => refusal(&state.registry, policy, &call),
-                    Err(refused) => Some(refused),
+                let refused = match state.policies().get(&agent) {
+                    Some(policy) => refusal(&state.registry, policy, &call),
+                    None => Some(unregistered(&agent, &call)),
                 };
                 let _ = reply.send(refused);
             }
             GateMsg::Submit { permit, ctx, reply } => {
-                let cleared = match state.policy(permit.agent(), permit.call()) {
-                    Ok(policy) => clear(&state.registry, policy, permit, ctx),
-                    Err(refused) => Err(refused),
+                let cleared = match state.policies().get(permit.agent()) {
+                    Some(policy) => clear(&state.registry, policy, permit, ctx),
+                    None => Err(unregistered(permit.agent(), permit.call())),
                 };
                 match cleared {
                     Err(refusal) => {

@@ -65,6 +65,8 @@ pub async fn connect(
                 // explains a failed start.
                 .stderr(std::process::Stdio::piped())
                 .process_group(0);
+            // The server dies with crew, even if crew is killed with SIGKILL.
+            crate::tools::process::guard_command(&mut cmd);
             let mut child = GroupChild::spawn(&mut cmd, cwd).map_err(|e| match e {
                 ProcessError::Spawn { source, .. } => format!(
                     "cannot start `{command}`: {source} (check the server's `command` and that it is installed)"

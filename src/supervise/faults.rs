@@ -13,7 +13,9 @@
 //!
 //! `ACTORS` is one or more of `permission`, `approver`, `gate`, `executor`, `worktrees`,
 //! `tasks`, joined by `+`; `WHEN` is `N` (the N-th) or `everyK` (every K-th). A `panic` counts the
-//! messages that carry a call (`Authorize`, `Ask`, `Submit`, `Execute`).
+//! messages that carry a call (`Authorize`, `Ask`, `Submit`, `Execute`); the target
+//! `gate.register` counts the gate's `Register` messages instead (a registration lost
+//! with a crashed gate).
 //! Example: `CREW_FAULTS='kill:gate+executor@every1;panic:permission@7'`.
 
 /// The environment variable read by the injector.
@@ -70,6 +72,18 @@ pub const ACTORS: [&str; 6] = [
     "tasks",
 ];
 
+/// What a `panic` may name: an actor, or `gate.register` (the gate panics as it handles
+/// the matching `Register`, counted apart from its calls).
+pub const PANIC_TARGETS: [&str; 7] = [
+    "permission",
+    "approver",
+    "gate",
+    "executor",
+    "worktrees",
+    "tasks",
+    "gate.register",
+];
+
 /// Parses a `CREW_FAULTS` value.
 pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
     let mut faults = Vec::new();
@@ -86,7 +100,8 @@ pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
         let actors: Vec<String> = actors.split('+').map(|a| a.trim().to_string()).collect();
         let known: &[&str] = match kind {
             FaultKind::Full => &["transcript"],
-            _ => &ACTORS,
+            FaultKind::Panic => &PANIC_TARGETS,
+            FaultKind::Kill => &ACTORS,
         };
         if let Some(a) = actors.iter().find(|a| !known.contains(&a.as_str())) {
             return Err(bad(&format!("unknown target `{a}`; one of {known:?}")));
@@ -238,6 +253,10 @@ mod tests {
     #[test]
     fn rules_parse_and_fire_when_they_say() {
         let plan = parse("kill:gate+executor@every2; panic:permission@7").unwrap();
+        assert_eq!(
+            parse("panic:gate.register@2").unwrap()[0].actors,
+            ["gate.register"]
+        );
         assert_eq!(plan.len(), 2);
         assert_eq!(plan[0].kind, FaultKind::Kill);
         assert_eq!(plan[0].actors, ["gate", "executor"]);
@@ -255,6 +274,7 @@ mod tests {
             "kill:gate@every0",
             "full:gate@1",
             "panic:transcript@1",
+            "kill:gate.register@1",
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(bad), "{bad}: {e}");

@@ -1,7 +1,7 @@
 //! The session's service actors — permission engine, approver, gate, executor and
 //! worktree manager — held in `Slot`s, with what each is restarted from: the engine from
 //! its last policy (grants included, kept in its `PolicyMemory`), the gate from its
-//! registered policies (`GateMemory`), the approver from its policy, the executor from the
+//! registered policies (`GateMemory`, journaled by its slot as each is sent), the approver from its policy, the executor from the
 //! registry, the worktree manager from its registry on disk, the task manager from its
 //! records (reached through its `TaskFront`, with the live tasks' tokens kept here). `Services::restart` spawns the
 //! replacement under the session and swaps it into the slot, so every caller reaches it
@@ -16,7 +16,7 @@ use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 use super::Slot;
 use crate::approver::actor::{Approver, ApproverMsg, ApproverPolicy};
 use crate::executor::actor::{ExecutorArgs, ExecutorMsg, ToolExecutor};
-use crate::gate::actor::{Gate, GateArgs, GateMemory, GateMsg};
+use crate::gate::actor::{self as gate, Gate, GateArgs, GateMemory, GateMsg};
 use crate::permission::Policy;
 use crate::permission::actor::{EngineArgs, PermissionEngine, PermissionMsg, PolicyMemory};
 use crate::tasks::actor::{TaskArgs, TaskManager, TaskMsg};
@@ -140,7 +140,8 @@ impl Services {
             .await?
             .0,
         );
-        let gate = Slot::new(
+        let journal = gate_memory.clone();
+        let gate = Slot::journaled(
             Actor::spawn_linked(
                 None,
                 Gate,
@@ -153,6 +154,9 @@ impl Services {
             )
             .await?
             .0,
+            // Each policy change is kept as it is sent, so a gate that dies with one
+            // unread in its mailbox is replaced by one that has it.
+            Arc::new(move |msg: &GateMsg| gate::record(&journal, msg)),
         );
         Ok(Self {
             permission,

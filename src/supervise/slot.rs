@@ -7,7 +7,12 @@
 //! again is safe. A message the dead actor had received but not answered is not retried:
 //! its caller gets `CallError::Gone`, and decides (the pipeline turns it into an error
 //! result).
+//!
+//! A slot may keep a journal (`Slot::journaled`): every message sent through it is shown
+//! to the journal before it is sent, so the supervisor knows what was sent even when the
+//! actor dies with the message unread in its mailbox (the gate's registrations).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{ActorRef, MessagingErr, RpcReplyPort};
@@ -29,15 +34,20 @@ pub enum CallError {
     Gone,
 }
 
+/// Sees each message sent through a journaled slot, before it is sent.
+pub type Journal<M> = Arc<dyn Fn(&M) + Send + Sync>;
+
 /// The current reference to a supervised actor (cheap to clone; clones share it).
 pub struct Slot<M: ractor::Message> {
     current: watch::Sender<ActorRef<M>>,
+    journal: Option<Journal<M>>,
 }
 
 impl<M: ractor::Message> Clone for Slot<M> {
     fn clone(&self) -> Self {
         Self {
             current: self.current.clone(),
+            journal: self.journal.clone(),
         }
     }
 }
@@ -47,6 +57,22 @@ impl<M: ractor::Message> Slot<M> {
     pub fn new(actor: ActorRef<M>) -> Self {
         Self {
             current: watch::Sender::new(actor),
+            journal: None,
+        }
+    }
+
+    /// A slot holding `actor` that shows every message sent through it (by any clone) to
+    /// `journal` first, in the order the senders send them.
+    pub fn journaled(actor: ActorRef<M>, journal: Journal<M>) -> Self {
+        Self {
+            current: watch::Sender::new(actor),
+            journal: Some(journal),
+        }
+    }
+
+    fn record(&self, msg: &M) {
+        if let Some(journal) = &self.journal {
+            journal(msg);
         }
     }
 
@@ -75,6 +101,7 @@ impl<M: ractor::Message> Slot<M> {
     /// Like `cast`, but a message that no actor took (no replacement came within
     /// `REPLACEMENT_WAIT`) is handed to `undelivered`, e.g. to answer its reply port.
     pub fn forward(&self, msg: M, undelivered: impl FnOnce(M) + Send + 'static) {
+        self.record(&msg);
         let actor = self.get();
         if let Err(MessagingErr::SendErr(msg)) = actor.send_message(msg) {
             let slot = self.clone();
@@ -97,6 +124,7 @@ impl<M: ractor::Message> Slot<M> {
         let deadline = Instant::now() + timeout;
         let (tx, rx) = oneshot::channel();
         let msg = build(tx.into());
+        self.record(&msg);
         if self.deliver(msg, self.get(), deadline).await.is_err() {
             return Err(CallError::Gone);
         }
@@ -190,6 +218,21 @@ mod tests {
         let (new, _) = Actor::spawn(None, Echo, "new").await.unwrap();
         slot.replace(new);
         assert_eq!(waiting.await.unwrap(), Ok("new"));
+    }
+
+    #[tokio::test]
+    async fn a_journaled_slot_records_each_message_even_one_its_dead_actor_never_read() {
+        let seen = Arc::new(std::sync::Mutex::new(0usize));
+        let (old, _) = Actor::spawn(None, Echo, "old").await.unwrap();
+        let counter = seen.clone();
+        let journal: Journal<Ping> = Arc::new(move |_: &Ping| *counter.lock().unwrap() += 1);
+        let slot = Slot::journaled(old.clone(), journal);
+        assert_eq!(slot.call(Ping, Duration::from_secs(5)).await, Ok("old"));
+        old.kill_and_wait(None).await.unwrap();
+        // Sent to a dead actor with no replacement: never handled, but recorded.
+        let answer = slot.clone().call(Ping, Duration::from_millis(50)).await;
+        assert_eq!(answer, Err(CallError::Gone));
+        assert_eq!(*seen.lock().unwrap(), 2);
     }
 
     #[tokio::test]

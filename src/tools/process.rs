@@ -6,7 +6,8 @@
 //! group is terminated (SIGTERM, a short grace, then SIGKILL). `run_command` uses
 //! [`run_in_group`]; background tasks can build on [`shell_command`], [`GroupChild`] and
 //! [`terminate_group`]. How the child is built (environment, session, confinement) is in
-//! `process/shell.rs`.
+//! `process/shell.rs`. Every command dies with crew, even a crew killed with SIGKILL:
+//! its group is led by a guardian that watches crew's lifeline (`process/lifeline.rs`).
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -25,10 +26,12 @@ use super::landlock::SandboxError;
 
 mod capture;
 mod group;
+mod lifeline;
 mod shell;
 
 pub use capture::Capture;
 pub use group::{Ended, GroupChild, group_alive, kill_group, terminate_group};
+pub use lifeline::guard_command;
 pub use shell::{ShellCommand, shell_command, shell_command_with};
 
 /// How long a group gets between SIGTERM and SIGKILL.

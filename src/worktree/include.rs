@@ -139,16 +139,18 @@ pub async fn run_setup(command: &str, cwd: &Path) -> SetupReport {
         exit_code,
         output_tail,
     };
-    let child = tokio::process::Command::new("sh")
-        .arg("-c")
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
+        .kill_on_drop(true);
+    // The set-up command dies with crew, even if crew is killed with SIGKILL.
+    crate::tools::process::guard_command(&mut cmd);
+    let child = cmd.spawn();
     let child = match child {
         Ok(c) => c,
         Err(e) => return report(false, None, format!("could not start `sh`: {e}")),

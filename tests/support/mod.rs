@@ -2,7 +2,8 @@
 //! tools that record whether they ran, a session builder over the scripted provider,
 //! `crew` runs, one `git` helper, and waits on events (never on time). Topic helpers live
 //! in submodules: `kernel` (the kernel features safety tests need, and the safety ledger),
-//! `permission`, `sandbox`, `worktree`, `hooks`, `provider` and `team`.
+//! `permission`, `sandbox`, `worktree`, `hooks`, `provider`, `team` and `faults` (the four
+//! properties every fault test asserts).
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use crewmaster::tools::{
 };
 use serde_json::{Value, json};
 
+pub mod faults;
 pub mod hooks;
 pub mod kernel;
 pub mod permission;

@@ -2,10 +2,12 @@
 //! controlling terminal and leads its own process group), and, when confined, the
 //! mount and PID namespaces and Landlock set up between `fork` and `exec`.
 //!
-//! With a PID namespace the spawned process is an intermediate that stays outside it:
-//! it leads the session and process group, waits for the shell (PID 1 inside, same
-//! process group) and exits with its status. Killing the group kills both; the shell
-//! also dies with the intermediate, and every process of the namespace with the shell.
+//! The spawned process is the command's guardian (`lifeline`): it leads the session and
+//! process group, waits for its child and exits with its status, and kills the whole
+//! group if crew dies first. With a PID namespace the guardian's child is an intermediate
+//! that stays outside it: it waits for the shell (PID 1 inside) and exits with its
+//! status. Killing the group kills them all; the shell dies with the intermediate, and
+//! every process of the namespace with the shell.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use std::process::Stdio;
 use tokio::process::Command;
 
 use super::ProcessError;
+use super::lifeline;
 use crate::tools::CommandSandbox;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::tools::sandbox::mount_ns::{self, PreparedMounts};
@@ -80,7 +83,8 @@ pub fn shell_command_with(
         }
         guard = Guard::take(&protected, &read_only);
     }
-    // SAFETY: the closure runs between fork and exec. `setsid`, the mount and PID namespace
+    let lifeline = lifeline::lifeline();
+    // SAFETY: the closure runs between fork and exec. `setsid`, the guardian's `fork`, the mount and PID namespace
     // set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
     // make system calls on data prepared above; none allocates or takes a lock.
     unsafe {
@@ -89,6 +93,10 @@ pub fn shell_command_with(
             // and the child leads its own process group (pgid == pid), which the group
             // kill relies on.
             nix::unistd::setsid().map_err(io::Error::from)?;
+            // The leader stays behind as the guardian that kills the group if crew dies.
+            if let Some(fd) = lifeline {
+                lifeline::guard(fd)?;
+            }
             if let Some(m) = &mounts {
                 m.apply()?;
             }
