@@ -114,7 +114,12 @@ fn sigkill_while_a_tool_runs_leaves_its_tool_use_line_on_disk() {
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "run the long step", "--permission-mode", "bypassPermissions"])
+        .args([
+            "-p",
+            "run the long step",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
         .arg("--model")
         .arg(format!("script:{}", script.display()))
         .current_dir(&project)

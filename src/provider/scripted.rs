@@ -483,7 +483,8 @@ mod tests {
     async fn without_memory_keeps_no_request_but_still_records_to_its_file() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("requests.jsonl");
-        let script: Script = serde_json::from_str(r#"{"turns":[{"text":"a"},{"text":"b"}]}"#).unwrap();
+        let script: Script =
+            serde_json::from_str(r#"{"turns":[{"text":"a"},{"text":"b"}]}"#).unwrap();
         let p = ScriptedProvider::new(script)
             .without_memory()
             .record_to(file.clone());

@@ -203,7 +203,8 @@ impl Registry {
 
     /// The permission spec of `name`'s definition (without cloning the rest of it).
     pub fn permission_spec(&self, name: &str) -> Option<crate::permission::PermissionSpec> {
-        self.get(name).and_then(|t| t.definition().permission.clone())
+        self.get(name)
+            .and_then(|t| t.definition().permission.clone())
     }
 
     /// Validates a call's `input` against `tool`'s schema (compiled once per tool).
