@@ -21,8 +21,11 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
 /// anew); a schema that does not compile is not kept, so every call reports it.
 #[derive(Default)]
 pub struct Validators {
-    compiled: Mutex<HashMap<String, (Weak<dyn Tool>, Arc<jsonschema::Validator>)>>,
+    compiled: Mutex<HashMap<String, Compiled>>,
 }
+
+/// A tool's compiled schema, with the tool object it was compiled from.
+type Compiled = (Weak<dyn Tool>, Arc<jsonschema::Validator>);
 
 impl Validators {
     /// Validates `input` against `tool`'s schema, as [`validate`] does.
@@ -46,10 +49,7 @@ impl Validators {
         check(&validator, input)
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, (Weak<dyn Tool>, Arc<jsonschema::Validator>)>>
-    {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Compiled>> {
         // A poisoned lock only means a panic mid-insert; an entry is inserted whole.
         self.compiled.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -154,6 +154,72 @@ mod tests {
             validate(&schema(), &json!([1]))
                 .unwrap_err()
                 .contains("an array")
+        );
+    }
+
+    struct Fixed(super::super::Definition);
+
+    #[async_trait::async_trait]
+    impl Tool for Fixed {
+        fn definition(&self) -> &super::super::Definition {
+            &self.0
+        }
+        async fn run(
+            &self,
+            _: Value,
+            _: super::super::ToolContext,
+        ) -> Result<String, super::super::ToolError> {
+            Ok(String::new())
+        }
+    }
+
+    fn tool(schema: Value) -> Arc<dyn Tool> {
+        Arc::new(Fixed(super::super::Definition {
+            name: "t".into(),
+            aliases: Vec::new(),
+            description: String::new(),
+            input_schema: schema,
+            safety: super::super::Safety::ReadOnly,
+            system: false,
+            timeout: None,
+            permission: None,
+        }))
+    }
+
+    #[test]
+    fn the_cache_gives_the_same_verdicts_and_compiles_a_replaced_tool_anew() {
+        let cache = Validators::default();
+        let first = tool(schema());
+        for input in [
+            json!({"path": "a"}),
+            json!({"limit": 0}),
+            json!([1]),
+            json!({"path": 3}),
+        ] {
+            // Twice: once compiled, once from the cache; both as `validate` says.
+            assert_eq!(cache.validate(&first, &input), validate(&schema(), &input));
+            assert_eq!(cache.validate(&first, &input), validate(&schema(), &input));
+        }
+        // Same name, new tool object, new schema (an MCP server's refresh): its own.
+        let strict = object(&[("n", json!({"type": "integer"}))], &["n"]);
+        let second = tool(strict.clone());
+        let input = json!({"path": "a"});
+        assert!(cache.validate(&first, &input).is_ok());
+        assert!(cache.validate(&second, &input).is_err());
+        assert_eq!(cache.validate(&second, &input), validate(&strict, &input));
+        // A schema that does not compile is reported on every call.
+        let broken = tool(json!({"type": 12}));
+        assert!(
+            cache
+                .validate(&broken, &json!({}))
+                .unwrap_err()
+                .contains("own schema")
+        );
+        assert!(
+            cache
+                .validate(&broken, &json!({}))
+                .unwrap_err()
+                .contains("own schema")
         );
     }
 }
