@@ -216,12 +216,24 @@ pub enum EventKind {
     },
 }
 
+/// Writes events through inside `publish`, before it returns: a caller that publishes an
+/// event and then acts (the pipeline publishes `ToolCallStarted`, then runs the tool) knows
+/// the recorder has it. The transcript is one.
+pub trait Recorder: Send + Sync {
+    /// Records one event; may return a notice for the user (published in turn, and
+    /// recorded too).
+    fn record(&self, event: &Event) -> Option<Event>;
+    /// The bus closed: last chance to write what is held back.
+    fn close(&self);
+}
+
 /// A fan-out of events to any number of subscribers. Unbounded on purpose: a slow
-/// subscriber must not lose events (the transcript and `stream-json` need them all),
-/// and producers must never block on a subscriber.
+/// subscriber must not lose events (`stream-json` and the TUI need them all), and
+/// producers must never block on a subscriber. Recorders are called synchronously first.
 #[derive(Clone, Default)]
 pub struct EventBus {
     subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Event>>>>,
+    recorders: Arc<Mutex<Vec<Arc<dyn Recorder>>>>,
 }
 
 impl EventBus {
@@ -237,24 +249,46 @@ impl EventBus {
         rx
     }
 
-    /// Publishes an event; subscribers that went away are dropped.
+    /// Calls `recorder` with every event published from now on, inside `publish`.
+    pub fn add_recorder(&self, recorder: Arc<dyn Recorder>) {
+        lock(&self.recorders).push(recorder);
+    }
+
+    /// Publishes an event: recorders write it through first, then subscribers get it
+    /// (those that went away are dropped).
     pub fn publish(&self, agent: &str, kind: EventKind) {
         let event = Event {
             agent: agent.to_string(),
             kind,
         };
+        // Notices are published once the lock is released (they are recorded too).
+        let notices: Vec<Event> = lock(&self.recorders)
+            .iter()
+            .filter_map(|r| r.record(&event))
+            .collect();
         self.lock().retain(|s| s.send(event.clone()).is_ok());
+        for notice in notices {
+            self.publish(&notice.agent, notice.kind);
+        }
     }
 
     /// Drops every subscriber's sender: receivers end once they have drained what was
-    /// already published. Called when a session ends, since spawned tasks may still hold
-    /// clones of the bus.
+    /// already published. Recorders get their `close` and are dropped. Called when a
+    /// session ends, since spawned tasks may still hold clones of the bus.
     pub fn close(&self) {
         self.lock().clear();
+        let recorders = std::mem::take(&mut *lock(&self.recorders));
+        for r in recorders {
+            r.close();
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Event>>> {
-        // A poisoned lock only means a publisher panicked mid-push; the Vec is intact.
-        self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.subscribers)
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A poisoned lock only means a publisher panicked mid-push; the Vec is intact.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -10,10 +10,11 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-use crate::events::{Event, EventBus, EventKind};
+use crate::events::{Event, EventBus, EventKind, Recorder};
 use crate::protocol::{ContentBlock, Message, Role, ToolResult};
 
 /// The transcript file of a session.
@@ -21,54 +22,106 @@ pub fn transcript_path(project_root: &Path, session_id: &str) -> Option<PathBuf>
     Some(crate::store::project_dir(project_root)?.join(format!("{session_id}.jsonl")))
 }
 
-/// Starts appending the bus's events to the session's transcript files. The task ends
-/// when the bus closes.
+/// Starts appending the bus's events to the session's transcript files. The returned
+/// task ends when the bus closes (or is dropped).
+///
+/// Durability: each line is written to the OS (one `write`) inside `publish`, before it
+/// returns, so the assistant message with a call's `tool_use` and its `tool_call_started`
+/// line are in the file before the tool runs, and survive a crash (SIGKILL) of crew. The
+/// files are `fdatasync`ed at the end of each run (`run_finished`) and when the bus closes,
+/// not per line: a power loss can lose the current run's tail, a crash of crew cannot.
 ///
 /// A failed write (a full disk) never leaves a torn line in the middle of a file: the
 /// file is cut back to its last whole line, the lines are held in memory and written,
 /// in order, with the next event (and once more when the bus closes). The user is told
 /// once per failure streak, on the bus.
 pub fn record(bus: &EventBus, main: PathBuf, agents_dir: PathBuf) -> JoinHandle<()> {
-    let mut rx = bus.subscribe();
-    let bus = bus.clone();
+    let (closed, on_close) = tokio::sync::oneshot::channel();
+    bus.add_recorder(Arc::new(Transcripts {
+        main,
+        agents_dir,
+        files: Mutex::new(HashMap::new()),
+        closed: Mutex::new(Some(closed)),
+    }));
+    // Ends when the bus closes (the sender fires) or is dropped with the recorder.
     tokio::spawn(async move {
-        let mut files: HashMap<PathBuf, Sink> = HashMap::new();
-        while let Some(event) = rx.recv().await {
-            if matches!(event.kind, EventKind::TextDelta { .. }) {
-                continue;
-            }
-            let path = if event.agent == "lead" || event.agent == "session" {
-                main.clone()
-            } else {
-                agent_transcript_path(&agents_dir, &event.agent)
-            };
-            if !files.contains_key(&path) {
-                match Sink::open(&path) {
-                    Ok(sink) => {
-                        files.insert(path.clone(), sink);
-                    }
-                    Err(e) => {
-                        tracing::warn!("cannot write the transcript {}: {e}", path.display());
-                        continue;
-                    }
-                }
-            }
-            if let (Some(sink), Ok(mut line)) =
-                (files.get_mut(&path), serde_json::to_string(&event))
-            {
-                line.push('\n');
-                sink.append(&path, line.as_bytes(), &bus);
-            }
-        }
-        // Whatever a full disk held back gets one more try.
-        for (path, sink) in &mut files {
-            sink.append(path, b"", &bus);
-        }
+        let _ = on_close.await;
     })
+}
+
+/// The session's transcript files, written through by the bus.
+struct Transcripts {
+    main: PathBuf,
+    agents_dir: PathBuf,
+    files: Mutex<HashMap<PathBuf, Sink>>,
+    closed: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Transcripts {
+    fn files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Sink>> {
+        // A poisoned lock only means a panic mid-append; each sink keeps whole lines.
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Recorder for Transcripts {
+    fn record(&self, event: &Event) -> Option<Event> {
+        if matches!(event.kind, EventKind::TextDelta { .. }) {
+            return None;
+        }
+        let mut line = match serde_json::to_string(event) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::warn!("cannot serialise an event for the transcript: {e}");
+                return None;
+            }
+        };
+        line.push('\n');
+        let path = if event.agent == "lead" || event.agent == "session" {
+            self.main.clone()
+        } else {
+            agent_transcript_path(&self.agents_dir, &event.agent)
+        };
+        let mut files = self.files();
+        let sink = match files.entry(path) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => match Sink::open(v.key()) {
+                Ok(sink) => v.insert(sink),
+                Err(e) => {
+                    tracing::warn!("cannot write the transcript {}: {e}", v.key().display());
+                    return None;
+                }
+            },
+        };
+        let notice = sink.append(line.as_bytes());
+        if matches!(event.kind, EventKind::RunFinished { .. }) {
+            // The run's end: its lines go to the disk, not only to the OS.
+            let _ = sink.file.sync_data();
+        }
+        notice.map(|message| Event {
+            agent: "session".into(),
+            kind: EventKind::Error { message },
+        })
+    }
+
+    fn close(&self) {
+        // Whatever a full disk held back gets one more try; then everything to the disk.
+        for sink in self.files().values_mut() {
+            if let Some(message) = sink.append(b"") {
+                tracing::warn!("{message}");
+            }
+            let _ = sink.file.sync_data();
+        }
+        let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(closed) = closed {
+            let _ = closed.send(());
+        }
+    }
 }
 
 /// One transcript file, with the lines a failed write held back.
 struct Sink {
+    path: PathBuf,
     file: File,
     /// The length of the file's whole lines.
     len: u64,
@@ -89,6 +142,7 @@ impl Sink {
             .open(path)?;
         let len = file.metadata()?.len();
         Ok(Self {
+            path: path.to_path_buf(),
             file,
             len,
             held: Vec::new(),
@@ -97,44 +151,49 @@ impl Sink {
     }
 
     /// Appends `line` after the held lines: one write, so a crash tears at most the last
-    /// line; a failed write is cut back and held.
-    fn append(&mut self, path: &Path, line: &[u8], bus: &EventBus) {
-        self.held.extend_from_slice(line);
+    /// line; a failed write is cut back and held. Returns what the user should be told.
+    fn append(&mut self, line: &[u8]) -> Option<String> {
         if self.held.is_empty() {
-            return;
+            if line.is_empty() {
+                return None;
+            }
+            // The common case: nothing held, the line is written from where it is.
+            return match write_through(&mut self.file, line) {
+                Ok(()) => {
+                    self.len += line.len() as u64;
+                    None
+                }
+                Err(e) => {
+                    self.held.extend_from_slice(line);
+                    self.failed(e)
+                }
+            };
         }
+        self.held.extend_from_slice(line);
         match write_through(&mut self.file, &self.held) {
             Ok(()) => {
                 self.len += self.held.len() as u64;
                 self.held.clear();
-                if std::mem::take(&mut self.told) {
-                    bus.publish(
-                        "session",
-                        EventKind::Error {
-                            message: format!(
-                                "the transcript {} caught up; no line was lost",
-                                path.display()
-                            ),
-                        },
-                    );
-                }
+                std::mem::take(&mut self.told).then(|| {
+                    format!(
+                        "the transcript {} caught up; no line was lost",
+                        self.path.display()
+                    )
+                })
             }
-            Err(e) => {
-                // Cut the part of a line that made it, so the file stays whole lines.
-                let _ = self.file.set_len(self.len);
-                if !std::mem::replace(&mut self.told, true) {
-                    bus.publish(
-                        "session",
-                        EventKind::Error {
-                            message: format!(
-                                "cannot append to the transcript {}: {e}; its lines are held in memory and written when the write succeeds",
-                                path.display()
-                            ),
-                        },
-                    );
-                }
-            }
+            Err(e) => self.failed(e),
         }
+    }
+
+    fn failed(&mut self, e: std::io::Error) -> Option<String> {
+        // Cut the part of a line that made it, so the file stays whole lines.
+        let _ = self.file.set_len(self.len);
+        (!std::mem::replace(&mut self.told, true)).then(|| {
+            format!(
+                "cannot append to the transcript {}: {e}; its lines are held in memory and written when the write succeeds",
+                self.path.display()
+            )
+        })
     }
 }
 
@@ -374,6 +433,29 @@ mod tests {
             kind: EventKind::MessageAppended { message },
         })
         .unwrap()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_published_line_is_in_the_file_when_publish_returns() {
+        // One thread and no await between publishing and reading: a background writer
+        // could not have run yet; the line is there only if `publish` wrote it.
+        let dir = tempfile::tempdir().unwrap();
+        let (main, agents) = (dir.path().join("s.jsonl"), dir.path().join("agents"));
+        let bus = EventBus::new();
+        let done = record(&bus, main.clone(), agents.clone());
+        let call = ToolCall {
+            id: "c9".into(),
+            name: "run_command".into(),
+            arguments: "{}".into(),
+        };
+        bus.publish("lead", EventKind::ToolCallStarted { call: call.clone() });
+        let text = std::fs::read_to_string(&main).unwrap();
+        assert!(text.contains(r#""type":"tool_call_started""#) && text.contains("c9"));
+        bus.publish("explore/t1", EventKind::ToolCallStarted { call });
+        let sub = std::fs::read_to_string(agent_transcript_path(&agents, "explore/t1")).unwrap();
+        assert_eq!(sub.lines().count(), 1);
+        bus.close();
+        done.await.unwrap();
     }
 
     #[test]

@@ -182,10 +182,7 @@ impl Pipeline {
         let request = CheckRequest {
             call: call.clone(),
             // The spec comes from the tool's definition in the registry, never the model.
-            spec: self
-                .registry
-                .definition(&call.name)
-                .and_then(|d| d.permission.clone()),
+            spec: self.registry.permission_spec(&call.name),
             cwd: caller.tool_ctx.cwd.clone(),
             mode,
         };
@@ -412,8 +409,8 @@ impl Pipeline {
         let call = permit.call();
         let tool_timeout = self
             .registry
-            .definition(&call.name)
-            .and_then(|d| d.timeout)
+            .get(&call.name)
+            .and_then(|t| t.definition().timeout)
             .unwrap_or(crate::executor::DEFAULT_TIMEOUT);
         let id = call.id.clone();
         rpc(

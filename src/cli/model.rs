@@ -22,9 +22,10 @@ pub struct ChosenModel {
 
 /// Resolves `--model` (or its absence) to a provider.
 pub fn choose(spec: Option<&str>, record: Option<PathBuf>) -> anyhow::Result<ChosenModel> {
+    // The binary keeps no request in memory; `--record-requests` appends them to a file.
     let with_record = |p: ScriptedProvider| match &record {
-        Some(path) => p.record_to(path.clone()),
-        None => p,
+        Some(path) => p.without_memory().record_to(path.clone()),
+        None => p.without_memory(),
     };
     if let Some(path) = spec.and_then(|s| s.strip_prefix("script:")) {
         let p = ScriptedProvider::from_file(Path::new(path)).context("--model script:PATH")?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::gate::ClearedCall;
 use crate::offload::{ResultsDir, offload};
 use crate::protocol::{ToolCall, ToolResult};
-use crate::tools::{Registry, schema};
+use crate::tools::Registry;
 
 /// The executor's default per-call timeout when a tool sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -41,6 +41,11 @@ async fn run_cleared(
     let streamed = spill.filter(|p| p.exists());
     if streamed.is_some() && result.content.len() <= crate::offload::OFFLOAD_ABOVE_BYTES {
         // The tool saved its whole output and shows a preview already.
+        result.saved_to = streamed;
+        return result;
+    }
+    // A short result is shown as it is: no file to write, so no hop to the blocking pool.
+    if result.content.len() < crate::offload::SAVE_ABOVE_BYTES {
         result.saved_to = streamed;
         return result;
     }
@@ -88,7 +93,7 @@ async fn run_tool(
             );
         }
     };
-    if let Err(e) = schema::validate(&tool.definition().input_schema, &input) {
+    if let Err(e) = registry.validate(&tool, &input) {
         return ToolResult::error(&call.id, "invalid_arguments", e);
     }
     let timeout = tool.definition().timeout.unwrap_or(default_timeout);

@@ -177,13 +177,14 @@ impl ClearedCall {
 /// not ask a human about a call it will refuse anyway (design.md §2.2), and calls it
 /// again in `clear`, so it stays the authority.
 pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Option<ToolResult> {
-    let Some(def) = registry.definition(&call.name) else {
+    let Some(tool) = registry.get(&call.name) else {
         return Some(ToolResult::error(
             &call.id,
             "unknown_tool",
             format!("no tool named `{}` exists", call.name),
         ));
     };
+    let def = tool.definition();
     // Safety first: System tools bypass only the name filter, never this one (seed 000).
     if !policy.allows_safety(def.safety) {
         return Some(ToolResult::error(

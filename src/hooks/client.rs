@@ -61,6 +61,11 @@ impl HookClient {
         Self::default()
     }
 
+    /// Whether this client fires nothing (`none`): callers skip building hook input.
+    pub fn fires_nothing(&self) -> bool {
+        self.inner.is_none()
+    }
+
     /// A client of the session's hooks actor.
     pub fn new(
         actor: ActorRef<HooksMsg>,

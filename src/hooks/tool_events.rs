@@ -63,6 +63,16 @@ impl HookClient {
         call: ToolCall,
         cancel: &CancellationToken,
     ) -> PreToolUse {
+        if self.fires_nothing() {
+            // What an empty report gives, without building the hooks' input.
+            return PreToolUse {
+                call,
+                block: None,
+                opinion: HookOpinion::Silent,
+                context: Vec::new(),
+                stop: None,
+            };
+        }
         let f = Firing {
             event: HookEvent::PreToolUse,
             agent,
@@ -132,6 +142,9 @@ impl HookClient {
         result: &mut ToolResult,
         cancel: &CancellationToken,
     ) -> Option<String> {
+        if self.fires_nothing() {
+            return None;
+        }
         let f = Firing {
             event: HookEvent::PostToolUse,
             agent,

@@ -165,7 +165,8 @@ fn check_url(url: &str, variable: &str) -> Result<(), ProviderError> {
 
 fn script(path: &str) -> Result<Resolved, ProviderError> {
     let provider = ScriptedProvider::from_file(Path::new(path))
-        .map_err(|e| ProviderError::Config(format!("--model script:{path}: {e}")))?;
+        .map_err(|e| ProviderError::Config(format!("--model script:{path}: {e}")))?
+        .without_memory();
     Ok(Resolved {
         model: provider.model().unwrap_or("script").to_string(),
         provider: Arc::new(provider),
@@ -179,7 +180,7 @@ fn demo() -> Resolved {
     // an empty script is the harmless fallback should that ever regress.
     let script = ScriptedProvider::parse(DEMO_SCRIPT, Path::new("demo.json")).unwrap_or_default();
     Resolved {
-        provider: Arc::new(ScriptedProvider::new(script)),
+        provider: Arc::new(ScriptedProvider::new(script).without_memory()),
         model: "demo".into(),
         is_demo: true,
         label: "demo".into(),

@@ -200,18 +200,21 @@ struct Cursor {
 pub struct ScriptedProvider {
     script: Arc<Script>,
     cursor: Arc<Mutex<Cursor>>,
-    requests: Arc<Mutex<Vec<ModelRequest>>>,
+    /// Every request so far, for in-process tests (`None`: not kept; a long run would
+    /// otherwise hold every conversation prefix it ever sent, quadratic in its length).
+    requests: Option<Arc<Mutex<Vec<ModelRequest>>>>,
     record_to: Option<PathBuf>,
     cache: Arc<Mutex<CacheSim>>,
 }
 
 impl ScriptedProvider {
-    /// A provider replaying `script`.
+    /// A provider replaying `script`, keeping every request in memory (`requests`) for
+    /// in-process tests; see [`ScriptedProvider::without_memory`].
     pub fn new(script: Script) -> Self {
         Self {
             script: Arc::new(script),
             cursor: Arc::default(),
-            requests: Arc::default(),
+            requests: Some(Arc::default()),
             record_to: None,
             cache: Arc::default(),
         }
@@ -236,6 +239,13 @@ impl ScriptedProvider {
         Ok(Self::new(Self::parse(&text, path)?))
     }
 
+    /// Keeps no request in memory (`requests` is then empty): the binary's scripted runs,
+    /// which record to a file only when asked (`--record-requests`).
+    pub fn without_memory(mut self) -> Self {
+        self.requests = None;
+        self
+    }
+
     /// Also appends every request, as one JSON line, to `path`.
     pub fn record_to(mut self, path: PathBuf) -> Self {
         self.record_to = Some(path);
@@ -247,9 +257,12 @@ impl ScriptedProvider {
         self.script.model.as_deref()
     }
 
-    /// Every request received so far, in order.
+    /// Every request received so far, in order (none after `without_memory`).
     pub fn requests(&self) -> Vec<ModelRequest> {
-        lock(&self.requests).clone()
+        self.requests
+            .as_ref()
+            .map(|r| lock(r).clone())
+            .unwrap_or_default()
     }
 
     fn next_turn(&self, agent: &str) -> (usize, Option<Turn>) {
@@ -311,7 +324,9 @@ impl Provider for ScriptedProvider {
             .and_then(|t| t.wait_for.as_deref())
             .map(|p| signal_path(p, &request.agent));
         let billed = self.script.cache.then(|| lock(&self.cache).bill(&request));
-        lock(&self.requests).push(request);
+        if let Some(kept) = &self.requests {
+            lock(kept).push(request);
+        }
         let mut turn = turn.unwrap_or_else(|| Turn {
             text: Some("[script exhausted]".into()),
             ..Turn::default()
@@ -462,6 +477,22 @@ mod tests {
         let third: Vec<_> = p.stream(request("lead")).collect().await;
         assert!(text_of(&third).contains("script exhausted"));
         assert_eq!(p.requests().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn without_memory_keeps_no_request_but_still_records_to_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("requests.jsonl");
+        let script: Script =
+            serde_json::from_str(r#"{"turns":[{"text":"a"},{"text":"b"}]}"#).unwrap();
+        let p = ScriptedProvider::new(script)
+            .without_memory()
+            .record_to(file.clone());
+        let _: Vec<_> = p.stream(request("lead")).collect().await;
+        let _: Vec<_> = p.stream(request("lead")).collect().await;
+        assert!(p.requests().is_empty());
+        let lines = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(lines.lines().count(), 2);
     }
 
     #[tokio::test]

@@ -23,6 +23,8 @@ pub struct Registry {
     skills: Arc<crate::skills::SkillCatalog>,
     /// Shared by every clone, so a refresh reaches whoever holds the registry.
     dynamic: Arc<RwLock<Dynamic>>,
+    /// Each tool's compiled argument schema, shared by every clone.
+    validators: Arc<super::schema::Validators>,
 }
 
 /// The run-time section: each source's tools, in the order the source listed them.
@@ -196,7 +198,18 @@ impl Registry {
 
     /// The declared safety of `name`; looked up here rather than trusted from the model.
     pub fn safety(&self, name: &str) -> Option<Safety> {
-        self.definition(name).map(|d| d.safety)
+        self.get(name).map(|t| t.definition().safety)
+    }
+
+    /// The permission spec of `name`'s definition (without cloning the rest of it).
+    pub fn permission_spec(&self, name: &str) -> Option<crate::permission::PermissionSpec> {
+        self.get(name)
+            .and_then(|t| t.definition().permission.clone())
+    }
+
+    /// Validates a call's `input` against `tool`'s schema (compiled once per tool).
+    pub fn validate(&self, tool: &Arc<dyn Tool>, input: &serde_json::Value) -> Result<(), String> {
+        self.validators.validate(tool, input)
     }
 
     /// All definitions, in order: the static tools, then each dynamic source's (sources

@@ -2,18 +2,75 @@
 //! tool's schema before the tool runs. Errors name the offending field so the model can
 //! correct itself.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
 use serde_json::Value;
+
+use super::Tool;
 
 /// Validates `input` against `schema`. The error names the first offending field.
 pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
-    if !input.is_object() {
-        return Err(format!(
+    object_input(input)?;
+    check(&compile(schema)?, input)
+}
+
+/// Each tool's compiled schema, so a call does not compile (and meta-validate) its tool's
+/// schema again: that was most of a no-op call's cost. An entry is used only for the very
+/// tool object it was compiled from (a replaced MCP tool of the same name is compiled
+/// anew); a schema that does not compile is not kept, so every call reports it.
+#[derive(Default)]
+pub struct Validators {
+    compiled: Mutex<HashMap<String, Compiled>>,
+}
+
+/// A tool's compiled schema, with the tool object it was compiled from.
+type Compiled = (Weak<dyn Tool>, Arc<jsonschema::Validator>);
+
+impl Validators {
+    /// Validates `input` against `tool`'s schema, as [`validate`] does.
+    pub fn validate(&self, tool: &Arc<dyn Tool>, input: &Value) -> Result<(), String> {
+        object_input(input)?;
+        let def = tool.definition();
+        let cached = self
+            .lock()
+            .get(&def.name)
+            .filter(|(of, _)| std::ptr::addr_eq(of.as_ptr(), Arc::as_ptr(tool)))
+            .map(|(_, v)| v.clone());
+        let validator = match cached {
+            Some(v) => v,
+            None => {
+                let v = Arc::new(compile(&def.input_schema)?);
+                self.lock()
+                    .insert(def.name.clone(), (Arc::downgrade(tool), v.clone()));
+                v
+            }
+        };
+        check(&validator, input)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Compiled>> {
+        // A poisoned lock only means a panic mid-insert; an entry is inserted whole.
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn object_input(input: &Value) -> Result<(), String> {
+    if input.is_object() {
+        Ok(())
+    } else {
+        Err(format!(
             "arguments must be a JSON object, got {}",
             kind(input)
-        ));
+        ))
     }
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|e| format!("the tool's own schema is invalid: {e}"))?;
+}
+
+fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::validator_for(schema).map_err(|e| format!("the tool's own schema is invalid: {e}"))
+}
+
+fn check(validator: &jsonschema::Validator, input: &Value) -> Result<(), String> {
     let errors: Vec<String> = validator
         .iter_errors(input)
         .take(3)
@@ -97,6 +154,72 @@ mod tests {
             validate(&schema(), &json!([1]))
                 .unwrap_err()
                 .contains("an array")
+        );
+    }
+
+    struct Fixed(super::super::Definition);
+
+    #[async_trait::async_trait]
+    impl Tool for Fixed {
+        fn definition(&self) -> &super::super::Definition {
+            &self.0
+        }
+        async fn run(
+            &self,
+            _: Value,
+            _: super::super::ToolContext,
+        ) -> Result<String, super::super::ToolError> {
+            Ok(String::new())
+        }
+    }
+
+    fn tool(schema: Value) -> Arc<dyn Tool> {
+        Arc::new(Fixed(super::super::Definition {
+            name: "t".into(),
+            aliases: Vec::new(),
+            description: String::new(),
+            input_schema: schema,
+            safety: super::super::Safety::ReadOnly,
+            system: false,
+            timeout: None,
+            permission: None,
+        }))
+    }
+
+    #[test]
+    fn the_cache_gives_the_same_verdicts_and_compiles_a_replaced_tool_anew() {
+        let cache = Validators::default();
+        let first = tool(schema());
+        for input in [
+            json!({"path": "a"}),
+            json!({"limit": 0}),
+            json!([1]),
+            json!({"path": 3}),
+        ] {
+            // Twice: once compiled, once from the cache; both as `validate` says.
+            assert_eq!(cache.validate(&first, &input), validate(&schema(), &input));
+            assert_eq!(cache.validate(&first, &input), validate(&schema(), &input));
+        }
+        // Same name, new tool object, new schema (an MCP server's refresh): its own.
+        let strict = object(&[("n", json!({"type": "integer"}))], &["n"]);
+        let second = tool(strict.clone());
+        let input = json!({"path": "a"});
+        assert!(cache.validate(&first, &input).is_ok());
+        assert!(cache.validate(&second, &input).is_err());
+        assert_eq!(cache.validate(&second, &input), validate(&strict, &input));
+        // A schema that does not compile is reported on every call.
+        let broken = tool(json!({"type": 12}));
+        assert!(
+            cache
+                .validate(&broken, &json!({}))
+                .unwrap_err()
+                .contains("own schema")
+        );
+        assert!(
+            cache
+                .validate(&broken, &json!({}))
+                .unwrap_err()
+                .contains("own schema")
         );
     }
 }
