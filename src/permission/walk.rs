@@ -233,7 +233,9 @@ mod tests {
         assert!(below(".ssh/keys"), "inside a credential location");
         assert!(!below("proj"));
         assert!(!below(".cargo/registry/src"));
-        assert!(!credentials_below(tmp.path(), &[home.join("elsewhere")]));
+        let beside = home.with_file_name("other");
+        assert!(!credentials_below(&beside, &homes), "beside the home");
+        assert!(credentials_below(tmp.path(), &homes), "the home lies below");
     }
 
     #[test]
