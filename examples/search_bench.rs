@@ -56,7 +56,7 @@ fn main() -> anyhow::Result<()> {
     }
     let walk = ["--hidden", "--no-require-git", "--no-config", "-g", "!.git"];
     let all = 1_000_000_000u64;
-    let cases = vec![
+    let cases = [
         Case {
             name: "files-with-matches",
             tool: "search_code",
