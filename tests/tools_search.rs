@@ -273,3 +273,55 @@ async fn search_stops_walking_at_head_limit_and_says_the_count_is_a_floor() {
         "{out}"
     );
 }
+
+/// The walk decides once whether a credential can lie below its root; a walk from a
+/// credential location's parent (`~/.cargo`) still hides it, by name and through a link.
+#[tokio::test]
+async fn a_walk_from_a_credentials_parent_hides_them_although_the_check_is_decided_per_walk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().canonicalize().unwrap();
+    put(
+        &home,
+        ".cargo/credentials.toml",
+        "token = \"SECRETTOKEN\"\n",
+    );
+    put(
+        &home,
+        ".cargo/registry/src/a.rs",
+        "// SECRETTOKEN is a word here\n",
+    );
+    std::os::unix::fs::symlink(
+        home.join(".cargo/credentials.toml"),
+        home.join(".cargo/registry/src/link.toml"),
+    )
+    .unwrap();
+    let policy = crewmaster::permission::Policy {
+        home: Some(home.clone()),
+        ..Default::default()
+    };
+    let mut c = ctx(&home.join(".cargo"));
+    c.walk = std::sync::Arc::new(crewmaster::permission::walk::WalkFilter::new(&policy));
+    let found = SearchCode::new()
+        .run(
+            json!({"pattern": "SECRETTOKEN", "output_mode": "content"}),
+            c.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(found, "registry/src/a.rs:1:// SECRETTOKEN is a word here\n");
+    let files = FindFiles::new()
+        .run(json!({"pattern": "**/*"}), c.clone())
+        .await
+        .unwrap();
+    assert_eq!(files, "registry/src/a.rs\n");
+    // From below the registry no credential can lie under the root; the link is still hidden.
+    c.cwd = home.join(".cargo/registry/src");
+    let found = SearchCode::new()
+        .run(
+            json!({"pattern": "SECRETTOKEN", "output_mode": "content"}),
+            c,
+        )
+        .await
+        .unwrap();
+    assert_eq!(found, "a.rs:1:// SECRETTOKEN is a word here\n");
+}

@@ -6,13 +6,15 @@
 //! Built once per session from the `Policy` ([`WalkFilter::new`]) and shared through an
 //! `Arc`; each walk takes a [`WalkScope`] for the calling agent's cwd.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::credentials::CREDENTIALS;
 use super::deny_ids::DeniedIds;
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::spec::RuleName;
-use super::{Policy, sandbox};
+use super::{Policy, sandbox, scopes};
 
 /// The deny rules and credential locations every walked entry is checked against.
 #[derive(Debug, Clone, Default)]
@@ -81,6 +83,22 @@ fn home_dirs(home: Option<&Path>) -> Vec<PathBuf> {
     }
 }
 
+/// Whether a path below `root` can name a credential location of one of `homes`: the
+/// root is a home or above one, or a credential location lies at, above or below it.
+fn credentials_below(root: &Path, homes: &[PathBuf]) -> bool {
+    homes.iter().any(|home| {
+        if home.starts_with(root) {
+            return true;
+        }
+        let Ok(rel) = root.strip_prefix(home) else {
+            return false;
+        };
+        CREDENTIALS
+            .iter()
+            .any(|c| Path::new(c).starts_with(rel) || rel.starts_with(c))
+    })
+}
+
 /// A [`WalkFilter`] applied from one cwd.
 #[derive(Debug, Clone)]
 pub struct WalkScope {
@@ -106,16 +124,42 @@ impl WalkScope {
     /// a non-link entry's real path is its parent's real path joined with its name.
     /// `real` must be that resolved location; a wrong one defeats the check.
     pub fn allows_resolved(&self, path: &Path, real: &Path) -> bool {
-        let lexical = sandbox::lexical(path);
+        self.judge(path, real, true)
+    }
+
+    /// Whether any entry below `roots` (a walk's root as given and as resolved) could be
+    /// a credential location by name. When none can, [`WalkScope::allows_below`] skips
+    /// the by-name credential check per entry; links are still judged in full.
+    pub fn credentials_below(&self, roots: &[&Path]) -> bool {
+        roots
+            .iter()
+            .any(|root| credentials_below(&sandbox::lexical(root), &self.filter.homes))
+    }
+
+    /// [`WalkScope::allows_resolved`] for a non-link entry of a walk whose roots
+    /// [`WalkScope::credentials_below`] judged; `credentials` is what it returned.
+    pub fn allows_below(&self, path: &Path, real: &Path, credentials: bool) -> bool {
+        self.judge(path, real, credentials)
+    }
+
+    fn judge(&self, path: &Path, real: &Path, credentials: bool) -> bool {
+        // A walked path is almost always plain (absolute, no `.`/`..`): no copy then.
+        let lexical = if scopes::plain(path) {
+            Cow::Borrowed(path)
+        } else {
+            Cow::Owned(sandbox::lexical(path))
+        };
         // The usual walked entry is its own real path: judged once.
-        let both = [lexical.as_path(), real];
-        let spellings = if lexical == real {
+        let both = [lexical.as_ref(), real];
+        let spellings = if lexical.as_ref() == real {
             &both[..1]
         } else {
             &both[..]
         };
         for p in spellings {
-            if sandbox::credential(p, &self.filter.homes).is_some() || self.denied(p) {
+            if (credentials && sandbox::credential(p, &self.filter.homes).is_some())
+                || self.denied(p)
+            {
                 return false;
             }
         }
@@ -174,5 +218,46 @@ mod tests {
         let from_home = filter.scope(&home, RuleName::Glob);
         assert!(!from_home.allows(&home.join(".ssh")));
         assert!(!from_home.allows(&home.join(".ssh/id_rsa")));
+    }
+
+    #[test]
+    fn the_credential_check_is_skipped_only_where_no_credential_can_lie_below() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().canonicalize().unwrap().join("home");
+        let homes = vec![home.clone()];
+        let below = |rel: &str| credentials_below(&home.join(rel), &homes);
+        assert!(credentials_below(&home, &homes), "the home itself");
+        assert!(credentials_below(Path::new("/"), &homes), "above the home");
+        assert!(below(".config"), ".config/gcloud lies below");
+        assert!(below(".cargo"), ".cargo/credentials.toml lies below");
+        assert!(below(".ssh/keys"), "inside a credential location");
+        assert!(!below("proj"));
+        assert!(!below(".cargo/registry/src"));
+        let beside = home.with_file_name("other");
+        assert!(!credentials_below(&beside, &homes), "beside the home");
+        assert!(credentials_below(tmp.path(), &homes), "the home lies below");
+    }
+
+    #[test]
+    fn a_walk_below_a_credentials_parent_still_hides_them_and_a_plain_one_skips_the_check() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().canonicalize().unwrap();
+        let policy = Policy {
+            home: Some(home.clone()),
+            ..Policy::default()
+        };
+        let filter = Arc::new(WalkFilter::new(&policy));
+        let cargo = home.join(".cargo");
+        let scope = filter.scope(&cargo, RuleName::Grep);
+        let creds = scope.credentials_below(&[&cargo]);
+        assert!(creds);
+        assert!(!scope.allows_below(
+            &cargo.join("credentials.toml"),
+            &cargo.join("credentials.toml"),
+            creds
+        ));
+        let registry = cargo.join("registry");
+        assert!(!scope.credentials_below(&[&registry]));
+        assert!(scope.allows_below(&registry.join("a.rs"), &registry.join("a.rs"), false));
     }
 }

@@ -7,7 +7,7 @@
 //! below the root: one `canonicalize` per walk instead of one per entry. Links are still
 //! resolved one by one, so a link to a credential or to a denied file stays hidden.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
@@ -44,32 +44,67 @@ pub(crate) fn parallel<W: Worker>(
 /// every entry below the root checked against `scope` (deny rules, credentials).
 fn configured(root: &Path, scope: &WalkScope) -> WalkBuilder {
     let mut b = WalkBuilder::new(root);
-    let scope = scope.clone();
-    let root_path = root.to_path_buf();
-    let root_real = std::fs::canonicalize(root).ok();
+    let judge = Judge::new(root, scope);
     b.require_git(false)
         .hidden(false)
         .follow_links(false)
-        .filter_entry(move |e| {
-            e.file_name() != ".git" && allowed(&scope, &root_path, root_real.as_deref(), e)
-        });
+        .threads(threads())
+        .filter_entry(move |e| e.file_name() != ".git" && judge.allowed(e));
     b
 }
 
-/// Whether the filter lets `e` through, resolving its real path without a syscall when
-/// it is not a link (see the module docs).
-fn allowed(scope: &WalkScope, root: &Path, root_real: Option<&Path>, e: &DirEntry) -> bool {
-    if e.path_is_symlink() {
-        return scope.allows(e.path());
+/// Walker threads: one per core up to 12, as ripgrep chooses (`rg -j` default).
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(12))
+}
+
+/// The per-entry permission check, with what can be decided once per walk decided once.
+struct Judge {
+    scope: WalkScope,
+    root: PathBuf,
+    /// The root's real location, when it differs from `root`; `None` below means the
+    /// root is its own real path (or cannot be resolved: see `resolvable`).
+    real_root: Option<PathBuf>,
+    resolvable: bool,
+    /// Whether an entry below the root can be a credential location by name.
+    credentials: bool,
+}
+
+impl Judge {
+    fn new(root: &Path, scope: &WalkScope) -> Self {
+        let real = std::fs::canonicalize(root).ok();
+        let credentials = match &real {
+            Some(r) => scope.credentials_below(&[root, r]),
+            None => true,
+        };
+        Self {
+            scope: scope.clone(),
+            root: root.to_path_buf(),
+            resolvable: real.is_some(),
+            real_root: real.filter(|r| r != root),
+            credentials,
+        }
     }
-    match root_real {
-        // A canonical root: the entry's path is its real path (no allocation).
-        Some(real_root) if real_root == root => scope.allows_resolved(e.path(), e.path()),
-        Some(real_root) => match e.path().strip_prefix(root) {
-            Ok(rel) => scope.allows_resolved(e.path(), &real_root.join(rel)),
-            Err(_) => scope.allows(e.path()),
-        },
-        None => scope.allows(e.path()),
+
+    /// Whether the filter lets `e` through, resolving its real path without a syscall
+    /// when it is not a link (see the module docs).
+    fn allowed(&self, e: &DirEntry) -> bool {
+        if e.path_is_symlink() || !self.resolvable {
+            return self.scope.allows(e.path());
+        }
+        match &self.real_root {
+            // A canonical root: the entry's path is its real path (no allocation).
+            None => self
+                .scope
+                .allows_below(e.path(), e.path(), self.credentials),
+            Some(real_root) => match e.path().strip_prefix(&self.root) {
+                Ok(rel) => {
+                    self.scope
+                        .allows_below(e.path(), &real_root.join(rel), self.credentials)
+                }
+                Err(_) => self.scope.allows(e.path()),
+            },
+        }
     }
 }
 
