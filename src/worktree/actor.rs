@@ -3,7 +3,7 @@
 //!
 //! Creations run in parallel: each touches only its own branch, its own
 //! `.git/worktrees/<id>` and its own checkout; the few shared git writes are serialised
-//! in [`super::git::add`] and the registry update by its file lock. They are bounded by
+//! in [`super::add`] and the registry update by its file lock. They are bounded by
 //! [`parallel_creations`] (checkouts are disk-bound: a few beyond the cores keep the disk
 //! busy). Each runs on the blocking pool in a spawned task, so the mailbox moves on and
 //! the next `Create` starts at once; the `worktree.setup` command runs in that task too.
