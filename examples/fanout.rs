@@ -417,7 +417,9 @@ async fn start_session(
             .into_iter()
             .chain(orchestration_tools(&catalog)),
     )?;
-    let provider = ScriptedProvider::new(ScriptedProvider::parse(script, Path::new(name))?);
+    // The scripted model keeps no copy of each request: a real provider does not either.
+    let provider =
+        ScriptedProvider::new(ScriptedProvider::parse(script, Path::new(name))?).forget_requests();
     Ok(SessionHandle::start(SessionConfig {
         auto: None,
         context: Default::default(),

@@ -202,6 +202,8 @@ pub struct ScriptedProvider {
     cursor: Arc<Mutex<Cursor>>,
     requests: Arc<Mutex<Vec<ModelRequest>>>,
     record_to: Option<PathBuf>,
+    /// Whether requests are kept for [`ScriptedProvider::requests`] (default yes).
+    keep_requests: bool,
     cache: Arc<Mutex<CacheSim>>,
 }
 
@@ -213,6 +215,7 @@ impl ScriptedProvider {
             cursor: Arc::default(),
             requests: Arc::default(),
             record_to: None,
+            keep_requests: true,
             cache: Arc::default(),
         }
     }
@@ -239,6 +242,14 @@ impl ScriptedProvider {
     /// Also appends every request, as one JSON line, to `path`.
     pub fn record_to(mut self, path: PathBuf) -> Self {
         self.record_to = Some(path);
+        self
+    }
+
+    /// Keeps no requests in memory ([`ScriptedProvider::requests`] stays empty): a
+    /// benchmark of crew's memory must not count the test double's copies, which grow
+    /// with every turn of every agent.
+    pub fn forget_requests(mut self) -> Self {
+        self.keep_requests = false;
         self
     }
 
@@ -311,7 +322,9 @@ impl Provider for ScriptedProvider {
             .and_then(|t| t.wait_for.as_deref())
             .map(|p| signal_path(p, &request.agent));
         let billed = self.script.cache.then(|| lock(&self.cache).bill(&request));
-        lock(&self.requests).push(request);
+        if self.keep_requests {
+            lock(&self.requests).push(request);
+        }
         let mut turn = turn.unwrap_or_else(|| Turn {
             text: Some("[script exhausted]".into()),
             ..Turn::default()
