@@ -10,8 +10,12 @@
 //!   target ≤ 1.0×);
 //! - peak memory per subagent (growth of the process's peak RSS over N; the subagents
 //!   are idle, waiting on their model, nearly all of the time);
-//! - memory per idle teammate: a second session starts N named teammates that answer
-//!   once and go idle; growth of RSS once the team is quiet, over N (target ≤ 1 MiB).
+//! - memory per idle teammate: a second session, in a fresh child process (so memory freed
+//!   by the fan-out cannot be reused and hide the growth), starts N named teammates that
+//!   answer once and go idle; growth of RSS once the team is quiet, over N (target ≤ 1 MiB);
+//! - where the time goes: the worktree operations' tracing spans (added up), and for each
+//!   subagent its wait for a worktree and its run (turns, tools and the worktree's finish),
+//!   with wall and CPU time (user + system, this process and its children) for each side.
 //!
 //! `cargo run --release --example fanout -- [N]` (default N = 32).
 
@@ -33,6 +37,8 @@ use crewmaster::tools::{CommandSandbox, Registry, builtin_tools, orchestration_t
 use crewmaster::worktree::manager::Manager;
 
 const TURNS: u64 = 5;
+/// The child process mode that measures idle teammates.
+const TEAMMATES_FLAG: &str = "--idle-teammates";
 const LATENCY_MS: u64 = 100;
 
 fn git(dir: &Path, args: &[&str]) {
@@ -60,6 +66,23 @@ fn status_kib(field: &str) -> u64 {
                 .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
         })
         .unwrap_or(0)
+}
+
+/// CPU time (user + system) of this process and of its waited-for children, from
+/// `/proc/self/stat` (clock ticks of 10 ms).
+fn cpu() -> (Duration, Duration) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let tick = |i: usize| fields.get(i).copied().unwrap_or(0);
+    // After the command name: state is field 3, utime 14, stime 15, cutime 16, cstime 17.
+    let to = |t: u64| Duration::from_millis(t * 10);
+    (to(tick(11) + tick(12)), to(tick(13) + tick(14)))
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -90,20 +113,28 @@ fn make_repo(repo: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Medians of our creation and of `git worktree add -b`, interleaved, `samples` each.
-fn creation_times(
-    repo: &Path,
-    scratch: &Path,
-    samples: usize,
-) -> anyhow::Result<(Duration, Duration)> {
+/// One side of the single-worktree comparison: medians of wall time, total CPU time.
+#[derive(Default)]
+struct Side {
+    create: Vec<Duration>,
+    create_cpu: Duration,
+    remove: Vec<Duration>,
+    remove_cpu: Duration,
+}
+
+/// Our creation and removal of one clean worktree against `git worktree add -b` and
+/// `git worktree remove` + `git branch -D`, interleaved, `samples` each.
+fn creation_times(repo: &Path, scratch: &Path, samples: usize) -> anyhow::Result<(Side, Side)> {
     let manager = Manager::open(repo, Some(&scratch.join("probe")))?;
-    let (mut ours, mut plain) = (Vec::new(), Vec::new());
+    let (mut ours, mut plain) = (Side::default(), Side::default());
+    let path_of = |i: usize| scratch.join(format!("plain{i}"));
     for i in 0..samples {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu().0);
         manager.create(&format!("probe{i}"), "probe", None)?;
-        ours.push(t.elapsed());
-        let path = scratch.join(format!("plain{i}"));
-        let t = Instant::now();
+        ours.create.push(t.elapsed());
+        ours.create_cpu += cpu().0 - c;
+        let path = path_of(i);
+        let (t, c) = (Instant::now(), cpu().1);
         git(
             repo,
             &[
@@ -115,8 +146,13 @@ fn creation_times(
                 path.to_str().unwrap_or_default(),
             ],
         );
-        plain.push(t.elapsed());
-        manager.discard(&format!("probe{i}"))?;
+        plain.create.push(t.elapsed());
+        plain.create_cpu += cpu().1 - c;
+        let (t, c) = (Instant::now(), cpu().0);
+        manager.finish(&format!("probe{i}"))?;
+        ours.remove.push(t.elapsed());
+        ours.remove_cpu += cpu().0 - c;
+        let (t, c) = (Instant::now(), cpu().1);
         git(
             repo,
             &[
@@ -127,8 +163,10 @@ fn creation_times(
             ],
         );
         git(repo, &["branch", "-q", "-D", &format!("plain{i}")]);
+        plain.remove.push(t.elapsed());
+        plain.remove_cpu += cpu().1 - c;
     }
-    Ok((median(ours), median(plain)))
+    Ok((ours, plain))
 }
 
 fn script(n: usize) -> String {
@@ -154,12 +192,25 @@ fn script(n: usize) -> String {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let n: usize = std::env::args().nth(1).map_or(Ok(32), |a| a.parse())?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(TEAMMATES_FLAG) {
+        let n: usize = args.get(1).map_or(Ok(32), |a| a.parse())?;
+        let tmp = tempfile::tempdir()?;
+        let root = tmp.path().canonicalize()?;
+        let repo = root.join("repo");
+        make_repo(&repo)?;
+        println!("{:.0}", idle_teammates(&repo, &root, n).await?);
+        return Ok(());
+    }
+    let n: usize = args.first().map_or(Ok(32), |a| a.parse())?;
+    let teammate_kib = teammates_in_child(n)?;
+    spans::install();
     let tmp = tempfile::tempdir()?;
     let root = tmp.path().canonicalize()?;
     let repo = root.join("repo");
     make_repo(&repo)?;
     let (ours, plain) = creation_times(&repo, &root, 5)?;
+    let probe_spans = spans::take();
 
     // Reset the peak-RSS counter so the peak below is this run's.
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -167,6 +218,7 @@ async fn main() -> anyhow::Result<()> {
     let session = start_session(&repo, &root, "session", &script(n), n).await?;
 
     let start = Instant::now();
+    let cpu_start = cpu();
     let start_ms = crewmaster::tasks::now_ms();
     let chat = |task: &str| RunRequest {
         mode: AgentMode::Chat,
@@ -178,8 +230,11 @@ async fn main() -> anyhow::Result<()> {
         session.run(chat("continue")).await?;
     }
     let wall = start.elapsed();
+    let end_ms = crewmaster::tasks::now_ms();
+    let cpu_end = cpu();
     let peak = status_kib("VmHWM:");
     session.shutdown().await;
+    let run_spans = spans::take();
 
     let records = load_records(&root.join("session"))?;
     let completed = records
@@ -199,28 +254,68 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or(start_ms);
     let setup = Duration::from_millis(last_start.saturating_sub(start_ms));
     // One subagent alone: its worktree, then its turns.
-    let ideal = ours + Duration::from_millis(TURNS * LATENCY_MS);
-    let teammate_kib = idle_teammates(&repo, &root, n).await?;
+    let one = median(ours.create.clone());
+    let ideal = one + Duration::from_millis(TURNS * LATENCY_MS);
+    let ms_of = |v: Vec<u64>| median(v.into_iter().map(Duration::from_millis).collect());
+    let waits: Vec<u64> = records
+        .iter()
+        .filter_map(|r| Some(r.started_ms?.saturating_sub(r.created_ms)))
+        .collect();
+    let runs: Vec<u64> = records
+        .iter()
+        .filter_map(|r| Some(r.ended_ms?.saturating_sub(r.started_ms?)))
+        .collect();
+    let last_end = records
+        .iter()
+        .filter_map(|r| r.ended_ms)
+        .max()
+        .unwrap_or(end_ms);
     println!("fan-out: {n} subagents × {TURNS} turns × {LATENCY_MS} ms on a 2,000-file repository");
     println!(
         "  completed: {completed}/{n}; worktrees left behind: {} (read-only work is removed)",
         left.len()
     );
+    let (ours_c, plain_c) = (one, median(plain.create.clone()));
     println!(
-        "  worktree creation: ours {:.1} ms, `git worktree add` {:.1} ms → ratio {:.2}",
-        ms(ours),
-        ms(plain),
-        ms(ours) / ms(plain)
+        "  worktree creation (one, median of 5): ours {:.1} ms wall / {:.1} ms CPU, `git worktree add` {:.1} ms wall / {:.1} ms CPU → wall ratio {:.2}, CPU ratio {:.2} (target ≤ 1.0)",
+        ms(ours_c),
+        ms(ours.create_cpu) / 5.0,
+        ms(plain_c),
+        ms(plain.create_cpu) / 5.0,
+        ms(ours_c) / ms(plain_c),
+        ms(ours.create_cpu) / ms(plain.create_cpu).max(0.001),
+    );
+    println!(
+        "  worktree removal (one clean, median of 5): ours {:.1} ms wall / {:.1} ms CPU, `git worktree remove` + `git branch -D` {:.1} ms wall / {:.1} ms CPU",
+        ms(median(ours.remove.clone())),
+        ms(ours.remove_cpu) / 5.0,
+        ms(median(plain.remove.clone())),
+        ms(plain.remove_cpu) / 5.0,
     );
     println!(
         "  wall {:.2} s, ideal {:.2} s (one worktree {:.1} ms + 0.5 s of turns) → ratio {:.2} (target ≤ 1.5); all {n} worktrees made within {:.2} s ({} at once)",
         wall.as_secs_f64(),
         ideal.as_secs_f64(),
-        ms(ours),
+        ms(one),
         wall.as_secs_f64() / ideal.as_secs_f64(),
         setup.as_secs_f64(),
         crewmaster::worktree::actor::parallel_creations()
     );
+    println!(
+        "  CPU during the fan-out: {:.2} s in crew (user+sys), {:.2} s in child processes; {:.2} cores busy on average",
+        (cpu_end.0 - cpu_start.0).as_secs_f64(),
+        (cpu_end.1 - cpu_start.1).as_secs_f64(),
+        (cpu_end.0 - cpu_start.0 + cpu_end.1 - cpu_start.1).as_secs_f64() / wall.as_secs_f64(),
+    );
+    println!(
+        "  per subagent: waited for its worktree {:.2} s (median), ran {:.2} s (median; turns, tools, finishing its worktree), max {:.2} s; lead done {:.2} s after the last subagent",
+        ms_of(waits).as_secs_f64(),
+        ms_of(runs.clone()).as_secs_f64(),
+        runs.iter().max().copied().unwrap_or(0) as f64 / 1000.0,
+        end_ms.saturating_sub(last_end) as f64 / 1000.0,
+    );
+    spans::print("single-worktree probes", &probe_spans);
+    spans::print("fan-out", &run_spans);
     println!(
         "  peak memory: {} KiB over a {} KiB baseline → {:.0} KiB per subagent (target ≤ 1024)",
         peak,
@@ -228,9 +323,84 @@ async fn main() -> anyhow::Result<()> {
         peak.saturating_sub(rss_before) as f64 / n as f64
     );
     println!(
-        "  memory per idle teammate ({n} of them, quiet team): {teammate_kib:.0} KiB (target ≤ 1024)"
+        "  memory per idle teammate ({n} of them, quiet team, fresh process): {teammate_kib:.0} KiB (target ≤ 1024)"
     );
     Ok(())
+}
+
+/// Runs the idle-teammate measurement in a fresh child process and returns its figure.
+fn teammates_in_child(n: usize) -> anyhow::Result<f64> {
+    let out = Command::new(std::env::current_exe()?)
+        .args([TEAMMATES_FLAG, &n.to_string()])
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "the idle-teammate child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+}
+
+/// Adds up the time spent in each tracing span of the worktree operations.
+mod spans {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use tracing::span::{Attributes, Id};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+    use tracing_subscriber::registry::LookupSpan;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    /// Per span name: how many closed, total time, longest.
+    pub type Totals = BTreeMap<&'static str, (u32, Duration, Duration)>;
+    static TOTALS: Mutex<Totals> = Mutex::new(BTreeMap::new());
+
+    struct Timing;
+
+    impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Timing {
+        fn on_new_span(&self, _: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+            if let Some(span) = ctx.span(id) {
+                span.extensions_mut().insert(Instant::now());
+            }
+        }
+
+        fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+            let Some(span) = ctx.span(&id) else { return };
+            let Some(took) = span.extensions().get::<Instant>().map(Instant::elapsed) else {
+                return;
+            };
+            let mut totals = TOTALS.lock().unwrap_or_else(|p| p.into_inner());
+            let e = totals.entry(span.name()).or_default();
+            e.0 += 1;
+            e.1 += took;
+            e.2 = e.2.max(took);
+        }
+    }
+
+    pub fn install() {
+        let only_worktrees = tracing_subscriber::filter::Targets::new()
+            .with_target("crewmaster::worktree", tracing::Level::DEBUG);
+        let _ = tracing_subscriber::registry()
+            .with(Timing.with_filter(only_worktrees))
+            .try_init();
+    }
+
+    pub fn take() -> Totals {
+        std::mem::take(&mut *TOTALS.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn print(what: &str, totals: &Totals) {
+        println!("  spans ({what}): name × count: mean / max / sum of wall time");
+        for (name, (count, sum, max)) in totals {
+            println!(
+                "    {name:<26} × {count:>3}: {:>7.1} / {:>7.1} / {:>8.1} ms",
+                super::ms(*sum) / f64::from((*count).max(1)),
+                super::ms(*max),
+                super::ms(*sum)
+            );
+        }
+    }
 }
 
 /// A session on `repo` with a scripted model, orchestration on (worktrees, teams).
@@ -247,7 +417,9 @@ async fn start_session(
             .into_iter()
             .chain(orchestration_tools(&catalog)),
     )?;
-    let provider = ScriptedProvider::new(ScriptedProvider::parse(script, Path::new(name))?);
+    // The scripted model keeps no copy of each request: a real provider does not either.
+    let provider =
+        ScriptedProvider::new(ScriptedProvider::parse(script, Path::new(name))?).without_memory();
     Ok(SessionHandle::start(SessionConfig {
         auto: None,
         context: Default::default(),

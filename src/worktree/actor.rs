@@ -1,14 +1,15 @@
 //! The `WorktreeManager` actor: one per repository, it runs the worktree operations of
 //! [`Manager`] so that they never trip over each other on the same `.git`.
 //!
-//! Creations run in parallel: each touches only its own branch, its own
+//! Creations and finishes run in parallel: each touches only its own branch, its own
 //! `.git/worktrees/<id>` and its own checkout; the few shared git writes are serialised
-//! in [`super::git::add`] and the registry update by its file lock. They are bounded by
+//! by the add lock of [`super::add`] and the registry update by its file lock. They are
+//! bounded by
 //! [`parallel_creations`] (checkouts are disk-bound: a few beyond the cores keep the disk
 //! busy). Each runs on the blocking pool in a spawned task, so the mailbox moves on and
 //! the next `Create` starts at once; the `worktree.setup` command runs in that task too.
 //!
-//! Every other operation (finish, merge, discard, list, diff, reconcile) is exclusive:
+//! Every other operation (merge, discard, list, diff, reconcile) is exclusive:
 //! it waits in `handle` until the creations in flight are done and holds the mailbox
 //! while it runs (reconcile must not prune a half-made worktree; a merge moves the main
 //! checkout). git and libgit2 fail rather than wait on each other's locks, so waiting
@@ -198,13 +199,28 @@ impl Actor for WorktreeManager {
             });
             return Ok(());
         }
+        if let WorktreeMsg::Finish { task_id, reply } = msg {
+            // A finish touches only its own worktree and branch (git's shared records
+            // under the add lock, the registry under its own): it runs beside creations
+            // and other finishes, in mailbox order before any exclusive operation.
+            let shared = state.exclusive.clone().read_owned().await;
+            let (busy, manager) = (state.creating.clone(), state.manager.clone());
+            tokio::spawn(async move {
+                let finished = match busy.acquire_owned().await {
+                    Ok(_slot) => blocking(&manager, move |m| m.finish(&task_id)).await,
+                    Err(_) => Err(WorktreeError::Internal(
+                        "the worktree manager stopped".into(),
+                    )),
+                };
+                drop(shared);
+                let _ = reply.send(finished);
+            });
+            return Ok(());
+        }
         let _exclusive = state.exclusive.write().await;
         let manager = &state.manager;
         match msg {
-            WorktreeMsg::Create { .. } => {}
-            WorktreeMsg::Finish { task_id, reply } => {
-                let _ = reply.send(blocking(manager, move |m| m.finish(&task_id)).await);
-            }
+            WorktreeMsg::Create { .. } | WorktreeMsg::Finish { .. } => {}
             WorktreeMsg::List { reply } => {
                 let _ = reply.send(blocking(manager, |m| m.list()).await);
             }

@@ -49,60 +49,6 @@ pub fn resolve_base(cwd: &Path, base: Option<&str>) -> Result<Oid, WorktreeError
         })
 }
 
-/// Creates branch `branch` at `base` and checks it out at `path` as git worktree `name`.
-/// If the checkout fails the new branch is deleted again (it holds nothing).
-pub fn add(
-    main: &Repository,
-    name: &str,
-    path: &Path,
-    branch: &str,
-    base: Oid,
-) -> Result<(), WorktreeError> {
-    let commit = main
-        .find_commit(base)
-        .map_err(git_err("find commit", base))?;
-    // libgit2's `worktree add` reads every other worktree's metadata (is the branch checked
-    // out elsewhere?) while writing its own, so two adds at once can see each other half
-    // written ("already checked out"): the whole add is serialised per repository. Running
-    // the checkout outside the lock (add without checkout, then check out) is the way to
-    // win back parallelism; it is not done yet.
-    let lock = repo_lock(main.path());
-    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-    let folder = main.path().join("worktrees");
-    std::fs::create_dir_all(&folder).map_err(io_err("create", &folder))?;
-    let mut created = main
-        .branch(branch, &commit, false)
-        .map_err(git_err("create branch", branch))?;
-    let result = {
-        let mut opts = git2::WorktreeAddOptions::new();
-        let reference = created.get();
-        opts.reference(Some(reference));
-        main.worktree(name, path, Some(&opts)).map(|_| ())
-    };
-    if let Err(source) = result {
-        let _ = created.delete();
-        return Err(WorktreeError::Git {
-            op: "worktree add",
-            path: path.display().to_string(),
-            source,
-        });
-    }
-    Ok(())
-}
-
-/// This process's lock for the shared metadata of the repository whose git directory is
-/// `git_dir` (one per repository, kept for the life of the process).
-fn repo_lock(git_dir: &Path) -> std::sync::Arc<std::sync::Mutex<()>> {
-    static LOCKS: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<PathBuf, std::sync::Arc<std::sync::Mutex<()>>>>,
-    > = std::sync::OnceLock::new();
-    let mut locks = LOCKS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    locks.entry(git_dir.to_path_buf()).or_default().clone()
-}
-
 /// Whether the checkout at `path` has uncommitted changes, untracked non-ignored files
 /// included.
 pub fn is_dirty(wt: &Repository) -> Result<bool, WorktreeError> {
@@ -203,11 +149,16 @@ pub fn summarize(
     let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
     let uncommitted = is_dirty(&wt)?;
     let mut commits_ahead = 0;
-    if let Some(head) = wt.head().ok().and_then(|h| h.target()) {
+    let head = wt.head().ok().and_then(|h| h.target());
+    if let Some(head) = head {
         commits_ahead = ahead(&wt, head, base)?;
     }
     if let Some(tip) = branch_tip(main, branch) {
         commits_ahead = commits_ahead.max(ahead(main, tip, base)?);
+    }
+    if !uncommitted && commits_ahead == 0 && head == Some(base) {
+        // Nothing beyond the base: the diff is empty, no need to read every file again.
+        return Ok(DiffSummary::default());
     }
     let diff = workdir_diff(&wt, base)?;
     let stats = diff.stats().map_err(git_err("diff", path.display()))?;
@@ -271,10 +222,44 @@ pub fn remove(
         });
     }
     if path.exists() {
-        std::fs::remove_dir_all(path).map_err(io_err("delete", path))?;
+        discard_dir(base_dir, name, path)?;
     }
+    let _held = super::add::lock(main.path())?;
     prune_metadata(main, name)?;
     delete_branch(main, branch)
+}
+
+/// The folder, beside the worktrees, where removed worktrees wait to be deleted.
+pub const TRASH_DIR: &str = ".trash";
+
+/// Takes the directory `path` of worktree `name` out of the way at once (a rename into
+/// [`TRASH_DIR`]) and deletes it on a background thread: deleting thousands of files need
+/// not delay the caller, who decided nothing in it is of value. Falls back to deleting in
+/// place when the rename fails.
+fn discard_dir(base_dir: &Path, name: &str, path: &Path) -> Result<(), WorktreeError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let trash = base_dir.join(TRASH_DIR);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let target = trash.join(format!("{name}.{}.{n}", std::process::id()));
+    let moved = std::fs::create_dir_all(&trash).and_then(|()| std::fs::rename(path, &target));
+    if moved.is_err() {
+        return std::fs::remove_dir_all(path).map_err(io_err("delete", path));
+    }
+    std::thread::spawn(move || {
+        let _ = std::fs::remove_dir_all(&target);
+    });
+    Ok(())
+}
+
+/// Deletes, on a background thread, whatever a removal left in `base_dir`'s trash (a
+/// process that died before its deleting thread finished).
+pub fn empty_trash(base_dir: &Path) {
+    let trash = base_dir.join(TRASH_DIR);
+    if trash.is_dir() {
+        std::thread::spawn(move || {
+            let _ = std::fs::remove_dir_all(&trash);
+        });
+    }
 }
 
 /// Removes git's record of worktree `name` if its directory is gone (as `git worktree

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use git2::{Oid, Repository};
 
+use super::add;
 use super::include::{self, WorktreeSettings};
 use super::naming::{branch_name, check_task_id, default_base_dir, repo_dir};
 use super::registry::{self, Record, Registry};
@@ -120,6 +121,7 @@ impl Manager {
         base: Option<&str>,
     ) -> Result<Worktree, WorktreeError> {
         check_task_id(task_id)?;
+        let _span = tracing::debug_span!("worktree.create").entered();
         let reg = self.load()?;
         let path = self.dir.join(task_id);
         if reg.get(task_id).is_some() || path.exists() {
@@ -133,8 +135,12 @@ impl Manager {
         let branch = branch_name(task_id, description);
         let main = self.repo()?;
         std::fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
-        git::add(&main, task_id, &path, &branch, base_commit)?;
-        let copied = match include::copy_included(&main, &self.root, &path) {
+        add::add(&main, task_id, &path, &branch, base_commit)?;
+        let included = {
+            let _span = tracing::debug_span!("worktree.include").entered();
+            include::copy_included(&main, &self.root, &path)
+        };
+        let copied = match included {
             Ok(c) => c,
             Err(e) => {
                 // The worktree is seconds old and holds nothing: undo it.
@@ -168,10 +174,15 @@ impl Manager {
     /// Ends a task's worktree: removed with its branch if it holds nothing beyond its
     /// base, otherwise kept (status `kept`) and summarised.
     pub fn finish(&self, id: &str) -> Result<Finished, WorktreeError> {
+        let _span = tracing::debug_span!("worktree.finish").entered();
         let rec = self.record(&self.load()?, id)?;
         let main = self.repo()?;
-        let summary = self.summary_of(&main, &rec)?;
+        let summary = {
+            let _span = tracing::debug_span!("worktree.finish.summary").entered();
+            self.summary_of(&main, &rec)?
+        };
         if summary.is_clean() {
+            let _span = tracing::debug_span!("worktree.finish.remove").entered();
             git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
             self.update(|reg| reg.remove(id))?;
             return Ok(Finished::Removed);
@@ -327,6 +338,7 @@ impl Manager {
     /// or git worktrees in our folder that the registry does not know are reported as
     /// orphaned — never deleted.
     pub fn reconcile(&self) -> Result<ReconcileReport, WorktreeError> {
+        git::empty_trash(&self.dir);
         let reg = self.load()?;
         let main = self.repo()?;
         let mut report = ReconcileReport::default();
@@ -371,7 +383,8 @@ impl Manager {
         if let Ok(entries) = std::fs::read_dir(&self.dir) {
             for entry in entries.flatten() {
                 let path = entry.path();
-                if path.is_dir() && !known(&path) && !report.orphaned.contains(&path) {
+                let trash = entry.file_name() == git::TRASH_DIR;
+                if path.is_dir() && !trash && !known(&path) && !report.orphaned.contains(&path) {
                     report.orphaned.push(path);
                 }
             }

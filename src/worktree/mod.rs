@@ -2,11 +2,13 @@
 //! on its own branch, and its work is never deleted automatically.
 //!
 //! The pieces: [`naming`] (task ids, slugs, where things live), [`registry`] (the persisted
-//! record of our worktrees), [`git`] (the git operations), [`include`] (`.worktreeinclude`
+//! record of our worktrees), [`add`] (adding a worktree, many at once), [`git`] (the other git
+//! operations), [`include`] (`.worktreeinclude`
 //! and the setup command), [`manager`] (the operations, synchronous, one repository) and
 //! [`actor`] (the `WorktreeManager` actor that serialises them).
 
 pub mod actor;
+pub mod add;
 pub mod git;
 pub mod include;
 pub mod manager;
