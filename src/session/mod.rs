@@ -9,105 +9,31 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{
-    Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent, rpc::CallResult,
-};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
-use crate::agent::catalog::Catalog;
-use crate::agent::follow_up::{TASK_NEWS, TEAM_NEWS};
 use crate::agent::lead::{LeadAgent, LeadArgs, LeadMsg};
 use crate::agent::pipeline::Pipeline;
-use crate::agent::runner::{AgentSpec, RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
+use crate::agent::runner::{RunPlace, Runner};
 use crate::agent::subagent::{SubagentEnv, Workspaces};
 use crate::agent::team_launch::TeamLink;
 use crate::agent::workspaces::WorktreeWorkspaces;
-use crate::approver::actor::ApproverPolicy;
 use crate::events::{EventBus, EventKind};
-use crate::permission::{PermissionMode, Policy, SharedMode};
+use crate::permission::SharedMode;
 use crate::protocol::Message;
-use crate::provider::Provider;
 use crate::supervise::{RestartBudget, RestartLimit, Service, ServiceArgs, Services};
 use crate::tasks::actor::{TaskArgs, TaskMsg};
 use crate::team::Team;
-use crate::team::actor::{LeadWake, TeamActor, TeamMsg};
+use crate::team::actor::{TeamActor, TeamMsg};
 use crate::team::restore::Transcripts;
-use crate::tools::{CommandSandbox, Registry};
 use crate::worktree::actor::{WorktreeManagerArgs, WorktreeMsg};
 use std::path::Path;
 use tokio::sync::Semaphore;
 
-/// Everything a session is built from.
-pub struct SessionConfig {
-    /// The lead's working directory (and first sandbox root).
-    pub cwd: PathBuf,
-    /// The lead's permission mode.
-    pub permission_mode: PermissionMode,
-    /// Rules, additional roots and the rest of the permission policy.
-    pub policy: Policy,
-    /// The model.
-    pub provider: Arc<dyn Provider>,
-    /// The lead's configuration.
-    pub lead: AgentSpec,
-    /// How Asks are answered.
-    pub approver: ApproverPolicy,
-    /// The tools.
-    pub registry: Arc<Registry>,
-    /// OS confinement for the lead's commands.
-    pub sandbox: CommandSandbox,
-    /// The executor's timeout for tools that set none.
-    pub default_tool_timeout: Duration,
-    /// A conversation to resume.
-    pub conversation: Vec<Message>,
-    /// The event bus (created by the caller so it can subscribe before anything runs).
-    pub events: EventBus,
-    /// Background tasks and subagents (`None`: the lead works alone).
-    pub orchestration: Option<Orchestration>,
-    /// The configured hooks and what they are told about the session (`None`: no hooks).
-    pub hooks: Option<SessionHooks>,
-    /// Auto mode's classifier, breaker and tally (`None`: auto mode asks as default does).
-    pub auto: Option<Arc<crate::permission::auto::AutoMode>>,
-    /// Context windows and when agents compact (`contextWindows`, `autoCompact`).
-    pub context: crate::agent::context::ContextSettings,
-}
+mod config;
+mod handle;
 
-/// What the session's `Hooks` actor is built from.
-pub struct SessionHooks {
-    /// The hooks of every settings layer and agent definition (already filtered by
-    /// folder trust).
-    pub hooks: crate::hooks::HookTable,
-    /// The project root (`CLAUDE_PROJECT_DIR`, `CREW_PROJECT_DIR`).
-    pub project_dir: PathBuf,
-    /// The session's id (`session_id`).
-    pub session_id: String,
-    /// The lead's transcript (`transcript_path`).
-    pub transcript_path: PathBuf,
-    /// `startup` or `resume`, for `SessionStart`.
-    pub source: &'static str,
-}
-
-/// What a session needs to run background tasks and subagents.
-pub struct Orchestration {
-    /// Where task records and logs are kept (`~/.crew/projects/<slug>/<session>`).
-    pub session_dir: PathBuf,
-    /// The agent definitions.
-    pub catalog: Arc<Catalog>,
-    /// Give subagents git worktrees (when the working directory is in a repository).
-    pub worktrees: bool,
-    /// Where worktrees go (`None`: `~/.crew/worktrees`).
-    pub worktree_base: Option<PathBuf>,
-    /// How many subagents may run at once; the rest queue.
-    pub max_concurrent_agents: usize,
-    /// Turn limit for subagents whose definition sets none.
-    pub subagent_max_turns: u32,
-    /// Where teams live (`~/.crew/teams`); the session's team is named after its session
-    /// directory. `None`: no team (named agents are refused).
-    pub teams_dir: Option<PathBuf>,
-    /// A resumed session's transcripts: its team (roster, inboxes, list and each
-    /// teammate's conversation) is restored from them and its teammates restarted.
-    pub restore_team: Option<Transcripts>,
-    /// Worker nodes joined for this session (`--workers`).
-    pub workers: Option<Arc<crate::worker::pool::Pool>>,
-}
+pub use config::{Orchestration, SessionConfig, SessionHooks};
+pub use handle::SessionHandle;
 
 /// Messages the session accepts.
 pub enum SessionMsg {
@@ -532,210 +458,4 @@ async fn start_worktrees(
         _ => {}
     }
     Some(Arc::new(WorktreeWorkspaces::new(actor, repo_root)))
-}
-
-/// A running session.
-pub struct SessionHandle {
-    session: ActorRef<SessionMsg>,
-    lead: ActorRef<LeadMsg>,
-    tasks: Option<ActorRef<TaskMsg>>,
-    team: Option<ActorRef<TeamMsg>>,
-    join: tokio::task::JoinHandle<()>,
-    ended: EndReason,
-    /// The session's events.
-    pub events: EventBus,
-}
-
-impl SessionHandle {
-    /// Starts a session.
-    pub async fn start(cfg: SessionConfig) -> Result<Self, SessionError> {
-        let events = cfg.events.clone();
-        let ended = EndReason::default();
-        let (session, join) = Actor::spawn(None, Session, (cfg, ended.clone()))
-            .await
-            .map_err(|e| SessionError::Spawn(e.to_string()))?;
-        let (lead, tasks, team) = match session
-            .call(SessionMsg::Refs, Some(Duration::from_secs(10)))
-            .await
-        {
-            Ok(CallResult::Success(refs)) => refs,
-            _ => return Err(SessionError::NoAnswer("supervisor")),
-        };
-        Ok(Self {
-            session,
-            lead,
-            tasks,
-            team,
-            join,
-            ended,
-            events,
-        })
-    }
-
-    /// Why the session ended by itself (a restart storm), if it did.
-    pub fn ended(&self) -> Option<&str> {
-        self.ended.get().map(String::as_str)
-    }
-
-    /// The lead's unanswered call as an error: the session's end reason when it ended.
-    fn lead_gone(&self) -> SessionError {
-        match self.ended() {
-            Some(why) => SessionError::Ended(why.to_string()),
-            None => SessionError::NoAnswer("lead agent"),
-        }
-    }
-
-    /// The lead agent.
-    pub fn lead(&self) -> &ActorRef<LeadMsg> {
-        &self.lead
-    }
-
-    /// The task manager, when the session runs background tasks.
-    pub fn tasks(&self) -> Option<&ActorRef<TaskMsg>> {
-        self.tasks.as_ref()
-    }
-
-    /// The team actor, when the session has a team.
-    pub fn team(&self) -> Option<&ActorRef<TeamMsg>> {
-        self.team.as_ref()
-    }
-
-    /// Waits until the lead has team mail or notices to read (`Mail`) or the team is quiet
-    /// (`Quiet`: every teammate idle, no unread message, no item in progress). `Quiet` at
-    /// once when the session has no team.
-    pub async fn wait_team(&self) -> LeadWake {
-        let Some(team) = &self.team else {
-            return LeadWake::Quiet;
-        };
-        match team
-            .call(TeamMsg::WaitLead, Some(Duration::from_secs(24 * 3600)))
-            .await
-        {
-            Ok(CallResult::Success(w)) => w,
-            _ => LeadWake::Quiet,
-        }
-    }
-
-    /// Runs `first` on the lead, then keeps the lead going while there is news for it: each
-    /// background task that ends, and each batch of team mail or notices, starts another
-    /// lead run that receives it. Ends when the lead has finished, its background tasks
-    /// have ended and the team is quiet (every teammate idle, no unread message, no item in
-    /// progress); or after `max_runs` lead runs; or when a run fails or is cancelled.
-    pub async fn run_until_quiet(
-        &self,
-        first: RunRequest,
-        max_runs: u32,
-    ) -> Result<RunOutcome, SessionError> {
-        let mut outcome = self.run(first).await?;
-        let mut runs = 1;
-        while matches!(outcome.status, RunStatus::Completed | RunStatus::MaxTurns)
-            && runs < max_runs.max(1)
-        {
-            let news = tokio::select! {
-                rec = self.next_completion() => match rec {
-                    Some(_) => Some(TASK_NEWS),
-                    None => (self.wait_team().await == LeadWake::Mail).then_some(TEAM_NEWS),
-                },
-                wake = self.wait_team() => match wake {
-                    LeadWake::Mail => Some(TEAM_NEWS),
-                    LeadWake::Quiet => self.next_completion().await.map(|_| TASK_NEWS),
-                },
-            };
-            let Some(task) = news else { break };
-            runs += 1;
-            outcome = self
-                .run(RunRequest {
-                    mode: crate::agent::mode::AgentMode::Chat,
-                    task: task.into(),
-                    plan: None,
-                })
-                .await?;
-        }
-        Ok(outcome)
-    }
-
-    /// Waits until a background task of the lead ends and returns it; `None` when the
-    /// lead has nothing running (or the session has no task manager).
-    pub async fn next_completion(&self) -> Option<crate::tasks::TaskRecord> {
-        let tasks = self.tasks.as_ref()?;
-        match tasks
-            .call(
-                |r| TaskMsg::WaitNext("lead".into(), r),
-                Some(Duration::from_secs(24 * 3600)),
-            )
-            .await
-        {
-            Ok(CallResult::Success(rec)) => rec,
-            _ => None,
-        }
-    }
-
-    /// Runs a request on the lead and waits for the outcome.
-    pub async fn run(&self, req: RunRequest) -> Result<RunOutcome, SessionError> {
-        // A run may take a long time; the lead replies when it ends. The generous bound
-        // only guards against a lost reply.
-        match self
-            .lead
-            .call(
-                |reply| LeadMsg::Run(req, reply),
-                Some(Duration::from_secs(24 * 3600)),
-            )
-            .await
-        {
-            Ok(CallResult::Success(Ok(outcome))) => Ok(outcome),
-            Ok(CallResult::Success(Err(refused))) => Err(SessionError::Refused(refused)),
-            _ => Err(self.lead_gone()),
-        }
-    }
-
-    /// Cancels the lead's current run.
-    pub fn cancel(&self) {
-        let _ = self.lead.cast(LeadMsg::Cancel);
-    }
-
-    /// A copy of the lead's conversation.
-    pub async fn conversation(&self) -> Result<Vec<Message>, SessionError> {
-        match self
-            .lead
-            .call(LeadMsg::Conversation, Some(Duration::from_secs(10)))
-            .await
-        {
-            Ok(CallResult::Success(c)) => Ok(c),
-            _ => Err(SessionError::NoAnswer("lead agent")),
-        }
-    }
-
-    /// Stops every actor of the session and waits for the supervisor to end. Background
-    /// work still running is cancelled first (its processes killed, its worktrees kept
-    /// when they hold work).
-    pub async fn shutdown(self) {
-        if let Ok(CallResult::Success(hooks)) = self
-            .session
-            .call(SessionMsg::Hooks, Some(Duration::from_secs(10)))
-            .await
-        {
-            if let Some(dir) = hooks.project_dir() {
-                hooks
-                    .session(crate::hooks::HookEvent::SessionEnd, &dir, "other")
-                    .await;
-            }
-        }
-        if let Some(tasks) = &self.tasks {
-            let _ = tasks.cast(TaskMsg::StopAll);
-            // Give cancelled subagents a moment to record their end and tidy worktrees.
-            for _ in 0..50 {
-                match tasks
-                    .call(TaskMsg::HasActiveAny, Some(Duration::from_secs(2)))
-                    .await
-                {
-                    Ok(CallResult::Success(true)) => {
-                        tokio::time::sleep(Duration::from_millis(100)).await
-                    }
-                    _ => break,
-                }
-            }
-        }
-        self.session.stop(None);
-        let _ = self.join.await;
-    }
 }
