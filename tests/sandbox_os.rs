@@ -297,9 +297,14 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
 async fn an_unconfined_command_runs_in_its_own_session() {
     require_features!(Python3);
     let dir = tempfile::tempdir().unwrap();
+    // The command's session is led by crew's guardian for it (src/tools/process/
+    // lifeline.rs), not by the shell: what matters is that it is not crew's session.
+    let ours = nix::unistd::getsid(None).unwrap();
     let out = run(
         ToolContext::new(dir.path(), "test"),
-        "python3 -c 'import os; print(\"sid\", os.getsid(0) == os.getpid()); open(\"/dev/tty\")'",
+        &format!(
+            "python3 -c 'import os; print(\"sid\", os.getsid(0) != {ours}); open(\"/dev/tty\")'"
+        ),
     )
     .await;
     assert!(out.contains("sid True"), "{out}");
