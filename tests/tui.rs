@@ -111,6 +111,25 @@ impl Tui {
         self.send(text);
         self.send("\r");
     }
+
+    /// Like `line`, then waits for `until`; types the line once more if the screen has not
+    /// moved on after a while. Keys typed in the instant after a declined trust prompt
+    /// were lost twice under heavy load (cause not found; see the issue-15 note): this
+    /// keeps the test about trust, not about that.
+    fn line_until(&mut self, text: &str, until: &str) -> String {
+        self.line(text);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if self.text().contains(until) {
+                return self.text();
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        if !self.text().contains(text) {
+            self.line(text);
+        }
+        self.wait_for(&[until])
+    }
 }
 
 impl Drop for Tui {
@@ -447,8 +466,7 @@ fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
     );
     tui.send("n");
     tui.wait_for(&["type a task", "not trusted", "`Write`"]);
-    tui.line("write it");
-    tui.wait_for(&["lead wants to run write_file"]);
+    tui.line_until("write it", "lead wants to run write_file");
     assert!(!trusted.exists());
     drop(tui);
 
