@@ -16,6 +16,7 @@ mod programs;
 mod read_only;
 mod search;
 mod shells;
+mod wrapper_specs;
 mod wrappers;
 
 pub use dangerous::dangerous;

@@ -5,9 +5,10 @@
 //! wrapped command. An option we do not know makes the wrapper opaque: guessing where the
 //! wrapped command starts could hide it from deny rules, so we do not guess.
 
-use super::flags::{self, Spec};
+use super::flags;
 use super::shells::{self, STDIN_PATHS};
 pub use super::shells::{INTERPRETERS, SHELLS};
+use super::wrapper_specs::*;
 
 /// The result of unwrapping one wrapper from the front of an argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,132 +93,6 @@ const OPAQUE_RUNNERS: &[&str] = &[
     "faketime", "torsocks", "proxychains", "proxychains4", "parallel", "script", "expect",
     "sg", "newgrp", "pkexec", "at", "batch", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
 ];
-
-#[rustfmt::skip]
-const SUDO: Spec = Spec {
-    short: "AbEHiKknPSsBN",
-    short_val: "ugCDhprtUTR",
-    short_path: "",
-    long: &[
-        "askpass", "background", "preserve-env?", "set-home", "login", "remove-timestamp",
-        "reset-timestamp", "non-interactive", "preserve-groups", "stdin", "shell", "bell",
-        "no-update", "user=", "group=", "close-from=", "chdir=", "host=", "prompt=", "role=",
-        "type=", "other-user=", "command-timeout=", "chroot=",
-    ],
-    numeric: false,
-};
-#[rustfmt::skip]
-const DOAS: Spec = Spec {
-    short: "ns",
-    short_val: "uC",
-    ..Spec::NONE
-};
-#[rustfmt::skip]
-const NICE: Spec = Spec {
-    short: "",
-    short_val: "n",
-    short_path: "",
-    long: &["adjustment="],
-    numeric: true,
-};
-#[rustfmt::skip]
-const NOHUP: Spec = Spec::NONE;
-#[rustfmt::skip]
-const SETSID: Spec = Spec {
-    short: "cfw",
-    long: &["ctty", "fork", "wait"],
-    ..Spec::NONE
-};
-#[rustfmt::skip]
-const TIME: Spec = Spec {
-    short: "apqvV",
-    short_val: "f",
-    short_path: "o",
-    long: &[
-        "append", "portability", "quiet", "verbose", "format=", "output@",
-    ],
-    numeric: false,
-};
-#[rustfmt::skip]
-const TIMEOUT: Spec = Spec {
-    short: "fpv",
-    short_val: "ks",
-    short_path: "",
-    long: &[
-        "foreground", "preserve-status", "verbose", "kill-after=", "signal=",
-    ],
-    numeric: false,
-};
-#[rustfmt::skip]
-const STDBUF: Spec = Spec {
-    short_val: "ioe",
-    long: &["input=", "output=", "error="],
-    ..Spec::NONE
-};
-#[rustfmt::skip]
-const IONICE: Spec = Spec {
-    short: "t",
-    short_val: "cn",
-    short_path: "",
-    long: &["ignore", "class=", "classdata="],
-    numeric: false,
-};
-#[rustfmt::skip]
-const EXEC: Spec = Spec {
-    short: "cl",
-    short_val: "a",
-    ..Spec::NONE
-};
-#[rustfmt::skip]
-const COMMAND: Spec = Spec {
-    short: "p",
-    ..Spec::NONE
-};
-#[rustfmt::skip]
-const XARGS: Spec = Spec {
-    short: "0rtpxo",
-    short_val: "ILnPsdE",
-    short_path: "a",
-    long: &[
-        "null", "no-run-if-empty", "verbose", "interactive", "exit", "open-tty", "replace?",
-        "eof?", "max-args=", "max-lines?", "max-procs=", "max-chars=", "delimiter=",
-        "process-slot-var=", "arg-file@", "show-limits",
-    ],
-    numeric: false,
-};
-#[rustfmt::skip]
-const ENV: Spec = Spec {
-    short: "i0v",
-    short_val: "uCS",
-    short_path: "",
-    long: &[
-        "ignore-environment", "null", "debug", "ignore-signal?", "default-signal?",
-        "block-signal?", "list-signal-handling", "unset=", "chdir=", "split-string=",
-    ],
-    numeric: false,
-};
-#[rustfmt::skip]
-const FLOCK: Spec = Spec {
-    short: "sxeunoFv",
-    short_val: "wEc",
-    short_path: "",
-    long: &[
-        "shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose", "timeout=",
-        "conflict-exit-code=", "command=",
-    ],
-    numeric: false,
-};
-#[rustfmt::skip]
-const WATCH: Spec = Spec {
-    short: "bcdegptwxC",
-    short_val: "nq",
-    short_path: "",
-    long: &[
-        "beep", "color", "no-color", "differences?", "errexit", "chgexit", "precise",
-        "no-title", "no-wrap", "exec", "interval=", "equexit=", "no-rerun",
-    ],
-    numeric: false,
-};
 
 /// If `argv` starts with a wrapper, what it wraps.
 pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
