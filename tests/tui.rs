@@ -480,6 +480,19 @@ fn keys_typed_right_after_the_trust_answer_reach_the_session() {
     }
 }
 
+/// The terminal is taken before the session loads; a session that cannot start gives it
+/// back (raw mode and the alternate screen off) and then says why.
+#[test]
+fn a_session_that_cannot_start_gives_the_terminal_back_and_says_why() {
+    let (dir, _) = setup("{}");
+    let missing = dir.path().join("no-such-script.json");
+    let mut tui = Tui::start(dir.path(), &missing, &[]);
+    let screen = tui.wait_for(&["crew: --model script:PATH"]);
+    assert_eq!(tui.child.wait().unwrap().exit_code(), 2, "{screen}");
+    let parser = tui.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen(), "{screen}");
+}
+
 /// A project whose shared settings allow `Write`, and a script whose first turn writes.
 fn untrusted_project() -> (tempfile::TempDir, PathBuf) {
     let (dir, script) = setup(
