@@ -6,8 +6,9 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use support::worker::{WorkerProcess, start_worker, start_worker_with, write_cookie};
 use support::{git, put};
 
 /// `crew workers list` asking the running lead (tests/workers/listing.rs).
@@ -20,79 +21,6 @@ mod tls;
 /// Waits until `check` holds (the suite's one bounded wait).
 fn wait_for(what: &str, check: impl FnMut() -> bool) {
     support::wait_until_blocking(what, check);
-}
-
-/// A worker process; killed when dropped.
-struct Worker {
-    child: Child,
-    addr: String,
-    workdir: PathBuf,
-    log: PathBuf,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Worker {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-/// A free loopback port (bound and released; the worker binds it right after).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn write_cookie(path: &Path, secret: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("{secret}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-}
-
-/// Starts `crew worker` and waits until it listens.
-fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> Worker {
-    start_worker_with(home, cookie, name, slots, &[])
-}
-
-fn start_worker_with(home: &Path, cookie: &Path, name: &str, slots: u32, extra: &[&str]) -> Worker {
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let workdir = home.join(format!("workdir-{name}"));
-    let log = home.join(format!("{name}.log"));
-    let child = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["worker", "--listen", &addr, "--cookie-file"])
-        .arg(cookie)
-        .args(["--slots", &slots.to_string(), "--name", name, "--workdir"])
-        .arg(&workdir)
-        .args(extra)
-        .env("HOME", home)
-        .env("CREW_LOG", "crewmaster=info")
-        .env("NO_COLOR", "1")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let w = Worker {
-        child,
-        addr,
-        workdir,
-        log,
-    };
-    wait_for(&format!("worker {name} to listen"), || {
-        w.log().contains("listening on")
-    });
-    w
 }
 
 /// A git repository with one commit and the given agent definitions committed.
@@ -126,7 +54,7 @@ fn lead(
     root: &Path,
     home: &Path,
     script: &serde_json::Value,
-    workers: &[&Worker],
+    workers: &[&WorkerProcess],
     cookie: &Path,
     extra: &[&str],
 ) -> std::process::Output {
@@ -211,7 +139,7 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
         .collect();
     let defs_ref: Vec<(&str, &str)> = defs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let f = fixture(&defs_ref);
-    let workers: Vec<Worker> = ["a", "b", "c"]
+    let workers: Vec<WorkerProcess> = ["a", "b", "c"]
         .iter()
         .map(|n| start_worker(&f.home, &f.cookie, n, 4))
         .collect();
@@ -229,7 +157,7 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
         "turns": [{"tool_calls": names.iter().map(|n| spawn_call(n, &format!("job {n}"))).collect::<Vec<_>>()}],
         "agents": agents,
     });
-    let refs: Vec<&Worker> = workers.iter().collect();
+    let refs: Vec<&WorkerProcess> = workers.iter().collect();
     let out = lead(&f.root, &f.home, &script, &refs, &f.cookie, &[]);
     assert!(out.status.success(), "{}", text(&out));
 
