@@ -84,8 +84,11 @@ pub fn start_worker_with(
         workdir,
         log,
     };
+    // The whole line: `eprintln!` writes it in pieces, and tests read its end (`TLS only`).
     super::wait_until_blocking(&format!("worker {name} to listen"), || {
-        w.log().contains("listening on")
+        w.log()
+            .split_inclusive('\n')
+            .any(|l| l.contains("listening on") && l.ends_with('\n'))
     });
     w
 }
