@@ -52,22 +52,21 @@ fn spawn_call(ty: &str, description: &str) -> serde_json::Value {
         "subagent_type": ty, "run_in_background": true}})
 }
 
-/// Runs the scripted lead with `--workers`; returns its output.
+/// Runs the scripted lead with `--workers ADDRS`; returns its output.
 fn lead(
     root: &Path,
     home: &Path,
     script: &serde_json::Value,
-    workers: &[&WorkerProcess],
+    addrs: &[&str],
     cookie: &Path,
     extra: &[&str],
 ) -> std::process::Output {
     let script_path = home.join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
-    let list: Vec<&str> = workers.iter().map(|w| w.addr.as_str()).collect();
     Command::new(env!("CARGO_BIN_EXE_crew"))
         .args(["-p", "fan out", "--model"])
         .arg(format!("script:{}", script_path.display()))
-        .args(["--workers", &list.join(","), "--cookie-file"])
+        .args(["--workers", &addrs.join(","), "--cookie-file"])
         .arg(cookie)
         .arg("--record-requests")
         .arg(home.join("requests.jsonl"))
@@ -160,8 +159,8 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
         "turns": [{"tool_calls": names.iter().map(|n| spawn_call(n, &format!("job {n}"))).collect::<Vec<_>>()}],
         "agents": agents,
     });
-    let refs: Vec<&WorkerProcess> = workers.iter().collect();
-    let out = lead(&f.root, &f.home, &script, &refs, &f.cookie, &[]);
+    let addrs: Vec<&str> = workers.iter().map(|w| w.addr.as_str()).collect();
+    let out = lead(&f.root, &f.home, &script, &addrs, &f.cookie, &[]);
     assert!(out.status.success(), "{}", text(&out));
 
     let tasks = tasks_json(&f.root, &f.home);
@@ -289,7 +288,7 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
         &f.root,
         &f.home,
         &script,
-        &[&worker],
+        &[worker.addr.as_str()],
         &f.cookie,
         &["--permission-mode", "bypassPermissions"],
     );

@@ -47,21 +47,14 @@ fn a_killed_worker_fails_its_task_which_is_rescheduled_and_no_branch_is_lost() {
     let cookie = f.cookie.clone();
     let (a_addr, b_addr) = (a.addr.clone(), b.addr.clone());
     let lead_run = std::thread::spawn(move || {
-        let script_path = home.join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_crew"))
-            .args(["-p", "fan out", "--model"])
-            .arg(format!("script:{}", script_path.display()))
-            .args(["--workers", &format!("{a_addr},{b_addr}"), "--cookie-file"])
-            .arg(&cookie)
-            .arg("--record-requests")
-            .arg(home.join("requests.jsonl"))
-            .current_dir(&root)
-            .env("HOME", &home)
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .output()
-            .unwrap()
+        lead(
+            &root,
+            &home,
+            &script,
+            &[a_addr.as_str(), b_addr.as_str()],
+            &cookie,
+            &[],
+        )
     });
     // The quick task ran on `a` (first, least loaded) and its branch came back; then the
     // blocker started on `a` as well.

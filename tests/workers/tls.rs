@@ -200,7 +200,7 @@ fn a_tls_worker_serves_a_remote_subagent_and_nothing_readable_crosses_the_wire()
         &f.root,
         &f.home,
         &script,
-        &[&worker],
+        &[worker.addr.as_str()],
         &f.cookie,
         &["--worker-ca", s(&pki.ca)],
     );
