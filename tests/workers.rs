@@ -61,10 +61,24 @@ fn lead(
     cookie: &Path,
     extra: &[&str],
 ) -> std::process::Output {
+    lead_command(root, home, script, addrs, cookie, extra)
+        .output()
+        .unwrap()
+}
+
+/// The command of [`lead`], not yet started.
+fn lead_command(
+    root: &Path,
+    home: &Path,
+    script: &serde_json::Value,
+    addrs: &[&str],
+    cookie: &Path,
+    extra: &[&str],
+) -> Command {
     let script_path = home.join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "fan out", "--model"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crew"));
+    cmd.args(["-p", "fan out", "--model"])
         .arg(format!("script:{}", script_path.display()))
         .args(["--workers", &addrs.join(","), "--cookie-file"])
         .arg(cookie)
@@ -75,9 +89,8 @@ fn lead(
         .env("HOME", home)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap()
+        .env_remove("OPENAI_API_KEY");
+    cmd
 }
 
 fn tasks_json(root: &Path, home: &Path) -> Vec<serde_json::Value> {

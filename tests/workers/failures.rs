@@ -151,21 +151,18 @@ fn a_lead_that_dies_leaves_its_branch_on_the_worker_after_the_orphan_timeout() {
             {"tool_calls": [{"name": "run_command", "input": {"command": wait}}]},
             {"text": "done"}]}}
     });
-    let script_path = f.home.join("script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let mut lead = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "fan out", "--model"])
-        .arg(format!("script:{}", script_path.display()))
-        .args(["--workers", &w.addr, "--cookie-file"])
-        .arg(&f.cookie)
-        .current_dir(&f.root)
-        .env("HOME", &f.home)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut lead = lead_command(
+        &f.root,
+        &f.home,
+        &script,
+        &[w.addr.as_str()],
+        &f.cookie,
+        &[],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let task_dir = || {
         std::fs::read_dir(&w.workdir)
             .into_iter()
