@@ -33,7 +33,9 @@ mod reaper;
 mod shell;
 
 pub use capture::Capture;
-pub use group::{Ended, GroupChild, group_alive, kill_group, terminate_group};
+pub use group::{
+    Ended, GroupChild, group_alive, kill_group, kill_group_and_escapees, terminate_group,
+};
 pub use lifeline::guard_command;
 pub use shell::{ShellCommand, shell_command, shell_command_with};
 

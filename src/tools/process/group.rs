@@ -176,6 +176,20 @@ pub fn kill_group(pgid: Pid, signal: Signal) -> Result<(), Errno> {
     }
 }
 
+/// Kills group `pgid` and everything its command started outside it: with a guardian
+/// leading the group (whenever the lifeline exists), every member gets crew's kill request
+/// and the guardian SIGKILLs every descendant; otherwise the group gets SIGKILL. A group
+/// that no longer exists is not an error.
+pub fn kill_group_and_escapees(pgid: Pid) -> Result<(), Errno> {
+    if super::lifeline::lifeline().is_none() {
+        return kill_group(pgid, Signal::SIGKILL);
+    }
+    match super::lifeline::request_group_kill(pgid.as_raw()) {
+        Ok(()) | Err(Errno::ESRCH) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether group `pgid` still has a live (non-zombie) member. Zombies are ignored:
 /// they run nothing and are reaped by their parent or by init in their own time.
 pub fn group_alive(pgid: Pid) -> bool {

@@ -97,6 +97,20 @@ pub fn request_kill(pid: libc::pid_t) -> bool {
     unsafe { libc::kill(pid, libc::SIGCONT) == 0 && libc::kill(pid, KILL_REQUEST) == 0 }
 }
 
+/// Sends crew's kill request to every process of group `pgid`: its guardian kills every
+/// descendant at once (SIGKILL), escaped ones included; a member that does not handle the
+/// signal dies of it. For a caller that knows only the group (not the guardian's child
+/// handle); the group must still exist, as for any `killpg`.
+pub fn request_group_kill(pgid: libc::pid_t) -> Result<(), Errno> {
+    // SAFETY: plain system calls. SIGCONT first: a stopped guardian could not act.
+    unsafe {
+        if libc::killpg(pgid, libc::SIGCONT) != 0 || libc::killpg(pgid, KILL_REQUEST) != 0 {
+            return Err(Errno::last());
+        }
+    }
+    Ok(())
+}
+
 /// The guardian: a subreaper that keeps only the lifeline (and the report pipe) open,
 /// then waits for the child's exit, the lifeline's hang-up or crew's kill request,
 /// whichever comes first; each ends every descendant before the guardian exits.
