@@ -51,7 +51,10 @@ async fn escaped_pid(dir: &Path) -> u32 {
         .trim()
         .parse()
         .unwrap();
-    assert_ne!(ids[2], command_sid, "still in its command's session: {text}");
+    assert_ne!(
+        ids[2], command_sid,
+        "still in its command's session: {text}"
+    );
     assert_eq!(ids[1], ids[2], "not in its new session's group: {text}");
     ids[0]
 }
@@ -95,9 +98,18 @@ async fn an_escaped_process_ends_with_its_command_and_the_result_says_so() {
             .unwrap();
         let pid = escaped_pid(dir.path()).await;
         // The guardian ended it before the call returned.
-        assert!(!running(pid), "{how}: escaped process {pid} outlived the call: {out}");
-        assert!(out.contains("exit code: 0") && out.contains("back"), "{how}: {out}");
-        assert!(out.contains("were killed"), "{how}: the model is not told: {out}");
+        assert!(
+            !running(pid),
+            "{how}: escaped process {pid} outlived the call: {out}"
+        );
+        assert!(
+            out.contains("exit code: 0") && out.contains("back"),
+            "{how}: {out}"
+        );
+        assert!(
+            out.contains("were killed"),
+            "{how}: the model is not told: {out}"
+        );
         assert_ended_for_good(dir.path(), pid, how).await;
     }
 }
@@ -115,9 +127,15 @@ async fn an_escaped_process_holding_the_output_open_neither_hangs_the_call_nor_s
         .await
         .unwrap();
     let pid = escaped_pid(dir.path()).await;
-    assert!(!running(pid), "escaped process {pid} outlived the call: {out}");
+    assert!(
+        !running(pid),
+        "escaped process {pid} outlived the call: {out}"
+    );
     assert!(out.contains("back"), "{out}");
-    assert!(!out.contains("reading stopped"), "the output was held open: {out}");
+    assert!(
+        !out.contains("reading stopped"),
+        "the output was held open: {out}"
+    );
     assert_ended_for_good(dir.path(), pid, "setsid -f").await;
 }
 
@@ -137,9 +155,15 @@ async fn an_escaped_process_ends_when_the_call_times_out() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(err.contains("did not finish") && err.contains("started"), "{err}");
+    assert!(
+        err.contains("did not finish") && err.contains("started"),
+        "{err}"
+    );
     let pid = escaped_pid(dir.path()).await;
-    assert!(!running(pid), "escaped process {pid} survived the timeout: {err}");
+    assert!(
+        !running(pid),
+        "escaped process {pid} survived the timeout: {err}"
+    );
     assert_ended_for_good(dir.path(), pid, "setsid -f").await;
 }
 
@@ -169,7 +193,10 @@ async fn an_escaped_process_ends_when_the_call_is_stopped() {
         let ProcessError::Cancelled { pgid, .. } = err else {
             panic!("{how}: expected Cancelled, got {err:?}");
         };
-        assert!(!running(pid), "{how}: escaped process {pid} survived the stop");
+        assert!(
+            !running(pid),
+            "{how}: escaped process {pid} survived the stop"
+        );
         assert!(!process::group_alive(pgid), "{how}");
         assert_ended_for_good(dir.path(), pid, how).await;
     }

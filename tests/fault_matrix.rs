@@ -578,10 +578,16 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
     // Or one that leaves the group and the session (`setsid -f`), with its pid written
     // after it left, while the command's shell sleeps in the group.
     let escaper = |name: &str| {
-        format!(": orphan-{name}-3b7e; setsid -f sh -c 'echo $$ > {name}.tmp; mv {name}.tmp {name}.pid; exec sleep 1000'; sleep 1000")
+        format!(
+            ": orphan-{name}-3b7e; setsid -f sh -c 'echo $$ > {name}.tmp; mv {name}.tmp {name}.pid; exec sleep 1000'; sleep 1000"
+        )
     };
     let command = |id: &str, background: bool| {
-        let run = if id.starts_with("esc") { escaper(id) } else { sleeper(id) };
+        let run = if id.starts_with("esc") {
+            escaper(id)
+        } else {
+            sleeper(id)
+        };
         json!({"text": id, "tool_calls": [{"name": "run_command", "id": id, "input": {
             "command": run, "run_in_background": background}}]})
     };
@@ -651,7 +657,11 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
         for (pid, g) in pids.iter().zip(&groups) {
             // An escaped process leads its own group: no group kill could reach it.
             let escaped = pid == g;
-            assert_eq!(escaped, scenario.starts_with("escaped"), "{scenario}: {pid} in {g}");
+            assert_eq!(
+                escaped,
+                scenario.starts_with("escaped"),
+                "{scenario}: {pid} in {g}"
+            );
         }
         for g in &groups {
             assert!(

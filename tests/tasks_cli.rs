@@ -100,7 +100,13 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     assert!(members.contains(&pgid), "{members:?}");
     // And one that left the group and the session runs as long as the task does.
     let escaped: i64 = wait_for(
-        || std::fs::read_to_string(dir.join("esc.pid")).ok()?.trim().parse().ok(),
+        || {
+            std::fs::read_to_string(dir.join("esc.pid"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        },
         "the escaped sleep to write its pid",
     );
     assert!(!group_members(escaped).is_empty() && !members.contains(&escaped));

@@ -457,9 +457,8 @@ fn request_stop(state: &mut TaskState, id: &str) {
     if let Some(rec) = state.find(id) {
         rec.last_activity = "stopping".into();
         if let Some(pgid) = rec.pgid {
-            let _ = crate::tools::process::kill_group_and_escapees(nix::unistd::Pid::from_raw(
-                pgid,
-            ));
+            let _ =
+                crate::tools::process::kill_group_and_escapees(nix::unistd::Pid::from_raw(pgid));
         }
     }
 }

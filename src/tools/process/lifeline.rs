@@ -228,11 +228,7 @@ unsafe fn from_crew(requests: RawFd, crew: libc::pid_t) -> bool {
 ///
 /// # Safety
 /// Only in the guardian.
-unsafe fn finish(
-    status: libc::c_int,
-    report: RawFd,
-    urgent: impl FnMut(libc::c_int) -> bool,
-) -> ! {
+unsafe fn finish(status: libc::c_int, report: RawFd, urgent: impl FnMut(libc::c_int) -> bool) -> ! {
     // SAFETY: plain system calls.
     unsafe {
         let grace = super::KILL_GRACE.as_millis() as i64;

@@ -107,9 +107,9 @@ pub fn shell_command_with(
     let lifeline = lifeline::lifeline();
     // The guardian's report pipe: read end kept here, write end for the guardian only
     // (close-on-exec, so the command never holds it).
-    let (report, report_write) = match lifeline.map(|_| {
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)
-    }) {
+    let (report, report_write) = match lifeline
+        .map(|_| nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK))
+    {
         Some(Ok((read, write))) => (Some(read), Some(write)),
         // Without it the command still runs guarded; only the leftovers note is lost.
         Some(Err(e)) => {
@@ -143,9 +143,5 @@ pub fn shell_command_with(
             Ok(())
         });
     }
-    Ok(ShellCommand {
-        cmd,
-        guard,
-        report,
-    })
+    Ok(ShellCommand { cmd, guard, report })
 }
