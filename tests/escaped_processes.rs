@@ -22,9 +22,14 @@ use tokio_util::sync::CancellationToken;
 /// process records `pid pgrp session` in `esc.pid` (atomically), then waits for the file
 /// `go` and writes `late.txt`, which it must never get to do.
 fn escape(how: &str) -> String {
+    escape_after(how, "")
+}
+
+/// [`escape`] with `prelude` run first by the escaped process (e.g. a `trap`).
+fn escape_after(how: &str, prelude: &str) -> String {
     let body = "echo $$ $(cut -d\" \" -f5,6 /proc/$$/stat) > esc.tmp && mv esc.tmp esc.pid; \
                 while [ ! -e go ]; do sleep 0.05; done; echo late > late.txt";
-    format!("{how} sh -c '{body}'")
+    format!("{how} sh -c '{prelude}{body}'")
 }
 
 /// The spellings of an escape checked by each test.
@@ -282,5 +287,43 @@ async fn a_confined_command_s_escaped_process_ends_with_it() {
     assert!(
         !dir.path().join("late.txt").exists(),
         "a confined escaped process outlived its command: {out}"
+    );
+}
+
+#[tokio::test]
+async fn an_escaped_process_that_ignores_sigterm_is_killed_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "{RECORD_SID}{} >/dev/null 2>&1 & while [ ! -s esc.pid ]; do sleep 0.01; done; echo back",
+        escape_after("setsid -f", "trap \"\" TERM; ")
+    );
+    let out = RunCommand::new()
+        .run(json!({ "command": command }), ctx(dir.path()))
+        .await
+        .unwrap();
+    let pid = escaped_pid(dir.path()).await;
+    assert!(
+        !running(pid),
+        "escaped process {pid} ignoring SIGTERM outlived the call: {out}"
+    );
+    assert!(out.contains("were killed"), "{out}");
+    assert_ended_for_good(dir.path(), pid, "setsid -f, SIGTERM ignored").await;
+}
+
+#[tokio::test]
+async fn a_command_signalling_its_own_group_cannot_make_the_guardian_kill_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // The guardian obeys crew's kill request only from crew: the same signal sent by the
+    // command to its own group (which it ignores itself) changes nothing.
+    let out = RunCommand::new()
+        .run(
+            json!({"command": "trap '' USR1; kill -USR1 0; echo survived; exit 3"}),
+            ctx(dir.path()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.contains("survived") && out.contains("exit code: 3"),
+        "{out}"
     );
 }
