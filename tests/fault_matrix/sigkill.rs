@@ -30,9 +30,21 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
     // Each command starts `sleep 1000` in its group, writes its pid, and waits for it.
     let sleeper =
         |name: &str| format!(": orphan-{name}-3b7e; sleep 1000 & echo $! > {name}.pid; wait");
+    // Or one that leaves the group and the session (`setsid -f`), with its pid written
+    // after it left, while the command's shell sleeps in the group.
+    let escaper = |name: &str| {
+        format!(
+            ": orphan-{name}-3b7e; setsid -f sh -c 'echo $$ > {name}.tmp; mv {name}.tmp {name}.pid; exec sleep 1000'; sleep 1000"
+        )
+    };
     let command = |id: &str, background: bool| {
+        let run = if id.starts_with("esc") {
+            escaper(id)
+        } else {
+            sleeper(id)
+        };
         json!({"text": id, "tool_calls": [{"name": "run_command", "id": id, "input": {
-            "command": sleeper(id), "run_in_background": background}}]})
+            "command": run, "run_in_background": background}}]})
     };
     // Each scenario: the script, what is running when crew is killed (by the files
     // their pids are in), and whether a tool call is in flight then.
@@ -48,6 +60,13 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
             name: "command and task",
             script: json!({"turns": [command("bg", true), command("fg", false), {"text": "never"}]}),
             running: &["bg", "fg"],
+            call_in_flight: true,
+        },
+        // The same with processes that escaped the command's group and session.
+        Scenario {
+            name: "escaped from command and task",
+            script: json!({"turns": [command("escbg", true), command("escfg", false), {"text": "never"}]}),
+            running: &["escbg", "escfg"],
             call_in_flight: true,
         },
         // A PreToolUse hook running.
@@ -90,6 +109,15 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
             .map(|f| pid_in(&p.dir.join(format!("{f}.pid"))))
             .collect();
         let groups: Vec<u32> = pids.iter().map(|pid| pgid_of(*pid)).collect();
+        for (pid, g) in pids.iter().zip(&groups) {
+            // An escaped process leads its own group: no group kill could reach it.
+            let escaped = pid == g;
+            assert_eq!(
+                escaped,
+                scenario.starts_with("escaped"),
+                "{scenario}: {pid} in {g}"
+            );
+        }
         for g in &groups {
             assert!(
                 !support::faults::group_members(*g).is_empty(),
