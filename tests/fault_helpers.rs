@@ -140,33 +140,66 @@ fn the_orphan_check_fails_on_a_process_left_in_the_group_of_a_command() {
         .unwrap();
     assert!(status.success());
     let group = faults::recorded_group(&group_file);
-    let sleeper: i32 = std::fs::read_to_string(dir.path().join("sleeper"))
+    let sleeper: u32 = std::fs::read_to_string(dir.path().join("sleeper"))
         .unwrap()
         .trim()
         .parse()
         .unwrap();
     assert_ne!(
-        group,
+        group.pgid,
         std::process::id(),
         "the command had a group of its own"
     );
     assert!(
-        faults::group_members(group)
+        faults::group_members(group.pgid)
             .iter()
-            .any(|p| p.pid == sleeper as u32),
+            .any(|p| p.pid == sleeper),
         "the sleeper is in the recorded group"
     );
     // The orphan is there for good, so a short bound shows the failure.
+    let short = std::time::Duration::from_millis(300);
     assert!(fails(|| faults::assert_no_orphans_within(
-        group,
-        std::time::Duration::from_millis(300)
+        group.pgid, short
     )));
+    assert!(fails(|| faults::assert_group_gone_within(&group, short)));
     nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(group as i32),
+        nix::unistd::Pid::from_raw(group.pgid as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    faults::assert_no_orphans(group);
+    faults::assert_group_gone(&group);
+}
+
+#[test]
+fn the_orphan_check_fails_on_a_process_left_in_the_pid_namespace_of_a_confined_command() {
+    // A command in a PID namespace of its own (as a confined subagent's runs): its group
+    // number means nothing outside, so the check watches the namespace.
+    require_features!(PidNamespaces);
+    let dir = tempfile::tempdir().unwrap();
+    let group_file = dir.path().join("group");
+    let script = format!(
+        "{}sleep 600 & echo started > '{}'; wait",
+        faults::record_group(&group_file),
+        dir.path().join("started").display()
+    );
+    let mut unshare = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "bash", "-c", &script])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = faults::recorded_group(&group_file);
+    support::wait_until_blocking("the sleeper", || dir.path().join("started").exists());
+    let ours = std::fs::read_link("/proc/self/ns/pid").unwrap();
+    assert_ne!(group.pid_ns, ours.display().to_string(), "{group:?}");
+    let short = std::time::Duration::from_millis(300);
+    assert!(fails(|| faults::assert_group_gone_within(&group, short)));
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(unshare.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    unshare.wait().unwrap();
+    faults::assert_group_gone(&group);
 }
 
 /// A repository with one linked worktree on `crew/t1` holding `edit` uncommitted.

@@ -10,7 +10,10 @@ use crewmaster::protocol::Message;
 use serde_json::Value;
 
 use super::super::git;
-use super::{assert_no_work_lost, assert_transcripts_whole, transcript_lines, wait_quietly};
+use super::{
+    Proc, assert_no_orphans_within, assert_no_work_lost, assert_transcripts_whole, processes,
+    transcript_lines, wait_quietly, wait_within,
+};
 
 /// Where an in-process session started with `Setup { transcript: true, .. }` records its
 /// transcript under `home`: the lead's file and its agents' directory, under
@@ -64,25 +67,73 @@ pub fn assert_transcript_is(path: &Path, conversation: &[Message]) {
     );
 }
 
-/// A shell prefix (ends with `; `) that writes the process group of the shell running it
-/// to `file`: a test puts it before a command a tool runs to learn the command's group.
+/// A shell prefix (ends with `; `) that writes to `file` the process group of the shell
+/// running it and its PID namespace: a test puts it before a command a tool runs to learn
+/// where the command's processes live ([`recorded_group`]).
 pub fn record_group(file: &Path) -> String {
     format!(
-        "read -r _ _ _ _ pg _ < /proc/$$/stat; echo $pg > '{}'; ",
+        "read -r _ _ _ _ pg _ < /proc/$$/stat; echo \"$pg $(readlink /proc/$$/ns/pid)\" > '{}'; ",
         file.display()
     )
 }
 
-/// The process group [`record_group`] wrote to `file`, waiting (bounded) for it.
-pub fn recorded_group(file: &Path) -> u32 {
-    let read = || std::fs::read_to_string(file).ok()?.trim().parse().ok();
+/// Where a command's processes live, as [`record_group`] saw it from inside.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Its process group, as numbered in its own PID namespace.
+    pub pgid: u32,
+    /// Its PID namespace (`pid:[inode]`).
+    pub pid_ns: String,
+}
+
+/// The group [`record_group`] wrote to `file`, waiting (bounded) for it.
+pub fn recorded_group(file: &Path) -> Group {
+    let read = || {
+        let text = std::fs::read_to_string(file).ok()?;
+        let (pgid, ns) = text.trim().split_once(' ')?;
+        Some(Group {
+            pgid: pgid.parse().ok()?,
+            pid_ns: ns.to_string(),
+        })
+    };
     let mut group = None;
     let seen = wait_quietly(|| {
         group = read();
         group.is_some()
     });
     assert!(seen, "{} never named a process group", file.display());
-    group.unwrap_or_default()
+    group.unwrap_or_else(|| unreachable!())
+}
+
+/// Waits (bounded) until no process of `group` lives, then fails naming those left: in
+/// the test's own PID namespace its process group ([`assert_no_orphans`]); in a PID
+/// namespace of its own (a confined command) every process in that namespace.
+pub fn assert_group_gone(group: &Group) {
+    assert_group_gone_within(group, super::super::WAIT_BOUND);
+}
+
+/// [`assert_group_gone`] waiting at most `bound` (for the helper's own test).
+pub fn assert_group_gone_within(group: &Group, bound: std::time::Duration) {
+    let ours = std::fs::read_link("/proc/self/ns/pid")
+        .map(|l| l.display().to_string())
+        .unwrap_or_default();
+    if group.pid_ns == ours {
+        return assert_no_orphans_within(group.pgid, bound);
+    }
+    let in_ns = |p: &Proc| {
+        std::fs::read_link(format!("/proc/{}/ns/pid", p.pid))
+            .is_ok_and(|l| l.display().to_string() == group.pid_ns)
+    };
+    let mut left = Vec::new();
+    let gone = wait_within(bound, || {
+        left = processes().into_iter().filter(in_ns).collect();
+        left.is_empty()
+    });
+    assert!(
+        gone,
+        "the PID namespace {} of a command outlived its run: {left:?}",
+        group.pid_ns
+    );
 }
 
 /// The work one worktree held when [`work_in`] looked.
