@@ -82,6 +82,46 @@ async fn the_transcript_check_fails_on_any_lost_or_duplicated_message_or_call_li
         "run_started",
         "run_finished",
     ];
+    // Lines that carry a call: the binary-level check alone (no conversation to compare
+    // with) fails on losing or doubling them as well.
+    let carries_a_call = |l: &serde_json::Value| {
+        let blocks = l["message"]["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        l["type"] == "tool_call_started"
+            || l["type"] == "tool_call_finished"
+            || blocks
+                .iter()
+                .any(|b| b["type"] == "tool_use" || b["type"] == "tool_result")
+    };
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if !carries_a_call(line) {
+            continue;
+        }
+        let lost = edited(home, |l| {
+            l.remove(i);
+        });
+        let twice = edited(home, |l| {
+            let line = l[i].clone();
+            l.insert(i + 1, line);
+        });
+        for (what, copy) in [("losing", &lost), ("doubling", &twice)] {
+            assert!(
+                fails(|| {
+                    faults::assert_transcripts_whole(copy.path());
+                }),
+                "{what} line {} went unnoticed by assert_transcripts_whole",
+                i + 1
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(
+        checked, 6,
+        "2 calls: 2 started, 2 finished, 1 tool_use, 1 tool_result line"
+    );
     let mut checked = 0;
     for (i, kind) in kinds.iter().enumerate() {
         if !guarded.contains(&kind.as_str()) {
@@ -135,6 +175,7 @@ fn the_orphan_check_fails_on_a_process_left_in_the_group_of_a_command() {
     );
     let status = std::process::Command::new("bash")
         .args(["-c", &script])
+        .current_dir(dir.path())
         .process_group(0)
         .status()
         .unwrap();
@@ -162,12 +203,23 @@ fn the_orphan_check_fails_on_a_process_left_in_the_group_of_a_command() {
         group.pgid, short
     )));
     assert!(fails(|| faults::assert_group_gone_within(&group, short)));
+    // The sleeper runs in the command's directory, marked by it: the other two process
+    // checks see it as well.
+    assert!(fails(|| faults::assert_no_process_under_within(
+        dir.path(),
+        short
+    )));
+    assert!(fails(|| faults::assert_no_process_with_within(
+        "sleep 600",
+        short
+    )));
     nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(group.pgid as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
     faults::assert_group_gone(&group);
+    faults::assert_no_process_under(dir.path());
 }
 
 #[test]
@@ -246,9 +298,10 @@ fn the_work_check_fails_on_a_deleted_dirty_worktree_and_passes_once_the_work_is_
     git(&wt, &["commit", "-qm", "work"]);
     git(&repo, &["worktree", "remove", wt.to_str().unwrap()]);
     faults::assert_work_kept(&repo, &before);
-    // … but deleting the branch as well loses the commit.
+    // … but deleting the branch as well loses the commit: both checks see it.
     git(&repo, &["branch", "-D", "crew/t1"]);
     assert!(fails(|| faults::assert_work_kept(&repo, &before)));
+    assert!(fails(|| faults::assert_no_work_lost(&repo, &[])));
 }
 
 #[test]

@@ -258,13 +258,18 @@ pub fn assert_no_orphans_within(pgid: u32, bound: std::time::Duration) {
 /// is left in any of their groups: a command a test started (marked with `token`) that
 /// outlived its run, or a child it left in its group, fails the test.
 pub fn assert_no_process_with(token: &str) {
+    assert_no_process_with_within(token, super::WAIT_BOUND);
+}
+
+/// [`assert_no_process_with`] waiting at most `bound` (for the helper's own test).
+pub fn assert_no_process_with_within(token: &str, bound: std::time::Duration) {
     let groups: Vec<u32> = processes()
         .into_iter()
         .filter(|p| p.cmdline.contains(token))
         .map(|p| p.pgid)
         .collect();
     let mut left = Vec::new();
-    let gone = wait_quietly(|| {
+    let gone = wait_within(bound, || {
         left = processes()
             .into_iter()
             .filter(|p| p.cmdline.contains(token) || groups.contains(&p.pgid))
@@ -343,11 +348,16 @@ pub fn assert_told(stderr: &str, lines: &[Value], needle: &str) {
 /// its worktrees) that outlived the run. Processes whose `cwd` cannot be read (another
 /// user's) are not this test's.
 pub fn assert_no_process_under(root: &Path) {
+    assert_no_process_under_within(root, super::WAIT_BOUND);
+}
+
+/// [`assert_no_process_under`] waiting at most `bound` (for the helper's own test).
+pub fn assert_no_process_under_within(root: &Path, bound: std::time::Duration) {
     let under = |p: &Proc| {
         std::fs::read_link(format!("/proc/{}/cwd", p.pid)).is_ok_and(|cwd| cwd.starts_with(root))
     };
     let mut left = Vec::new();
-    let gone = wait_quietly(|| {
+    let gone = wait_within(bound, || {
         left = processes().into_iter().filter(under).collect();
         left.is_empty()
     });
