@@ -261,8 +261,8 @@ impl Actor for Teammate {
                 ..
             } if outcome.status == RunStatus::Failed => {
                 state.running = None;
-                tidy(state).await;
-                return Err(outcome.result.into());
+                let worktree = tidy(state).await;
+                return Err(failure(outcome.result, worktree));
             }
             TeammateMsg::Finished {
                 outcome: Ok(outcome),
@@ -303,8 +303,8 @@ impl Actor for Teammate {
                 ..
             } => {
                 state.running = None;
-                tidy(state).await;
-                return Err(reason.into());
+                let worktree = tidy(state).await;
+                return Err(failure(reason, worktree));
             }
         }
         Ok(())
@@ -481,15 +481,26 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
 }
 
 /// Cancels a running turn, unregisters the gate policy and ends the worktree (kept when
-/// it holds work). Safe to call twice.
-async fn tidy(state: &mut TeammateState) {
+/// it holds work). Safe to call twice. Returns what became of the worktree, if it had one
+/// still (`[worktree] …`: where work that was kept is).
+async fn tidy(state: &mut TeammateState) -> Option<String> {
     if let Some(cancel) = state.running.take() {
         cancel.cancel();
     }
     state.runner.pipeline.gate.cast(GateMsg::Unregister {
         agent: state.runner.spec.id.clone(),
     });
-    if let Some((ws, id)) = state.workspace.take() {
-        let _ = ws.finish(&id).await;
+    let (ws, id) = state.workspace.take()?;
+    Some(match ws.finish(&id).await {
+        Ok(summary) => format!("[worktree] {summary}"),
+        Err(e) => format!("[worktree] could not be finished: {e}"),
+    })
+}
+
+/// The reason a teammate failed with, and where its kept work is (the lead hears both).
+fn failure(reason: String, worktree: Option<String>) -> ActorProcessingErr {
+    match worktree {
+        Some(worktree) => format!("{reason}; {worktree}").into(),
+        None => reason.into(),
     }
 }
