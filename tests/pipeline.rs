@@ -441,3 +441,53 @@ async fn nobody_is_asked_about_a_call_the_registered_gate_policy_refuses() {
     assert!(!t.cwd().join("x.txt").exists());
     t.session.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_hung_tool_does_not_hold_up_the_calls_beside_it() {
+    // The executor answers a tool that finishes in its first poll itself and moves one
+    // that waits into a task of its own: a hung tool must not keep its mailbox.
+    let quick = Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    let hung = Arc::new(FakeTool::new(
+        "find_files",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Hang,
+    ));
+    let tools: Vec<Arc<dyn Tool>> = vec![quick.clone(), hung.clone()];
+    let t = start(Setup {
+        transcript: true,
+        ..Setup::new(
+            // Read-only calls of one turn run at once: the hung one is sent first.
+            json!({"turns":[
+                {"tool_calls":[
+                    {"name":"find_files","id":"hung","input":{"pattern":"*"}},
+                    {"name":"read_file","id":"quick","input":{"path":"a"}}]},
+                {"text":"done"}]})
+            .to_string(),
+            tools,
+        )
+    })
+    .await;
+    let outcome = t.session.run(request(AgentMode::Chat)).await.unwrap();
+    assert_eq!(outcome.result, "done");
+    let conversation = t.session.conversation().await.unwrap();
+    let lines = faults::assert_in_process_transcript(t.home.path(), &conversation);
+    let finished: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["type"] == "tool_call_finished")
+        .filter_map(|l| l["call_id"].as_str())
+        .collect();
+    // The quick call was answered while the hung one still ran (until its 200 ms timeout).
+    assert_eq!(finished, ["quick", "hung"], "{lines:?}");
+    let codes: Vec<Option<String>> = tool_results(&conversation)
+        .into_iter()
+        .map(|r| r.error_code)
+        .collect();
+    assert_eq!(codes, [Some("timeout".to_string()), None]);
+    t.session.shutdown().await;
+}

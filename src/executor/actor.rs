@@ -1,10 +1,11 @@
 //! The `ToolExecutor` actor. It accepts only `ClearedCall`s (which only the gate can
-//! build) and runs each in its own task, replying when the tool finishes, so a slow or
-//! hung tool never blocks the mailbox.
+//! build) and replies when the tool finishes. A tool that has to wait goes on in its own
+//! task, so a slow or hung tool never blocks the mailbox.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::run_cleared;
@@ -70,11 +71,19 @@ impl Actor for ToolExecutor {
         let registry = state.registry.clone();
         let timeout = state.default_timeout;
         let results = state.results.clone();
-        tokio::spawn(async move {
-            let result = run_cleared(registry, cleared, timeout, results).await;
+        let mut run = Box::pin(run_cleared(registry, cleared, timeout, results));
+        // A tool that finishes in its first poll (most read-only calls: nothing to wait
+        // for) is answered from here, with no task of its own and no hop to one; one
+        // that waits (a process, a file read on the blocking pool, a timer) goes on in its
+        // own task, which polls it again, so the mailbox never waits on it. A panic is a
+        // result either way (`run_cleared` never panics).
+        match (&mut run).now_or_never() {
             // The caller may have given up (cancelled turn); the result is then unwanted.
-            reply.send(result);
-        });
+            Some(result) => reply.send(result),
+            None => {
+                tokio::spawn(async move { reply.send(run.await) });
+            }
+        }
         Ok(())
     }
 }
