@@ -22,6 +22,9 @@ use tokio::time::Instant;
 /// How long a message to a dead actor waits for its replacement before it is given up.
 pub const REPLACEMENT_WAIT: Duration = Duration::from_secs(10);
 
+/// How long a caller whose answer was lost with a dying actor waits before it goes on.
+pub const SETTLE: Duration = Duration::from_millis(50);
+
 /// Why a call through a slot got no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
@@ -130,7 +133,16 @@ impl<M: ractor::Message> Slot<M> {
         }
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(_)) => Err(CallError::Gone),
+            Ok(Err(_)) => {
+                // An actor on the way died with the message: the reply port was dropped
+                // while its panic unwound, before ractor marks it stopping. A message sent
+                // to it in between would be lost with its mailbox, so the caller waits for
+                // the supervisor to swap the replacement in before it sends another (the
+                // model's next call then reaches it). Only a crash pays this.
+                tokio::time::sleep(SETTLE.min(deadline.saturating_duration_since(Instant::now())))
+                    .await;
+                Err(CallError::Gone)
+            }
             Err(_) => Err(CallError::Timeout),
         }
     }
