@@ -80,6 +80,17 @@ impl Tool for Noop {
     }
 }
 
+/// How the session's event subscriber drains: the TUI wakes for the first event and
+/// drains the rest at its next frame (`tui::runtime`); the `-p` printer wakes per event.
+#[derive(Clone, Copy)]
+enum Drain {
+    PerFrame,
+    PerEvent,
+}
+
+/// The TUI's frame (`tui::runtime::FRAME`).
+const FRAME: Duration = Duration::from_millis(16);
+
 /// The real actors, spawned as the session spawns them.
 struct Rig {
     pipeline: Pipeline,
@@ -89,7 +100,7 @@ struct Rig {
     _tmp: tempfile::TempDir,
 }
 
-async fn rig() -> Rig {
+async fn rig(drain: Drain) -> Rig {
     let tmp = tempfile::tempdir().expect("tempdir");
     let cwd = tmp.path().canonicalize().expect("canonical").join("proj");
     std::fs::create_dir_all(&cwd).expect("mkdir");
@@ -136,10 +147,22 @@ async fn rig() -> Rig {
         })
         .expect("register");
     }
-    // A subscriber, as the TUI or `-p` printer would be, draining events.
+    // A subscriber draining events, as the TUI or the `-p` printer does.
     let events = EventBus::new();
     let mut rx = events.subscribe();
-    tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    tokio::spawn(async move {
+        match drain {
+            Drain::PerEvent => while rx.recv().await.is_some() {},
+            Drain::PerFrame => {
+                let mut drawn_at = tokio::time::Instant::now();
+                while rx.recv().await.is_some() {
+                    tokio::time::sleep_until(drawn_at + FRAME).await;
+                    while rx.try_recv().is_ok() {}
+                    drawn_at = tokio::time::Instant::now();
+                }
+            }
+        }
+    });
     Rig {
         pipeline: Pipeline {
             registry: registry.clone(),
@@ -255,7 +278,8 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let rig = Arc::new(rt.block_on(rig()));
+    let per_event = Arc::new(rt.block_on(rig(Drain::PerEvent)));
+    let rig = Arc::new(rt.block_on(rig(Drain::PerFrame)));
     let first = rt.block_on(rig.pipeline.dispatch(&caller(&rig, 0), call(0)));
     assert!(
         !first.is_error,
@@ -304,6 +328,15 @@ fn main() {
                 .expect("latency task")
         }
     });
+    let (event50, event99) = rt.block_on({
+        let rig = per_event.clone();
+        async move {
+            tokio::spawn(async move { latencies(&rig).await })
+                .await
+                .expect("latency task")
+        }
+    });
+    let event_one = rt.block_on(throughput(&per_event, 1));
     let (outside50, outside99) = rt.block_on(latencies(&rig));
     let one = rt.block_on(throughput(&rig, 1));
     let four = rt.block_on(throughput(&rig, AGENTS));
@@ -314,6 +347,11 @@ fn main() {
         micros(p99),
         micros(outside50),
         micros(outside99)
+    );
+    println!(
+        "with a subscriber woken by every event (the -p printer; the TUI drains once a frame): p50 {:.1} µs, p99 {:.1} µs, {event_one:.0} calls/s (1 agent)",
+        micros(event50),
+        micros(event99)
     );
     println!(
         "through the actors: {one:.0} calls/s (1 agent), {four:.0} calls/s ({AGENTS} concurrent agents; target ≥ 50,000) on {} cores",

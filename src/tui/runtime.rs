@@ -149,6 +149,9 @@ pub(super) fn show_conversation(app: &mut App, conversation: &[Message]) {
     }
 }
 
+/// The shortest time between two redraws caused by agents' events (60 a second).
+const FRAME: Duration = Duration::from_millis(16);
+
 async fn event_loop(
     app: &mut App,
     prepared: &Prepared,
@@ -174,8 +177,16 @@ async fn event_loop(
             .map(|d| d.join("speculation")),
     );
     let report = |tx: mpsc::UnboundedSender<Done>| move |r| drop(tx.send(Done::Ahead(r)));
+    // Events are drawn at most once a frame. Between an event and the next frame the
+    // loop does not listen for more, so the agents publishing them (a streaming model, 32
+    // subagents' tool calls) do not wake this task per event; the frame drains them all.
+    let mut held = false;
+    let mut drawn_at = tokio::time::Instant::now();
     loop {
-        terminal.draw(|f| view::draw(app, f, now_ms()))?;
+        if !held {
+            terminal.draw(|f| view::draw(app, f, now_ms()))?;
+            drawn_at = tokio::time::Instant::now();
+        }
         tokio::select! {
             key = keys.next() => match key {
                 Some(Ok(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => app.on_key(k),
@@ -184,12 +195,15 @@ async fn event_loop(
                 Some(Err(e)) => return Err(e.into()),
                 None => return Ok(()),
             },
-            Some(ev) = events.recv() => {
+            Some(ev) = events.recv(), if !held => {
                 app.on_event(ev);
-                // Drain what is already there before redrawing: streaming stays cheap.
+                held = true;
+            }
+            _ = tokio::time::sleep_until(drawn_at + FRAME), if held => {
                 while let Ok(ev) = events.try_recv() {
                     app.on_event(ev);
                 }
+                held = false;
             }
             Some(p) = approvals.recv() => app.approvals.push(p),
             Some(d) = done.recv() => match d {
