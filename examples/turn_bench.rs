@@ -44,12 +44,15 @@ fn script(turns: usize) -> anyhow::Result<Script> {
         })
         .collect();
     list.push(serde_json::json!({"text": "Done."}));
-    Ok(serde_json::from_value(serde_json::json!({ "turns": list }))?)
+    Ok(serde_json::from_value(
+        serde_json::json!({ "turns": list }),
+    )?)
 }
 
 /// A hook table with one hook on an event no tool call fires.
 fn unrelated_hook() -> HookTable {
-    let value = serde_json::json!({"Notification": [{"hooks": [{"type": "command", "command": "true"}]}]});
+    let value =
+        serde_json::json!({"Notification": [{"hooks": [{"type": "command", "command": "true"}]}]});
     let origin = Origin {
         file: "bench".into(),
         scope: "user".into(),
@@ -150,7 +153,8 @@ async fn session_run(turns: usize, hooks: Option<HookTable>) -> anyhow::Result<(
     let _ = recorder.await;
     let at = marks.await?;
     let tenth = (turns / 10).max(1);
-    let span = |from: usize, to: usize| (at[to] - at[from]).as_secs_f64() * 1e6 / (to - from) as f64;
+    let span =
+        |from: usize, to: usize| (at[to] - at[from]).as_secs_f64() * 1e6 / (to - from) as f64;
     Ok((
         total.as_secs_f64() * 1e6 / (turns + 1) as f64,
         span(0, tenth),
@@ -171,7 +175,7 @@ async fn baseline(turns: usize) -> anyhow::Result<f64> {
     let request = ModelRequest {
         model: "script".into(),
         system: "lead".into(),
-        messages: vec![crewmaster::protocol::Message::user_text("task")],
+        messages: vec![crewmaster::protocol::Message::user_text("task")].into(),
         tools: Vec::new(),
         max_tokens: 1000,
         agent: "lead".into(),
