@@ -227,12 +227,34 @@ pub trait Recorder: Send + Sync {
     fn close(&self);
 }
 
+/// Which events a subscriber wants (see [`EventBus::subscribe_where`]).
+pub type Interest = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
+
+/// One subscriber: its channel and, if it is not interested in everything, its filter.
+struct Subscriber {
+    tx: mpsc::UnboundedSender<Event>,
+    interest: Option<Interest>,
+}
+
+impl Subscriber {
+    /// Sends `event` if the subscriber wants it; false once the receiver is gone.
+    fn offer(&self, event: &Event) -> bool {
+        match &self.interest {
+            Some(wants) if !wants(event) => !self.tx.is_closed(),
+            _ => self.tx.send(event.clone()).is_ok(),
+        }
+    }
+}
+
 /// A fan-out of events to any number of subscribers. Unbounded on purpose: a slow
 /// subscriber must not lose events (`stream-json` and the TUI need them all), and
 /// producers must never block on a subscriber. Recorders are called synchronously first.
+/// A subscriber that wants only some events says so (`subscribe_where`): the others are
+/// neither cloned for it nor wake its task, so a task monitor among 32 is woken by its own
+/// agent's events only.
 #[derive(Clone, Default)]
 pub struct EventBus {
-    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Event>>>>,
+    subscribers: Arc<Mutex<Vec<Subscriber>>>,
     recorders: Arc<Mutex<Vec<Arc<dyn Recorder>>>>,
 }
 
@@ -244,9 +266,35 @@ impl EventBus {
 
     /// A new receiver of every event published from now on.
     pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Event> {
+        self.add(None)
+    }
+
+    /// A new receiver of the events published from now on for which `wants` is true
+    /// (called inside `publish`, under the bus's lock: keep it a quick look at the event).
+    pub fn subscribe_where(
+        &self,
+        wants: impl Fn(&Event) -> bool + Send + Sync + 'static,
+    ) -> mpsc::UnboundedReceiver<Event> {
+        self.add(Some(Arc::new(wants)))
+    }
+
+    fn add(&self, interest: Option<Interest>) -> mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.lock().push(tx);
+        self.lock().push(Subscriber { tx, interest });
         rx
+    }
+
+    /// Publishes the permission decision `d` on the call `call_id` of `agent`.
+    pub fn decided(&self, agent: &str, call_id: &str, d: &crate::permission::Decision) {
+        self.publish(
+            agent,
+            EventKind::PermissionDecided {
+                call_id: call_id.to_string(),
+                verdict: d.verdict,
+                source: d.source,
+                reason: d.reason.clone(),
+            },
+        );
     }
 
     /// Calls `recorder` with every event published from now on, inside `publish`.
@@ -266,7 +314,7 @@ impl EventBus {
             .iter()
             .filter_map(|r| r.record(&event))
             .collect();
-        self.lock().retain(|s| s.send(event.clone()).is_ok());
+        self.lock().retain(|s| s.offer(&event));
         for notice in notices {
             self.publish(&notice.agent, notice.kind);
         }
@@ -283,7 +331,7 @@ impl EventBus {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Event>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
         lock(&self.subscribers)
     }
 }
@@ -291,4 +339,43 @@ impl EventBus {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A poisoned lock only means a publisher panicked mid-push; the Vec is intact.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta() -> EventKind {
+        EventKind::TextDelta { text: "t".into() }
+    }
+
+    #[tokio::test]
+    async fn a_filtered_subscriber_gets_only_what_it_wants_and_everyone_else_gets_all() {
+        let bus = EventBus::new();
+        let mut all = bus.subscribe();
+        let mut mine = bus.subscribe_where(|e| e.agent == "a1");
+        bus.publish("a1", delta());
+        bus.publish("a2", delta());
+        bus.publish("a1", delta());
+        bus.close();
+        let mut seen_all = Vec::new();
+        while let Some(e) = all.recv().await {
+            seen_all.push(e.agent);
+        }
+        let mut seen_mine = Vec::new();
+        while let Some(e) = mine.recv().await {
+            seen_mine.push(e.agent);
+        }
+        assert_eq!(seen_all, ["a1", "a2", "a1"]);
+        assert_eq!(seen_mine, ["a1", "a1"]);
+    }
+
+    #[test]
+    fn a_filtered_subscriber_that_went_away_is_dropped_even_if_nothing_matched() {
+        let bus = EventBus::new();
+        drop(bus.subscribe_where(|_| false));
+        let _kept = bus.subscribe_where(|_| false);
+        bus.publish("a1", delta());
+        assert_eq!(bus.lock().len(), 1);
+    }
 }

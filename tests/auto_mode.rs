@@ -56,14 +56,13 @@ fn command(cmd: &str) -> Value {
     json!({ "tool_calls": [ { "name": "run_command", "input": { "command": cmd } } ] })
 }
 
+/// Runs `crew -p` in `mode` on `script` with `--output-format json`: its JSON result, the
+/// requests it recorded and its stderr.
 fn run(work: &Path, home: &Path, mode: &str, script: Value) -> Run {
-    let script_path = home.join("script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let record = home.join("requests.jsonl");
-    let _ = std::fs::remove_file(&record);
-    let out = crew(
+    let (out, requests) = support::crew_scripted_output(
         work,
         home,
+        &script,
         &[
             "-p",
             "make the build green",
@@ -71,10 +70,6 @@ fn run(work: &Path, home: &Path, mode: &str, script: Value) -> Run {
             mode,
             "--output-format",
             "json",
-            "--model",
-            &format!("script:{}", script_path.display()),
-            "--record-requests",
-            record.to_str().unwrap(),
         ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -84,11 +79,6 @@ fn run(work: &Path, home: &Path, mode: &str, script: Value) -> Run {
         .rev()
         .find_map(|l| serde_json::from_str::<Value>(l).ok())
         .unwrap_or_else(|| panic!("no JSON result; stdout:\n{stdout}\nstderr:\n{stderr}"));
-    let requests = std::fs::read_to_string(&record)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     Run {
         result,
         requests,
@@ -96,22 +86,72 @@ fn run(work: &Path, home: &Path, mode: &str, script: Value) -> Run {
     }
 }
 
+/// [`run`] of a lead that calls `run_command` once for each of `commands` and then ends,
+/// the classifier answering `answers` in order.
+fn run_commands(
+    work: &Path,
+    home: &Path,
+    mode: &str,
+    commands: &[&str],
+    answers: Vec<Value>,
+) -> Run {
+    let mut turns: Vec<Value> = commands.iter().map(|c| command(c)).collect();
+    turns.push(json!({ "text": "done" }));
+    let script = json!({ "turns": turns, "agents": { "classifier": { "turns": answers } } });
+    run(work, home, mode, script)
+}
+
+/// [`run`] in auto of a lead that starts one agent with the `agent` tool's `input`; that
+/// agent (scripted under `agent`) runs `cmd`, which the classifier denies for `reason`
+/// after allowing the agent itself. Checks the two decisions and that the agent was told
+/// the reason as a tool error; returns the run and the id of the agent that was denied.
+fn run_delegated(
+    work: &Path,
+    home: &Path,
+    input: Value,
+    agent: &str,
+    cmd: &str,
+    reason: &str,
+) -> (Run, String) {
+    committed_repo(work, &[("README.md", "hi\n")]);
+    let r = run(
+        work,
+        home,
+        "auto",
+        json!({
+            "turns": [ { "tool_calls": [ { "name": "agent", "input": input } ] }, { "text": "done" } ],
+            "agents": {
+                agent: { "turns": [ command(cmd), { "text": "gives up" } ] },
+                "classifier": { "turns": [ answer("allow", "the helper serves the task"), answer("deny", reason) ] }
+            }
+        }),
+    );
+    let auto = &r.result["auto_mode"];
+    let decisions = auto["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 2, "{auto}\n{}", r.stderr);
+    assert_eq!(decisions[0]["tool"], "agent");
+    assert_eq!(decisions[1]["tool"], "run_command");
+    assert_eq!(auto["denied"], 1);
+    let told = r
+        .of(agent)
+        .last()
+        .map(|q| q["messages"].to_string())
+        .unwrap_or_default();
+    assert!(
+        told.contains(&format!("classifier denied this call: {reason}")),
+        "{told}"
+    );
+    let denied = decisions[1]["agent"].as_str().unwrap().to_string();
+    (r, denied)
+}
+
 #[test]
 fn the_classifier_allows_with_its_reason_and_the_command_runs() {
     let (_d, work, home) = dirs();
-    let r = run(
-        &work,
-        &home,
-        "auto",
-        json!({
-            "turns": [ command("touch allowed.txt"), { "text": "done" } ],
-            "agents": { "classifier": { "turns": [ {
-                "text": json!({ "decision": "allow", "reason": "creating a file in the project serves the task" }).to_string(),
-                // As a provider reports a call whose fixed instructions came from cache.
-                "usage": { "input_tokens": 310, "output_tokens": 22, "cache_read_input_tokens": 1400, "cache_creation_input_tokens": 0 }
-            } ] } }
-        }),
-    );
+    let mut allow = answer("allow", "creating a file in the project serves the task");
+    // As a provider reports a call whose fixed instructions came from cache.
+    allow["usage"] = json!({ "input_tokens": 310, "output_tokens": 22, "cache_read_input_tokens": 1400, "cache_creation_input_tokens": 0 });
+    let r = run_commands(&work, &home, "auto", &["touch allowed.txt"], vec![allow]);
     assert!(work.join("allowed.txt").exists(), "{}", r.stderr);
     let asked = r.of("classifier");
     assert_eq!(asked.len(), 1);
@@ -143,14 +183,12 @@ fn the_classifier_allows_with_its_reason_and_the_command_runs() {
 #[test]
 fn the_classifier_denies_with_its_reason_and_the_model_is_told() {
     let (_d, work, home) = dirs();
-    let r = run(
+    let r = run_commands(
         &work,
         &home,
         "auto",
-        json!({
-            "turns": [ command("touch denied.txt"), { "text": "ok" } ],
-            "agents": { "classifier": { "turns": [ answer("deny", "the task does not need new files") ] } }
-        }),
+        &["touch denied.txt"],
+        vec![answer("deny", "the task does not need new files")],
     );
     assert!(
         !work.join("denied.txt").exists(),
@@ -180,17 +218,17 @@ fn a_malformed_answer_and_a_timeout_both_deny() {
         ".crew/settings.json",
         r#"{"autoMode": {"timeoutMs": 300}}"#,
     );
-    let r = run(
+    let mut late = answer("allow", "too late");
+    late["delay_ms"] = json!(600000);
+    let r = run_commands(
         &work,
         &home,
         "auto",
-        json!({
-            "turns": [ command("touch malformed.txt"), command("touch slow.txt"), { "text": "ok" } ],
-            "agents": { "classifier": { "turns": [
-                { "text": "Sure, that looks fine to me! {\"decision\": \"allow\"" },
-                { "delay_ms": 600000, "text": "{\"decision\":\"allow\",\"reason\":\"too late\"}" }
-            ] } }
-        }),
+        &["touch malformed.txt", "touch slow.txt"],
+        vec![
+            json!({ "text": "Sure, that looks fine to me! {\"decision\": \"allow\"" }),
+            late,
+        ],
     );
     assert!(!work.join("malformed.txt").exists());
     assert!(!work.join("slow.txt").exists());
@@ -216,26 +254,18 @@ fn a_malformed_answer_and_a_timeout_both_deny() {
 fn three_denials_in_a_row_trip_the_breaker_and_calls_ask_again() {
     let (_d, work, home) = dirs();
     let deny = answer("deny", "not needed");
-    let r = run(
-        &work,
-        &home,
-        "auto",
-        json!({
-            "turns": [
-                command("touch one.txt"), command("touch two.txt"),
-                command("touch three.txt"), command("touch four.txt"),
-                { "text": "giving up" }
-            ],
-            // A fourth answer would allow: it must never be asked for.
-            "agents": { "classifier": { "turns": [ deny, deny, deny, answer("allow", "fine") ] } }
-        }),
-    );
+    let files = ["one.txt", "two.txt", "three.txt", "four.txt"];
+    let commands = files.map(|f| format!("touch {f}"));
+    // A fourth answer would allow: it must never be asked for.
+    let answers = vec![deny.clone(), deny.clone(), deny, answer("allow", "fine")];
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let r = run_commands(&work, &home, "auto", &commands, answers);
     assert_eq!(
         r.of("classifier").len(),
         3,
         "the breaker stops asking the classifier"
     );
-    for f in ["one.txt", "two.txt", "three.txt", "four.txt"] {
+    for f in files {
         assert!(!work.join(f).exists(), "{f}");
     }
     let auto = &r.result["auto_mode"];
@@ -258,25 +288,21 @@ fn a_python_allow_rule_is_suspended_in_auto_and_back_outside_it() {
         r#"{"permissions": {"allow": ["Bash(python:*)", "Bash(touch kept.txt)"]}}"#,
     );
     let cmd = "python -c \"open('py.txt','w')\" ; touch kept.txt";
-    let script = |classifier: Value| {
-        json!({
-            "turns": [ command(cmd), { "text": "ok" } ],
-            "agents": { "classifier": { "turns": [ classifier ] } }
-        })
-    };
     // In auto the rule is set aside: the classifier is consulted (and refuses).
-    let r = run(
-        &work,
-        &home,
-        "auto",
-        script(answer("deny", "runs arbitrary python")),
-    );
+    let deny = answer("deny", "runs arbitrary python");
+    let r = run_commands(&work, &home, "auto", &[cmd], vec![deny]);
     let asked = r.of("classifier");
     assert_eq!(asked.len(), 1, "the classifier must judge the python call");
     assert!(asked[0]["messages"].to_string().contains("python -c"));
     assert!(!work.join("kept.txt").exists());
     // Outside auto the rule applies again: no classifier, and the command is allowed.
-    let r = run(&work, &home, "default", script(answer("deny", "unused")));
+    let r = run_commands(
+        &work,
+        &home,
+        "default",
+        &[cmd],
+        vec![answer("deny", "unused")],
+    );
     assert!(r.of("classifier").is_empty());
     assert!(
         !r.lead_saw().contains("permission_denied"),
@@ -306,48 +332,22 @@ fn a_python_allow_rule_is_suspended_in_auto_and_back_outside_it() {
 #[test]
 fn a_subagent_under_auto_asks_the_classifier_and_gets_its_denial_as_a_tool_error() {
     let (_d, work, home) = dirs();
-    committed_repo(&work, &[("README.md", "hi\n")]);
-    let r = run(
+    let input = json!({ "description": "helper", "prompt": "create a marker", "subagent_type": "general-purpose" });
+    let reason = "the helper does not need a marker file";
+    let (_r, sub) = run_delegated(
         &work,
         &home,
-        "auto",
-        json!({
-            "turns": [
-                { "tool_calls": [ { "name": "agent", "input": {
-                    "description": "helper", "prompt": "create a marker", "subagent_type": "general-purpose" } } ] },
-                { "text": "done" }
-            ],
-            "agents": {
-                "general-purpose": { "turns": [ command("touch sub.txt"), { "text": "could not" } ] },
-                "classifier": { "turns": [
-                    answer("allow", "a worktree helper serves the task"),
-                    answer("deny", "the helper does not need a marker file")
-                ] }
-            }
-        }),
+        input,
+        "general-purpose",
+        "touch sub.txt",
+        reason,
     );
-    let auto = &r.result["auto_mode"];
-    let decisions = auto["decisions"].as_array().unwrap();
-    assert_eq!(decisions.len(), 2, "{auto}\n{}", r.stderr);
-    assert_eq!(decisions[0]["tool"], "agent");
-    assert_eq!(decisions[1]["tool"], "run_command");
-    let sub = decisions[1]["agent"].as_str().unwrap();
     assert!(sub.starts_with("general-purpose/"), "{sub}");
-    // The subagent was told why, as a tool error.
-    let sub_saw = r
-        .of("general-purpose")
-        .last()
-        .map(|q| q["messages"].to_string())
-        .unwrap();
-    assert!(
-        sub_saw.contains("classifier denied this call: the helper does not need a marker file"),
-        "{sub_saw}"
-    );
-    assert_eq!(auto["denied"], 1);
     let marker_anywhere = walk(&work).into_iter().any(|p| p.ends_with("sub.txt"));
     assert!(!marker_anywhere, "the denied command must not run");
 }
 
+/// Every path below `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -405,16 +405,9 @@ fn an_explicit_ask_rule_still_goes_to_a_human_not_the_classifier() {
         ".crew/settings.json",
         r#"{"permissions": {"ask": ["Bash(touch asked.txt)"]}}"#,
     );
-    let r = run(
-        &work,
-        &home,
-        "auto",
-        json!({
-            "turns": [ command("touch asked.txt"), { "text": "ok" } ],
-            // Were it asked, the classifier would allow.
-            "agents": { "classifier": { "turns": [ answer("allow", "fine") ] } }
-        }),
-    );
+    // Were it asked, the classifier would allow.
+    let allow = answer("allow", "fine");
+    let r = run_commands(&work, &home, "auto", &["touch asked.txt"], vec![allow]);
     assert!(
         r.of("classifier").is_empty(),
         "the user's ask rule is for a human"
@@ -426,43 +419,11 @@ fn an_explicit_ask_rule_still_goes_to_a_human_not_the_classifier() {
 #[test]
 fn a_teammate_under_auto_asks_the_classifier_and_gets_its_denial_as_a_tool_error() {
     let (_d, work, home) = dirs();
-    committed_repo(&work, &[("README.md", "hi\n")]);
-    let r = run(
-        &work,
-        &home,
-        "auto",
-        json!({
-            "turns": [
-                { "tool_calls": [ { "name": "agent", "input": {
-                    "description": "helper", "prompt": "make a marker",
-                    "subagent_type": "general-purpose", "name": "alice" } } ] },
-                { "text": "team started" }
-            ],
-            "agents": {
-                "alice": { "turns": [ command("touch mate.txt"), { "text": "alice gives up" } ] },
-                "classifier": { "turns": [
-                    answer("allow", "a teammate in its own worktree serves the task"),
-                    answer("deny", "a marker file is not part of the task")
-                ] }
-            }
-        }),
-    );
-    let auto = &r.result["auto_mode"];
-    let decisions = auto["decisions"].as_array().unwrap();
-    assert_eq!(decisions.len(), 2, "{auto}\n{}", r.stderr);
-    assert!(
-        decisions[1]["agent"].as_str().unwrap().contains("alice"),
-        "{auto}"
-    );
-    let alice_saw = r
-        .of("alice")
-        .last()
-        .map(|q| q["messages"].to_string())
-        .unwrap_or_default();
-    assert!(
-        alice_saw.contains("classifier denied this call: a marker file is not part of the task"),
-        "{alice_saw}"
-    );
+    let input = json!({ "description": "helper", "prompt": "make a marker",
+        "subagent_type": "general-purpose", "name": "alice" });
+    let reason = "a marker file is not part of the task";
+    let (r, mate) = run_delegated(&work, &home, input, "alice", "touch mate.txt", reason);
+    assert!(mate.contains("alice"), "{}", r.result["auto_mode"]);
     assert!(!walk(&work).into_iter().any(|p| p.ends_with("mate.txt")));
     assert!(!walk(&home).into_iter().any(|p| p.ends_with("mate.txt")));
 }

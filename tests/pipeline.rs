@@ -4,13 +4,16 @@
 mod support;
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{RunRequest, RunStatus};
 use crewmaster::permission::PermissionMode;
+use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{Safety, Tool};
-use support::{Behaviour, FakeTool, Setup, start, tool_results};
+use serde_json::json;
+use support::{Behaviour, FakeTool, Setup, faults, start, tool_results};
 
 fn request(mode: AgentMode) -> RunRequest {
     RunRequest {
@@ -225,23 +228,41 @@ async fn bad_calls_become_error_results_and_the_loop_goes_on() {
         false,
         Behaviour::Hang,
     ));
-    let tools: Vec<Arc<dyn Tool>> = vec![ok.clone(), panicky.clone(), slow.clone()];
-    let t = start(Setup::new(
-        r#"{"turns":[
-            {"tool_calls":[{"name":"read_file","input":{"path":"a","limit":"ten"}}]},
-            {"tool_calls":[{"name":"no_such_tool","input":{}}]},
-            {"tool_calls":[{"name":"search_code","input":{"pattern":"x"}}]},
-            {"tool_calls":[{"name":"find_files","input":{"pattern":"*"}}]},
-            {"tool_calls":[{"name":"read_file","arguments":"{not json"}]},
-            {"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},
-            {"text":"done"}]}"#,
-        tools,
-    ))
+    // A real command that hangs, with a child in its group, past its own timeout.
+    let hang = format!(
+        "{}sleep 600 & sleep 600",
+        faults::record_group(Path::new("hang.pgid"))
+    );
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        ok.clone(),
+        panicky.clone(),
+        slow.clone(),
+        Arc::new(RunCommand::new()),
+    ];
+    let t = start(Setup {
+        git: true,
+        transcript: true,
+        ..Setup::new(
+            json!({"turns":[
+                {"tool_calls":[{"name":"read_file","input":{"path":"a","limit":"ten"}}]},
+                {"tool_calls":[{"name":"no_such_tool","input":{}}]},
+                {"tool_calls":[{"name":"search_code","input":{"pattern":"x"}}]},
+                {"tool_calls":[{"name":"find_files","input":{"pattern":"*"}}]},
+                {"tool_calls":[{"name":"run_command","input":{"command":hang,"timeout_ms":300}}]},
+                {"tool_calls":[{"name":"read_file","arguments":"{not json"}]},
+                {"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},
+                {"text":"done"}]})
+            .to_string(),
+            tools,
+        )
+    })
     .await;
+    let work = faults::work_in(&t.cwd());
     let outcome = t.session.run(request(AgentMode::Chat)).await.unwrap();
     assert_eq!(outcome.status, RunStatus::Completed);
     assert_eq!(outcome.result, "done");
-    let results = tool_results(&t.session.conversation().await.unwrap());
+    let conversation = t.session.conversation().await.unwrap();
+    let results = tool_results(&conversation);
     let codes: Vec<Option<&str>> = results.iter().map(|r| r.error_code.as_deref()).collect();
     assert_eq!(
         codes,
@@ -250,6 +271,7 @@ async fn bad_calls_become_error_results_and_the_loop_goes_on() {
             Some("unknown_tool"), // the engine asks; nobody is asked about a call the gate refuses
             Some("panicked"),
             Some("timeout"),
+            Some("failed"),            // the command's own timeout: its group killed
             Some("permission_denied"), // unparseable arguments: denied before anything runs
             None
         ]
@@ -259,9 +281,27 @@ async fn bad_calls_become_error_results_and_the_loop_goes_on() {
         "names the field: {}",
         results[0].content
     );
-    assert_eq!(results[5].content, "ok from read_file");
+    assert_eq!(results[6].content, "ok from read_file");
     assert_eq!(panicky.runs(), 1);
     assert_eq!(ok.runs(), 1, "only the valid call ran");
+
+    // The fault matrix's four properties: every call answered once in the transcript,
+    // which holds the conversation exactly; the hung command's group is gone; no work
+    // lost; and each fault is told in the call's result.
+    let lines = faults::assert_in_process_transcript(t.home.path(), &conversation);
+    let group = faults::recorded_group(&t.cwd().join("hang.pgid"));
+    faults::assert_group_gone(&group);
+    faults::assert_no_process_under(&t.cwd());
+    faults::assert_work_kept(&t.cwd(), &work);
+    for told in [
+        "`limit`".to_string(),
+        "no_such_tool".to_string(),
+        "fake tool search_code panics".to_string(),
+        "tool `find_files` did not finish".to_string(),
+        format!("its whole process group ({}) was killed", group.pgid),
+    ] {
+        faults::assert_told("", &lines, &told);
+    }
     t.session.shutdown().await;
 }
 

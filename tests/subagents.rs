@@ -3,14 +3,18 @@
 
 mod support;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::RunRequest;
 use crewmaster::events::EventKind;
 use crewmaster::tasks::{TaskStatus, load_records};
+use crewmaster::tools::run_command::RunCommand;
+use crewmaster::tools::write_file::WriteFile;
 use crewmaster::tools::{Safety, Tool};
-use support::{Behaviour, FakeTool, Setup, start, tool_results};
+use serde_json::json;
+use support::{Behaviour, FakeTool, Setup, faults, start, tool_results};
 
 fn chat(task: &str) -> RunRequest {
     RunRequest {
@@ -31,28 +35,63 @@ fn fake_read() -> Arc<FakeTool> {
 
 #[tokio::test]
 async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
+    // `boom` writes a file in its worktree and runs a command that leaves a child in its
+    // group, holds (so the test can see its work) and then panics. Its command is
+    // confined as every subagent's: Landlock, and a PID namespace of its own.
+    require_features!(Landlock, PidNamespaces);
+    let sig = tempfile::tempdir().unwrap();
+    let s = sig.path();
+    let leave_child = format!(
+        "{}sleep 600 &",
+        faults::record_group(Path::new("boom.pgid"))
+    );
     let read = fake_read();
     let t = start(Setup {
         orchestration: true,
+        git: true,
+        transcript: true,
+        files: vec![(".crew/agents/boom.md", BOOM.to_string())],
         ..Setup::new(
-            r#"{"turns":[
+            json!({"turns":[
                 {"tool_calls":[
                   {"name":"agent","input":{"description":"one","prompt":"p","subagent_type":"general-purpose","run_in_background":true}},
-                  {"name":"agent","input":{"description":"boom","prompt":"p","subagent_type":"explore","run_in_background":true}},
+                  {"name":"agent","input":{"description":"boom","prompt":"p","subagent_type":"boom","run_in_background":true}},
                   {"name":"agent","input":{"description":"two","prompt":"p","subagent_type":"plan","run_in_background":true}}]},
                 {"text":"started"},
                 {"text":"noted"}, {"text":"noted"}, {"text":"noted"},
                 {"text":"still here"}],
               "agents":{
                 "general-purpose":{"turns":[{"tool_calls":[{"name":"read_file","input":{"path":"a"}}]},{"text":"one done"}]},
-                "explore":{"turns":[{"panic":true}]},
-                "plan":{"turns":[{"text":"two done"}]}}}"#,
-            vec![read.clone() as Arc<dyn Tool>],
+                "boom":{"turns":[
+                    {"tool_calls":[
+                        {"name":"write_file","input":{"path":"boom.txt","content":"half done"}},
+                        {"name":"run_command","input":{"command":leave_child}}]},
+                    {"touch":s.join("holding"),"wait_for":s.join("go"),
+                     "tool_calls":[{"name":"read_file","input":{"path":"a"}}]},
+                    {"panic":true}]},
+                "plan":{"turns":[{"text":"two done"}]}}})
+            .to_string(),
+            vec![
+                read.clone() as Arc<dyn Tool>,
+                Arc::new(WriteFile::new()),
+                Arc::new(RunCommand::new()),
+            ],
         )
     })
     .await;
     let first = t.session.run(chat("fan out")).await.unwrap();
     assert_eq!(first.result, "started");
+    // What boom left in its worktree before it crashed.
+    support::wait_until("boom to hold", || s.join("holding").exists()).await;
+    let work = faults::work_in(&t.cwd());
+    let boom_worktree = work
+        .iter()
+        .find(|w| w.dirty.iter().any(|(f, _)| f == "boom.txt"))
+        .map(|w| w.path.clone())
+        .unwrap_or_else(|| panic!("boom wrote in its worktree: {work:?}"));
+    let group = faults::recorded_group(&boom_worktree.join("boom.pgid"));
+    let boom_worktree = boom_worktree.display().to_string();
+    std::fs::write(s.join("go"), b"").unwrap();
     // Run the lead again whenever something ended, until nothing is running.
     while t.session.next_completion().await.is_some() {
         t.session.run(chat("continue")).await.unwrap();
@@ -67,10 +106,11 @@ async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
         by_desc("boom")
     );
     assert_eq!(by_desc("one").status, TaskStatus::Completed);
-    assert_eq!(by_desc("one").result.as_deref(), Some("one done"));
+    // (with git, each subagent's worktree is finished: removed here, as it holds nothing)
+    assert!(by_desc("one").result.unwrap().starts_with("one done"));
     assert_eq!(by_desc("one").tool_calls, 1);
     assert_eq!(by_desc("two").status, TaskStatus::Completed);
-    assert_eq!(read.runs(), 1);
+    assert_eq!(read.runs(), 2);
     // The lead saw a notification for each task in its conversation.
     let conv = t.session.conversation().await.unwrap();
     let notes: usize = conv
@@ -91,8 +131,30 @@ async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
         .count();
     let again = t.session.run(chat("are you there?")).await.unwrap();
     assert_eq!(again.result, lead_texts[asked]);
+
+    // The fault matrix's four properties: the lead's and every agent's transcript whole,
+    // the lead's holding its conversation exactly; the group of boom's command gone; boom's
+    // uncommitted file kept (in its worktree or committed); the lead told of the panic and
+    // where boom's work is.
+    let conv = t.session.conversation().await.unwrap();
+    let lines = faults::assert_in_process_transcript(t.home.path(), &conv);
+    faults::assert_group_gone(&group);
+    faults::assert_work_kept(&t.cwd(), &work);
+    let told: Vec<_> = lines
+        .iter()
+        .filter(|l| l["agent"] == "lead")
+        .cloned()
+        .collect();
+    faults::assert_told("", &told, "panics as the script asks");
+    faults::assert_told("", &told, &boom_worktree);
+    let (cwd, home) = (t.cwd(), t.home.path().to_path_buf());
     t.session.shutdown().await;
+    faults::assert_no_process_under(&cwd);
+    faults::assert_no_process_under(&home);
 }
+
+/// A subagent type that writes and runs commands (for the crash test).
+const BOOM: &str = "---\nname: boom\ndescription: writes, then crashes\ntools: write_file, read_file, run_command\n---\nDo your part.\n";
 
 #[tokio::test]
 async fn background_subagents_run_concurrently() {

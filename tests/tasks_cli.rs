@@ -49,7 +49,7 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     std::fs::write(
         &script,
         r#"{"turns":[
-            {"tool_calls":[{"name":"run_command","input":{"command":"(sleep 300 &); sleep 301 & echo serving; wait","run_in_background":true,"description":"dev server"}}]},
+            {"tool_calls":[{"name":"run_command","input":{"command":"(sleep 300 &); sleep 301 & setsid -f sh -c 'echo $$ > esc.tmp; mv esc.tmp esc.pid; exec sleep 302'; echo serving; wait","run_in_background":true,"description":"dev server"}}]},
             {"text":"The server runs in the background."},
             {"text":"The server was stopped."}]}"#,
     )
@@ -98,6 +98,18 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
         "the shell and both sleeps to be in the task's process group",
     );
     assert!(members.contains(&pgid), "{members:?}");
+    // And one that left the group and the session runs as long as the task does.
+    let escaped: i64 = wait_for(
+        || {
+            std::fs::read_to_string(dir.join("esc.pid"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        },
+        "the escaped sleep to write its pid",
+    );
+    assert!(!group_members(escaped).is_empty() && !members.contains(&escaped));
 
     let stop = crew(&dir, &["tasks", "stop", &id]);
     assert!(
@@ -125,6 +137,10 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     wait_for(
         || group_members(pgid).is_empty().then_some(()),
         "every process of the task's group to be gone",
+    );
+    wait_for(
+        || group_members(escaped).is_empty().then_some(()),
+        "the escaped sleep to be gone with its task",
     );
 }
 

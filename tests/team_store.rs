@@ -3,7 +3,10 @@
 //! and the durable inboxes (2,000 messages from 16 concurrent senders, consumers that crash
 //! between reading and acknowledging, nothing lost or duplicated, per-sender order kept).
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,6 +15,7 @@ use crewmaster::team::{
     Envelope, Member, MemberName, NewTodo, Outgoing, Recipient, Team, TeamError, TodoId,
     TodoStatus, TodoUpdate,
 };
+use support::faults;
 
 fn name(s: &str) -> MemberName {
     MemberName::parse(s).unwrap()
@@ -262,8 +266,9 @@ fn race_child() {
             id(&round.to_string()),
             set(TodoStatus::InProgress),
         ) {
-            Ok(_) => "won",
-            Err(TeamError::AlreadyClaimed { .. }) => "lost",
+            Ok(_) => "won".to_string(),
+            // The loser is told who holds it (the parent checks).
+            Err(e @ TeamError::AlreadyClaimed { .. }) => format!("lost {e}"),
             Err(e) => panic!("{me} round {round}: {e}"),
         };
         report.push_str(&format!("{me} {round} {outcome}\n"));
@@ -290,11 +295,15 @@ fn two_processes_racing_for_an_item_have_exactly_one_winner_each_round() {
                 .env("CREW_TEAM_RACE_OTHER", other)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
+                .process_group(0)
                 .spawn()
                 .unwrap()
         })
         .collect();
+    let groups: Vec<u32> = children.iter().map(|c| c.id()).collect();
     let mut winners: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let mut reports: Vec<(String, u64)> = Vec::new();
+    let mut losses: Vec<(u64, String)> = Vec::new();
     let mut results = 0;
     for (child, me) in children.into_iter().zip(["p0", "p1"]) {
         let out = child.wait_with_output().unwrap();
@@ -309,8 +318,11 @@ fn two_processes_racing_for_an_item_have_exactly_one_winner_each_round() {
             let parts: Vec<&str> = line.split(' ').collect();
             results += 1;
             let round: u64 = parts[1].parse().unwrap();
+            reports.push((parts[0].to_string(), round));
             if parts[2] == "won" {
                 winners.entry(round).or_default().push(parts[0].to_string());
+            } else {
+                losses.push((round, line.to_string()));
             }
         }
     }
@@ -329,6 +341,31 @@ fn two_processes_racing_for_an_item_have_exactly_one_winner_each_round() {
             "round {round}: the file names the winner"
         );
         assert_eq!(item.status, TodoStatus::InProgress);
+    }
+    // The fault matrix's four properties, for a store written by two processes: every
+    // round reported once by each (none lost or twice), every item on the list once with
+    // one owner (no work lost), neither process left behind, each loser told the winner.
+    let rounds = || 1..=RACE_ROUNDS;
+    faults::assert_each_once(
+        "round report",
+        rounds().flat_map(|r| [("p0".to_string(), r), ("p1".to_string(), r)]),
+        reports,
+    );
+    faults::assert_each_once(
+        "won round",
+        rounds(),
+        winners.iter().flat_map(|(r, w)| w.iter().map(move |_| *r)),
+    );
+    faults::assert_each_once(
+        "work-list item",
+        rounds().map(|r| r.to_string()),
+        team.list_todos().unwrap().keys().map(|k| k.to_string()),
+    );
+    for group in groups {
+        faults::assert_no_orphans(group);
+    }
+    for (round, line) in &losses {
+        faults::assert_told(line, &[], &format!("owned by {}", winners[round][0]));
     }
     let p0 = winners.values().filter(|w| w[0] == "p0").count();
     eprintln!(
@@ -479,4 +516,23 @@ fn two_thousand_messages_from_sixteen_senders_arrive_once_in_order_across_crashe
             "{n} has nothing left unread"
         );
     }
+    // The fault matrix's four properties, through the shared assertions: the inbox files
+    // whole and holding each message sent exactly once; what each consumer recorded, each
+    // once; no consumer's "crash" left a process (threads only); and each message told to
+    // its recipient (above: in order, by sequence).
+    let sent = || (0..MEMBERS).flat_map(|i| (0..PER_SENDER).map(move |k| format!("m{i} #{k}")));
+    let on_disk = faults::assert_jsonl_whole(root.path());
+    faults::assert_each_once(
+        "inbox line",
+        sent(),
+        on_disk
+            .iter()
+            .map(|l| l["message"].as_str().unwrap_or_default().to_string()),
+    );
+    faults::assert_each_once(
+        "message recorded by its recipient",
+        sent(),
+        transcripts.iter().flatten().map(|m| m.message.clone()),
+    );
+    faults::assert_no_process_under(root.path());
 }

@@ -10,7 +10,7 @@ mod support;
 use crewmaster::provider::ModelRequest;
 use crewmaster::team::{MemberName, MemberStatus, NewTodo, Team, TodoStatus, TodoUpdate};
 use support::team::{WRITER, chat, requests_of, shown, team_of, worktree};
-use support::{Setup, committed_repo, git, start};
+use support::{Setup, committed_repo, faults, git, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teammates_message_each_other_and_the_lead_in_their_own_worktrees() {
@@ -123,24 +123,34 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
     // carol's first turn holds until the test has claimed item 1 for her.
     let sig = tempfile::tempdir().unwrap();
     let claimed = sig.path().join("claimed");
-    let script = r#"{
+    // Before going idle she writes a file and runs a command that leaves a child behind
+    // in its group: work and a process for the fault properties to look after.
+    let leave_child = format!(
+        "{}sleep 600 &",
+        faults::record_group(std::path::Path::new("carol.pgid"))
+    );
+    let script = serde_json::json!({
       "turns": [
         {"tool_calls": [
-          {"name": "agent", "input": {"description": "crasher", "prompt": "Work on item 1.", "subagent_type": "w", "name": "carol"}}]},
+          {"name": "agent", "input": {"description": "crasher", "prompt": "Work on item 1.", "subagent_type": "wc", "name": "carol"}}]},
         {"text": "started"}
       ],
       "agents": {
         "carol": {"turns": [
-          {"wait_for": "@CLAIMED", "text": "about to crash"},
+          {"wait_for": claimed, "tool_calls": [
+            {"name": "write_file", "input": {"path": "carol.txt", "content": "half done"}},
+            {"name": "run_command", "input": {"command": leave_child}}]},
+          {"text": "about to crash"},
           {"panic": true}
         ]}
       }
-    }"#
-    .replace("@CLAIMED", &claimed.display().to_string());
+    })
+    .to_string();
     let mut setup = Setup::new(script, crewmaster::tools::builtin_tools());
     setup.orchestration = true;
     setup.git = true;
-    setup.files = vec![(".crew/agents/w.md", WRITER.to_string())];
+    setup.transcript = true;
+    setup.files = vec![(".crew/agents/wc.md", WRITER_WITH_COMMANDS.to_string())];
     let t = start(setup).await;
     let team = team_of(t.home.path());
     let lead = MemberName::lead();
@@ -187,6 +197,14 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
                 .unwrap_or(false)
     })
     .await;
+    // What carol holds before she crashes: a file in her worktree, a command's group.
+    let work = faults::work_in(&t.cwd());
+    let carols = work
+        .iter()
+        .find(|w| w.dirty.iter().any(|(f, _)| f == "carol.txt"))
+        .map(|w| w.path.clone())
+        .unwrap_or_else(|| panic!("carol wrote in her worktree: {work:?}"));
+    let group = faults::recorded_group(&carols.join("carol.pgid"));
     mailbox
         .send(
             crewmaster::team::Recipient::Member(carol.clone()),
@@ -220,8 +238,28 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
         told.contains("returned to pending") && told.contains(&item.id.to_string()),
         "{told}"
     );
+    // The fault matrix's four properties: the transcripts whole, the lead's holding its
+    // conversation exactly; her command's processes gone; her uncommitted file kept; the
+    // lead told of the failure and where her work is.
+    let conversation = t.session.conversation().await.unwrap();
+    let lines = faults::assert_in_process_transcript(t.home.path(), &conversation);
+    faults::assert_group_gone(&group);
+    faults::assert_work_kept(&t.cwd(), &work);
+    let to_lead: Vec<_> = lines
+        .iter()
+        .filter(|l| l["agent"] == "lead")
+        .cloned()
+        .collect();
+    faults::assert_told("", &to_lead, "Teammate carol failed");
+    faults::assert_told("", &to_lead, &carols.display().to_string());
+    let (cwd, home) = (t.cwd(), t.home.path().to_path_buf());
     t.session.shutdown().await;
+    faults::assert_no_process_under(&cwd);
+    faults::assert_no_process_under(&home);
 }
+
+/// A teammate that writes and runs commands (for the crash test).
+const WRITER_WITH_COMMANDS: &str = "---\nname: wc\ndescription: test teammate\ntools: write_file, read_file, send_message, run_command\n---\nDo your part.\n";
 
 /// 16 members send 2,000 messages to each other through the team actor (the path
 /// `send_message` takes) while each drains its inbox on wake-ups, acknowledging as the

@@ -111,25 +111,6 @@ impl Tui {
         self.send(text);
         self.send("\r");
     }
-
-    /// Like `line`, then waits for `until`; types the line once more if the screen has not
-    /// moved on after a while. Keys typed in the instant after a declined trust prompt
-    /// were lost twice under heavy load (cause not found; see the issue-15 note): this
-    /// keeps the test about trust, not about that.
-    fn line_until(&mut self, text: &str, until: &str) -> String {
-        self.line(text);
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(15) {
-            if self.text().contains(until) {
-                return self.text();
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        if !self.text().contains(text) {
-            self.line(text);
-        }
-        self.wait_for(&[until])
-    }
 }
 
 impl Drop for Tui {
@@ -443,18 +424,8 @@ fn always_allow_saves_a_rule_to_settings_local_json() {
 
 #[test]
 fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
-    let (dir, script) = setup(
-        r#"{"turns":[
-        {"text":"Writing.","tool_calls":[{"id":"w1","name":"write_file","input":{"path":"a.txt","content":"one"}}]},
-        {"text":"All done."}]}"#,
-    );
+    let (dir, script) = untrusted_project();
     let work = dir.path().join("work");
-    std::fs::create_dir_all(work.join(".crew")).unwrap();
-    std::fs::write(
-        work.join(".crew/settings.json"),
-        r#"{"permissions":{"allow":["Write"]}}"#,
-    )
-    .unwrap();
     let trusted = dir.path().join("home/.crew/trusted.json");
 
     // Declined: the session starts, says what it ignored, and the write still asks.
@@ -466,7 +437,8 @@ fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
     );
     tui.send("n");
     tui.wait_for(&["type a task", "not trusted", "`Write`"]);
-    tui.line_until("write it", "lead wants to run write_file");
+    tui.line("write it");
+    tui.wait_for(&["lead wants to run write_file"]);
     assert!(!trusted.exists());
     drop(tui);
 
@@ -488,6 +460,54 @@ fn first_run_trust_prompt_decides_whether_shared_settings_apply() {
     let tui = Tui::start(dir.path(), &script, &[]);
     let screen = tui.wait_for(&["type a task"]);
     assert!(!screen.contains("Trust this folder?"), "{screen}");
+}
+
+/// Keys typed the instant the trust prompt is answered, before the session's screen is up,
+/// reach the session. (They once sat unread until the next keystroke: the prompt's own
+/// input stream, dropped, left a wake-up pending that swallowed the terminal's readiness.)
+#[test]
+fn keys_typed_right_after_the_trust_answer_reach_the_session() {
+    for round in 0..3 {
+        let (dir, script) = untrusted_project();
+        let mut tui = Tui::start(dir.path(), &script, &[]);
+        tui.wait_for(&["Trust this folder?", "[y]"]);
+        tui.send("n");
+        // Typed as soon as the prompt is gone, not waiting for the session's screen.
+        tui.wait("the prompt to go", |s| !s.contains("Trust this folder?"));
+        tui.line("write it");
+        let screen = tui.wait_for(&["lead wants to run write_file", "a.txt"]);
+        assert!(screen.contains("not trusted"), "round {round}:\n{screen}");
+    }
+}
+
+/// The terminal is taken before the session loads; a session that cannot start gives it
+/// back (raw mode and the alternate screen off) and then says why.
+#[test]
+fn a_session_that_cannot_start_gives_the_terminal_back_and_says_why() {
+    let (dir, _) = setup("{}");
+    let missing = dir.path().join("no-such-script.json");
+    let mut tui = Tui::start(dir.path(), &missing, &[]);
+    let screen = tui.wait_for(&["crew: --model script:PATH"]);
+    assert_eq!(tui.child.wait().unwrap().exit_code(), 2, "{screen}");
+    let parser = tui.screen.lock().unwrap();
+    assert!(!parser.screen().alternate_screen(), "{screen}");
+}
+
+/// A project whose shared settings allow `Write`, and a script whose first turn writes.
+fn untrusted_project() -> (tempfile::TempDir, PathBuf) {
+    let (dir, script) = setup(
+        r#"{"turns":[
+        {"text":"Writing.","tool_calls":[{"id":"w1","name":"write_file","input":{"path":"a.txt","content":"one"}}]},
+        {"text":"All done."}]}"#,
+    );
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join(".crew")).unwrap();
+    std::fs::write(
+        work.join(".crew/settings.json"),
+        r#"{"permissions":{"allow":["Write"]}}"#,
+    )
+    .unwrap();
+    (dir, script)
 }
 
 /// Shift+Tab walks default → acceptEdits → plan → bypassPermissions → auto → default with

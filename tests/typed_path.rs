@@ -125,7 +125,12 @@ impl Actors {
 
     async fn submit(&self, permit: Permit, ctx_agent: &str, cwd: &Path) -> ToolResult {
         let ctx = ToolContext::new(cwd, ctx_agent);
-        rpc(&self.gate, |reply| GateMsg::Submit { permit, ctx, reply }).await
+        rpc(&self.gate, |reply| GateMsg::Submit {
+            permit,
+            ctx,
+            reply: reply.into(),
+        })
+        .await
     }
 }
 

@@ -6,10 +6,14 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use support::worker::{WorkerProcess, start_worker, start_worker_with, write_cookie};
 use support::{git, put};
 
+/// A worker or the lead dying mid-run (tests/workers/failures.rs).
+#[path = "workers/failures.rs"]
+mod failures;
 /// `crew workers list` asking the running lead (tests/workers/listing.rs).
 #[path = "workers/listing.rs"]
 mod listing;
@@ -20,79 +24,6 @@ mod tls;
 /// Waits until `check` holds (the suite's one bounded wait).
 fn wait_for(what: &str, check: impl FnMut() -> bool) {
     support::wait_until_blocking(what, check);
-}
-
-/// A worker process; killed when dropped.
-struct Worker {
-    child: Child,
-    addr: String,
-    workdir: PathBuf,
-    log: PathBuf,
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Worker {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-/// A free loopback port (bound and released; the worker binds it right after).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn write_cookie(path: &Path, secret: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("{secret}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-}
-
-/// Starts `crew worker` and waits until it listens.
-fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> Worker {
-    start_worker_with(home, cookie, name, slots, &[])
-}
-
-fn start_worker_with(home: &Path, cookie: &Path, name: &str, slots: u32, extra: &[&str]) -> Worker {
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let workdir = home.join(format!("workdir-{name}"));
-    let log = home.join(format!("{name}.log"));
-    let child = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["worker", "--listen", &addr, "--cookie-file"])
-        .arg(cookie)
-        .args(["--slots", &slots.to_string(), "--name", name, "--workdir"])
-        .arg(&workdir)
-        .args(extra)
-        .env("HOME", home)
-        .env("CREW_LOG", "crewmaster=info")
-        .env("NO_COLOR", "1")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let w = Worker {
-        child,
-        addr,
-        workdir,
-        log,
-    };
-    wait_for(&format!("worker {name} to listen"), || {
-        w.log().contains("listening on")
-    });
-    w
 }
 
 /// A git repository with one commit and the given agent definitions committed.
@@ -121,22 +52,35 @@ fn spawn_call(ty: &str, description: &str) -> serde_json::Value {
         "subagent_type": ty, "run_in_background": true}})
 }
 
-/// Runs the scripted lead with `--workers`; returns its output.
+/// Runs the scripted lead with `--workers ADDRS`; returns its output.
 fn lead(
     root: &Path,
     home: &Path,
     script: &serde_json::Value,
-    workers: &[&Worker],
+    addrs: &[&str],
     cookie: &Path,
     extra: &[&str],
 ) -> std::process::Output {
+    lead_command(root, home, script, addrs, cookie, extra)
+        .output()
+        .unwrap()
+}
+
+/// The command of [`lead`], not yet started.
+fn lead_command(
+    root: &Path,
+    home: &Path,
+    script: &serde_json::Value,
+    addrs: &[&str],
+    cookie: &Path,
+    extra: &[&str],
+) -> Command {
     let script_path = home.join("script.json");
     std::fs::write(&script_path, script.to_string()).unwrap();
-    let list: Vec<&str> = workers.iter().map(|w| w.addr.as_str()).collect();
-    Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "fan out", "--model"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crew"));
+    cmd.args(["-p", "fan out", "--model"])
         .arg(format!("script:{}", script_path.display()))
-        .args(["--workers", &list.join(","), "--cookie-file"])
+        .args(["--workers", &addrs.join(","), "--cookie-file"])
         .arg(cookie)
         .arg("--record-requests")
         .arg(home.join("requests.jsonl"))
@@ -145,9 +89,8 @@ fn lead(
         .env("HOME", home)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .unwrap()
+        .env_remove("OPENAI_API_KEY");
+    cmd
 }
 
 fn tasks_json(root: &Path, home: &Path) -> Vec<serde_json::Value> {
@@ -211,7 +154,7 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
         .collect();
     let defs_ref: Vec<(&str, &str)> = defs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let f = fixture(&defs_ref);
-    let workers: Vec<Worker> = ["a", "b", "c"]
+    let workers: Vec<WorkerProcess> = ["a", "b", "c"]
         .iter()
         .map(|n| start_worker(&f.home, &f.cookie, n, 4))
         .collect();
@@ -229,8 +172,8 @@ fn nine_remote_subagents_on_three_workers_bring_their_branches_back() {
         "turns": [{"tool_calls": names.iter().map(|n| spawn_call(n, &format!("job {n}"))).collect::<Vec<_>>()}],
         "agents": agents,
     });
-    let refs: Vec<&Worker> = workers.iter().collect();
-    let out = lead(&f.root, &f.home, &script, &refs, &f.cookie, &[]);
+    let addrs: Vec<&str> = workers.iter().map(|w| w.addr.as_str()).collect();
+    let out = lead(&f.root, &f.home, &script, &addrs, &f.cookie, &[]);
     assert!(out.status.success(), "{}", text(&out));
 
     let tasks = tasks_json(&f.root, &f.home);
@@ -320,141 +263,6 @@ fn a_wrong_cookie_is_refused_and_logged_on_both_sides() {
 }
 
 #[test]
-fn a_killed_worker_fails_its_task_which_is_rescheduled_and_no_branch_is_lost() {
-    let release = tempfile::tempdir().unwrap();
-    let signal = release.path().join("release");
-    let f = fixture(&[
-        ("quick", &remote_agent("quick", "write_file")),
-        (
-            "blocker",
-            &remote_agent("blocker", "write_file, run_command"),
-        ),
-    ]);
-    let a = start_worker(&f.home, &f.cookie, "a", 1);
-    let b = start_worker(&f.home, &f.cookie, "b", 1);
-    // The blocker marks that it runs, then waits for the test's signal file: "mid-task"
-    // is a state, not a moment.
-    let wait = format!(
-        "touch started && while [ ! -f {} ]; do sleep 0.05; done && echo released",
-        signal.display()
-    );
-    let script = serde_json::json!({
-        // The lead's first run starts the quick task and ends; its completion starts the
-        // second run, which starts the blocker.
-        "turns": [
-            {"tool_calls": [spawn_call("quick", "quick job")]},
-            {"text": "waiting"},
-            {"tool_calls": [spawn_call("blocker", "blocking job")]},
-            {"text": "waiting again"},
-        ],
-        "agents": {
-            "quick": {"turns": [
-                {"tool_calls": [{"name": "write_file", "input": {"path": "quick.txt", "content": "quick\n"}}]},
-                {"text": "quick done"}]},
-            "blocker": {"turns": [
-                {"tool_calls": [{"name": "run_command", "input": {"command": wait}}]},
-                {"tool_calls": [{"name": "write_file", "input": {"path": "blocked.txt", "content": "after\n"}}]},
-                {"text": "blocker done"}]},
-        }
-    });
-    let root = f.root.clone();
-    let home = f.home.clone();
-    let cookie = f.cookie.clone();
-    let (a_addr, b_addr) = (a.addr.clone(), b.addr.clone());
-    let lead_run = std::thread::spawn(move || {
-        let script_path = home.join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_crew"))
-            .args(["-p", "fan out", "--model"])
-            .arg(format!("script:{}", script_path.display()))
-            .args(["--workers", &format!("{a_addr},{b_addr}"), "--cookie-file"])
-            .arg(&cookie)
-            .arg("--record-requests")
-            .arg(home.join("requests.jsonl"))
-            .current_dir(&root)
-            .env("HOME", &home)
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .output()
-            .unwrap()
-    });
-    // The quick task ran on `a` (first, least loaded) and its branch came back; then the
-    // blocker started on `a` as well.
-    let started = || {
-        std::fs::read_dir(&a.workdir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| e.path().join("wt/started").exists())
-    };
-    wait_for("the blocker to start on worker a", started);
-    let quick_before = tasks_json(&f.root, &f.home)
-        .into_iter()
-        .find(|t| t["agent_type"] == "quick")
-        .expect("the quick task is recorded");
-    assert_eq!(quick_before["status"], "completed", "{quick_before:#}");
-    let quick_branch = branch_of(&f.root, quick_before["id"].as_str().unwrap());
-    assert!(!quick_branch.is_empty());
-    // kill -9 the worker mid-task.
-    let mut a = a;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(a.child.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    let _ = a.child.wait();
-    std::fs::write(&signal, "go").unwrap();
-    let out = lead_run.join().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-
-    let tasks = tasks_json(&f.root, &f.home);
-    let blockers: Vec<_> = tasks
-        .iter()
-        .filter(|t| t["agent_type"] == "blocker")
-        .collect();
-    assert_eq!(blockers.len(), 2, "{tasks:#?}");
-    let lost = blockers
-        .iter()
-        .find(|t| t["status"] == "failed")
-        .expect("a failed try");
-    let lost_result = lost["result"].as_str().unwrap();
-    assert!(lost_result.contains("worker lost"), "{lost_result}");
-    assert!(lost["node"].as_str().unwrap().starts_with("a@"));
-    let again = blockers
-        .iter()
-        .find(|t| t["status"] == "completed")
-        .expect("a rescheduled try");
-    assert!(
-        again["node"].as_str().unwrap().starts_with("b@"),
-        "{again:#}"
-    );
-    assert!(
-        lost_result.contains(again["id"].as_str().unwrap()),
-        "{lost_result}"
-    );
-    let branch = branch_of(&f.root, again["id"].as_str().unwrap());
-    assert_eq!(
-        git(&f.root, &["show", &format!("{branch}:blocked.txt")]),
-        "after"
-    );
-    // The branch that came back from the killed worker before it died is still there.
-    assert_eq!(
-        git(&f.root, &["show", &format!("{quick_branch}:quick.txt")]),
-        "quick"
-    );
-    // The lead was told: a request after the loss carries the failure.
-    let requests = std::fs::read_to_string(f.home.join("requests.jsonl")).unwrap();
-    assert!(
-        requests
-            .lines()
-            .filter(|l| l.contains("\"agent\":\"lead\""))
-            .any(|l| l.contains("worker lost")),
-        "the lead never heard of the loss"
-    );
-    drop(b);
-}
-
-#[test]
 fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
     assert!(
         crewmaster::tools::landlock::kernel_support()
@@ -493,7 +301,7 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
         &f.root,
         &f.home,
         &script,
-        &[&worker],
+        &[worker.addr.as_str()],
         &f.cookie,
         &["--permission-mode", "bypassPermissions"],
     );
@@ -520,67 +328,4 @@ fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
     // the worker's Landlock sandbox is what stopped it.
     assert!(log.contains("✗ write_file [permission_denied]"), "{log}");
     assert!(!log.contains("✗ run_command"), "{log}");
-}
-
-#[test]
-fn a_lead_that_dies_leaves_its_branch_on_the_worker_after_the_orphan_timeout() {
-    let release = tempfile::tempdir().unwrap();
-    let signal = release.path().join("release");
-    let f = fixture(&[(
-        "blocker",
-        &remote_agent("blocker", "write_file, run_command"),
-    )]);
-    let w = start_worker_with(&f.home, &f.cookie, "a", 1, &["--orphan-timeout", "1"]);
-    let wait = format!(
-        "echo work > started && while [ ! -f {} ]; do sleep 0.05; done",
-        signal.display()
-    );
-    let script = serde_json::json!({
-        "turns": [{"tool_calls": [spawn_call("blocker", "orphaned job")]}],
-        "agents": {"blocker": {"turns": [
-            {"tool_calls": [{"name": "run_command", "input": {"command": wait}}]},
-            {"text": "done"}]}}
-    });
-    let script_path = f.home.join("script.json");
-    std::fs::write(&script_path, script.to_string()).unwrap();
-    let mut lead = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(["-p", "fan out", "--model"])
-        .arg(format!("script:{}", script_path.display()))
-        .args(["--workers", &w.addr, "--cookie-file"])
-        .arg(&f.cookie)
-        .current_dir(&f.root)
-        .env("HOME", &f.home)
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let task_dir = || {
-        std::fs::read_dir(&w.workdir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.join("wt/started").exists())
-    };
-    wait_for("the task to start on the worker", || task_dir().is_some());
-    let dir = task_dir().unwrap();
-    lead.kill().unwrap();
-    let _ = lead.wait();
-    std::fs::write(&signal, "go").unwrap();
-    wait_for("the worker to give up on the orphan", || {
-        w.log().contains("never handed back")
-    });
-    wait_for("the orphan's worktree to go", || !dir.join("wt").exists());
-    // Its branch, with the work, stays in the task's repository on the worker.
-    let repo = dir.join("repo.git");
-    let branches = git(
-        &repo,
-        &["branch", "--list", "crew/*", "--format=%(refname:short)"],
-    );
-    let branch = branches.trim();
-    assert!(!branch.is_empty(), "{}", w.log());
-    assert_eq!(git(&repo, &["show", &format!("{branch}:started")]), "work");
-    assert!(w.log().contains("went away"), "{}", w.log());
 }

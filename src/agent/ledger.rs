@@ -82,7 +82,8 @@ impl Ledger {
 /// Keeps `<session>/costs.json` up to date from `bus` until it closes (starting from
 /// what a resumed session already spent).
 pub fn record(bus: &EventBus, session_dir: PathBuf) -> JoinHandle<()> {
-    let mut rx = bus.subscribe();
+    // Woken by usage reports only, not by every streamed token and tool event.
+    let mut rx = bus.subscribe_where(|e| matches!(e.kind, EventKind::RequestUsage { .. }));
     tokio::spawn(async move {
         let mut ledger = Ledger::load(&session_dir);
         while let Some(event) = rx.recv().await {

@@ -19,6 +19,7 @@ pub mod runner;
 pub mod subagent;
 pub(crate) mod subagent_spec;
 pub mod team_launch;
+pub mod team_link;
 pub mod teammate;
 mod teammate_tasks;
 pub mod workspaces;

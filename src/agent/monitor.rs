@@ -35,10 +35,15 @@ pub fn watch_agent(
     log: PathBuf,
     tasks: ActorRef<TaskMsg>,
 ) -> Watcher {
-    let mut rx = bus.subscribe();
+    let agent = agent.to_string();
+    // Woken by its own agent's events only: with 32 background agents, one agent's tool
+    // call wakes one monitor, not 32.
+    let mut rx = bus.subscribe_where({
+        let agent = agent.clone();
+        move |e| e.agent == agent
+    });
     let done = CancellationToken::new();
     let stop = done.clone();
-    let agent = agent.to_string();
     let id = task_id.to_string();
     let handle = tokio::spawn(async move {
         let mut file = match log.parent().map(std::fs::create_dir_all) {

@@ -345,11 +345,15 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
             } else {
                 "aborted".to_string()
             };
-            // The run died before it could tidy up: keep or remove its worktree now.
-            if let Some(ws) = workspaces {
-                let _ = ws.finish(&id).await;
+            // The run died before it could tidy up: keep or remove its worktree now, and
+            // say where work that was kept is (the parent cannot know otherwise).
+            match workspaces {
+                Some(ws) => match ws.finish(&id).await {
+                    Ok(summary) => Err(format!("{reason}\n\n[worktree] {summary}")),
+                    Err(e) => Err(format!("{reason}\n\n[worktree] could not be finished: {e}")),
+                },
+                None => Err(reason),
             }
-            Err(reason)
         }
     };
     let _ = me.cast(SubAgentMsg::Ended(ended));

@@ -10,42 +10,21 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ractor::{Actor, ActorRef, rpc::CallResult};
-
 use super::definition::AgentDefinition;
 use super::delegate::SpawnRequest;
 use super::mode::AgentMode;
 use super::runner::{AgentSpec, RunPlace, RunRequest};
 use super::subagent::{SubagentEnv, Workspaces};
 use super::subagent_spec::subagent_model;
+pub use super::team_link::TeamLink;
+use super::team_link::{new_ids, roster_entry};
 use super::teammate::{Restored, Teammate, TeammateArgs};
 use crate::permission::delegation::Placement;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::protocol::Message;
-use crate::team::actor::{Mailbox, SpawnFn, TeamMsg};
 use crate::team::restore::RestoredMember;
-use crate::team::{Member, MemberName, PlanStage, Team};
+use crate::team::{MemberName, PlanStage};
 use crate::tools::CommandSandbox;
-
-/// The session's team, as the lead's actor holds it.
-#[derive(Clone)]
-pub struct TeamLink {
-    /// The team actor.
-    pub actor: ActorRef<TeamMsg>,
-    /// The team's files.
-    pub storage: Team,
-}
-
-impl TeamLink {
-    /// The mailbox of member `me`.
-    pub fn mailbox(&self, me: MemberName) -> Mailbox {
-        Mailbox {
-            team: self.storage.clone(),
-            me,
-            actor: self.actor.clone(),
-        }
-    }
-}
 
 /// Starts teammate `req.name` for the lead: checks, worktree, roster, actor. Returns its
 /// agent id. `mode` is the lead's permission mode: the teammate shares it (a switch applies
@@ -94,8 +73,7 @@ pub async fn launch(
         &env.runner.pipeline.registry,
         env.workspaces.is_some(),
     )?;
-    let agent_id = format!("{}/{name}", def.name);
-    let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let (agent_id, work_id) = new_ids(&def, &name);
     let (cwd, note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {
             let root = ws.create(&work_id, &req.description).await?;
@@ -109,16 +87,9 @@ pub async fn launch(
         _ => (env.main_cwd.clone(), String::new(), None),
     };
     let worktree_root = workspace.as_ref().map(|_| cwd.clone());
-    let mut member = Member::new(name.clone(), &agent_id, &def.name, worktree_root.clone());
-    member.model = req.model.clone();
-    member.description = req.description.clone();
+    let mut member = roster_entry(&name, &agent_id, &def, worktree_root.clone(), &req);
     member.plan = req.plan_first.then_some(PlanStage::Drafting);
-    let storage = team.storage.clone();
-    let added = tokio::task::spawn_blocking(move || storage.add_member(member))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
-    if let Err(e) = added {
+    if let Err(e) = team.add_member(member).await {
         if let Some((ws, id)) = &workspace {
             let _ = ws.finish(id).await;
         }
@@ -319,7 +290,6 @@ async fn start_actor(
     own.runner = runner.clone();
     own.team = None;
     let args = TeammateArgs {
-        name: name.clone(),
         runner,
         place,
         mailbox,
@@ -330,30 +300,7 @@ async fn start_actor(
         workspace: start.workspace,
         slots: env.slots.clone(),
     };
-    let spawn: SpawnFn = Box::new(move |cell| {
-        Box::pin(async move {
-            Actor::spawn_linked(None, Teammate, args, cell)
-                .await
-                .map(|(actor, _)| actor.get_cell())
-                .map_err(|e| format!("could not start teammate: {e}"))
-        })
-    });
-    let started = team
-        .actor
-        .call(
-            |reply| TeamMsg::Adopt {
-                name: name.clone(),
-                spawn,
-                reply,
-            },
-            Some(std::time::Duration::from_secs(30)),
-        )
-        .await;
-    match started {
-        Ok(CallResult::Success(Ok(_))) => Ok(()),
-        Ok(CallResult::Success(Err(e))) => Err(e),
-        _ => Err("the team did not answer; the teammate may not have started".into()),
-    }
+    team.adopt(&name, Teammate, args).await
 }
 
 /// A teammate's loop configuration from its definition: its tools (always with

@@ -34,7 +34,7 @@ use crate::events::EventKind;
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::protocol::Message;
-use crate::team::actor::{Mailbox, TeamMsg};
+use crate::team::actor::Mailbox;
 use crate::team::{
     Envelope, MemberName, MemberStatus, MessageKind, Outgoing, PlanStage, Recipient, Team,
 };
@@ -73,7 +73,6 @@ pub struct Teammate;
 
 /// What a teammate starts from (built by [`super::team_launch::launch`]).
 pub struct TeammateArgs {
-    pub(super) name: MemberName,
     pub(super) runner: Runner,
     pub(super) place: RunPlace,
     pub(super) mailbox: Mailbox,
@@ -135,13 +134,7 @@ impl Actor for Teammate {
         myself: ActorRef<Self::Msg>,
         args: TeammateArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let me = myself.clone();
-        let _ = args.mailbox.actor.cast(TeamMsg::Join(
-            args.name.clone(),
-            Arc::new(move || {
-                let _ = me.cast(TeammateMsg::Wake);
-            }),
-        ));
+        args.mailbox.join(myself.clone(), || TeammateMsg::Wake);
         let (plan_stage, interrupted) = args
             .restored
             .map_or((None, false), |r| (r.plan, r.interrupted));
@@ -162,7 +155,7 @@ impl Actor for Teammate {
         ));
         place.tasks = Some(args.env.tasks.clone());
         Ok(TeammateState {
-            name: args.name,
+            name: args.mailbox.me.clone(),
             runner: args.runner,
             place,
             mailbox: args.mailbox,
@@ -259,10 +252,7 @@ impl Actor for Teammate {
             // woken it already).
             TeammateMsg::TaskNews { ended: false } => {
                 state.watching = false;
-                let _ = state
-                    .mailbox
-                    .actor
-                    .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Idle));
+                state.mailbox.set_status(MemberStatus::Idle);
             }
             // A run that ends on a provider error fails like a crash: its items go back
             // to the list and the lead hears of it, instead of a silent idle teammate.
@@ -271,8 +261,8 @@ impl Actor for Teammate {
                 ..
             } if outcome.status == RunStatus::Failed => {
                 state.running = None;
-                tidy(state).await;
-                return Err(outcome.result.into());
+                let worktree = tidy(state).await;
+                return Err(failure(outcome.result, worktree));
             }
             TeammateMsg::Finished {
                 outcome: Ok(outcome),
@@ -313,8 +303,8 @@ impl Actor for Teammate {
                 ..
             } => {
                 state.running = None;
-                tidy(state).await;
-                return Err(reason.into());
+                let worktree = tidy(state).await;
+                return Err(failure(reason, worktree));
             }
         }
         Ok(())
@@ -347,10 +337,7 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         return;
     }
     if unread.is_empty() {
-        let _ = state
-            .mailbox
-            .actor
-            .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Idle));
+        state.mailbox.set_status(MemberStatus::Idle);
         return;
     }
     let from_lead = |e: &&Envelope| e.from.is_lead();
@@ -418,10 +405,9 @@ async fn set_plan(team: &Team, name: &MemberName, stage: Option<PlanStage>) {
 /// Answers the lead's shutdown request (approving it: a teammate has no unfinished turn
 /// when it reads its mail here), acknowledges its inbox and stops.
 async fn shut_down(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, unread: &[Envelope]) {
-    let team = &state.mailbox.actor;
     // Busy until it has left (the team actor handles these in order), so the team cannot
     // look quiet before the lead has the answer.
-    let _ = team.cast(TeamMsg::Status(state.name.clone(), MemberStatus::Working));
+    state.mailbox.set_status(MemberStatus::Working);
     if let Some(last) = unread.last() {
         state.mailbox.ack(last.index + 1).await;
     }
@@ -437,7 +423,7 @@ async fn shut_down(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, unr
     {
         tracing::warn!("{} could not answer the shutdown request: {e}", state.name);
     }
-    let _ = team.cast(TeamMsg::Left(state.name.clone(), MemberStatus::Finished));
+    state.mailbox.leave(MemberStatus::Finished);
     myself.stop(Some("shutdown approved".into()));
 }
 
@@ -448,10 +434,7 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
         agent: state.runner.spec.id.clone(),
         policy: GatePolicy::new(req.mode, state.runner.spec.allowed_tools.clone()),
     });
-    let _ = state
-        .mailbox
-        .actor
-        .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Working));
+    state.mailbox.set_status(MemberStatus::Working);
     let cancel = CancellationToken::new();
     state.running = Some(cancel.clone());
     let runner = state.runner.clone();
@@ -498,15 +481,26 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
 }
 
 /// Cancels a running turn, unregisters the gate policy and ends the worktree (kept when
-/// it holds work). Safe to call twice.
-async fn tidy(state: &mut TeammateState) {
+/// it holds work). Safe to call twice. Returns what became of the worktree, if it had one
+/// still (`[worktree] …`: where work that was kept is).
+async fn tidy(state: &mut TeammateState) -> Option<String> {
     if let Some(cancel) = state.running.take() {
         cancel.cancel();
     }
     state.runner.pipeline.gate.cast(GateMsg::Unregister {
         agent: state.runner.spec.id.clone(),
     });
-    if let Some((ws, id)) = state.workspace.take() {
-        let _ = ws.finish(&id).await;
+    let (ws, id) = state.workspace.take()?;
+    Some(match ws.finish(&id).await {
+        Ok(summary) => format!("[worktree] {summary}"),
+        Err(e) => format!("[worktree] could not be finished: {e}"),
+    })
+}
+
+/// The reason a teammate failed with, and where its kept work is (the lead hears both).
+fn failure(reason: String, worktree: Option<String>) -> ActorProcessingErr {
+    match worktree {
+        Some(worktree) => format!("{reason}; {worktree}").into(),
+        None => reason.into(),
     }
 }

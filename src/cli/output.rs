@@ -120,7 +120,13 @@ fn render_text(
     Ok(())
 }
 
-/// The lead's `RequestUsage` events of a run, as JSON objects, until the bus closes.
+/// Whether `event` is one `collect_requests` keeps: the lead's usage report of a request.
+pub fn is_lead_request(event: &Event) -> bool {
+    event.agent == "lead" && matches!(event.kind, EventKind::RequestUsage { .. })
+}
+
+/// The lead's `RequestUsage` events of a run, as JSON objects, until the bus closes
+/// (subscribe with `is_lead_request`; other events are skipped).
 pub async fn collect_requests(mut rx: UnboundedReceiver<Event>) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
     while let Some(event) = rx.recv().await {

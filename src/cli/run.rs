@@ -47,7 +47,11 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         None => None,
     };
     let rx = prepared.events.subscribe();
-    let requests = tokio::spawn(super::output::collect_requests(prepared.events.subscribe()));
+    let requests = tokio::spawn(super::output::collect_requests(
+        prepared
+            .events
+            .subscribe_where(super::output::is_lead_request),
+    ));
     let format = cli.output_format;
     let printer = tokio::spawn(render_events(
         rx,

@@ -5,18 +5,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::run_cleared;
 use crate::gate::ClearedCall;
+use crate::gate::port::ResultPort;
 use crate::offload::ResultsDir;
-use crate::protocol::ToolResult;
 use crate::tools::Registry;
 
 /// Messages the executor accepts.
 pub enum ExecutorMsg {
     /// Run a cleared call and send its result.
-    Execute(ClearedCall, RpcReplyPort<ToolResult>),
+    Execute(ClearedCall, ResultPort),
 }
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
@@ -73,7 +73,7 @@ impl Actor for ToolExecutor {
         tokio::spawn(async move {
             let result = run_cleared(registry, cleared, timeout, results).await;
             // The caller may have given up (cancelled turn); the result is then unwanted.
-            let _ = reply.send(result);
+            reply.send(result);
         });
         Ok(())
     }

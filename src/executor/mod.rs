@@ -10,8 +10,11 @@
 
 pub mod actor;
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use crate::gate::ClearedCall;
 use crate::offload::{ResultsDir, offload};
@@ -98,29 +101,21 @@ async fn run_tool(
     }
     let timeout = tool.definition().timeout.unwrap_or(default_timeout);
     let cancel = ctx.cancel.clone();
-    // A spawned task turns a panic into a JoinError instead of unwinding through us.
-    let handle = tokio::spawn(async move { tool.run(input, ctx).await });
-    let abort = handle.abort_handle();
-    match tokio::time::timeout(timeout, handle).await {
+    // The tool runs in this task (the executor already gave the call a task of its own):
+    // `catch_unwind` turns a panic into an error result, as a second task would, without
+    // the extra hop between tasks on every call.
+    let mut run = std::pin::pin!(AssertUnwindSafe(tool.run(input, ctx)).catch_unwind());
+    match tokio::time::timeout(timeout, &mut run).await {
         Ok(Ok(Ok(text))) => ToolResult::ok(&call.id, text),
         Ok(Ok(Err(e))) => ToolResult::error(&call.id, e.code(), e.to_string()),
-        Ok(Err(join)) if join.is_panic() => ToolResult::error(
+        Ok(Err(panic)) => ToolResult::error(
             &call.id,
             "panicked",
-            format!(
-                "tool `{name}` crashed: {}",
-                panic_message(join.into_panic())
-            ),
-        ),
-        Ok(Err(_)) => ToolResult::error(
-            &call.id,
-            "cancelled",
-            format!("tool `{name}` was cancelled"),
+            format!("tool `{name}` crashed: {}", panic_message(panic)),
         ),
         Err(_) => {
-            // Tell the tool to clean up (kill its processes), then drop it.
+            // Tell the tool to clean up (kill its processes); the run is dropped on return.
             cancel.cancel();
-            abort.abort();
             ToolResult::error(
                 &call.id,
                 "timeout",

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use super::port::ResultPort;
 use super::{GatePolicy, NameLimit, clear, refusal};
 use crate::executor::actor::ExecutorMsg;
 use crate::permission::Permit;
@@ -123,7 +124,7 @@ pub enum GateMsg {
         /// Where and how it runs (must be the permit's agent and directory).
         ctx: ToolContext,
         /// Receives the tool's result or the refusal.
-        reply: RpcReplyPort<ToolResult>,
+        reply: ResultPort,
     },
 }
 
@@ -256,9 +257,7 @@ impl Actor for Gate {
                     None => Err(unregistered(permit.agent(), permit.call())),
                 };
                 match cleared {
-                    Err(refusal) => {
-                        let _ = reply.send(refusal);
-                    }
+                    Err(refusal) => reply.send(refusal),
                     Ok(cleared) => {
                         // A dead executor's replacement gets the call; none in time is
                         // an error result, never a silent drop.
@@ -266,7 +265,7 @@ impl Actor for Gate {
                         state.executor.forward(
                             ExecutorMsg::Execute(cleared, reply),
                             move |ExecutorMsg::Execute(_, reply)| {
-                                let _ = reply.send(ToolResult::error(
+                                reply.send(ToolResult::error(
                                     id,
                                     "executor_unavailable",
                                     "the tool executor is not running; the call was not run",

@@ -30,6 +30,7 @@
 //! ```
 
 pub mod actor;
+pub mod port;
 
 use std::collections::HashSet;
 

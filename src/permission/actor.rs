@@ -11,8 +11,11 @@ use std::sync::{Arc, Mutex};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
+use super::onward::{Authorized, Onward};
 use super::permit::Checked;
 use super::{CheckRequest, Decision, HookOpinion, Layer, Policy, RuleInfo, check, grants, hook};
+use crate::gate::actor::GateMsg;
+use crate::protocol::ToolResult;
 
 /// How long a grant lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +41,21 @@ pub enum PermissionMsg {
         hook: HookOpinion,
         /// Receives the answer.
         reply: RpcReplyPort<Checked>,
+    },
+    /// Like `Authorize`, but an allowed call goes straight on to the gate (`onward`), and
+    /// the answer is the tool's result; a refused or asked call is answered as by
+    /// `Authorize`. The decision is published before the call goes on.
+    AuthorizeAndSubmit {
+        /// The calling agent (the permit is bound to it).
+        agent: String,
+        /// The call and the caller's situation.
+        request: CheckRequest,
+        /// What the PreToolUse hooks said.
+        hook: HookOpinion,
+        /// Where an allowed call goes.
+        onward: Onward,
+        /// Receives the result, or the decision when the call did not go on.
+        reply: RpcReplyPort<Authorized>,
     },
     /// Decide one call without authorising it (a query: `crew permissions check`, tests).
     Check(CheckRequest, RpcReplyPort<Decision>),
@@ -140,7 +158,7 @@ impl Actor for PermissionEngine {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let PermissionMsg::Authorize { .. } = &msg {
+        if let PermissionMsg::Authorize { .. } | PermissionMsg::AuthorizeAndSubmit { .. } = &msg {
             crate::supervise::faults::point("permission");
         }
         match msg {
@@ -155,6 +173,24 @@ impl Actor for PermissionEngine {
                 let CheckRequest { call, cwd, .. } = request;
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
                 let _ = reply.send(Checked::from_decision(call, agent, cwd, decision));
+            }
+            PermissionMsg::AuthorizeAndSubmit {
+                agent,
+                request,
+                hook,
+                onward,
+                reply,
+            } => {
+                let policy = state.for_mode(request.mode);
+                let decision = hook::apply(check(&request, policy), &hook, request.mode);
+                let CheckRequest { call, cwd, .. } = request;
+                match Checked::from_decision(call, agent, cwd, decision) {
+                    Checked::Allowed { permit, decision } => {
+                        submit(permit, &decision, onward, reply)
+                    }
+                    // A caller that gave up (timeout) has dropped its port; nothing to do.
+                    other => drop(reply.send(Authorized::Checked(other))),
+                }
             }
             PermissionMsg::Check(req, reply) => {
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
@@ -185,4 +221,32 @@ impl Actor for PermissionEngine {
         }
         Ok(())
     }
+}
+
+/// Publishes the allowing decision, then hands the permit to the gate with the caller's
+/// port: the gate's refusal or the tool's result is the caller's answer. A gate that is
+/// not running (and not replaced in time) answers with an error result, never silence.
+fn submit(
+    permit: super::Permit,
+    decision: &Decision,
+    onward: Onward,
+    reply: RpcReplyPort<Authorized>,
+) {
+    let Onward { gate, ctx, events } = onward;
+    events.decided(permit.agent(), &permit.call().id, decision);
+    let id = permit.call().id.clone();
+    let msg = GateMsg::Submit {
+        permit,
+        ctx,
+        reply: crate::gate::port::ResultPort::Authorized(reply),
+    };
+    gate.forward(msg, move |msg| {
+        if let GateMsg::Submit { reply, .. } = msg {
+            reply.send(ToolResult::error(
+                id,
+                "tool_not_allowed",
+                "the gate is not running; the call was not run",
+            ));
+        }
+    });
 }

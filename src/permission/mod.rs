@@ -30,6 +30,7 @@ pub mod grants;
 pub mod hook;
 pub mod layers;
 pub mod mode;
+pub mod onward;
 pub mod path_index;
 mod permit;
 pub mod protected;

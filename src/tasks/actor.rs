@@ -447,7 +447,9 @@ impl Actor for TaskManager {
 }
 
 /// Cancels a task's work; a command's process group is also signalled directly, so it
-/// dies even if its waiter is busy.
+/// dies even if its waiter is busy, and so are the processes it started outside its group
+/// (its guardian is asked to kill them: a SIGKILL of the group would end the guardian
+/// first).
 fn request_stop(state: &mut TaskState, id: &str) {
     if let Some(cancel) = state.cancels().get(id) {
         cancel.cancel();
@@ -455,10 +457,8 @@ fn request_stop(state: &mut TaskState, id: &str) {
     if let Some(rec) = state.find(id) {
         rec.last_activity = "stopping".into();
         if let Some(pgid) = rec.pgid {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pgid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            let _ =
+                crate::tools::process::kill_group_and_escapees(nix::unistd::Pid::from_raw(pgid));
         }
     }
 }

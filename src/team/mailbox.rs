@@ -4,12 +4,13 @@
 //! pool unless the lock is held elsewhere. The runner injects mail through it at turn
 //! boundaries; the `send_message` tool sends through it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::ActorRef;
 
 use super::actor::{TeamMsg, blocking};
-use super::{Envelope, MemberName, MessageKind, Outgoing, Recipient, Team};
+use super::{Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team};
 
 /// How long a mailbox waits for the team actor to answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -39,6 +40,28 @@ pub struct Delivery {
 }
 
 impl Mailbox {
+    /// Joins the team as this mailbox's member: from now on, mail for it (and a teammate's
+    /// end it waits on) sends `wake()` to `member`.
+    pub fn join<M: ractor::Message>(&self, member: ActorRef<M>, wake: fn() -> M) {
+        let _ = self.actor.cast(TeamMsg::Join(
+            self.me.clone(),
+            Arc::new(move || {
+                let _ = member.cast(wake());
+            }),
+        ));
+    }
+
+    /// Tells the team this member is now `status` (working or idle).
+    pub fn set_status(&self, status: MemberStatus) {
+        let _ = self.actor.cast(TeamMsg::Status(self.me.clone(), status));
+    }
+
+    /// Tells the team this member has left, `status` (after its last message: the team
+    /// actor handles these in order).
+    pub fn leave(&self, status: MemberStatus) {
+        let _ = self.actor.cast(TeamMsg::Left(self.me.clone(), status));
+    }
+
     /// Sends a message; returns once it is on disk in every recipient's inbox.
     pub async fn send(&self, to: Recipient, out: Outgoing) -> Result<Vec<Envelope>, String> {
         let from = self.me.clone();

@@ -24,6 +24,7 @@ pub mod inbox;
 mod inbox_file;
 mod inbox_read;
 mod inbox_registry;
+mod inbox_send;
 mod item;
 mod lock;
 pub mod mailbox;

@@ -3,7 +3,9 @@
 //! A shell command may start grandchildren (`make -j`, `sleep 300 &`) that outlive the
 //! shell and keep its pipes open. Each command therefore runs as the leader of a new
 //! session and process group (no controlling terminal); on timeout, cancellation, drop, or after the shell exits, the whole
-//! group is terminated (SIGTERM, a short grace, then SIGKILL). `run_command` uses
+//! group is terminated (SIGTERM, a short grace, then SIGKILL), and so is every process
+//! the command started that left the group (`setsid`, a double fork): the guardian that
+//! leads the group is their subreaper and ends them all before it exits. `run_command` uses
 //! [`run_in_group`]; background tasks can build on [`shell_command`], [`GroupChild`] and
 //! [`terminate_group`]. How the child is built (environment, session, confinement) is in
 //! `process/shell.rs`. Every command dies with crew, even a crew killed with SIGKILL:
@@ -27,10 +29,13 @@ use super::landlock::SandboxError;
 mod capture;
 mod group;
 mod lifeline;
+mod reaper;
 mod shell;
 
 pub use capture::Capture;
-pub use group::{Ended, GroupChild, group_alive, kill_group, terminate_group};
+pub use group::{
+    Ended, GroupChild, group_alive, kill_group, kill_group_and_escapees, terminate_group,
+};
 pub use lifeline::guard_command;
 pub use shell::{ShellCommand, shell_command, shell_command_with};
 
@@ -101,7 +106,8 @@ pub struct ProcessOutput {
     pub stderr: Capture,
     /// The process group the command ran in.
     pub pgid: Pid,
-    /// Processes of the group were still running after the shell exited and were killed.
+    /// Processes the command left running when its shell exited (in its group, or
+    /// escaped from it with `setsid`) were killed.
     pub leftovers_killed: bool,
     /// A process kept the output pipes open past the drain grace; reading was stopped.
     pub output_abandoned: bool,
@@ -159,11 +165,13 @@ pub async fn run_in_group_saving(
         ),
     };
     let ran = run_with_captures(&mut shell.cmd, cwd, timeout, cancel, captures).await;
+    let left_running = shell.left_running();
     // Restore protected files however the command ended (it may have been killed).
     let restored = shell.guard.finish();
     match ran {
         Ok(mut out) => {
             out.protected_restored = restored;
+            out.leftovers_killed |= left_running;
             Ok(out)
         }
         Err(ProcessError::TimedOut {

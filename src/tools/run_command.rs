@@ -29,7 +29,7 @@ impl RunCommand {
         Self {
             def: Definition {
                 name: "run_command".into(),
-                description: "Run a bash command in the working directory, in its own process group, with stdin closed. Returns the exit code (non-zero is reported, not an error), stdout and stderr (long output: head and tail shown, the whole stream saved to a file you can read_file with offset and limit). The whole process group is killed on timeout, and background processes still running when the command ends are killed too. For servers, watchers and long builds set run_in_background: the command then runs as a background task (output to its log; task_output and task_stop manage it; you are notified when it ends).".into(),
+                description: "Run a bash command in the working directory, in its own process group, with stdin closed. Returns the exit code (non-zero is reported, not an error), stdout and stderr (long output: head and tail shown, the whole stream saved to a file you can read_file with offset and limit). The whole process group is killed on timeout, and background processes still running when the command ends are killed too, even those started with setsid or nohup. For servers, watchers and long builds set run_in_background: the command then runs as a background task (output to its log; task_output and task_stop manage it; you are notified when it ends).".into(),
                 input_schema: schema::object(&[("command", json!({"type": "string", "description": "The bash command to run."})), ("timeout_ms", json!({"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."})), ("description", json!({"type": "string", "description": "What the command does, in a few words."})), ("run_in_background", json!({"type": "boolean", "description": "Run as a background task and return its id at once."}))], &["command"]),
                 safety: Safety::SideEffect,
                 system: false,
@@ -134,8 +134,9 @@ fn render(output: &ProcessOutput) -> String {
     }
     if output.leftovers_killed {
         text.push_str(&format!(
-            "note: processes the command left running in its process group ({}) were killed; \
-             commands cannot leave background processes behind\n",
+            "note: processes the command left running (in its process group {} or started \
+             outside it with setsid or nohup) were killed; commands cannot leave background \
+             processes behind: use run_in_background for servers and watchers\n",
             output.pgid
         ));
     }

@@ -14,6 +14,7 @@ pub mod mcp_view;
 pub mod modes;
 pub mod plan;
 pub mod runtime;
+mod screen;
 mod speculate;
 pub mod status;
 pub mod tasks_panel;

@@ -6,10 +6,7 @@
 
 use std::time::Duration;
 
-use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event as TermEvent, EventStream, KeyEventKind,
-};
-use crossterm::execute;
+use crossterm::event::{Event as TermEvent, KeyEventKind};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
@@ -18,6 +15,7 @@ use super::jobs::{
     Done, list_tasks, load_log, spawn_command, spawn_compact, spawn_run, stop_task,
     watch_completion,
 };
+use super::screen::Screen;
 use super::team_io;
 use super::transcript::Entry;
 use super::trust_prompt::{self, Answer, TrustPrompt};
@@ -30,9 +28,13 @@ use crate::cli::setup::{Prepared, prepare};
 use crate::protocol::{ContentBlock, Message, Role};
 use crate::tasks::now_ms;
 
-/// Runs the interactive UI until the user quits; returns the exit code.
+/// Runs the interactive UI until the user quits; returns the exit code. The terminal is
+/// taken over once, before the trust prompt, and kept until the session ends (see
+/// `screen`): keys typed while the session starts wait for the main screen.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
-    ask_trust(&cli).await?;
+    let mut screen = Screen::enter()?;
+    ask_trust(&cli, &mut screen).await?;
+    screen.starting()?;
     let (approval_tx, mut approvals) = mpsc::unbounded_channel();
     let mut warnings = Vec::new();
     let prepared = prepare(&cli, ApproverPolicy::Forward(approval_tx), &mut |w| {
@@ -45,12 +47,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     greet(&mut app, &prepared);
 
-    let mut terminal = ratatui::try_init()?;
-    // Paste arrives as one event instead of a stream of keys (and Enters).
-    let _ = execute!(std::io::stdout(), EnableBracketedPaste);
-    let result = event_loop(&mut app, &prepared, &mut terminal, &mut approvals).await;
-    let _ = execute!(std::io::stdout(), DisableBracketedPaste);
-    ratatui::restore();
+    let result = event_loop(&mut app, &prepared, &mut screen, &mut approvals).await;
+    drop(screen);
 
     app.approvals.deny_all("the session ended");
     prepared.session.cancel();
@@ -62,15 +60,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 /// The first-run trust prompt, before the session (and its settings) are loaded.
-async fn ask_trust(cli: &Cli) -> anyhow::Result<()> {
+async fn ask_trust(cli: &Cli, screen: &mut Screen) -> anyhow::Result<()> {
     let cwd = crate::cli::setup::working_dir(cli)?;
     let root = crate::store::project_root(&cwd);
     let Some(prompt) = TrustPrompt::needed(&root, crate::store::home_dir().as_deref()) else {
         return Ok(());
     };
-    let mut terminal = ratatui::try_init()?;
-    let answer = trust_prompt::ask(&mut terminal, &prompt).await;
-    ratatui::restore();
+    let answer = trust_prompt::ask(&mut screen.terminal, &mut screen.keys, &prompt).await;
     if answer? == Answer::Trust {
         prompt.grant()?;
     }
@@ -156,11 +152,11 @@ pub(super) fn show_conversation(app: &mut App, conversation: &[Message]) {
 async fn event_loop(
     app: &mut App,
     prepared: &Prepared,
-    terminal: &mut ratatui::DefaultTerminal,
+    screen: &mut Screen,
     approvals: &mut mpsc::UnboundedReceiver<crate::approver::actor::PendingApproval>,
 ) -> anyhow::Result<()> {
+    let Screen { terminal, keys } = screen;
     let mut events = prepared.events.subscribe();
-    let mut keys = EventStream::new();
     let (done_tx, mut done) = mpsc::unbounded_channel::<Done>();
     let mut tick = tokio::time::interval(Duration::from_millis(300));
     let lead = prepared.session.lead().clone();

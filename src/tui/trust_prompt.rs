@@ -164,12 +164,13 @@ fn unlocks(text: &str) -> Vec<String> {
     out
 }
 
-/// Shows `prompt` until the user answers.
+/// Shows `prompt` until the user answers. `keys` is the main screen's input too: keys
+/// typed after the answer stay in it for the session.
 pub async fn ask(
     terminal: &mut ratatui::DefaultTerminal,
+    keys: &mut EventStream,
     prompt: &TrustPrompt,
 ) -> std::io::Result<Answer> {
-    let mut keys = EventStream::new();
     loop {
         terminal.draw(|f| prompt.render(f, f.area()))?;
         match keys.next().await {

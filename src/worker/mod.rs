@@ -8,7 +8,9 @@
 //!
 //! - [`protocol`]: the wire messages and their encoding.
 //! - [`node`]: the worker node (`crew worker`).
-//! - [`remote_run`]: one run on a worker.
+//! - [`remote_run`]: one subagent run on a worker.
+//! - [`session`]: the session a remote run gets on its worker, subagent or teammate.
+//! - [`ship`]: what the lead ships with a remote run (the commit bundle, the spawn).
 //! - [`pool`]: the lead's link to its workers, and slot placement.
 //! - [`remote_task`]: a remote subagent seen from the lead.
 //! - [`remote_teammate`]: a teammate placed on a worker, seen from the lead (its proxy).
@@ -33,6 +35,8 @@ pub mod remote_ask;
 pub mod remote_run;
 pub mod remote_task;
 pub mod remote_teammate;
+mod session;
+mod ship;
 pub mod snapshot;
 pub mod team_wire;
 pub mod teammate_launch;

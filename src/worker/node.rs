@@ -7,6 +7,7 @@
 //! repository on this node.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,11 @@ use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
 use tokio_util::sync::CancellationToken;
 
 use super::bundle::{self, TaskCopy};
-use super::protocol::{LeadLinkMsg, ToLead, ToWorker, WORKERS_GROUP, WorkerMsg, WorkerStatus};
+use super::protocol::{
+    LeadLinkMsg, RemoteResult, RemoteSpawn, ToLead, ToWorker, WORKERS_GROUP, WorkerMsg,
+    WorkerStatus,
+};
+use super::remote_ask::Report;
 use super::remote_run;
 
 /// The largest frame a node accepts (a bundle travels in one frame).
@@ -106,82 +111,16 @@ impl Actor for WorkerNode {
                 to_lead(&lead, ToLead::Status(status(state, node_id)));
             }
             WorkerMsg::Remote(ToWorker::Spawn(spawn)) => {
-                let refuse = |reason: String| {
-                    tracing::warn!("refused task {}: {reason}", spawn.task_id);
-                    to_lead(
-                        &spawn.lead,
-                        ToLead::Refused {
-                            task_id: spawn.task_id.clone(),
-                            reason,
-                        },
-                    );
-                };
-                if let Err(e) = admit(state, &spawn) {
-                    refuse(e);
-                } else {
-                    let cancel = CancellationToken::new();
+                if let Some((dir, cancel)) = begin(state, &spawn, "task") {
                     let (task_id, lead) = (spawn.task_id.clone(), spawn.lead.clone());
-                    state
-                        .running
-                        .insert(task_id.clone(), (cancel.clone(), lead.clone()));
-                    tracing::info!("task {task_id}: started for {lead}");
-                    let dir = state.cfg.workdir.join(&task_id);
                     let node = state.node.clone();
-                    let report: Arc<dyn Fn(ToLead) + Send + Sync> = {
-                        let lead = lead.clone();
-                        Arc::new(move |m| {
-                            to_lead(&lead, m);
-                        })
-                    };
-                    let me = myself.clone();
-                    tokio::spawn(async move {
-                        let run = tokio::spawn(remote_run::run(
-                            *spawn,
-                            dir,
-                            node.clone(),
-                            cancel,
-                            report,
-                        ));
-                        let result = match run.await {
-                            Ok(r) => r,
-                            Err(e) => super::protocol::RemoteResult {
-                                task_id: task_id.clone(),
-                                node,
-                                status: super::protocol::RemoteStatus::Failed,
-                                result: format!("the run crashed on the worker: {e}"),
-                                usage: Default::default(),
-                                tool_calls: 0,
-                                head: None,
-                                phases: Default::default(),
-                                bundle: Vec::new(),
-                            },
-                        };
-                        let _ = me.cast(WorkerMsg::Ended {
-                            task_id,
-                            lead,
-                            result: Box::new(result),
-                        });
-                    });
+                    let run = remote_run::run(*spawn, dir, node.clone(), cancel, reporter(&lead));
+                    run_then_end(myself.clone(), task_id, lead, node, "the run", run);
                 }
             }
             WorkerMsg::Remote(ToWorker::SpawnTeammate(t)) => {
-                if let Err(e) = admit(state, &t.run) {
-                    tracing::warn!("refused teammate task {}: {e}", t.run.task_id);
-                    to_lead(
-                        &t.run.lead,
-                        ToLead::Refused {
-                            task_id: t.run.task_id.clone(),
-                            reason: e,
-                        },
-                    );
-                } else {
-                    let cancel = CancellationToken::new();
-                    let (task_id, lead) = (t.run.task_id.clone(), t.run.lead.clone());
-                    state
-                        .running
-                        .insert(task_id.clone(), (cancel.clone(), lead.clone()));
-                    tracing::info!("teammate task {task_id}: started for {lead}");
-                    let dir = state.cfg.workdir.join(&task_id);
+                if let Some((dir, cancel)) = begin(state, &t.run, "teammate task") {
+                    let task_id = t.run.task_id.clone();
                     let link = super::teammate_node::start(
                         myself.clone(),
                         *t,
@@ -265,8 +204,67 @@ impl Actor for WorkerNode {
     }
 }
 
+/// Admits `spawn` (a `what`, for the log) or refuses it to its lead with the reason. An
+/// admitted one is recorded as running: its directory and its stop switch are returned.
+fn begin(
+    state: &mut WorkerState,
+    spawn: &RemoteSpawn,
+    what: &str,
+) -> Option<(PathBuf, CancellationToken)> {
+    if let Err(reason) = admit(state, spawn) {
+        tracing::warn!("refused {what} {}: {reason}", spawn.task_id);
+        to_lead(
+            &spawn.lead,
+            ToLead::Refused {
+                task_id: spawn.task_id.clone(),
+                reason,
+            },
+        );
+        return None;
+    }
+    let cancel = CancellationToken::new();
+    state
+        .running
+        .insert(spawn.task_id.clone(), (cancel.clone(), spawn.lead.clone()));
+    tracing::info!("{what} {}: started for {}", spawn.task_id, spawn.lead);
+    Some((state.cfg.workdir.join(&spawn.task_id), cancel))
+}
+
+/// How a run on this node reports to its lead's link actor (in pg group `lead`).
+pub(super) fn reporter(lead: &str) -> Report {
+    let lead = lead.to_string();
+    Arc::new(move |m| to_lead(&lead, m))
+}
+
+/// Runs task `task_id`'s `run` in its own task; its result — or, should `what` panic, a
+/// failure saying so — reaches the node's actor as `Ended`.
+pub(super) fn run_then_end(
+    node_actor: ActorRef<WorkerMsg>,
+    task_id: String,
+    lead: String,
+    node: String,
+    what: &'static str,
+    run: impl Future<Output = RemoteResult> + Send + 'static,
+) {
+    tokio::spawn(async move {
+        let result = match tokio::spawn(run).await {
+            Ok(r) => r,
+            Err(e) => RemoteResult::failed(
+                &task_id,
+                &node,
+                format!("{what} crashed on the worker: {e}"),
+            ),
+        };
+        let _ = node_actor.cast(WorkerMsg::Ended {
+            task_id,
+            lead,
+            result: Box::new(result),
+        });
+    });
+}
+
 /// Whether this node takes `spawn`: valid names, a free slot, a task id not seen before.
-fn admit(state: &WorkerState, spawn: &super::protocol::RemoteSpawn) -> Result<(), String> {
+fn admit(state: &WorkerState, spawn: &RemoteSpawn) -> Result<(), String> {
     remote_run::check_spawn(spawn)?;
     if state.running.len() >= state.cfg.slots as usize {
         return Err(format!(

@@ -128,6 +128,23 @@ pub struct RemoteResult {
     pub bundle: Vec<u8>,
 }
 
+impl RemoteResult {
+    /// A run of task `task_id` on `node` that failed before it had anything to show.
+    pub fn failed(task_id: &str, node: &str, reason: String) -> Self {
+        RemoteResult {
+            task_id: task_id.to_string(),
+            node: node.to_string(),
+            status: RemoteStatus::Failed,
+            result: reason,
+            usage: Usage::default(),
+            tool_calls: 0,
+            head: None,
+            phases: Phases::default(),
+            bundle: Vec::new(),
+        }
+    }
+}
+
 /// Milliseconds a remote run spent in each phase on the worker (for `worker_bench` and
 /// the task's result: what limits scaling).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,27 +1,23 @@
 //! One subagent run on a worker node: check the lead's commit out from its bundle, start
-//! a session of this node's own permission engine, gate and executor — dontAsk, the
-//! lead's rules and nothing wider, commands under Landlock confined to the task's
-//! worktree — run the agent there, stream its events to the lead, then commit what it
-//! left and bundle the branch for the lead.
+//! its session ([`super::session`]: this node's own permission engine, gate and executor,
+//! the lead's rules and nothing wider, commands under Landlock confined to the task's
+//! worktree) under dontAsk, run the agent there with its events streamed to the lead, then
+//! commit what it left and bundle the branch for the lead. Also the checks on what a spawn
+//! names, before anything touches the disk.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::bundle::{self, TaskCopy};
-use super::protocol::{Phases, RemoteResult, RemoteSpawn, RemoteStatus, ToLead};
+use super::bundle::TaskCopy;
+use super::protocol::{RemoteResult, RemoteSpawn, RemoteStatus, ToLead};
+use super::remote_ask::Report;
+use super::session::{self, Setup};
 use crate::agent::mode::AgentMode;
-use crate::agent::runner::{AgentSpec, RunRequest, RunStatus};
+use crate::agent::runner::{RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
-use crate::events::EventBus;
-use crate::permission::{PermissionMode, Policy, Rule};
-use crate::session::{SessionConfig, SessionHandle};
-use crate::tools::{CommandSandbox, Registry, builtin_tools};
-
-/// Tools a remote agent never gets: it cannot start agents or tasks on the worker.
-pub(super) const LEAD_ONLY: [&str; 4] = ["agent", "task_list", "task_output", "task_stop"];
+use crate::permission::PermissionMode;
 
 /// Whether `id` is safe as a directory name (task ids come from the network).
 pub fn valid_task_id(id: &str) -> bool {
@@ -59,28 +55,6 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
     Ok(())
 }
 
-/// The worker's policy for one task: the lead's rules (a rule that does not parse
-/// refuses the task: skipping it could drop a deny), rooted at the task's worktree.
-pub(super) fn policy(
-    spawn: &RemoteSpawn,
-    root: &Path,
-    home: Option<&Path>,
-) -> Result<Policy, String> {
-    let mut rules = Vec::with_capacity(spawn.rules.len());
-    for r in &spawn.rules {
-        let rule = Rule::parse(&r.text, r.kind, r.layer, home)
-            .map_err(|e| format!("the lead's rule `{}` does not parse here: {e}", r.text))?;
-        rules.push(rule);
-    }
-    Ok(Policy {
-        project_root: Some(root.to_path_buf()),
-        home: home.map(Path::to_path_buf),
-        rules,
-        default_mode: PermissionMode::DontAsk,
-        ..Policy::default()
-    })
-}
-
 /// Runs `spawn` in `dir`; events and the start go to `report` as they happen. Never
 /// fails: a failure is a `Failed` result with the reason.
 pub async fn run(
@@ -88,29 +62,17 @@ pub async fn run(
     dir: PathBuf,
     node: String,
     cancel: CancellationToken,
-    report: Arc<dyn Fn(ToLead) + Send + Sync>,
+    report: Report,
 ) -> RemoteResult {
-    let mut result = RemoteResult {
-        task_id: spawn.task_id.clone(),
-        node: node.clone(),
-        status: RemoteStatus::Failed,
-        result: String::new(),
-        usage: Default::default(),
-        tool_calls: 0,
-        head: None,
-        phases: Phases::default(),
-        bundle: Vec::new(),
+    let ms = |t: Instant| t.elapsed().as_millis() as u64;
+    let t = Instant::now();
+    let copy = match session::check_out(&spawn, dir, &node).await {
+        Ok(copy) => copy,
+        Err(failed) => return failed,
     };
-    let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
-    let copy = TaskCopy::at(dir);
-    let t = std::time::Instant::now();
-    if let Err(e) = bundle::checkout(&spawn.bundle, &copy, &spawn.branch, &spawn.base_commit).await
-    {
-        result.result = format!("the worker could not check the commit out: {e}");
-        return result;
-    }
+    let mut result = RemoteResult::failed(&spawn.task_id, &node, String::new());
     result.phases.checkout_ms = ms(t);
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     report(ToLead::Started {
         task_id: spawn.task_id.clone(),
         node: node.clone(),
@@ -125,111 +87,45 @@ pub async fn run(
         Err(e) => result.result = e,
     }
     result.phases.run_ms = ms(t);
-    let t = std::time::Instant::now();
-    // Whatever the agent left becomes one commit on its branch, so nothing is lost.
+    let t = Instant::now();
     let message = format!("crew: work of task {} on {node}", spawn.task_id);
-    let shipped = match bundle::commit_all(&copy.worktree, &message).await {
-        Ok(_) => bundle::since(&copy.repo, &spawn.branch, &spawn.base_commit).await,
-        Err(e) => Err(e),
-    };
-    match shipped {
-        Ok(Some((head, bytes))) => {
-            result.head = Some(head);
-            result.bundle = bytes;
-        }
-        Ok(None) => {}
-        Err(e) => {
-            result.status = RemoteStatus::Failed;
-            result.result = format!(
-                "{}\n\n[worker] the branch could not be bundled: {e}",
-                result.result
-            );
-        }
-    }
+    session::hand_back(
+        &mut result,
+        session::checkpoint(&spawn, &copy, &message).await,
+    );
     result.phases.bundle_ms = ms(t);
     result
 }
 
 type Done = (RemoteStatus, String, crate::protocol::Usage, u32);
 
-/// The agent's run in its own session on this node.
+/// The agent's run in its own session on this node, under dontAsk.
 async fn agent(
     spawn: &RemoteSpawn,
     copy: &TaskCopy,
     node: &str,
     cancel: CancellationToken,
-    report: Arc<dyn Fn(ToLead) + Send + Sync>,
+    report: Report,
 ) -> Result<Done, String> {
-    let root = copy
-        .worktree
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", copy.worktree.display()))?;
-    let home = crate::store::home_dir();
-    let policy = policy(spawn, &root, home.as_deref())?;
-    let chosen = crate::cli::model::choose(Some(&spawn.agent.model), None)
-        .map_err(|e| format!("the worker cannot use model `{}`: {e:#}", spawn.agent.model))?;
-    let registry =
-        Registry::with_tools(builtin_tools()).map_err(|e| format!("the worker's tools: {e}"))?;
-    let mut allowed: HashSet<String> = match &spawn.agent.allowed_tools {
-        Some(list) => list.iter().cloned().collect(),
-        None => registry.definitions().map(|d| d.name.clone()).collect(),
-    };
-    for name in LEAD_ONLY {
-        allowed.remove(name);
-    }
-    let mut writable_roots = vec![root.clone()];
-    writable_roots.extend(crate::tools::landlock::git_writable_dirs(&root));
-    let events = EventBus::new();
-    let mut rx = events.subscribe();
-    let forward = {
-        let (report, task_id) = (report.clone(), spawn.task_id.clone());
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                report(ToLead::Event {
-                    task_id: task_id.clone(),
-                    event,
-                });
-            }
-        })
-    };
-    let note = format!(
-        "\n\nYou work in your own git worktree at {} on worker {node}. You cannot write outside it.",
-        root.display()
-    );
-    let session = SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: root.clone(),
-        permission_mode: PermissionMode::DontAsk,
-        policy,
-        provider: chosen.provider,
-        lead: AgentSpec {
-            id: spawn.agent.id.clone(),
-            model: chosen.model,
-            system_prompt: format!("{}{note}", spawn.agent.system_prompt),
-            allowed_tools: Some(allowed),
-            max_turns: spawn.agent.max_turns,
-            max_tokens: spawn.agent.max_tokens,
-        },
+    let session = session::start(Setup {
+        run: spawn,
+        copy,
+        node,
+        report,
+        mode: PermissionMode::DontAsk,
         // Under dontAsk no Ask reaches an approver: an explicit ask rule or a dangerous
         // command is refused, as for a local subagent.
         approver: ApproverPolicy::Headless,
-        registry: Arc::new(registry),
-        sandbox: CommandSandbox::Landlock { writable_roots },
-        default_tool_timeout: crate::executor::DEFAULT_TIMEOUT,
-        conversation: Vec::new(),
-        events: events.clone(),
-        orchestration: None,
-        hooks: None,
+        replace: Vec::new(),
     })
-    .await
-    .map_err(|e| e.to_string())?;
-    let lead = session.lead().clone();
+    .await?;
+    let lead = session.handle.lead().clone();
     let stopper = tokio::spawn(async move {
         cancel.cancelled().await;
         let _ = lead.cast(crate::agent::lead::LeadMsg::Cancel);
     });
     let outcome = session
+        .handle
         .run(RunRequest {
             mode: AgentMode::Chat,
             task: spawn.prompt.clone(),
@@ -237,9 +133,7 @@ async fn agent(
         })
         .await;
     stopper.abort();
-    session.shutdown().await;
-    events.close();
-    let _ = forward.await;
+    session.close().await;
     let outcome = outcome.map_err(|e| e.to_string())?;
     let status = match outcome.status {
         RunStatus::Completed => RemoteStatus::Completed,
@@ -255,6 +149,8 @@ async fn agent(
 mod tests {
     use super::*;
     use crate::worker::protocol::AgentWire;
+    use crate::worker::session::policy;
+    use std::path::Path;
 
     fn spawn() -> RemoteSpawn {
         RemoteSpawn {

@@ -15,11 +15,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::bundle;
-use super::placement::Placement;
 use super::pool::Pool;
-use super::protocol::{
-    AgentWire, RemoteResult, RemoteSpawn, RemoteStatus, TaskNews, ToWorker, WorkerMsg,
-};
+use super::protocol::{RemoteResult, RemoteStatus, TaskNews, ToWorker, WorkerMsg};
+use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::subagent::SubagentEnv;
@@ -135,12 +133,8 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         );
     };
     let root = ws.create(&job.task_id, &job.request.description).await?;
-    let (commit, branch) = bundle::head_of(&root).await.map_err(|e| e.to_string())?;
-    let base = job
-        .pool
-        .base_bundle(ws.repo_root(), &branch, &commit)
-        .await
-        .map_err(|e| format!("cannot bundle the commit for the worker: {e}"))?;
+    let base = ship::base(&job.pool, ws.repo_root(), &root).await?;
+    let branch = base.branch.clone();
     let runner = crate::agent::subagent_spec::defined_runner(
         env,
         &job.def,
@@ -175,28 +169,15 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         pgid: None,
         worktree: Some(root.clone()),
     });
-    let spawn = RemoteSpawn {
-        task_id: job.task_id.clone(),
-        lead: job.pool.group().to_string(),
-        description: job.request.description.clone(),
-        prompt: job.request.prompt.clone(),
-        agent: AgentWire {
-            id: spec.id.clone(),
-            model: job.pool.model_for(&spec.model, &env.runner.spec.model),
-            system_prompt: spec.system_prompt.clone(),
-            allowed_tools: spec
-                .allowed_tools
-                .as_ref()
-                .map(|s| s.iter().cloned().collect()),
-            max_turns: spec.max_turns,
-            max_tokens: spec.max_tokens,
-        },
-        rules: job.pool.rules().to_vec(),
-        base_commit: commit.clone(),
-        branch: branch.clone(),
-        bundle: base.as_ref().clone(),
-    };
-    let shipped = base.len();
+    let spawn = ship::spawn(
+        &job.pool,
+        &job.task_id,
+        &job.request,
+        spec,
+        &env.runner.spec.model,
+        &base,
+    );
+    let shipped = base.bundle.len();
     let watcher = crate::agent::monitor::watch_agent(
         &runner.pipeline.events,
         &spec.id,
@@ -334,21 +315,6 @@ pub fn choose(
     def: &AgentDefinition,
     request: &SpawnRequest,
 ) -> Result<Option<Arc<Pool>>, String> {
-    match (def.placement, env.workers.clone()) {
-        (Placement::Remote, Some(pool)) => Ok(Some(pool)),
-        (Placement::Remote, None) => Err(format!(
-            "agent type `{}` has `placement: remote`, but this session has no workers (pass --workers HOST:PORT,… and --cookie-file)",
-            def.name
-        )),
-        (Placement::Auto, Some(pool))
-            if request.fork.is_none()
-                && request.isolation != Some(Isolation::None)
-                && def.isolation.as_deref() != Some("none")
-                && env.workspaces.is_some()
-                && env.slots.available_permits() == 0 =>
-        {
-            Ok(Some(pool))
-        }
-        _ => Ok(None),
-    }
+    let worktree = request.fork.is_none() && request.isolation != Some(Isolation::None);
+    super::placement::choose(env, def, worktree)
 }

@@ -24,7 +24,7 @@ use super::protocol::{
 use super::remote_ask::answer_on_lead;
 use crate::agent::pipeline::Pipeline;
 use crate::agent::subagent::Workspaces;
-use crate::team::actor::{Mailbox, TeamMsg};
+use crate::team::actor::Mailbox;
 use crate::team::{MemberName, MemberStatus, Outgoing, Recipient};
 
 /// The proxy's messages (local only).
@@ -44,7 +44,6 @@ pub struct RemoteTeammate;
 /// What the proxy starts from.
 pub struct ProxyArgs {
     pub(super) mailbox: Mailbox,
-    pub(super) name: MemberName,
     pub(super) agent_id: String,
     pub(super) pipeline: Pipeline,
     pub(super) pool: Arc<Pool>,
@@ -88,17 +87,8 @@ impl Actor for RemoteTeammate {
         myself: ActorRef<Self::Msg>,
         args: ProxyArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let me = myself.clone();
-        let _ = args.mailbox.actor.cast(TeamMsg::Join(
-            args.name.clone(),
-            Arc::new(move || {
-                let _ = me.cast(ProxyMsg::Wake);
-            }),
-        ));
-        let _ = args
-            .mailbox
-            .actor
-            .cast(TeamMsg::Status(args.name.clone(), MemberStatus::Working));
+        args.mailbox.join(myself.clone(), || ProxyMsg::Wake);
+        args.mailbox.set_status(MemberStatus::Working);
         let mut news = args.news;
         let me = myself.clone();
         tokio::spawn(async move {
@@ -108,15 +98,15 @@ impl Actor for RemoteTeammate {
                 }
             }
         });
-        tracing::info!("teammate {} runs on worker {}", args.name, args.node);
+        tracing::info!("teammate {} runs on worker {}", args.mailbox.me, args.node);
         args.worker
             .cast(WorkerMsg::Remote(ToWorker::SpawnTeammate(Box::new(
                 args.spawn,
             ))))
             .map_err(|e| format!("worker {} cannot be reached: {e}", args.node))?;
         Ok(ProxyState {
+            name: args.mailbox.me.clone(),
             mailbox: args.mailbox,
-            name: args.name,
             agent_id: args.agent_id,
             pipeline: args.pipeline,
             pool: args.pool,
@@ -231,10 +221,7 @@ async fn relay(state: &mut ProxyState) {
         .collect();
     let Some(newest) = fresh.last() else { return };
     state.relayed = newest.index + 1;
-    let _ = state
-        .mailbox
-        .actor
-        .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Working));
+    state.mailbox.set_status(MemberStatus::Working);
     let _ = state
         .worker
         .cast(WorkerMsg::Remote(ToWorker::Mail(MailWire {
@@ -277,10 +264,7 @@ async fn on_idle(state: &mut ProxyState, idle: IdleWire) {
         state.mailbox.ack(through).await;
     }
     if idle.through >= state.relayed {
-        let _ = state
-            .mailbox
-            .actor
-            .cast(TeamMsg::Status(state.name.clone(), MemberStatus::Idle));
+        state.mailbox.set_status(MemberStatus::Idle);
     }
     // Mail that came while the worker wrapped up goes out now.
     relay(state).await;
@@ -301,10 +285,7 @@ async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) {
         task_id: state.work_id.clone(),
     }));
     if left {
-        let _ = state
-            .mailbox
-            .actor
-            .cast(TeamMsg::Left(state.name.clone(), MemberStatus::Finished));
+        state.mailbox.leave(MemberStatus::Finished);
     }
 }
 

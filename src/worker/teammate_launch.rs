@@ -3,42 +3,28 @@
 //! commit as a bundle, a worker slot, the roster entry, and the proxy actor
 //! ([`super::remote_teammate`]) adopted by the team actor like a local teammate's.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorRef};
+use ractor::ActorRef;
 use tokio::sync::mpsc;
 
-use super::bundle;
-use super::placement::Placement;
 use super::pool::Pool;
-use super::protocol::{AgentWire, RemoteSpawn, TaskNews, TeammateSpawn, WorkerMsg};
+use super::protocol::{TaskNews, TeammateSpawn, WorkerMsg};
 use super::remote_teammate::{ProxyArgs, RemoteTeammate};
+use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
-use crate::agent::subagent::{SubagentEnv, Workspaces};
-use crate::agent::team_launch::{TeamLink, teammate_spec};
+use crate::agent::subagent::SubagentEnv;
+use crate::agent::team_launch::teammate_spec;
+use crate::agent::team_link::{TeamLink, new_ids, roster_entry};
 use crate::permission::PermissionMode;
-use crate::team::actor::{SpawnFn, TeamMsg};
-use crate::team::{Member, MemberName};
+use crate::team::MemberName;
 
 /// Whether teammate `def` runs on a worker: always with `placement: remote` (an error
 /// without workers), and when the local slots are full in a repository with workers.
 pub fn choose(env: &SubagentEnv, def: &AgentDefinition) -> Result<Option<Arc<Pool>>, String> {
-    match (def.placement, env.workers.clone()) {
-        (Placement::Remote, Some(pool)) => Ok(Some(pool)),
-        (Placement::Remote, None) => Err(format!(
-            "agent type `{}` has `placement: remote`, but this session has no workers (pass --workers HOST:PORT,… and --cookie-file)",
-            def.name
-        )),
-        (Placement::Auto, Some(pool))
-            if def.isolation.as_deref() != Some("none")
-                && env.workspaces.is_some()
-                && env.slots.available_permits() == 0 =>
-        {
-            Ok(Some(pool))
-        }
-        _ => Ok(None),
-    }
+    super::placement::choose(env, def, true)
 }
 
 /// Starts teammate `name` on a worker: worktree, a worker slot, roster entry, proxy.
@@ -63,13 +49,22 @@ pub async fn launch(
             "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
         );
     };
-    let agent_id = format!("{}/{name}", def.name);
-    let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let (agent_id, work_id) = new_ids(def, &name);
     let root = ws.create(&work_id, &req.description).await?;
-    let placed = place(
-        env, &req, def, &pool, mode, &name, &agent_id, &work_id, &root, &ws,
-    )
-    .await;
+    let ids = (&name, agent_id.as_str(), work_id.as_str());
+    let placed = match place(env, &req, def, &pool, mode, ids, ws.repo_root(), &root).await {
+        Ok(p) => team
+            .add_member(roster_entry(
+                &name,
+                &agent_id,
+                def,
+                Some(root.clone()),
+                &req,
+            ))
+            .await
+            .map(|()| p),
+        Err(e) => Err(e),
+    };
     let (spawn, node, worker, news) = match placed {
         Ok(p) => p,
         Err(e) => {
@@ -78,22 +73,8 @@ pub async fn launch(
             return Err(e);
         }
     };
-    let mut member = Member::new(name.clone(), &agent_id, &def.name, Some(root.clone()));
-    member.model = req.model.clone();
-    member.description = req.description.clone();
-    let storage = team.storage.clone();
-    let added = tokio::task::spawn_blocking(move || storage.add_member(member))
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r.map_err(|e| e.to_string()));
-    if let Err(e) = added {
-        pool.release(&work_id);
-        let _ = ws.finish(&work_id).await;
-        return Err(e);
-    }
     let args = ProxyArgs {
         mailbox: team.mailbox(name.clone()),
-        name: name.clone(),
         agent_id: agent_id.clone(),
         pipeline: env.runner.pipeline.clone(),
         pool,
@@ -106,30 +87,8 @@ pub async fn launch(
         spawn,
         news,
     };
-    let spawn: SpawnFn = Box::new(move |cell| {
-        Box::pin(async move {
-            Actor::spawn_linked(None, RemoteTeammate, args, cell)
-                .await
-                .map(|(actor, _)| actor.get_cell())
-                .map_err(|e| format!("could not start teammate: {e}"))
-        })
-    });
-    let started = team
-        .actor
-        .call(
-            |reply| TeamMsg::Adopt {
-                name: name.clone(),
-                spawn,
-                reply,
-            },
-            Some(std::time::Duration::from_secs(30)),
-        )
-        .await;
-    match started {
-        Ok(ractor::rpc::CallResult::Success(Ok(_))) => Ok(agent_id),
-        Ok(ractor::rpc::CallResult::Success(Err(e))) => Err(e),
-        _ => Err("the team did not answer; the teammate may not have started".into()),
-    }
+    team.adopt(&name, RemoteTeammate, args).await?;
+    Ok(agent_id)
 }
 
 type Placed = (
@@ -139,7 +98,8 @@ type Placed = (
     mpsc::UnboundedReceiver<TaskNews>,
 );
 
-/// Bundles the commit, waits for a worker slot and builds the spawn message.
+/// Bundles the commit, waits for a worker slot and builds the spawn message for teammate
+/// `name` (agent `agent_id`, task `work_id`) in the worktree at `root`.
 #[allow(clippy::too_many_arguments)]
 async fn place(
     env: &SubagentEnv,
@@ -147,17 +107,11 @@ async fn place(
     def: &AgentDefinition,
     pool: &Pool,
     mode: PermissionMode,
-    name: &MemberName,
-    agent_id: &str,
-    work_id: &str,
-    root: &std::path::Path,
-    ws: &Arc<dyn Workspaces>,
+    (name, agent_id, work_id): (&MemberName, &str, &str),
+    repo_root: &Path,
+    root: &Path,
 ) -> Result<Placed, String> {
-    let (commit, branch) = bundle::head_of(root).await.map_err(|e| e.to_string())?;
-    let base = pool
-        .base_bundle(ws.repo_root(), &branch, &commit)
-        .await
-        .map_err(|e| format!("cannot bundle the commit for the worker: {e}"))?;
+    let base = ship::base(pool, repo_root, root).await?;
     let (tx, news) = mpsc::unbounded_channel();
     let (node, worker) = pool.place(work_id, Vec::new(), tx).await?;
     let note = format!("\n\nYou work on worker {node}, in your own git worktree.");
@@ -170,27 +124,7 @@ async fn place(
         &note,
     );
     let spawn = TeammateSpawn {
-        run: RemoteSpawn {
-            task_id: work_id.to_string(),
-            lead: pool.group().to_string(),
-            description: req.description.clone(),
-            prompt: req.prompt.clone(),
-            agent: AgentWire {
-                id: spec.id.clone(),
-                model: pool.model_for(&spec.model, &env.runner.spec.model),
-                system_prompt: spec.system_prompt.clone(),
-                allowed_tools: spec
-                    .allowed_tools
-                    .as_ref()
-                    .map(|s| s.iter().cloned().collect()),
-                max_turns: spec.max_turns,
-                max_tokens: spec.max_tokens,
-            },
-            rules: pool.rules().to_vec(),
-            base_commit: commit,
-            branch,
-            bundle: base.as_ref().clone(),
-        },
+        run: ship::spawn(pool, work_id, req, &spec, &env.runner.spec.model, &base),
         name: name.to_string(),
         mode,
     };

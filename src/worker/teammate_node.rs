@@ -11,11 +11,9 @@ use ractor::ActorRef;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::node::to_lead;
-use super::protocol::{
-    AskAnswerWire, MailWire, RemoteResult, RemoteStatus, TeammateSpawn, WorkerMsg,
-};
-use super::remote_ask::{AskRelay, Report};
+use super::node::{reporter, run_then_end};
+use super::protocol::{AskAnswerWire, MailWire, TeammateSpawn, WorkerMsg};
+use super::remote_ask::AskRelay;
 use super::teammate_run::{self, Inputs};
 use crate::team::Envelope;
 
@@ -34,43 +32,19 @@ pub fn start(
     cancel: CancellationToken,
 ) -> Link {
     let (task_id, lead) = (spawn.run.task_id.clone(), spawn.run.lead.clone());
-    let report: Report = {
-        let lead = lead.clone();
-        Arc::new(move |m| to_lead(&lead, m))
-    };
+    let report = reporter(&lead);
     let asks = AskRelay::new(&task_id, report.clone());
     let (mail, rx) = mpsc::unbounded_channel();
-    let relay = asks.clone();
-    tokio::spawn(async move {
-        let run = tokio::spawn(teammate_run::run(
-            spawn,
-            dir,
-            node.clone(),
-            cancel,
-            report,
-            relay,
-            Inputs { mail: rx },
-        ));
-        let result = match run.await {
-            Ok(r) => r,
-            Err(e) => RemoteResult {
-                task_id: task_id.clone(),
-                node,
-                status: RemoteStatus::Failed,
-                result: format!("the teammate's run crashed on the worker: {e}"),
-                usage: Default::default(),
-                tool_calls: 0,
-                head: None,
-                phases: Default::default(),
-                bundle: Vec::new(),
-            },
-        };
-        let _ = node_actor.cast(WorkerMsg::Ended {
-            task_id,
-            lead,
-            result: Box::new(result),
-        });
-    });
+    let run = teammate_run::run(
+        spawn,
+        dir,
+        node.clone(),
+        cancel,
+        report,
+        asks.clone(),
+        Inputs { mail: rx },
+    );
+    run_then_end(node_actor, task_id, lead, node, "the teammate's run", run);
     Link { mail, asks }
 }
 
@@ -111,6 +85,7 @@ mod tests {
     use crate::permission::{Decision, PermissionMode, Source, Verdict};
     use crate::protocol::ToolCall;
     use crate::worker::protocol::ToLead;
+    use crate::worker::remote_ask::Report;
 
     /// An answer naming another task, or a forged question id, is refused and leaves the
     /// waiting Ask alone; the genuine answer releases it (as a one-call allow).

@@ -1,6 +1,7 @@
 //! A teammate on a worker node: the lead's commit checked out from its bundle, a session
-//! of this node's own engine, gate and executor — the lead's rules only, the mode the
-//! teammate shares with the lead, commands under Landlock confined to its worktree — and
+//! of this node's own engine, gate and executor ([`super::session`]: the lead's rules
+//! only, commands under Landlock confined to its worktree) in the mode the teammate
+//! shares with the lead, and
 //! a loop that lives on between assignments. Mail relayed from the lead starts a run
 //! (rendered as the teammate's own mailbox would, marked with each sender); its
 //! `send_message` goes back to the lead's team; each Ask goes to the lead's approver
@@ -8,7 +9,6 @@
 //! sends its branch so far with its idle notice; a shutdown request from the lead is
 //! answered, and its final branch comes back with the run's result.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -17,23 +17,16 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::bundle::{self, TaskCopy};
-use super::protocol::{
-    IdleWire, Phases, RemoteResult, RemoteStatus, SentWire, TeammateSpawn, ToLead,
-};
+use super::bundle::{BundleError, TaskCopy};
+use super::protocol::{IdleWire, RemoteResult, RemoteStatus, SentWire, TeammateSpawn, ToLead};
 use super::remote_ask::{AskRelay, Report};
-use super::remote_run::{LEAD_ONLY, policy};
+use super::session::{self, Setup, WorkerSession};
 use crate::agent::mode::AgentMode;
-use crate::agent::runner::{AgentSpec, RunRequest, RunStatus};
+use crate::agent::runner::{RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
-use crate::events::EventBus;
-use crate::session::{SessionConfig, SessionHandle};
 use crate::team::{Envelope, MessageKind, Recipient};
 use crate::tools::send_message::SendMessage;
-use crate::tools::{
-    CommandSandbox, Definition, Registry, Tool, ToolContext, ToolError, builtin_tools, field,
-    required,
-};
+use crate::tools::{Definition, Tool, ToolContext, ToolError, field, required};
 
 /// What a running remote teammate receives from the node.
 pub struct Inputs {
@@ -53,23 +46,11 @@ pub async fn run(
     inputs: Inputs,
 ) -> RemoteResult {
     let task_id = spawn.run.task_id.clone();
-    let mut result = RemoteResult {
-        task_id: task_id.clone(),
-        node: node.clone(),
-        status: RemoteStatus::Failed,
-        result: String::new(),
-        usage: Default::default(),
-        tool_calls: 0,
-        head: None,
-        phases: Phases::default(),
-        bundle: Vec::new(),
+    let copy = match session::check_out(&spawn.run, dir, &node).await {
+        Ok(copy) => copy,
+        Err(failed) => return failed,
     };
-    let copy = TaskCopy::at(dir);
-    let run = &spawn.run;
-    if let Err(e) = bundle::checkout(&run.bundle, &copy, &run.branch, &run.base_commit).await {
-        result.result = format!("the worker could not check the commit out: {e}");
-        return result;
-    }
+    let mut result = RemoteResult::failed(&task_id, &node, String::new());
     report(ToLead::Started {
         task_id: task_id.clone(),
         node: node.clone(),
@@ -82,20 +63,7 @@ pub async fn run(
         Err(e) => result.result = e,
     }
     asks.deny_all("the teammate's run ended");
-    match checkpoint(&spawn, &copy, &node).await {
-        Ok(Some((head, bytes))) => {
-            result.head = Some(head);
-            result.bundle = bytes;
-        }
-        Ok(None) => {}
-        Err(e) => {
-            result.status = RemoteStatus::Failed;
-            result.result = format!(
-                "{}\n\n[worker] the branch could not be bundled: {e}",
-                result.result
-            );
-        }
-    }
+    session::hand_back(&mut result, checkpoint(&spawn, &copy, &node).await);
     result
 }
 
@@ -104,10 +72,9 @@ async fn checkpoint(
     spawn: &TeammateSpawn,
     copy: &TaskCopy,
     node: &str,
-) -> Result<Option<(String, Vec<u8>)>, bundle::BundleError> {
+) -> Result<Option<(String, Vec<u8>)>, BundleError> {
     let message = format!("crew: work of teammate {} on {node}", spawn.name);
-    bundle::commit_all(&copy.worktree, &message).await?;
-    bundle::since(&copy.repo, &spawn.run.branch, &spawn.run.base_commit).await
+    session::checkpoint(&spawn.run, copy, &message).await
 }
 
 /// The teammate's session and its loop: run, go idle, wake on mail.
@@ -134,7 +101,7 @@ async fn live(
                 plan: None,
             };
             let outcome = tokio::select! {
-                o = session.run(req) => o.map_err(|e| e.to_string()),
+                o = session.handle.run(req) => o.map_err(|e| e.to_string()),
                 _ = cancel.cancelled() => break Ok((RemoteStatus::Cancelled, "stopped by the lead".to_string())),
             };
             match outcome {
@@ -203,94 +170,38 @@ async fn live(
     };
     // A call still waiting for the lead is refused, so the session can stop.
     asks.deny_all("the teammate is stopping");
-    session.shutdown().await;
+    session.close().await;
     ended
 }
 
-/// Starts the teammate's session on this node.
+/// Starts the teammate's session on this node: in the mode it shares with the lead, its
+/// Asks forwarded to the lead's approver, its `send_message` relayed to the lead's team.
 async fn start_session(
     spawn: &TeammateSpawn,
     copy: &TaskCopy,
     node: &str,
     report: &Report,
     asks: &Arc<AskRelay>,
-) -> Result<SessionHandle, String> {
-    let run = &spawn.run;
-    let root = copy
-        .worktree
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", copy.worktree.display()))?;
-    let home = crate::store::home_dir();
-    let mut policy = policy(run, &root, home.as_deref())?;
-    policy.default_mode = spawn.mode;
-    let chosen = crate::cli::model::choose(Some(&run.agent.model), None)
-        .map_err(|e| format!("the worker cannot use model `{}`: {e:#}", run.agent.model))?;
-    // Its `send_message` relays to the lead's team instead of a team on this node.
-    let mut tools: Vec<Arc<dyn Tool>> = builtin_tools()
-        .into_iter()
-        .filter(|t| t.definition().name != "send_message")
-        .collect();
-    tools.push(Arc::new(RelaySend {
-        def: SendMessage::new().definition().clone(),
-        task_id: run.task_id.clone(),
-        report: report.clone(),
-    }));
-    let registry = Registry::with_tools(tools).map_err(|e| format!("the worker's tools: {e}"))?;
-    let mut allowed: HashSet<String> = match &run.agent.allowed_tools {
-        Some(list) => list.iter().cloned().collect(),
-        None => registry.definitions().map(|d| d.name.clone()).collect(),
-    };
-    for name in LEAD_ONLY {
-        allowed.remove(name);
-    }
-    let mut writable_roots = vec![root.clone()];
-    writable_roots.extend(crate::tools::landlock::git_writable_dirs(&root));
-    let events = EventBus::new();
-    let mut rx = events.subscribe();
-    {
-        let (report, task_id) = (report.clone(), run.task_id.clone());
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                report(ToLead::Event {
-                    task_id: task_id.clone(),
-                    event,
-                });
-            }
-        });
-    }
+) -> Result<WorkerSession, String> {
     let (questions_tx, questions) = mpsc::unbounded_channel();
     asks.serve(questions);
-    let note = format!(
-        "\n\nYou work in your own git worktree at {} on worker {node}. You cannot write outside it.",
-        root.display()
-    );
-    SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: root.clone(),
-        permission_mode: spawn.mode,
-        policy,
-        provider: chosen.provider,
-        lead: AgentSpec {
-            id: run.agent.id.clone(),
-            model: chosen.model,
-            system_prompt: format!("{}{note}", run.agent.system_prompt),
-            allowed_tools: Some(allowed),
-            max_turns: run.agent.max_turns,
-            max_tokens: run.agent.max_tokens,
-        },
+    // Its `send_message` relays to the lead's team instead of a team on this node.
+    let relay = RelaySend {
+        def: SendMessage::new().definition().clone(),
+        task_id: spawn.run.task_id.clone(),
+        report: report.clone(),
+    };
+    session::start(Setup {
+        run: &spawn.run,
+        copy,
+        node,
+        report: report.clone(),
+        mode: spawn.mode,
         // Every Ask goes to the lead's approver; its answer applies to that call only.
         approver: ApproverPolicy::Forward(questions_tx),
-        registry: Arc::new(registry),
-        sandbox: CommandSandbox::Landlock { writable_roots },
-        default_tool_timeout: crate::executor::DEFAULT_TIMEOUT,
-        conversation: Vec::new(),
-        events,
-        orchestration: None,
-        hooks: None,
+        replace: vec![Arc::new(relay)],
     })
     .await
-    .map_err(|e| e.to_string())
 }
 
 /// `send_message` on a worker: the message goes to the lead, which sends it from this

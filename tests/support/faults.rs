@@ -9,11 +9,23 @@
 //! - [`assert_no_work_lost`]: no commit of a deleted branch or worktree became
 //!   unreachable, no registered worktree lost its directory;
 //! - [`assert_told`]: the user sees what happened (stderr or a transcript line says so).
+//!
+//! In-process fault tests (a session from `support::start`, the team store) use the same
+//! properties through: [`assert_in_process_transcript`] (the transcript an in-process
+//! session recorded with `Setup { transcript: true, .. }` is whole and holds its
+//! conversation exactly), [`record_group`] / [`recorded_group`] (the process group of a
+//! command a tool ran, for [`assert_no_orphans`]), [`work_in`] / [`assert_work_kept`] (no
+//! worktree deleted with uncommitted work or commits only it held), and
+//! [`assert_jsonl_whole`] / [`assert_each_once`] (a store's own records: none torn, each
+//! once).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+mod in_process;
+pub use in_process::*;
 
 /// The transcript files under `home` (the lead's and every agent's), sorted.
 pub fn transcript_files(home: &Path) -> Vec<PathBuf> {
@@ -228,8 +240,14 @@ pub fn group_members(pgid: u32) -> Vec<Proc> {
 /// Waits (bounded, [`super::WAIT_BOUND`]) until no live process is in group `pgid`, then
 /// fails naming those left if any remain: no orphan survives its run.
 pub fn assert_no_orphans(pgid: u32) {
+    assert_no_orphans_within(pgid, super::WAIT_BOUND);
+}
+
+/// [`assert_no_orphans`] waiting at most `bound`: for the helper's own test, which must
+/// see it fail on a real orphan without waiting the generous bound.
+pub fn assert_no_orphans_within(pgid: u32, bound: std::time::Duration) {
     let mut left = Vec::new();
-    let gone = wait_quietly(|| {
+    let gone = wait_within(bound, || {
         left = group_members(pgid);
         left.is_empty()
     });
@@ -240,13 +258,18 @@ pub fn assert_no_orphans(pgid: u32) {
 /// is left in any of their groups: a command a test started (marked with `token`) that
 /// outlived its run, or a child it left in its group, fails the test.
 pub fn assert_no_process_with(token: &str) {
+    assert_no_process_with_within(token, super::WAIT_BOUND);
+}
+
+/// [`assert_no_process_with`] waiting at most `bound` (for the helper's own test).
+pub fn assert_no_process_with_within(token: &str, bound: std::time::Duration) {
     let groups: Vec<u32> = processes()
         .into_iter()
         .filter(|p| p.cmdline.contains(token))
         .map(|p| p.pgid)
         .collect();
     let mut left = Vec::new();
-    let gone = wait_quietly(|| {
+    let gone = wait_within(bound, || {
         left = processes()
             .into_iter()
             .filter(|p| p.cmdline.contains(token) || groups.contains(&p.pgid))
@@ -260,8 +283,13 @@ pub fn assert_no_process_with(token: &str) {
 }
 
 /// Polls `cond` every 10 ms for at most [`super::WAIT_BOUND`]; whether it came to hold.
-fn wait_quietly(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + super::WAIT_BOUND;
+fn wait_quietly(cond: impl FnMut() -> bool) -> bool {
+    wait_within(super::WAIT_BOUND, cond)
+}
+
+/// Polls `cond` every 10 ms for at most `bound`; whether it came to hold.
+fn wait_within(bound: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + bound;
     loop {
         if cond() {
             return true;
@@ -320,11 +348,16 @@ pub fn assert_told(stderr: &str, lines: &[Value], needle: &str) {
 /// its worktrees) that outlived the run. Processes whose `cwd` cannot be read (another
 /// user's) are not this test's.
 pub fn assert_no_process_under(root: &Path) {
+    assert_no_process_under_within(root, super::WAIT_BOUND);
+}
+
+/// [`assert_no_process_under`] waiting at most `bound` (for the helper's own test).
+pub fn assert_no_process_under_within(root: &Path, bound: std::time::Duration) {
     let under = |p: &Proc| {
         std::fs::read_link(format!("/proc/{}/cwd", p.pid)).is_ok_and(|cwd| cwd.starts_with(root))
     };
     let mut left = Vec::new();
-    let gone = wait_quietly(|| {
+    let gone = wait_within(bound, || {
         left = processes().into_iter().filter(under).collect();
         left.is_empty()
     });

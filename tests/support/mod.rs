@@ -144,6 +144,9 @@ pub struct Setup {
     pub context: crewmaster::agent::context::ContextSettings,
     /// Worker nodes the session has joined (`--workers`; with `orchestration`).
     pub workers: Option<Arc<crewmaster::worker::pool::Pool>>,
+    /// Record the session's transcript as the binary does, under the test's home
+    /// (`faults::in_process_transcript`), for the fault tests' transcript property.
+    pub transcript: bool,
 }
 
 impl Setup {
@@ -160,6 +163,7 @@ impl Setup {
             skills: false,
             context: Default::default(),
             workers: None,
+            transcript: false,
         }
     }
 }
@@ -234,6 +238,11 @@ pub async fn start(setup: Setup) -> TestSession {
     let provider = ScriptedProvider::new(script);
     let events = EventBus::new();
     let rx = events.subscribe();
+    if setup.transcript {
+        let (lead, agents) = faults::in_process_transcript(&home);
+        // The recorder writes inside `publish`; the task only waits for the bus to close.
+        drop(crewmaster::transcript::record(&events, lead, agents));
+    }
     let session = SessionHandle::start(SessionConfig {
         auto: None,
         cwd: cwd.clone(),

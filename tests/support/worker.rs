@@ -49,6 +49,17 @@ pub fn write_cookie(path: &Path, secret: &str) {
 /// Starts `crew worker --slots SLOTS --name NAME` with `HOME=home` and waits until it
 /// listens.
 pub fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> WorkerProcess {
+    start_worker_with(home, cookie, name, slots, &[])
+}
+
+/// [`start_worker`] with `extra` arguments for `crew worker` (`--orphan-timeout 1`, TLS).
+pub fn start_worker_with(
+    home: &Path,
+    cookie: &Path,
+    name: &str,
+    slots: u32,
+    extra: &[&str],
+) -> WorkerProcess {
     let addr = format!("127.0.0.1:{}", free_port());
     let workdir = home.join(format!("workdir-{name}"));
     let log = home.join(format!("{name}.log"));
@@ -57,6 +68,7 @@ pub fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> Worke
         .arg(cookie)
         .args(["--slots", &slots.to_string(), "--name", name, "--workdir"])
         .arg(&workdir)
+        .args(extra)
         .env("HOME", home)
         .env("CREW_LOG", "crewmaster=info")
         .env("NO_COLOR", "1")
@@ -72,8 +84,11 @@ pub fn start_worker(home: &Path, cookie: &Path, name: &str, slots: u32) -> Worke
         workdir,
         log,
     };
+    // The whole line: `eprintln!` writes it in pieces, and tests read its end (`TLS only`).
     super::wait_until_blocking(&format!("worker {name} to listen"), || {
-        w.log().contains("listening on")
+        w.log()
+            .split_inclusive('\n')
+            .any(|l| l.contains("listening on") && l.ends_with('\n'))
     });
     w
 }

@@ -34,21 +34,8 @@ fn workers_list_shows_the_running_leads_tasks_and_falls_back_to_a_probe_without_
         f.cookie.clone(),
         w.addr.clone(),
     );
-    let lead_run = std::thread::spawn(move || {
-        let script_path = home.join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        Command::new(env!("CARGO_BIN_EXE_crew"))
-            .args(["-p", "fan out", "--model"])
-            .arg(format!("script:{}", script_path.display()))
-            .args(["--workers", &addr, "--cookie-file"])
-            .arg(&cookie)
-            .current_dir(&root)
-            .env("HOME", &home)
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .output()
-            .unwrap()
-    });
+    let lead_run =
+        std::thread::spawn(move || lead(&root, &home, &script, &[addr.as_str()], &cookie, &[]));
     let started = || {
         std::fs::read_dir(&w.workdir)
             .into_iter()

@@ -122,7 +122,7 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-fn tls_worker(f: &Fixture, pki: &Pki, name: &str, extra: &[&str]) -> Worker {
+fn tls_worker(f: &Fixture, pki: &Pki, name: &str, extra: &[&str]) -> WorkerProcess {
     let mut args = vec!["--tls-cert", s(&pki.cert), "--tls-key", s(&pki.key)];
     args.extend_from_slice(extra);
     let w = start_worker_with(&f.home, &f.cookie, name, 1, &args);
@@ -200,7 +200,7 @@ fn a_tls_worker_serves_a_remote_subagent_and_nothing_readable_crosses_the_wire()
         &f.root,
         &f.home,
         &script,
-        &[&worker],
+        &[worker.addr.as_str()],
         &f.cookie,
         &["--worker-ca", s(&pki.ca)],
     );

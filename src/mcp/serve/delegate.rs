@@ -230,7 +230,9 @@ impl LeadRun {
             err_log,
         ));
         let progress = tokio::spawn(report_progress(
-            prepared.events.subscribe(),
+            prepared.events.subscribe_where(|e| {
+                matches!(e.kind, crate::events::EventKind::ToolCallFinished { .. })
+            }),
             self.tasks.clone(),
             self.id.clone(),
         ));

@@ -1,5 +1,11 @@
 //! Process groups: a spawned group leader that is killed as a group when dropped, and
 //! the helpers that signal, probe and terminate a group.
+//!
+//! The leader is normally the command's guardian (`lifeline`), which ends every
+//! descendant, inside the group or escaped from it, before it exits. A live guardian is
+//! therefore asked to kill ([`super::lifeline::request_kill`]) rather than killed with its
+//! group: SIGKILL would end it before it could end the processes outside the group. The
+//! group itself is SIGKILLed only once the guardian is gone, for whatever is left.
 
 use std::path::Path;
 use std::process::ExitStatus;
@@ -12,6 +18,9 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use super::{KILL_GRACE, ProcessError};
+
+/// How long a guardian asked to kill may take before its group is killed instead.
+const KILL_BOUND: Duration = Duration::from_secs(5);
 use crate::tools::landlock::{NOT_ENFORCED_ERRNO, SandboxError};
 use crate::tools::sandbox::mount_ns::MOUNT_NS_ERRNO;
 
@@ -22,12 +31,14 @@ pub struct GroupChild {
     child: Child,
     pgid: Pid,
     armed: bool,
+    /// The leader is a guardian (commands are guarded whenever the lifeline exists).
+    guarded: bool,
 }
 
 impl GroupChild {
-    /// Spawns `cmd`, which must have been built with [`shell_command`](super::shell_command) (or otherwise lead
-    /// its own process group: `setsid` or `process_group(0)`), and takes charge of its
-    /// group.
+    /// Spawns `cmd`, which must have been built with [`shell_command`](super::shell_command)
+    /// or [`guard_command`](super::guard_command) (so it leads its own process group under a
+    /// guardian), and takes charge of its group.
     pub fn spawn(cmd: &mut Command, cwd: &Path) -> Result<Self, ProcessError> {
         let child = cmd.spawn().map_err(|source| {
             if source.raw_os_error() == Some(NOT_ENFORCED_ERRNO) {
@@ -50,6 +61,7 @@ impl GroupChild {
             child,
             pgid,
             armed: true,
+            guarded: super::lifeline::lifeline().is_some(),
         })
     }
 
@@ -85,12 +97,48 @@ impl GroupChild {
         Err(ended)
     }
 
-    /// Terminates the whole group (SIGTERM, grace, SIGKILL) and reaps the leader.
+    /// Terminates the whole group (SIGTERM, grace, SIGKILL) and reaps the leader. A
+    /// guardian ends what its command left running, in the group or not, before it exits;
+    /// if it has not exited within the grace, it is asked to kill everything at once.
     pub async fn terminate(&mut self) -> Option<ExitStatus> {
-        terminate_group(self.pgid, KILL_GRACE).await;
-        let status = self.child.wait().await.ok();
+        if !self.guarded {
+            terminate_group(self.pgid, KILL_GRACE).await;
+            let status = self.child.wait().await.ok();
+            self.armed = false;
+            return status;
+        }
+        // The guardian ignores SIGTERM; its command gets it, and when the command has
+        // ended the guardian ends the rest (with the same grace) and exits.
+        let _ = kill_group(self.pgid, Signal::SIGTERM);
+        let mut status = tokio::time::timeout(KILL_GRACE, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        if status.is_none() && self.request_kill() {
+            status = tokio::time::timeout(KILL_BOUND, self.child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        // Whatever is left in the group (a guardian that did not answer, or one the command
+        // killed) goes now.
+        if group_alive(self.pgid) {
+            let _ = kill_group(self.pgid, Signal::SIGKILL);
+        }
+        if status.is_none() {
+            status = self.child.wait().await.ok();
+        }
         self.armed = false;
         status
+    }
+
+    /// Asks a live guardian to kill its command and every descendant at once; false when
+    /// there is no guardian to ask (unguarded, or it has already exited).
+    fn request_kill(&mut self) -> bool {
+        // Not yet reaped, so the pid is still the guardian's.
+        self.guarded
+            && matches!(self.child.try_wait(), Ok(None))
+            && super::lifeline::request_kill(self.pgid.as_raw())
     }
 
     /// Stops the drop guard, once the group is known to be gone.
@@ -101,7 +149,8 @@ impl GroupChild {
 
 impl Drop for GroupChild {
     fn drop(&mut self) {
-        if self.armed {
+        // A live guardian kills everything itself; killing its group would end it first.
+        if self.armed && !self.request_kill() {
             let _ = kill_group(self.pgid, Signal::SIGKILL);
         }
     }
@@ -122,6 +171,20 @@ pub enum Ended {
 /// not an error.
 pub fn kill_group(pgid: Pid, signal: Signal) -> Result<(), Errno> {
     match killpg(pgid, signal) {
+        Ok(()) | Err(Errno::ESRCH) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Kills group `pgid` and everything its command started outside it: with a guardian
+/// leading the group (whenever the lifeline exists), every member gets crew's kill request
+/// and the guardian SIGKILLs every descendant; otherwise the group gets SIGKILL. A group
+/// that no longer exists is not an error.
+pub fn kill_group_and_escapees(pgid: Pid) -> Result<(), Errno> {
+    if super::lifeline::lifeline().is_none() {
+        return kill_group(pgid, Signal::SIGKILL);
+    }
+    match super::lifeline::request_group_kill(pgid.as_raw()) {
         Ok(()) | Err(Errno::ESRCH) => Ok(()),
         Err(e) => Err(e),
     }

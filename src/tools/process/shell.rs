@@ -10,6 +10,7 @@
 //! every process of the namespace with the shell.
 
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -31,6 +32,26 @@ pub struct ShellCommand {
     pub cmd: Command,
     /// Restores protected files the command changed; call [`Guard::finish`] after it ends.
     pub guard: Guard,
+    /// The read end of the guardian's report pipe (non-blocking): after the command has
+    /// been waited for, [`ShellCommand::left_running`] says whether the guardian had to end
+    /// processes it left running. `None` when the command runs unguarded.
+    pub report: Option<OwnedFd>,
+}
+
+impl ShellCommand {
+    /// Whether the guardian reported ending processes the command left running (in its
+    /// group or escaped from it). Meaningful once the command has been waited for.
+    pub fn left_running(&self) -> bool {
+        left_running(self.report.as_ref())
+    }
+}
+
+/// Reads the guardian's report from `report` (see [`ShellCommand::report`]).
+pub(super) fn left_running(report: Option<&OwnedFd>) -> bool {
+    let mut byte = [0u8; 1];
+    report.is_some_and(|fd| {
+        matches!(nix::unistd::read(fd, &mut byte), Ok(1)) && byte[0] == lifeline::LEFTOVERS
+    })
 }
 
 /// Builds `bash -c COMMAND` in `cwd` with stdin from /dev/null, stdout and stderr piped,
@@ -84,6 +105,20 @@ pub fn shell_command_with(
         guard = Guard::take(&protected, &read_only);
     }
     let lifeline = lifeline::lifeline();
+    // The guardian's report pipe: read end kept here, write end for the guardian only
+    // (close-on-exec, so the command never holds it).
+    let (report, report_write) = match lifeline
+        .map(|_| nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK))
+    {
+        Some(Ok((read, write))) => (Some(read), Some(write)),
+        // Without it the command still runs guarded; only the leftovers note is lost.
+        Some(Err(e)) => {
+            tracing::warn!("cannot make a guardian report pipe ({e}): leftovers go unreported");
+            (None, None)
+        }
+        None => (None, None),
+    };
+    let report_fd = report_write.as_ref().map(|w| w.as_raw_fd());
     // SAFETY: the closure runs between fork and exec. `setsid`, the guardian's `fork`, the mount and PID namespace
     // set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
     // make system calls on data prepared above; none allocates or takes a lock.
@@ -95,7 +130,9 @@ pub fn shell_command_with(
             nix::unistd::setsid().map_err(io::Error::from)?;
             // The leader stays behind as the guardian that kills the group if crew dies.
             if let Some(fd) = lifeline {
-                lifeline::guard(fd)?;
+                // `report_write` is owned by this closure, so the descriptor is open.
+                let _owned = &report_write;
+                lifeline::guard(fd, report_fd)?;
             }
             if let Some(m) = &mounts {
                 m.apply()?;
@@ -106,5 +143,5 @@ pub fn shell_command_with(
             Ok(())
         });
     }
-    Ok(ShellCommand { cmd, guard })
+    Ok(ShellCommand { cmd, guard, report })
 }

@@ -18,19 +18,23 @@ use std::time::Duration;
 use ractor::RpcReplyPort;
 
 use crate::approver::actor::ApproverMsg;
-use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
 use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
-use crate::permission::actor::{GrantScope, PermissionMsg};
+use crate::permission::actor::PermissionMsg;
+use crate::permission::auto::AutoMode;
 use crate::permission::auto::classifier::Intent;
-use crate::permission::auto::{AutoMode, Judged};
+use crate::permission::onward::{Authorized, Onward};
 use crate::permission::{
-    CheckRequest, Checked, Decision, HookOpinion, Pending, PermissionMode, Permit, SharedMode,
-    Source, Verdict,
+    CheckRequest, Checked, Decision, HookOpinion, PermissionMode, Permit, SharedMode, Source,
+    Verdict,
 };
 use crate::protocol::{ToolCall, ToolResult};
 use crate::supervise::{CallError, Slot};
 use crate::tools::{Registry, ToolContext};
+
+mod ask;
+
+use ask::Classified;
 
 /// How long the permission engine (or the gate, for a query) may take to answer.
 pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -186,24 +190,30 @@ impl Pipeline {
             cwd: caller.tool_ctx.cwd.clone(),
             mode,
         };
-        let checked = rpc(
+        // Allowed outright, the engine sends the permit on to the gate itself; the
+        // answer is then the result. Refused or asked, it comes back here.
+        let onward = Onward {
+            gate: self.gate.clone(),
+            ctx: call_context(caller),
+            events: self.events.clone(),
+        };
+        let answer = rpc(
             &self.permission,
-            |reply| PermissionMsg::Authorize {
+            |reply| PermissionMsg::AuthorizeAndSubmit {
                 agent: caller.agent.clone(),
                 request: request.clone(),
                 hook,
+                onward,
                 reply,
             },
-            PERMISSION_TIMEOUT,
+            PERMISSION_TIMEOUT + self.run_time(&call.name),
         )
-        .await
-        .unwrap_or_else(|e| {
-            Checked::Denied(Decision::new(
-                Verdict::Deny,
-                Source::Unknown,
-                unanswered("permission engine", e),
-            ))
-        });
+        .await;
+        let checked = match answer {
+            Ok(Authorized::Ran(result)) => return result,
+            Ok(Authorized::Checked(checked)) => checked,
+            Err(e) => return lost(call.id.clone(), e),
+        };
         self.publish_decision(&caller.agent, &call.id, checked.decision());
         let permit = match checked {
             Checked::Denied(decision) => return denied(&call, &decision),
@@ -256,192 +266,34 @@ impl Pipeline {
         })
     }
 
-    /// Asks the approver; a human's allow and the engine's `Pending` make the permit.
-    async fn ask(
-        &self,
-        caller: &CallerContext,
-        pending: Pending,
-        request: CheckRequest,
-    ) -> Result<Permit, ToolResult> {
-        let call = pending.call().clone();
-        let question = ApprovalRequest {
-            agent: caller.agent.clone(),
-            call: call.clone(),
-            decision: pending.decision().clone(),
-            mode: request.mode,
-            // A teammate's loop carries its own mailbox; the lead's (it reads its team's
-            // mail too) does not make it a teammate.
-            teammate: caller
-                .tool_ctx
-                .mailbox
-                .as_ref()
-                .filter(|m| !m.me.is_lead())
-                .map(|m| m.me.to_string()),
-        };
-        // Notification hooks run beside the question (the question is not delayed); the
-        // call goes on once both are done, so no hook is left running unowned.
-        let message = format!("crew needs your permission to use {}", call.name);
-        let notified = self.hooks.notification(
-            &caller.agent,
-            &caller.tool_ctx.cwd,
-            "permission_prompt",
-            &message,
-        );
-        let asked = rpc(
-            &self.approver,
-            |reply| ApproverMsg::Ask(question, reply),
-            APPROVAL_TIMEOUT,
-        );
-        let (_, outcome) = tokio::join!(notified, asked);
-        let outcome = outcome.unwrap_or_else(|e| Outcome::Refused {
-            message: Some(match e {
-                CallError::Timeout => "the approval was not answered".into(),
-                CallError::Gone => unanswered("approver", e),
-            }),
-        });
-        let approval = match outcome {
-            Outcome::Approved(approval) => approval,
-            Outcome::Refused { message } => {
-                let reason = message.unwrap_or_else(|| "the user denied this tool call".into());
-                self.events.publish(
-                    &caller.agent,
-                    EventKind::ApprovalRefused {
-                        call_id: call.id.clone(),
-                        reason: reason.clone(),
-                    },
-                );
-                let mut d = Decision::new(Verdict::Deny, Source::User, reason);
-                d.category = pending.decision().category;
-                self.publish_decision(&caller.agent, &call.id, &d);
-                return Err(denied(&call, &d));
-            }
-        };
-        let scope = match approval.answer() {
-            ApprovalAnswer::AllowSession => Some(GrantScope::Session),
-            ApprovalAnswer::AllowForever => Some(GrantScope::Forever),
-            ApprovalAnswer::AllowOnce | ApprovalAnswer::Deny { .. } => None,
-        };
-        let permit = Permit::approved(pending, &approval)
-            .map_err(|e| ToolResult::error(&call.id, "permission_denied", e.to_string()))?;
-        self.publish_decision(
-            &caller.agent,
-            &call.id,
-            &Decision::new(Verdict::Allow, Source::User, "approved"),
-        );
-        if let Some(scope) = scope {
-            let granted = rpc(
-                &self.permission,
-                |reply| PermissionMsg::Grant(request, scope, reply),
-                PERMISSION_TIMEOUT,
-            )
-            .await;
-            let problem = match granted {
-                Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e),
-                Err(e) => Some(unanswered("permission engine", e)),
-            };
-            if let Some(e) = problem {
-                // The call itself was approved; only remembering the grant failed.
-                self.events.publish(
-                    &caller.agent,
-                    EventKind::Error {
-                        message: format!("could not save the approval: {e}"),
-                    },
-                );
-            }
-        }
-        Ok(permit)
-    }
-
-    /// Auto mode: the classifier's allow makes the permit; its denial goes back to the
-    /// model as a tool error with its reason; without a usable classifier (breaker
-    /// tripped, none configured) the call is asked like any other.
-    async fn classify(&self, caller: &CallerContext, pending: Pending) -> Classified {
-        let Some(auto) = &self.auto else {
-            return Classified::Ask(pending);
-        };
-        let call = pending.call().clone();
-        let judged = auto
-            .judge(
-                &caller.agent,
-                &caller.mode,
-                &call,
-                pending.decision(),
-                &caller.intent,
-                &caller.tool_ctx.cancel,
-            )
-            .await;
-        match judged {
-            Judged::Allowed(allow, reason) => {
-                let mut d = Decision::new(Verdict::Allow, Source::Classifier, reason);
-                d.category = pending.decision().category;
-                self.publish_decision(&caller.agent, &call.id, &d);
-                match Permit::classified(pending, &allow) {
-                    Ok(permit) => Classified::Permit(permit),
-                    Err(e) => Classified::Refused(ToolResult::error(
-                        &call.id,
-                        "permission_denied",
-                        e.to_string(),
-                    )),
-                }
-            }
-            Judged::Denied { reason, tripped } => {
-                let mut d = Decision::new(
-                    Verdict::Deny,
-                    Source::Classifier,
-                    format!("auto mode's classifier denied this call: {reason}"),
-                );
-                d.category = pending.decision().category;
-                self.publish_decision(&caller.agent, &call.id, &d);
-                if let Some(why) = tripped {
-                    self.events
-                        .publish(&caller.agent, EventKind::AutoModeOff { reason: why });
-                }
-                Classified::Refused(denied(&call, &d))
-            }
-            Judged::Unavailable(_) => Classified::Ask(pending),
-        }
-    }
-
     async fn run_through_gate(&self, caller: &CallerContext, permit: Permit) -> ToolResult {
-        let mut ctx = caller.tool_ctx.clone();
-        ctx.cancel = caller.tool_ctx.cancel.child_token();
-        let call = permit.call();
-        let tool_timeout = self
-            .registry
-            .get(&call.name)
-            .and_then(|t| t.definition().timeout)
-            .unwrap_or(crate::executor::DEFAULT_TIMEOUT);
-        let id = call.id.clone();
+        let ctx = call_context(caller);
+        let (id, time) = (permit.call().id.clone(), self.run_time(&permit.call().name));
         rpc(
             &self.gate,
-            |reply| GateMsg::Submit { permit, ctx, reply },
-            tool_timeout + EXECUTION_MARGIN,
+            |reply| GateMsg::Submit {
+                permit,
+                ctx,
+                reply: reply.into(),
+            },
+            time,
         )
         .await
-        .unwrap_or_else(|e| match e {
-            CallError::Timeout => {
-                ToolResult::error(id, "timeout", "the tool did not report back in time")
-            }
-            CallError::Gone => ToolResult::error(
-                id,
-                "actor_restarted",
-                "the gate or executor stopped with this call in flight (it is restarted); \
-the call may or may not have run, so check before repeating it",
-            ),
-        })
+        .unwrap_or_else(|e| lost(id, e))
+    }
+
+    /// How long a call of `tool` may take from the gate on: its own timeout and a margin.
+    fn run_time(&self, tool: &str) -> Duration {
+        let timeout = self
+            .registry
+            .get(tool)
+            .and_then(|t| t.definition().timeout)
+            .unwrap_or(crate::executor::DEFAULT_TIMEOUT);
+        timeout + EXECUTION_MARGIN
     }
 
     fn publish_decision(&self, agent: &str, call_id: &str, d: &Decision) {
-        self.events.publish(
-            agent,
-            EventKind::PermissionDecided {
-                call_id: call_id.to_string(),
-                verdict: d.verdict,
-                source: d.source,
-                reason: d.reason.clone(),
-            },
-        );
+        self.events.decided(agent, call_id, d);
     }
 }
 
@@ -466,14 +318,28 @@ impl CallerContext {
     }
 }
 
-/// What auto mode made of an Ask.
-enum Classified {
-    /// The classifier allowed it.
-    Permit(Permit),
-    /// It was refused; the result goes back to the model.
-    Refused(ToolResult),
-    /// Ask as usual.
-    Ask(Pending),
+/// The call's own context: the caller's, with a cancellation of its own.
+fn call_context(caller: &CallerContext) -> ToolContext {
+    let mut ctx = caller.tool_ctx.clone();
+    ctx.cancel = caller.tool_ctx.cancel.child_token();
+    ctx
+}
+
+/// The result of a call whose answer never came: the actor holding it died (it is
+/// restarted) or the time ran out. Once a call may have reached the executor nobody can
+/// say whether it ran, so the model is told to check.
+fn lost(id: String, e: CallError) -> ToolResult {
+    match e {
+        CallError::Timeout => {
+            ToolResult::error(id, "timeout", "the tool did not report back in time")
+        }
+        CallError::Gone => ToolResult::error(
+            id,
+            "actor_restarted",
+            "the permission engine, gate or executor stopped with this call in flight (it is \
+restarted); the call may or may not have run, so check before repeating it",
+        ),
+    }
 }
 
 fn denied(call: &ToolCall, d: &Decision) -> ToolResult {

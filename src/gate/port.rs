@@ -1,0 +1,35 @@
+//! Where a call's result goes. A caller that submitted its permit to the gate itself
+//! waits on a `ToolResult` port; a caller whose permit the permission engine sent on
+//! (`PermissionMsg::AuthorizeAndSubmit`) waits on one port for the engine's whole answer,
+//! and the result arrives there as `Authorized::Ran`. Either way the gate's refusal and
+//! the executor's result are sent the same way, and a port dropped unanswered (its actor
+//! died) tells the caller so.
+
+use ractor::RpcReplyPort;
+
+use crate::permission::onward::Authorized;
+use crate::protocol::ToolResult;
+
+/// The port a call's result (or the gate's refusal) is sent to.
+pub enum ResultPort {
+    /// The caller that submitted the permit.
+    Caller(RpcReplyPort<ToolResult>),
+    /// The caller that asked the engine to authorize and submit the call.
+    Authorized(RpcReplyPort<Authorized>),
+}
+
+impl ResultPort {
+    /// Sends the result; a caller that gave up (timeout, cancelled turn) is not told.
+    pub fn send(self, result: ToolResult) {
+        match self {
+            ResultPort::Caller(port) => drop(port.send(result)),
+            ResultPort::Authorized(port) => drop(port.send(Authorized::Ran(result))),
+        }
+    }
+}
+
+impl From<RpcReplyPort<ToolResult>> for ResultPort {
+    fn from(port: RpcReplyPort<ToolResult>) -> Self {
+        ResultPort::Caller(port)
+    }
+}

@@ -1,0 +1,33 @@
+//! Sending an allowed call on without a detour: `PermissionMsg::AuthorizeAndSubmit` asks
+//! the engine to decide a call and, when it is allowed outright, to hand the `Permit`
+//! straight to the gate (the flow of the design: engine → gate → executor), instead of
+//! answering the agent, which would only pass the permit on. The caller then waits on one
+//! port for the whole answer: the tool's result (or the gate's refusal), or the engine's
+//! decision when the call was refused or needs a human. One hop fewer per call, and the
+//! decision is published (and recorded in the transcript) before the tool runs, as before.
+
+use super::permit::Checked;
+use crate::events::EventBus;
+use crate::gate::actor::GateMsg;
+use crate::protocol::ToolResult;
+use crate::supervise::Slot;
+use crate::tools::ToolContext;
+
+/// Where an allowed call goes on to, and how it runs there.
+pub struct Onward {
+    /// The gate (through the session's slot, so a restarted gate is reached).
+    pub gate: Slot<GateMsg>,
+    /// Where and how the call runs (the caller's context for this call).
+    pub ctx: ToolContext,
+    /// Where the engine publishes its decision before the call goes on.
+    pub events: EventBus,
+}
+
+/// The engine's answer to `AuthorizeAndSubmit`.
+#[derive(Debug)]
+pub enum Authorized {
+    /// Allowed and sent on: what the tool returned, or the gate's refusal.
+    Ran(ToolResult),
+    /// Not sent on: refused, or a human (or auto mode's classifier) must answer first.
+    Checked(Checked),
+}
