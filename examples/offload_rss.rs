@@ -105,7 +105,7 @@ async fn main() -> anyhow::Result<()> {
     let requests = provider.requests();
     let last = requests
         .last()
-        .map(|r| r.messages.clone())
+        .map(|r| r.messages.to_vec())
         .unwrap_or_default();
     let results: Vec<String> = last
         .iter()

@@ -85,7 +85,10 @@ async fn a_message_to_a_finished_subagent_resumes_it_with_its_history() {
         requests.iter().all(|r| r.agent == requests[0].agent),
         "it keeps its agent id"
     );
-    let (before, first_resumed) = (&requests[1].messages, &requests[2].messages);
+    let (before, first_resumed) = (
+        &requests[1].messages.to_vec(),
+        &requests[2].messages.to_vec(),
+    );
     assert_eq!(&first_resumed[..before.len()], &before[..], "its history");
     let answer = &first_resumed[before.len()];
     assert_eq!(answer.role, Role::Assistant);

@@ -452,7 +452,7 @@ fn the_memory_section_sits_inside_the_cached_system_block() {
     let body = request_body(&ModelRequest {
         model: "m".into(),
         system: system.clone(),
-        messages: vec![crewmaster::protocol::Message::user_text("hi")],
+        messages: vec![crewmaster::protocol::Message::user_text("hi")].into(),
         tools: Vec::new(),
         max_tokens: 10,
         agent: "lead".into(),

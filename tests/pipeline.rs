@@ -128,10 +128,10 @@ async fn plan_request_shows_only_read_only_tools_and_do_shows_all() {
     );
     assert_eq!(names(&reqs[1].tools).len(), 4);
     // Plan: the plan prompt and the reminder; Do: the task and the approved plan.
-    let plan_text = reqs[0].messages.last().unwrap().text();
+    let plan_text = reqs[0].messages.to_vec().last().unwrap().text();
     assert!(plan_text.contains("Plan mode") && plan_text.contains("do the thing"));
     assert!(plan_text.contains("system-reminder"));
-    let do_text = reqs[1].messages.last().unwrap().text();
+    let do_text = reqs[1].messages.to_vec().last().unwrap().text();
     assert!(do_text.contains("do the thing") && do_text.contains("1. write the file"));
     assert!(!do_text.contains("system-reminder"));
     // The reminder was never stored in the conversation.

@@ -56,7 +56,8 @@ async fn text_turn_with_usage_chunk_and_what_was_sent() {
             role: Role::User,
             content: vec![ContentBlock::ToolResult(ToolResult::ok("call_9", "alpha"))],
         },
-    ];
+    ]
+    .into();
     let events = ok(collect(provider(&server, client, Some("sk-test")).stream(req)).await);
     assert_eq!(text(&events), "Hello there");
     assert_eq!(

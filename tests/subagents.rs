@@ -396,7 +396,7 @@ async fn a_background_command_reports_its_end_to_the_lead() {
     let second = t.session.run(chat("continue")).await.unwrap();
     assert_eq!(second.result, "the build finished");
     let last_request = t.provider.requests().pop().unwrap();
-    let sent = last_request.messages.last().unwrap().text();
+    let sent = last_request.messages.to_vec().last().unwrap().text();
     assert!(
         sent.contains("<task-notification>") && sent.contains("exit code: 0"),
         "{sent}"

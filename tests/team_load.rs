@@ -131,7 +131,7 @@ async fn sixteen_teammates_send_2000_messages_with_send_message_none_lost_none_t
             .rfind(|q| q.agent == agent)
             .unwrap_or_else(|| panic!("{agent} made no request"));
         let mut per_sender: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for (from, i, k) in received(&last.messages) {
+        for (from, i, k) in received(&last.messages.to_vec()) {
             assert_eq!(from, format!("m{i}"), "marked with its sender");
             assert_eq!(recipient(i, k), r, "M:{i}:{k} reached m{r}");
             *seen.entry((i, k)).or_default() += 1;

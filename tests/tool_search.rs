@@ -232,7 +232,7 @@ fn an_mcp_servers_tools_are_deferred_loaded_and_called_through_crew() {
     assert!(!names(&requests[0]).iter().any(|n| n.starts_with("mcp__")));
     assert!(names(&requests[1]).contains(&"mcp__test__read_note"));
     assert!(!names(&requests[1]).contains(&"mcp__test__danger"));
-    let results = tool_results(&requests[2].messages);
+    let results = tool_results(&requests[2].messages.to_vec());
     assert!(
         results[0]
             .content

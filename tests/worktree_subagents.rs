@@ -159,7 +159,7 @@ async fn three_background_subagents_work_in_their_own_worktrees() {
         .into_iter()
         .filter(|r| r.agent.starts_with("w3/"))
         .collect();
-    let results = tool_results(&w3_requests.last().unwrap().messages);
+    let results = tool_results(&w3_requests.last().unwrap().messages.to_vec());
     assert!(!results[0].is_error, "{:?}", results[0]);
     for r in &results[1..] {
         assert_eq!(r.error_code.as_deref(), Some("permission_denied"), "{r:?}");

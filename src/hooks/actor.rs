@@ -3,6 +3,11 @@
 //! an event of an agent runs: those whose matcher matches the event's subject, identical
 //! commands once. It runs nothing itself (its mailbox never waits on a hook): the caller
 //! runs the selected hooks in its own task (`client.rs`).
+//!
+//! The table is read once, when the session starts, and never replaced (hooks are not
+//! reloaded mid-session, as in Claude Code). So which events have a hook at all
+//! ([`Configured`]) is known up front: the client answers "none" for the others without a
+//! message. Whatever replaces the table must replace the client's `Configured` with it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -41,6 +46,70 @@ pub struct HookTable {
     /// Hooks from agent definitions, by agent type: they run only for subagents and
     /// teammates of that type (ids `type/task`, `type/name`).
     pub by_agent_type: HashMap<String, Vec<Hook>>,
+}
+
+impl HookTable {
+    /// Which events have a hook in this table, and for which agents.
+    pub fn configured(&self) -> Configured {
+        Configured {
+            session: EventSet::of(&self.session),
+            by_agent_type: self
+                .by_agent_type
+                .iter()
+                .map(|(kind, hooks)| (kind.clone(), EventSet::of(hooks)))
+                .collect(),
+        }
+    }
+
+    /// The hooks that may run for `agent`: the session's, then its type's.
+    pub(crate) fn for_agent<'a>(&'a self, agent: &str) -> impl Iterator<Item = &'a Hook> {
+        let own = agent_type(agent)
+            .and_then(|kind| self.by_agent_type.get(kind))
+            .into_iter()
+            .flatten();
+        self.session.iter().chain(own)
+    }
+}
+
+/// The type of a subagent or teammate (`type/id`, `type/name`); `None` for the lead.
+fn agent_type(agent: &str) -> Option<&str> {
+    agent.split_once('/').map(|(kind, _)| kind)
+}
+
+/// A set of hook events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct EventSet(u32);
+
+impl EventSet {
+    fn of(hooks: &[Hook]) -> Self {
+        Self(hooks.iter().fold(0, |bits, h| bits | Self::bit(h.event)))
+    }
+
+    fn bit(event: HookEvent) -> u32 {
+        1 << (event as u32)
+    }
+
+    fn contains(self, event: HookEvent) -> bool {
+        self.0 & Self::bit(event) != 0
+    }
+}
+
+/// Which events of a [`HookTable`] have any hook, for whom: enough to know that an event
+/// runs nothing without asking the actor (whether a matcher matches still needs it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Configured {
+    session: EventSet,
+    by_agent_type: HashMap<String, EventSet>,
+}
+
+impl Configured {
+    /// Whether `event` of `agent` may run a hook (false: it surely runs none).
+    pub fn may_run(&self, event: HookEvent, agent: &str) -> bool {
+        self.session.contains(event)
+            || agent_type(agent)
+                .and_then(|kind| self.by_agent_type.get(kind))
+                .is_some_and(|set| set.contains(event))
+    }
 }
 
 /// The actor's state.
@@ -89,12 +158,7 @@ impl Actor for Hooks {
                 subject,
                 reply,
             } => {
-                let own = agent
-                    .split_once('/')
-                    .and_then(|(kind, _)| state.table.by_agent_type.get(kind))
-                    .into_iter()
-                    .flatten();
-                let chosen = select(state.table.session.iter().chain(own), event, &subject);
+                let chosen = select(state.table.for_agent(&agent), event, &subject);
                 // A caller that gave up has dropped its port; nothing to do.
                 let _ = reply.send(chosen);
             }

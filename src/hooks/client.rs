@@ -1,7 +1,9 @@
 //! `HookClient`: how the call path and the agent loop fire an event. It asks the `Hooks`
 //! actor which hooks run (a short RPC), runs them in parallel in the caller's own task
 //! (`process.rs`), combines their answers (`report.rs`) and publishes what the user
-//! should see. A session without hooks has a client that does nothing.
+//! should see. A session without hooks has a client that does nothing, and an event no
+//! hook is configured for (`actor::Configured`) is answered without asking the actor: a
+//! session with only a `Stop` hook sends no message per tool call.
 //!
 //! Failing closed: when the actor does not answer, a PreToolUse event blocks the call (a
 //! guard hook may be among those that did not run); other events go on with a notice.
@@ -15,7 +17,7 @@ use ractor::ActorRef;
 use ractor::rpc::CallResult;
 use tokio_util::sync::CancellationToken;
 
-use super::actor::HooksMsg;
+use super::actor::{Configured, HooksMsg};
 use super::config::Hook;
 use super::event::HookEvent;
 use super::process::run_hook;
@@ -34,6 +36,8 @@ pub struct HookClient {
 
 struct Inner {
     actor: ActorRef<HooksMsg>,
+    /// Which events have a hook at all (the actor's table is fixed for the session).
+    configured: Configured,
     project_dir: PathBuf,
     session_id: String,
     transcript_path: String,
@@ -66,9 +70,18 @@ impl HookClient {
         self.inner.is_none()
     }
 
-    /// A client of the session's hooks actor.
+    /// Whether `event` of `agent` may run a hook (false: it surely runs none, and firing
+    /// it answers an empty report without a message to the actor).
+    pub fn may_fire(&self, event: HookEvent, agent: &str) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|i| i.configured.may_run(event, agent))
+    }
+
+    /// A client of the session's hooks actor, whose table has `configured` hooks.
     pub fn new(
         actor: ActorRef<HooksMsg>,
+        configured: Configured,
         project_dir: PathBuf,
         session_id: String,
         transcript_path: String,
@@ -77,6 +90,7 @@ impl HookClient {
         Self {
             inner: Some(Arc::new(Inner {
                 actor,
+                configured,
                 project_dir,
                 session_id,
                 transcript_path,
@@ -130,6 +144,9 @@ impl HookClient {
         let Some(inner) = &self.inner else {
             return Report::default();
         };
+        if !inner.configured.may_run(f.event, f.agent) {
+            return Report::default();
+        }
         let selected = inner
             .actor
             .call(
@@ -219,5 +236,162 @@ impl HookClient {
                 },
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use ractor::{Actor, ActorProcessingErr};
+
+    use super::*;
+    use crate::hooks::actor::{HookTable, select};
+    use crate::hooks::config::{DEFAULT_TIMEOUT, Origin};
+    use crate::hooks::matcher::Matcher;
+    use crate::permission::PermissionMode;
+    use crate::protocol::{ToolCall, ToolResult};
+
+    /// The hooks actor's answers, counting the questions it is asked.
+    struct Counting;
+
+    impl Actor for Counting {
+        type Msg = HooksMsg;
+        type State = (HookTable, Arc<AtomicUsize>);
+        type Arguments = (HookTable, Arc<AtomicUsize>);
+
+        async fn pre_start(
+            &self,
+            _: ActorRef<HooksMsg>,
+            args: Self::Arguments,
+        ) -> Result<Self::State, ActorProcessingErr> {
+            Ok(args)
+        }
+
+        async fn handle(
+            &self,
+            _: ActorRef<HooksMsg>,
+            msg: HooksMsg,
+            (table, asked): &mut Self::State,
+        ) -> Result<(), ActorProcessingErr> {
+            let HooksMsg::Select {
+                event,
+                agent,
+                subject,
+                reply,
+            } = msg;
+            asked.fetch_add(1, Ordering::SeqCst);
+            let _ = reply.send(select(table.for_agent(&agent), event, &subject));
+            Ok(())
+        }
+    }
+
+    fn hook(event: HookEvent, command: &str) -> Hook {
+        Hook {
+            event,
+            matcher: Matcher::parse("").unwrap(),
+            command: command.into(),
+            timeout: DEFAULT_TIMEOUT,
+            origin: Origin {
+                file: "settings.json".into(),
+                scope: "user".into(),
+            },
+            place: "p".into(),
+        }
+    }
+
+    /// A session with a `Stop` hook for everyone and a `PreToolUse` hook for `explore`
+    /// subagents only.
+    async fn client() -> (HookClient, ActorRef<HooksMsg>, Arc<AtomicUsize>) {
+        let table = HookTable {
+            session: vec![hook(HookEvent::Stop, "true")],
+            by_agent_type: [(
+                "explore".to_string(),
+                vec![hook(HookEvent::PreToolUse, "true")],
+            )]
+            .into(),
+        };
+        let asked = Arc::new(AtomicUsize::new(0));
+        let configured = table.configured();
+        let (actor, _) = Actor::spawn(None, Counting, (table, asked.clone()))
+            .await
+            .unwrap();
+        let client = HookClient::new(
+            actor.clone(),
+            configured,
+            std::env::temp_dir(),
+            "s".into(),
+            "t".into(),
+            EventBus::new(),
+        );
+        (client, actor, asked)
+    }
+
+    fn read() -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_with_no_hook_for_its_events_sends_the_actor_nothing() {
+        let (client, actor, asked) = client().await;
+        let (cwd, cancel) = (std::env::temp_dir(), CancellationToken::new());
+        let mode = PermissionMode::Default;
+        let pre = client
+            .pre_tool_use("lead", &cwd, mode, read(), &cancel)
+            .await;
+        assert!(pre.block.is_none());
+        let mut result = ToolResult::ok("c1", "text");
+        let post = client
+            .post_tool_use("lead", &cwd, mode, &read(), &mut result, &cancel)
+            .await;
+        assert!(post.is_none());
+        assert_eq!(result.content, "text");
+        let todo = ToolCall {
+            id: "c2".into(),
+            name: "todo_update".into(),
+            arguments: r#"{"id":"1","status":"completed"}"#.into(),
+        };
+        let completed = client.task_completed("lead", &cwd, &todo, &cancel).await;
+        assert!(completed.is_none());
+        assert_eq!(asked.load(Ordering::SeqCst), 0, "no message per call");
+        // Configured events still ask: the session's Stop hook, the subagent type's guard.
+        let f = Firing {
+            event: HookEvent::Stop,
+            agent: "lead",
+            cwd: &cwd,
+            subject: Vec::new(),
+        };
+        let input = client.input(&f);
+        client.fire(f, input, &cancel).await;
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        client
+            .pre_tool_use("explore/a1", &cwd, mode, read(), &cancel)
+            .await;
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+        actor.stop(None);
+    }
+
+    #[tokio::test]
+    async fn a_configured_pre_tool_use_still_fails_closed_when_the_actor_is_gone() {
+        let (client, actor, _) = client().await;
+        actor.stop(None);
+        actor.wait(None).await;
+        let (cwd, cancel) = (std::env::temp_dir(), CancellationToken::new());
+        let mode = PermissionMode::Default;
+        let guarded = client
+            .pre_tool_use("explore/a1", &cwd, mode, read(), &cancel)
+            .await;
+        assert!(
+            guarded.block.is_some_and(|b| b.contains("did not answer")),
+            "a guard hook may be among those that did not run"
+        );
+        let lead = client
+            .pre_tool_use("lead", &cwd, mode, read(), &cancel)
+            .await;
+        assert!(lead.block.is_none(), "no hook could guard the lead's call");
     }
 }

@@ -22,7 +22,7 @@ pub mod protocol;
 pub mod report;
 pub mod tool_events;
 
-pub use actor::{HookTable, Hooks, HooksMsg};
+pub use actor::{Configured, HookTable, Hooks, HooksMsg};
 pub use client::{Firing, HookClient};
 pub use config::{Hook, Origin};
 pub use event::HookEvent;

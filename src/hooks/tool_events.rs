@@ -63,8 +63,9 @@ impl HookClient {
         call: ToolCall,
         cancel: &CancellationToken,
     ) -> PreToolUse {
-        if self.fires_nothing() {
-            // What an empty report gives, without building the hooks' input.
+        if !self.may_fire(HookEvent::PreToolUse, agent) {
+            // What an empty report gives, without building the hooks' input or asking the
+            // actor.
             return PreToolUse {
                 call,
                 block: None,
@@ -142,7 +143,7 @@ impl HookClient {
         result: &mut ToolResult,
         cancel: &CancellationToken,
     ) -> Option<String> {
-        if self.fires_nothing() {
+        if !self.may_fire(HookEvent::PostToolUse, agent) {
             return None;
         }
         let f = Firing {
@@ -178,7 +179,7 @@ impl HookClient {
         call: &ToolCall,
         cancel: &CancellationToken,
     ) -> Option<String> {
-        if call.name != "todo_update" {
+        if call.name != "todo_update" || !self.may_fire(HookEvent::TaskCompleted, agent) {
             return None;
         }
         let args = arguments(call);

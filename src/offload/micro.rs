@@ -10,9 +10,10 @@
 //! prefix breaks at most once per batch, and never for a saving smaller than the
 //! rewrite. The boundary is computed from the conversation alone (each step looks only
 //! at results that no longer change), so it never moves back, and a resumed run stubs
-//! exactly what the first did.
+//! exactly what the first did. Requests apply it as they are built
+//! (`provider::messages::Messages::micro_compacted`), without copying the conversation.
 
-use crate::protocol::{ContentBlock, Message, Role};
+use crate::protocol::{ContentBlock, Message, Role, ToolResult};
 
 /// When old tool results are stubbed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,14 +74,16 @@ pub fn stub(bytes: usize, path: &std::path::Path) -> String {
     )
 }
 
-/// `messages` (as sent) with the large results of exchanges below the boundary stubbed;
-/// results without a saved file are always kept.
-pub fn compact(mut messages: Vec<Message>, policy: &MicroPolicy) -> Vec<Message> {
+/// How many of the oldest exchanges of `conversation` have their large saved results
+/// stubbed (the boundary). Consecutive messages of one role count as one, as they are sent.
+pub fn stubbed_exchanges(conversation: &[Message], policy: &MicroPolicy) -> usize {
     // What stubbing would save in each exchange (the results after its model turn).
     let mut savings: Vec<usize> = Vec::new();
-    for m in &messages {
+    let mut previous = None;
+    for m in conversation {
         match m.role {
-            Role::Assistant => savings.push(0),
+            Role::Assistant if previous != Some(Role::Assistant) => savings.push(0),
+            Role::Assistant => {}
             Role::User => {
                 if let Some(last) = savings.last_mut() {
                     *last += m
@@ -96,36 +99,32 @@ pub fn compact(mut messages: Vec<Message>, policy: &MicroPolicy) -> Vec<Message>
                 }
             }
         }
+        previous = Some(m.role);
     }
-    let boundary = policy.boundary(&savings);
-    if boundary == 0 {
-        return messages;
-    }
-    let mut seen = 0;
-    for m in &mut messages {
-        if m.role == Role::Assistant {
-            seen += 1;
-            if seen > boundary {
-                break;
-            }
-            continue;
-        }
-        for block in &mut m.content {
-            if let ContentBlock::ToolResult(r) = block
-                && policy.stubs(r.content.len(), r.saved_to.is_some())
-                && let Some(path) = &r.saved_to
-            {
-                r.content = stub(r.content.len(), path);
-            }
-        }
-    }
-    messages
+    policy.boundary(&savings)
+}
+
+/// The stub sent instead of `result` when it lies in a stubbed exchange (`None`: it is
+/// sent whole: small, or saved nowhere).
+pub fn stub_of(result: &ToolResult, policy: &MicroPolicy) -> Option<String> {
+    let path = result.saved_to.as_ref()?;
+    policy
+        .stubs(result.content.len(), true)
+        .then(|| stub(result.content.len(), path))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ToolCall, ToolResult};
+    use crate::protocol::ToolCall;
+    use crate::provider::messages::Messages;
+
+    /// The conversation as a request sends it.
+    fn compact(conversation: Vec<Message>, policy: &MicroPolicy) -> Vec<Message> {
+        Messages::from(conversation)
+            .micro_compacted(policy)
+            .to_vec()
+    }
 
     fn conversation(exchanges: usize, size: usize) -> Vec<Message> {
         let mut conv = vec![Message::user_text("task")];

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::http::{ApiRequest, Decoder, Failure, HttpClient};
-use super::{EventStream, ModelRequest, Provider, ProviderError, StreamEvent};
-use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, Usage};
+use super::{EventStream, Messages, ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::protocol::{ContentBlock, Role, StopReason, ToolCall, Usage};
 
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -106,10 +106,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// Our conversation as API messages: empty text blocks and unsigned thinking (which the
 /// API rejects) are dropped, messages left empty are skipped, consecutive messages of
 /// one role are merged, and the newest message's last cacheable block gets a breakpoint.
-pub fn messages(conversation: &[Message]) -> Vec<Value> {
+pub fn messages(conversation: &Messages) -> Vec<Value> {
     let mut out: Vec<(Role, Vec<Value>)> = Vec::new();
-    for message in conversation {
-        let blocks: Vec<Value> = message.content.iter().filter_map(block).collect();
+    for message in conversation.iter() {
+        let blocks: Vec<Value> = message.content.iter().filter_map(|b| block(b)).collect();
         if blocks.is_empty() {
             continue;
         }

@@ -1,14 +1,14 @@
 //! Unit tests of the Anthropic request conversion and event decoder.
 
 use super::*;
-use crate::protocol::ToolResult;
+use crate::protocol::{Message, ToolResult};
 use crate::tools::ToolSpec;
 
 fn request(messages: Vec<Message>, tools: &[&str]) -> ModelRequest {
     ModelRequest {
         model: "claude-test".into(),
         system: "You are a coder.".into(),
-        messages,
+        messages: messages.into(),
         tools: tools
             .iter()
             .map(|n| ToolSpec {
@@ -125,7 +125,7 @@ fn tool_use_results_and_thinking_convert() {
         },
         Message::user_text("reminder"),
     ];
-    let m = messages(&conversation);
+    let m = messages(&conversation.into());
     assert_eq!(m.len(), 3, "the two user messages merge: {m:#?}");
     let a = &m[1]["content"];
     assert_eq!(

@@ -180,7 +180,7 @@ mod tests {
         ModelRequest {
             model: "claude-sonnet-4-5".into(),
             system: "s".repeat(8000),
-            messages,
+            messages: messages.into(),
             tools: vec![],
             max_tokens: 100,
             agent: "lead".into(),

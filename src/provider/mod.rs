@@ -6,6 +6,7 @@ pub mod anthropic;
 pub mod cache_sim;
 pub mod config;
 pub mod http;
+pub mod messages;
 pub mod openai;
 pub mod replay;
 pub mod retry;
@@ -16,7 +17,9 @@ use std::pin::Pin;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{Message, StopReason, ToolCall, Usage};
+pub use messages::Messages;
+
+use crate::protocol::{StopReason, ToolCall, Usage};
 use crate::tools::ToolSpec;
 
 /// One request for a model turn.
@@ -26,8 +29,9 @@ pub struct ModelRequest {
     pub model: String,
     /// The system prompt.
     pub system: String,
-    /// The conversation so far, with any per-turn reminder already appended.
-    pub messages: Vec<Message>,
+    /// The conversation so far as sent: shared with the agent, not copied, with this
+    /// turn's reminder and micro-compaction's stubs (`messages::Messages::iter`).
+    pub messages: Messages,
     /// The tool definitions the model may call.
     pub tools: Vec<ToolSpec>,
     /// Output token limit.

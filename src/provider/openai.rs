@@ -10,8 +10,8 @@
 use serde_json::{Value, json};
 
 use super::http::{ApiRequest, Decoder, Failure, HttpClient};
-use super::{EventStream, ModelRequest, Provider, ProviderError, StreamEvent};
-use crate::protocol::{ContentBlock, Message, Role, StopReason, ToolCall, Usage};
+use super::{EventStream, Messages, ModelRequest, Provider, ProviderError, StreamEvent};
+use crate::protocol::{ContentBlock, Role, StopReason, ToolCall, Usage};
 
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -101,17 +101,17 @@ pub fn request_body(request: &ModelRequest, max_completion_tokens: bool) -> Valu
 /// Our conversation as Chat Completions messages: the system prompt first, tool results
 /// as `role: tool` messages right after the calls they answer (before any user text of
 /// the same message), assistant calls as `tool_calls`. Thinking is not sent back.
-pub fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
+pub fn messages(system: &str, conversation: &Messages) -> Vec<Value> {
     let mut out = Vec::new();
     if !system.is_empty() {
         out.push(json!({ "role": "system", "content": system }));
     }
-    for m in conversation {
+    for m in conversation.iter() {
         let text = m.text();
         match m.role {
             Role::User => {
                 for b in &m.content {
-                    if let ContentBlock::ToolResult(r) = b {
+                    if let ContentBlock::ToolResult(r) = b.as_ref() {
                         out.push(json!({
                             "role": "tool",
                             "tool_call_id": r.tool_use_id,

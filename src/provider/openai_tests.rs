@@ -1,7 +1,7 @@
 //! Unit tests of the Chat Completions request conversion and chunk decoder.
 
 use super::*;
-use crate::protocol::ToolResult;
+use crate::protocol::{Message, ToolResult};
 use crate::tools::ToolSpec;
 
 fn decode(sse: &str) -> Result<Vec<StreamEvent>, Failure> {
@@ -36,7 +36,7 @@ fn body_has_stream_options_tools_and_limit() {
     let r = ModelRequest {
         model: "gpt-test".into(),
         system: "sys".into(),
-        messages: vec![Message::user_text("hi")],
+        messages: vec![Message::user_text("hi")].into(),
         tools: vec![ToolSpec {
             name: "read_file".into(),
             description: "Reads".into(),
@@ -88,7 +88,7 @@ fn tool_calls_and_results_convert_to_tool_messages() {
             ],
         },
     ];
-    let m = messages("", &conversation);
+    let m = messages("", &conversation.into());
     assert_eq!(m.len(), 4, "{m:#?}");
     assert_eq!(m[1]["content"], Value::Null);
     assert_eq!(m[1]["tool_calls"][0]["id"], "call_1");

@@ -281,7 +281,7 @@ mod tests {
         ModelRequest {
             model: "m".into(),
             system: String::new(),
-            messages: vec![],
+            messages: Default::default(),
             tools: vec![],
             max_tokens: 100,
             agent: agent.into(),

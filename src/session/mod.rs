@@ -361,9 +361,11 @@ async fn start_hooks(
     if h.hooks.session.is_empty() && h.hooks.by_agent_type.is_empty() {
         return Ok(HookClient::none());
     }
+    let configured = h.hooks.configured();
     let (actor, _) = Actor::spawn_linked(None, Hooks, h.hooks, supervisor.clone()).await?;
     let client = HookClient::new(
         actor,
+        configured,
         h.project_dir,
         h.session_id,
         h.transcript_path.display().to_string(),

@@ -143,7 +143,7 @@ impl Fork {
             let request = ModelRequest {
                 model: lead.spec.model.clone(),
                 system: system.clone(),
-                messages: crate::agent::runner::with_reminder(&conversation, None),
+                messages: conversation.clone().into(),
                 tools: tools.clone(),
                 max_tokens: lead.spec.max_tokens,
                 agent: self.path.caller.agent.clone(),

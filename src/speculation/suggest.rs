@@ -43,7 +43,7 @@ pub async fn suggest(
     let request = ModelRequest {
         model: model.to_string(),
         system: system.to_string(),
-        messages,
+        messages: messages.into(),
         tools: Vec::new(),
         max_tokens: 100,
         agent: SUGGEST_AGENT.to_string(),

@@ -20,7 +20,7 @@ use crate::events::EventKind;
 use crate::hooks::agent_events::context_text;
 use crate::hooks::event::HookEvent;
 use crate::protocol::{Message, Usage};
-use crate::provider::{ModelRequest, ProviderError, StreamEvent};
+use crate::provider::{Messages, ModelRequest, ProviderError, StreamEvent};
 use crate::tools::ToolSpec;
 
 /// The share of the window the kept exchanges may take.
@@ -110,7 +110,9 @@ pub async fn compact(
     let max_tokens = (window / 8).max(512).min(u64::from(runner.spec.max_tokens));
     let fixed = tokens_of_bytes(system.len()) + request_tokens("", &tools, &[]);
     let budget = window.saturating_sub(max_tokens + fixed);
-    let messages = crate::agent::runner::with_reminder(conversation, Some(instructions));
+    let messages = Messages::from(conversation.to_vec())
+        .with_reminder(Some(instructions))
+        .to_vec();
     let messages = compact::fit(messages, budget).ok_or(CompactError::TooLarge {
         tokens: tokens_before,
         window,
@@ -118,7 +120,7 @@ pub async fn compact(
     let request = ModelRequest {
         model: runner.spec.model.clone(),
         system: system.to_string(),
-        messages,
+        messages: messages.into(),
         tools: tools.clone(),
         max_tokens: max_tokens as u32,
         // The scripted model routes summary turns by this (`compact` in a script).

@@ -258,7 +258,7 @@ pub fn request(model: &str, call: &ToolCall, decision: &Decision, intent: &Inten
     ModelRequest {
         model: model.to_string(),
         system: SYSTEM_PROMPT.to_string(),
-        messages: vec![Message::user_text(text)],
+        messages: vec![Message::user_text(text)].into(),
         tools: Vec::new(),
         max_tokens: MAX_TOKENS,
         agent: CLASSIFIER_AGENT.to_string(),
@@ -441,7 +441,8 @@ mod tests {
         assert_eq!(req.system, SYSTEM_PROMPT);
         assert_eq!(req.agent, CLASSIFIER_AGENT);
         assert!(req.tools.is_empty());
-        let ContentBlock::Text { text } = &req.messages[0].content[0] else {
+        let sent = req.messages.to_vec();
+        let ContentBlock::Text { text } = &sent[0].content[0] else {
             panic!("text expected");
         };
         assert!(text.contains("fix the build") && text.contains("category: exec"));

@@ -1,0 +1,55 @@
+//! A turn's tool calls through the pipeline: consecutive read-only calls concurrently,
+//! side-effecting calls (and skill loads) one at a time in order, results in call order.
+
+use futures::future::join_all;
+
+use super::Runner;
+use crate::agent::pipeline::CallerContext;
+use crate::gate::actor::GateMsg;
+use crate::protocol::{ToolCall, ToolResult};
+use crate::skills;
+use crate::tools::Safety;
+
+impl Runner {
+    /// Runs calls: consecutive read-only calls concurrently, side-effecting calls one at
+    /// a time in order; results come back in call order.
+    pub(super) async fn run_calls(
+        &self,
+        caller: &CallerContext,
+        calls: Vec<ToolCall>,
+    ) -> Vec<ToolResult> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut batch: Vec<ToolCall> = Vec::new();
+        for call in calls {
+            let read_only = self.pipeline.registry.safety(&call.name) == Some(Safety::ReadOnly);
+            // Loading a skill changes what the calls after it may run: it runs alone.
+            let skill = self.pipeline.registry.canonical(&call.name) == Some(skills::tool::NAME);
+            if read_only && !skill {
+                batch.push(call);
+                continue;
+            }
+            results.extend(self.run_batch(caller, std::mem::take(&mut batch)).await);
+            let args = call.arguments.clone();
+            let result = self.pipeline.dispatch(caller, call).await;
+            if skill && !result.is_error {
+                self.activate_skill(&args);
+            }
+            results.push(result);
+        }
+        results.extend(self.run_batch(caller, batch).await);
+        results
+    }
+
+    /// Puts a just-loaded skill's `allowed-tools` in force at the gate for this agent
+    /// (before its next call is submitted: one sender, one mailbox, in order).
+    fn activate_skill(&self, arguments: &str) {
+        if let Some(limit) = self.pipeline.registry.skills().limit_for(arguments) {
+            let agent = self.spec.id.clone();
+            self.pipeline.gate.cast(GateMsg::Narrow { agent, limit });
+        }
+    }
+
+    async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
+        join_all(batch.into_iter().map(|c| self.pipeline.dispatch(caller, c))).await
+    }
+}
