@@ -379,7 +379,7 @@ mod tests {
     async fn a_configured_pre_tool_use_still_fails_closed_when_the_actor_is_gone() {
         let (client, actor, _) = client().await;
         actor.stop(None);
-        actor.wait(None).await;
+        actor.wait(None).await.expect("the hooks actor stops");
         let (cwd, cancel) = (std::env::temp_dir(), CancellationToken::new());
         let mode = PermissionMode::Default;
         let guarded = client
