@@ -93,7 +93,12 @@ async fn session_run(turns: usize, hooks: Option<HookTable>) -> anyhow::Result<(
     let provider = ScriptedProvider::new(script(turns)?).without_memory();
     let session = SessionHandle::start(SessionConfig {
         auto: None,
-        context: Default::default(),
+        // No auto-compaction: its summary request would take a turn of the script, and
+        // this measures the loop, not the compaction (`tests/compaction.rs` has that).
+        context: crewmaster::agent::context::ContextSettings {
+            auto_compact: None,
+            ..Default::default()
+        },
         cwd: cwd.clone(),
         permission_mode: PermissionMode::Default,
         policy: Policy::default(),
