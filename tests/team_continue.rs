@@ -280,7 +280,6 @@ const PLANNED_SECOND: &str = r#"{"turns": [
     {"tool_calls": [
       {"name": "send_message", "input": {"to": "alice", "message": "MSG-TO-ALICE"}},
       {"name": "send_message", "input": {"to": "pat", "message": "STATUS?"}}]},
-    {"text": "asked"},
     {"wait_for": "@SIG/pat-answered", "tool_calls": [
       {"name": "send_message", "input": {"to": "pat", "type": "plan_approval_response", "approve": true, "message": "go ahead"}}]},
     {"text": "approved"}],

@@ -149,13 +149,16 @@ impl Provider for ScriptedProvider {
 
     fn stream(&self, request: ModelRequest) -> EventStream {
         if let Some(path) = &self.record_to {
-            if let Ok(line) = serde_json::to_string(&request) {
+            if let Ok(mut line) = serde_json::to_string(&request) {
                 use std::io::Write;
+                // One `write` per line: agents record at once, and `writeln!` would write
+                // the newline separately, so two lines could run together.
+                line.push('\n');
                 let written = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
-                    .and_then(|mut f| writeln!(f, "{line}"));
+                    .and_then(|mut f| f.write_all(line.as_bytes()));
                 if let Err(e) = written {
                     tracing::warn!("cannot record request to {}: {e}", path.display());
                 }
