@@ -475,7 +475,7 @@ async fn work(
             Some(auto) if auto.lead_in_auto() => PermissionMode::Auto,
             _ => PermissionMode::DontAsk,
         }),
-        sandbox: CommandSandbox::Landlock { writable_roots },
+        sandbox: CommandSandbox::landlock(writable_roots),
         delegate: Some(Arc::new(
             ActorDelegate::new(me, SubAgentMsg::Spawn).with_resume(SubAgentMsg::Resume),
         )),

@@ -275,9 +275,7 @@ async fn start_actor(
     let place = RunPlace {
         cwd: start.cwd,
         permission_mode: narrowed(mode, def.permission_mode.as_deref()),
-        sandbox: CommandSandbox::Landlock {
-            writable_roots: writable,
-        },
+        sandbox: CommandSandbox::landlock(writable),
         delegate: None,
         tasks: None,
         walk: env.walk.clone(),

@@ -48,6 +48,10 @@ pub enum ApprovalAnswer {
     AllowSession,
     /// Run it, and allow calls like it from now on (saved to settings.local.json).
     AllowForever,
+    /// Run this command once, outside the OS sandbox: an explicit human decision, offered
+    /// for commands (typically after a sandboxed run failed because of the sandbox).
+    /// Never given by a headless policy.
+    AllowOutsideSandbox,
     /// Refuse it, optionally telling the model why.
     Deny {
         /// A message for the model.
@@ -87,7 +91,7 @@ impl Approval {
         &self.agent
     }
 
-    /// How the human allowed it (once, for the session, forever).
+    /// How the human allowed it (once, for the session, forever, outside the sandbox).
     pub fn answer(&self) -> &ApprovalAnswer {
         &self.answer
     }

@@ -81,6 +81,48 @@ pub fn working_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
     Ok(cwd)
 }
 
+/// The lead's command sandbox: every command runs confined, in the profile the engine
+/// chooses for its call (`permission::profile`), below the cwd, the additional
+/// directories and the user's `sandbox.filesystem.allowWrite`. Also hands the
+/// `sandbox.filesystem` deny lists to the command runner and says, once, which sandbox
+/// layers hold here; with `sandbox.failIfUnavailable` a missing core layer (Landlock,
+/// mount namespaces) stops the session instead.
+fn command_sandbox(
+    policy: &Policy,
+    cwd: &std::path::Path,
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<CommandSandbox> {
+    crate::tools::sandbox::extra::set(crate::tools::sandbox::extra::ExtraPaths {
+        deny_read: policy.sandbox.deny_read.clone(),
+        deny_write: policy.sandbox.deny_write.clone(),
+        allow_read: policy.sandbox.allow_read.clone(),
+    });
+    let layers = crate::tools::sandbox::layers::probe();
+    if policy.sandbox.fail_if_unavailable && (!layers.landlock || !layers.mount_ns) {
+        bail!(
+            "sandbox.failIfUnavailable is set, and the OS sandbox cannot start here: missing {}. \
+             Run crew on a kernel with Landlock and where namespaces are allowed, or remove \
+             failIfUnavailable from the settings to run with the layers that hold (commands \
+             that no human approved are then refused where Landlock is missing)",
+            layers.missing().join(", ")
+        );
+    }
+    if let Some(line) = layers.summary() {
+        warn(line);
+    }
+    if policy.sandbox.disabled {
+        warn(
+            "sandbox.enabled is false in your settings: commands run outside the OS sandbox \
+             (except under dontAsk and auto, and subagents'). This is unsafe"
+                .into(),
+        );
+    }
+    let mut writable_roots = vec![cwd.to_path_buf()];
+    writable_roots.extend(policy.additional_roots.iter().cloned());
+    writable_roots.extend(policy.sandbox.writable_roots.iter().cloned());
+    Ok(CommandSandbox::landlock(writable_roots))
+}
+
 /// Starts a session as the command line asks, answering Asks with `approver`.
 /// Warnings (unknown mode, broken agent files) go to `warn`.
 pub async fn prepare(
@@ -117,15 +159,7 @@ pub async fn prepare(
     let permission_mode =
         super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
     crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
-    // Commands run under Landlock when unattended, or whenever the settings ask for it.
-    let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
-        let mut writable_roots = vec![cwd.clone()];
-        writable_roots.extend(policy.additional_roots.iter().cloned());
-        writable_roots.extend(policy.sandbox.writable_roots.iter().cloned());
-        CommandSandbox::Landlock { writable_roots }
-    } else {
-        CommandSandbox::None
-    };
+    let sandbox = command_sandbox(&policy, &cwd, warn)?;
     let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));

@@ -230,15 +230,15 @@ pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Opt
 }
 
 /// Clears a permitted call or refuses it (`tool_not_allowed`, `unknown_tool`). The call,
-/// the agent and the working directory come from the permit; a context for another agent
-/// or directory than the permit's is refused.
+/// the agent, the working directory and the sandbox profile come from the permit; a
+/// context for another agent or directory than the permit's is refused.
 fn clear(
     registry: &Registry,
     policy: &GatePolicy,
     permit: Permit,
     mut ctx: ToolContext,
 ) -> Result<ClearedCall, ToolResult> {
-    let (call, agent, cwd) = permit.into_parts();
+    let (call, agent, cwd, profile) = permit.into_parts();
     if ctx.agent_id != agent || ctx.cwd != cwd {
         return Err(ToolResult::error(
             &call.id,
@@ -259,6 +259,8 @@ fn clear(
         .unwrap_or(&call.name)
         .to_string();
     ctx.agent_id = agent;
+    // The permit's profile, never the caller's: the context cannot widen what was granted.
+    ctx.sandbox = std::mem::take(&mut ctx.sandbox).for_call(profile);
     Ok(ClearedCall {
         call,
         canonical_name,

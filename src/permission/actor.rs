@@ -170,9 +170,13 @@ impl Actor for PermissionEngine {
             } => {
                 let policy = state.for_mode(request.mode);
                 let decision = hook::apply(check(&request, policy), &hook, request.mode);
+                let decision = super::profile::require_human(&request, decision, policy);
+                let profile = super::profile::choose(&request, &decision, policy);
                 let CheckRequest { call, cwd, .. } = request;
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(Checked::from_decision(call, agent, cwd, decision));
+                let _ = reply.send(Checked::from_decision(
+                    call, agent, cwd, decision, profile,
+                ));
             }
             PermissionMsg::AuthorizeAndSubmit {
                 agent,
@@ -183,8 +187,10 @@ impl Actor for PermissionEngine {
             } => {
                 let policy = state.for_mode(request.mode);
                 let decision = hook::apply(check(&request, policy), &hook, request.mode);
+                let decision = super::profile::require_human(&request, decision, policy);
+                let profile = super::profile::choose(&request, &decision, policy);
                 let CheckRequest { call, cwd, .. } = request;
-                match Checked::from_decision(call, agent, cwd, decision) {
+                match Checked::from_decision(call, agent, cwd, decision, profile) {
                     Checked::Allowed { permit, decision } => {
                         submit(permit, &decision, onward, reply)
                     }

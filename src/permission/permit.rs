@@ -37,35 +37,61 @@
 use std::path::{Path, PathBuf};
 
 use super::Decision;
-use crate::approver::Approval;
+use crate::approver::{Approval, ApprovalAnswer};
 use crate::protocol::ToolCall;
+use crate::tools::SandboxProfile;
 
 /// Leave to run one call: issued by the permission engine for an Allow, or built from a
 /// `Pending` and a human's `Approval`. Bound to the call (id, name, arguments), the
-/// calling agent and its working directory. Deliberately neither `Clone` nor
-/// `Deserialize`: it is spent when submitted to the gate.
+/// calling agent and its working directory, and carries the sandbox profile its
+/// commands run in (chosen from the decision, `permission::profile`). Deliberately
+/// neither `Clone` nor `Deserialize`: it is spent when submitted to the gate.
 #[derive(Debug)]
 pub struct Permit {
     call: ToolCall,
     agent: String,
     cwd: PathBuf,
+    profile: SandboxProfile,
 }
 
 impl Permit {
     /// Only the engine issues permits (this module and `permission::actor`).
-    pub(super) fn issue(call: ToolCall, agent: String, cwd: PathBuf) -> Permit {
-        Permit { call, agent, cwd }
+    pub(super) fn issue(
+        call: ToolCall,
+        agent: String,
+        cwd: PathBuf,
+        profile: SandboxProfile,
+    ) -> Permit {
+        Permit {
+            call,
+            agent,
+            cwd,
+            profile,
+        }
     }
 
     /// A permit for a call the engine asked about and a human approved. Fails when the
-    /// approval was given for another call or another agent.
+    /// approval was given for another call or another agent. The command runs in the
+    /// approved profile (confined like the write profile), outside the sandbox only when
+    /// the human answered "run it outside the sandbox" (or the user's settings already
+    /// put it there), and in bypass as the mode says.
     pub fn approved(pending: Pending, approval: &Approval) -> Result<Permit, ApprovalMismatch> {
         if approval.call() != &pending.call || approval.agent() != pending.agent {
             return Err(ApprovalMismatch {
                 call_id: pending.call.id,
             });
         }
-        Ok(Permit::issue(pending.call, pending.agent, pending.cwd))
+        let profile = match (approval.answer(), pending.profile) {
+            (ApprovalAnswer::AllowOutsideSandbox, _) => SandboxProfile::Unsandboxed,
+            (_, p @ (SandboxProfile::Unsandboxed | SandboxProfile::Bypass)) => p,
+            _ => SandboxProfile::Approved,
+        };
+        Ok(Permit::issue(
+            pending.call,
+            pending.agent,
+            pending.cwd,
+            profile,
+        ))
     }
 
     /// A permit for a call the engine asked about and auto mode's classifier allowed.
@@ -79,7 +105,22 @@ impl Permit {
                 call_id: pending.call.id,
             });
         }
-        Ok(Permit::issue(pending.call, pending.agent, pending.cwd))
+        // The classifier is no human: its allow runs in the write profile.
+        let profile = match pending.profile {
+            SandboxProfile::Read | SandboxProfile::Approved => SandboxProfile::Write,
+            p => p,
+        };
+        Ok(Permit::issue(
+            pending.call,
+            pending.agent,
+            pending.cwd,
+            profile,
+        ))
+    }
+
+    /// The sandbox profile the call's commands run in.
+    pub fn profile(&self) -> SandboxProfile {
+        self.profile
     }
 
     /// The permitted call.
@@ -97,9 +138,9 @@ impl Permit {
         &self.cwd
     }
 
-    /// Spends the permit: the call, the agent and the working directory.
-    pub fn into_parts(self) -> (ToolCall, String, PathBuf) {
-        (self.call, self.agent, self.cwd)
+    /// Spends the permit: the call, the agent, the working directory and the profile.
+    pub fn into_parts(self) -> (ToolCall, String, PathBuf, SandboxProfile) {
+        (self.call, self.agent, self.cwd, self.profile)
     }
 }
 
@@ -107,7 +148,7 @@ impl Permit {
 impl Permit {
     /// A permit for the crate's own unit tests (the gate's); never compiled otherwise.
     pub(crate) fn for_test(call: ToolCall, agent: &str, cwd: &str) -> Permit {
-        Permit::issue(call, agent.into(), cwd.into())
+        Permit::issue(call, agent.into(), cwd.into(), SandboxProfile::Write)
     }
 }
 
@@ -119,16 +160,24 @@ pub struct Pending {
     agent: String,
     cwd: PathBuf,
     decision: Decision,
+    profile: SandboxProfile,
 }
 
 impl Pending {
     /// Only the engine builds pending calls.
-    pub(super) fn new(call: ToolCall, agent: String, cwd: PathBuf, decision: Decision) -> Pending {
+    pub(super) fn new(
+        call: ToolCall,
+        agent: String,
+        cwd: PathBuf,
+        decision: Decision,
+        profile: SandboxProfile,
+    ) -> Pending {
         Pending {
             call,
             agent,
             cwd,
             decision,
+            profile,
         }
     }
 
@@ -174,20 +223,22 @@ pub enum Checked {
 }
 
 impl Checked {
-    /// Wraps a decision of the pure `check` for the calling agent.
+    /// Wraps a decision of the pure `check` for the calling agent, with the sandbox
+    /// profile chosen for it (`permission::profile::choose`).
     pub(super) fn from_decision(
         call: ToolCall,
         agent: String,
         cwd: PathBuf,
         decision: Decision,
+        profile: SandboxProfile,
     ) -> Checked {
         use super::Verdict;
         match decision.verdict {
             Verdict::Allow => Checked::Allowed {
-                permit: Permit::issue(call, agent, cwd),
+                permit: Permit::issue(call, agent, cwd, profile),
                 decision,
             },
-            Verdict::Ask => Checked::Asked(Pending::new(call, agent, cwd, decision)),
+            Verdict::Ask => Checked::Asked(Pending::new(call, agent, cwd, decision, profile)),
             Verdict::Deny => Checked::Denied(decision),
         }
     }

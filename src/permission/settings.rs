@@ -5,9 +5,9 @@
 //! unknown rule is skipped with a warning naming file and index.
 //!
 //! A cloned repository's project file must not unlock what the user did not: its
-//! `defaultMode: bypassPermissions`/`dontAsk`, `additionalDirectories` and
-//! `sandbox.writableRoots` are always ignored with a warning (put them in
-//! settings.local.json). Its allow rules, a `defaultMode` looser than `default` and
+//! `defaultMode: bypassPermissions`/`dontAsk`, `additionalDirectories` and the `sandbox`
+//! values that widen power (`sandbox_settings.rs`) are always ignored with a warning (put
+//! them in settings.local.json). Its allow rules, a `defaultMode` looser than `default` and
 //! `worktree.setup` apply only in a folder the user trusted (`trust.rs`); elsewhere one
 //! warning names each ignored entry. Its deny and ask rules always apply: they only
 //! tighten. Claude Code's `.claude` files follow the same rules as ours; from them a
@@ -15,22 +15,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::rules::{Rule, RuleKind};
 use super::trust::TrustStore;
 use super::{Layer, PermissionMode, Policy, layers, sandbox};
 
-/// The OS sandbox settings (`sandbox` key); the command runner applies them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct SandboxSettings {
-    /// Run every agent's commands under Landlock (dontAsk agents always are).
-    pub enabled: bool,
-    /// Extra directories sandboxed commands may write below.
-    pub writable_roots: Vec<PathBuf>,
-}
+pub use super::sandbox_settings::SandboxSettings;
 
 /// A settings problem that does not stop loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +67,16 @@ pub enum SettingsError {
         /// The parser's message.
         message: String,
     },
+    /// A field has a value of the wrong shape.
+    #[error("settings file {path}: `{field}` {message}; fix the value or remove the key")]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// The field, dotted (`sandbox.filesystem.denyRead[0]`).
+        field: String,
+        /// What it must be.
+        message: String,
+    },
     /// Writing a grant failed.
     #[error("cannot write settings file {path}: {message}")]
     Write {
@@ -89,7 +91,8 @@ pub enum SettingsError {
 #[serde(default)]
 struct RawSettings {
     permissions: RawPermissions,
-    sandbox: Option<SandboxSettings>,
+    /// Parsed by `sandbox_settings` (Claude Code's keys, with field-named errors).
+    sandbox: Option<Value>,
     model: Option<String>,
     #[serde(rename = "maxConcurrentAgents")]
     max_concurrent_agents: Option<usize>,
@@ -282,16 +285,13 @@ impl Policy {
                 }
             }
             if let Some(sb) = &raw.sandbox {
-                policy.sandbox.enabled |= sb.enabled;
-                if own {
-                    policy.sandbox.writable_roots.extend(
-                        sb.writable_roots
-                            .iter()
-                            .map(|p| sandbox::absolute(&p.to_string_lossy(), &root, home)),
-                    );
-                } else if !sb.writable_roots.is_empty() {
-                    warn(&mut warnings, "sandbox.writableRoots is ignored in project settings; set it in .crew/settings.local.json".into());
-                }
+                let origin = super::sandbox_settings::Origin {
+                    file: &path,
+                    own,
+                    root: &root,
+                    home,
+                };
+                policy.sandbox.merge(sb, &origin, &mut warnings)?;
             }
             if let Some(env) = &raw.command_env {
                 // A cloned repository must not hand the user's secrets to commands.

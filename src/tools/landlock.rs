@@ -1,5 +1,7 @@
 //! Linux Landlock confinement for commands: reads and execution anywhere, writes only
-//! below the writable roots, the temp directory and a few harmless devices; no terminal
+//! where the call's sandbox profile allows (the read profile: the private temp dir and
+//! the harmless devices, and no TCP; the write profile: below the writable roots too; the
+//! bypass profile: everywhere but the home directory's own files and crew's state); no terminal
 //! is writable, and (ABI 5, Linux 6.10+) device ioctls are allowed only on those devices,
 //! so a command cannot inject keystrokes into a terminal with `TIOCSTI`.
 //!
@@ -13,9 +15,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, RulesetError, RulesetStatus, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, RulesetError, RulesetStatus, path_beneath_rules,
 };
+
+use crate::tools::sandbox::profile::SandboxProfile;
 
 /// The newest Landlock ABI whose filesystem rights we ask for. V3 covers reading,
 /// writing, creating, removing, renaming across directories and truncating; V5 adds the
@@ -49,6 +53,10 @@ pub enum SandboxError {
         "the command was refused: the OS sandbox (Linux Landlock) is required but {0}. {ADVICE}"
     )]
     Unsupported(String),
+    /// A layer the call's profile needs is missing here (the text says which, and what
+    /// to do).
+    #[error("{0}")]
+    Unavailable(String),
     /// Building the ruleset failed.
     #[error(
         "the command was refused: the Landlock ruleset could not be built ({0}). \
@@ -69,14 +77,16 @@ pub enum SandboxError {
     NotEnforced,
 }
 
-/// What a user can do when confinement is impossible. Commands that run unasked (the
-/// dontAsk mode, subagents, teammates) are always confined, whatever the settings say, so
-/// the only way to run commands without the sandbox is to approve them: the other modes.
-pub const ADVICE: &str = "Commands that run without asking (permission mode dontAsk, \
-    subagents, teammates) are always confined, and settings cannot turn that off. To run \
-    commands on this machine, use the default or acceptEdits permission mode, where each \
-    command is approved first (or allowed by a permissions rule), and leave \
-    \"sandbox\": {\"enabled\": true} out of the settings";
+/// What a user can do when confinement is impossible. Commands that run unasked (every
+/// command allowed by a rule or by the mode, in every mode; subagents, teammates) are
+/// always confined, so the way to run commands without the sandbox is a human's approval
+/// of each one, in the default or acceptEdits mode.
+pub const ADVICE: &str = "Commands that run without asking (allowed by a rule or by the \
+    permission mode, dontAsk, subagents, teammates) are always confined, and project settings \
+    cannot turn that off. To run commands on this machine, use the default or acceptEdits \
+    permission mode with an `ask` rule such as `Bash(*)`, so that each command is approved \
+    first (approved commands run with the layers that hold), or list a command in \
+    `sandbox.excludedCommands` of your own settings";
 
 /// The test-only switch that makes [`kernel_support`] report Landlock missing, so tests
 /// can follow the refusal path on any kernel. It can only make crew stricter.
@@ -111,6 +121,19 @@ pub fn restricts_device_ioctls() -> bool {
         Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessFs::IoctlDev)
+            .and_then(|r| r.create())
+            .is_ok()
+    })
+}
+
+/// Whether the kernel's Landlock can refuse TCP connect and bind (ABI 4, Linux 6.7+): the
+/// read profile's "no network" where no network namespace can be made.
+pub fn restricts_tcp() -> bool {
+    static V4: OnceLock<bool> = OnceLock::new();
+    *V4.get_or_init(|| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)
             .and_then(|r| r.create())
             .is_ok()
     })
@@ -187,6 +210,71 @@ pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// Entries of the home directory the bypass profile may write below: its subdirectories,
+/// except those holding code the user's shell, git or desktop runs, and crew's and
+/// Claude Code's configuration and state. The files directly in the home directory
+/// (`.bashrc`, `.profile`, `.gitconfig`, …) are not granted, nor creating new ones there.
+const BYPASS_KEPT_IN_HOME: &[&str] = &[
+    ".crew", ".claude", ".config", ".ssh", ".gnupg", ".bashrc.d", ".local", ".aws", ".kube",
+    ".docker", ".azure", ".password-store", ".oh-my-zsh",
+];
+
+/// Entries of `~/.config` and `~/.local` the bypass profile may not write below.
+const BYPASS_KEPT_IN_CONFIG: &[&str] = &[
+    "git", "fish", "systemd", "autostart", "environment.d", "gh", "gcloud", "crew", "claude",
+    "bin", "share",
+];
+
+/// The directories the bypass profile may write below, besides the roots and the sandbox
+/// temp dir: every directory of the file system except the way down to `home` (each
+/// sibling of each of its ancestors is granted whole), and inside `home` every
+/// subdirectory but [`BYPASS_KEPT_IN_HOME`] (`~/.config` and `~/.local` one level deeper,
+/// but [`BYPASS_KEPT_IN_CONFIG`]). Landlock grants only, so the home directory itself,
+/// its files and the kept directories stay read-only, and of `/dev` only the harmless
+/// devices are writable. Without a home directory: every directory of `/` but `/dev`.
+pub fn bypass_writable_dirs(home: Option<&Path>) -> Vec<PathBuf> {
+    let subdirs = |dir: &Path, kept: &[&str], skip: Option<&Path>| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .filter(|p| Some(p.as_path()) != skip)
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_none_or(|n| !kept.contains(&n))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let Some(home) = home.and_then(|h| h.canonicalize().ok()) else {
+        return subdirs(Path::new("/"), &["dev"], None);
+    };
+    let mut out = Vec::new();
+    let ancestors: Vec<&Path> = home.ancestors().skip(1).collect();
+    for (i, dir) in ancestors.iter().enumerate() {
+        // The ancestor's child on the way down to home is not granted whole.
+        let towards = if i == 0 {
+            Some(home.as_path())
+        } else {
+            Some(ancestors[i - 1])
+        };
+        // `/dev` keeps only the harmless devices (terminals stay out of reach).
+        let kept: &[&str] = if dir.parent().is_none() { &["dev"] } else { &[] };
+        out.extend(subdirs(dir, kept, towards));
+    }
+    out.extend(subdirs(&home, BYPASS_KEPT_IN_HOME, None));
+    for nested in [".config", ".local"] {
+        out.extend(subdirs(&home.join(nested), BYPASS_KEPT_IN_CONFIG, None));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// `crew/<task>` for a branch `crew/<task>/<name…>`: the directory only this task's
 /// branches live in. Anything else (a branch directly in `crew/`, `..`) has none.
 fn own_ref_dir(branch: &str) -> Option<PathBuf> {
@@ -214,23 +302,40 @@ pub struct PreparedLandlock {
 }
 
 impl PreparedLandlock {
-    /// Builds the ruleset for `writable_roots`, refusing when `support` says the kernel
-    /// cannot enforce it. Pass [`kernel_support()`] except in tests of the refusal path.
+    /// Builds the ruleset of `profile` for `writable_roots`, refusing when `support` says
+    /// the kernel cannot enforce it. The read profile writes only the private temp dir and
+    /// the harmless devices and (ABI 4) opens no TCP connection; the write and approved
+    /// profiles write below the roots; the bypass profile writes anywhere but the home
+    /// directory's own files and crew's state ([`bypass_writable_dirs`]). Pass
+    /// [`kernel_support()`] except in tests of the refusal path.
     pub fn prepare(
         writable_roots: &[PathBuf],
+        profile: SandboxProfile,
         support: KernelSupport,
     ) -> Result<Self, SandboxError> {
         if let KernelSupport::Unavailable(why) = support {
             return Err(SandboxError::Unsupported(why.to_string()));
         }
-        let roots = effective_writable_roots(writable_roots);
-        let ruleset = Ruleset::default()
+        let mut roots = match profile {
+            SandboxProfile::Read => effective_writable_roots(&[]),
+            _ => effective_writable_roots(writable_roots),
+        };
+        if profile == SandboxProfile::Bypass {
+            roots.extend(bypass_writable_dirs(dirs::home_dir().as_deref()));
+        }
+        let mut ruleset = Ruleset::default()
             // Version 1 rights are required: without them nothing is confined.
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessFs::from_all(ABI::V1))?
             // Newer rights (refer, truncate) are added where the kernel has them.
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_all(TARGET_ABI))?
+            .handle_access(AccessFs::from_all(TARGET_ABI))?;
+        if profile == SandboxProfile::Read {
+            // No rule allows any port: every TCP connect and bind is refused (ABI 4+;
+            // older kernels leave it to the network namespace).
+            ruleset = ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?;
+        }
+        let ruleset = ruleset
             .create()?
             .add_rules(path_beneath_rules(
                 [Path::new("/")],
@@ -269,6 +374,7 @@ mod tests {
     fn unsupported_kernel_is_refused_with_how_to_opt_out() {
         let err = PreparedLandlock::prepare(
             &[PathBuf::from("/tmp")],
+            SandboxProfile::Write,
             KernelSupport::Unavailable("Landlock is disabled"),
         )
         .unwrap_err();
@@ -294,6 +400,27 @@ mod tests {
             assert!(!WRITABLE_DEVICES.contains(&tty), "{tty}");
         }
         assert!(!roots.contains(&PathBuf::from("/")));
+    }
+
+    #[test]
+    fn bypass_grants_neither_the_home_files_nor_crews_state() {
+        let home = tempfile::tempdir().unwrap();
+        let home_path = home.path().canonicalize().unwrap();
+        for d in [".crew", ".config/git", ".config/htop", "src/proj", ".cache"] {
+            std::fs::create_dir_all(home_path.join(d)).unwrap();
+        }
+        std::fs::write(home_path.join(".bashrc"), "").unwrap();
+        let dirs = bypass_writable_dirs(Some(&home_path));
+        assert!(dirs.contains(&home_path.join("src")), "{dirs:?}");
+        assert!(dirs.contains(&home_path.join(".cache")), "{dirs:?}");
+        assert!(dirs.contains(&home_path.join(".config/htop")), "{dirs:?}");
+        for kept in ["", ".crew", ".config", ".config/git", ".bashrc"] {
+            let p = home_path.join(kept);
+            assert!(!dirs.iter().any(|d| p.starts_with(d)), "{kept}: {dirs:?}");
+        }
+        // Outside the home directory everything else is granted, never `/` itself.
+        assert!(!dirs.contains(&PathBuf::from("/")));
+        assert!(dirs.contains(&PathBuf::from("/usr")) || !Path::new("/usr").is_dir());
     }
 
     #[test]
@@ -383,7 +510,9 @@ mod tests {
         ) {
             return;
         }
-        let mut prepared = PreparedLandlock::prepare(&[], KernelSupport::Available).unwrap();
+        let mut prepared =
+            PreparedLandlock::prepare(&[], SandboxProfile::Write, KernelSupport::Available)
+                .unwrap();
         // Applying in this test thread would confine it; take the ruleset out instead,
         // as a second `apply` would find it.
         let _ = prepared.ruleset.take();

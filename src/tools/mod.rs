@@ -30,6 +30,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use registry::Registry;
+pub use sandbox::profile::{NetworkAccess, SandboxProfile};
 
 use crate::permission::PermissionSpec;
 
@@ -102,17 +103,51 @@ impl From<&Definition> for ToolSpec {
     }
 }
 
-/// How `run_command` must confine the processes it starts.
+/// How `run_command` must confine the processes it starts. The session gives each agent
+/// its writable roots; the gate sets the profile of each call from its permit
+/// ([`CommandSandbox::for_call`]), so the profile is always the one the permission engine
+/// (or a human) chose for that call.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum CommandSandbox {
-    /// No OS-level confinement (the permission engine still decided the command).
+    /// No OS-level confinement whatever the profile (the user's own hooks, tests).
     #[default]
     None,
-    /// Linux Landlock: writes only below these roots (reads anywhere).
+    /// Linux Landlock, namespaces and the protected-path guard, as `profile` says.
     Landlock {
-        /// Directories the command may write below.
+        /// Directories the write and approved profiles may write below.
         writable_roots: Vec<PathBuf>,
+        /// The call's profile (the session's default until the gate sets it: write).
+        profile: SandboxProfile,
     },
+}
+
+impl CommandSandbox {
+    /// Confinement below `writable_roots`, in the write profile until a call sets its own.
+    pub fn landlock(writable_roots: Vec<PathBuf>) -> Self {
+        CommandSandbox::Landlock {
+            writable_roots,
+            profile: SandboxProfile::Write,
+        }
+    }
+
+    /// The same roots with the profile a call's permit carries (no confinement stays none).
+    pub fn for_call(self, profile: SandboxProfile) -> Self {
+        match self {
+            CommandSandbox::None => CommandSandbox::None,
+            CommandSandbox::Landlock { writable_roots, .. } => CommandSandbox::Landlock {
+                writable_roots,
+                profile,
+            },
+        }
+    }
+
+    /// The profile commands run in: `Unsandboxed` when there is no confinement.
+    pub fn profile(&self) -> SandboxProfile {
+        match self {
+            CommandSandbox::None => SandboxProfile::Unsandboxed,
+            CommandSandbox::Landlock { profile, .. } => *profile,
+        }
+    }
 }
 
 /// Everything a tool invocation may rely on besides its arguments.

@@ -30,7 +30,7 @@ impl RunCommand {
             def: Definition {
                 name: "run_command".into(),
                 description: "Run a bash command in the working directory, in its own process group, with stdin closed. Returns the exit code (non-zero is reported, not an error), stdout and stderr (long output: head and tail shown, the whole stream saved to a file you can read_file with offset and limit). The whole process group is killed on timeout, and background processes still running when the command ends are killed too, even those started with setsid or nohup. For servers, watchers and long builds set run_in_background: the command then runs as a background task (output to its log; task_output and task_stop manage it; you are notified when it ends).".into(),
-                input_schema: schema::object(&[("command", json!({"type": "string", "description": "The bash command to run."})), ("timeout_ms", json!({"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."})), ("description", json!({"type": "string", "description": "What the command does, in a few words."})), ("run_in_background", json!({"type": "boolean", "description": "Run as a background task and return its id at once."}))], &["command"]),
+                input_schema: schema::object(&[("command", json!({"type": "string", "description": "The bash command to run."})), ("timeout_ms", json!({"type": "integer", "minimum": 1, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."})), ("description", json!({"type": "string", "description": "What the command does, in a few words."})), ("run_in_background", json!({"type": "boolean", "description": "Run as a background task and return its id at once."})), (crate::permission::profile::OUTSIDE_SANDBOX_ARG, json!({"type": "boolean", "description": "Ask the user to run this command outside the OS sandbox (only where the user's settings allow such requests; it always asks). Use it only after the sandbox stopped the command."}))], &["command"]),
                 safety: Safety::SideEffect,
                 system: false,
                 // Above MAX_TIMEOUT so our own limit (which kills the group and keeps
@@ -95,7 +95,19 @@ Use task_output to read it and task_stop to stop it.",
         )
         .await;
         match ran {
-            Ok(output) => Ok(render(&output)),
+            Ok(output) => {
+                let mut text = render(&output);
+                if output.exit_code() != Some(0)
+                    && let Some(hint) = crate::tools::sandbox::profile::failure_hint(
+                        ctx.sandbox.profile(),
+                        &output.stderr.text(),
+                    )
+                {
+                    text.push_str(&hint);
+                    text.push('\n');
+                }
+                Ok(text)
+            }
             Err(e @ (ProcessError::TimedOut { .. } | ProcessError::Cancelled { .. })) => {
                 let partial = match &e {
                     ProcessError::TimedOut { output, .. }

@@ -2,7 +2,9 @@
 //! showing the tool, its target (path or full command), the reason and the asking agent
 //! (for a teammate, "teammate NAME" with its agent id).
 //! `1`–`4` answer at once; arrows and Enter work too; after `4` (deny) the user may type a
-//! message for the model and press Enter (or Esc to deny without one).
+//! message for the model and press Enter (or Esc to deny without one). For a command,
+//! `o` runs it once outside the OS sandbox: an explicit decision, for a command the
+//! sandbox stopped.
 
 use std::collections::VecDeque;
 
@@ -25,6 +27,15 @@ const CHOICES: [&str; 4] = [
     "Always allow (saved to .crew/settings.local.json)",
     "Deny (then optionally tell the model why)",
 ];
+
+/// The extra choice shown for commands, answered with `o`.
+const OUTSIDE_CHOICE: &str =
+    "o. Run once outside the sandbox (no OS confinement: for a command the sandbox stopped)";
+
+/// Whether the request is a command, which may be run outside the sandbox.
+fn is_command(req: &ApprovalRequest) -> bool {
+    req.call.name == "run_command"
+}
 
 /// Asks waiting for an answer, and the dialog's state for the first of them.
 #[derive(Default)]
@@ -137,6 +148,9 @@ impl ApprovalQueue {
         }
         match key.code {
             KeyCode::Char(d @ '1'..='4') => self.choose(usize::from(d as u8 - b'1')),
+            KeyCode::Char('o') if self.current().is_some_and(is_command) => {
+                self.answer(ApprovalAnswer::AllowOutsideSandbox)
+            }
             KeyCode::Up => {
                 self.selected = self.selected.saturating_sub(1);
                 None
@@ -161,6 +175,9 @@ impl ApprovalQueue {
         n += rows(8 + req.decision.reason.chars().count()) + 1 + CHOICES.len();
         if self.deny_message.is_some() {
             n += 2;
+        }
+        if is_command(req) {
+            n += rows(OUTSIDE_CHOICE.len());
         }
         u16::try_from(n).unwrap_or(u16::MAX)
     }
@@ -196,6 +213,9 @@ impl ApprovalQueue {
                 Style::default()
             };
             lines.push(Line::styled(format!("{marker} {}. {choice}", i + 1), style));
+        }
+        if is_command(req) {
+            lines.push(Line::styled(format!("  {OUTSIDE_CHOICE}"), dim));
         }
         if let Some(msg) = &self.deny_message {
             lines.push(Line::raw(""));

@@ -116,6 +116,8 @@ pub fn one_call(answer: ApprovalAnswer) -> ApprovalAnswer {
         ApprovalAnswer::AllowOnce | ApprovalAnswer::AllowSession | ApprovalAnswer::AllowForever => {
             ApprovalAnswer::AllowOnce
         }
+        // A remote teammate's command runs on the worker, confined as the worker is.
+        ApprovalAnswer::AllowOutsideSandbox => ApprovalAnswer::AllowOnce,
     }
 }
 

@@ -128,7 +128,7 @@ pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
         },
         approver: setup.approver,
         registry: Arc::new(registry),
-        sandbox: CommandSandbox::Landlock { writable_roots },
+        sandbox: CommandSandbox::landlock(writable_roots),
         default_tool_timeout: crate::executor::DEFAULT_TIMEOUT,
         conversation: Vec::new(),
         events: events.clone(),

@@ -78,7 +78,9 @@ impl Pipeline {
         let scope = match approval.answer() {
             ApprovalAnswer::AllowSession => Some(GrantScope::Session),
             ApprovalAnswer::AllowForever => Some(GrantScope::Forever),
-            ApprovalAnswer::AllowOnce | ApprovalAnswer::Deny { .. } => None,
+            ApprovalAnswer::AllowOnce
+            | ApprovalAnswer::AllowOutsideSandbox
+            | ApprovalAnswer::Deny { .. } => None,
         };
         let permit = Permit::approved(pending, &approval)
             .map_err(|e| ToolResult::error(&call.id, "permission_denied", e.to_string()))?;

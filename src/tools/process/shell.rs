@@ -18,10 +18,10 @@ use tokio::process::Command;
 
 use super::ProcessError;
 use super::lifeline;
-use crate::tools::CommandSandbox;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
-use crate::tools::sandbox::mount_ns::{self, PreparedMounts};
-use crate::tools::sandbox::pid_ns;
+use crate::tools::sandbox::mount_ns::PreparedMounts;
+use crate::tools::sandbox::{extra, layers};
+use crate::tools::{CommandSandbox, SandboxProfile};
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
 
@@ -56,7 +56,9 @@ pub(super) fn left_running(report: Option<&OwnedFd>) -> bool {
 
 /// Builds `bash -c COMMAND` in `cwd` with stdin from /dev/null, stdout and stderr piped,
 /// as the leader of a new session (and so of a new process group), without secrets in
-/// its environment, confined by `sandbox`.
+/// its environment, confined as `sandbox` and its profile say. A command no human
+/// approved is refused when a layer its profile needs is missing here
+/// ([`layers::Layers::refusal`]).
 pub fn shell_command(
     command: &str,
     cwd: &Path,
@@ -86,16 +88,44 @@ pub fn shell_command_with(
     let mut guard = Guard::none();
     let mut mounts: Option<PreparedMounts> = None;
     let mut ruleset: Option<PreparedLandlock> = None;
-    if let CommandSandbox::Landlock { writable_roots } = sandbox {
+    if let CommandSandbox::Landlock {
+        writable_roots,
+        profile,
+    } = sandbox
+        && profile.is_sandboxed()
+    {
+        let profile = *profile;
+        let mut held = layers::probe();
+        held.landlock = support == KernelSupport::Available;
+        if let KernelSupport::Unavailable(why) = support
+            && !profile.human_backed()
+        {
+            return Err(ProcessError::Sandbox(landlock::SandboxError::Unsupported(
+                why.to_string(),
+            )));
+        }
+        if let Some(why) = held.refusal(profile) {
+            return Err(ProcessError::Sandbox(landlock::SandboxError::Unavailable(why)));
+        }
         let tmp = landlock::sandbox_temp_dir();
         cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
-        ruleset = Some(PreparedLandlock::prepare(writable_roots, support)?);
-        let protected = Protected::find(writable_roots);
+        // A human-backed command (approved, bypass) runs with the layers that hold.
+        if held.landlock {
+            ruleset = Some(PreparedLandlock::prepare(writable_roots, profile, support)?);
+        }
+        let mut protected = Protected::find(writable_roots);
+        if profile == SandboxProfile::Read {
+            // Landlock lets a read write nothing below the roots: nothing to bind or restore.
+            protected.pins.clear();
+            protected.existing.clear();
+            protected.watched.clear();
+        }
+        extra::add_to(&mut protected);
         let mut read_only: Vec<PathBuf> = Vec::new();
-        if mount_ns::available() {
+        if held.mount_ns {
             let mut prepared = PreparedMounts::prepare(&protected)
                 .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;
-            if pid_ns::available() {
+            if held.pid_ns {
                 prepared = prepared.with_pid_namespace();
             }
             read_only = prepared.read_only().to_vec();

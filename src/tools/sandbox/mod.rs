@@ -7,8 +7,11 @@
 //! restored after it ends ([`Guard`]).
 
 pub mod env;
+pub mod extra;
+pub mod layers;
 pub mod mount_ns;
 pub mod pid_ns;
+pub mod profile;
 pub mod protect;
 
 use std::path::PathBuf;

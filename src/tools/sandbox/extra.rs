@@ -1,0 +1,53 @@
+//! The paths the user's `sandbox.filesystem` settings add to every sandboxed command of
+//! this process: `denyRead` paths join the hidden set (an empty tmpfs or `/dev/null` over
+//! them) and `denyWrite` paths are bound read-only, while `allowRead` (the user's own
+//! settings only) keeps a credential store visible. Set once at session start ([`set`]),
+//! like the environment passthrough, and read for every command.
+
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use super::protect::Protected;
+
+/// What the settings add.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtraPaths {
+    /// Hidden from every sandboxed command (`sandbox.filesystem.denyRead`).
+    pub deny_read: Vec<PathBuf>,
+    /// Read-only for every sandboxed command (`sandbox.filesystem.denyWrite`).
+    pub deny_write: Vec<PathBuf>,
+    /// Not hidden though listed as credential stores (`sandbox.filesystem.allowRead`
+    /// of the user's own settings): a hidden path at or below one of these stays visible.
+    pub allow_read: Vec<PathBuf>,
+}
+
+static EXTRA: RwLock<ExtraPaths> = RwLock::new(ExtraPaths {
+    deny_read: Vec::new(),
+    deny_write: Vec::new(),
+    allow_read: Vec::new(),
+});
+
+/// Sets the paths for the rest of the process (a later session replaces them).
+pub fn set(extra: ExtraPaths) {
+    // A poisoned lock only means a panic mid-write; the value is replaced whole.
+    *EXTRA.write().unwrap_or_else(|e| e.into_inner()) = extra;
+}
+
+/// Adds the existing paths to `protected`: `denyRead` to the hidden set, `denyWrite` to
+/// the read-only binds; and takes the `allowRead` paths out of the hidden set.
+pub fn add_to(protected: &mut Protected) {
+    let extra = EXTRA.read().unwrap_or_else(|e| e.into_inner());
+    protected
+        .hidden
+        .retain(|h| !extra.allow_read.iter().any(|a| h.starts_with(a)));
+    for p in &extra.deny_read {
+        if std::fs::symlink_metadata(p).is_ok() && !protected.hidden.contains(p) {
+            protected.hidden.push(p.clone());
+        }
+    }
+    for p in &extra.deny_write {
+        if std::fs::symlink_metadata(p).is_ok() {
+            protected.existing.push(p.clone());
+        }
+    }
+}
