@@ -268,9 +268,7 @@ async fn a_confined_command_s_escaped_process_ends_with_it() {
     require_features!(Landlock);
     let dir = tempfile::tempdir().unwrap();
     let mut c = ctx(dir.path());
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: vec![dir.path().to_path_buf()],
-    };
+    c.sandbox = CommandSandbox::landlock(vec![dir.path().to_path_buf()]);
     let command = format!(
         "{RECORD_SID}{} >/dev/null 2>&1 & while [ ! -s esc.pid ]; do sleep 0.01; done; echo back",
         escape("setsid -f")

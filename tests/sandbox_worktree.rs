@@ -21,9 +21,7 @@ async fn a_confined_worktree_commits_on_its_branch_but_cannot_move_main() {
     let mut roots = vec![wt.clone()];
     roots.extend(landlock::git_writable_dirs(&wt));
     let mut c = ToolContext::new(&wt, "test");
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: roots,
-    };
+    c.sandbox = CommandSandbox::landlock(roots);
     let dot_git = std::fs::read(wt.join(".git")).unwrap();
     let commondir = repo.join(".git/worktrees/wt/commondir");
     let commondir_before = std::fs::read(&commondir).unwrap();

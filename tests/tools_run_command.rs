@@ -231,9 +231,7 @@ fn outside_temp_root() -> tempfile::TempDir {
 
 fn landlock_ctx(dir: &Path, writable: &Path) -> ToolContext {
     let mut c = ctx(dir);
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: vec![writable.to_path_buf()],
-    };
+    c.sandbox = CommandSandbox::landlock(vec![writable.to_path_buf()]);
     c
 }
 
@@ -303,9 +301,7 @@ async fn landlock_blocks_rename_out_and_delete_outside() {
 #[tokio::test]
 async fn landlock_unsupported_kernel_refuses_the_command() {
     let dir = tempfile::tempdir().unwrap();
-    let sandbox = CommandSandbox::Landlock {
-        writable_roots: vec![dir.path().to_path_buf()],
-    };
+    let sandbox = CommandSandbox::landlock(vec![dir.path().to_path_buf()]);
     let err = process::shell_command_with(
         "touch ran",
         dir.path(),
@@ -364,9 +360,7 @@ async fn landlock_git_commit_in_a_linked_worktree_needs_its_git_dirs() {
     let mut roots = vec![wt.clone()];
     roots.extend(landlock::git_writable_dirs(&wt));
     let mut c = ctx(&wt);
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: roots,
-    };
+    c.sandbox = CommandSandbox::landlock(roots);
     let out = RunCommand::new().run(commit, c.clone()).await.unwrap();
     assert!(out.contains("committed"), "{out}");
     assert_eq!(count("crew/t1/work"), "2", "{out}");

@@ -37,9 +37,7 @@ pub fn repo() -> (tempfile::TempDir, PathBuf) {
 
 pub fn confined(root: &Path) -> ToolContext {
     let mut c = ToolContext::new(root, "test");
-    c.sandbox = CommandSandbox::Landlock {
-        writable_roots: vec![root.to_path_buf()],
-    };
+    c.sandbox = CommandSandbox::landlock(vec![root.to_path_buf()]);
     c
 }
 
