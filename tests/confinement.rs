@@ -152,8 +152,8 @@ fn under_dont_ask_the_leads_commands_are_confined_to_the_project() {
 
 /// Follows the refusal's advice on a machine without Landlock (simulated): the dontAsk
 /// command is refused whatever `sandbox.enabled` says (so advice to set it false would
-/// be a lie); the default mode with the command allowed by a rule runs it; and
-/// `"sandbox": {"enabled": true}` makes even that refuse, as the advice warns.
+/// be a lie); in the default mode a command allowed by a rule is refused too (no human
+/// approved it); a command in the user's `sandbox.excludedCommands` runs.
 #[test]
 fn without_landlock_unasked_commands_are_refused_and_the_advice_works() {
     let tmp = tempfile::tempdir().unwrap();
@@ -197,16 +197,39 @@ fn without_landlock_unasked_commands_are_refused_and_the_advice_works() {
     );
     assert!(!seen.contains(r#"\"enabled\": false"#), "{seen}");
 
-    // The advice: the default mode, the command allowed by a rule. It runs.
+    // The user's own `sandbox.enabled: false` does run it outside the sandbox in the
+    // default mode (unsafe, and said so).
+    std::fs::write(
+        home.join(".crew/settings.json"),
+        r#"{"permissions": {"allow": ["Bash(touch ran-disabled)"]}}"#,
+    )
+    .unwrap();
+    let seen = run("default", "ran-disabled");
+    assert!(proj.join("ran-disabled").exists(), "{seen}");
+    std::fs::remove_file(proj.join(".crew/settings.local.json")).unwrap();
+
+    // A rule is no human: in the default mode, a command allowed by a rule is refused
+    // too (it would run in the write profile, which needs Landlock).
     std::fs::write(
         home.join(".crew/settings.json"),
         r#"{"permissions": {"allow": ["Bash(touch ran-default)"]}}"#,
     )
     .unwrap();
     let seen = run("default", "ran-default");
-    assert!(proj.join("ran-default").exists(), "{seen}");
+    assert!(!proj.join("ran-default").exists(), "{seen}");
+    assert!(seen.contains("refused"), "{seen}");
 
-    // And what it warns about: `sandbox.enabled` true needs Landlock, so it refuses.
+    // The advice that works without a human: the command in the user's own
+    // `sandbox.excludedCommands` runs outside the sandbox.
+    std::fs::write(
+        home.join(".crew/settings.json"),
+        r#"{"permissions": {"allow": ["Bash(touch ran-excluded)"]}, "sandbox": {"excludedCommands": ["touch ran-excluded"]}}"#,
+    )
+    .unwrap();
+    let seen = run("default", "ran-excluded");
+    assert!(proj.join("ran-excluded").exists(), "{seen}");
+
+    // And `sandbox.enabled: true` changes nothing: commands are sandboxed anyway.
     std::fs::write(
         home.join(".crew/settings.json"),
         r#"{"permissions": {"allow": ["Bash(touch ran-enabled)"]}, "sandbox": {"enabled": true}}"#,
