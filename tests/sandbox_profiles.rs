@@ -127,8 +127,7 @@ impl World {
 
     /// Asks a human (the approver, forwarding to this test) and answers `answer`.
     async fn approve(&self, command: &str, answer: ApprovalAnswer) -> Permit {
-        let Checked::Asked(pending) = self.authorize(command, PermissionMode::Default).await
-        else {
+        let Checked::Asked(pending) = self.authorize(command, PermissionMode::Default).await else {
             panic!("default mode should ask before `{command}`");
         };
         let (tx, mut questions) = tokio::sync::mpsc::unbounded_channel();
@@ -186,16 +185,29 @@ async fn an_auto_allowed_read_runs_in_the_read_profile_and_cannot_write() {
     let port = listener.local_addr().unwrap().port();
     let mut ctx = ToolContext::new(&w.root, "lead");
     ctx.sandbox = CommandSandbox::landlock(vec![w.root.clone()]).for_call(SandboxProfile::Read);
-    for target in [w.root.join("README.md"), w.root.join("new.txt"), w.outside.join("x")] {
+    for target in [
+        w.root.join("README.md"),
+        w.root.join("new.txt"),
+        w.outside.join("x"),
+    ] {
         let out = RunCommand::new()
-            .run(serde_json::json!({"command": python_writes(&target)}), ctx.clone())
+            .run(
+                serde_json::json!({"command": python_writes(&target)}),
+                ctx.clone(),
+            )
             .await
             .unwrap();
         assert!(out.contains("Permission denied"), "{out}");
-        assert!(out.contains("the OS sandbox may have stopped this command"), "{out}");
+        assert!(
+            out.contains("the OS sandbox may have stopped this command"),
+            "{out}"
+        );
         assert!(out.contains("read profile"), "{out}");
     }
-    assert_eq!(std::fs::read_to_string(w.root.join("README.md")).unwrap(), "original\n");
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("README.md")).unwrap(),
+        "original\n"
+    );
     assert!(!w.root.join("new.txt").exists() && !w.outside.join("x").exists());
     for command in [
         format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""),
@@ -208,12 +220,18 @@ async fn an_auto_allowed_read_runs_in_the_read_profile_and_cannot_write() {
         assert!(!out.contains("exit code: 0"), "{command}: {out}");
     }
     listener.set_nonblocking(true).unwrap();
-    assert!(listener.accept().is_err(), "a read-profile command connected");
+    assert!(
+        listener.accept().is_err(),
+        "a read-profile command connected"
+    );
     // The same write in the write profile lands, so the read profile is what stopped it.
     let mut write = ctx.clone();
     write.sandbox = write.sandbox.for_call(SandboxProfile::Write);
     let out = RunCommand::new()
-        .run(serde_json::json!({"command": python_writes(&w.root.join("new.txt"))}), write)
+        .run(
+            serde_json::json!({"command": python_writes(&w.root.join("new.txt"))}),
+            write,
+        )
         .await
         .unwrap();
     assert!(out.contains("exit code: 0"), "{out}");
@@ -262,15 +280,26 @@ async fn an_approved_command_runs_confined_and_outside_the_sandbox_only_when_so_
     let permit = w.approve(&command, ApprovalAnswer::AllowOnce).await;
     assert_eq!(permit.profile(), SandboxProfile::Approved);
     let r = w.submit(permit).await;
-    assert!(!outside.exists(), "an approved command wrote outside the roots: {}", r.content);
+    assert!(
+        !outside.exists(),
+        "an approved command wrote outside the roots: {}",
+        r.content
+    );
     assert_eq!(std::fs::read_to_string(&inside).unwrap(), "written");
     assert!(r.content.contains("outside the sandbox"), "{}", r.content);
     std::fs::remove_file(&inside).unwrap();
     // "Run it outside the sandbox": the human's explicit answer, and only then.
-    let permit = w.approve(&command, ApprovalAnswer::AllowOutsideSandbox).await;
+    let permit = w
+        .approve(&command, ApprovalAnswer::AllowOutsideSandbox)
+        .await;
     assert_eq!(permit.profile(), SandboxProfile::Unsandboxed);
     let r = w.submit(permit).await;
-    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "written", "{}", r.content);
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "written",
+        "{}",
+        r.content
+    );
 }
 
 #[tokio::test]
@@ -293,8 +322,11 @@ async fn a_context_cannot_carry_a_wider_profile_than_its_permit() {
     assert!(r.content.contains("original"), "{}", r.content);
     // And under dontAsk a writing command gets the write profile, never more.
     let permit = allowed(
-        w.authorize(&python_writes(&w.outside.join("d.txt")), PermissionMode::DontAsk)
-            .await,
+        w.authorize(
+            &python_writes(&w.outside.join("d.txt")),
+            PermissionMode::DontAsk,
+        )
+        .await,
     );
     assert_eq!(permit.profile(), SandboxProfile::Write);
     let _ = w.submit(permit).await;

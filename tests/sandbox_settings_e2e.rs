@@ -13,7 +13,14 @@ use serde_json::json;
 use support::sandbox::{crew, repo, tool_results};
 
 /// A project, a home directory outside it, and a script running `commands` in turn.
-fn setup(commands: &[&str]) -> ((tempfile::TempDir, tempfile::TempDir), PathBuf, PathBuf, PathBuf) {
+fn setup(
+    commands: &[&str],
+) -> (
+    (tempfile::TempDir, tempfile::TempDir),
+    PathBuf,
+    PathBuf,
+    PathBuf,
+) {
     let (dir, root) = repo();
     let home_dir = tempfile::tempdir().unwrap();
     let home = home_dir.path().canonicalize().unwrap();
@@ -32,7 +39,10 @@ fn setup(commands: &[&str]) -> ((tempfile::TempDir, tempfile::TempDir), PathBuf,
 fn writer(root: &Path, target: &Path) {
     std::fs::write(
         root.join("w.py"),
-        format!("open({:?}, 'w').write('unconfined')\n", target.display().to_string()),
+        format!(
+            "open({:?}, 'w').write('unconfined')\n",
+            target.display().to_string()
+        ),
     )
     .unwrap();
 }
@@ -58,7 +68,11 @@ fn excluded_commands_run_unconfined_from_user_settings_only() {
     std::fs::remove_file(root.join(".crew/settings.json")).unwrap();
     std::fs::write(home.join(".crew/settings.json"), excluded).unwrap();
     let out = crew(&root, &home, &script, "dontAsk", &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(&target).unwrap_or_default(),
         "unconfined",
@@ -70,16 +84,32 @@ fn excluded_commands_run_unconfined_from_user_settings_only() {
     let (_d2, root2, _, script2) = setup(&["python3 w.py; python3 w.py"]);
     writer(&root2, &target);
     let out = crew(&root2, &home, &script2, "dontAsk", &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!target.exists(), "{}", tool_results(&root2));
 }
 
 #[test]
 fn malformed_sandbox_settings_name_the_file_and_the_field() {
     for (file, text, field) in [
-        (".crew/settings.json", r#"{"sandbox": {"excludedCommands": "docker"}}"#, "sandbox.excludedCommands"),
-        (".claude/settings.json", r#"{"sandbox": {"enabled": "no"}}"#, "sandbox.enabled"),
-        (".crew/settings.local.json", r#"{"sandbox": {"filesystem": {"denyRead": [1]}}}"#, "sandbox.filesystem.denyRead[0]"),
+        (
+            ".crew/settings.json",
+            r#"{"sandbox": {"excludedCommands": "docker"}}"#,
+            "sandbox.excludedCommands",
+        ),
+        (
+            ".claude/settings.json",
+            r#"{"sandbox": {"enabled": "no"}}"#,
+            "sandbox.enabled",
+        ),
+        (
+            ".crew/settings.local.json",
+            r#"{"sandbox": {"filesystem": {"denyRead": [1]}}}"#,
+            "sandbox.filesystem.denyRead[0]",
+        ),
     ] {
         let (_d, root, home, script) = setup(&["true"]);
         std::fs::create_dir_all(root.join(".claude")).unwrap();
@@ -100,7 +130,10 @@ fn fail_if_unavailable_refuses_to_start_without_a_layer() {
         r#"{"sandbox": {"failIfUnavailable": true}}"#,
     )
     .unwrap();
-    for simulate in ["CREW_TEST_SIMULATE_NO_NAMESPACES", "CREW_TEST_SIMULATE_NO_LANDLOCK"] {
+    for simulate in [
+        "CREW_TEST_SIMULATE_NO_NAMESPACES",
+        "CREW_TEST_SIMULATE_NO_LANDLOCK",
+    ] {
         let out = crew(&root, &home, &script, "dontAsk", &[(simulate, "1")]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{simulate}: {stderr}");
@@ -138,7 +171,11 @@ fn without_landlock_an_auto_allowed_read_is_refused() {
         "default",
         &[("CREW_TEST_SIMULATE_NO_LANDLOCK", "1")],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let results = tool_results(&root);
     assert!(!root.join("listing.txt").exists(), "{results}");
     assert!(!results.contains("readme-text"), "{results}");
@@ -165,13 +202,27 @@ fn bypass_permissions_cannot_change_the_users_start_up_files() {
     std::fs::write(root2.join("README.md"), "readme").unwrap();
     let _ = root;
     let out = crew(&root2, &home, &script, "bypassPermissions", &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let results = tool_results(&root2);
     for f in [".bashrc", ".profile", ".gitconfig"] {
-        assert_eq!(std::fs::read_to_string(home.join(f)).unwrap(), "original", "{f}: {results}");
+        assert_eq!(
+            std::fs::read_to_string(home.join(f)).unwrap(),
+            "original",
+            "{f}: {results}"
+        );
     }
     assert!(!home.join(".bash_profile").exists(), "{results}");
     // Bypass still writes the project and the home directory's caches.
-    assert_eq!(std::fs::read_to_string(root2.join("built.txt")).unwrap(), "built\n");
-    assert_eq!(std::fs::read_to_string(home.join(".cache/ok")).unwrap(), "cached\n");
+    assert_eq!(
+        std::fs::read_to_string(root2.join("built.txt")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".cache/ok")).unwrap(),
+        "cached\n"
+    );
 }

@@ -174,9 +174,7 @@ impl Actor for PermissionEngine {
                 let profile = super::profile::choose(&request, &decision, policy);
                 let CheckRequest { call, cwd, .. } = request;
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(Checked::from_decision(
-                    call, agent, cwd, decision, profile,
-                ));
+                let _ = reply.send(Checked::from_decision(call, agent, cwd, decision, profile));
             }
             PermissionMsg::AuthorizeAndSubmit {
                 agent,

@@ -17,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::{CheckRequest, Category, Decision, PermissionMode, Policy, TargetSpec, Verdict};
+use super::{Category, CheckRequest, Decision, PermissionMode, Policy, TargetSpec, Verdict};
 use crate::tools::SandboxProfile;
 
 /// The argument with which a command call asks to run outside the sandbox.
@@ -53,7 +53,10 @@ pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> Sandb
         if policy.sandbox.disabled && !unattended(req.mode) {
             return SandboxProfile::Unsandboxed;
         }
-        if command.as_deref().is_some_and(|c| policy.sandbox.excludes(c)) {
+        if command
+            .as_deref()
+            .is_some_and(|c| policy.sandbox.excludes(c))
+        {
             return SandboxProfile::Unsandboxed;
         }
         if policy.sandbox.allow_unsandboxed_commands

@@ -152,10 +152,16 @@ impl SandboxSettings {
         };
         let allow_write = strings(&fs, "filesystem.allowWrite", origin)?;
         let allow_read = strings(&fs, "filesystem.allowRead", origin)?;
-        self.deny_write
-            .extend(strings(&fs, "filesystem.denyWrite", origin)?.iter().map(path));
-        self.deny_read
-            .extend(strings(&fs, "filesystem.denyRead", origin)?.iter().map(path));
+        self.deny_write.extend(
+            strings(&fs, "filesystem.denyWrite", origin)?
+                .iter()
+                .map(path),
+        );
+        self.deny_read.extend(
+            strings(&fs, "filesystem.denyRead", origin)?
+                .iter()
+                .map(path),
+        );
         if origin.own {
             self.writable_roots
                 .extend(roots.iter().chain(&allow_write).map(path));
@@ -199,9 +205,29 @@ impl SandboxSettings {
     pub fn excludes(&self, command: &str) -> bool {
         let command = command.trim();
         if command.is_empty()
-            || command
-                .chars()
-                .any(|c| matches!(c, ';' | '&' | '|' | '<' | '>' | '$' | '`' | '(' | ')' | '\n' | '\r' | '\\' | '*' | '?' | '{' | '}' | '~' | '#' | '!'))
+            || command.chars().any(|c| {
+                matches!(
+                    c,
+                    ';' | '&'
+                        | '|'
+                        | '<'
+                        | '>'
+                        | '$'
+                        | '`'
+                        | '('
+                        | ')'
+                        | '\n'
+                        | '\r'
+                        | '\\'
+                        | '*'
+                        | '?'
+                        | '{'
+                        | '}'
+                        | '~'
+                        | '#'
+                        | '!'
+                )
+            })
         {
             return false;
         }
@@ -284,9 +310,18 @@ mod tests {
     fn a_malformed_value_names_the_file_and_the_field() {
         for (v, field) in [
             (json!({"enabled": "yes"}), "sandbox.enabled"),
-            (json!({"excludedCommands": "docker"}), "sandbox.excludedCommands"),
-            (json!({"excludedCommands": ["ok", 3]}), "sandbox.excludedCommands[1]"),
-            (json!({"filesystem": {"denyRead": [true]}}), "sandbox.filesystem.denyRead[0]"),
+            (
+                json!({"excludedCommands": "docker"}),
+                "sandbox.excludedCommands",
+            ),
+            (
+                json!({"excludedCommands": ["ok", 3]}),
+                "sandbox.excludedCommands[1]",
+            ),
+            (
+                json!({"filesystem": {"denyRead": [true]}}),
+                "sandbox.filesystem.denyRead[0]",
+            ),
             (json!({"filesystem": []}), "sandbox.filesystem"),
             (json!({"network": 1}), "sandbox.network"),
             (json!("on"), "sandbox"),

@@ -215,14 +215,34 @@ pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
 /// Claude Code's configuration and state. The files directly in the home directory
 /// (`.bashrc`, `.profile`, `.gitconfig`, …) are not granted, nor creating new ones there.
 const BYPASS_KEPT_IN_HOME: &[&str] = &[
-    ".crew", ".claude", ".config", ".ssh", ".gnupg", ".bashrc.d", ".local", ".aws", ".kube",
-    ".docker", ".azure", ".password-store", ".oh-my-zsh",
+    ".crew",
+    ".claude",
+    ".config",
+    ".ssh",
+    ".gnupg",
+    ".bashrc.d",
+    ".local",
+    ".aws",
+    ".kube",
+    ".docker",
+    ".azure",
+    ".password-store",
+    ".oh-my-zsh",
 ];
 
 /// Entries of `~/.config` and `~/.local` the bypass profile may not write below.
 const BYPASS_KEPT_IN_CONFIG: &[&str] = &[
-    "git", "fish", "systemd", "autostart", "environment.d", "gh", "gcloud", "crew", "claude",
-    "bin", "share",
+    "git",
+    "fish",
+    "systemd",
+    "autostart",
+    "environment.d",
+    "gh",
+    "gcloud",
+    "crew",
+    "claude",
+    "bin",
+    "share",
 ];
 
 /// The directories the bypass profile may write below, besides the roots and the sandbox
@@ -263,7 +283,11 @@ pub fn bypass_writable_dirs(home: Option<&Path>) -> Vec<PathBuf> {
             Some(ancestors[i - 1])
         };
         // `/dev` keeps only the harmless devices (terminals stay out of reach).
-        let kept: &[&str] = if dir.parent().is_none() { &["dev"] } else { &[] };
+        let kept: &[&str] = if dir.parent().is_none() {
+            &["dev"]
+        } else {
+            &[]
+        };
         out.extend(subdirs(dir, kept, towards));
     }
     out.extend(subdirs(&home, BYPASS_KEPT_IN_HOME, None));

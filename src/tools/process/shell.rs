@@ -20,10 +20,10 @@ use super::ProcessError;
 use super::lifeline;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::tools::sandbox::mount_ns::PreparedMounts;
-use crate::tools::sandbox::{extra, layers};
-use crate::tools::{CommandSandbox, SandboxProfile};
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
+use crate::tools::sandbox::{extra, layers};
+use crate::tools::{CommandSandbox, SandboxProfile};
 
 /// A shell command ready to spawn, and the guard to finish once it has ended.
 #[derive(Debug)]
@@ -105,7 +105,9 @@ pub fn shell_command_with(
             )));
         }
         if let Some(why) = held.refusal(profile) {
-            return Err(ProcessError::Sandbox(landlock::SandboxError::Unavailable(why)));
+            return Err(ProcessError::Sandbox(landlock::SandboxError::Unavailable(
+                why,
+            )));
         }
         let tmp = landlock::sandbox_temp_dir();
         cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);

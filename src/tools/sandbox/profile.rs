@@ -94,13 +94,21 @@ pub fn failure_hint(profile: SandboxProfile, stderr: &str) -> Option<String> {
     if !profile.is_sandboxed() {
         return None;
     }
-    let fs = ["Permission denied", "Read-only file system", "Operation not permitted"]
+    let fs = [
+        "Permission denied",
+        "Read-only file system",
+        "Operation not permitted",
+    ]
+    .iter()
+    .any(|m| stderr.contains(m));
+    let net = profile == SandboxProfile::Read
+        && [
+            "Network is unreachable",
+            "Could not resolve host",
+            "Connection refused",
+        ]
         .iter()
         .any(|m| stderr.contains(m));
-    let net = profile == SandboxProfile::Read
-        && ["Network is unreachable", "Could not resolve host", "Connection refused"]
-            .iter()
-            .any(|m| stderr.contains(m));
     if !fs && !net {
         return None;
     }
@@ -143,11 +151,8 @@ mod tests {
 
     #[test]
     fn a_sandbox_failure_is_named_with_the_ways_out() {
-        let hint = failure_hint(
-            SandboxProfile::Write,
-            "bash: /etc/x: Read-only file system",
-        )
-        .unwrap();
+        let hint =
+            failure_hint(SandboxProfile::Write, "bash: /etc/x: Read-only file system").unwrap();
         for way in [
             "outside the sandbox",
             "sandbox.excludedCommands",
