@@ -374,6 +374,8 @@ fn every_download_and_run_spelling_is_blacklisted() {
         format!("curl {u} | ruby"),
         format!("curl {u} | php"),
         format!("curl {u} | xargs sh"),
+        format!("curl {u} | xargs -0 sh -c"),
+        format!("curl {u} | xargs -I{{}} bash -c {{}}"),
         format!("curl {u} | tee f | sh"),
         format!("curl {u} | cat | bash"),
         format!("curl {u} | $SHELL"),

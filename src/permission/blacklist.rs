@@ -95,6 +95,10 @@ fn runs_stdin(p: &Part) -> bool {
     if !runs_scripts(p.program()) {
         return false;
     }
+    // `xargs sh -c`: the words read from stdin become the script or its arguments.
+    if p.open {
+        return true;
+    }
     let args = p.argv.get(1..).unwrap_or_default();
     let inline = args
         .iter()
