@@ -285,7 +285,7 @@ fn parse(p: &Prog, words: &[String]) -> Parsed {
                 out.remote_name = true;
             }
             let valued = p.long_val.contains(&name);
-            if !valued && !p.long.contains(&name) && !(p.long.is_empty() && !glued) {
+            if !valued && !p.long.is_empty() && !p.long.contains(&name) {
                 out.unknown.get_or_insert_with(|| w.to_string());
             }
             if valued && !glued {
