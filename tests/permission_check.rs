@@ -320,7 +320,7 @@ fn known_read_only_commands_are_reads() {
         "sed -n 1w/tmp/x src/main.rs",
         "git branch new-branch",
         "git -c core.pager=sh log",
-        "git diff --output=/tmp/x",
+        "git diff --output=out.diff",
         "cat /etc/passwd",
         "cat ../proj2/x.txt",
         "ls && rm src/main.rs",
@@ -357,7 +357,7 @@ fn dangerous_commands_ask_except_in_bypass_and_deny_under_dont_ask() {
         "git checkout -- .",
         "git stash clear",
         "cd sub && git push -f",
-        "r=rm; $r -rf /tmp/x",
+        "r=rm; $r -rf build/x",
         "$(echo rm) -rf x",
     ] {
         for (mode, want) in [

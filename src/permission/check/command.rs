@@ -13,6 +13,7 @@ use super::super::{
     shell,
 };
 use super::path::path_deny;
+use super::writes;
 use super::{Ctx, deny, fallback, from_rule, guarded};
 
 pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
@@ -55,6 +56,11 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         return d;
     }
     let named = named_by_part(ctx, &script.parts);
+    let written: Vec<writes::PartWrites> = script
+        .parts
+        .iter()
+        .map(|p| writes::part_writes(ctx, p))
+        .collect();
     // Credentials are denied wherever they appear, before any rule; so are files that a
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny), and
     // writes to protected paths.
@@ -105,14 +111,28 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             }
         }
     }
+    // Literal writes outside the roots: denied in every mode, as `write_file` is.
+    for (part, written) in script.parts.iter().zip(&written) {
+        if let Some(mut d) = writes::outside_roots(ctx, part, written) {
+            d.target = Some(target);
+            return d;
+        }
+    }
     let grant = raw_grant(ctx, command);
     let mut worst: Option<Decision> = None;
     let mut all_read = true;
-    let not_read = not_a_read(ctx, &script.parts);
-    for ((part, named), why) in script.parts.iter().zip(&named).zip(&not_read) {
+    let (not_read, history) = not_a_read(ctx, &script.parts);
+    let parts = script.parts.iter().zip(&named).zip(&not_read).zip(&written);
+    for (i, (((part, named), why), written)) in parts.enumerate() {
         let Some(mut d) = part_decision(ctx, part, named, grant) else {
             continue;
         };
+        d = writes::judge(ctx, part, written, d, grant.is_some(), inside(ctx, named));
+        if let Some(why) = why
+            && history[i]
+        {
+            d = history_ask(part, d, why, grant.is_some());
+        }
         if let Some(why) = why {
             d = demote(ctx, part, d, why);
         }
@@ -239,13 +259,7 @@ fn part_decision(
         return Some(opaque(ctx, rule, why, &full));
     }
     // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
-    let inside = named.iter().all(|n| {
-        n.lexical == Path::new("/dev/null")
-            || n.real
-                .as_ref()
-                .is_some_and(|r| sandbox::inside(r, &ctx.roots))
-    });
-    let category = if commands::is_read_only(part) && inside {
+    let category = if commands::is_read_only(part) && inside(ctx, named) {
         Category::Read
     } else {
         Category::Exec
@@ -335,17 +349,27 @@ fn path_words(part: &Part) -> Vec<Arg> {
     words
 }
 
+/// Whether every file a part names lies inside the roots (`/dev/null` counts).
+fn inside(ctx: &Ctx<'_>, named: &[Named]) -> bool {
+    named.iter().all(|n| {
+        n.lexical == Path::new("/dev/null")
+            || n.real
+                .as_ref()
+                .is_some_and(|r| sandbox::inside(r, &ctx.roots))
+    })
+}
+
 /// A file a command names: where its name points and where it really is.
-struct Named {
-    lexical: PathBuf,
-    real: Option<PathBuf>,
+pub(super) struct Named {
+    pub(super) lexical: PathBuf,
+    pub(super) real: Option<PathBuf>,
     /// `real` is a directory.
-    dir: bool,
+    pub(super) dir: bool,
 }
 
 impl Ctx<'_> {
     /// Where an expanded command argument points, given the directory its part runs in.
-    fn locate_arg(&self, arg: &Arg, dir: &Dir) -> Named {
+    pub(super) fn locate_arg(&self, arg: &Arg, dir: &Dir) -> Named {
         let unlocatable = Named {
             lexical: PathBuf::from("/"),
             real: None,
@@ -389,7 +413,9 @@ fn named_by_part(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Vec<Named>> {
 /// that may use a repository other than the project's (`commands::git_repo`), or a search
 /// that reads everything below a directory where a Read deny rule may match or a
 /// credential location lies (`commands::search_scopes`).
-fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
+/// The second list marks git commands that print contents from git's objects (which
+/// the OS cannot hide) over a scope where a denied file may lie (`history_ask`).
+fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>) {
     let cwd = ctx.cwd_real.as_deref().unwrap_or(&ctx.req.cwd);
     let project = ctx.policy.project_root.as_deref();
     // The project root's real location, through the cache (re-checked by identity).
@@ -417,7 +443,9 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
         vec![None; parts.len()]
     };
     let mut dirs = None;
+    let mut history = vec![false; parts.len()];
     for (i, part) in parts.iter().enumerate() {
+        let foreign = out[i].is_some();
         let Some(words) = out[i]
             .is_none()
             .then(|| commands::search_scopes(part))
@@ -453,8 +481,32 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Option<String>> {
                 .iter()
                 .find_map(|w| scope_why(ctx, &real_below(root, real, Path::new(w))?));
         }
+        history[i] = !foreign && out[i].is_some() && part.program() == "git";
     }
-    out
+    (out, history)
+}
+
+/// A git command that prints file contents from history where a denied file may lie
+/// (issue 25 item 3): it asks explicitly in every mode (so dontAsk denies it), whatever
+/// rule allows the command. The OS sandbox hides denied files on disk but not the blobs
+/// in `.git/objects`. A deny rule's verdict stands; so does a grant of the whole command
+/// as written, which a human saw.
+fn history_ask(part: &Part, d: Decision, why: &str, granted: bool) -> Decision {
+    if d.verdict == Verdict::Deny || granted {
+        return d;
+    }
+    let full = part.full_text();
+    let mut a = Decision::new(
+        Verdict::Ask,
+        Source::Mode,
+        format!(
+            "`{full}` prints file contents from git history, which the sandbox cannot hide, and {why}; limit it with `-- PATH…` to paths no Read deny rule covers, or confirm it"
+        ),
+    );
+    a.rule = Some("git history read".into());
+    a.explicit_ask = true;
+    a.category = Some(Category::Exec);
+    a
 }
 
 /// Where `word` (relative to `base`, or absolute) really is; `None` when it does not

@@ -9,6 +9,7 @@
 mod agent;
 mod command;
 mod path;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -11,6 +11,7 @@ mod find;
 mod flags;
 pub mod git;
 mod git_config;
+mod git_history;
 pub mod git_repo;
 mod programs;
 mod read_only;
@@ -18,12 +19,14 @@ mod search;
 mod shells;
 mod wrapper_specs;
 mod wrappers;
+mod writes;
 
 pub use dangerous::dangerous;
 pub use read_only::{is_read_only, path_operands};
 pub use search::scopes as search_scopes;
 pub use shells::CODE_RUNNERS;
 pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap, wrappers};
+pub use writes::{Writes, writes};
 
 use super::shell::Part;
 

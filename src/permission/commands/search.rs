@@ -15,9 +15,24 @@ use super::{git, read_only};
 pub fn scopes(part: &Part) -> Option<Vec<String>> {
     match part.program() {
         "grep" | "egrep" | "fgrep" | "rg" | "ag" | "ack" | "ack-grep" => search_scopes(part),
-        "git" => git_scopes(&part.argv),
+        "git" => super::git_history::scopes(&part.argv),
+        "diff" => diff_scopes(&part.argv),
         _ => None,
     }
+}
+
+/// `diff -r A B` reads everything below both directories.
+fn diff_scopes(argv: &[String]) -> Option<Vec<String>> {
+    let args = &argv[1..];
+    let recursive = args.iter().any(|a| {
+        a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('r'))
+    });
+    recursive.then(|| {
+        args.iter()
+            .filter(|a| !a.starts_with('-'))
+            .cloned()
+            .collect()
+    })
 }
 
 fn search_scopes(part: &Part) -> Option<Vec<String>> {
@@ -56,62 +71,6 @@ fn search_scopes(part: &Part) -> Option<Vec<String>> {
         out.push(".".into());
     }
     Some(out)
-}
-
-/// Git subcommands that print the contents of files in the work tree or the object store.
-fn git_scopes(argv: &[String]) -> Option<Vec<String>> {
-    let g = git::parse(argv);
-    let sub = g.sub?;
-    let rest = &argv[sub + 1..];
-    let patch = rest.iter().any(|a| {
-        a.starts_with("-p")
-            || a.starts_with("-u")
-            || a.starts_with("-U")
-            || a.starts_with("--patch")
-            || a.starts_with("--unified")
-            || a.starts_with("--word-diff")
-            || matches!(a.as_str(), "--cc" | "-c" | "-m" | "--full-diff")
-    });
-    let reads = match argv[sub].as_str() {
-        "grep" | "diff" | "diff-index" | "diff-files" | "difftool" | "show" | "cat-file"
-        | "archive" => true,
-        "log" | "whatchanged" | "diff-tree" | "reflog" | "format-patch" => patch,
-        "stash" => rest.first().is_some_and(|a| a == "show"),
-        _ => false,
-    };
-    if !reads {
-        return None;
-    }
-    // Pathspecs after `--` limit what is printed; so do object paths alone
-    // (`git show HEAD:src/x`), which are checked as paths (`object_paths`).
-    if let Some(dd) = rest.iter().position(|a| a == "--") {
-        let specs = &rest[dd + 1..];
-        if !specs.is_empty() {
-            return Some(specs.to_vec());
-        }
-    }
-    let operands: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
-    let only_objects = matches!(argv[sub].as_str(), "show" | "cat-file")
-        && operands.iter().any(|a| object_path(a).is_some())
-        && operands
-            .iter()
-            .all(|a| object_path(a).is_some() || is_type_word(a));
-    if only_objects {
-        // Object paths name files from the repository root: the caller resolves them
-        // from there too.
-        return Some(
-            operands
-                .iter()
-                .filter_map(|a| object_path(a))
-                .map(String::from)
-                .collect(),
-        );
-    }
-    Some(vec![".".into()])
-}
-
-fn is_type_word(a: &str) -> bool {
-    matches!(a, "blob" | "tree" | "commit" | "tag")
 }
 
 /// The file an object name like `HEAD:path`, `main:./path` or `:path` (the index)
@@ -182,6 +141,12 @@ mod tests {
         assert_eq!(sc("git log --oneline -5"), None);
         assert_eq!(sc("git log -p"), Some(vec![".".into()]));
         assert_eq!(sc("git status"), None);
+        assert_eq!(sc("diff -rN src ."), Some(vec!["src".into(), ".".into()]));
+        assert_eq!(
+            sc("diff --recursive a b"),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(sc("diff -u a b"), None);
     }
 
     #[test]

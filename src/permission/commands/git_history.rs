@@ -1,0 +1,231 @@
+//! Git commands that print file contents from the object store or the work tree
+//! (issue 25 item 3): `show`, `diff`, `cat-file`, `archive`, `grep`, `blame`,
+//! `format-patch`, `fast-export`, and `log`/`whatchanged`/`diff-tree`/`reflog` with a
+//! patch (`-p`, `-u`, `-U3`, `--binary`, `--dd`, `--remerge-diff`, `--cc`, `-c`, `-m`,
+//! `-W`, `--word-diff`, `-L…`) or a content search (`-S`, `-G`). `--stat`, `--name-only`,
+//! `--oneline` and the like print no content.
+//!
+//! `scopes` says which paths such a command may print (relative to the cwd, or to the
+//! repository root for object paths): its pathspecs after `--`, the files of `-L`, the
+//! object paths of `show REV:path`, else everything (`.`). The OS sandbox cannot hide a
+//! blob in `.git/objects`, so the caller asks before any of these runs while a Read deny
+//! rule may match below a scope.
+
+use super::git;
+use super::search::object_path;
+
+/// Options of the log family that make it print (or search) blob contents.
+fn prints_patch(a: &str) -> bool {
+    let short = |c: char| a.starts_with('-') && !a.starts_with("--") && a[1..].starts_with(c);
+    short('p')
+        || short('u')
+        || short('U')
+        || short('W')
+        || short('L')
+        || short('S')
+        || short('G')
+        || matches!(
+            a,
+            "-c" | "-m"
+                | "--cc"
+                | "--dd"
+                | "--binary"
+                | "--full-diff"
+                | "--remerge-diff"
+                | "--function-context"
+                | "--pickaxe-all"
+                | "--pickaxe-regex"
+        )
+        || [
+            "--patch",
+            "--unified",
+            "--word-diff",
+            "--color-words",
+            "--diff-merges",
+            "--remerge-diff",
+            "--line-range",
+        ]
+        .iter()
+        .any(|p| a.starts_with(p))
+}
+
+/// Whether `git SUB REST…` prints file contents (or reveals them through a search).
+pub fn prints_content(sub: &str, rest: &[String]) -> bool {
+    let patch = || {
+        rest.iter()
+            .take_while(|a| *a != "--")
+            .any(|a| prints_patch(a))
+    };
+    match sub {
+        "grep" | "diff" | "diff-index" | "diff-files" | "difftool" | "show" | "cat-file"
+        | "archive" | "blame" | "annotate" | "format-patch" | "fast-export" | "unpack-file"
+        | "range-diff" | "merge-tree" | "diff-pairs" => true,
+        "log" | "whatchanged" | "diff-tree" | "reflog" => patch(),
+        "stash" => match rest.first().map(String::as_str) {
+            Some("show") => true,
+            Some("list") => patch(),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// The files named by `-L<range>:<file>` (`-L1,5:src/a.rs`, `-L:main:src/a.rs`).
+fn line_range_files(rest: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let a = rest[i].as_str();
+        let value = match a {
+            "-L" => {
+                i += 1;
+                rest.get(i).map(String::as_str)
+            }
+            _ => a.strip_prefix("-L"),
+        };
+        if let Some(v) = value
+            && let Some((_, file)) = v.rsplit_once(':')
+        {
+            out.push(if file.is_empty() { "." } else { file }.to_string());
+        } else if value.is_some() {
+            // A range without a file: it cannot be told what it prints.
+            out.push(".".into());
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The paths a git command that prints contents may print, as words relative to the
+/// cwd (object paths relative to the repository root); `None` when it prints none.
+pub fn scopes(argv: &[String]) -> Option<Vec<String>> {
+    let g = git::parse(argv);
+    let sub = g.sub?;
+    let name = argv[sub].as_str();
+    let rest = &argv[sub + 1..];
+    if !prints_content(name, rest) {
+        return None;
+    }
+    let lines = line_range_files(rest);
+    let other_patch = rest
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| prints_patch(a) && !a.starts_with("-L"));
+    let log_family = matches!(name, "log" | "whatchanged" | "diff-tree" | "reflog");
+    if log_family && !lines.is_empty() && !other_patch {
+        return Some(lines);
+    }
+    let mut out = lines;
+    // Pathspecs after `--` limit what is printed; so do object paths alone
+    // (`git show HEAD:src/x`), which are checked as paths (`object_paths`).
+    if let Some(dd) = rest.iter().position(|a| a == "--") {
+        let specs = &rest[dd + 1..];
+        if !specs.is_empty() {
+            out.extend(specs.iter().cloned());
+            return Some(out);
+        }
+    }
+    let operands: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
+    let only_objects = matches!(name, "show" | "cat-file")
+        && operands.iter().any(|a| object_path(a).is_some())
+        && operands
+            .iter()
+            .all(|a| object_path(a).is_some() || is_type_word(a));
+    if only_objects {
+        // Object paths name files from the repository root: the caller resolves them
+        // from there too.
+        out.extend(
+            operands
+                .iter()
+                .filter_map(|a| object_path(a))
+                .map(String::from),
+        );
+        return Some(out);
+    }
+    out.push(".".into());
+    Some(out)
+}
+
+fn is_type_word(a: &str) -> bool {
+    matches!(a, "blob" | "tree" | "commit" | "tag")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sc(s: &str) -> Option<Vec<String>> {
+        let argv: Vec<String> = s.split_whitespace().map(String::from).collect();
+        scopes(&argv)
+    }
+
+    #[test]
+    fn history_with_patches_prints_contents() {
+        for s in [
+            "git log -p",
+            "git log --patch",
+            "git log -u",
+            "git log -U1",
+            "git log --binary",
+            "git log --dd",
+            "git log --remerge-diff",
+            "git log --cc",
+            "git log -c",
+            "git log -m -p",
+            "git log -W",
+            "git log --word-diff",
+            "git log -Ssecret --oneline",
+            "git log -G secret",
+            "git log --diff-merges=on",
+            "git whatchanged --binary",
+            "git whatchanged -p",
+            "git diff-tree --binary -r --root HEAD",
+            "git diff-tree -p HEAD",
+            "git reflog -p",
+            "git show",
+            "git show --stat",
+            "git diff HEAD~1 HEAD",
+            "git cat-file -p HEAD~1:x",
+            "git cat-file --batch",
+            "git archive HEAD",
+            "git grep TOPSECRET HEAD",
+            "git blame README.md",
+            "git format-patch --stdout -1",
+            "git fast-export --all",
+            "git stash show -p",
+            "git stash list -p",
+            "git -C . log -p",
+            "git --no-pager log -p",
+        ] {
+            let all = sc(s).is_some_and(|v| v.iter().any(|w| w == "."));
+            assert!(all || s.contains("HEAD~1:x"), "{s}: {:?}", sc(s));
+        }
+        for s in [
+            "git log --oneline -5",
+            "git log --stat",
+            "git log --name-only",
+            "git log --format=%H",
+            "git whatchanged",
+            "git diff-tree -r --root HEAD",
+            "git status",
+            "git rev-parse HEAD",
+            "git ls-files",
+            "git stash list",
+            "git branch -a",
+        ] {
+            assert_eq!(sc(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn pathspecs_and_line_ranges_narrow_the_scope() {
+        let v = |s: &[&str]| Some(s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        assert_eq!(sc("git log -p -- src/"), v(&["src/"]));
+        assert_eq!(sc("git log -L1,1:secrets/key.txt"), v(&["secrets/key.txt"]));
+        assert_eq!(sc("git log -L 1,5:src/a.rs"), v(&["src/a.rs"]));
+        assert_eq!(sc("git log -L:main:src/a.rs"), v(&["src/a.rs"]));
+        assert_eq!(sc("git log -L1,1:src/a.rs -p"), v(&["src/a.rs", "."]));
+        assert_eq!(sc("git show HEAD:src/x.rs"), v(&["src/x.rs"]));
+        assert_eq!(sc("git diff -- src"), v(&["src"]));
+    }
+}
