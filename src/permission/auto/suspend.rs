@@ -2,7 +2,8 @@
 //! unchecked, so the classifier never sees those calls (seed 003). `Bash` and `Bash(*)`,
 //! a command rule with a wildcard whose first word is an interpreter or a wrapper that
 //! runs its arguments (`python:*`, `node *`, `bash:*`, `sudo:*`, `xargs:*` …: the
-//! engine's table, `commands::code_running_programs`), a regex or negation command rule
+//! engine's table, `commands::code_running_programs`; `npm:*` and `npm exec:*` as well as
+//! `npx:*`, from `commands::runners`), a regex or negation command rule
 //! (what it admits cannot be read off), and a whole `Agent` rule.
 //!
 //! Suspension is keyed on the calling agent's mode, not stored: `effective` hands `check`
@@ -39,7 +40,15 @@ pub fn suspended_in_auto(rule: &Rule) -> Option<&'static str> {
                 .unwrap_or("");
             let program = head.rsplit('/').next().unwrap_or(head);
             let wild = spec.contains('*');
-            if head.contains('*') || (wild && commands::runs_code(program)) {
+            let literal = spec.split('*').next().unwrap_or("");
+            let words: Vec<&str> = literal
+                .split(|c: char| c.is_whitespace() || c == ':')
+                .filter(|w| !w.is_empty())
+                .collect();
+            if head.contains('*')
+                || (wild && commands::runs_code(program))
+                || commands::rule_may_run_hidden(&words, wild)
+            {
                 Some("it lets an interpreter or wrapper run any code")
             } else {
                 None
@@ -93,6 +102,18 @@ mod tests {
             "Bash(sh:*)",
             "Bash(sudo:*)",
             "Bash(/usr/bin/python3:*)",
+            "Bash(npm:*)",
+            "Bash(npm *)",
+            "Bash(npm exec:*)",
+            "Bash(npm x *)",
+            "Bash(pnpm:*)",
+            "Bash(pnpm dlx:*)",
+            "Bash(yarn exec:*)",
+            "Bash(bun x:*)",
+            "Bash(uv run:*)",
+            "Bash(pipx run:*)",
+            "Bash(uvx:*)",
+            "Bash(make:*)",
             "Bash(~^git .*)",
             "Bash(*test*)",
             "Agent",
@@ -130,7 +151,7 @@ mod tests {
         }
         for p in commands::wrappers()
             .chain(commands::INTERPRETERS.iter().copied())
-            .chain(commands::CODE_RUNNERS.iter().copied())
+            .chain(commands::runner_programs())
         {
             for text in [
                 format!("Bash({p}:*)"),

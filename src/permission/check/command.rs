@@ -258,6 +258,13 @@ fn part_decision(
     if let Some(why) = &part.opaque {
         return Some(opaque(ctx, rule, why, &full));
     }
+    // While a Bash deny or ask rule exists, a program that runs programs its words do not
+    // show (`python3 -c`, `make`, `npx`, `xargs`) is opaque for it (`commands::runners`).
+    if guarded_commands(ctx)
+        && let Some(why) = commands::part_runs_hidden(part)
+    {
+        return Some(opaque(ctx, rule, &why, &full));
+    }
     // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
     let category = if commands::is_read_only(part) && inside(ctx, named) {
         Category::Read
@@ -281,19 +288,31 @@ fn part_decision(
     Some(d)
 }
 
-/// An opaque part (`Part::opaque`: `cat f | bash`, `bash <<< "$X"`, an unknown wrapper
-/// option) runs code nobody can see. A deny rule matching what is visible denies it.
-/// Otherwise it asks explicitly in every mode — so dontAsk denies it — because no allow
-/// rule, grant or read-only class can vouch for unseen code. bypassPermissions runs it
-/// unasked only when no Bash deny or ask rule exists: any of them might be what the
-/// unseen code runs.
+/// Whether any Bash deny or ask rule exists: unseen code might be what it names.
+fn guarded_commands(ctx: &Ctx<'_>) -> bool {
+    ctx.policy.rules.iter().any(Rule::guards_commands)
+}
+
+/// An opaque part (`Part::opaque`: `cat f | bash`, a construct outside the literal
+/// subset, an unknown wrapper option; or a program that runs programs while a Bash deny
+/// or ask rule exists) runs code nobody can see. A deny rule matching what is visible
+/// denies it. No allow rule, grant or read-only class can vouch for it: in default and
+/// acceptEdits it asks. Under dontAsk, auto and bypassPermissions it goes to the mode's
+/// fallback for commands (dontAsk runs it in the write profile, where the OS confines
+/// it) only while no Bash deny or ask rule exists; otherwise it asks explicitly, so
+/// dontAsk denies it: any of those rules might be what the unseen code runs.
 fn opaque(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, full: &str) -> Decision {
     if let Some(r) = rule.filter(|r| r.kind == RuleKind::Deny) {
         return from_rule(r, full);
     }
-    let guarded = ctx.policy.rules.iter().any(Rule::guards_commands);
-    if ctx.mode() == PermissionMode::BypassPermissions && !guarded {
-        return fallback(ctx.mode(), Category::Exec, full);
+    let unattended = matches!(
+        ctx.mode(),
+        PermissionMode::BypassPermissions | PermissionMode::DontAsk | PermissionMode::Auto
+    );
+    if unattended && !guarded_commands(ctx) {
+        let mut d = fallback(ctx.mode(), Category::Exec, full);
+        d.reason = format!("{}; {why}", d.reason);
+        return d;
     }
     let mut d = Decision::new(
         Verdict::Ask,

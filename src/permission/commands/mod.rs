@@ -1,6 +1,7 @@
 //! What the engine knows about individual commands, one concept per module:
 //! `wrappers` (programs that only run another command, unwrapped before any decision),
 //! `read_only` (allow-lists of known-good options; such commands count as reads),
+//! `runners` (the one table of programs that run programs, shared with auto mode),
 //! `dangerous` (ask in every mode but bypassPermissions, deny under dontAsk), `git`
 //! (global options, `-c` settings and aliases that run programs), `find` (`-exec`), and
 //! here, the commands a command runs besides itself (`embedded`) and the spellings a
@@ -15,6 +16,7 @@ mod git_history;
 pub mod git_repo;
 mod programs;
 mod read_only;
+mod runners;
 mod search;
 mod shells;
 mod wrapper_specs;
@@ -24,7 +26,7 @@ mod writes;
 pub use dangerous::dangerous;
 pub use read_only::{is_read_only, path_operands};
 pub use search::scopes as search_scopes;
-pub use shells::CODE_RUNNERS;
+pub use runners::{part_runs_hidden, rule_may_run_hidden, runner_programs};
 pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap, wrappers};
 pub use writes::{Writes, writes};
 
@@ -204,12 +206,18 @@ pub fn match_forms(part: &Part) -> Vec<String> {
 pub fn code_running_programs() -> impl Iterator<Item = &'static str> {
     wrappers()
         .chain(INTERPRETERS.iter().copied())
-        .chain(CODE_RUNNERS.iter().copied())
+        .chain(runner_programs())
 }
 
-/// Whether `program` (a bare name) is one of [`code_running_programs`].
+/// Whether `program` (a bare name) runs code whatever its first argument: one of
+/// [`code_running_programs`], except those that do only through some subcommands
+/// (`npm exec`, see `runners::Runs::Subcommands`).
 pub fn runs_code(program: &str) -> bool {
-    code_running_programs().any(|p| p == program)
+    match runners::runner(program) {
+        Some(runners::Runs::Subcommands(_)) => false,
+        Some(_) => true,
+        None => code_running_programs().any(|p| p == program),
+    }
 }
 
 /// Whether a part is a shell or interpreter that reads its program from stdin.

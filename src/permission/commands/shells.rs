@@ -16,16 +16,6 @@ pub const INTERPRETERS: &[&str] = &[
     "perl", "ruby", "node", "php", "lua", "pwsh", "sudo", "source", ".", "eval",
 ];
 
-/// Programs that run code given to them in an argument or a file, besides the shells and
-/// [`INTERPRETERS`]: other language runtimes, package runners, build tools and text
-/// processors with a language of their own.
-#[rustfmt::skip]
-pub const CODE_RUNNERS: &[&str] = &[
-    "pypy", "pypy3", "nodejs", "deno", "bun", "npx", "bunx", "luajit", "Rscript", "julia",
-    "osascript", "powershell", "csh", "tcsh", "uv", "uvx", "pipx", "poetry", "make", "awk",
-    "gawk", "mawk", "nawk", "tclsh",
-];
-
 /// Paths that make a shell read its program from stdin.
 #[rustfmt::skip]
 pub(super) const STDIN_PATHS: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev/fd/0", "-"];

@@ -22,11 +22,14 @@ impl Rule {
         // Deny and ask see through every wrapper and spelling, and a word computed
         // at run time could be anything; allow sees only the command as written,
         // through a wrapper only when it does not raise privileges (`sudo x` needs
-        // its own rule).
+        // its own rule). A rule naming only a wrapper never grants what it wraps
+        // (`Bash(timeout:*)` does not allow `timeout 5 rm x`): matched against the
+        // full text, the rule must name the wrapped program too.
         let m = |s: &str| self.command_text_matches(s);
+        let m_full = || full != text && m(full) && self.names_wrapped(full, text);
         match self.kind {
-            RuleKind::Allow if privileged => m(full),
-            RuleKind::Allow => m(text) || (full != text && m(full)),
+            RuleKind::Allow if privileged => m_full(),
+            RuleKind::Allow => m(text) || m_full(),
             _ => {
                 std::iter::once(text)
                     .chain(forms.iter().map(String::as_str))
@@ -34,6 +37,20 @@ impl Rule {
                     || (full != text && m(full))
             }
         }
+    }
+
+    /// Whether the rule, matched against `full` (wrappers and the wrapped command
+    /// `text`), names the wrapped program itself: an exact rule names everything; a
+    /// wildcard's literal head must reach past the wrapped program's first word.
+    fn names_wrapped(&self, full: &str, text: &str) -> bool {
+        if self.is_exact() {
+            return true;
+        }
+        let Some(wrapped_at) = full.len().checked_sub(text.len()) else {
+            return false;
+        };
+        let program_end = wrapped_at + text.find(' ').unwrap_or(text.len());
+        !text.is_empty() && self.command_prefix.len() >= program_end
     }
 
     /// Whether the specifier matches one command text. `command_prefix` is a literal

@@ -1,41 +1,29 @@
-//! Shell command parsing for the permission engine: turns a `run_command` string into the
-//! simple commands ("parts") it would run, with a real bash parser (brush-parser), so that
-//! `rm -r -f /`, `bash -c 'rm -rf /'`, `a && b`, `x | sh` and `$(…)` are all seen.
+//! Shell command parsing for the permission engine: a recognizer, not a model of bash.
+//! A real bash parser (brush-parser) turns a `run_command` string into the simple
+//! commands ("parts") it would run, so that `rm -r -f /`, `bash -c 'rm -rf /'`, `a && b`,
+//! `x | sh` and `$(…)` are all seen.
 //!
-//! Wrappers that run another command (`sudo`, `env`, `timeout`, `nice`, `nohup`, `xargs`,
-//! `bash|sh|zsh -c '…'`, `eval`, …) are unwrapped recursively; compound commands (`&&`,
-//! `||`, `;`, `|`, `&`, subshells, groups, `if`/`for`/`while`/`case`, function bodies) are
-//! flattened; command substitutions are parsed and contribute parts of their own.
-//! Commands a command runs besides itself (`find -exec`, git aliases and command-valued
-//! settings) and shell source fed to a shell's stdin (`echo 'x' | bash`, `bash <<< 'x'`)
-//! become parts too (`unwrap.rs`, `stdin.rs`).
-//!
-//! Each part also carries its words as bash would expand them (`expand.rs`, `glob.rs`)
-//! and the directory it runs in (`cwd.rs`): the blacklist and the path checks judge those.
+//! Only a small literal subset is analysed: words and quotes (and a leading `~`);
+//! `&&`, `||`, `;` and `|`; literal redirects; a leading literal `cd DIR`; and known
+//! wrappers with known options (`commands::unwrap`), unwrapped recursively, with the
+//! commands a command runs besides itself (`find -exec`, git aliases) as parts of their
+//! own. Everything else makes the part opaque (`Part::opaque`): variables, command and
+//! process substitutions (whose commands still become parts, so deny rules and the
+//! blacklist see them), arithmetic, globs, braces, assignments, background jobs,
+//! compound commands (groups, subshells, `if`, loops, `case`, `[[ ]]`, `(( ))`),
+//! functions and whatever follows an alias or function definition, other `cd`s, and
+//! shells reading their program from stdin. The engine decides opaque parts by rule
+//! and mode alone; the OS sandbox confines what they do.
 
-mod arith;
-mod assigns;
-mod cwd;
-mod expand;
-mod glob;
-mod inner;
-mod loops;
 mod part;
 mod simple;
-mod stdin;
 mod unwrap;
 mod walk;
 mod words;
 
-use cwd::State;
-pub use cwd::{Dir, Env};
-pub use expand::Arg;
-pub use part::{Part, Redirect, Script};
+pub use part::{Arg, Dir, Env, Part, Redirect, Script};
 
 use brush_parser::ParserOptions;
-use loops::LOOP_PASSES;
-
-pub use stdin::Feed;
 
 /// How deep wrappers and substitutions may nest before the command counts as unparseable.
 const MAX_DEPTH: usize = 8;
@@ -45,37 +33,49 @@ const MAX_DEPTH: usize = 8;
 #[error("cannot parse the command as shell: {0}")]
 pub struct ShellError(pub String);
 
-/// Parses a command line into its parts, with no cwd or home to expand against.
+/// Parses a command line into its parts, with no cwd or home to read words against.
 pub fn parse(command: &str) -> Result<Script, ShellError> {
     parse_in(command, &Env::default())
 }
 
-/// Parses a command line into its parts, expanding words against `env` (the caller's cwd
-/// for relative globs, the home for `~`).
+/// Parses a command line into its parts, entering a leading `cd DIR` from `env.cwd` and
+/// expanding `~` to `env.home`.
 pub fn parse_in(command: &str, env: &Env) -> Result<Script, ShellError> {
     let mut ctx = Ctx {
         opts: ParserOptions::default(),
         script: Script::default(),
         next_pipeline: 0,
         functions: Vec::new(),
-        state: State::default(),
         env: env.clone(),
-        loop_passes: LOOP_PASSES,
-        may_declare_int: assigns::may_declare_int(command),
+        dir: Dir::Initial,
     };
     ctx.parse_into(command, 0, &Inherit::default())?;
-    // A function that calls itself in a pipe or the background forks without bound.
     let Ctx {
         mut script,
         functions,
         ..
     } = ctx;
+    // A function that calls itself in a pipe or the background forks without bound.
     for (name, range) in &functions {
         let recursive = script.parts[range.clone()]
             .iter()
             .any(|p| p.program() == name && (p.background || p.piped));
         if recursive {
             script.fork_bomb = true;
+        }
+    }
+    // After an alias or a function is defined, any later word may be that name.
+    let renames = script
+        .parts
+        .iter()
+        .position(|p| p.program() == "alias")
+        .into_iter()
+        .chain(functions.iter().map(|(_, r)| r.start))
+        .min();
+    if let Some(start) = renames {
+        for p in &mut script.parts[start..] {
+            p.opaque
+                .get_or_insert_with(|| "an alias or function may rename what runs".into());
         }
     }
     Ok(script)
@@ -91,10 +91,11 @@ struct Inherit {
     background: bool,
     parent: Option<usize>,
     dynamic: bool,
-    /// What stdin holds for commands in this construct (a pipe, a here-string on a group).
-    stdin: Option<Feed>,
-    /// Inside a function body: its stdin is whatever the caller feeds it.
-    in_function: bool,
+    /// Inside a construct outside the literal subset: why its parts are opaque.
+    opaque: Option<String>,
+    /// Not at the top level of the command (inside a compound, a substitution, a
+    /// pipeline, a nested script): a `cd` here is not a leading `cd`.
+    nested: bool,
 }
 
 struct Ctx {
@@ -103,13 +104,9 @@ struct Ctx {
     next_pipeline: usize,
     /// Functions defined, with the range of parts their bodies produced.
     functions: Vec<(String, std::ops::Range<usize>)>,
-    /// The directory and variables at the point being parsed.
-    state: State,
     env: Env,
-    /// Extra passes loops may still spend on their pins (`loops.rs`).
-    loop_passes: usize,
-    /// The command may give some variable the integer attribute (`assigns.rs`).
-    may_declare_int: bool,
+    /// The directory parts run in from here on.
+    dir: Dir,
 }
 
 #[cfg(test)]
@@ -169,7 +166,8 @@ mod tests {
         let s = parse("echo $(rm -rf /) `id` $HOME ~").unwrap();
         let echo = &s.parts[0];
         assert!(echo.dynamic);
-        assert_eq!(echo.text(), "echo $(…) $(…) ~ ~");
+        assert!(echo.opaque.is_some());
+        assert_eq!(echo.text(), "echo $(…) $(…) $VAR ~");
         assert!(
             s.parts
                 .iter()
@@ -197,6 +195,99 @@ mod tests {
         assert!(parse(":(){ :|:& };:").unwrap().fork_bomb);
         assert!(parse("bomb() { bomb | bomb & }; bomb").unwrap().fork_bomb);
         assert!(!parse("f() { echo hi; }; f").unwrap().fork_bomb);
+    }
+
+    #[test]
+    fn the_literal_subset_is_read() {
+        for cmd in [
+            "git log --oneline -5",
+            "ls -la src && grep -rn main src | wc -l",
+            "git -C . status",
+            "sort f | uniq -c",
+            "cargo build && git diff",
+            "a; b || c",
+            r#"grep -n "a b" 'c d' e\ f > out 2>&1 < in"#,
+            "timeout 5 nice -n 3 git status",
+            "bash -c 'git status'",
+            "find . -name '*.rs'",
+            "[ -f x ]",
+            "cat ~/x",
+            "cd src && ls",
+            "echo {}",
+        ] {
+            let env = Env {
+                cwd: None,
+                home: Some("/home/u".into()),
+            };
+            let s = parse_in(cmd, &env).unwrap();
+            assert!(s.parts.iter().all(|p| p.opaque.is_none()), "{cmd}: {:?}", s.parts);
+            assert!(s.parts.iter().all(|p| p.args.iter().all(|a| a.known)), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn everything_else_is_opaque() {
+        for cmd in [
+            "echo $X",
+            "echo \"$X\"",
+            "echo ${X:-$(id)}",
+            "echo $(id)",
+            "echo `id`",
+            "echo $((1+2))",
+            "x=$((1+2))",
+            "x=1",
+            "A=1 git status",
+            "ls *.rs",
+            "ls src/?.rs",
+            "ls [ab]",
+            "echo {a,b}",
+            "echo {1..3}",
+            "cat <(ls)",
+            "ls > $OUT",
+            "cat <<EOF\n$(id)\nEOF",
+            "make &",
+            "(ls)",
+            "{ ls; }",
+            "if true; then ls; fi",
+            "for f in a b; do ls $f; done",
+            "while true; do ls; done",
+            "case x in x) ls;; esac",
+            "[[ -f x ]]",
+            "(( x++ ))",
+            "f() { ls; }; f",
+            "shopt -s expand_aliases; alias g=git; g push",
+            "ls ~root",
+            "echo 'git push' | bash",
+        ] {
+            let s = parse(cmd).unwrap();
+            assert!(s.parts.iter().any(|p| p.opaque.is_some()), "{cmd}: {:?}", s.parts);
+        }
+        // After an alias is defined, every later word may be it.
+        let s = parse("alias g=git; g push").unwrap();
+        assert!(s.parts[1].opaque.is_some());
+    }
+
+    #[test]
+    fn only_a_leading_literal_cd_is_followed() {
+        let tmp = std::env::temp_dir().canonicalize().unwrap();
+        let env = Env {
+            cwd: Some(tmp.clone()),
+            home: None,
+        };
+        let s = parse_in("cd . && ls", &env).unwrap();
+        assert_eq!(s.parts[1].dir, Dir::Known(tmp.clone()));
+        for cmd in [
+            "ls && cd . && ls",
+            "cd $X && ls",
+            "cd - && ls",
+            "cd /no/such/dir && ls",
+            "pushd . && ls",
+            "bash -c 'cd . && ls'",
+        ] {
+            let s = parse_in(cmd, &env).unwrap();
+            let last = s.parts.last().unwrap();
+            assert_eq!(last.dir, Dir::Unknown, "{cmd}");
+        }
     }
 
     #[test]

@@ -1,10 +1,56 @@
 //! The parts of a parsed command line: each simple command the shell would run
-//! (`Part`), with its wrappers, redirections, expanded words and directory, and the
-//! whole parse (`Script`).
+//! (`Part`), with its wrappers, redirections, words and directory, and the whole parse
+//! (`Script`); an argument as the command receives it (`Arg`), the directory a part runs
+//! in (`Dir`) and what that needs from outside the command (`Env`).
 
-use super::cwd::Dir;
-use super::expand::Arg;
-use super::stdin::Feed;
+use std::path::PathBuf;
+
+/// One argument as the command receives it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Arg {
+    /// The text the command receives; when unknown, the known text with placeholders
+    /// (`$VAR`, `$(…)`) for what could not be read.
+    pub text: String,
+    /// Whether `text` is exactly what the command receives.
+    pub known: bool,
+    /// Whether an unknown value may split into several arguments (an unquoted expansion
+    /// or glob): it may then hold options as well as operands.
+    pub splits: bool,
+    /// For an unquoted glob (never matched against the disk): the pattern.
+    pub pattern: Option<String>,
+}
+
+impl Arg {
+    /// A known literal argument.
+    pub fn literal(text: impl Into<String>) -> Self {
+        Arg {
+            text: text.into(),
+            known: true,
+            ..Arg::default()
+        }
+    }
+}
+
+/// Where the shell is when a part runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Dir {
+    /// The caller's cwd (no `cd` ran before this part).
+    #[default]
+    Initial,
+    /// The directory a leading literal `cd DIR` entered: its real absolute path.
+    Known(PathBuf),
+    /// Somewhere we cannot tell (any other `cd`, `pushd`, `popd`, a missing target).
+    Unknown,
+}
+
+/// What reading a command needs from outside it.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// The caller's cwd, canonical (a leading `cd DIR` is entered from it).
+    pub cwd: Option<PathBuf>,
+    /// The home directory (`~`).
+    pub home: Option<PathBuf>,
+}
 
 /// A redirection of a part.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,10 +101,8 @@ pub struct Part {
     pub env: Vec<(String, String)>,
     /// The directory a wrapper runs the command in (`env -C DIR`, `sudo -D DIR`).
     pub chdir: Option<String>,
-    /// The text of this command's here-document or here-string.
-    pub here: Option<Feed>,
-    /// `argv` as bash would expand it: braces, tilde, variables assigned earlier, globs
-    /// matched in `dir`. An argument that cannot be known says so (`Arg::known`).
+    /// `argv` as the command receives it (`~` expanded). A word outside the literal
+    /// subset (a variable, substitution, glob, brace) is unknown (`Arg::known`).
     pub args: Vec<Arg>,
     /// The directory the part runs in.
     pub dir: Dir,
@@ -80,8 +124,8 @@ impl Part {
         s
     }
 
-    /// Whether the shell changes the part's words before running it: variables,
-    /// substitutions, globs, braces, or anything that cannot be known.
+    /// Whether the shell changes the part's words before running it in ways not read
+    /// here: variables, substitutions, globs, braces.
     pub fn expanded(&self) -> bool {
         self.dynamic
             || self.args.len() != self.argv.len()

@@ -1,13 +1,36 @@
-//! One simple command: its prefix assignments, words, redirections and process
-//! substitutions gathered into one part, its wrappers unwrapped, and where it and the
-//! commands it runs end up (arguments expanded, directory entered).
+//! One simple command: its words, redirections and process substitutions gathered into
+//! one part, its wrappers unwrapped, its arguments as the command receives them, and the
+//! directory it runs in (a leading literal `cd DIR` is entered; any other `cd` loses
+//! track of the directory).
+
+use std::path::{Path, PathBuf};
 
 use brush_parser::ast;
 
-use super::cwd::{self, Dir, State};
-use super::expand::Arg;
-use super::stdin::{self, Feed};
-use super::{Ctx, Inherit, Redirect, ShellError};
+use super::{Arg, Ctx, Dir, Inherit, Redirect, ShellError};
+use crate::permission::sandbox::lexical;
+
+/// The words and redirections of a simple command, gathered item by item.
+#[derive(Default)]
+struct Acc {
+    argv: Vec<String>,
+    /// Each word of `argv` as the command receives it.
+    args: Vec<Arg>,
+    redirects: Vec<Redirect>,
+    dynamic: bool,
+    env: Vec<(String, String)>,
+    /// Why the command is outside the literal subset.
+    why: Option<&'static str>,
+}
+
+impl Acc {
+    fn outside(&mut self, why: Option<&'static str>) {
+        if let Some(why) = why {
+            self.why.get_or_insert(why);
+            self.dynamic = true;
+        }
+    }
+}
 
 impl Ctx {
     /// One simple command: its words, redirections and wrappers become one part.
@@ -21,28 +44,22 @@ impl Ctx {
     ) -> Result<(), ShellError> {
         // Reserve the part's slot first so nested substitutions can name it as parent.
         let index = self.push(self.base(inh, pipeline, pos));
+        let leading = index == 0 && depth == 0 && !inh.nested;
         let mut nested = inh.clone();
         nested.parent = Some(index);
+        nested.nested = true;
         let mut acc = Acc {
-            argv: Vec::new(),
-            words: Vec::new(),
-            raws: Vec::new(),
-            assigns: Vec::new(),
-            prefix: Vec::new(),
-            redirects: Vec::new(),
             dynamic: inh.dynamic,
-            env: Vec::new(),
-            here: None,
+            ..Acc::default()
         };
         for item in cmd.prefix.iter().flat_map(|p| p.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
         }
         if let Some(name) = &cmd.word_or_name {
-            let (t, d, args) = self.word_args(&name.value, depth, &nested)?;
-            acc.dynamic |= d;
-            acc.argv.push(t);
-            acc.words.push(args);
-            acc.raws.push(name.value.clone());
+            let w = self.word(&name.value, depth, &nested)?;
+            acc.outside(w.why);
+            acc.argv.push(w.text);
+            acc.args.push(w.arg);
         }
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
@@ -51,108 +68,66 @@ impl Ctx {
         part.redirects = acc.redirects;
         part.dynamic = acc.dynamic;
         part.env = acc.env;
-        // Its own here-document wins over a pipe or a group's stdin.
-        let feed = acc.here.clone().or_else(|| inh.stdin.clone());
-        part.here = acc.here;
-        part.dir = self.state.dir.clone();
+        if let Some(why) = acc.why {
+            part.opaque.get_or_insert_with(|| why.to_string());
+        }
         let own_redirects = part.redirects.len();
         let original = acc.argv.clone();
-        // Builtins that evaluate values as arithmetic (`let`, `declare -i`, `read NAME`).
-        let ints = self.builtin_arith(&acc.words, &acc.raws, depth, &nested)?;
-        let before = self.state.clone();
-        self.unwrap(index, acc.argv, depth, feed, inh)?;
+        self.unwrap(index, acc.argv, depth, inh)?;
         let end = self.script.parts.len();
-        self.locate_wrapped(
-            index,
-            end,
-            &before,
-            inh,
-            own_redirects,
-            &original,
-            &acc.words,
-        );
-        // A nested script (`bash -c`, `eval`) may or may not have changed the state.
-        if self.state != before {
-            let mut merged = before;
-            merged.merge(&self.state);
-            self.state = merged;
-        }
-        if original.is_empty() {
-            let mut ints = Vec::new();
-            for a in &acc.prefix {
-                if self.assignment(a, depth, &nested)? {
-                    ints.extend(assignment_name(a));
+        self.locate(index, end, own_redirects, &original, &acc.args);
+        let part = &self.script.parts[index];
+        if matches!(part.program(), "cd" | "pushd" | "popd") {
+            let target = match (&part.args[..], part.wrappers.is_empty()) {
+                ([_, t], true) if leading && part.opaque.is_none() && !t.text.starts_with('-') => {
+                    Some(t.text.clone())
                 }
-            }
-            for (name, value) in acc.assigns {
-                if value.is_none() && ints.contains(&name) {
-                    self.state.assign_int(&name);
-                } else {
-                    self.state.assign(&name, value);
-                }
-            }
-        } else {
-            let functions = &self.functions;
-            let is_function = |p: &str| functions.iter().any(|(n, _)| n == p);
-            let args = &self.script.parts[index].args;
-            self.state.apply(args, &is_function, &self.env, &ints);
+                _ => None,
+            };
+            self.dir = match target {
+                Some(t) if part.program() == "cd" => self.enter(&t),
+                _ => Dir::Unknown,
+            };
         }
         Ok(())
     }
 
-    /// After unwrapping part `index` (whose words were `original`, expanded as `words`,
-    /// in state `at`): its expanded arguments, the directory it runs in (a wrapper's
-    /// `env -C DIR` entered from there), the expanded targets of the files its wrappers
-    /// write or read (`time -o FILE`); and the same for the commands it runs itself
-    /// (`find -exec`, parts `index + 1 .. end` that no simple command produced).
-    #[allow(clippy::too_many_arguments)]
-    fn locate_wrapped(
+    /// Gives part `index` (whose words were `original`, read as `args`) its arguments
+    /// and the targets of the files its wrappers use (`time -o FILE`), and the same to
+    /// the commands it runs itself (`find -exec`: parts `index + 1 .. end` that no
+    /// simple command produced). A wrapper's `env -C DIR` or `-execdir` runs it
+    /// somewhere the engine does not follow.
+    fn locate(
         &mut self,
         index: usize,
         end: usize,
-        at: &State,
-        inh: &Inherit,
         own_redirects: usize,
         original: &[String],
-        words: &[Vec<Arg>],
+        args: &[Arg],
     ) {
-        let literal = cwd::literal(original, words);
-        let args_of = |argv: &[String]| {
-            if literal {
-                argv.iter().map(Arg::literal).collect()
-            } else {
-                cwd::align(original, words, argv)
+        let arg_of = |text: &str| match original.iter().position(|o| o == text) {
+            Some(i) => args[i].clone(),
+            None if text.contains("$VAR") || text.contains("$(") => Arg {
+                text: text.to_string(),
+                splits: true,
+                ..Arg::default()
+            },
+            None => Arg::literal(text),
+        };
+        let args_of = |argv: &[String]| -> Vec<Arg> {
+            match original.len().checked_sub(argv.len()) {
+                Some(skip) if original[skip..] == *argv => args[skip..].to_vec(),
+                _ => argv.iter().map(|a| arg_of(a)).collect(),
             }
         };
-        let value_of = |v: &str| {
-            if literal {
-                Arg::literal(v)
-            } else {
-                cwd::value_arg(v, original, words)
-            }
-        };
-        let inherited = inh.wrappers.len();
         let part = &mut self.script.parts[index];
         part.args = args_of(&part.argv);
         for r in &mut part.redirects[own_redirects..] {
-            r.arg = value_of(&r.target);
+            r.arg = arg_of(&r.target);
         }
-        let own = part.wrappers.get(inherited..).unwrap_or_default();
-        let changers = own
-            .iter()
-            .filter(|w| cwd::wrappers_change_dir(std::slice::from_ref(*w)))
-            .count();
-        part.dir = match &part.chdir {
-            _ if cwd::wrappers_change_dir(&part.wrappers[..inherited.min(part.wrappers.len())]) => {
-                Dir::Unknown
-            }
-            Some(d) if changers <= 1 => match value_of(d) {
-                a if a.known => at.enter(&a.text, &self.env),
-                _ => Dir::Unknown,
-            },
-            _ if changers > 0 || part.chdir.is_some() => Dir::Unknown,
-            _ => part.dir.clone(),
-        };
+        if part.chdir.is_some() {
+            part.dir = Dir::Unknown;
+        }
         let dir = part.dir.clone();
         for child in &mut self.script.parts[index + 1..end] {
             if !child.args.is_empty() || child.argv.is_empty() {
@@ -161,19 +136,40 @@ impl Ctx {
             child.args = args_of(&child.argv);
             for r in &mut child.redirects {
                 if r.arg == Arg::default() {
-                    r.arg = value_of(&r.target);
+                    r.arg = arg_of(&r.target);
                 }
             }
-            // `-execdir` runs in each found file's directory.
             let elsewhere = child
                 .wrappers
                 .iter()
                 .any(|w| w.contains("-execdir") || w.contains("-okdir"));
-            child.dir = if elsewhere || cwd::wrappers_change_dir(&child.wrappers) {
+            child.dir = if elsewhere || child.chdir.is_some() {
                 Dir::Unknown
             } else {
                 dir.clone()
             };
+        }
+    }
+
+    /// The directory a leading `cd target` lands in, when it surely exists and its
+    /// logical and physical readings agree.
+    fn enter(&self, target: &str) -> Dir {
+        let relative = !target.starts_with('/');
+        // `CDPATH` may send a relative `cd` elsewhere.
+        if relative && !target.starts_with('.') && std::env::var_os("CDPATH").is_some() {
+            return Dir::Unknown;
+        }
+        let joined = match (&self.dir, &self.env.cwd) {
+            _ if !relative => PathBuf::from(target),
+            (Dir::Initial, Some(cwd)) => cwd.join(target),
+            (Dir::Known(d), _) => d.join(target),
+            _ => return Dir::Unknown,
+        };
+        let real = std::fs::canonicalize(&joined);
+        let logical = std::fs::canonicalize(lexical(&joined));
+        match (real, logical) {
+            (Ok(r), Ok(l)) if r == l && Path::new(&r).is_dir() => Dir::Known(r),
+            _ => Dir::Unknown,
         }
     }
 
@@ -187,82 +183,46 @@ impl Ctx {
         use ast::CommandPrefixOrSuffixItem as I;
         match item {
             I::Word(w) => {
-                let (t, d, args) = self.word_args(&w.value, depth, nested)?;
-                acc.dynamic |= d;
-                acc.argv.push(t);
-                acc.words.push(args);
-                acc.raws.push(w.value.clone());
+                let w = self.word(&w.value, depth, nested)?;
+                acc.outside(w.why);
+                acc.argv.push(w.text);
+                acc.args.push(w.arg);
             }
             I::AssignmentWord(a, w) => {
-                // `VAR=value cmd` changes the command's environment (PAGER, LD_PRELOAD…),
-                // so the part is not read-only; the value may hold substitutions.
+                let word = self.word(&w.value, depth, nested)?;
                 if !acc.argv.is_empty() {
-                    let (t, _, args) = self.word_args(&w.value, depth, nested)?;
-                    acc.argv.push(t);
-                    acc.words.push(args);
-                    acc.raws.push(w.value.clone());
+                    // `export A=1`, `declare x=1`: an argument.
+                    acc.outside(word.why);
+                    acc.argv.push(word.text);
+                    acc.args.push(word.arg);
                 } else {
-                    acc.prefix.push(a.clone());
-                    let (t, _) = self.word(&w.value, depth, nested)?;
-                    let value = self.assigned_value(a);
+                    // `VAR=value cmd` changes the command's environment (PAGER,
+                    // LD_PRELOAD…); alone it sets a shell variable.
+                    acc.outside(Some("an assignment"));
                     if let ast::AssignmentName::VariableName(name) = &a.name {
-                        let text = t.split_once('=').map_or(t.as_str(), |(_, v)| v);
+                        let text = word.text.split_once('=').map_or("", |(_, v)| v);
                         acc.env.push((name.clone(), text.to_string()));
-                        acc.assigns.push((name.clone(), value));
                     }
                 }
-                acc.dynamic = true;
             }
             I::IoRedirect(r) => {
-                let expanded = self.here_string(r, depth, nested)?;
-                if let Some(feed) = stdin::here(r, expanded) {
-                    acc.here = Some(feed);
-                }
-                if let Some(r) = self.redirect(r, depth, nested)? {
-                    acc.redirects.push(r);
-                }
+                let (redirect, why) = self.redirect(r, depth, nested)?;
+                acc.outside(why);
+                acc.redirects.extend(redirect);
             }
             I::ProcessSubstitution(_, sub) => {
-                acc.dynamic = true;
+                acc.outside(Some("a process substitution"));
                 let mut inner = nested.clone();
                 inner.dynamic = true;
                 inner.substituted = true;
-                let saved = self.state.clone();
                 self.compound_list(&sub.list, depth + 1, &inner)?;
-                self.state = saved;
                 acc.argv.push("<(…)".into());
-                acc.words.push(vec![Arg {
+                acc.args.push(Arg {
                     text: "<(…)".into(),
                     ..Arg::default()
-                }]);
-                acc.raws.push("<(…)".into());
+                });
             }
         }
         Ok(())
     }
-}
-
-/// The variable an assignment gives a whole new value (not an array element).
-fn assignment_name(a: &ast::Assignment) -> Option<String> {
-    match &a.name {
-        ast::AssignmentName::VariableName(n) => Some(n.clone()),
-        ast::AssignmentName::ArrayElementName(..) => None,
-    }
-}
-
-/// The words and redirections of a simple command, gathered item by item.
-struct Acc {
-    argv: Vec<String>,
-    /// Each word of `argv`, expanded (a brace or glob may give several arguments).
-    words: Vec<Vec<Arg>>,
-    /// Each word of `argv` as written.
-    raws: Vec<String>,
-    /// `NAME=value` before the command word: shell variables when no command follows.
-    assigns: Vec<(String, Option<String>)>,
-    /// The assignments before the command word, as parsed.
-    prefix: Vec<ast::Assignment>,
-    redirects: Vec<Redirect>,
-    dynamic: bool,
-    env: Vec<(String, String)>,
-    here: Option<Feed>,
 }

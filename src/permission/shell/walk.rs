@@ -1,13 +1,12 @@
-//! Walking the AST: lists (`;`, `&&`, `||`, `&`), pipelines and compound commands
-//! (groups, subshells, `if`, `case`, loops, functions, `[[ ]]`, `(( ))`), flattened into
-//! parts while the directory and variable state follows every path bash could take.
+//! Walking the AST: lists (`;`, `&&`, `||`), pipelines and compound commands, flattened
+//! into parts. Background jobs and every compound command (groups, subshells, `if`,
+//! `case`, loops, functions, `[[ ]]`, `(( ))`) are outside the literal subset: their
+//! parts are still produced, so that deny rules and the blacklist see them, but opaque.
 //! Simple commands themselves are handled in `simple.rs`.
 
 use brush_parser::Parser;
 use brush_parser::ast;
 
-use super::cwd::State;
-use super::stdin;
 use super::{Ctx, Inherit, MAX_DEPTH, Part, ShellError};
 
 impl Ctx {
@@ -38,37 +37,19 @@ impl Ctx {
     ) -> Result<(), ShellError> {
         for ast::CompoundListItem(and_or, sep) in &list.0 {
             let mut inh = inh.clone();
-            let background = matches!(sep, ast::SeparatorOperator::Async);
-            inh.background |= background;
-            let before = self.state.clone();
-            // Every state the list passed through: a part after `||` may run after any
-            // earlier one failed, and what follows the list may see any of them.
-            let mut seen = self.state.clone();
-            let mut saw_or = false;
-            for (op, pipeline) in and_or.iter() {
-                if matches!(op, ast::PipelineOperator::Or) {
-                    saw_or = true;
-                }
-                if saw_or {
-                    let mut merged = seen.clone();
-                    merged.merge(&self.state);
-                    self.state = merged;
-                }
+            if matches!(sep, ast::SeparatorOperator::Async) {
+                inh.background = true;
+                inh.nested = true;
+                opaque(&mut inh, "it runs in the background");
+            }
+            for (_, pipeline) in and_or.iter() {
                 self.pipeline(pipeline, depth, &inh)?;
-                seen.merge(&self.state);
-            }
-            if !and_or.additional.is_empty() {
-                self.state = seen;
-            }
-            // `a &` runs in a subshell.
-            if background {
-                self.state = before;
             }
         }
         Ok(())
     }
 
-    pub(super) fn pipeline(
+    fn pipeline(
         &mut self,
         pipeline: &ast::Pipeline,
         depth: usize,
@@ -80,15 +61,8 @@ impl Ctx {
         for (pos, cmd) in pipeline.seq.iter().enumerate() {
             let mut inh = inh.clone();
             inh.piped |= piped;
-            if pos > 0 {
-                inh.stdin = Some(self.output_of(id, pos - 1, inh.parent));
-            }
-            // Members of a pipeline run in subshells: their `cd` and assignments vanish.
-            let saved = piped.then(|| self.state.clone());
+            inh.nested |= piped;
             self.command(cmd, depth, &inh, id, pos)?;
-            if let Some(saved) = saved {
-                self.state = saved;
-            }
         }
         Ok(())
     }
@@ -101,20 +75,15 @@ impl Ctx {
         pipeline: usize,
         pos: usize,
     ) -> Result<(), ShellError> {
+        let mut inner = inh.clone();
+        inner.nested = true;
         match cmd {
             ast::Command::Simple(simple) => self.simple(simple, depth, inh, pipeline, pos),
             ast::Command::Compound(compound, redirects) => {
+                opaque(&mut inner, "a compound command (group, subshell, branch or loop)");
                 let start = self.script.parts.len();
-                let mut inh = inh.clone();
-                for r in redirects.iter().flat_map(|l| l.0.iter()) {
-                    let expanded = self.here_string(r, depth, &inh)?;
-                    if let Some(feed) = stdin::here(r, expanded) {
-                        inh.stdin = Some(feed);
-                    }
-                }
-                let inh = &inh;
-                self.compound(compound, depth, inh)?;
-                let redirects = self.redirect_list(redirects.as_ref(), depth, inh)?;
+                self.compound(compound, depth, &inner)?;
+                let redirects = self.redirect_list(redirects.as_ref(), depth, &inner)?;
                 for p in &mut self.script.parts[start..] {
                     p.redirects.extend(redirects.iter().cloned());
                     if p.parent == inh.parent {
@@ -125,42 +94,21 @@ impl Ctx {
                 Ok(())
             }
             ast::Command::Function(def) => {
+                opaque(&mut inner, "a function body runs whenever it is called");
                 let start = self.script.parts.len();
-                let mut inh = inh.clone();
-                inh.in_function = true;
-                // The body runs whenever the function is called: nothing is known there,
-                // and a caller may have made any variable an integer.
-                let mut body = State::unknown();
-                body.num.int_attr = self.state.num.int_attr.clone();
-                body.num.int_attr_any = self.may_declare_int || self.state.num.int_attr_any;
-                let saved = std::mem::replace(&mut self.state, body);
-                self.compound(&def.body.0, depth, &inh)?;
-                let body = std::mem::replace(&mut self.state, saved);
-                // Integer attributes it gives (`declare -gi x`) may outlive the call.
-                self.state.num.int_attr.extend(body.num.int_attr);
+                self.compound(&def.body.0, depth, &inner)?;
                 let end = self.script.parts.len();
                 self.functions.push((def.fname.value.clone(), start..end));
                 Ok(())
             }
-            // `[[ … ]]` only tests, but bash expands its words: their substitutions
-            // become parts whose parent is the `[[` part.
-            ast::Command::ExtendedTest(test, redirects) => {
-                let index = self.push(Part {
-                    argv: vec!["[[".into()],
-                    dynamic: true,
-                    ..self.base(inh, pipeline, pos)
-                });
-                let mut nested = inh.clone();
-                nested.parent = Some(index);
-                self.test_expr(&test.expr, depth, &nested)?;
-                let redirects = self.redirect_list(redirects.as_ref(), depth, &nested)?;
-                self.script.parts[index].redirects = redirects;
+            ast::Command::ExtendedTest(..) => {
+                self.opaque_part("[[", "a `[[ … ]]` test expands words", &inner, pipeline, pos);
                 Ok(())
             }
         }
     }
 
-    pub(super) fn compound(
+    fn compound(
         &mut self,
         c: &ast::CompoundCommand,
         depth: usize,
@@ -169,78 +117,65 @@ impl Ctx {
         use ast::CompoundCommand as C;
         match c {
             C::BraceGroup(g) => self.compound_list(&g.list, depth, inh),
-            C::Subshell(s) => {
-                let saved = self.state.clone();
-                self.compound_list(&s.list, depth, inh)?;
-                self.state = saved;
-                Ok(())
+            C::Subshell(s) => self.compound_list(&s.list, depth, inh),
+            C::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(&w.value, depth, inh)?;
+                }
+                self.compound_list(&f.body.list, depth, inh)
             }
-            C::ForClause(f) => self.for_clause(f, depth, inh),
-            C::ArithmeticForClause(f) => self.arithmetic_for(f, depth, inh),
+            C::ArithmeticForClause(f) => {
+                let next = self.next_pipeline;
+                self.opaque_part("for ((", "arithmetic", inh, next, 0);
+                self.compound_list(&f.body.list, depth, inh)
+            }
             C::CaseClause(c) => {
-                let mut inh = inh.clone();
-                inh.dynamic = true;
-                self.word(&c.value.value, depth, &inh)?;
-                let start = self.state.clone();
-                let mut end = self.state.clone();
+                self.word(&c.value.value, depth, inh)?;
                 for item in &c.cases {
-                    // Patterns are expanded (substitutions run) before they are matched.
                     for pattern in &item.patterns {
-                        self.state = start.clone();
-                        self.word(&pattern.value, depth, &inh)?;
+                        self.word(&pattern.value, depth, inh)?;
                     }
                     if let Some(list) = &item.cmd {
-                        self.state = start.clone();
-                        self.compound_list(list, depth, &inh)?;
-                        end.merge(&self.state);
+                        self.compound_list(list, depth, inh)?;
                     }
                 }
-                self.state = end;
                 Ok(())
             }
             C::IfClause(i) => {
-                // Each branch starts where the conditions left off; after the `if`, any
-                // branch (or none, without an `else`) may have run.
                 self.compound_list(&i.condition, depth, inh)?;
-                let mut cond = self.state.clone();
                 self.compound_list(&i.then, depth, inh)?;
-                let mut end = self.state.clone();
-                let mut has_else = false;
                 for e in i.elses.iter().flatten() {
-                    self.state = cond.clone();
-                    match &e.condition {
-                        Some(c) => {
-                            self.compound_list(c, depth, inh)?;
-                            cond.merge(&self.state);
-                        }
-                        None => has_else = true,
+                    if let Some(c) = &e.condition {
+                        self.compound_list(c, depth, inh)?;
                     }
                     self.compound_list(&e.body, depth, inh)?;
-                    end.merge(&self.state);
                 }
-                if !has_else {
-                    end.merge(&cond);
-                }
-                self.state = end;
                 Ok(())
             }
-            C::WhileClause(w) | C::UntilClause(w) => self.while_clause(w, depth, inh),
+            C::WhileClause(w) | C::UntilClause(w) => {
+                self.compound_list(&w.0, depth, inh)?;
+                self.compound_list(&w.1.list, depth, inh)
+            }
             C::Coprocess(c) => {
                 let mut inh = inh.clone();
                 inh.background = true;
                 self.command(&c.body, depth, &inh, self.next_pipeline, 0)
             }
-            C::Arithmetic(a) => {
-                let index = self.push(Part {
-                    argv: vec!["((".into()],
-                    dynamic: true,
-                    ..self.base(inh, self.next_pipeline, 0)
-                });
-                let mut nested = inh.clone();
-                nested.parent = Some(index);
-                self.arithmetic(&a.expr.value, depth, &nested)
+            C::Arithmetic(_) => {
+                let next = self.next_pipeline;
+                self.opaque_part("((", "arithmetic", inh, next, 0);
+                Ok(())
             }
         }
+    }
+
+    /// Adds a part standing for a construct that is not read (`[[`, `((`).
+    fn opaque_part(&mut self, name: &str, why: &str, inh: &Inherit, pipeline: usize, pos: usize) {
+        let mut part = self.base(inh, pipeline, pos);
+        part.argv = vec![name.to_string()];
+        part.dynamic = true;
+        part.opaque.get_or_insert_with(|| why.to_string());
+        self.push(part);
     }
 
     /// A new part carrying what it inherits from the constructs around it.
@@ -253,8 +188,10 @@ impl Ctx {
             parent: inh.parent,
             dynamic: inh.dynamic,
             substituted: inh.substituted,
+            opaque: inh.opaque.clone(),
             pipeline,
             pipe_pos: pos,
+            dir: self.dir.clone(),
             ..Part::default()
         }
     }
@@ -264,4 +201,9 @@ impl Ctx {
         self.script.parts.push(part);
         self.script.parts.len() - 1
     }
+}
+
+/// Marks what `inh` covers as opaque, keeping an outer reason.
+fn opaque(inh: &mut Inherit, why: &str) {
+    inh.opaque.get_or_insert_with(|| why.to_string());
 }

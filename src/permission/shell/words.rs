@@ -1,142 +1,149 @@
-//! Words and redirections for the shell parser: turns a word into literal text
-//! (quotes removed, `~`/`$HOME` as `~`, substitutions as `$(…)`), parsing the commands
-//! inside substitutions as parts of their own.
+//! Words and redirections: a word becomes its literal text (quotes removed, a leading
+//! `~` as `~`, substitutions as `$(…)`, variables as `$VAR`) and the argument the command
+//! receives. A word outside the literal subset (a variable, a substitution, arithmetic,
+//! an unquoted glob or brace expansion, `~user`) is unknown and says why; the commands
+//! inside its substitutions are parsed as parts of their own.
 
 use brush_parser::ast;
-use brush_parser::word::{self, Parameter, ParameterExpr, TildeExpr, WordPiece};
+use brush_parser::word::{self, TildeExpr, WordPiece};
 
-use super::expand::{self, Arg};
-use super::{Ctx, Inherit, Redirect, ShellError};
+use super::{Arg, Ctx, Inherit, Redirect, ShellError};
+
+/// One word read.
+pub(super) struct Word {
+    /// The text shown for it (placeholders for what is not literal).
+    pub text: String,
+    /// The argument the command receives (unknown outside the literal subset).
+    pub arg: Arg,
+    /// Why it is outside the literal subset.
+    pub why: Option<&'static str>,
+}
+
+/// What the pieces of one word hold, gathered piece by piece.
+#[derive(Default)]
+struct Scan {
+    text: String,
+    /// The unquoted text, with quoted text replaced by `_` (globs and braces live here).
+    unquoted: String,
+    why: Option<&'static str>,
+    home: bool,
+    quoted_expansion: bool,
+}
 
 impl Ctx {
-    /// Expands a word to literal text; substitutions inside it are parsed as parts whose
-    /// parent is `inh.parent`. Returns the text and whether it was dynamic.
+    /// Reads a word; substitutions inside it become parts whose parent is `inh.parent`.
     pub(super) fn word(
         &mut self,
         raw: &str,
         depth: usize,
         inh: &Inherit,
-    ) -> Result<(String, bool), ShellError> {
+    ) -> Result<Word, ShellError> {
         let pieces =
             word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
-        self.text_of(&pieces, depth, inh)
-    }
-
-    fn text_of(
-        &mut self,
-        pieces: &[word::WordPieceWithSource],
-        depth: usize,
-        inh: &Inherit,
-    ) -> Result<(String, bool), ShellError> {
-        let mut out = String::new();
-        let mut dynamic = false;
-        for p in pieces {
-            self.piece(&p.piece, depth, inh, &mut out, &mut dynamic)?;
+        let mut scan = Scan::default();
+        for (i, p) in pieces.iter().enumerate() {
+            self.piece(&p.piece, i == 0, false, depth, inh, &mut scan)?;
         }
-        Ok((out, dynamic))
-    }
-
-    /// `word`, plus the word as bash would expand it into arguments.
-    pub(super) fn word_args(
-        &mut self,
-        raw: &str,
-        depth: usize,
-        inh: &Inherit,
-    ) -> Result<(String, bool, Vec<Arg>), ShellError> {
-        let pieces =
-            word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
-        let (text, dynamic) = self.text_of(&pieces, depth, inh)?;
-        let args = if raw.contains('{') {
-            self.expand_raw(raw)
-        } else {
-            expand::expand(&[expand::segs(&pieces)], &self.state, &self.env)
-        };
-        Ok((text, dynamic, args))
-    }
-
-    /// Expands a raw word under the current state, without parsing substitutions again.
-    fn expand_raw(&self, raw: &str) -> Vec<Arg> {
-        let unknown = || {
-            vec![Arg {
-                text: raw.to_string(),
-                splits: true,
-                ..Arg::default()
-            }]
-        };
-        let Some(alts) = expand::braces(raw) else {
-            return unknown();
-        };
-        let mut words = Vec::with_capacity(alts.len());
-        for alt in &alts {
-            match word::parse(alt, &self.opts) {
-                Ok(pieces) => words.push(expand::segs(&pieces)),
-                Err(_) => return unknown(),
-            }
+        let u = &scan.unquoted;
+        let bracket = u.find('[').is_some_and(|i| u[i..].contains(']'));
+        if scan.why.is_none() && (u.contains(['*', '?']) || bracket) {
+            scan.why = Some("an unquoted glob");
         }
-        expand::expand(&words, &self.state, &self.env)
-    }
-
-    /// The value of `NAME=value` (tilde expanded, no splitting or globbing), when known.
-    pub(super) fn assigned_value(&self, a: &ast::Assignment) -> Option<String> {
-        let ast::AssignmentValue::Scalar(w) = &a.value else {
-            return None;
-        };
-        if a.append {
-            return None;
+        if scan.why.is_none()
+            && let Some(open) = u.find('{')
+            && u[open..].contains('}')
+            && (u[open..].contains(',') || u[open..].contains(".."))
+        {
+            scan.why = Some("a brace expansion");
         }
-        let pieces = word::parse(&w.value, &self.opts).ok()?;
-        let arg = expand::expand_single(&expand::segs(&pieces), &self.state, &self.env);
-        arg.known.then_some(arg.text)
+        let arg = match scan.why {
+            Some(why) => Arg {
+                text: scan.text.clone(),
+                known: false,
+                // A quoted expansion stays one word; anything else may split.
+                splits: !scan.quoted_expansion || why != "a variable",
+                pattern: (why == "an unquoted glob").then(|| scan.text.clone()),
+            },
+            None if scan.home => match &self.env.home {
+                Some(h) => Arg::literal(format!(
+                    "{}{}",
+                    h.to_string_lossy(),
+                    scan.text.strip_prefix('~').unwrap_or("")
+                )),
+                None => Arg {
+                    text: scan.text.clone(),
+                    ..Arg::default()
+                },
+            },
+            None => Arg::literal(scan.text.clone()),
+        };
+        Ok(Word {
+            text: scan.text,
+            arg,
+            why: scan.why,
+        })
     }
 
     fn piece(
         &mut self,
         piece: &WordPiece,
+        first: bool,
+        quoted: bool,
         depth: usize,
         inh: &Inherit,
-        out: &mut String,
-        dynamic: &mut bool,
+        scan: &mut Scan,
     ) -> Result<(), ShellError> {
+        let why = |scan: &mut Scan, w: &'static str| {
+            scan.why.get_or_insert(w);
+            scan.quoted_expansion |= quoted;
+        };
         match piece {
-            WordPiece::Text(t) | WordPiece::SingleQuotedText(t) => out.push_str(t),
-            WordPiece::AnsiCQuotedText(t) => {
-                out.push_str(t);
+            WordPiece::Text(t) => {
+                scan.text.push_str(t);
+                if quoted {
+                    scan.unquoted.push('_');
+                } else {
+                    scan.unquoted.push_str(t);
+                }
             }
-            WordPiece::EscapeSequence(s) => out.push_str(s.strip_prefix('\\').unwrap_or(s)),
+            WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => {
+                scan.text.push_str(t);
+                scan.unquoted.push('_');
+            }
+            WordPiece::EscapeSequence(s) => {
+                scan.text.push_str(s.strip_prefix('\\').unwrap_or(s));
+                scan.unquoted.push('_');
+            }
             WordPiece::DoubleQuotedSequence(seq) | WordPiece::GettextDoubleQuotedSequence(seq) => {
                 for p in seq {
-                    self.piece(&p.piece, depth, inh, out, dynamic)?;
+                    self.piece(&p.piece, false, true, depth, inh, scan)?;
                 }
             }
-            WordPiece::TildeExpansion(TildeExpr::Home) => out.push('~'),
+            WordPiece::TildeExpansion(TildeExpr::Home) if first && !quoted => {
+                scan.home = true;
+                scan.text.push('~');
+                scan.unquoted.push('_');
+            }
             WordPiece::TildeExpansion(_) => {
-                *dynamic = true;
-                out.push('~');
+                why(scan, "a tilde form other than a leading `~`");
+                scan.text.push('~');
             }
-            WordPiece::ParameterExpansion(expr) => {
-                *dynamic = true;
-                self.parameter(expr, depth, inh)?;
-                if is_home(expr) {
-                    out.push('~');
-                } else {
-                    out.push_str("$VAR");
-                }
+            WordPiece::ParameterExpansion(_) => {
+                why(scan, "a variable");
+                scan.text.push_str("$VAR");
             }
             WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
-                *dynamic = true;
+                why(scan, "a command substitution");
                 let mut inner = inh.clone();
                 inner.dynamic = true;
                 inner.substituted = true;
-                // A substitution runs in a subshell: its `cd` and assignments vanish.
-                let saved = self.state.clone();
+                inner.nested = true;
                 self.parse_into(s, depth + 1, &inner)?;
-                self.state = saved;
-                out.push_str("$(…)");
+                scan.text.push_str("$(…)");
             }
-            WordPiece::ArithmeticExpression(e) => {
-                *dynamic = true;
-                self.arithmetic(&e.value, depth, inh)?;
-                out.push_str("$((…))");
+            WordPiece::ArithmeticExpression(_) => {
+                why(scan, "arithmetic");
+                scan.text.push_str("$((…))");
             }
         }
         Ok(())
@@ -150,104 +157,91 @@ impl Ctx {
     ) -> Result<Vec<Redirect>, ShellError> {
         let mut out = Vec::new();
         for r in list.iter().flat_map(|l| l.0.iter()) {
-            if let Some(r) = self.redirect(r, depth, inh)? {
-                out.push(r);
-            }
+            let (redirect, _) = self.redirect(r, depth, inh)?;
+            out.extend(redirect);
         }
         Ok(out)
     }
 
+    /// One redirection, and why it is outside the literal subset if it is.
     pub(super) fn redirect(
         &mut self,
         r: &ast::IoRedirect,
         depth: usize,
         inh: &Inherit,
-    ) -> Result<Option<Redirect>, ShellError> {
+    ) -> Result<(Option<Redirect>, Option<&'static str>), ShellError> {
         use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T};
         Ok(match r {
             ast::IoRedirect::File(_, kind, target) => {
                 let write = matches!(kind, K::Write | K::Append | K::ReadAndWrite | K::Clobber);
                 match target {
                     T::Filename(w) => {
-                        let (target, _) = self.word(&w.value, depth, inh)?;
-                        let arg = self.expand_target(&w.value);
-                        Some(Redirect { write, target, arg })
+                        let w = self.word(&w.value, depth, inh)?;
+                        let redirect = Redirect {
+                            write,
+                            target: w.text,
+                            arg: w.arg,
+                        };
+                        (Some(redirect), w.why)
                     }
-                    T::Duplicate(w) => Some({
-                        self.test_word(&w.value, depth, inh)?;
-                        Redirect {
+                    T::Duplicate(w) => {
+                        let target = format!("&{}", w.value);
+                        let literal = w.value.chars().all(|c| c.is_ascii_digit() || c == '-');
+                        let redirect = Redirect {
                             write: false,
-                            target: format!("&{}", w.value),
-                            arg: Arg::literal(format!("&{}", w.value)),
-                        }
-                    }),
-                    T::Fd(fd) => Some(Redirect {
-                        write: false,
-                        target: format!("&{fd}"),
-                        arg: Arg::literal(format!("&{fd}")),
-                    }),
+                            arg: Arg::literal(target.as_str()),
+                            target,
+                        };
+                        (Some(redirect), (!literal).then_some("a computed descriptor"))
+                    }
+                    T::Fd(fd) => {
+                        let target = format!("&{fd}");
+                        let redirect = Redirect {
+                            write: false,
+                            arg: Arg::literal(target.as_str()),
+                            target,
+                        };
+                        (Some(redirect), None)
+                    }
                     T::ProcessSubstitution(_, sub) => {
                         let mut inner = inh.clone();
                         inner.dynamic = true;
                         inner.substituted = true;
-                        let saved = self.state.clone();
+                        inner.nested = true;
                         self.compound_list(&sub.list, depth + 1, &inner)?;
-                        self.state = saved;
-                        Some(Redirect {
+                        let redirect = Redirect {
                             write,
                             target: "<(…)".into(),
                             arg: Arg::default(),
-                        })
+                        };
+                        (Some(redirect), Some("a process substitution"))
                     }
                 }
             }
             ast::IoRedirect::OutputAndError(w, _) => {
-                let (target, _) = self.word(&w.value, depth, inh)?;
-                let arg = self.expand_target(&w.value);
-                Some(Redirect {
+                let w = self.word(&w.value, depth, inh)?;
+                let redirect = Redirect {
                     write: true,
-                    target,
-                    arg,
-                })
+                    target: w.text,
+                    arg: w.arg,
+                };
+                (Some(redirect), w.why)
             }
             ast::IoRedirect::HereDocument(_, doc) => {
-                if doc.requires_expansion {
-                    // Unquoted here-documents expand `$(…)`: look inside.
+                // An unquoted delimiter expands `$…` and backquotes in the body: its
+                // substitutions run, and become parts.
+                let expands = doc.requires_expansion && doc.doc.value.contains(['$', '`']);
+                if expands {
                     let mut inner = inh.clone();
                     inner.dynamic = true;
                     self.word(&doc.doc.value, depth, &inner)?;
                 }
-                None
+                (None, expands.then_some("a here-document that expands"))
             }
             ast::IoRedirect::HereString(_, w) => {
-                self.word(&w.value, depth, inh)?;
-                None
+                let w = self.word(&w.value, depth, inh)?;
+                (None, w.why)
             }
         })
     }
-}
-
-impl Ctx {
-    /// A redirect target expanded: one argument (a glob must match exactly one file).
-    fn expand_target(&self, raw: &str) -> Arg {
-        let mut args = self.expand_raw(raw);
-        if args.len() == 1 {
-            args.remove(0)
-        } else {
-            Arg {
-                text: raw.to_string(),
-                ..Arg::default()
-            }
-        }
-    }
-}
-
-fn is_home(expr: &ParameterExpr) -> bool {
-    matches!(
-        expr,
-        ParameterExpr::Parameter {
-            parameter: Parameter::Named(name),
-            indirect: false,
-        } if name == "HOME"
-    )
 }
