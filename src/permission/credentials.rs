@@ -141,6 +141,15 @@ impl Credentials {
         }
         self.ids.get(&(meta.dev(), meta.ino())).copied()
     }
+
+    /// The credential that the file with metadata `meta` (read from an open descriptor)
+    /// is, by identity: a hard link to a key is the key.
+    pub fn identity_of(&self, meta: &std::fs::Metadata) -> Option<&'static str> {
+        if self.ids.is_empty() || !meta.is_file() {
+            return None;
+        }
+        self.ids.get(&(meta.dev(), meta.ino())).copied()
+    }
 }
 
 fn identify(

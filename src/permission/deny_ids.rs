@@ -77,6 +77,15 @@ impl DeniedIds {
         }
         self.ids.get(&(meta.dev(), meta.ino())).copied()
     }
+
+    /// [`DeniedIds::rule`] for a file whose metadata the caller read from an open
+    /// descriptor (so the answer is about the file opened, not whatever the name holds now).
+    pub fn rule_of(&self, meta: &std::fs::Metadata) -> Option<usize> {
+        if self.ids.is_empty() || !meta.is_file() || meta.nlink() < 2 {
+            return None;
+        }
+        self.ids.get(&(meta.dev(), meta.ino())).copied()
+    }
 }
 
 /// The directories of a glob before its first component with a glob character

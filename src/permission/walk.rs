@@ -4,13 +4,15 @@
 //! walk of the home directory (or a symlink inside the project) reaches `~/.ssh/id_rsa`.
 //!
 //! Built once per session from the `Policy` ([`WalkFilter::new`]) and shared through an
-//! `Arc`; each walk takes a [`WalkScope`] for the calling agent's cwd.
+//! `Arc`; each walk takes a [`WalkScope`] for the calling agent's cwd. The file tools use
+//! the same scope for the roots they open paths beneath and for the identity check of
+//! what they opened (`tools::beneath`).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::credentials::CREDENTIALS;
+use super::credentials::{CREDENTIALS, Credentials};
 use super::deny_ids::DeniedIds;
 use super::rules::{self, Rule, RuleKind, Subject};
 use super::spec::RuleName;
@@ -27,6 +29,12 @@ pub struct WalkFilter {
     project_root: Option<PathBuf>,
     /// The files Read deny rules cover, by identity: a hard link to one is hidden too.
     ids: Arc<DeniedIds>,
+    /// The sandbox roots besides the caller's cwd (`additionalDirectories`, canonical).
+    extra_roots: Vec<PathBuf>,
+    /// Directories the file tools may read (never write) below: skills, offloaded results.
+    read_only_roots: Vec<PathBuf>,
+    /// The credential files, by identity.
+    creds: Arc<Credentials>,
 }
 
 impl WalkFilter {
@@ -40,37 +48,60 @@ impl WalkFilter {
             .cloned()
             .collect();
         let bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
+        let home = policy.home.clone().or_else(dirs::home_dir);
+        let fixed = policy
+            .cache
+            .fixed(home.as_deref(), &policy.additional_roots);
         Self {
             denies,
             homes: home_dirs(policy.home.as_deref()),
             project_root: policy.project_root.clone(),
             ids: policy.cache.denied_ids(&policy.rules, &bases),
+            extra_roots: fixed.roots.clone(),
+            read_only_roots: policy
+                .read_roots
+                .iter()
+                .chain(&policy.results_dir)
+                .cloned()
+                .collect(),
+            creds: Arc::new(fixed.creds.clone()),
         }
     }
 
     /// A filter with no rules that still hides the user's credentials: the fail-closed
     /// default for a tool context built without a session.
     pub fn credentials_only() -> Self {
+        static CREDS: std::sync::LazyLock<Arc<Credentials>> =
+            std::sync::LazyLock::new(|| Arc::new(Credentials::load(None)));
         Self {
             denies: Vec::new(),
             homes: home_dirs(None),
             project_root: None,
             ids: Arc::default(),
+            extra_roots: Vec::new(),
+            read_only_roots: Vec::new(),
+            creds: CREDS.clone(),
         }
     }
 
     /// The filter as seen from an agent working in `cwd`, for walks by `tool`.
     pub fn scope(self: &Arc<Self>, cwd: &Path, tool: RuleName) -> WalkScope {
         let mut bases: Vec<PathBuf> = self.project_root.iter().cloned().collect();
-        if let Ok(real) = std::fs::canonicalize(cwd)
-            && !bases.contains(&real)
+        let cwd_real = std::fs::canonicalize(cwd).ok();
+        if let Some(real) = &cwd_real
+            && !bases.contains(real)
         {
-            bases.push(real);
+            bases.push(real.clone());
         }
+        let roots = cwd_real
+            .into_iter()
+            .chain(self.extra_roots.iter().cloned())
+            .collect();
         WalkScope {
             filter: self.clone(),
             bases,
             tool,
+            roots,
         }
     }
 }
@@ -105,9 +136,32 @@ pub struct WalkScope {
     filter: Arc<WalkFilter>,
     bases: Vec<PathBuf>,
     tool: RuleName,
+    /// The sandbox roots seen from the cwd: the cwd (canonical), then the extra roots.
+    roots: Vec<PathBuf>,
 }
 
 impl WalkScope {
+    /// The roots a file tool may write below: the cwd and `additionalDirectories`.
+    pub fn write_roots(&self) -> Vec<PathBuf> {
+        self.roots.clone()
+    }
+
+    /// The roots a file tool may read below: the write roots, the user's skill
+    /// directories and the session's offloaded results.
+    pub fn read_roots(&self) -> Vec<PathBuf> {
+        self.roots
+            .iter()
+            .chain(&self.filter.read_only_roots)
+            .cloned()
+            .collect()
+    }
+
+    /// Whether the file with metadata `meta` (read from an open descriptor) is, by
+    /// identity, a file a Read deny rule covers or a credential: a hard link to one.
+    pub fn denies_identity(&self, meta: &std::fs::Metadata) -> bool {
+        self.filter.ids.rule_of(meta).is_some() || self.filter.creds.identity_of(meta).is_some()
+    }
+
     /// Whether a walked entry may be shown, opened or descended into. `path` is the entry
     /// as the walker found it (absolute); its real location is looked up too, so a
     /// symlink to a credential or to a denied file is hidden like the file itself. An

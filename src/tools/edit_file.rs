@@ -5,7 +5,9 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::write_file::write_atomic;
+use std::io::Read;
+
+use super::beneath::Beneath;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
@@ -63,16 +65,22 @@ impl Tool for EditFile {
             ));
         }
         let resolved = ctx.resolve(&path);
+        let beneath = Beneath::writes(&ctx);
         tokio::task::spawn_blocking(move || {
-            let content = std::fs::read(&resolved).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => ToolError::Failed(format!(
-                    "file not found: `{path}`. Check the path, or use write_file to create it"
-                )),
-                std::io::ErrorKind::IsADirectory => {
-                    ToolError::Failed(format!("`{path}` is a directory, not a file"))
-                }
-                _ => ToolError::Failed(format!("cannot read `{path}`: {e}")),
-            })?;
+            // The directory is opened beneath the roots first, then the file inside it:
+            // what is read is what gets replaced, and a path that cannot be written is
+            // refused before its content is looked at.
+            let parent = beneath.parent(&resolved, &path, false).map_err(not_found)?;
+            let opened = beneath.open_in(&parent, &path).map_err(not_found)?;
+            if opened.meta.is_dir() {
+                return Err(ToolError::Failed(format!(
+                    "`{path}` is a directory, not a file"
+                )));
+            }
+            let mut content = Vec::new();
+            (&opened.file)
+                .read_to_end(&mut content)
+                .map_err(|e| ToolError::Failed(format!("cannot read `{path}`: {e}")))?;
             let content = String::from_utf8(content).map_err(|_| {
                 ToolError::Failed(format!(
                     "`{path}` is not valid UTF-8 text; edit_file only edits text files"
@@ -80,8 +88,7 @@ impl Tool for EditFile {
             })?;
             let edited = apply_edit(&content, &old, &new, replace_all)
                 .map_err(|e| ToolError::Failed(format!("`{path}`: {e}")))?;
-            write_atomic(&resolved, edited.text.as_bytes())
-                .map_err(|e| ToolError::Failed(format!("cannot write `{path}`: {e}")))?;
+            parent.write_atomic(edited.text.as_bytes(), &path)?;
             Ok(format!(
                 "edited `{path}`: replaced {} occurrence{} at line{} {}",
                 edited.lines.len(),
@@ -92,6 +99,16 @@ impl Tool for EditFile {
         })
         .await
         .map_err(|e| ToolError::Failed(format!("editing was interrupted: {e}")))?
+    }
+}
+
+/// The "not found" answer for edits, pointing at write_file.
+fn not_found(e: ToolError) -> ToolError {
+    match e {
+        ToolError::Failed(m) if m.starts_with("file not found: ") => ToolError::Failed(
+            m.replace("use find_files to locate it", "use write_file to create it"),
+        ),
+        other => other,
     }
 }
 

@@ -10,6 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use ignore::{DirEntry, WalkState};
 use serde_json::{Value, json};
 
+use super::beneath::{Beneath, WalkBase};
 use super::walk::{self, Worker};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::walk::WalkScope;
@@ -66,8 +67,8 @@ impl Tool for FindFiles {
             .build()
             .map_err(|e| ToolError::InvalidInput(format!("argument `pattern`: {e}")))?
             .compile_matcher();
-        let scope = ctx.walk.scope(&ctx.cwd, RuleName::Glob);
-        tokio::task::spawn_blocking(move || find(&root, &shown_root, &pattern, &matcher, scope))
+        let beneath = Beneath::reads(&ctx, RuleName::Glob);
+        tokio::task::spawn_blocking(move || find(&root, &shown_root, &pattern, &matcher, &beneath))
             .await
             .map_err(|e| ToolError::Failed(format!("the search was interrupted: {e}")))?
     }
@@ -79,7 +80,7 @@ fn find(
     shown_root: &str,
     pattern: &str,
     matcher: &GlobMatcher,
-    scope: WalkScope,
+    beneath: &Beneath,
 ) -> Result<String, ToolError> {
     match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => {}
@@ -95,14 +96,18 @@ fn find(
             )));
         }
     }
+    // Every match is opened again beneath the root before it is shown (`beneath.rs`).
+    let base = beneath.walk_base(root, shown_root)?;
+    let scope = beneath.scope();
     // An absolute pattern is matched against absolute paths, a relative one against
     // paths relative to the root. Only matching files are stat'ed, for their mtime.
     let absolute = Path::new(pattern).is_absolute();
-    let workers = walk::parallel(root, &scope, || Finder {
+    let workers = walk::parallel(root, scope, || Finder {
         root,
         absolute,
         matcher,
-        scope: &scope,
+        scope,
+        base: &base,
         found: Vec::new(),
     });
     let mut found: Vec<(SystemTime, PathBuf)> = workers.into_iter().flat_map(|w| w.found).collect();
@@ -140,6 +145,7 @@ struct Finder<'a> {
     absolute: bool,
     matcher: &'a GlobMatcher,
     scope: &'a WalkScope,
+    base: &'a WalkBase,
     /// (mtime, path relative to the root)
     found: Vec<(SystemTime, PathBuf)>,
 }
@@ -163,12 +169,11 @@ impl Worker for Finder<'_> {
         } else {
             self.matcher.is_match(rel)
         };
-        if matched {
-            let mtime = e
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
+        // Shown only when it is still there, reached beneath the root without a link
+        // swapped in on the way, and not (a hard link to) a denied file or credential.
+        if matched && let Some((_, meta)) = self.base.open_file(e.path(), e.path_is_symlink(), true)
+        {
+            let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
             self.found.push((mtime, rel.to_path_buf()));
         }
         WalkState::Continue

@@ -3,6 +3,7 @@
 //! holds them in a stable order.
 
 pub mod agent;
+pub mod beneath;
 pub mod deferred;
 pub mod edit_file;
 pub mod find_files;

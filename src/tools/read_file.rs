@@ -9,6 +9,7 @@ use std::path::Path;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::beneath::Beneath;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
@@ -67,14 +68,22 @@ impl Tool for ReadFile {
             .unwrap_or(DEFAULT_LIMIT)
             .max(1);
         let resolved = ctx.resolve(&path);
-        tokio::task::spawn_blocking(move || read_window(&resolved, &path, offset, limit))
-            .await
-            .map_err(|e| ToolError::Failed(format!("reading was interrupted: {e}")))?
+        let beneath = Beneath::reads(&ctx, RuleName::Read);
+        tokio::task::spawn_blocking(move || {
+            let opened = beneath.open(&resolved, &path)?;
+            if opened.meta.is_dir() {
+                return Err(is_a_directory(&path));
+            }
+            read_from(opened.file, &path, offset, limit)
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("reading was interrupted: {e}")))?
     }
 }
 
-/// Reads lines `offset..offset+limit` (1-based) of `resolved`; `shown` names it in
-/// messages as the model wrote it.
+/// Reads lines `offset..offset+limit` (1-based) of `resolved`, opened by path (for a
+/// private copy, not an agent's path: the tool opens beneath its roots); `shown` names it
+/// in messages as the model wrote it.
 pub(crate) fn read_window(
     resolved: &Path,
     shown: &str,
@@ -89,12 +98,21 @@ pub(crate) fn read_window(
         _ => ToolError::Failed(format!("cannot read `{shown}`: {e}")),
     })?;
     if meta.is_dir() {
-        return Err(ToolError::Failed(format!(
-            "`{shown}` is a directory, not a file; use find_files to list its contents"
-        )));
+        return Err(is_a_directory(shown));
     }
     let file = File::open(resolved)
         .map_err(|e| ToolError::Failed(format!("cannot open `{shown}`: {e}")))?;
+    read_from(file, shown, offset, limit)
+}
+
+fn is_a_directory(shown: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "`{shown}` is a directory, not a file; use find_files to list its contents"
+    ))
+}
+
+/// Reads lines `offset..offset+limit` (1-based) of the open `file`; `shown` names it.
+fn read_from(file: File, shown: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
     let mut reader = BufReader::new(file);
     let probe = reader
         .fill_buf()

@@ -19,9 +19,9 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use ignore::{DirEntry, WalkState};
 use serde_json::{Value, json};
 
+use super::beneath::{Beneath, WalkBase};
 use super::walk::{self, Worker};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
-use crate::permission::walk::WalkScope;
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
 /// Entries returned when the call gives no `head_limit`.
@@ -122,7 +122,7 @@ impl Tool for SearchCode {
             mode,
             context,
             head_limit: head_limit.max(1),
-            scope: ctx.walk.scope(&ctx.cwd, RuleName::Grep),
+            beneath: Beneath::reads(&ctx, RuleName::Grep),
         };
         tokio::task::spawn_blocking(move || query.run())
             .await
@@ -141,8 +141,8 @@ struct Query {
     mode: OutputMode,
     context: usize,
     head_limit: usize,
-    /// Deny rules and credentials: what may be opened.
-    scope: WalkScope,
+    /// The roots files are opened beneath, deny rules and credentials: what may be opened.
+    beneath: Beneath,
 }
 
 impl Query {
@@ -154,10 +154,13 @@ impl Query {
                 self.root.display()
             )));
         }
+        // Every file is opened again beneath the root before it is read (`beneath.rs`).
+        let base = self.beneath.walk_base(&self.root, &self.shown_root)?;
         let shown = AtomicUsize::new(0);
         let stopped = AtomicBool::new(false);
-        let workers = walk::parallel(&self.root, &self.scope, || Searching {
+        let workers = walk::parallel(&self.root, self.beneath.scope(), || Searching {
             query: self,
+            base: &base,
             searcher: self.searcher(),
             shown: &shown,
             stopped: &stopped,
@@ -312,6 +315,7 @@ impl Capped {
 /// One walker thread: its searcher (buffers reused across files) and its hits.
 struct Searching<'a> {
     query: &'a Query,
+    base: &'a WalkBase,
     searcher: Searcher,
     /// Output entries found so far by all threads (content and count modes).
     shown: &'a AtomicUsize,
@@ -336,13 +340,18 @@ impl Worker for Searching<'_> {
             return WalkState::Continue;
         }
         // The walker's filter skips the root; a file given as `path` is checked here.
-        if e.depth() == 0 && !q.scope.allows(e.path()) {
+        if e.depth() == 0 && !q.beneath.scope().allows(e.path()) {
             return WalkState::Continue;
         }
+        // Read only through a descriptor opened beneath the root (no link swapped in on
+        // the way), and never (a hard link to) a denied file or a credential.
+        let Some((file, meta)) = self.base.open_file(e.path(), false, false) else {
+            return WalkState::Continue;
+        };
         let mut sink = FileSink::new(q.mode, q.head_limit);
         if self
             .searcher
-            .search_path(&q.matcher, e.path(), &mut sink)
+            .search_file(&q.matcher, &file, &mut sink)
             .is_err()
         {
             return WalkState::Continue; // Unreadable files are skipped, as ripgrep does.
@@ -356,10 +365,7 @@ impl Worker for Searching<'_> {
         }
         let mtime = if q.mode == OutputMode::FilesWithMatches {
             // Newest first needs the mtime: stat'ed here, for matching files only.
-            e.metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH)
+            meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
         } else {
             SystemTime::UNIX_EPOCH
         };

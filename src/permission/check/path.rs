@@ -93,7 +93,18 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         _ if resolved.dir => path_deny(ctx, &[&c.rule_names], &real.join("_")),
         _ => None,
     };
-    if let Some(r) = deny.or_else(|| denied_by_identity(ctx, &[&c.rule_names], &real)) {
+    // A write or edit of a file a Read deny rule covers is denied too (as Claude Code
+    // does): `edit_file` would answer differently for a right and a wrong guess of its
+    // content, and `write_file` would say whether it existed.
+    let read_deny = || {
+        c.writes
+            .then(|| path_deny(ctx, &[&[RuleName::Read]], &real))
+            .flatten()
+    };
+    if let Some(r) = deny
+        .or_else(|| denied_by_identity(ctx, &[&c.rule_names], &real))
+        .or_else(read_deny)
+    {
         let mut d = from_rule(r, raw);
         d.target = Some(target);
         return d;

@@ -1,0 +1,570 @@
+//! Opening a file tool's path beneath the sandbox roots on file descriptors, so the
+//! check and the I/O happen on the same object and a symlink swapped in between cannot
+//! lead out (issue 25, item 6).
+//!
+//! The permission engine judged the call on the path's real location. By the time the
+//! tool runs, a directory on the way may have been replaced by a symlink (`mv d d.old;
+//! ln -s ~/.ssh d`, or one `renameat2(RENAME_EXCHANGE)`). So the tool resolves the path
+//! again, finds the sandbox root it lies in (refusing when none), opens that root, and
+//! then opens the rest with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+//! RESOLVE_NO_MAGICLINKS)`: the kernel refuses any symlink on the way (the resolved path
+//! has none, so one there now is a swap) and anything that leaves the root. The object
+//! reached is then checked again by name (deny rules, credentials, protected paths) and
+//! by identity on the descriptor (a hard link to a denied file or a credential), and all
+//! I/O goes through that descriptor. Writes open the parent directory this way and create
+//! and rename their temporary file inside it with `*at` calls.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use super::{ToolContext, ToolError};
+use crate::permission::RuleName;
+use crate::permission::sandbox;
+use crate::permission::walk::WalkScope;
+
+/// How a path below an opened root is resolved: never through a symlink, never out.
+const BENEATH: ResolveFlags = ResolveFlags::BENEATH
+    .union(ResolveFlags::NO_SYMLINKS)
+    .union(ResolveFlags::NO_MAGICLINKS);
+
+/// The roots a file tool may reach and the checks the reached object must pass.
+#[derive(Clone)]
+pub struct Beneath {
+    roots: Vec<PathBuf>,
+    scope: WalkScope,
+    writes: bool,
+}
+
+/// A file opened beneath a root.
+#[derive(Debug)]
+pub struct Opened {
+    /// The open file (read-only, or `O_PATH` for [`Beneath::stat`]).
+    pub file: File,
+    /// Its real location.
+    pub real: PathBuf,
+    /// Its metadata, read from the descriptor.
+    pub meta: std::fs::Metadata,
+}
+
+/// The directory a write lands in, opened beneath a root.
+#[derive(Debug)]
+pub struct Parent {
+    dir: OwnedFd,
+    name: OsString,
+    real: PathBuf,
+}
+
+impl Beneath {
+    /// For reads by `tool` (`Read`, `Grep`, `Glob`): the sandbox roots plus the
+    /// read-only roots (skills, offloaded results).
+    pub fn reads(ctx: &ToolContext, tool: RuleName) -> Self {
+        let scope = ctx.walk.scope(&ctx.cwd, tool);
+        Beneath {
+            roots: scope.read_roots(),
+            scope,
+            writes: false,
+        }
+    }
+
+    /// For writes and edits: the sandbox roots only.
+    pub fn writes(ctx: &ToolContext) -> Self {
+        let scope = ctx.walk.scope(&ctx.cwd, RuleName::Edit);
+        Beneath {
+            roots: scope.write_roots(),
+            scope,
+            writes: true,
+        }
+    }
+
+    /// The walk filter the checks use.
+    pub fn scope(&self) -> &WalkScope {
+        &self.scope
+    }
+
+    /// Where `abs` really is, the sandbox root it lies in, and the rest below that root.
+    fn locate(&self, abs: &Path, shown: &str) -> Result<(PathBuf, &Path, PathBuf), ToolError> {
+        let real = sandbox::resolve(abs)
+            .map_err(|e| ToolError::Failed(format!("cannot resolve `{shown}`: {e}")))?;
+        let root = self
+            .roots
+            .iter()
+            .filter(|r| real.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+            .ok_or_else(|| {
+                ToolError::Failed(format!(
+                    "`{shown}` resolves to {}, outside the sandbox roots ({}); nothing was {}",
+                    real.display(),
+                    self.roots
+                        .iter()
+                        .map(|r| r.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if self.writes { "written" } else { "read" }
+                ))
+            })?;
+        let rel = real
+            .strip_prefix(root)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Ok((real.clone(), root.as_path(), rel))
+    }
+
+    /// The object at `real` passes the checks by name: no deny rule, credential or
+    /// (for writes) protected path.
+    fn judge_name(&self, abs: &Path, real: &Path, shown: &str) -> Result<(), ToolError> {
+        if !self.scope.allows_resolved(&sandbox::lexical(abs), real) {
+            return Err(denied(shown));
+        }
+        if self.writes
+            && let Some(what) = sandbox::protected_from_edits(real)
+        {
+            return Err(ToolError::Failed(format!(
+                "`{shown}` now resolves to {} ({what}), a protected path; nothing was written",
+                real.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Opens the file at `abs` for reading. Directories open too (the caller says what
+    /// it wants); FIFOs and devices are refused.
+    pub fn open(&self, abs: &Path, shown: &str) -> Result<Opened, ToolError> {
+        self.open_with(
+            abs,
+            shown,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+        )
+    }
+
+    /// Opens the object at `abs` for its metadata only (`O_PATH`).
+    pub fn stat(&self, abs: &Path, shown: &str) -> Result<Opened, ToolError> {
+        self.open_with(abs, shown, OFlags::PATH)
+    }
+
+    fn open_with(&self, abs: &Path, shown: &str, flags: OFlags) -> Result<Opened, ToolError> {
+        let (real, root, rel) = self.locate(abs, shown)?;
+        self.judge_name(abs, &real, shown)?;
+        let root_fd = open_root(root, shown)?;
+        let fd = openat2(&root_fd, &rel, flags, shown)?;
+        self.checked(File::from(fd), real, shown)
+    }
+
+    /// Opens the directory a write of `abs` lands in, creating missing directories on the
+    /// way when `create` is set; each is created and opened beneath the root.
+    pub fn parent(&self, abs: &Path, shown: &str, create: bool) -> Result<Parent, ToolError> {
+        let (real, root, rel) = self.locate(abs, shown)?;
+        self.judge_name(abs, &real, shown)?;
+        let (Some(name), Some(dir_rel)) = (rel.file_name(), rel.parent()) else {
+            return Err(ToolError::Failed(format!(
+                "`{shown}` is a sandbox root, not a file; give the path of a file to write"
+            )));
+        };
+        let mut dir = open_root(root, shown)?;
+        for c in dir_rel.components() {
+            let Component::Normal(part) = c else {
+                return Err(changed(shown));
+            };
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+            dir = match openat2(&dir, Path::new(part), flags, shown) {
+                Err(_) if create => {
+                    match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => {
+                            return Err(ToolError::Failed(format!(
+                                "cannot create the parent directories of `{shown}`: {e}"
+                            )));
+                        }
+                    }
+                    openat2(&dir, Path::new(part), flags, shown)?
+                }
+                other => other?,
+            };
+        }
+        Ok(Parent {
+            dir,
+            name: name.to_os_string(),
+            real,
+        })
+    }
+}
+
+impl Beneath {
+    /// Opens the existing file `parent` names, for reading, inside the opened directory
+    /// (a symlink at the name is refused), with the identity check.
+    pub fn open_in(&self, parent: &Parent, shown: &str) -> Result<Opened, ToolError> {
+        let fd = rustix::fs::openat(
+            &parent.dir,
+            &parent.name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::NOENT => not_found(shown),
+            Errno::LOOP => changed(shown),
+            other => ToolError::Failed(format!("cannot open `{shown}`: {other}")),
+        })?;
+        self.checked(File::from(fd), parent.real.clone(), shown)
+    }
+
+    /// The opened `file` at `real`, once it passed the type and identity checks.
+    fn checked(&self, file: File, real: PathBuf, shown: &str) -> Result<Opened, ToolError> {
+        let meta = file
+            .metadata()
+            .map_err(|e| ToolError::Failed(format!("cannot read `{shown}`: {e}")))?;
+        if !meta.is_file() && !meta.is_dir() {
+            return Err(ToolError::Failed(format!(
+                "`{shown}` is not a regular file or directory; file tools open only those"
+            )));
+        }
+        if self.scope.denies_identity(&meta) {
+            return Err(denied(shown));
+        }
+        Ok(Opened { file, real, meta })
+    }
+}
+
+impl Parent {
+    /// The real location of the file written.
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
+    /// What is at the file's name now (not following a link): `None` when nothing.
+    pub fn existing(&self) -> std::io::Result<Option<rustix::fs::FileType>> {
+        match rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(rustix::fs::FileType::from_raw_mode(st.st_mode as _))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Replaces the file with `bytes` atomically: a temporary file created in the opened
+    /// directory, flushed, and renamed over the name there, so readers and crashes see
+    /// the old or the new file, never half of one. An existing file's permissions are
+    /// kept; a symlink found at the name (one swapped in since the path was resolved) is
+    /// refused, and a directory is refused.
+    pub fn write_atomic(&self, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
+        let fail = |e: std::io::Error| ToolError::Failed(format!("cannot write `{shown}`: {e}"));
+        let mode = match rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let kind = rustix::fs::FileType::from_raw_mode(st.st_mode as _);
+                if kind == rustix::fs::FileType::Directory {
+                    return Err(ToolError::Failed(format!(
+                        "`{shown}` is a directory; give the path of a file to write"
+                    )));
+                }
+                if kind != rustix::fs::FileType::RegularFile {
+                    return Err(changed(shown));
+                }
+                Some(st.st_mode & 0o7777)
+            }
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(fail(e.into())),
+        };
+        let tmp = format!(
+            ".{}.crew-tmp-{}-{}",
+            self.name.to_string_lossy(),
+            std::process::id(),
+            rand::random::<u32>()
+        );
+        let result = (|| -> std::io::Result<()> {
+            let fd = rustix::fs::openat(
+                &self.dir,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o666),
+            )?;
+            let mut file = File::from(fd);
+            if let Some(mode) = mode {
+                file.set_permissions(std::fs::Permissions::from_mode(mode as u32))?;
+            }
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, &self.name)?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let _ = rustix::fs::unlinkat(&self.dir, tmp.as_str(), AtFlags::empty());
+            return Err(fail(e));
+        }
+        // Persist the rename itself; not all filesystems allow syncing a directory.
+        let _ = rustix::fs::fsync(&self.dir);
+        Ok(())
+    }
+}
+
+/// Opens a sandbox root (canonical, so no symlink is on its way).
+fn open_root(root: &Path, shown: &str) -> Result<OwnedFd, ToolError> {
+    openat2(
+        rustix::fs::CWD,
+        root,
+        OFlags::PATH | OFlags::DIRECTORY,
+        shown,
+    )
+    .map_err(|_| {
+        ToolError::Failed(format!(
+            "cannot open the sandbox root {} for `{shown}`; it moved or was replaced",
+            root.display()
+        ))
+    })
+}
+
+/// `openat2(dir, rel, flags, BENEATH)`; an empty `rel` opens `dir` itself.
+fn openat2<Fd: std::os::fd::AsFd>(
+    dir: Fd,
+    rel: &Path,
+    flags: OFlags,
+    shown: &str,
+) -> Result<OwnedFd, ToolError> {
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let resolve = if rel.is_absolute() {
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
+    } else {
+        BENEATH
+    };
+    rustix::fs::openat2(dir, rel, flags | OFlags::CLOEXEC, Mode::empty(), resolve).map_err(|e| {
+        match e {
+            Errno::LOOP | Errno::XDEV | Errno::AGAIN => changed(shown),
+            Errno::NOENT => not_found(shown),
+            Errno::NOTDIR => ToolError::Failed(format!(
+                "`{shown}`: a component of the path is not a directory"
+            )),
+            Errno::NOSYS => ToolError::Failed(
+                "this kernel has no openat2 (Linux 5.6 or later is needed); the file tools \
+                 cannot open paths safely without it"
+                    .into(),
+            ),
+            other => ToolError::Failed(format!("cannot open `{shown}`: {other}")),
+        }
+    })
+}
+
+/// The answer for a path that does not exist.
+fn not_found(shown: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "file not found: `{shown}`. Check the path, or use find_files to locate it"
+    ))
+}
+
+/// The refusal when the path changed between the check and the open.
+fn changed(shown: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "`{shown}` changed while it was being opened (a symlink appeared on its way, or it \
+         left the sandbox roots); nothing was read or written. Check the path and try again"
+    ))
+}
+
+/// The refusal when the object reached is denied (by a rule, as a credential, or as the
+/// same file as one).
+fn denied(shown: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "`{shown}` is denied: it is (or is a link to) a file a deny rule or the credential \
+         protection covers; nothing was read or written"
+    ))
+}
+
+/// A walk's starting directory, opened beneath its sandbox root: every entry the walker
+/// lists is opened again from that root before it is shown or read.
+pub struct WalkBase {
+    beneath: Beneath,
+    root: OwnedFd,
+    /// The walk's start below the sandbox root.
+    below: PathBuf,
+    /// The walk's start as the walker was given it (entries' paths begin with it).
+    given: PathBuf,
+}
+
+impl Beneath {
+    /// Opens the walk's start `abs` (a directory, or a file for `search_code`).
+    pub fn walk_base(&self, abs: &Path, shown: &str) -> Result<WalkBase, ToolError> {
+        let (real, root, below) = self.locate(abs, shown)?;
+        self.judge_name(abs, &real, shown)?;
+        let fd = open_root(root, shown)?;
+        // The start itself must be reachable without a symlink now.
+        openat2(&fd, &below, OFlags::PATH, shown)?;
+        Ok(WalkBase {
+            beneath: self.clone(),
+            root: fd,
+            below,
+            given: abs.to_path_buf(),
+        })
+    }
+}
+
+impl WalkBase {
+    /// Opens the regular file the walker listed at `entry` (for reading, or only for its
+    /// metadata when `stat_only`) beneath the root; `None` when it is no longer there, is
+    /// reached through a symlink swapped in on the way, is not a regular file, or is (a
+    /// hard link to) a denied file or a credential. An entry that is itself a symlink
+    /// (`link`) is resolved and opened where it leads, which must be inside the roots.
+    pub fn open_file(
+        &self,
+        entry: &Path,
+        link: bool,
+        stat_only: bool,
+    ) -> Option<(File, std::fs::Metadata)> {
+        let flags = if stat_only {
+            OFlags::PATH
+        } else {
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY
+        };
+        let (file, meta) = if link {
+            let o = self.beneath.open_with(entry, "", flags).ok()?;
+            (o.file, o.meta)
+        } else {
+            let rel = entry.strip_prefix(&self.given).ok()?;
+            // `join("")` would add a trailing slash, which a file does not take.
+            let full = if rel.as_os_str().is_empty() {
+                self.below.clone()
+            } else {
+                self.below.join(rel)
+            };
+            let fd = openat2(&self.root, &full, flags, "").ok()?;
+            let o = self
+                .beneath
+                .checked(File::from(fd), PathBuf::new(), "")
+                .ok()?;
+            (o.file, o.meta)
+        };
+        meta.is_file().then_some((file, meta))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    fn root() -> (tempfile::TempDir, PathBuf, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ctx = ToolContext::new(&root, "test");
+        (dir, root, ctx)
+    }
+
+    fn write(ctx: &ToolContext, p: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+        Beneath::writes(ctx)
+            .parent(p, "f", false)?
+            .write_atomic(bytes, "f")
+    }
+
+    #[test]
+    fn atomic_write_replaces_content_and_leaves_no_temp_file() {
+        let (_d, root, ctx) = root();
+        let p = root.join("a.txt");
+        write(&ctx, &p, b"one").unwrap();
+        write(&ctx, &p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = fs::read_dir(&root).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "temp files left: {names:?}");
+    }
+
+    #[test]
+    fn atomic_write_keeps_permissions_and_symlinks_inside_the_root() {
+        let (_d, root, ctx) = root();
+        let real = root.join("script.sh");
+        fs::write(&real, "old").unwrap();
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o755)).unwrap();
+        let link = root.join("link.sh");
+        symlink(&real, &link).unwrap();
+        write(&ctx, &link, b"new").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+        let mode = fs::metadata(&real).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+
+    #[test]
+    fn a_missing_directory_fails_cleanly_unless_created() {
+        let (_d, root, ctx) = root();
+        let p = root.join("missing/deeper/a.txt");
+        assert!(write(&ctx, &p, b"x").is_err());
+        assert!(!p.exists());
+        let parent = Beneath::writes(&ctx).parent(&p, "f", true).unwrap();
+        parent.write_atomic(b"x", "f").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "x");
+    }
+
+    #[test]
+    fn nothing_outside_the_roots_is_opened_or_written() {
+        let (_d, root, ctx) = root();
+        let (_o, outside, _) = self::root();
+        fs::write(outside.join("secret"), "KEY").unwrap();
+        symlink(&outside, root.join("out")).unwrap();
+        symlink(outside.join("secret"), root.join("key")).unwrap();
+        let reads = Beneath::reads(&ctx, RuleName::Read);
+        for p in ["out/secret", "key", "../secret"] {
+            let err = reads.open(&root.join(p), p).unwrap_err().to_string();
+            assert!(err.contains("outside the sandbox roots"), "{p}: {err}");
+        }
+        for p in ["out/new.txt", "key", "out/sub/new.txt"] {
+            let err = Beneath::writes(&ctx)
+                .parent(&root.join(p), p, true)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("outside the sandbox roots"), "{p}: {err}");
+        }
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
+        assert_eq!(fs::read_to_string(outside.join("secret")).unwrap(), "KEY");
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_symlink_after_resolution_is_refused() {
+        let (_d, root, ctx) = root();
+        let (_o, outside, _) = self::root();
+        fs::create_dir(root.join("d")).unwrap();
+        fs::write(root.join("d/f"), "inside").unwrap();
+        fs::write(outside.join("f"), "KEY").unwrap();
+        // Resolved while `d` is a directory, opened after it became a link: the kernel
+        // refuses the link on the way.
+        let b = Beneath::reads(&ctx, RuleName::Read);
+        let (real, root_dir, rel) = b.locate(&root.join("d/f"), "d/f").unwrap();
+        assert_eq!(real, root.join("d/f"));
+        fs::rename(root.join("d"), root.join("d.old")).unwrap();
+        symlink(&outside, root.join("d")).unwrap();
+        let fd = open_root(root_dir, "d/f").unwrap();
+        let err = openat2(&fd, &rel, OFlags::RDONLY, "d/f").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("changed while it was being opened"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_hard_link_to_a_credential_is_not_opened() {
+        let (_d, root, _) = root();
+        let home = root.join("home");
+        fs::create_dir_all(home.join(".ssh")).unwrap();
+        fs::create_dir_all(home.join("proj")).unwrap();
+        fs::write(home.join(".ssh/id_rsa"), "KEY").unwrap();
+        fs::hard_link(home.join(".ssh/id_rsa"), home.join("proj/copy")).unwrap();
+        let policy = crate::permission::Policy {
+            home: Some(home.clone()),
+            ..Default::default()
+        };
+        let mut ctx = ToolContext::new(home.join("proj"), "test");
+        ctx.walk = std::sync::Arc::new(crate::permission::walk::WalkFilter::new(&policy));
+        let err = Beneath::reads(&ctx, RuleName::Read)
+            .open(&home.join("proj/copy"), "copy")
+            .unwrap_err();
+        assert!(err.to_string().contains("denied"), "{err}");
+    }
+}
