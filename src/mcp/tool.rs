@@ -51,7 +51,14 @@ impl McpTool {
                 },
                 system: false,
                 timeout: None,
-                permission: Some(PermissionSpec::mcp()),
+                // `config::load` yields only servers the user configured or trusted, so
+                // their annotation is believed; under dontAsk and auto any other tool is
+                // denied unless a rule names it (`permission::check::mcp`).
+                permission: Some(if read_only {
+                    PermissionSpec::mcp_read_only()
+                } else {
+                    PermissionSpec::mcp()
+                }),
             },
             server: server.to_string(),
             remote: tool.name.to_string(),
