@@ -109,7 +109,8 @@ impl Tool for McpTool {
                 self.server
             ))
         })?;
-        let text = render(&value);
+        // What the server says is data: it cannot forge one of crew's envelopes.
+        let text = crate::envelope::body(&render(&value));
         if result.is_error == Some(true) {
             return Err(ToolError::Failed(if text.is_empty() {
                 format!("MCP server `{}` reported an error", self.server)
