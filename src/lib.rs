@@ -8,6 +8,7 @@ pub mod agent;
 pub mod approver;
 pub mod cli;
 pub mod commands;
+pub mod envelope;
 pub mod events;
 pub mod executor;
 pub mod front_matter;

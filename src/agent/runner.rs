@@ -236,7 +236,8 @@ impl Runner {
                         stop_hook_active = true;
                         let event = role.stop_event();
                         conversation.edit().push(Message::user_text(format!(
-                            "<hook event=\"{event}\" decision=\"block\">\n{reason}\n</hook>"
+                            "<hook event=\"{event}\" decision=\"block\">\n{}\n</hook>",
+                            crate::envelope::body(&reason)
                         )));
                         continue;
                     }

@@ -47,7 +47,10 @@ pub fn member_name(agent: &str) -> &str {
 
 /// Wraps hook context for the model.
 pub fn context_text(event: HookEvent, context: &str) -> String {
-    format!("<hook event=\"{event}\" context>\n{context}\n</hook>")
+    format!(
+        "<hook event=\"{event}\" context>\n{}\n</hook>",
+        crate::envelope::body(context)
+    )
 }
 
 impl HookClient {

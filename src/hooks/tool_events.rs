@@ -162,7 +162,8 @@ impl HookClient {
         append_context(result, HookEvent::PostToolUse, &report.context);
         if let Some(reason) = report.block {
             result.content.push_str(&format!(
-                "\n\n<hook event=\"PostToolUse\" decision=\"block\">\n{reason}\n</hook>"
+                "\n\n<hook event=\"PostToolUse\" decision=\"block\">\n{}\n</hook>",
+                crate::envelope::body(&reason)
             ));
         }
         report.stop
@@ -210,7 +211,8 @@ impl HookClient {
 pub fn append_context(result: &mut ToolResult, event: HookEvent, context: &[String]) {
     for c in context {
         result.content.push_str(&format!(
-            "\n\n<hook event=\"{event}\" context>\n{c}\n</hook>"
+            "\n\n<hook event=\"{event}\" context>\n{}\n</hook>",
+            crate::envelope::body(c)
         ));
     }
 }

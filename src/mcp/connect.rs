@@ -1,5 +1,6 @@
 //! Opening one connection to an MCP server over rmcp: a stdio child in its own process
-//! group (spawned with our process-group spawner, its pipes handed to rmcp), or a
+//! group (spawned with our process-group spawner, its pipes handed to rmcp) and with the
+//! scrubbed environment commands get plus the variables its `env` names, or a
 //! streamable-HTTP client. Also the client handler that turns `tools/list_changed` into a
 //! message for the server's actor.
 
@@ -56,6 +57,11 @@ pub async fn connect(
     match transport {
         Transport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
+            // The same scrubbed environment as a command (no provider keys, nothing that
+            // looks like a secret), plus what the server's own `env` names.
+            for name in crate::tools::sandbox::env::withheld() {
+                cmd.env_remove(name);
+            }
             cmd.args(args)
                 .envs(env)
                 .current_dir(cwd)

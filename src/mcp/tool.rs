@@ -51,7 +51,14 @@ impl McpTool {
                 },
                 system: false,
                 timeout: None,
-                permission: Some(PermissionSpec::mcp()),
+                // `config::load` yields only servers the user configured or trusted, so
+                // their annotation is believed; under dontAsk and auto any other tool is
+                // denied unless a rule names it (`permission::check::mcp`).
+                permission: Some(if read_only {
+                    PermissionSpec::mcp_read_only()
+                } else {
+                    PermissionSpec::mcp()
+                }),
             },
             server: server.to_string(),
             remote: tool.name.to_string(),
@@ -102,7 +109,8 @@ impl Tool for McpTool {
                 self.server
             ))
         })?;
-        let text = render(&value);
+        // What the server says is data: it cannot forge one of crew's envelopes.
+        let text = crate::envelope::body(&render(&value));
         if result.is_error == Some(true) {
             return Err(ToolError::Failed(if text.is_empty() {
                 format!("MCP server `{}` reported an error", self.server)

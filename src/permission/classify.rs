@@ -110,7 +110,7 @@ pub fn classify(
             }
             Target::Agent(optional_str(&args, field)?.unwrap_or_else(|| default.clone()))
         }
-        TargetSpec::Mcp => Target::Mcp(name.to_string()),
+        TargetSpec::Mcp { .. } => Target::Mcp(name.to_string()),
         TargetSpec::None => Target::None,
     };
     Ok(Classified {

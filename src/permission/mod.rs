@@ -23,6 +23,7 @@ mod check;
 pub mod classify;
 mod command_index;
 pub mod commands;
+pub mod controls;
 mod credentials;
 pub mod delegation;
 pub mod deny_ids;

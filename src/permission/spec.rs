@@ -101,7 +101,13 @@ pub enum TargetSpec {
         default: String,
     },
     /// An MCP tool: its full name is the target.
-    Mcp,
+    Mcp {
+        /// Whether a server the user configured or trusted annotates the tool
+        /// `readOnlyHint: true`. Any other tool may change anything: no OS sandbox
+        /// confines a server, so the unattended modes deny it unless a rule names it.
+        #[serde(default)]
+        read_only: bool,
+    },
     /// Nothing rules can name (the session's own tasks).
     None,
 }
@@ -143,9 +149,21 @@ impl PermissionSpec {
         self
     }
 
-    /// The spec of an MCP tool (`mcp__server__tool`): rules name it by its full name.
+    /// The spec of an MCP tool (`mcp__server__tool`) that may change things: rules name
+    /// it by its full name.
     pub fn mcp() -> Self {
-        Self::new(Category::Mcp, [], TargetSpec::Mcp)
+        Self::new(Category::Mcp, [], TargetSpec::Mcp { read_only: false })
+    }
+
+    /// The spec of an MCP tool that its (configured or trusted) server annotates
+    /// read-only.
+    pub fn mcp_read_only() -> Self {
+        Self::new(Category::Mcp, [], TargetSpec::Mcp { read_only: true })
+    }
+
+    /// Whether this is an MCP tool annotated read-only.
+    pub fn mcp_is_read_only(&self) -> bool {
+        matches!(self.target, TargetSpec::Mcp { read_only: true })
     }
 
     /// The rule name a grant for this tool is written with (its own), if any.

@@ -195,20 +195,21 @@ pub fn process_alive(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
 }
 
-/// The notice an agent receives when one of its background tasks ends.
+/// The notice an agent receives when one of its background tasks ends. Everything in it
+/// but the id and status comes from the task, so it is escaped (`crate::envelope`).
 pub fn notification_text(rec: &TaskRecord) -> String {
-    let what = match (&rec.kind, &rec.agent_type, &rec.command) {
+    let what = crate::envelope::body(&match (&rec.kind, &rec.agent_type, &rec.command) {
         (TaskKind::Agent, Some(t), _) => format!("subagent `{t}`"),
         (TaskKind::Command, _, Some(c)) => format!("command `{c}`"),
         (TaskKind::Agent, None, _) => "subagent".to_string(),
         (TaskKind::Command, _, None) => "command".to_string(),
-    };
+    });
     format!(
         "<task-notification>\nBackground task {} ({what}: {}) ended with status {}.\nOutput log: {}\nResult:\n{}\n</task-notification>",
         rec.id,
-        rec.description,
+        crate::envelope::body(&rec.description),
         rec.status.as_str(),
-        rec.output_file.display(),
-        rec.result.as_deref().unwrap_or("(none)")
+        crate::envelope::body(&rec.output_file.display().to_string()),
+        crate::envelope::body(rec.result.as_deref().unwrap_or("(none)"))
     )
 }

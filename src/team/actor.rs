@@ -314,7 +314,8 @@ impl Actor for TeamActor {
                 if let Some(name) = state.actors.remove(&who.get_id()) {
                     let items = ended(state, &name, MemberStatus::Failed).await;
                     state.notices.push(format!(
-                        "<team-notice>Teammate {name} failed ({reason}); {items}.</team-notice>"
+                        "<team-notice>Teammate {name} failed ({}); {items}.</team-notice>",
+                        crate::envelope::body(&reason.to_string())
                     ));
                     check_lead(state).await;
                 }
@@ -392,8 +393,10 @@ async fn completed_notices(state: &mut TeamState) {
                 .map(|o| format!(" by {o}"))
                 .unwrap_or_default();
             state.notices.push(format!(
-                "<team-notice>Item {} ({}) was completed{by}.</team-notice>",
-                item.id, item.subject
+                "<team-notice>Item {} ({}) was completed{}.</team-notice>",
+                item.id,
+                crate::envelope::body(&item.subject),
+                crate::envelope::body(&by)
             ));
         }
     }

@@ -138,6 +138,8 @@ impl Mailbox {
 }
 
 /// A message as the recipient's model sees it: marked with its sender, index and kind.
+/// The body is escaped (`crate::envelope`), so it can neither close the envelope nor
+/// forge another with a different sender.
 pub fn render(e: &Envelope) -> String {
     let kind = match &e.kind {
         MessageKind::Text => "message".to_string(),
@@ -148,12 +150,14 @@ pub fn render(e: &Envelope) -> String {
         MessageKind::PlanApprovalRequest => "plan_approval_request".to_string(),
         MessageKind::PlanApprovalResponse { approve, feedback } => format!(
             "plan_approval_response\" approve=\"{approve}\" feedback=\"{}",
-            feedback.as_deref().unwrap_or("").replace('"', "'")
+            crate::envelope::attr(feedback.as_deref().unwrap_or(""))
         ),
     };
     let broadcast = if e.broadcast { " to=\"*\"" } else { "" };
     format!(
         "<team-message from=\"{}\"{broadcast} index=\"{}\" type=\"{kind}\">\n{}\n</team-message>",
-        e.from, e.index, e.message
+        crate::envelope::attr(&e.from.to_string()),
+        e.index,
+        crate::envelope::body(&e.message)
     )
 }

@@ -55,6 +55,11 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         d.rule = Some(hit.pattern.into());
         return d;
     }
+    if let Some(why) = super::super::controls::check(&script, ctx.cwd_real.as_deref()) {
+        let mut d = deny(Source::Blacklist, why, target);
+        d.rule = Some("crew's own controls".into());
+        return d;
+    }
     let named = named_by_part(ctx, &script.parts);
     let written: Vec<writes::PartWrites> = script
         .parts

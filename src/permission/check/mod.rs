@@ -8,6 +8,7 @@
 
 mod agent;
 mod command;
+mod mcp;
 mod path;
 mod writes;
 
@@ -24,6 +25,7 @@ use super::{
 };
 use agent::agent_decision;
 use command::command_decision;
+use mcp::mcp_decision;
 use path::path_decision;
 
 /// Decides one call. Pure apart from reading the file system to resolve symlinks. In auto
@@ -177,7 +179,7 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
         Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
         Target::Command(cmd) => command_decision(&ctx, cmd),
         Target::Agent(t) => agent_decision(&ctx, category, t),
-        Target::Mcp(n) => named_decision(&ctx, category, &Subject::Mcp(n), n),
+        Target::Mcp(n) => mcp_decision(&ctx, category, n),
         Target::None => fallback(ctx.mode(), category, ""),
     };
     if d.category.is_none() {
@@ -250,18 +252,4 @@ fn guarded(
     d.explicit_ask = true;
     d.category = Some(category);
     Some(d)
-}
-
-fn named_decision(
-    ctx: &Ctx<'_>,
-    category: Category,
-    subject: &Subject<'_>,
-    what: &str,
-) -> Decision {
-    let mut d = match rules::decide(&ctx.policy.rules, subject) {
-        Some(r) => from_rule(r, what),
-        None => fallback(ctx.mode(), category, ""),
-    };
-    d.target = Some(what.to_string());
-    d
 }
