@@ -27,6 +27,9 @@ pub struct WalkFilter {
     project_root: Option<PathBuf>,
     /// The files Read deny rules cover, by identity: a hard link to one is hidden too.
     ids: Arc<DeniedIds>,
+    /// The session's `results` directory (under the crew home), which the session's own
+    /// commands may read (`tools::sandbox::hidden` keeps it visible).
+    results_dir: Option<PathBuf>,
 }
 
 impl WalkFilter {
@@ -45,6 +48,7 @@ impl WalkFilter {
             homes: home_dirs(policy.home.as_deref()),
             project_root: policy.project_root.clone(),
             ids: policy.cache.denied_ids(&policy.rules, &bases),
+            results_dir: policy.results_dir.clone(),
         }
     }
 
@@ -56,7 +60,28 @@ impl WalkFilter {
             homes: home_dirs(None),
             project_root: None,
             ids: Arc::default(),
+            results_dir: None,
         }
+    }
+
+    /// The deny rules covering `Read`, which the OS sandbox hides from commands.
+    pub fn read_denies(&self) -> impl Iterator<Item = &Rule> {
+        self.denies.iter().filter(|r| r.covers(&[RuleName::Read]))
+    }
+
+    /// The home directory's spellings (as given and canonical).
+    pub fn homes(&self) -> &[PathBuf] {
+        &self.homes
+    }
+
+    /// The base of relative rule patterns (the project root), if known.
+    pub fn project_root(&self) -> Option<&Path> {
+        self.project_root.as_deref()
+    }
+
+    /// The session's `results` directory, if it has one.
+    pub fn results_dir(&self) -> Option<&Path> {
+        self.results_dir.as_deref()
     }
 
     /// The filter as seen from an agent working in `cwd`, for walks by `tool`.

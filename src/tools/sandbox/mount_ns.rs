@@ -5,10 +5,12 @@
 //! namespace too when we are not root) where each existing protected path is bound onto
 //! itself and remounted read-only, and the directories holding them (`.git`, `.crew`,
 //! `.claude`) are bound onto themselves so they cannot be renamed away (a mount point
-//! cannot be moved or removed). Credential locations in the home directory are hidden:
-//! an empty read-only tmpfs over a directory (`~/.ssh`), `/dev/null` over a file
-//! (`~/.netrc`). Landlock is applied afterwards, as the outer fence (it also forbids the
-//! command to undo any of these mounts).
+//! cannot be moved or removed). Then what the command may not see ([`HiddenSet`]:
+//! credential stores, crew's home but the agent's own workspace, `Read` deny rules, links
+//! to them, escape sockets) is hidden: crew's home under a veil (`hidden_veil`), an empty
+//! read-only tmpfs over a directory (`~/.ssh`), `/dev/null` over a file (`~/.netrc`).
+//! Landlock is applied afterwards, as the outer fence (it also forbids the command to
+//! undo any of these mounts).
 //!
 //! Everything is prepared in the parent: paths as C strings, the uid/gid map texts and
 //! each mount's flags. [`PreparedMounts::apply`] runs between `fork` and `exec`, where
@@ -27,6 +29,8 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::stat::Mode;
 use nix::sys::statvfs::{FsFlags, statvfs};
 
+use super::hidden::HiddenSet;
+use super::hidden_veil::PreparedVeil;
 use super::protect::Protected;
 
 /// The errno the child reports when it could not build its mount namespace; the parent
@@ -67,6 +71,7 @@ pub struct PreparedMounts {
     uid_map: CString,
     gid_map: CString,
     binds: Vec<Bind>,
+    veil: Option<PreparedVeil>,
     hides: Vec<Hide>,
     /// The protected paths (as given) that will be read-only.
     read_only: Vec<PathBuf>,
@@ -82,10 +87,13 @@ pub fn available() -> bool {
         let probe_dir = crate::tools::landlock::sandbox_temp_dir();
         let protected = Protected {
             existing: vec![probe_dir.clone()],
-            hidden: vec![probe_dir],
             ..Protected::default()
         };
-        let Some(prepared) = PreparedMounts::prepare(&protected).ok() else {
+        let hidden = HiddenSet {
+            dirs: vec![probe_dir],
+            ..HiddenSet::default()
+        };
+        let Some(prepared) = PreparedMounts::prepare(&protected, &hidden).ok() else {
             return false;
         };
         let mut cmd = std::process::Command::new("true");
@@ -137,8 +145,8 @@ fn kept_flags(path: &Path) -> MsFlags {
 
 impl PreparedMounts {
     /// Prepares binds for the existing protected paths (their real locations) and the
-    /// pinned directories, ancestors first.
-    pub fn prepare(protected: &Protected) -> io::Result<Self> {
+    /// pinned directories, ancestors first, then the veil and the covers of `hidden`.
+    pub fn prepare(protected: &Protected, hidden: &HiddenSet) -> io::Result<Self> {
         let mut binds: Vec<(PathBuf, bool)> = Vec::new();
         let mut covered = Vec::new();
         for (paths, read_only) in [(&protected.pins, false), (&protected.existing, true)] {
@@ -166,17 +174,17 @@ impl PreparedMounts {
             })
             .collect::<io::Result<Vec<_>>>()?;
         let mut hides = Vec::new();
-        for p in &protected.hidden {
-            let Ok(real) = std::fs::canonicalize(p) else {
-                continue;
-            };
-            let c = cstring(&real)?;
-            hides.push(if real.is_dir() {
-                Hide::Dir(c)
-            } else {
-                Hide::File(c)
-            });
+        for d in &hidden.dirs {
+            hides.push(Hide::Dir(cstring(d)?));
         }
+        for f in &hidden.files {
+            hides.push(Hide::File(cstring(f)?));
+        }
+        let veil = hidden
+            .veil
+            .as_ref()
+            .map(PreparedVeil::prepare)
+            .transpose()?;
         let uid = nix::unistd::geteuid();
         let gid = nix::unistd::getegid();
         Ok(Self {
@@ -188,6 +196,7 @@ impl PreparedMounts {
             uid_map: cstring(Path::new(&format!("{uid} {uid} 1\n")))?,
             gid_map: cstring(Path::new(&format!("{gid} {gid} 1\n")))?,
             binds,
+            veil,
             hides,
             read_only: covered,
             new_pid: false,
@@ -215,7 +224,7 @@ impl PreparedMounts {
 
     /// Whether there is nothing to bind or hide (and no PID namespace to make).
     pub fn is_empty(&self) -> bool {
-        self.binds.is_empty() && self.hides.is_empty() && !self.new_pid
+        self.binds.is_empty() && self.veil.is_none() && self.hides.is_empty() && !self.new_pid
     }
 
     /// Builds the namespace in the calling (child) process. Meant for `pre_exec`: system
@@ -278,6 +287,9 @@ impl PreparedMounts {
                     None::<&CStr>,
                 )?;
             }
+        }
+        if let Some(v) = &self.veil {
+            v.apply()?;
         }
         for h in &self.hides {
             match h {
@@ -356,7 +368,7 @@ mod tests {
             std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
             std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
             let protected = Protected::find(std::slice::from_ref(&root));
-            let mut prepared = PreparedMounts::prepare(&protected).unwrap();
+            let mut prepared = PreparedMounts::prepare(&protected, &HiddenSet::default()).unwrap();
             prepared.unshare = unshare;
             let err = run_inside(
                 prepared,
