@@ -397,4 +397,64 @@ mod tests {
             std::fs::write(root.join(".git/config"), "[core]\nx=1\n").unwrap();
         }
     }
+
+    #[test]
+    fn hidden_paths_are_covered_and_kept_paths_under_the_veil_stay_writable() {
+        if !available() {
+            eprintln!("skipping: mount namespaces are not available here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let crew = root.join("crew");
+        let mine = crew.join("wt/mine");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::create_dir_all(crew.join("wt/theirs")).unwrap();
+        std::fs::create_dir_all(root.join("sec")).unwrap();
+        std::fs::write(crew.join("cookie"), "COOKIE").unwrap();
+        std::fs::write(crew.join("wt/theirs/f"), "THEIRS").unwrap();
+        std::fs::write(mine.join("f"), "MINE").unwrap();
+        std::fs::write(root.join("sec/key"), "KEY").unwrap();
+        std::fs::write(root.join("file.txt"), "FILE").unwrap();
+        std::fs::write(root.join("open.txt"), "OPEN").unwrap();
+        let hidden = HiddenSet {
+            dirs: vec![root.join("sec")],
+            files: vec![root.join("file.txt")],
+            veil: Some(super::super::hidden::Veil {
+                over: crew.clone(),
+                keep: vec![mine.clone()],
+            }),
+        };
+        let prepared = PreparedMounts::prepare(&Protected::default(), &hidden).unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            "cat crew/cookie crew/wt/theirs/f sec/key file.txt crew/wt/mine/f open.txt; \
+             echo new > crew/wt/mine/new; echo x > crew/planted; ls crew crew/wt",
+        ])
+        .current_dir(&root);
+        // SAFETY: `apply` only makes system calls on data prepared beforehand.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stdout.contains("MINE") && stdout.contains("OPEN"),
+            "{stdout}{stderr}"
+        );
+        for secret in ["COOKIE", "THEIRS", "KEY", "FILE"] {
+            assert!(!stdout.contains(secret), "{secret}: {stdout}");
+        }
+        assert!(!stdout.contains("cookie"), "{stdout}");
+        assert!(stderr.contains("Read-only file system"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(mine.join("new")).unwrap(), "new\n");
+        assert!(!crew.join("planted").exists());
+        // Nothing leaked to our namespace.
+        assert_eq!(
+            std::fs::read_to_string(crew.join("cookie")).unwrap(),
+            "COOKIE"
+        );
+    }
 }
