@@ -122,6 +122,7 @@ fn build(
                 .unwrap_or_else(|| std::sync::Arc::new(WalkFilter::credentials_only()));
             let hidden = HiddenSet::for_command(&HideScope::new(walk, writable_roots, cwd));
             let mut prepared = PreparedMounts::prepare(&protected, &hidden)
+                .and_then(|p| p.with_cwd(cwd))
                 .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;
             if pid_ns::available() {
                 prepared = prepared.with_pid_namespace();

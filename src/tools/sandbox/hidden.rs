@@ -143,27 +143,22 @@ impl HiddenSet {
             outermost(&mut keep);
             set.veil = Some(Veil { over, keep });
         }
-        // Identities of the hidden files, for the links to them inside the roots.
-        let mut ids = hidden_scan::Ids::default();
-        for d in &set.dirs {
-            ids.identify(d);
-        }
-        for f in &set.files {
-            ids.identify(f);
-        }
-        if let Some(v) = &set.veil {
-            ids.identify_shallow(&v.over);
-        }
         let scan = hidden_scan::scan(&scope.walk, &scope.roots, &scope.cwd);
-        for d in &scan.dirs {
-            ids.identify(d);
-        }
-        for f in &scan.files {
-            ids.identify(f);
-        }
         set.dirs.extend(scan.dirs.iter().cloned());
         set.files.extend(scan.files.iter().cloned());
-        set.files.extend(scan.links_to(&ids));
+        // Identities of the hidden files, for the links to them inside the roots (only
+        // when the roots hold a file with several names or a symlink to a file at all).
+        if scan.has_links() {
+            let mut ids = hidden_scan::Ids::default();
+            for p in set.dirs.iter().chain(&set.files) {
+                ids.identify(p);
+            }
+            if let Some(v) = &set.veil {
+                ids.identify_shallow(&v.over);
+            }
+            let links = scan.links_to(&ids);
+            set.files.extend(links);
+        }
         set.normalise();
         set
     }

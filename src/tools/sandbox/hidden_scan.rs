@@ -89,6 +89,12 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// Whether the roots hold any other name of a file (a file with several names, or a
+    /// symlink to a file).
+    pub fn has_links(&self) -> bool {
+        !self.links.is_empty()
+    }
+
     /// The paths inside the roots that are other names of (or symlinks to other names
     /// of) the files in `ids`.
     pub fn links_to(&self, ids: &Ids) -> Vec<PathBuf> {

@@ -77,6 +77,8 @@ pub struct PreparedMounts {
     read_only: Vec<PathBuf>,
     /// Also a PID namespace with a fresh `/proc` ([`pid_ns`](super::pid_ns)).
     new_pid: bool,
+    /// The command's working directory, entered again once the mounts are made.
+    cwd: Option<CString>,
 }
 
 /// Whether mount namespaces work here, probed once per process by starting `true` in
@@ -200,6 +202,7 @@ impl PreparedMounts {
             hides,
             read_only: covered,
             new_pid: false,
+            cwd: None,
         })
     }
 
@@ -209,6 +212,15 @@ impl PreparedMounts {
     pub fn with_pid_namespace(mut self) -> Self {
         self.new_pid = true;
         self
+    }
+
+    /// Enters `cwd` again once the mounts are made. The child was started there before
+    /// the namespace existed, so its working directory is still the directory below the
+    /// mounts: `..` from a kept worktree under the veil would reach its siblings, and
+    /// relative paths inside a directory bound read-only would write below the binding.
+    pub fn with_cwd(mut self, cwd: &Path) -> io::Result<Self> {
+        self.cwd = Some(cstring(cwd)?);
+        Ok(self)
     }
 
     /// Whether [`with_pid_namespace`](Self::with_pid_namespace) was asked for.
@@ -311,6 +323,9 @@ impl PreparedMounts {
                     None::<&CStr>,
                 )?,
             }
+        }
+        if let Some(cwd) = &self.cwd {
+            nix::unistd::chdir(cwd.as_c_str())?;
         }
         if self.new_pid {
             super::pid_ns::split()?;
@@ -451,6 +466,25 @@ mod tests {
         assert!(stderr.contains("Read-only file system"), "{stderr}");
         assert_eq!(std::fs::read_to_string(mine.join("new")).unwrap(), "new\n");
         assert!(!crew.join("planted").exists());
+        // Started inside the kept worktree, `..` does not lead below the veil.
+        let prepared = PreparedMounts::prepare(&Protected::default(), &hidden)
+            .and_then(|p| p.with_cwd(&mine))
+            .unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "cat f ../theirs/f ../../cookie; echo mine > f2"])
+            .current_dir(&mine);
+        // SAFETY: as above.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("MINE"), "{stdout}");
+        assert!(
+            !stdout.contains("THEIRS") && !stdout.contains("COOKIE"),
+            "{stdout}"
+        );
+        assert_eq!(std::fs::read_to_string(mine.join("f2")).unwrap(), "mine\n");
         // Nothing leaked to our namespace.
         assert_eq!(
             std::fs::read_to_string(crew.join("cookie")).unwrap(),
