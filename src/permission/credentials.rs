@@ -8,24 +8,55 @@ use std::path::{Path, PathBuf};
 
 use super::scopes;
 
-/// Credential locations below the home directory, denied in every mode (and hidden from
-/// confined commands by the OS sandbox's mount namespace).
+/// The credential stores below the home directory: the one list, read by the engine's
+/// hard check (file tools and literal command paths are denied in every mode) and by the
+/// OS sandbox, which hides each existing one from every command it confines (an empty
+/// tmpfs over a directory, `/dev/null` over a file; `tools::sandbox::hidden`). A
+/// directory entry covers everything below it. Programs that need one of them (`gh`,
+/// `aws`, `kubectl`, `docker`) find it hidden inside the sandbox; `sandbox.excludedCommands`
+/// or `sandbox.filesystem.allowRead` is the user's explicit way out.
 pub const CREDENTIALS: &[&str] = &[
+    // Remote shells, signing and encryption keys.
     ".ssh",
-    ".aws",
     ".gnupg",
-    ".config/gcloud",
+    // Cloud providers and cluster access.
+    ".aws",
     ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".oci",
+    ".config/doctl",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    // Container registries.
     ".docker/config.json",
-    ".kube/config",
-    ".netrc",
+    ".config/containers/auth.json",
+    // Forges and git.
     ".git-credentials",
-    ".crew/credentials.json",
-    ".config/crew/credentials.json",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".config/glab-cli",
+    ".netrc",
+    // Package registries.
     ".npmrc",
     ".pypirc",
     ".cargo/credentials.toml",
     ".cargo/credentials",
+    ".gem/credentials",
+    // Password stores and keyrings.
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/op",
+    // Databases.
+    ".pgpass",
+    ".my.cnf",
+    // Model providers (Claude Code's login) and crew's own secrets.
+    ".claude/.credentials.json",
+    ".crew/credentials.json",
+    ".crew/cluster.cookie",
+    ".crew/tls",
+    ".config/crew/credentials.json",
 ];
 
 /// If `path` (lexical or real) is a credential location, its home-relative name.

@@ -35,6 +35,9 @@ pub struct WalkFilter {
     read_only_roots: Vec<PathBuf>,
     /// The credential files, by identity.
     creds: Arc<Credentials>,
+    /// The session's `results` directory (under the crew home), which the session's own
+    /// commands may read (`tools::sandbox::hidden` keeps it visible).
+    results_dir: Option<PathBuf>,
 }
 
 impl WalkFilter {
@@ -65,6 +68,7 @@ impl WalkFilter {
                 .cloned()
                 .collect(),
             creds: Arc::new(fixed.creds.clone()),
+            results_dir: policy.results_dir.clone(),
         }
     }
 
@@ -81,7 +85,28 @@ impl WalkFilter {
             extra_roots: Vec::new(),
             read_only_roots: Vec::new(),
             creds: CREDS.clone(),
+            results_dir: None,
         }
+    }
+
+    /// The deny rules covering `Read`, which the OS sandbox hides from commands.
+    pub fn read_denies(&self) -> impl Iterator<Item = &Rule> {
+        self.denies.iter().filter(|r| r.covers(&[RuleName::Read]))
+    }
+
+    /// The home directory's spellings (as given and canonical).
+    pub fn homes(&self) -> &[PathBuf] {
+        &self.homes
+    }
+
+    /// The base of relative rule patterns (the project root), if known.
+    pub fn project_root(&self) -> Option<&Path> {
+        self.project_root.as_deref()
+    }
+
+    /// The session's `results` directory, if it has one.
+    pub fn results_dir(&self) -> Option<&Path> {
+        self.results_dir.as_deref()
     }
 
     /// The filter as seen from an agent working in `cwd`, for walks by `tool`.

@@ -64,8 +64,8 @@ pub async fn start(
     let err_log = log
         .try_clone()
         .map_err(|e| fail(format!("cannot share the log file: {e}")))?;
-    let mut shell =
-        process::shell_command(command, &ctx.cwd, &ctx.sandbox).map_err(|e| fail(e.to_string()))?;
+    let mut shell = process::shell_command_hiding(command, &ctx.cwd, &ctx.sandbox, Some(&ctx.walk))
+        .map_err(|e| fail(e.to_string()))?;
     shell
         .cmd
         .stdout(Stdio::from(log))

@@ -37,7 +37,7 @@ pub use group::{
     Ended, GroupChild, group_alive, kill_group, kill_group_and_escapees, terminate_group,
 };
 pub use lifeline::guard_command;
-pub use shell::{ShellCommand, shell_command, shell_command_with};
+pub use shell::{ShellCommand, shell_command, shell_command_hiding, shell_command_with};
 
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -139,12 +139,13 @@ pub async fn run_in_group(
     cancel: &CancellationToken,
     sandbox: &CommandSandbox,
 ) -> Result<ProcessOutput, ProcessError> {
-    run_in_group_saving(command, cwd, timeout, cancel, sandbox, None).await
+    run_in_group_saving(command, cwd, timeout, cancel, sandbox, None, None).await
 }
 
 /// [`run_in_group`], writing a stream that outgrows its preview whole to a file as it is
 /// read: stdout to `save_to`, stderr beside it (`<name>.stderr.txt`). Memory stays at
-/// the preview size however much the command prints.
+/// the preview size however much the command prints. A confined command is also hidden
+/// what `walk` (the session's `Read` deny rules) denies ([`shell_command_hiding`]).
 pub async fn run_in_group_saving(
     command: &str,
     cwd: &Path,
@@ -152,8 +153,9 @@ pub async fn run_in_group_saving(
     cancel: &CancellationToken,
     sandbox: &CommandSandbox,
     save_to: Option<&Path>,
+    walk: Option<&Arc<crate::permission::walk::WalkFilter>>,
 ) -> Result<ProcessOutput, ProcessError> {
-    let mut shell = shell_command(command, cwd, sandbox)?;
+    let mut shell = shell_command_hiding(command, cwd, sandbox, walk)?;
     let captures = match save_to {
         Some(path) => (
             Capture::spilling(SAVED_PREVIEW_BYTES, path.to_path_buf()),

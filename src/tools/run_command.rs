@@ -92,6 +92,7 @@ Use task_output to read it and task_stop to stop it.",
             &ctx.cancel,
             &ctx.sandbox,
             save_to,
+            Some(&ctx.walk),
         )
         .await;
         match ran {

@@ -18,7 +18,9 @@ use tokio::process::Command;
 
 use super::ProcessError;
 use super::lifeline;
+use crate::permission::walk::WalkFilter;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
+use crate::tools::sandbox::hidden::{HiddenSet, HideScope};
 use crate::tools::sandbox::mount_ns::PreparedMounts;
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
@@ -67,6 +69,18 @@ pub fn shell_command(
     shell_command_with(command, cwd, sandbox, landlock::kernel_support())
 }
 
+/// [`shell_command`] that also hides what `walk` (the session's `Read` deny rules, home
+/// and results directory) says a confined command may not see; without it, the
+/// credential stores, crew's home and the escape sockets are hidden all the same.
+pub fn shell_command_hiding(
+    command: &str,
+    cwd: &Path,
+    sandbox: &CommandSandbox,
+    walk: Option<&std::sync::Arc<WalkFilter>>,
+) -> Result<ShellCommand, ProcessError> {
+    build(command, cwd, sandbox, landlock::kernel_support(), walk)
+}
+
 /// [`shell_command`] with the kernel's Landlock support given explicitly, so the
 /// fail-closed refusal can be exercised on kernels that do have Landlock.
 pub fn shell_command_with(
@@ -74,6 +88,16 @@ pub fn shell_command_with(
     cwd: &Path,
     sandbox: &CommandSandbox,
     support: KernelSupport,
+) -> Result<ShellCommand, ProcessError> {
+    build(command, cwd, sandbox, support, None)
+}
+
+fn build(
+    command: &str,
+    cwd: &Path,
+    sandbox: &CommandSandbox,
+    support: KernelSupport,
+    walk: Option<&std::sync::Arc<WalkFilter>>,
 ) -> Result<ShellCommand, ProcessError> {
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
@@ -125,7 +149,12 @@ pub fn shell_command_with(
         extra::add_to(&mut protected);
         let mut read_only: Vec<PathBuf> = Vec::new();
         if held.mount_ns {
-            let mut prepared = PreparedMounts::prepare(&protected)
+            let walk = walk
+                .cloned()
+                .unwrap_or_else(|| std::sync::Arc::new(WalkFilter::credentials_only()));
+            let hidden = HiddenSet::for_command(&HideScope::new(walk, writable_roots, cwd));
+            let mut prepared = PreparedMounts::prepare(&protected, &hidden)
+                .and_then(|p| p.with_cwd(cwd))
                 .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;
             if held.pid_ns {
                 prepared = prepared.with_pid_namespace();

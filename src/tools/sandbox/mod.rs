@@ -1,13 +1,18 @@
 //! OS-level confinement of the commands agents run, layer by layer: every command gets
 //! a scrubbed environment ([`env`](mod@env)) and its own session with no controlling terminal;
 //! a confined command (`CommandSandbox::Landlock`) also gets a private mount namespace
-//! with the protected paths read-only ([`mount_ns`], [`protect`]) and, where the kernel
+//! with the protected paths read-only ([`mount_ns`], [`protect`]) and what it may not
+//! see hidden ([`hidden`]: credential stores, crew's home but its own workspace, `Read`
+//! deny rules, links to them, escape sockets) and, where the kernel
 //! allows, its own PID namespace with a fresh `/proc` ([`pid_ns`]), then Landlock
 //! (`tools::landlock`) as the outer fence, and a snapshot of the protected files that is
 //! restored after it ends ([`Guard`]).
 
 pub mod env;
 pub mod extra;
+pub mod hidden;
+pub mod hidden_scan;
+pub mod hidden_veil;
 pub mod layers;
 pub mod mount_ns;
 pub mod pid_ns;

@@ -5,10 +5,12 @@
 //! namespace too when we are not root) where each existing protected path is bound onto
 //! itself and remounted read-only, and the directories holding them (`.git`, `.crew`,
 //! `.claude`) are bound onto themselves so they cannot be renamed away (a mount point
-//! cannot be moved or removed). Credential locations in the home directory are hidden:
-//! an empty read-only tmpfs over a directory (`~/.ssh`), `/dev/null` over a file
-//! (`~/.netrc`). Landlock is applied afterwards, as the outer fence (it also forbids the
-//! command to undo any of these mounts).
+//! cannot be moved or removed). Then what the command may not see ([`HiddenSet`]:
+//! credential stores, crew's home but the agent's own workspace, `Read` deny rules, links
+//! to them, escape sockets) is hidden: crew's home under a veil (`hidden_veil`), an empty
+//! read-only tmpfs over a directory (`~/.ssh`), `/dev/null` over a file (`~/.netrc`).
+//! Landlock is applied afterwards, as the outer fence (it also forbids the command to
+//! undo any of these mounts).
 //!
 //! Everything is prepared in the parent: paths as C strings, the uid/gid map texts and
 //! each mount's flags. [`PreparedMounts::apply`] runs between `fork` and `exec`, where
@@ -27,6 +29,8 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::stat::Mode;
 use nix::sys::statvfs::{FsFlags, statvfs};
 
+use super::hidden::HiddenSet;
+use super::hidden_veil::PreparedVeil;
 use super::protect::Protected;
 
 /// The errno the child reports when it could not build its mount namespace; the parent
@@ -67,11 +71,14 @@ pub struct PreparedMounts {
     uid_map: CString,
     gid_map: CString,
     binds: Vec<Bind>,
+    veil: Option<PreparedVeil>,
     hides: Vec<Hide>,
     /// The protected paths (as given) that will be read-only.
     read_only: Vec<PathBuf>,
     /// Also a PID namespace with a fresh `/proc` ([`pid_ns`](super::pid_ns)).
     new_pid: bool,
+    /// The command's working directory, entered again once the mounts are made.
+    cwd: Option<CString>,
 }
 
 /// Whether mount namespaces work here, probed once per process by starting `true` in
@@ -82,10 +89,13 @@ pub fn available() -> bool {
         let probe_dir = crate::tools::landlock::sandbox_temp_dir();
         let protected = Protected {
             existing: vec![probe_dir.clone()],
-            hidden: vec![probe_dir],
             ..Protected::default()
         };
-        let Some(prepared) = PreparedMounts::prepare(&protected).ok() else {
+        let hidden = HiddenSet {
+            dirs: vec![probe_dir],
+            ..HiddenSet::default()
+        };
+        let Some(prepared) = PreparedMounts::prepare(&protected, &hidden).ok() else {
             return false;
         };
         let mut cmd = std::process::Command::new("true");
@@ -137,8 +147,8 @@ fn kept_flags(path: &Path) -> MsFlags {
 
 impl PreparedMounts {
     /// Prepares binds for the existing protected paths (their real locations) and the
-    /// pinned directories, ancestors first.
-    pub fn prepare(protected: &Protected) -> io::Result<Self> {
+    /// pinned directories, ancestors first, then the veil and the covers of `hidden`.
+    pub fn prepare(protected: &Protected, hidden: &HiddenSet) -> io::Result<Self> {
         let mut binds: Vec<(PathBuf, bool)> = Vec::new();
         let mut covered = Vec::new();
         for (paths, read_only) in [(&protected.pins, false), (&protected.existing, true)] {
@@ -166,17 +176,17 @@ impl PreparedMounts {
             })
             .collect::<io::Result<Vec<_>>>()?;
         let mut hides = Vec::new();
-        for p in &protected.hidden {
-            let Ok(real) = std::fs::canonicalize(p) else {
-                continue;
-            };
-            let c = cstring(&real)?;
-            hides.push(if real.is_dir() {
-                Hide::Dir(c)
-            } else {
-                Hide::File(c)
-            });
+        for d in &hidden.dirs {
+            hides.push(Hide::Dir(cstring(d)?));
         }
+        for f in &hidden.files {
+            hides.push(Hide::File(cstring(f)?));
+        }
+        let veil = hidden
+            .veil
+            .as_ref()
+            .map(PreparedVeil::prepare)
+            .transpose()?;
         let uid = nix::unistd::geteuid();
         let gid = nix::unistd::getegid();
         Ok(Self {
@@ -188,9 +198,11 @@ impl PreparedMounts {
             uid_map: cstring(Path::new(&format!("{uid} {uid} 1\n")))?,
             gid_map: cstring(Path::new(&format!("{gid} {gid} 1\n")))?,
             binds,
+            veil,
             hides,
             read_only: covered,
             new_pid: false,
+            cwd: None,
         })
     }
 
@@ -200,6 +212,15 @@ impl PreparedMounts {
     pub fn with_pid_namespace(mut self) -> Self {
         self.new_pid = true;
         self
+    }
+
+    /// Enters `cwd` again once the mounts are made. The child was started there before
+    /// the namespace existed, so its working directory is still the directory below the
+    /// mounts: `..` from a kept worktree under the veil would reach its siblings, and
+    /// relative paths inside a directory bound read-only would write below the binding.
+    pub fn with_cwd(mut self, cwd: &Path) -> io::Result<Self> {
+        self.cwd = Some(cstring(cwd)?);
+        Ok(self)
     }
 
     /// Whether [`with_pid_namespace`](Self::with_pid_namespace) was asked for.
@@ -215,7 +236,7 @@ impl PreparedMounts {
 
     /// Whether there is nothing to bind or hide (and no PID namespace to make).
     pub fn is_empty(&self) -> bool {
-        self.binds.is_empty() && self.hides.is_empty() && !self.new_pid
+        self.binds.is_empty() && self.veil.is_none() && self.hides.is_empty() && !self.new_pid
     }
 
     /// Builds the namespace in the calling (child) process. Meant for `pre_exec`: system
@@ -279,6 +300,9 @@ impl PreparedMounts {
                 )?;
             }
         }
+        if let Some(v) = &self.veil {
+            v.apply()?;
+        }
         for h in &self.hides {
             match h {
                 Hide::Dir(path) => mount(
@@ -299,6 +323,9 @@ impl PreparedMounts {
                     None::<&CStr>,
                 )?,
             }
+        }
+        if let Some(cwd) = &self.cwd {
+            nix::unistd::chdir(cwd.as_c_str())?;
         }
         if self.new_pid {
             super::pid_ns::split()?;
@@ -356,7 +383,7 @@ mod tests {
             std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
             std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
             let protected = Protected::find(std::slice::from_ref(&root));
-            let mut prepared = PreparedMounts::prepare(&protected).unwrap();
+            let mut prepared = PreparedMounts::prepare(&protected, &HiddenSet::default()).unwrap();
             prepared.unshare = unshare;
             let err = run_inside(
                 prepared,
@@ -384,5 +411,84 @@ mod tests {
             );
             std::fs::write(root.join(".git/config"), "[core]\nx=1\n").unwrap();
         }
+    }
+
+    #[test]
+    fn hidden_paths_are_covered_and_kept_paths_under_the_veil_stay_writable() {
+        if !available() {
+            eprintln!("skipping: mount namespaces are not available here");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let crew = root.join("crew");
+        let mine = crew.join("wt/mine");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::create_dir_all(crew.join("wt/theirs")).unwrap();
+        std::fs::create_dir_all(root.join("sec")).unwrap();
+        std::fs::write(crew.join("cookie"), "COOKIE").unwrap();
+        std::fs::write(crew.join("wt/theirs/f"), "THEIRS").unwrap();
+        std::fs::write(mine.join("f"), "MINE").unwrap();
+        std::fs::write(root.join("sec/key"), "KEY").unwrap();
+        std::fs::write(root.join("file.txt"), "FILE").unwrap();
+        std::fs::write(root.join("open.txt"), "OPEN").unwrap();
+        let hidden = HiddenSet {
+            dirs: vec![root.join("sec")],
+            files: vec![root.join("file.txt")],
+            veil: Some(super::super::hidden::Veil {
+                over: crew.clone(),
+                keep: vec![mine.clone()],
+            }),
+        };
+        let prepared = PreparedMounts::prepare(&Protected::default(), &hidden).unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args([
+            "-c",
+            "cat crew/cookie crew/wt/theirs/f sec/key file.txt crew/wt/mine/f open.txt; \
+             echo new > crew/wt/mine/new; echo x > crew/planted; ls crew crew/wt",
+        ])
+        .current_dir(&root);
+        // SAFETY: `apply` only makes system calls on data prepared beforehand.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stdout.contains("MINE") && stdout.contains("OPEN"),
+            "{stdout}{stderr}"
+        );
+        for secret in ["COOKIE", "THEIRS", "KEY", "FILE"] {
+            assert!(!stdout.contains(secret), "{secret}: {stdout}");
+        }
+        assert!(!stdout.contains("cookie"), "{stdout}");
+        assert!(stderr.contains("Read-only file system"), "{stderr}");
+        assert_eq!(std::fs::read_to_string(mine.join("new")).unwrap(), "new\n");
+        assert!(!crew.join("planted").exists());
+        // Started inside the kept worktree, `..` does not lead below the veil.
+        let prepared = PreparedMounts::prepare(&Protected::default(), &hidden)
+            .and_then(|p| p.with_cwd(&mine))
+            .unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "cat f ../theirs/f ../../cookie; echo mine > f2"])
+            .current_dir(&mine);
+        // SAFETY: as above.
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("MINE"), "{stdout}");
+        assert!(
+            !stdout.contains("THEIRS") && !stdout.contains("COOKIE"),
+            "{stdout}"
+        );
+        assert_eq!(std::fs::read_to_string(mine.join("f2")).unwrap(), "mine\n");
+        // Nothing leaked to our namespace.
+        assert_eq!(
+            std::fs::read_to_string(crew.join("cookie")).unwrap(),
+            "COOKIE"
+        );
     }
 }

@@ -124,7 +124,9 @@ pub fn available() -> bool {
         if !super::mount_ns::available() {
             return false;
         }
-        let Ok(prepared) = PreparedMounts::prepare(&Protected::default()) else {
+        let Ok(prepared) =
+            PreparedMounts::prepare(&Protected::default(), &super::hidden::HiddenSet::default())
+        else {
             return false;
         };
         let prepared = prepared.with_pid_namespace();

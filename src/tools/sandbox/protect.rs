@@ -32,10 +32,6 @@ pub struct Protected {
     pub existing: Vec<PathBuf>,
     /// Every protected path, existing or not, for the snapshot.
     pub watched: Vec<PathBuf>,
-    /// Existing credential locations in the home directory (`~/.ssh`, `~/.netrc`, …),
-    /// hidden from confined commands: an opaque program must not read what the engine
-    /// denies by name.
-    pub hidden: Vec<PathBuf>,
 }
 
 impl Protected {
@@ -56,9 +52,6 @@ impl Protected {
         p.existing.dedup();
         p.watched.sort();
         p.watched.dedup();
-        if let Some(home) = dirs::home_dir() {
-            p.hidden = credentials(&home);
-        }
         p
     }
 
@@ -136,15 +129,6 @@ impl Protected {
             }
         }
     }
-}
-
-/// The credential locations below `home` that exist.
-pub fn credentials(home: &Path) -> Vec<PathBuf> {
-    crate::permission::sandbox::CREDENTIALS
-        .iter()
-        .map(|c| home.join(c))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .collect()
 }
 
 /// The private git dir a linked worktree's `.git` file points at.
