@@ -117,6 +117,12 @@ pub async fn prepare(
     let permission_mode =
         super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
     crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
+    crate::tools::sandbox::net::set_policy(
+        crate::tools::sandbox::net::NetworkPolicy::from_settings(
+            &policy.network.allowed_domains,
+            policy.network.allow_local_binding,
+        )?,
+    );
     // Commands run under Landlock when unattended, or whenever the settings ask for it.
     let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
         let mut writable_roots = vec![cwd.clone()];

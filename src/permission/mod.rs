@@ -38,6 +38,7 @@ pub mod rules;
 pub mod sandbox;
 mod scopes;
 pub mod settings;
+pub mod settings_network;
 pub mod shell;
 pub mod spec;
 mod tracked;
@@ -236,6 +237,8 @@ pub struct Policy {
     pub default_mode: PermissionMode,
     /// The `sandbox` settings for the command runner.
     pub sandbox: SandboxSettings,
+    /// The `sandbox.network` settings of the user's own layers.
+    pub network: settings_network::NetworkSettings,
     /// The `model` setting from the highest layer that sets it.
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.

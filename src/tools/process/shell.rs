@@ -21,6 +21,7 @@ use super::lifeline;
 use crate::tools::CommandSandbox;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::tools::sandbox::mount_ns::{self, PreparedMounts};
+use crate::tools::sandbox::net::{self, CommandNetwork};
 use crate::tools::sandbox::pid_ns;
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
@@ -86,6 +87,7 @@ pub fn shell_command_with(
     let mut guard = Guard::none();
     let mut mounts: Option<PreparedMounts> = None;
     let mut ruleset: Option<PreparedLandlock> = None;
+    let mut network: Option<CommandNetwork> = None;
     if let CommandSandbox::Landlock { writable_roots } = sandbox {
         let tmp = landlock::sandbox_temp_dir();
         cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
@@ -103,7 +105,19 @@ pub fn shell_command_with(
             mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
+        // Loopback only, or the allow-list proxy (`sandbox::net`).
+        if net::available() {
+            let n = CommandNetwork::prepare(&net::policy())
+                .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::NetworkNamespace(e)))?;
+            n.configure(&mut cmd);
+            network = Some(n);
+        }
     }
+    let (net_ns, proxy) = match network {
+        Some(n) => (Some(n.namespace), n.proxy),
+        None => (None, None),
+    };
+    let guard = guard.with_network(proxy);
     let lifeline = lifeline::lifeline();
     // The guardian's report pipe: read end kept here, write end for the guardian only
     // (close-on-exec, so the command never holds it).
@@ -119,8 +133,8 @@ pub fn shell_command_with(
         None => (None, None),
     };
     let report_fd = report_write.as_ref().map(|w| w.as_raw_fd());
-    // SAFETY: the closure runs between fork and exec. `setsid`, the guardian's `fork`, the mount and PID namespace
-    // set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
+    // SAFETY: the closure runs between fork and exec. `setsid`, the guardian's `fork`, the mount, PID and network
+    // namespace set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
     // make system calls on data prepared above; none allocates or takes a lock.
     unsafe {
         cmd.pre_exec(move || {
@@ -136,6 +150,9 @@ pub fn shell_command_with(
             }
             if let Some(m) = &mounts {
                 m.apply()?;
+            }
+            if let Some(n) = &net_ns {
+                n.apply()?;
             }
             if let Some(r) = &mut ruleset {
                 r.apply()?;
