@@ -159,6 +159,12 @@ pub async fn prepare(
     let permission_mode =
         super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
     crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
+    crate::tools::sandbox::net::set_policy(
+        crate::tools::sandbox::net::NetworkPolicy::from_settings(
+            &policy.network.allowed_domains,
+            policy.network.allow_local_binding,
+        )?,
+    );
     let sandbox = command_sandbox(&policy, &cwd, warn)?;
     let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
     for e in &catalog.errors {

@@ -41,6 +41,7 @@ pub mod sandbox;
 pub mod sandbox_settings;
 mod scopes;
 pub mod settings;
+pub mod settings_network;
 pub mod shell;
 pub mod spec;
 mod tracked;
@@ -239,6 +240,8 @@ pub struct Policy {
     pub default_mode: PermissionMode,
     /// The `sandbox` settings for the command runner.
     pub sandbox: SandboxSettings,
+    /// The `sandbox.network` settings of the user's own layers.
+    pub network: settings_network::NetworkSettings,
     /// The `model` setting from the highest layer that sets it.
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.

@@ -77,6 +77,9 @@ pub enum SettingsError {
         /// What it must be.
         message: String,
     },
+    /// A `sandbox.network` value cannot be used.
+    #[error(transparent)]
+    Network(#[from] super::settings_network::NetworkSettingsError),
     /// Writing a grant failed.
     #[error("cannot write settings file {path}: {message}")]
     Write {
@@ -292,6 +295,10 @@ impl Policy {
                     home,
                 };
                 policy.sandbox.merge(sb, &origin, &mut warnings)?;
+            }
+            let doc: Value = file.parse()?;
+            for w in policy.network.merge(&doc, &path, own)? {
+                warn(&mut warnings, w);
             }
             if let Some(env) = &raw.command_env {
                 // A cloned repository must not hand the user's secrets to commands.

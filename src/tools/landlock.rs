@@ -69,6 +69,13 @@ pub enum SandboxError {
          settings read-only could not be set up ({0}). {ADVICE}"
     )]
     MountNamespace(io::Error),
+    /// The child could not build its network namespace (loopback only, or the proxy).
+    #[error(
+        "the command was refused: the network namespace that cuts it off from the network \
+         (loopback only, or the sandbox.network.allowedDomains proxy) could not be set up ({0}). \
+         {ADVICE}"
+    )]
+    NetworkNamespace(io::Error),
     /// The child could not restrict itself.
     #[error(
         "the command was refused: the kernel did not enforce the Landlock sandbox in the \

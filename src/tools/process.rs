@@ -113,6 +113,8 @@ pub struct ProcessOutput {
     pub output_abandoned: bool,
     /// The loud report when the command changed protected files and they were restored.
     pub protected_restored: Option<String>,
+    /// The `host:port` targets the sandbox's network proxy refused.
+    pub network_refused: Vec<String>,
 }
 
 impl ProcessOutput {
@@ -170,9 +172,11 @@ pub async fn run_in_group_saving(
     let left_running = shell.left_running();
     // Restore protected files however the command ended (it may have been killed).
     let restored = shell.guard.finish();
+    let refused = shell.guard.network_refusals();
     match ran {
         Ok(mut out) => {
             out.protected_restored = restored;
+            out.network_refused = refused;
             out.leftovers_killed |= left_running;
             Ok(out)
         }
@@ -182,6 +186,7 @@ pub async fn run_in_group_saving(
             mut output,
         }) => {
             output.protected_restored = restored;
+            output.network_refused = refused;
             Err(ProcessError::TimedOut {
                 limit,
                 pgid,
@@ -190,6 +195,7 @@ pub async fn run_in_group_saving(
         }
         Err(ProcessError::Cancelled { pgid, mut output }) => {
             output.protected_restored = restored;
+            output.network_refused = refused;
             Err(ProcessError::Cancelled { pgid, output })
         }
         Err(e) => Err(e),
@@ -257,6 +263,7 @@ async fn run_with_captures(
         leftovers_killed,
         output_abandoned,
         protected_restored: None,
+        network_refused: Vec::new(),
     };
     match waited {
         Ok(status) => {

@@ -117,6 +117,7 @@ Use task_output to read it and task_stop to stop it.",
                         if let Some(report) = &output.protected_restored {
                             text.push_str(report);
                         }
+                        text.push_str(&network_note(&output.network_refused));
                         text
                     }
                     _ => String::new(),
@@ -162,7 +163,16 @@ fn render(output: &ProcessOutput) -> String {
         text.push_str(report);
         text.push('\n');
     }
+    text.push_str(&network_note(&output.network_refused));
     text
+}
+
+/// The note for hosts the sandbox's network proxy refused (empty when none was).
+fn network_note(refused: &[String]) -> String {
+    match crate::tools::sandbox::net::allow::refused_note(refused) {
+        Some(note) => format!("{note}\n"),
+        None => String::new(),
+    }
 }
 
 /// The stdout and stderr sections, each only when non-empty.

@@ -20,6 +20,10 @@ pub enum Feature {
     MountNamespaces,
     /// PID namespaces for confined commands.
     PidNamespaces,
+    /// Network namespaces for confined commands (loopback only, the allow-list proxy).
+    NetworkNamespaces,
+    /// A `curl` program (HTTP, CONNECT and SOCKS5 clients that read the proxy variables).
+    Curl,
     /// A `python3` program (opaque writers the shell parser cannot see through).
     Python3,
 }
@@ -31,6 +35,8 @@ impl Feature {
             Feature::Landlock => "CREW_TEST_ALLOW_NO_LANDLOCK",
             Feature::MountNamespaces => "CREW_TEST_ALLOW_NO_MOUNT_NAMESPACES",
             Feature::PidNamespaces => "CREW_TEST_ALLOW_NO_PID_NAMESPACES",
+            Feature::NetworkNamespaces => "CREW_TEST_ALLOW_NO_NETWORK_NAMESPACES",
+            Feature::Curl => "CREW_TEST_ALLOW_NO_CURL",
             Feature::Python3 => "CREW_TEST_ALLOW_NO_PYTHON3",
         }
     }
@@ -43,6 +49,11 @@ impl Feature {
             Feature::Landlock => landlock::kernel_support() == KernelSupport::Available,
             Feature::MountNamespaces => mount_ns::available(),
             Feature::PidNamespaces => pid_ns::available(),
+            Feature::NetworkNamespaces => crewmaster::tools::sandbox::net::available(),
+            Feature::Curl => std::process::Command::new("curl")
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success()),
             Feature::Python3 => std::process::Command::new("python3")
                 .arg("-V")
                 .output()

@@ -23,6 +23,7 @@ use super::{KILL_GRACE, ProcessError};
 const KILL_BOUND: Duration = Duration::from_secs(5);
 use crate::tools::landlock::{NOT_ENFORCED_ERRNO, SandboxError};
 use crate::tools::sandbox::mount_ns::MOUNT_NS_ERRNO;
+use crate::tools::sandbox::net::NET_NS_ERRNO;
 
 /// A spawned process-group leader. Dropping it kills the whole group (SIGKILL), so an
 /// aborted task leaves no processes behind.
@@ -45,6 +46,8 @@ impl GroupChild {
                 ProcessError::Sandbox(SandboxError::NotEnforced)
             } else if source.raw_os_error() == Some(MOUNT_NS_ERRNO) {
                 ProcessError::Sandbox(SandboxError::MountNamespace(source))
+            } else if source.raw_os_error() == Some(NET_NS_ERRNO) {
+                ProcessError::Sandbox(SandboxError::NetworkNamespace(source))
             } else {
                 ProcessError::Spawn {
                     cwd: cwd.to_path_buf(),

@@ -22,6 +22,8 @@ use crate::permission::walk::WalkFilter;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::tools::sandbox::hidden::{HiddenSet, HideScope};
 use crate::tools::sandbox::mount_ns::PreparedMounts;
+use crate::tools::sandbox::net::{self, CommandNetwork, NetworkPolicy};
+use crate::tools::sandbox::profile::NetworkAccess;
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
 use crate::tools::sandbox::{extra, layers};
@@ -112,6 +114,7 @@ fn build(
     let mut guard = Guard::none();
     let mut mounts: Option<PreparedMounts> = None;
     let mut ruleset: Option<PreparedLandlock> = None;
+    let mut network: Option<CommandNetwork> = None;
     if let CommandSandbox::Landlock {
         writable_roots,
         profile,
@@ -164,7 +167,27 @@ fn build(
             mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
+        // Loopback only (the read profile), or the allow-list proxy (`sandbox::net`);
+        // bypass keeps the host's network.
+        let allowed = match profile.network() {
+            NetworkAccess::None => Some(std::sync::Arc::new(NetworkPolicy::default())),
+            NetworkAccess::AllowList => Some(net::policy()),
+            NetworkAccess::Open => None,
+        };
+        if let Some(allowed) = allowed
+            && net::available()
+        {
+            let n = CommandNetwork::prepare(&allowed)
+                .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::NetworkNamespace(e)))?;
+            n.configure(&mut cmd);
+            network = Some(n);
+        }
     }
+    let (net_ns, proxy) = match network {
+        Some(n) => (Some(n.namespace), n.proxy),
+        None => (None, None),
+    };
+    let guard = guard.with_network(proxy);
     let lifeline = lifeline::lifeline();
     // The guardian's report pipe: read end kept here, write end for the guardian only
     // (close-on-exec, so the command never holds it).
@@ -180,8 +203,8 @@ fn build(
         None => (None, None),
     };
     let report_fd = report_write.as_ref().map(|w| w.as_raw_fd());
-    // SAFETY: the closure runs between fork and exec. `setsid`, the guardian's `fork`, the mount and PID namespace
-    // set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
+    // SAFETY: the closure runs between fork and exec. `setsid`, the guardian's `fork`, the mount, PID and network
+    // namespace set-up (including its `fork`, `waitpid` and `_exit`) and the Landlock `apply` only
     // make system calls on data prepared above; none allocates or takes a lock.
     unsafe {
         cmd.pre_exec(move || {
@@ -197,6 +220,9 @@ fn build(
             }
             if let Some(m) = &mounts {
                 m.apply()?;
+            }
+            if let Some(n) = &net_ns {
+                n.apply()?;
             }
             if let Some(r) = &mut ruleset {
                 r.apply()?;

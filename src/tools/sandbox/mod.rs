@@ -6,7 +6,8 @@
 //! deny rules, links to them, escape sockets) and, where the kernel
 //! allows, its own PID namespace with a fresh `/proc` ([`pid_ns`]), then Landlock
 //! (`tools::landlock`) as the outer fence, and a snapshot of the protected files that is
-//! restored after it ends ([`Guard`]).
+//! restored after it ends ([`Guard`]). Its network is loopback only, or the allow-list
+//! proxy ([`net`]).
 
 pub mod env;
 pub mod extra;
@@ -15,6 +16,7 @@ pub mod hidden_scan;
 pub mod hidden_veil;
 pub mod layers;
 pub mod mount_ns;
+pub mod net;
 pub mod pid_ns;
 pub mod profile;
 pub mod protect;
@@ -28,6 +30,8 @@ use protect::{Protected, Snapshot};
 #[derive(Debug, Default)]
 pub struct Guard {
     snapshot: Option<Snapshot>,
+    /// The command's network proxy, served until the guard is dropped.
+    network: Option<net::ProxySession>,
 }
 
 impl Guard {
@@ -42,7 +46,22 @@ impl Guard {
         let snapshot = Snapshot::take(protected, read_only);
         Self {
             snapshot: (!snapshot.is_empty()).then_some(snapshot),
+            network: None,
         }
+    }
+
+    /// Keeps the command's network proxy serving until the guard is dropped.
+    pub fn with_network(mut self, proxy: Option<net::ProxySession>) -> Self {
+        self.network = proxy;
+        self
+    }
+
+    /// The hosts (`host:port`) the network proxy refused so far, for the result's note.
+    pub fn network_refusals(&self) -> Vec<String> {
+        self.network
+            .as_ref()
+            .map(|p| p.refused())
+            .unwrap_or_default()
     }
 
     /// Restores what the command changed; returns the warning for the tool result (and

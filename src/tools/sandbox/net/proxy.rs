@@ -1,0 +1,157 @@
+//! The forward proxy crew runs outside the sandbox for sandboxed commands: one listener
+//! that speaks plain HTTP in absolute form, HTTP `CONNECT` and SOCKS5 (told apart by the
+//! first byte), and lets a connection through only to a host the [`AllowList`] names.
+//! Every refusal is logged and recorded in [`Refusals`], so the command's result can say
+//! which host was blocked and which setting would allow it.
+//!
+//! Plain functions and types over tokio sockets, with no tie to the permission engine.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use super::allow::{AllowList, refusal_message};
+use super::{http, socks};
+
+/// How long the proxy waits for an upstream connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a client may take to send its request head or SOCKS5 handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The hosts the proxy refused, in order (`host:port`, each once).
+#[derive(Debug, Clone, Default)]
+pub struct Refusals(Arc<Mutex<Vec<String>>>);
+
+impl Refusals {
+    /// Records a refusal of `host:port` (once per target) and logs it.
+    pub fn record(&self, host: &str, port: u16) {
+        tracing::warn!("{}", refusal_message(host, port));
+        let target = format!("{host}:{port}");
+        if let Ok(mut list) = self.0.lock()
+            && !list.contains(&target)
+        {
+            list.push(target);
+        }
+    }
+
+    /// The refused targets so far.
+    pub fn list(&self) -> Vec<String> {
+        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+/// What a connection handler needs: the list and where refusals go.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// The hosts that may be reached.
+    pub allow: Arc<AllowList>,
+    /// Where refusals are recorded.
+    pub refusals: Refusals,
+}
+
+impl Rules {
+    /// Whether `host:port` may be reached; a refusal is recorded.
+    pub(super) fn check(&self, host: &str, port: u16) -> bool {
+        let ok = self.allow.allows(host, port);
+        if !ok {
+            self.refusals.record(host, port);
+        }
+        ok
+    }
+}
+
+/// Accepts connections on `listener` until the returned future is dropped; every
+/// connection in progress ends with it (they run in a [`JoinSet`] owned by this future).
+pub async fn serve(listener: TcpListener, rules: Rules) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let rules = rules.clone();
+                    connections.spawn(async move { handle(stream, rules).await });
+                }
+                Err(e) => {
+                    tracing::warn!("the sandbox's network proxy stopped accepting: {e}");
+                    return;
+                }
+            },
+            // Reap finished connections so the set does not grow.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Serves one client connection.
+pub async fn handle(mut client: TcpStream, rules: Rules) {
+    let _ = client.set_nodelay(true);
+    let mut first = [0u8; 1];
+    let Ok(Ok(1)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.peek(&mut first)).await else {
+        return;
+    };
+    let served = if first[0] == socks::VERSION {
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, socks::handshake(&mut client, &rules)).await
+    } else {
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, http::handshake(&mut client, &rules)).await
+    };
+    let Ok(Some((mut upstream, pending))) = served else {
+        return;
+    };
+    if !pending.is_empty() && upstream.write_all(&pending).await.is_err() {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+/// Why an upstream connection failed, for the client's error reply.
+#[derive(Debug)]
+pub(super) enum ConnectError {
+    /// The name did not resolve, or no address answered.
+    Unreachable(std::io::Error),
+    /// The host answered with a refusal.
+    Refused(std::io::Error),
+    /// No answer in time.
+    TimedOut,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Unreachable(e) | ConnectError::Refused(e) => write!(f, "{e}"),
+            ConnectError::TimedOut => write!(f, "no answer within {} s", CONNECT_TIMEOUT.as_secs()),
+        }
+    }
+}
+
+/// Connects to an allowed `host:port` from crew's own network.
+pub(super) async fn connect(host: &str, port: u16) -> Result<TcpStream, ConnectError> {
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(ConnectError::Refused(e))
+        }
+        Ok(Err(e)) => Err(ConnectError::Unreachable(e)),
+        Err(_) => Err(ConnectError::TimedOut),
+    }
+}
+
+/// Reads exactly `buf.len()` bytes.
+pub(super) async fn read_exact<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> Option<()> {
+    r.read_exact(buf).await.ok().map(|_| ())
+}
+
+/// Writes all of `bytes`.
+pub(super) async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> Option<()> {
+    w.write_all(bytes).await.ok()
+}
