@@ -133,7 +133,11 @@ fn an_untrusted_clone_cannot_allow_itself_commands_until_trusted() {
     assert!(out.status.success(), "{}", text(&out).1);
     assert!(text(&out).0.contains(&c.proj.display().to_string()));
     let listed = crew(&c.proj, &c.home, &["trust", "--list"]);
-    assert_eq!(text(&listed).0.trim(), c.proj.display().to_string());
+    // Each entry with its state (issue 26: trust pins content).
+    assert_eq!(
+        text(&listed).0.trim(),
+        format!("{}\ttrusted", c.proj.display())
+    );
     let v: serde_json::Value = serde_json::from_str(text(&check(&c)).0.trim()).unwrap();
     assert_eq!(
         (&v["decision"], &v["source"]),

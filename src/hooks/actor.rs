@@ -182,6 +182,7 @@ mod tests {
             origin: Origin {
                 file: "f".into(),
                 scope: "user".into(),
+                from_project: false,
             },
             place: "p".into(),
         }

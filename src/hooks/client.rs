@@ -24,6 +24,7 @@ use super::process::run_hook;
 use super::protocol::{HookInput, answer};
 use super::report::{Report, combine};
 use crate::events::{EventBus, EventKind};
+use crate::tools::CommandSandbox;
 
 /// How long the hooks actor may take to say which hooks run.
 const SELECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -191,12 +192,14 @@ impl HookClient {
             }
         };
         let runs = hooks.iter().map(|h: &Hook| async {
+            let sandbox = hook_sandbox(h, f.cwd, &inner.project_dir);
             let run = run_hook(
                 &h.command,
                 f.cwd,
                 &inner.project_dir,
                 h.timeout,
                 &bytes,
+                &sandbox,
                 cancel,
             )
             .await;
@@ -237,6 +240,20 @@ impl HookClient {
             );
         }
     }
+}
+
+/// How a hook runs: one that came with the project runs confined like an agent's command
+/// in the write profile (writes only below the project and the agent's directory, what
+/// crew loads as code or policy read-only); the user's own hooks run as the user.
+fn hook_sandbox(h: &Hook, cwd: &Path, project_dir: &Path) -> CommandSandbox {
+    if !h.origin.from_project {
+        return CommandSandbox::None;
+    }
+    let mut writable_roots = vec![project_dir.to_path_buf()];
+    if !cwd.starts_with(project_dir) {
+        writable_roots.push(cwd.to_path_buf());
+    }
+    CommandSandbox::Landlock { writable_roots }
 }
 
 #[cfg(test)]
@@ -295,6 +312,7 @@ mod tests {
             origin: Origin {
                 file: "settings.json".into(),
                 scope: "user".into(),
+                from_project: false,
             },
             place: "p".into(),
         }

@@ -37,6 +37,10 @@ pub struct Origin {
     pub file: String,
     /// `user`, `project`, `local`, or `agent:<type>`.
     pub scope: String,
+    /// Whether it came with the project (a shared settings file, a local file git tracks,
+    /// or an agent definition inside the project): such hooks run sandboxed.
+    #[serde(skip)]
+    pub from_project: bool,
 }
 
 /// One configured hook command.
@@ -192,6 +196,7 @@ pub fn load(
         let origin = Origin {
             file: path.display().to_string(),
             scope: scope(layer).into(),
+            from_project: file.shared.is_some(),
         };
         let found = parse(&value, &origin, |e| e, &mut warnings);
         if !trusted && file.shared.is_some() && !found.is_empty() {
@@ -239,15 +244,16 @@ pub fn load_agents(
     let mut out = HashMap::new();
     for def in catalog.agents.values() {
         let Some(value) = &def.hooks else { continue };
+        let shared = canonical(Path::new(&def.origin)).starts_with(&root);
         let origin = Origin {
             file: def.origin.clone(),
             scope: format!("agent:{}", def.name),
+            from_project: shared,
         };
         let found = parse(value, &origin, agent_event, &mut warnings);
         if found.is_empty() {
             continue;
         }
-        let shared = canonical(Path::new(&def.origin)).starts_with(&root);
         if shared && !trusted {
             let names: Vec<String> = found
                 .iter()
@@ -286,6 +292,7 @@ mod tests {
         Origin {
             file: ".claude/settings.json".into(),
             scope: "project".into(),
+            from_project: true,
         }
     }
 

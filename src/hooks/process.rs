@@ -3,8 +3,10 @@
 //! group runner as `run_command`, `tools::process`). At its timeout, or when it exits
 //! leaving children behind, the whole group is killed: nothing a hook starts outlives it.
 //!
-//! Hook commands are the user's own configured programs, so they run outside the command
-//! sandbox, as in Claude Code. Their environment is the commands' scrubbed one: provider
+//! Hooks from the user's own settings run outside the command sandbox, as in Claude Code;
+//! hooks that came with the project run in the sandbox the caller gives (the write
+//! profile, like an agent's command: their command line may be `npm run lint`, whose files
+//! no trust pin can list). Their environment is the commands' scrubbed one: provider
 //! keys and secret-looking variables are withheld unless `commandEnv.passthrough` names
 //! them (a hook from a cloned repository must not read the user's keys); Claude Code passes
 //! the whole environment, which is the one difference. `CLAUDE_PROJECT_DIR` and
@@ -28,6 +30,7 @@ pub async fn run_hook(
     project_dir: &Path,
     timeout: Duration,
     input: &[u8],
+    sandbox: &CommandSandbox,
     cancel: &CancellationToken,
 ) -> HookRun {
     // Stdin is an unlinked temporary file rather than a pipe: the hook may ignore it, and
@@ -36,7 +39,7 @@ pub async fn run_hook(
         Ok(f) => f,
         Err(e) => return HookRun::Failed(format!("could not prepare its input: {e}")),
     };
-    let mut shell = match shell_command(command, cwd, &CommandSandbox::None) {
+    let mut shell = match shell_command(command, cwd, sandbox) {
         Ok(s) => s,
         Err(e) => return HookRun::Failed(e.to_string()),
     };
@@ -46,14 +49,18 @@ pub async fn run_hook(
         .env("CLAUDE_PROJECT_DIR", project_dir)
         .env("CREW_PROJECT_DIR", project_dir);
     let ran = run_command_in_group(&mut shell.cmd, cwd, timeout, cancel).await;
-    // Unconfined: no protected-file snapshot was taken, so there is nothing to restore.
-    let _ = shell.guard.finish();
+    // A confined hook's protected-file snapshot is restored here; what it changed there
+    // is reported with its output.
+    let restored = shell.guard.finish();
     match ran {
         Ok(out) => match out.exit_code() {
             Some(code) => HookRun::Exited {
                 code,
                 stdout: out.stdout.text(),
-                stderr: out.stderr.text(),
+                stderr: match &restored {
+                    Some(note) => format!("{}{note}\n", out.stderr.text()),
+                    None => out.stderr.text(),
+                },
             },
             None => HookRun::Failed(format!(
                 "was killed by signal {}",
@@ -88,6 +95,7 @@ mod tests {
             Path::new("/proj"),
             Duration::from_secs(30),
             b"{\"a\":1}\n",
+            &CommandSandbox::None,
             &CancellationToken::new(),
         )
         .await;
@@ -112,6 +120,7 @@ mod tests {
             Path::new("/"),
             Duration::from_secs(30),
             b"",
+            &CommandSandbox::None,
             &CancellationToken::new(),
         )
         .await;

@@ -2,8 +2,15 @@
 //! write `.git/hooks`, `.git/config`, a worktree's `.git` link or settings files — not
 //! by a redirect, not as a named target of any command that is not read-only, and not
 //! through `git config`. Which paths are protected is `sandbox::protected`.
+//!
+//! Besides those hard-denied paths, what crew loads as code or policy (`loaded`: `.mcp.json`,
+//! agent definitions, skills, hooks, the files hooks and MCP servers run, …) is never
+//! written without a human: [`loaded_write`] and [`command_loaded_write`] make such writes
+//! ask (so dontAsk, subagents without a human and headless runs deny them).
 
-use std::path::Path;
+pub mod loaded;
+
+use std::path::{Path, PathBuf};
 
 use super::commands;
 use super::sandbox;
@@ -28,6 +35,43 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
                 p.display()
             )
         })
+    })
+}
+
+/// What `real` (or its `lexical` spelling) is when crew loads it as code or policy, for
+/// the roots whose configuration runs files (the project root and the agent's own
+/// checkout, a worktree included); `None` for an ordinary file.
+pub fn loaded_write(real: &Path, lexical: &Path, roots: &[PathBuf]) -> Option<String> {
+    if let Some(what) = loaded::by_name(real).or_else(|| loaded::by_name(lexical)) {
+        return Some(what.to_string());
+    }
+    roots.iter().find_map(|root| {
+        loaded::run_files(root).iter().any(|f| f == real).then(|| {
+            "a file that a configured hook, MCP server or status line of the project runs"
+                .to_string()
+        })
+    })
+}
+
+/// The reason a write of `real` asks: it names the path and what approving it means.
+pub fn loaded_reason(raw: &str, what: &str) -> String {
+    format!(
+        "`{raw}` is {what}: crew loads it as code or policy, so an agent never changes it without a human; approving it changes the project's trust pin, and the next session asks for `crew trust` again"
+    )
+}
+
+/// Why a command that is not read-only writes something crew loads as code or policy
+/// (one of `named`, lexical and real), for the ask; `None` otherwise.
+pub fn command_loaded_write<'a>(
+    part: &Part,
+    mut named: impl Iterator<Item = &'a Path>,
+    roots: &[PathBuf],
+) -> Option<String> {
+    if commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd") {
+        return None;
+    }
+    named.find_map(|p| {
+        loaded_write(p, p, roots).map(|what| format!("it writes {} ({what})", p.display()))
     })
 }
 

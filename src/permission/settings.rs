@@ -168,13 +168,26 @@ impl Policy {
         // Fail closed: no home or an unreadable trust list means not trusted.
         let trusted = match home.map(TrustStore::for_home) {
             None => false,
-            Some(store) => store.is_trusted(&root).unwrap_or_else(|e| {
-                warnings.push(Warning {
-                    file: Some(store.path().to_path_buf()),
-                    message: format!("{e}; treating {} as not trusted", root.display()),
-                });
-                false
-            }),
+            // Trust pins content: a folder whose executable configuration changed since
+            // trust is treated as untrusted, with a warning naming what changed.
+            Some(store) => match store.state(&root) {
+                Ok(state) => {
+                    if let Some(message) = state.warning(&root) {
+                        warnings.push(Warning {
+                            file: Some(store.path().to_path_buf()),
+                            message,
+                        });
+                    }
+                    state.is_trusted()
+                }
+                Err(e) => {
+                    warnings.push(Warning {
+                        file: Some(store.path().to_path_buf()),
+                        message: format!("{e}; treating {} as not trusted", root.display()),
+                    });
+                    false
+                }
+            },
         };
         let mut policy = Policy {
             project_root: Some(root.clone()),

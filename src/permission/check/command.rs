@@ -66,6 +66,20 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         .iter()
         .map(|p| writes::part_writes(ctx, p))
         .collect();
+    // A write to what crew loads as code or policy asks, whatever the rules say (a deny
+    // rule or hard check still denies first).
+    let code_roots = super::path::code_roots(ctx);
+    let loaded = script.parts.iter().zip(&named).find_map(|(part, named)| {
+        let paths = named
+            .iter()
+            .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
+        protected::command_loaded_write(
+            as_expanded(part).as_ref().unwrap_or(part),
+            paths,
+            &code_roots,
+        )
+        .map(|why| format!("`{}`: {why}", part.full_text()))
+    });
     // Credentials are denied wherever they appear, before any rule; so are files that a
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny), and
     // writes to protected paths.
@@ -161,6 +175,16 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         Category::Exec
     };
     let mut d = worst.unwrap_or_else(|| fallback(ctx.mode(), category, ""));
+    if let Some(why) = loaded {
+        d = Decision::new(
+            Verdict::Ask,
+            Source::Sandbox,
+            format!(
+                "{why}: crew loads it as code or policy, so an agent never changes it without a human; approving it changes the project's trust pin, and the next session asks for `crew trust` again"
+            ),
+        );
+        d.explicit_ask = true;
+    }
     d.category = Some(category);
     d.target = Some(target);
     d

@@ -109,6 +109,18 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         d.target = Some(target);
         return d;
     }
+    if c.writes
+        && let Some(what) = super::super::protected::loaded_write(&real, &lexical, &code_roots(ctx))
+    {
+        let mut d = Decision::new(
+            Verdict::Ask,
+            Source::Sandbox,
+            super::super::protected::loaded_reason(raw, &what),
+        );
+        d.explicit_ask = true;
+        d.target = Some(target);
+        return d;
+    }
     let category = c.category;
     let mut d = match rule {
         Some(r) => from_rule(r, raw),
@@ -116,6 +128,19 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
     };
     d.target = Some(target);
     d
+}
+
+/// The roots whose configuration names files that hooks and MCP servers run: the
+/// project root and the project the agent's cwd is in (a worktree's own copy).
+pub(super) fn code_roots(ctx: &Ctx<'_>) -> Vec<std::path::PathBuf> {
+    let mut roots: Vec<std::path::PathBuf> = ctx.policy.project_root.iter().cloned().collect();
+    if let Some(cwd) = &ctx.cwd_real {
+        let own = crate::store::project_root(cwd);
+        if !roots.contains(&own) {
+            roots.push(own);
+        }
+    }
+    roots
 }
 
 /// A read of an offloaded tool result (below the session's `results` directory) is

@@ -5,8 +5,9 @@
 //! outside any sandbox: `.git/hooks`, `.git/config` (and `config.worktree`),
 //! `.git/commondir`, the same in `.git/modules/*`, a linked worktree's `.git` file and its
 //! private git dir's `commondir`, `gitdir` and `config.worktree` (seen from the worktree
-//! and from the main checkout's `.git/worktrees/*`), and `.crew/settings*.json` /
-//! `.claude/settings*.json`. Where they exist, the mount namespace (`mount_ns`) binds them
+//! and from the main checkout's `.git/worktrees/*`), and what crew loads as code or
+//! policy (`permission::protected::loaded`: `.crew/settings*.json`, `.claude/settings*.json`,
+//! agent definitions, skills, hooks, `.mcp.json`, the files hooks run). Where they exist, the mount namespace (`mount_ns`) binds them
 //! read-only; a path that does not exist yet cannot be bound, and some kernels have no
 //! usable mount namespace, so every confined command is also bracketed by a
 //! [`Snapshot`]: what it created there is removed, what it changed is put back, and the
@@ -18,9 +19,6 @@ use std::path::{Path, PathBuf};
 
 /// Files of a hooks directory larger than this are recorded by size and time only.
 const MAX_RECORDED: u64 = 4 << 20;
-
-/// Settings file names watched even when missing (a command could create them).
-const SETTINGS_NAMES: &[&str] = &["settings.json", "settings.local.json"];
 
 /// The protected paths for a set of writable roots.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -84,14 +82,18 @@ impl Protected {
                 self.watch(dot_git);
             }
         }
-        // The settings directories are protected whole: besides settings they hold agent
-        // definitions and skills, which change what agents do.
-        for dir in [".crew", ".claude"] {
+        // What crew loads as code or policy (`permission::protected::loaded`, the one
+        // list): settings files, agent definitions, skills, hooks, `.mcp.json`, the files
+        // hooks and MCP servers run. The settings directories are pinned in place so they
+        // cannot be renamed away; their other files (reports, memory) stay writable.
+        for dir in crate::permission::protected::loaded::SETTINGS_DIRS {
             let d = root.join(dir);
-            self.watch(d.clone());
-            for name in SETTINGS_NAMES {
-                self.watched.push(d.join(name));
+            if std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir()) {
+                self.pins.push(d);
             }
+        }
+        for path in crate::permission::protected::loaded::sandbox_paths(root) {
+            self.watch(path);
         }
     }
 
@@ -341,8 +343,13 @@ mod tests {
         let p = Protected::find(std::slice::from_ref(&root));
         assert!(p.existing.contains(&root.join(".git/hooks")));
         assert!(p.existing.contains(&root.join(".git/config")));
-        assert!(p.existing.contains(&root.join(".crew")));
+        // The settings directory is pinned; what crew loads from it is bound read-only.
+        assert!(p.pins.contains(&root.join(".crew")));
+        assert!(p.existing.contains(&root.join(".crew/settings.json")));
+        assert!(!p.existing.contains(&root.join(".crew")));
         assert!(!p.existing.contains(&root.join(".claude")));
+        assert!(p.watched.contains(&root.join(".crew/agents")));
+        assert!(p.watched.contains(&root.join(".mcp.json")));
         assert!(p.watched.contains(&root.join(".crew/settings.local.json")));
         assert!(p.watched.contains(&root.join(".claude/settings.json")));
         assert!(p.pins.contains(&root.join(".git")));
@@ -391,8 +398,8 @@ mod tests {
         std::os::unix::fs::symlink(&victim, root.join(".crew/settings.json")).unwrap();
 
         let report = snap.restore();
-        // .git/hooks, .git/config, and the .crew directory (its settings files with it).
-        assert_eq!(report.len(), 3, "{report:?}");
+        // .git/hooks, .git/config, and the two .crew settings files.
+        assert_eq!(report.len(), 4, "{report:?}");
         assert!(
             report.iter().all(|l| l.contains("has been restored")),
             "{report:?}"
@@ -416,9 +423,9 @@ mod tests {
     fn an_entry_that_cannot_be_restored_does_not_stop_the_others() {
         let dir = repo();
         let root = dir.path().to_path_buf();
-        std::fs::create_dir_all(root.join(".crew/agents")).unwrap();
+        std::fs::create_dir_all(root.join(".crew/agents/nested")).unwrap();
         let snap = Snapshot::take(&Protected::find(std::slice::from_ref(&root)), &[]);
-        std::fs::remove_dir_all(root.join(".crew/agents")).unwrap();
+        std::fs::remove_dir_all(root.join(".crew/agents/nested")).unwrap();
         std::fs::write(
             root.join(".crew/settings.json"),
             r#"{"permissions":{"allow":["Bash"]}}"#,
@@ -437,7 +444,7 @@ mod tests {
         assert!(
             report
                 .iter()
-                .any(|l| l.contains(".crew") && l.contains("NOT")),
+                .any(|l| l.contains(".crew/agents") && l.contains("NOT")),
             "{report:?}"
         );
     }
