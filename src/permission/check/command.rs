@@ -175,7 +175,9 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         Category::Exec
     };
     let mut d = worst.unwrap_or_else(|| fallback(ctx.mode(), category, ""));
-    if let Some(why) = loaded {
+    if let Some(why) = loaded
+        && d.verdict != Verdict::Deny
+    {
         d = Decision::new(
             Verdict::Ask,
             Source::Sandbox,
