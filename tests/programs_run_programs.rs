@@ -130,7 +130,11 @@ fn interpreters_with_inline_code_do_not_push_past_a_deny_rule() {
     }
     let r = remote(DENY_PUSH);
     let out = crew_run(&r.proj, &r.home, "dontAsk", &commands);
-    assert_eq!(pushed_refs(&r.bare), "", "a denied push went through: {out}");
+    assert_eq!(
+        pushed_refs(&r.bare),
+        "",
+        "a denied push went through: {out}"
+    );
     assert!(out.contains("\"type\":\"tool_result\""), "{out}");
 }
 
@@ -162,7 +166,11 @@ fn make_aliases_and_package_runners_do_not_push_past_a_deny_rule() {
             "npx -c 'git push -q origin HEAD:refs/heads/npx'",
         ],
     );
-    assert_eq!(pushed_refs(&r.bare), "", "a denied push went through: {out}");
+    assert_eq!(
+        pushed_refs(&r.bare),
+        "",
+        "a denied push went through: {out}"
+    );
 }
 
 /// `Bash(timeout:*)` names only the wrapper: the wrapped `rm` needs its own rule, so in
