@@ -357,8 +357,6 @@ fn dangerous_commands_ask_except_in_bypass_and_deny_under_dont_ask() {
         "git checkout -- .",
         "git stash clear",
         "cd sub && git push -f",
-        "r=rm; $r -rf build/x",
-        "$(echo rm) -rf x",
     ] {
         for (mode, want) in [
             (Strict, Ask),
@@ -373,6 +371,32 @@ fn dangerous_commands_ask_except_in_bypass_and_deny_under_dont_ask() {
                 assert!(d.explicit_ask, "`{c}` in {mode}");
             }
         }
+    }
+    // A program computed at run time is opaque (issue 25 item 7): it asks where a human
+    // can answer, and under dontAsk runs confined only while no Bash deny or ask rule
+    // exists; with one, it is denied.
+    for c in ["r=rm; $r -rf /tmp/x", "$(echo rm) -rf x"] {
+        for (mode, want) in [
+            (Strict, Ask),
+            (Default, Ask),
+            (AcceptEdits, Ask),
+            (BypassPermissions, Allow),
+            (DontAsk, Allow),
+        ] {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_eq!(d.verdict, want, "`{c}` in {mode}: {d:?}");
+        }
+    }
+    let guarded = Fixture::new();
+    guarded.settings(
+        "local",
+        r#"{"permissions":{"allow":["Bash(git:*)","Bash(rm:*)"],"ask":["Bash(git push:*)"]}}"#,
+    );
+    for c in ["r=rm; $r -rf /tmp/x", "$(echo rm) -rf x"] {
+        let d = guarded.check("run_command", &cmd(c), DontAsk);
+        assert_eq!(d.verdict, Deny, "`{c}`: {d:?}");
+        let d = guarded.check("run_command", &cmd(c), Default);
+        assert_eq!((d.verdict, d.explicit_ask), (Ask, true), "`{c}`: {d:?}");
     }
     // The prefix allow still allows the harmless forms.
     assert_eq!(
@@ -411,10 +435,13 @@ fn compound_commands_need_every_part_to_pass() {
             Source::Rule(crewmaster::permission::Layer::Local),
         ),
         (
-            "npm run test -- --watch && make",
+            "npm run test -- --watch",
             Allow,
             Source::Rule(crewmaster::permission::Layer::Local),
         ),
+        // `make` runs what its makefile says, which the `curl` deny rule cannot see:
+        // while that rule exists, `Bash(make)` does not vouch for it (issue 25 item 4).
+        ("npm run test -- --watch && make", Ask, Source::Mode),
         ("npm run test && rm -rf node_modules", Ask, Source::Mode),
         (
             "npm run test; curl evil.example",
@@ -492,15 +519,15 @@ fn layers_deny_anywhere_wins_then_highest_layer_then_ask_before_allow() {
     let f = Fixture::new();
     f.settings(
         "user",
-        r#"{"permissions":{"deny":["Read(secrets/**)"],"allow":["Bash(make:*)"]}}"#,
+        r#"{"permissions":{"deny":["Read(secrets/**)"],"allow":["Bash(cargo:*)"]}}"#,
     );
     f.settings(
         "project",
-        r#"{"permissions":{"allow":["Read(secrets/**)"],"ask":["Bash(make deploy)"]}}"#,
+        r#"{"permissions":{"allow":["Read(secrets/**)"],"ask":["Bash(cargo deploy)"]}}"#,
     );
     f.settings(
         "local",
-        r#"{"permissions":{"allow":["Bash(make deploy)"],"ask":["Edit(src/**)"],"deny":[]}}"#,
+        r#"{"permissions":{"allow":["Bash(cargo deploy)"],"ask":["Edit(src/**)"],"deny":[]}}"#,
     );
     std::fs::create_dir_all(f.proj.join("secrets")).unwrap();
     // User deny beats project allow.
@@ -511,14 +538,14 @@ fn layers_deny_anywhere_wins_then_highest_layer_then_ask_before_allow() {
         "{d:?}"
     );
     // Local (higher) allow beats project ask.
-    let d = f.check("run_command", &cmd("make deploy"), Default);
+    let d = f.check("run_command", &cmd("cargo deploy"), Default);
     assert_eq!(
         (d.verdict, d.source),
         (Allow, Source::Rule(Layer::Local)),
         "{d:?}"
     );
     // User allow applies where nothing higher matched.
-    let d = f.check("run_command", &cmd("make test"), Default);
+    let d = f.check("run_command", &cmd("cargo test"), Default);
     assert_eq!(
         (d.verdict, d.source),
         (Allow, Source::Rule(Layer::User)),

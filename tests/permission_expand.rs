@@ -28,6 +28,20 @@ fn assert_blacklisted(f: &Fixture, command: &str) {
     }
 }
 
+/// Asserts an opaque `command` (a variable, glob, brace or compound: issue 25 item 7) is
+/// held where a Bash deny or ask rule exists: denied or explicitly asked in every mode,
+/// denied under dontAsk; never allowed.
+fn assert_held(f: &Fixture, command: &str) {
+    for mode in MODES {
+        let d = f.check("run_command", &cmd(command), mode);
+        let held = d.verdict == Deny || (d.verdict == Ask && d.explicit_ask);
+        assert!(held, "`{command}` in {mode}: {d:?}");
+        if mode == DontAsk {
+            assert_eq!(d.verdict, Deny, "`{command}` in {mode}: {d:?}");
+        }
+    }
+}
+
 #[test]
 fn expansions_do_not_hide_catastrophic_targets() {
     let f = Fixture::new();
@@ -86,6 +100,8 @@ fn destructive_commands_with_targets_that_cannot_be_known_fail_closed() {
         "if true; then cd /; fi; rm -rf *",
         "for d in a b; do rm -rf *; cd ..; done",
         "chmod -R u+w $D",
+        "X=build; rm -rf $X",
+        "(cd src && rm -rf gen) && rm -rf build",
         "rm $FLAGS /etc",
         "shopt -s extglob; rm -rf /@(usr)",
     ] {
@@ -111,12 +127,10 @@ fn ordinary_commands_are_not_over_blocked() {
         "rm -rf ./build/*",
         "rm -rf build/{a,b}",
         "cd src && rm -rf gen",
-        "X=build; rm -rf $X",
         "for f in *.o; do rm \"$f\"; done",
         "rm -f -- \"$F\"",
         "find . -name '*.tmp' -delete",
         "chmod -R u+w build",
-        "(cd src && rm -rf gen) && rm -rf build",
     ] {
         let d = f.check("run_command", &cmd(c), BypassPermissions);
         assert_eq!(d.verdict, Allow, "{c}: {d:?}");
@@ -125,11 +139,13 @@ fn ordinary_commands_are_not_over_blocked() {
         "git log --oneline -5",
         "ls -la src && grep -rn main src | wc -l",
         "sort src/main.rs | uniq -c",
-        "cat src/*.rs",
     ] {
         let d = f.check("run_command", &cmd(c), Default);
         assert_eq!(d.verdict, Allow, "{c}: {d:?}");
     }
+    // A glob is not matched against the disk: it asks in default mode (issue 25 item 7).
+    let d = f.check("run_command", &cmd("cat src/*.rs"), Default);
+    assert_eq!((d.verdict, d.explicit_ask), (Ask, true), "{d:?}");
 }
 
 #[test]
@@ -141,6 +157,16 @@ fn credentials_are_matched_after_expansion() {
     );
     std::fs::create_dir_all(f.home.join(".aws")).unwrap();
     std::fs::write(f.home.join(".aws/credentials"), "k").unwrap();
+    // A variable is not tracked (issue 25 item 7): opaque, never allowed where a human
+    // can answer; under dontAsk and bypass it runs with the credential stores hidden.
+    for c in ["K=~/.ssh/id_rsa; cat $K"] {
+        for mode in [Strict, Default, AcceptEdits] {
+            let d = f.check("run_command", &cmd(c), mode);
+            assert_ne!(d.verdict, Allow, "{c} {mode}: {d:?}");
+        }
+    }
+    // Globs and braces below a credential location's directory, `$HOME`, and a leading
+    // `cd` are still read.
     for c in [
         "cat ~/.ss?/id_rsa",
         "cat ~/.ssh/*",
@@ -148,7 +174,6 @@ fn credentials_are_matched_after_expansion() {
         "cat ~/.{ssh,x}/id_rsa",
         "cat $HOME/.aws/credentials",
         "cat ${HOME}/.aws/credentials",
-        "K=~/.ssh/id_rsa; cat $K",
         "cd ~/.ssh && cat id_rsa",
         "cd .. && cat .ssh/id_rsa",
         "cat ~/*/id_rsa",
@@ -173,7 +198,6 @@ fn a_hard_link_to_a_key_is_the_key() {
     for (tool, args) in [
         ("read_file", path("notes.txt")),
         ("run_command", cmd("cat notes.txt")),
-        ("run_command", cmd("cat *.txt")),
         ("run_command", cmd("cp notes.txt /tmp/x")),
     ] {
         for mode in MODES {
@@ -184,6 +208,12 @@ fn a_hard_link_to_a_key_is_the_key() {
                 "{tool} {args} {mode}: {d:?}"
             );
         }
+    }
+    // A glob is not matched against the disk (issue 25 item 7): it is never allowed
+    // where a human can answer; the OS hides hard links to keys in the other modes.
+    for mode in [Strict, Default, AcceptEdits] {
+        let d = f.check("run_command", &cmd("cat *.txt"), mode);
+        assert_ne!(d.verdict, Allow, "{mode}: {d:?}");
     }
     // An ordinary file next to it is still readable.
     std::fs::write(f.proj.join("other.txt"), "x").unwrap();
@@ -204,7 +234,7 @@ fn grants_of_commands_with_expansions_are_exact() {
     assert_eq!(rules, ["Bash(=cat \"$F\")"]);
     assert_eq!(check(&req("cat \"$F\""), &p).verdict, Allow);
     let d = check(&req("X=~/.ssh/id_rsa; cat $X"), &p);
-    assert_eq!((d.verdict, d.source), (Deny, Source::Credentials), "{d:?}");
+    assert_eq!((d.verdict, d.explicit_ask), (Ask, true), "{d:?}");
     for other in ["cat $G", "cat \"$F\" && rm -rf build", "F=x; cat \"$F\""] {
         assert_eq!(check(&req(other), &p).verdict, Ask, "{other}");
     }
@@ -235,8 +265,7 @@ fn deny_rules_see_the_expanded_command() {
         r#"{"permissions":{"allow":["Bash"],"deny":["Bash(git push:*)"]}}"#,
     );
     for c in ["g=git; $g push", "P=push; git $P origin", "git p{u,}sh"] {
-        let d = f.check("run_command", &cmd(c), BypassPermissions);
-        assert_eq!(d.verdict, Deny, "{c}: {d:?}");
+        assert_held(&f, c);
     }
 }
 
@@ -268,17 +297,24 @@ fn expansion_sees_through_spellings_embedded_commands_and_wrappers() {
         "echo x | xargs git",
         "echo 'git push' | bash",
     ] {
-        for mode in MODES {
-            let d = f.check("run_command", &cmd(c), mode);
-            assert_eq!(d.verdict, Deny, "{c} {mode}: {d:?}");
-        }
+        assert_held(&f, c);
     }
+    // Through a variable the protected path is not seen (issue 25 item 7): the command
+    // is held, and the OS keeps protected paths read-only in every profile.
     for c in [
         "D=.git/hooks; echo x > $D/pre-commit",
+        "C=.crew; cp /dev/null $C/settings.local.json",
+        "K=.ssh; env -C ~ cat $K/id_rsa",
+        "F=~/.ssh/id_rsa; file -f$F",
+        "K=../.ssh; find src -exec cat $K/id_rsa \\;",
+        "G=git; $G config core.hooksPath /tmp/h",
+    ] {
+        assert_held(&f, c);
+    }
+    for c in [
         "cd .git && echo x > hooks/pre-commit",
         "/usr/bin/time -o .git/hooks/pre-commit true",
         "cd .git && /usr/bin/time -o config true",
-        "C=.crew; cp /dev/null $C/settings.local.json",
         "env -C .git tee hooks/pre-commit",
     ] {
         for mode in MODES {
@@ -290,12 +326,7 @@ fn expansion_sees_through_spellings_embedded_commands_and_wrappers() {
             );
         }
     }
-    for c in [
-        "K=.ssh; env -C ~ cat $K/id_rsa",
-        "cd ~ && file -f.ssh/id_rsa",
-        "F=~/.ssh/id_rsa; file -f$F",
-        "K=../.ssh; find src -exec cat $K/id_rsa \\;",
-    ] {
+    for c in ["cd ~ && file -f.ssh/id_rsa", "env -C ~ cat .ssh/id_rsa"] {
         for mode in MODES {
             let d = f.check("run_command", &cmd(c), mode);
             assert_eq!(
@@ -305,19 +336,7 @@ fn expansion_sees_through_spellings_embedded_commands_and_wrappers() {
             );
         }
     }
-    // The git-config check and the dangerous-command guard judge the expanded command.
-    for mode in MODES {
-        let d = f.check(
-            "run_command",
-            &cmd("G=git; $G config core.hooksPath /tmp/h"),
-            mode,
-        );
-        assert_eq!(
-            (d.verdict, d.source),
-            (Deny, Source::Sandbox),
-            "{mode}: {d:?}"
-        );
-    }
+
     // (With a Bash deny rule, a command whose program is a variable is denied outright:
     // the rule could match it.)
     let plain = Fixture::new();
@@ -344,13 +363,15 @@ fn a_reused_policy_sees_the_file_system_as_it_is_now() {
     let f = Fixture::new();
     let p = f.policy();
     std::fs::write(f.proj.join("a.txt"), "a").unwrap();
-    let cat = f.req("run_command", &cmd("cat *.txt"), Default);
+    // A literal name is looked up again on the next decision: now it is a link to the key.
+    let cat = f.req("run_command", &cmd("cat b.txt"), Default);
+    std::fs::write(f.proj.join("b.txt"), "b").unwrap();
     assert_eq!(check(&cat, &p).verdict, Allow);
-    // The glob is matched again on the next decision: now it names a link to the key.
+    std::fs::remove_file(f.proj.join("b.txt")).unwrap();
     std::fs::hard_link(f.home.join(".ssh/id_rsa"), f.proj.join("b.txt")).unwrap();
     let d = check(&cat, &p);
     assert_eq!((d.verdict, d.source), (Deny, Source::Credentials), "{d:?}");
-    // So is a `cd` target: a directory replaced by a link to `/`.
+    // So is a leading `cd` target: a directory replaced by a link to `/`.
     std::fs::create_dir(f.proj.join("sub")).unwrap();
     let rm = f.req("run_command", &cmd("cd sub && rm -rf *"), BypassPermissions);
     assert_eq!(check(&rm, &p).verdict, Allow);

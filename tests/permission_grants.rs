@@ -202,9 +202,15 @@ async fn reload_replaces_layers_but_keeps_session_grants() {
     use crewmaster::permission::Layer;
     let f = Fixture::new();
     let e = engine(f.policy()).await;
-    grant(&e, &f, "run_command", &cmd("make"), GrantScope::Session)
-        .await
-        .unwrap();
+    grant(
+        &e,
+        &f,
+        "run_command",
+        &cmd("cargo build"),
+        GrantScope::Session,
+    )
+    .await
+    .unwrap();
     f.settings("project", r#"{"permissions": {"deny": ["Bash(curl:*)"]}}"#);
     e.cast(PermissionMsg::Reload(f.policy())).unwrap();
     let rules = call!(e, PermissionMsg::ListRules).unwrap();
@@ -212,12 +218,14 @@ async fn reload_replaces_layers_but_keeps_session_grants() {
     assert_eq!(
         shown,
         [
-            ("Bash(make)".to_string(), Layer::Session),
+            ("Bash(cargo build)".to_string(), Layer::Session),
             ("Bash(curl:*)".to_string(), Layer::Project)
         ]
     );
     assert_eq!(
-        ask(&e, &f, "run_command", &cmd("make")).await.verdict,
+        ask(&e, &f, "run_command", &cmd("cargo build"))
+            .await
+            .verdict,
         Verdict::Allow
     );
     assert_eq!(

@@ -130,7 +130,11 @@ fn interpreters_with_inline_code_do_not_push_past_a_deny_rule() {
     }
     let r = remote(DENY_PUSH);
     let out = crew_run(&r.proj, &r.home, "dontAsk", &commands);
-    assert_eq!(pushed_refs(&r.bare), "", "a denied push went through: {out}");
+    assert_eq!(
+        pushed_refs(&r.bare),
+        "",
+        "a denied push went through: {out}"
+    );
     assert!(out.contains("\"type\":\"tool_result\""), "{out}");
 }
 
@@ -162,7 +166,11 @@ fn make_aliases_and_package_runners_do_not_push_past_a_deny_rule() {
             "npx -c 'git push -q origin HEAD:refs/heads/npx'",
         ],
     );
-    assert_eq!(pushed_refs(&r.bare), "", "a denied push went through: {out}");
+    assert_eq!(
+        pushed_refs(&r.bare),
+        "",
+        "a denied push went through: {out}"
+    );
 }
 
 /// `Bash(timeout:*)` names only the wrapper: the wrapped `rm` needs its own rule, so in
@@ -184,4 +192,64 @@ fn a_rule_naming_a_wrapper_does_not_grant_what_it_wraps() {
             "`{command}` under {rule} removed README.md: {out}"
         );
     }
+}
+
+/// The over-block list stays allowed unasked while a Bash deny rule exists, and the
+/// programs that run programs are held by it in every mode (decisions only).
+#[test]
+fn deny_rules_hold_against_runners_without_over_blocking() {
+    use crewmaster::permission::{PermissionMode, Verdict};
+    use support::permission::{Fixture, cmd};
+    let f = Fixture::new();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Bash(git push:*)"],"allow":["Bash(python3:*)","Bash(make:*)","Bash(npm:*)"]}}"#,
+    );
+    for (c, mode) in [
+        ("git log --oneline -5", PermissionMode::Default),
+        (
+            "ls -la src && grep -rn main src | wc -l",
+            PermissionMode::Default,
+        ),
+        ("git -C . status", PermissionMode::Default),
+        ("sort f | uniq -c", PermissionMode::Default),
+        ("cargo build && git diff", PermissionMode::DontAsk),
+        ("npm test", PermissionMode::Default),
+    ] {
+        let d = f.check("run_command", &cmd(c), mode);
+        assert_eq!(d.verdict, Verdict::Allow, "`{c}` in {mode:?}: {d:?}");
+    }
+    for c in [
+        "python3 -c 'print(1)'",
+        "python3 x.py",
+        "make",
+        "npm exec -c 'git push'",
+        "npx -y x",
+        "pnpm dlx x",
+        "yarn exec x",
+        "bunx x",
+        "bun x x",
+        "uvx x",
+        "uv run x",
+        "pipx run x",
+        "echo x | xargs git",
+        "env -S 'git push'",
+        "eval 'git pu''sh'",
+        "source ./x.sh",
+        ". ./x.sh",
+    ] {
+        let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Deny, "`{c}`: {d:?}");
+        let d = f.check("run_command", &cmd(c), PermissionMode::Default);
+        assert_ne!(d.verdict, Verdict::Allow, "`{c}`: {d:?}");
+    }
+    // Without a Bash deny or ask rule, the granted interpreter runs (confined by the OS).
+    let g = Fixture::new();
+    g.settings("local", r#"{"permissions":{"allow":["Bash(python3:*)"]}}"#);
+    let d = g.check(
+        "run_command",
+        &cmd("python3 -c 'print(1)'"),
+        PermissionMode::Default,
+    );
+    assert_eq!(d.verdict, Verdict::Allow, "{d:?}");
 }

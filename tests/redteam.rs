@@ -206,12 +206,19 @@ fn deny_rule_sees_commands_run_by_arithmetic_on_unknown_values() {
     }
 }
 
-/// Arithmetic on values the engine knows stays analysable: counter loops and integers
-/// computed in the script are neither opaque nor asked about in dontAsk and bypass
-/// (with deny rules present), and single-bracket `test -eq` does not evaluate.
+/// Arithmetic, loops and assignments are no longer modelled (issue 25 item 7): they are
+/// opaque. With no Bash deny or ask rule they run unasked in dontAsk and bypass (in the
+/// write profile, confined by the OS); while one exists they are denied under dontAsk
+/// and asked in bypass, since the unseen code might be what it names. Single-bracket
+/// `test -eq` does not evaluate.
 #[test]
-fn arithmetic_on_known_integers_is_not_opaque() {
-    let f = deny_fixture();
+fn arithmetic_is_opaque_and_runs_confined_only_without_bash_rules() {
+    let guarded = deny_fixture();
+    let f = Fixture::new();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Read(./secrets/**)"]}}"#,
+    );
     // Single-bracket `test` compares with strtol, it does not evaluate its operands.
     assert!(!bash_runs_payload(
         "read n < f; [ \"$n\" -eq 1 ]; test \"$n\" -lt 1"
@@ -232,6 +239,10 @@ fn arithmetic_on_known_integers_is_not_opaque() {
             let d = f.check("run_command", &cmd(c), mode);
             assert_eq!(d.verdict, Verdict::Allow, "`{c}` in {mode:?}: {d:?}");
         }
+        let d = guarded.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Deny, "`{c}`: {d:?}");
+        let d = guarded.check("run_command", &cmd(c), PermissionMode::BypassPermissions);
+        assert_eq!(d.verdict, Verdict::Ask, "`{c}`: {d:?}");
     }
     // The issue's over-block list is still allowed unasked.
     let f = Fixture::new();
@@ -257,6 +268,12 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     let (_t, proj, home) = repo();
     support::put(&proj, "MARKER", "keep\n");
     support::put(&proj, "n.txt", "a[$(rm -f MARKER)]\n");
+    // A Bash deny rule exists: the opaque arithmetic is denied under dontAsk.
+    support::put(
+        &proj,
+        ".crew/settings.local.json",
+        r#"{"permissions":{"deny":["Bash(rm:*)"]}}"#,
+    );
     let out = crew_run(
         &proj,
         &home,
@@ -264,12 +281,12 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
         &[
             "read n < n.txt; echo $(( n + 1 ))",
             "n=$(cat n.txt); [[ $n -eq 1 ]] && echo one",
-            "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo counted $i > counted.txt",
+            "read n < n.txt; let \"x = n\"",
         ],
         &[],
     );
     assert!(proj.join("MARKER").exists(), "the hidden rm ran: {out}");
-    // The counter loop beside them is not refused: it ran and wrote its file.
+    // With no Bash deny or ask rule, the counter loop runs unasked, confined by the OS.
     // Without Landlock, dontAsk refuses every command, so the loop's run needs it.
     if !support::kernel::require_named(
         "redteam::arithmetic_on_a_files_content_does_not_run_its_command_end_to_end::counter_loop",
@@ -277,6 +294,14 @@ fn arithmetic_on_a_files_content_does_not_run_its_command_end_to_end() {
     ) {
         return;
     }
+    support::put(&proj, ".crew/settings.local.json", r#"{"permissions":{}}"#);
+    let out = crew_run(
+        &proj,
+        &home,
+        "dontAsk",
+        &["i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo counted $i > counted.txt"],
+        &[],
+    );
     let counted = std::fs::read_to_string(proj.join("counted.txt")).unwrap_or_default();
     assert_eq!(counted.trim(), "counted 3", "{out}");
 }
@@ -298,7 +323,12 @@ fn lessopen_runs_a_program_that_deny_rules_see() {
         assert_eq!(d.verdict, Verdict::Ask, "`{c}`: {d:?}");
         assert_eq!(d.category, Some(Category::Exec), "`{c}` is no read: {d:?}");
         assert!(!d.reason.contains("cannot parse"), "`{c}`: {d:?}");
+        // An assignment is outside the literal subset (issue 25 item 7): with Bash deny
+        // rules present it is denied under dontAsk; without them it runs confined.
         let d = f.check("run_command", &cmd(c), PermissionMode::DontAsk);
+        assert_eq!(d.verdict, Verdict::Deny, "`{c}`: {d:?}");
+        let unguarded = Fixture::new();
+        let d = unguarded.check("run_command", &cmd(c), PermissionMode::DontAsk);
         assert_eq!(d.verdict, Verdict::Allow, "`{c}`: {d:?}");
     }
     for c in [

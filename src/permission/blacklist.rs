@@ -437,7 +437,7 @@ fn has_flag(flags: &[&Arg], short: &[char], long: &str) -> bool {
 /// Where one target of a destructive command really is, and what removing it means.
 fn judge(arg: &Arg, part: &Part, at: &Where<'_>) -> Target {
     if !arg.known {
-        return Target::Unresolved(arg.text.clone());
+        return judge_glob(arg, part, at).unwrap_or_else(|| Target::Unresolved(arg.text.clone()));
     }
     let Some(abs) = absolute(&arg.text, &part.dir, at) else {
         return Target::Unresolved(format!(
@@ -468,6 +468,27 @@ fn judge(arg: &Arg, part: &Part, at: &Where<'_>) -> Target {
         return Target::Catastrophic(arg.pattern.clone().unwrap_or_else(|| arg.text.clone()));
     }
     Target::Safe
+}
+
+/// An unquoted glob whose wildcards are all in its last component (`./build/*`, never
+/// matched against the disk): what it removes lies directly below its literal directory.
+/// A pattern matching everything below a catastrophic directory is catastrophic; one
+/// below a directory that is itself safe to remove is safe; anything else is `None`.
+fn judge_glob(arg: &Arg, part: &Part, at: &Where<'_>) -> Option<Target> {
+    let pattern = arg.pattern.as_deref()?;
+    let (dir, last) = pattern.rsplit_once('/').unwrap_or((".", pattern));
+    let dir = if dir.is_empty() { "/" } else { dir };
+    if dir.contains(['*', '?', '[', '$', '`', '{']) || last.is_empty() || last.starts_with('.') {
+        return None;
+    }
+    let glob_all = absolute(pattern, &part.dir, at).is_some_and(|p| matches_all(&p, at.homes));
+    if glob_all {
+        return Some(Target::Catastrophic(pattern.to_string()));
+    }
+    match judge(&Arg::literal(format!("{dir}/")), part, at) {
+        Target::Safe => Some(Target::Safe),
+        _ => None,
+    }
 }
 
 /// `text` made absolute against the part's directory (`None` in an unknown one).

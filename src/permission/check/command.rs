@@ -130,6 +130,9 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
             }
         }
     }
+    if let Some(d) = glob_credentials(ctx, &script.parts, &target) {
+        return d;
+    }
     // Literal writes outside the roots: denied in every mode, as `write_file` is.
     for (part, written) in script.parts.iter().zip(&written) {
         if let Some(mut d) = writes::outside_roots(ctx, part, written) {
@@ -190,6 +193,42 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     d.category = Some(category);
     d.target = Some(target);
     d
+}
+
+/// A glob or brace (`~/.ss?/id_rsa`, `~/*/key`, never matched against the disk) names
+/// files below its literal directory: where a credential location may be among them,
+/// the command is denied like one naming it.
+fn glob_credentials(ctx: &Ctx<'_>, parts: &[Part], target: &str) -> Option<Decision> {
+    for part in parts {
+        let args = part
+            .args
+            .iter()
+            .chain(part.redirects.iter().map(|r| &r.arg));
+        for pattern in args.filter_map(|a| a.pattern.as_deref()) {
+            let literal = &pattern[..pattern.find(['*', '?', '[', '{']).unwrap_or(pattern.len())];
+            let dir = literal.rsplit_once('/').map_or(".", |(d, _)| d);
+            let dir = if dir.is_empty() { "/" } else { dir };
+            let named = ctx.locate_arg(&Arg::literal(dir), &part.dir);
+            let base = named.real.as_deref().unwrap_or(&named.lexical);
+            let hit = ctx
+                .creds()
+                .matches(&named.lexical, named.real.as_deref())
+                .or_else(|| ctx.creds().below(base));
+            if let Some(name) = hit {
+                let mut d = deny(
+                    Source::Credentials,
+                    format!(
+                        "`{}` names files matching `{pattern}`, which may include a credential location (~/{name}); credentials are never readable or writable by agents",
+                        part.full_text()
+                    ),
+                    target.to_string(),
+                );
+                d.rule = Some(format!("~/{name}"));
+                return Some(d);
+            }
+        }
+    }
+    None
 }
 
 /// An exact allow rule naming the whole command as written (a grant of a command with
@@ -287,14 +326,14 @@ fn part_decision(
     let expanded = as_expanded(part);
     let rule = part_rule(ctx, part, expanded.as_ref(), &text, &full, grant);
     if let Some(why) = &part.opaque {
-        return Some(opaque(ctx, rule, why, &full));
+        return Some(opaque(ctx, rule, grant, why, &full));
     }
     // While a Bash deny or ask rule exists, a program that runs programs its words do not
     // show (`python3 -c`, `make`, `npx`, `xargs`) is opaque for it (`commands::runners`).
     if guarded_commands(ctx)
         && let Some(why) = commands::part_runs_hidden(part)
     {
-        return Some(opaque(ctx, rule, &why, &full));
+        return Some(opaque(ctx, rule, None, &why, &full));
     }
     // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
     let category = if commands::is_read_only(part) && inside(ctx, named) {
@@ -327,14 +366,25 @@ fn guarded_commands(ctx: &Ctx<'_>) -> bool {
 /// An opaque part (`Part::opaque`: `cat f | bash`, a construct outside the literal
 /// subset, an unknown wrapper option; or a program that runs programs while a Bash deny
 /// or ask rule exists) runs code nobody can see. A deny rule matching what is visible
-/// denies it. No allow rule, grant or read-only class can vouch for it: in default and
+/// denies it. Only an exact allow rule naming the whole command as written (a human
+/// approved that very text) allows it; no other rule or read-only class can: in default and
 /// acceptEdits it asks. Under dontAsk, auto and bypassPermissions it goes to the mode's
 /// fallback for commands (dontAsk runs it in the write profile, where the OS confines
 /// it) only while no Bash deny or ask rule exists; otherwise it asks explicitly, so
 /// dontAsk denies it: any of those rules might be what the unseen code runs.
-fn opaque(ctx: &Ctx<'_>, rule: Option<&Rule>, why: &str, full: &str) -> Decision {
-    if let Some(r) = rule.filter(|r| r.kind == RuleKind::Deny) {
-        return from_rule(r, full);
+fn opaque(
+    ctx: &Ctx<'_>,
+    rule: Option<&Rule>,
+    grant: Option<&Rule>,
+    why: &str,
+    full: &str,
+) -> Decision {
+    match rule {
+        Some(r) if r.kind == RuleKind::Deny => return from_rule(r, full),
+        // An exact allow rule naming the whole command as written: a human approved
+        // exactly this text.
+        Some(r) if grant.is_some_and(|g| std::ptr::eq(g, r)) => return from_rule(r, full),
+        _ => {}
     }
     let unattended = matches!(
         ctx.mode(),

@@ -25,8 +25,8 @@ mod writes;
 
 pub use dangerous::dangerous;
 pub use read_only::{is_read_only, path_operands};
-pub use search::scopes as search_scopes;
 pub use runners::{part_runs_hidden, rule_may_run_hidden, runner_programs};
+pub use search::scopes as search_scopes;
 pub use wrappers::{Effects, INTERPRETERS, SHELLS, Unwrap, unwrap, wrappers};
 pub use writes::{Writes, writes};
 

@@ -44,6 +44,10 @@ pub const RUNNERS: &[(&str, Runs)] = &[
     // Shell builtins that run text as commands or define new names for them.
     ("eval", Runs::Always), ("source", Runs::Always), (".", Runs::Always),
     ("alias", Runs::Always), ("trap", Runs::Always),
+    // Builtins that evaluate their arguments as arithmetic, where an array subscript in
+    // a value (`a[$(cmd)]`) runs a command.
+    ("let", Runs::Always), ("declare", Runs::Always), ("typeset", Runs::Always),
+    ("local", Runs::Always), ("printf", Runs::Options(&["-v"])),
     // Build tools: the makefile (any, `-f /dev/stdin`) holds the commands.
     ("make", Runs::Always), ("gmake", Runs::Always), ("bmake", Runs::Always),
     ("just", Runs::Always),
@@ -62,15 +66,31 @@ pub const RUNNERS: &[(&str, Runs)] = &[
     ("poetry", Runs::Subcommands(&["run"])),
 ];
 
+/// Builtins that take variable names, whose subscripts bash evaluates.
+const NAME_TAKERS: &[&str] = &[
+    "read",
+    "unset",
+    "printf",
+    "export",
+    "readonly",
+    "test",
+    "[",
+    "mapfile",
+    "readarray",
+    "wait",
+    "getopts",
+    "declare",
+    "typeset",
+    "local",
+    "let",
+];
+
 /// Arguments that only print a version or help.
 const HARMLESS: &[&str] = &["--version", "-V", "--help", "-h"];
 
 /// How `program` (a bare name) runs programs, if it is in the table.
 pub fn runner(program: &str) -> Option<Runs> {
-    RUNNERS
-        .iter()
-        .find(|(p, _)| *p == program)
-        .map(|(_, r)| *r)
+    RUNNERS.iter().find(|(p, _)| *p == program).map(|(_, r)| *r)
 }
 
 /// Every program in the table.
@@ -83,6 +103,14 @@ pub fn hidden_program(argv: &[String]) -> Option<String> {
     let first = argv.first()?;
     let program = first.rsplit('/').next().unwrap_or(first);
     let args = argv.get(1..).unwrap_or_default();
+    // A builtin given a variable name expands an array subscript in it, and a
+    // substitution there runs (`read 'a[$(cmd)]'`, `unset 'a[`cmd`]'`).
+    let subscript = |a: &String| a.contains('[') && a.contains(['$', '`']);
+    if NAME_TAKERS.contains(&program) && args.iter().any(subscript) {
+        return Some(format!(
+            "`{program}` evaluates a subscript in a variable name"
+        ));
+    }
     let hit = match runner(program)? {
         Runs::Always => !(args.len() == 1 && HARMLESS.contains(&args[0].as_str())),
         Runs::Subcommands(subs) => args
@@ -178,6 +206,9 @@ mod tests {
             "uv run x",
             "pipx run x",
             "/usr/bin/python3 -c x",
+            "let x=n",
+            "read a[$(id)]",
+            "unset a[`id`]",
         ] {
             assert!(hidden_program(&argv(cmd)).is_some(), "{cmd}");
         }

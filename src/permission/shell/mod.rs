@@ -167,7 +167,7 @@ mod tests {
         let echo = &s.parts[0];
         assert!(echo.dynamic);
         assert!(echo.opaque.is_some());
-        assert_eq!(echo.text(), "echo $(…) $(…) $VAR ~");
+        assert_eq!(echo.text(), "echo $(…) $(…) ~ ~");
         assert!(
             s.parts
                 .iter()
@@ -220,8 +220,15 @@ mod tests {
                 home: Some("/home/u".into()),
             };
             let s = parse_in(cmd, &env).unwrap();
-            assert!(s.parts.iter().all(|p| p.opaque.is_none()), "{cmd}: {:?}", s.parts);
-            assert!(s.parts.iter().all(|p| p.args.iter().all(|a| a.known)), "{cmd}");
+            assert!(
+                s.parts.iter().all(|p| p.opaque.is_none()),
+                "{cmd}: {:?}",
+                s.parts
+            );
+            assert!(
+                s.parts.iter().all(|p| p.args.iter().all(|a| a.known)),
+                "{cmd}"
+            );
         }
     }
 
@@ -260,7 +267,11 @@ mod tests {
             "echo 'git push' | bash",
         ] {
             let s = parse(cmd).unwrap();
-            assert!(s.parts.iter().any(|p| p.opaque.is_some()), "{cmd}: {:?}", s.parts);
+            assert!(
+                s.parts.iter().any(|p| p.opaque.is_some()),
+                "{cmd}: {:?}",
+                s.parts
+            );
         }
         // After an alias is defined, every later word may be it.
         let s = parse("alias g=git; g push").unwrap();

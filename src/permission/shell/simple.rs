@@ -125,10 +125,18 @@ impl Ctx {
         for r in &mut part.redirects[own_redirects..] {
             r.arg = arg_of(&r.target);
         }
-        if part.chdir.is_some() {
-            part.dir = Dir::Unknown;
-        }
+        let chdir = part.chdir.as_deref().map(arg_of);
+        let single = part.wrappers.len() == 1;
         let dir = part.dir.clone();
+        let part_dir = match chdir {
+            None => dir,
+            // `env -C DIR`, `sudo -D DIR`: entered from where the part runs.
+            Some(a) if a.known && single => self.enter_from(&dir, &a.text),
+            Some(_) => Dir::Unknown,
+        };
+        let part = &mut self.script.parts[index];
+        part.dir = part_dir.clone();
+        let dir = part_dir;
         for child in &mut self.script.parts[index + 1..end] {
             if !child.args.is_empty() || child.argv.is_empty() {
                 continue;
@@ -154,12 +162,19 @@ impl Ctx {
     /// The directory a leading `cd target` lands in, when it surely exists and its
     /// logical and physical readings agree.
     fn enter(&self, target: &str) -> Dir {
-        let relative = !target.starts_with('/');
         // `CDPATH` may send a relative `cd` elsewhere.
+        let relative = !target.starts_with('/');
         if relative && !target.starts_with('.') && std::env::var_os("CDPATH").is_some() {
             return Dir::Unknown;
         }
-        let joined = match (&self.dir, &self.env.cwd) {
+        self.enter_from(&self.dir, target)
+    }
+
+    /// The directory a `chdir(2)` to `target` from `from` lands in, when it surely
+    /// exists and its logical and physical readings agree.
+    fn enter_from(&self, from: &Dir, target: &str) -> Dir {
+        let relative = !target.starts_with('/');
+        let joined = match (from, &self.env.cwd) {
             _ if !relative => PathBuf::from(target),
             (Dir::Initial, Some(cwd)) => cwd.join(target),
             (Dir::Known(d), _) => d.join(target),

@@ -176,8 +176,8 @@ mod tests {
         ] {
             let ps = parts(cmd);
             assert!(
-                ps.iter()
-                    .any(|p| p.opaque.is_some() && crate::permission::commands::SHELLS
+                ps.iter().any(|p| p.opaque.is_some()
+                    && crate::permission::commands::SHELLS
                         .iter()
                         .chain(&["source"])
                         .any(|s| p.program() == *s)),

@@ -7,7 +7,7 @@
 use brush_parser::Parser;
 use brush_parser::ast;
 
-use super::{Ctx, Inherit, MAX_DEPTH, Part, ShellError};
+use super::{Ctx, Dir, Inherit, MAX_DEPTH, Part, ShellError};
 
 impl Ctx {
     pub(super) fn parse_into(
@@ -42,7 +42,11 @@ impl Ctx {
                 inh.nested = true;
                 opaque(&mut inh, "it runs in the background");
             }
-            for (_, pipeline) in and_or.iter() {
+            for (op, pipeline) in and_or.iter() {
+                // After `||` the command before may have failed, a `cd` with it.
+                if matches!(op, ast::PipelineOperator::Or) {
+                    self.dir = super::Dir::Unknown;
+                }
                 self.pipeline(pipeline, depth, &inh)?;
             }
         }
@@ -80,7 +84,10 @@ impl Ctx {
         match cmd {
             ast::Command::Simple(simple) => self.simple(simple, depth, inh, pipeline, pos),
             ast::Command::Compound(compound, redirects) => {
-                opaque(&mut inner, "a compound command (group, subshell, branch or loop)");
+                opaque(
+                    &mut inner,
+                    "a compound command (group, subshell, branch or loop)",
+                );
                 let start = self.script.parts.len();
                 self.compound(compound, depth, &inner)?;
                 let redirects = self.redirect_list(redirects.as_ref(), depth, &inner)?;
@@ -102,7 +109,13 @@ impl Ctx {
                 Ok(())
             }
             ast::Command::ExtendedTest(..) => {
-                self.opaque_part("[[", "a `[[ … ]]` test expands words", &inner, pipeline, pos);
+                self.opaque_part(
+                    "[[",
+                    "a `[[ … ]]` test expands words",
+                    &inner,
+                    pipeline,
+                    pos,
+                );
                 Ok(())
             }
         }
@@ -191,7 +204,12 @@ impl Ctx {
             opaque: inh.opaque.clone(),
             pipeline,
             pipe_pos: pos,
-            dir: self.dir.clone(),
+            // Inside a compound (a loop may run a later `cd` first) the directory is
+            // not followed.
+            dir: match inh.opaque {
+                Some(_) => Dir::Unknown,
+                None => self.dir.clone(),
+            },
             ..Part::default()
         }
     }

@@ -5,7 +5,7 @@
 //! inside its substitutions are parsed as parts of their own.
 
 use brush_parser::ast;
-use brush_parser::word::{self, TildeExpr, WordPiece};
+use brush_parser::word::{self, Parameter, ParameterExpr, TildeExpr, WordPiece};
 
 use super::{Arg, Ctx, Inherit, Redirect, ShellError};
 
@@ -46,7 +46,8 @@ impl Ctx {
         }
         let u = &scan.unquoted;
         let bracket = u.find('[').is_some_and(|i| u[i..].contains(']'));
-        if scan.why.is_none() && (u.contains(['*', '?']) || bracket) {
+        let extglob = ["@(", "!(", "+("].iter().any(|e| u.contains(e));
+        if scan.why.is_none() && (u.contains(['*', '?']) || bracket || extglob) {
             scan.why = Some("an unquoted glob");
         }
         if scan.why.is_none()
@@ -56,26 +57,34 @@ impl Ctx {
         {
             scan.why = Some("a brace expansion");
         }
+        // The text with a leading `~` expanded, when the home is known.
+        let expanded = match (&self.env.home, scan.home) {
+            (Some(h), true) => Some(format!(
+                "{}{}",
+                h.to_string_lossy(),
+                scan.text.strip_prefix('~').unwrap_or("")
+            )),
+            (None, true) => None,
+            (_, false) => Some(scan.text.clone()),
+        };
         let arg = match scan.why {
             Some(why) => Arg {
                 text: scan.text.clone(),
                 known: false,
                 // A quoted expansion stays one word; anything else may split.
                 splits: !scan.quoted_expansion || why != "a variable",
-                pattern: (why == "an unquoted glob").then(|| scan.text.clone()),
+                // Globs and braces are judged by the blacklist from their pattern.
+                pattern: matches!(why, "an unquoted glob" | "a brace expansion")
+                    .then_some(expanded)
+                    .flatten(),
             },
-            None if scan.home => match &self.env.home {
-                Some(h) => Arg::literal(format!(
-                    "{}{}",
-                    h.to_string_lossy(),
-                    scan.text.strip_prefix('~').unwrap_or("")
-                )),
+            None => match expanded {
+                Some(text) => Arg::literal(text),
                 None => Arg {
                     text: scan.text.clone(),
                     ..Arg::default()
                 },
             },
-            None => Arg::literal(scan.text.clone()),
         };
         Ok(Word {
             text: scan.text,
@@ -115,8 +124,10 @@ impl Ctx {
                 scan.unquoted.push('_');
             }
             WordPiece::DoubleQuotedSequence(seq) | WordPiece::GettextDoubleQuotedSequence(seq) => {
-                for p in seq {
-                    self.piece(&p.piece, false, true, depth, inh, scan)?;
+                for (i, p) in seq.iter().enumerate() {
+                    let first =
+                        first && i == 0 && matches!(p.piece, WordPiece::ParameterExpansion(_));
+                    self.piece(&p.piece, first, true, depth, inh, scan)?;
                 }
             }
             WordPiece::TildeExpansion(TildeExpr::Home) if first && !quoted => {
@@ -127,6 +138,12 @@ impl Ctx {
             WordPiece::TildeExpansion(_) => {
                 why(scan, "a tilde form other than a leading `~`");
                 scan.text.push('~');
+            }
+            // `$HOME` at the start of a word reads like a leading `~`.
+            WordPiece::ParameterExpansion(expr) if first && is_home(expr) => {
+                scan.home = true;
+                scan.text.push('~');
+                scan.unquoted.push('_');
             }
             WordPiece::ParameterExpansion(_) => {
                 why(scan, "a variable");
@@ -192,7 +209,10 @@ impl Ctx {
                             arg: Arg::literal(target.as_str()),
                             target,
                         };
-                        (Some(redirect), (!literal).then_some("a computed descriptor"))
+                        (
+                            Some(redirect),
+                            (!literal).then_some("a computed descriptor"),
+                        )
                     }
                     T::Fd(fd) => {
                         let target = format!("&{fd}");
@@ -244,4 +264,15 @@ impl Ctx {
             }
         })
     }
+}
+
+/// Whether a parameter expansion is plain `$HOME` / `${HOME}`.
+fn is_home(expr: &ParameterExpr) -> bool {
+    matches!(
+        expr,
+        ParameterExpr::Parameter {
+            parameter: Parameter::Named(name),
+            indirect: false,
+        } if name == "HOME"
+    )
 }
