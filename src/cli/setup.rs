@@ -117,6 +117,17 @@ pub async fn prepare(
     let permission_mode =
         super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
     crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
+    let limits = crate::tools::sandbox::limit_settings::resolve(&policy.limits)?;
+    crate::tools::sandbox::limits::configure(limits.limits);
+    crate::offload::budget::configure(limits.results);
+    if limits.limits.max_processes.is_some()
+        && let crate::tools::sandbox::limits::CgroupSupport::Unavailable(why) =
+            crate::tools::sandbox::limits::status()
+    {
+        warn(format!(
+            "the process limit for sandboxed commands is unavailable: no pids cgroup could be made ({why}); the file-size and CPU limits still hold"
+        ));
+    }
     // Commands run under Landlock when unattended, or whenever the settings ask for it.
     let sandbox = if permission_mode == PermissionMode::DontAsk || policy.sandbox.enabled {
         let mut writable_roots = vec![cwd.clone()];

@@ -22,6 +22,8 @@ pub enum Feature {
     PidNamespaces,
     /// A `python3` program (opaque writers the shell parser cannot see through).
     Python3,
+    /// A pids cgroup crew can make per command (process limits).
+    PidsCgroup,
 }
 
 impl Feature {
@@ -32,6 +34,7 @@ impl Feature {
             Feature::MountNamespaces => "CREW_TEST_ALLOW_NO_MOUNT_NAMESPACES",
             Feature::PidNamespaces => "CREW_TEST_ALLOW_NO_PID_NAMESPACES",
             Feature::Python3 => "CREW_TEST_ALLOW_NO_PYTHON3",
+            Feature::PidsCgroup => "CREW_TEST_ALLOW_NO_PIDS_CGROUP",
         }
     }
 
@@ -43,6 +46,10 @@ impl Feature {
             Feature::Landlock => landlock::kernel_support() == KernelSupport::Available,
             Feature::MountNamespaces => mount_ns::available(),
             Feature::PidNamespaces => pid_ns::available(),
+            Feature::PidsCgroup => matches!(
+                crewmaster::tools::sandbox::limits::status(),
+                crewmaster::tools::sandbox::limits::CgroupSupport::Available(_)
+            ),
             Feature::Python3 => std::process::Command::new("python3")
                 .arg("-V")
                 .output()

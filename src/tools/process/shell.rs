@@ -20,6 +20,7 @@ use super::ProcessError;
 use super::lifeline;
 use crate::tools::CommandSandbox;
 use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
+use crate::tools::sandbox::limits::{self, PreparedLimits};
 use crate::tools::sandbox::mount_ns::{self, PreparedMounts};
 use crate::tools::sandbox::pid_ns;
 use crate::tools::sandbox::protect::Protected;
@@ -86,6 +87,7 @@ pub fn shell_command_with(
     let mut guard = Guard::none();
     let mut mounts: Option<PreparedMounts> = None;
     let mut ruleset: Option<PreparedLandlock> = None;
+    let mut resource_limits: Option<std::sync::Arc<PreparedLimits>> = None;
     if let CommandSandbox::Landlock { writable_roots } = sandbox {
         let tmp = landlock::sandbox_temp_dir();
         cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
@@ -103,6 +105,11 @@ pub fn shell_command_with(
             mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
+        let prepared = PreparedLimits::prepare(&limits::current())
+            .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::Limits(e)))?;
+        let prepared = std::sync::Arc::new(prepared);
+        guard = guard.with_limits(std::sync::Arc::clone(&prepared));
+        resource_limits = Some(prepared);
     }
     let lifeline = lifeline::lifeline();
     // The guardian's report pipe: read end kept here, write end for the guardian only
@@ -133,6 +140,10 @@ pub fn shell_command_with(
                 // `report_write` is owned by this closure, so the descriptor is open.
                 let _owned = &report_write;
                 lifeline::guard(fd, report_fd)?;
+            }
+            // Below the guardian: the command and all it starts are counted by its cgroup.
+            if let Some(l) = &resource_limits {
+                l.apply()?;
             }
             if let Some(m) = &mounts {
                 m.apply()?;

@@ -1,12 +1,14 @@
 //! OS-level confinement of the commands agents run, layer by layer: every command gets
 //! a scrubbed environment ([`env`](mod@env)) and its own session with no controlling terminal;
-//! a confined command (`CommandSandbox::Landlock`) also gets a private mount namespace
+//! a confined command (`CommandSandbox::Landlock`) also gets resource limits ([`limits`]), a private mount namespace
 //! with the protected paths read-only ([`mount_ns`], [`protect`]) and, where the kernel
 //! allows, its own PID namespace with a fresh `/proc` ([`pid_ns`]), then Landlock
 //! (`tools::landlock`) as the outer fence, and a snapshot of the protected files that is
 //! restored after it ends ([`Guard`]).
 
 pub mod env;
+pub mod limit_settings;
+pub mod limits;
 pub mod mount_ns;
 pub mod pid_ns;
 pub mod protect;
@@ -20,6 +22,9 @@ use protect::{Protected, Snapshot};
 #[derive(Debug, Default)]
 pub struct Guard {
     snapshot: Option<Snapshot>,
+    /// The command's cgroup and rlimits: its cgroup is removed when the guard is dropped,
+    /// after the command's processes are gone.
+    limits: Option<std::sync::Arc<limits::PreparedLimits>>,
 }
 
 impl Guard {
@@ -34,7 +39,15 @@ impl Guard {
         let snapshot = Snapshot::take(protected, read_only);
         Self {
             snapshot: (!snapshot.is_empty()).then_some(snapshot),
+            limits: None,
         }
+    }
+
+    /// The guard, also keeping the command's resource limits (its cgroup) alive until the
+    /// guard is dropped.
+    pub fn with_limits(mut self, limits: std::sync::Arc<limits::PreparedLimits>) -> Self {
+        self.limits = Some(limits);
+        self
     }
 
     /// Restores what the command changed; returns the warning for the tool result (and
