@@ -166,6 +166,17 @@ pub async fn prepare(
         )?,
     );
     let sandbox = command_sandbox(&policy, &cwd, warn)?;
+    let limits = crate::tools::sandbox::limit_settings::resolve(&policy.limits)?;
+    crate::tools::sandbox::limits::configure(limits.limits);
+    crate::offload::budget::configure(limits.results);
+    if limits.limits.max_processes.is_some()
+        && let crate::tools::sandbox::limits::CgroupSupport::Unavailable(why) =
+            crate::tools::sandbox::limits::status()
+    {
+        warn(format!(
+            "the process limit for sandboxed commands is unavailable: no pids cgroup could be made ({why}); the file-size and CPU limits still hold"
+        ));
+    }
     let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));

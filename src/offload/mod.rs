@@ -6,6 +6,7 @@
 //! stub naming the file. This replaces plain truncation for every tool, MCP tools
 //! included: the executor applies it to whatever a tool returns.
 
+pub mod budget;
 pub mod micro;
 
 use std::fs::File;
@@ -181,7 +182,12 @@ pub fn offload(results: Option<&ResultsDir>, call_id: &str, text: String) -> Sho
 
 fn save(results: &ResultsDir, call_id: &str, text: &str) -> std::io::Result<PathBuf> {
     let (path, mut file) = results.create(call_id)?;
-    file.write_all(text.as_bytes())?;
+    let mut allowance = budget::Allowance::for_file(&path);
+    let n = allowance.grant(text.len() as u64) as usize;
+    file.write_all(&text.as_bytes()[..n])?;
+    if let Some(cut) = allowance.cut() {
+        write!(file, "\n[… {} bytes not kept: {cut} …]\n", text.len() - n)?;
+    }
     Ok(path)
 }
 

@@ -264,6 +264,9 @@ pub struct Policy {
     pub auto_mode: auto::AutoSettings,
     /// `permissions.disableBypassPermissionsMode: "disable"` in any layer.
     pub bypass_disabled: bool,
+    /// The `limits` objects of every layer, highest first (resolved by
+    /// `tools::sandbox::limits::resolve`).
+    pub limits: Vec<settings::LayeredLimits>,
 }
 
 /// A rule as shown by `crew permissions list`.

@@ -107,6 +107,20 @@ struct RawSettings {
     command_env: Option<RawCommandEnv>,
     #[serde(rename = "autoMode")]
     auto_mode: Option<RawAutoMode>,
+    /// Resource limits and result caps, resolved by `tools::sandbox::limits`.
+    limits: Option<Value>,
+}
+
+/// A `limits` object as one settings file wrote it; `own` is false for shared (project)
+/// files, whose values may only tighten (`tools::sandbox::limits::resolve`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayeredLimits {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// Whether the file is the user's own (user or untracked local settings).
+    pub own: bool,
+    /// The object as written.
+    pub value: Value,
 }
 
 /// `autoMode`: whether auto mode may be used, and its classifier.
@@ -312,6 +326,13 @@ impl Policy {
             let doc: Value = file.parse()?;
             for w in policy.network.merge(&doc, &path, own)? {
                 warn(&mut warnings, w);
+            }
+            if let Some(value) = &raw.limits {
+                policy.limits.push(LayeredLimits {
+                    file: path.clone(),
+                    own,
+                    value: value.clone(),
+                });
             }
             if let Some(env) = &raw.command_env {
                 // A cloned repository must not hand the user's secrets to commands.

@@ -2,10 +2,13 @@
 //! own process group with its output going to the task's log, registers it as a task, and
 //! returns at once. A waiter records how it ended; stopping the task (or the session)
 //! kills the whole group, and processes it leaves behind are killed when it exits.
-//! Protected files a confined command changed are restored when it ends.
+//! Protected files a confined command changed are restored when it ends. The log keeps
+//! at most the caps on kept results (`offload::budget`); the rest is drained and dropped.
 
 use std::process::Stdio;
 use std::time::Duration;
+
+use super::capped_log::CappedLog;
 
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
@@ -61,16 +64,20 @@ pub async fn start(
                 record.output_file.display()
             ))
         })?;
-    let err_log = log
-        .try_clone()
-        .map_err(|e| fail(format!("cannot share the log file: {e}")))?;
     let mut shell = process::shell_command_hiding(command, &ctx.cwd, &ctx.sandbox, Some(&ctx.walk))
         .map_err(|e| fail(e.to_string()))?;
-    shell
-        .cmd
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(err_log));
+    // Output goes through crew, so the log stops at the caps on kept results and the
+    // rest is drained and discarded (`offload::budget`).
+    shell.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = GroupChild::spawn(&mut shell.cmd, &ctx.cwd).map_err(|e| fail(e.to_string()))?;
+    let log = CappedLog::new(log, &record.output_file);
+    let mut readers = Vec::new();
+    if let Some(out) = child.child_mut().stdout.take() {
+        readers.push(log.copy_from(out));
+    }
+    if let Some(err) = child.child_mut().stderr.take() {
+        readers.push(log.copy_from(err));
+    }
     let guard = shell.guard;
     let pgid = child.pgid();
     let _ = tasks.cast(TaskMsg::Running {
@@ -86,6 +93,12 @@ pub async fn start(
         // Nothing the command started may outlive it.
         let _ = process::kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
         child.disarm();
+        // What is still in the pipes; a process that escaped cannot hold the log open.
+        let drained = futures::future::join_all(readers.iter_mut());
+        let _ = tokio::time::timeout(process::DRAIN_GRACE, drained).await;
+        for r in &readers {
+            r.abort();
+        }
         let (mut status, mut result) = match ended {
             Ok(s) if s.success() => (TaskStatus::Completed, "exit code: 0".to_string()),
             Ok(s) => (

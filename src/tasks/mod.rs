@@ -3,6 +3,7 @@
 //! another terminal. The `TaskManager` actor (`actor.rs`) owns the live state.
 
 pub mod actor;
+mod capped_log;
 pub mod command;
 pub mod front;
 

@@ -76,6 +76,14 @@ pub enum SandboxError {
          {ADVICE}"
     )]
     NetworkNamespace(io::Error),
+    /// The command's resource limits (its pids cgroup, file-size and CPU rlimits) could
+    /// not be set up.
+    #[error(
+        "the command was refused: its resource limits (process count cgroup, file size, CPU \
+         time) could not be set up ({0}). Set \"limits\" in the settings to lower or remove a \
+         limit, or check that crew may create cgroups"
+    )]
+    Limits(io::Error),
     /// The child could not restrict itself.
     #[error(
         "the command was refused: the kernel did not enforce the Landlock sandbox in the \

@@ -289,7 +289,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        let mut buf = vec![0u8; 8192];
+        let mut buf = vec![0u8; 64 * 1024];
         loop {
             match pipe.read(&mut buf).await {
                 Ok(0) | Err(_) => break,

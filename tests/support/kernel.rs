@@ -26,6 +26,8 @@ pub enum Feature {
     Curl,
     /// A `python3` program (opaque writers the shell parser cannot see through).
     Python3,
+    /// A pids cgroup crew can make per command (process limits).
+    PidsCgroup,
 }
 
 impl Feature {
@@ -38,6 +40,7 @@ impl Feature {
             Feature::NetworkNamespaces => "CREW_TEST_ALLOW_NO_NETWORK_NAMESPACES",
             Feature::Curl => "CREW_TEST_ALLOW_NO_CURL",
             Feature::Python3 => "CREW_TEST_ALLOW_NO_PYTHON3",
+            Feature::PidsCgroup => "CREW_TEST_ALLOW_NO_PIDS_CGROUP",
         }
     }
 
@@ -54,6 +57,10 @@ impl Feature {
                 .arg("--version")
                 .output()
                 .is_ok_and(|o| o.status.success()),
+            Feature::PidsCgroup => matches!(
+                crewmaster::tools::sandbox::limits::status(),
+                crewmaster::tools::sandbox::limits::CgroupSupport::Available(_)
+            ),
             Feature::Python3 => std::process::Command::new("python3")
                 .arg("-V")
                 .output()

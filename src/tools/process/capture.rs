@@ -9,6 +9,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::offload::budget::{Allowance, Cut};
+
 /// Bytes of one output stream, kept up to a cap.
 #[derive(Debug, Clone, Default)]
 pub struct Capture {
@@ -29,8 +31,8 @@ enum Spill {
     None,
     /// To this file, created when the cap is first passed.
     Pending(PathBuf),
-    /// Being written.
-    Open(PathBuf, Arc<File>),
+    /// Being written, as far as the caps on kept results allow.
+    Open(PathBuf, Arc<File>, Allowance),
     /// Writing failed; the middle is cut, and the note says why.
     Failed(PathBuf, String),
 }
@@ -60,14 +62,14 @@ impl Capture {
     /// Where the whole stream was saved, when it outgrew the cap and was saved.
     pub fn saved_to(&self) -> Option<&std::path::Path> {
         match &self.spill {
-            Spill::Open(path, _) => Some(path),
+            Spill::Open(path, ..) => Some(path),
             _ => None,
         }
     }
 
     /// Appends bytes read from the stream.
     pub fn push(&mut self, bytes: &[u8]) {
-        self.lines += bytes.iter().filter(|b| **b == b'\n').count() as u64;
+        self.lines += memchr::memchr_iter(b'\n', bytes).count() as u64;
         self.spill(bytes);
         self.keep(bytes);
     }
@@ -80,20 +82,21 @@ impl Capture {
             && self.total + bytes.len() as u64 > cap
         {
             let path = path.clone();
-            let opened = crate::offload::create_new(&path).and_then(|mut f| {
-                f.write_all(&self.head)?;
+            let mut allowance = Allowance::for_file(&path);
+            let opened = crate::offload::create_new(&path).and_then(|f| {
                 let (a, b) = self.tail.as_slices();
-                f.write_all(a)?;
-                f.write_all(b)?;
+                for part in [&self.head[..], a, b] {
+                    write_allowed(&f, &mut allowance, part)?;
+                }
                 Ok(f)
             });
             self.spill = match opened {
-                Ok(f) => Spill::Open(path, Arc::new(f)),
+                Ok(f) => Spill::Open(path, Arc::new(f), allowance),
                 Err(e) => Spill::Failed(path, e.to_string()),
             };
         }
-        if let Spill::Open(path, file) = &self.spill
-            && let Err(e) = (&**file).write_all(bytes)
+        if let Spill::Open(path, file, allowance) = &mut self.spill
+            && let Err(e) = write_allowed(file, allowance, bytes)
         {
             self.spill = Spill::Failed(path.clone(), e.to_string());
         }
@@ -139,12 +142,21 @@ impl Capture {
         }
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         let note = match &self.spill {
-            Spill::Open(path, _) => format!(
-                "{cut} bytes not shown; all {} bytes ({} lines) are saved in {}: read_file that path with offset and limit (in lines) to see any part",
-                self.total,
-                self.lines,
-                path.display()
-            ),
+            Spill::Open(path, _, allowance) => match allowance.cut() {
+                None => format!(
+                    "{cut} bytes not shown; all {} bytes ({} lines) are saved in {}: read_file that path with offset and limit (in lines) to see any part",
+                    self.total,
+                    self.lines,
+                    path.display()
+                ),
+                Some(why) => format!(
+                    "{cut} bytes not shown; of {} bytes ({} lines), the first {} are saved in {} (read_file it with offset and limit): {why}",
+                    self.total,
+                    self.lines,
+                    allowance.granted(),
+                    path.display()
+                ),
+            },
             Spill::Failed(path, e) => format!(
                 "{cut} bytes of {} cut from the middle; saving them to {} failed: {e}",
                 self.total,
@@ -155,10 +167,27 @@ impl Capture {
         format!("{head}\n[… {note} …]\n{}", String::from_utf8_lossy(&tail))
     }
 
+    /// Why the saved copy stops short of the whole stream, if it does.
+    pub fn saved_cut(&self) -> Option<Cut> {
+        match &self.spill {
+            Spill::Open(_, _, allowance) => allowance.cut(),
+            _ => None,
+        }
+    }
+
     /// Whether nothing was captured.
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }
+}
+
+/// Writes as much of `bytes` to `file` as `allowance` grants; the rest is discarded.
+fn write_allowed(file: &File, allowance: &mut Allowance, bytes: &[u8]) -> std::io::Result<()> {
+    let n = allowance.grant(bytes.len() as u64) as usize;
+    if n > 0 {
+        (&*file).write_all(&bytes[..n])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

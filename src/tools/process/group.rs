@@ -22,6 +22,7 @@ use super::{KILL_GRACE, ProcessError};
 /// How long a guardian asked to kill may take before its group is killed instead.
 const KILL_BOUND: Duration = Duration::from_secs(5);
 use crate::tools::landlock::{NOT_ENFORCED_ERRNO, SandboxError};
+use crate::tools::sandbox::limits::LIMITS_ERRNO;
 use crate::tools::sandbox::mount_ns::MOUNT_NS_ERRNO;
 use crate::tools::sandbox::net::NET_NS_ERRNO;
 
@@ -48,6 +49,8 @@ impl GroupChild {
                 ProcessError::Sandbox(SandboxError::MountNamespace(source))
             } else if source.raw_os_error() == Some(NET_NS_ERRNO) {
                 ProcessError::Sandbox(SandboxError::NetworkNamespace(source))
+            } else if source.raw_os_error() == Some(LIMITS_ERRNO) {
+                ProcessError::Sandbox(SandboxError::Limits(source))
             } else {
                 ProcessError::Spawn {
                     cwd: cwd.to_path_buf(),

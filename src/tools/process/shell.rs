@@ -24,6 +24,7 @@ use crate::tools::sandbox::hidden::{HiddenSet, HideScope};
 use crate::tools::sandbox::mount_ns::PreparedMounts;
 use crate::tools::sandbox::net::{self, CommandNetwork, NetworkPolicy};
 use crate::tools::sandbox::profile::NetworkAccess;
+use crate::tools::sandbox::limits::{self, PreparedLimits};
 use crate::tools::sandbox::protect::Protected;
 use crate::tools::sandbox::{Guard, env};
 use crate::tools::sandbox::{extra, layers};
@@ -114,6 +115,7 @@ fn build(
     let mut guard = Guard::none();
     let mut mounts: Option<PreparedMounts> = None;
     let mut ruleset: Option<PreparedLandlock> = None;
+    let mut resource_limits: Option<std::sync::Arc<PreparedLimits>> = None;
     let mut network: Option<CommandNetwork> = None;
     if let CommandSandbox::Landlock {
         writable_roots,
@@ -167,6 +169,11 @@ fn build(
             mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
+        let prepared = PreparedLimits::prepare(&limits::current())
+            .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::Limits(e)))?;
+        let prepared = std::sync::Arc::new(prepared);
+        guard = guard.with_limits(std::sync::Arc::clone(&prepared));
+        resource_limits = Some(prepared);
         // Loopback only (the read profile), or the allow-list proxy (`sandbox::net`);
         // bypass keeps the host's network.
         let allowed = match profile.network() {
@@ -217,6 +224,10 @@ fn build(
                 // `report_write` is owned by this closure, so the descriptor is open.
                 let _owned = &report_write;
                 lifeline::guard(fd, report_fd)?;
+            }
+            // Below the guardian: the command and all it starts are counted by its cgroup.
+            if let Some(l) = &resource_limits {
+                l.apply()?;
             }
             if let Some(m) = &mounts {
                 m.apply()?;

@@ -1,6 +1,6 @@
 //! OS-level confinement of the commands agents run, layer by layer: every command gets
 //! a scrubbed environment ([`env`](mod@env)) and its own session with no controlling terminal;
-//! a confined command (`CommandSandbox::Landlock`) also gets a private mount namespace
+//! a confined command (`CommandSandbox::Landlock`) also gets resource limits ([`limits`]), a private mount namespace
 //! with the protected paths read-only ([`mount_ns`], [`protect`]) and what it may not
 //! see hidden ([`hidden`]: credential stores, crew's home but its own workspace, `Read`
 //! deny rules, links to them, escape sockets) and, where the kernel
@@ -15,6 +15,8 @@ pub mod hidden;
 pub mod hidden_scan;
 pub mod hidden_veil;
 pub mod layers;
+pub mod limit_settings;
+pub mod limits;
 pub mod mount_ns;
 pub mod net;
 pub mod pid_ns;
@@ -32,6 +34,9 @@ pub struct Guard {
     snapshot: Option<Snapshot>,
     /// The command's network proxy, served until the guard is dropped.
     network: Option<net::ProxySession>,
+    /// The command's cgroup and rlimits: its cgroup is removed when the guard is dropped,
+    /// after the command's processes are gone.
+    limits: Option<std::sync::Arc<limits::PreparedLimits>>,
 }
 
 impl Guard {
@@ -46,6 +51,7 @@ impl Guard {
         let snapshot = Snapshot::take(protected, read_only);
         Self {
             snapshot: (!snapshot.is_empty()).then_some(snapshot),
+            limits: None,
             network: None,
         }
     }
@@ -62,6 +68,13 @@ impl Guard {
             .as_ref()
             .map(|p| p.refused())
             .unwrap_or_default()
+    }
+
+    /// The guard, also keeping the command's resource limits (its cgroup) alive until the
+    /// guard is dropped.
+    pub fn with_limits(mut self, limits: std::sync::Arc<limits::PreparedLimits>) -> Self {
+        self.limits = Some(limits);
+        self
     }
 
     /// Restores what the command changed; returns the warning for the tool result (and
