@@ -108,7 +108,8 @@ impl Scan {
     }
 }
 
-type Key = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>);
+/// The rules (their text, and the homes `~` expanded to), the roots and the bases.
+type Key = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
 
 fn cache() -> &'static Mutex<HashMap<Key, (Instant, Arc<Scan>)>> {
     static CACHE: OnceLock<Mutex<HashMap<Key, (Instant, Arc<Scan>)>>> = OnceLock::new();
@@ -133,6 +134,7 @@ pub fn scan(walk: &WalkFilter, roots: &[PathBuf], cwd: &Path) -> Arc<Scan> {
     real_roots.dedup();
     let key: Key = (
         rules.iter().map(|r| r.text.clone()).collect(),
+        walk.homes().to_vec(),
         real_roots.clone(),
         bases.clone(),
     );
