@@ -111,8 +111,11 @@ impl Scan {
 /// The rules (their text, and the homes `~` expanded to), the roots and the bases.
 type Key = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
 
-fn cache() -> &'static Mutex<HashMap<Key, (Instant, Arc<Scan>)>> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, (Instant, Arc<Scan>)>>> = OnceLock::new();
+/// The scans made, by key, with when each was made.
+type Cache = Mutex<HashMap<Key, (Instant, Arc<Scan>)>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     CACHE.get_or_init(Mutex::default)
 }
 
