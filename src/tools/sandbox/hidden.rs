@@ -63,6 +63,10 @@ pub struct HideScope {
     /// More paths below the crew home to keep visible (besides the roots, the cwd and
     /// the session's results directory).
     pub keep: Vec<PathBuf>,
+    /// Paths the user explicitly lets commands read (`sandbox.filesystem.allowRead`):
+    /// what the set would hide at or below one of them stays visible. A path inside a
+    /// hidden directory (`~/.ssh/known_hosts`) does not un-hide its directory.
+    pub allow_read: Vec<PathBuf>,
 }
 
 impl HideScope {
@@ -75,6 +79,7 @@ impl HideScope {
             home: None,
             crew_home: None,
             keep: Vec::new(),
+            allow_read: Vec::new(),
         }
     }
 
@@ -159,8 +164,26 @@ impl HiddenSet {
             let links = scan.links_to(&ids);
             set.files.extend(links);
         }
+        set.allow(&scope.allow_read);
         set.normalise();
         set
+    }
+
+    /// Drops what lies at or below one of `allowed` (canonical or as given).
+    fn allow(&mut self, allowed: &[PathBuf]) {
+        if allowed.is_empty() {
+            return;
+        }
+        let allowed: Vec<PathBuf> = allowed
+            .iter()
+            .map(|a| std::fs::canonicalize(a).unwrap_or_else(|_| a.clone()))
+            .collect();
+        let free = |p: &PathBuf| !allowed.iter().any(|a| p.starts_with(a));
+        self.dirs.retain(free);
+        self.files.retain(free);
+        if self.veil.as_ref().is_some_and(|v| !free(&v.over)) {
+            self.veil = None;
+        }
     }
 
     /// Adds `path` when it exists, by its real location and kind.

@@ -108,10 +108,14 @@ impl Scan {
     }
 }
 
-type Key = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>);
+/// The rules (their text, and the homes `~` expanded to), the roots and the bases.
+type Key = (Vec<String>, Vec<PathBuf>, Vec<PathBuf>, Vec<PathBuf>);
 
-fn cache() -> &'static Mutex<HashMap<Key, (Instant, Arc<Scan>)>> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, (Instant, Arc<Scan>)>>> = OnceLock::new();
+/// The scans made, by key, with when each was made.
+type Cache = Mutex<HashMap<Key, (Instant, Arc<Scan>)>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     CACHE.get_or_init(Mutex::default)
 }
 
@@ -133,6 +137,7 @@ pub fn scan(walk: &WalkFilter, roots: &[PathBuf], cwd: &Path) -> Arc<Scan> {
     real_roots.dedup();
     let key: Key = (
         rules.iter().map(|r| r.text.clone()).collect(),
+        walk.homes().to_vec(),
         real_roots.clone(),
         bases.clone(),
     );

@@ -161,3 +161,15 @@ fn a_project_holding_the_home_still_veils_crews_home() {
     assert!(veil.keep.is_empty());
     assert!(set.dirs.contains(&f.home.join(".ssh")));
 }
+
+#[test]
+fn allow_read_lets_a_credential_store_through_and_nothing_else() {
+    let f = fixture();
+    let walk = filter(&f, &[]);
+    let mut scope = HideScope::new(walk, std::slice::from_ref(&f.proj), &f.proj);
+    scope.allow_read = vec![f.home.join(".config/gh")];
+    let set = HiddenSet::for_command(&scope);
+    assert!(!set.hides(&f.home.join(".config/gh/hosts.yml")), "{set:?}");
+    assert!(set.hides(&f.home.join(".ssh/id_rsa")), "{set:?}");
+    assert!(set.veil.is_some());
+}
