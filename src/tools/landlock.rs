@@ -227,6 +227,16 @@ impl PreparedLandlock {
         writable_roots: &[PathBuf],
         support: KernelSupport,
     ) -> Result<Self, SandboxError> {
+        Self::prepare_with_network(writable_roots, support, None)
+    }
+
+    /// [`prepare`](Self::prepare), also fencing TCP with `network` (the tier without
+    /// network namespaces, `sandbox::net::tcp_fence`).
+    pub fn prepare_with_network(
+        writable_roots: &[PathBuf],
+        support: KernelSupport,
+        network: Option<&crate::tools::sandbox::net::TcpFence>,
+    ) -> Result<Self, SandboxError> {
         if let KernelSupport::Unavailable(why) = support {
             return Err(SandboxError::Unsupported(why.to_string()));
         }
@@ -237,7 +247,12 @@ impl PreparedLandlock {
             .handle_access(AccessFs::from_all(ABI::V1))?
             // Newer rights (refer, truncate) are added where the kernel has them.
             .set_compatibility(CompatLevel::BestEffort)
-            .handle_access(AccessFs::from_all(TARGET_ABI))?
+            .handle_access(AccessFs::from_all(TARGET_ABI))?;
+        let ruleset = match network {
+            Some(fence) => fence.handle(ruleset)?,
+            None => ruleset,
+        };
+        let ruleset = ruleset
             .create()?
             .add_rules(path_beneath_rules(
                 [Path::new("/")],
@@ -248,6 +263,10 @@ impl PreparedLandlock {
                 WRITABLE_DEVICES,
                 AccessFs::from_all(TARGET_ABI),
             ))?;
+        let ruleset = match network {
+            Some(fence) => fence.grant(ruleset)?,
+            None => ruleset,
+        };
         Ok(Self {
             ruleset: Some(ruleset),
         })

@@ -91,7 +91,16 @@ pub fn shell_command_with(
     if let CommandSandbox::Landlock { writable_roots } = sandbox {
         let tmp = landlock::sandbox_temp_dir();
         cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
-        ruleset = Some(PreparedLandlock::prepare(writable_roots, support)?);
+        // Loopback only, or the allow-list proxy (`sandbox::net`).
+        let n = CommandNetwork::prepare(&net::policy())
+            .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::NetworkNamespace(e)))?;
+        n.configure(&mut cmd);
+        ruleset = Some(PreparedLandlock::prepare_with_network(
+            writable_roots,
+            support,
+            n.fence.as_ref(),
+        )?);
+        network = Some(n);
         let protected = Protected::find(writable_roots);
         let mut read_only: Vec<PathBuf> = Vec::new();
         if mount_ns::available() {
@@ -105,16 +114,9 @@ pub fn shell_command_with(
             mounts = (!prepared.is_empty()).then_some(prepared);
         }
         guard = Guard::take(&protected, &read_only);
-        // Loopback only, or the allow-list proxy (`sandbox::net`).
-        if net::available() {
-            let n = CommandNetwork::prepare(&net::policy())
-                .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::NetworkNamespace(e)))?;
-            n.configure(&mut cmd);
-            network = Some(n);
-        }
     }
     let (net_ns, proxy) = match network {
-        Some(n) => (Some(n.namespace), n.proxy),
+        Some(n) => (n.namespace, n.proxy),
         None => (None, None),
     };
     let guard = guard.with_network(proxy);
