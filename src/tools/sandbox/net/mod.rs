@@ -190,6 +190,13 @@ impl CommandNetwork {
             (Tier::LandlockTcp, rules) => {
                 let (proxy, proxy_port) = match rules {
                     Some(rules) => {
+                        // The listener and its task need crew's runtime (present whenever
+                        // crew starts a command; a bare library caller gets an error).
+                        tokio::runtime::Handle::try_current().map_err(|_| {
+                            io::Error::other(
+                                "the sandbox's network proxy needs crew's async runtime",
+                            )
+                        })?;
                         let std = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
                         std.set_nonblocking(true)?;
                         let port = std.local_addr()?.port();
