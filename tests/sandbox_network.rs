@@ -358,3 +358,33 @@ fn without_namespaces_landlock_lets_tcp_reach_only_the_proxy() {
         "a direct connection got through"
     );
 }
+
+#[test]
+fn a_background_command_keeps_its_proxy_until_it_ends() {
+    require_features!(Landlock, NetworkNamespaces, Curl);
+    let (listed, _) = server("BACKGROUND-LISTED");
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        root.join(".crew/settings.local.json"),
+        json!({"sandbox": {"network": {"allowedDomains": [format!("localhost:{listed}")]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let script = root.join("script.json");
+    // The request is made a second after the call has returned to the model.
+    let turns = json!({"turns": [
+        {"tool_calls": [{"name": "run_command", "input": {
+            "command": format!("sleep 1; curl -s --max-time 5 http://localhost:{listed}/ > got.txt; echo rc=$? >> got.txt"),
+            "run_in_background": true}}]},
+        {"tool_calls": [{"name": "run_command", "input": {"command": "sleep 4; cat got.txt"}}]},
+        {"text": "done"}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let out = crew(&root, &home, &script, "dontAsk", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let got = std::fs::read_to_string(root.join("got.txt")).unwrap_or_default();
+    assert!(got.contains("BACKGROUND-LISTED"), "{got} / {stderr}");
+}
