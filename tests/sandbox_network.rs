@@ -8,7 +8,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -296,5 +295,96 @@ fn a_malformed_allowed_domains_value_stops_crew_naming_the_file_and_field() {
         assert!(stderr.contains("settings.local.json"), "{stderr}");
         assert!(stderr.contains(field), "{stderr}");
     }
-    let _ = Path::new("");
+}
+
+#[test]
+fn without_namespaces_landlock_lets_tcp_reach_only_the_proxy() {
+    require_features!(Landlock, LandlockNetwork, Curl, Python3);
+    let (listed, listed_hits) = server("FENCE-LISTED");
+    let (other, other_hits) = server("FENCE-SECRET");
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        root.join(".crew/settings.local.json"),
+        json!({"sandbox": {"network": {"allowedDomains": [format!("localhost:{listed}")]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let commands = [
+        format!("curl -s --max-time 5 http://localhost:{listed}/; echo rc=$?"),
+        format!("curl -s --max-time 5 http://localhost:{other}/; echo rc=$?"),
+        format!("curl -s --noproxy '*' --max-time 3 http://127.0.0.1:{other}/; echo rc=$?"),
+        format!("curl -s --noproxy '*' --max-time 3 http://127.0.0.1:{listed}/; echo rc=$?"),
+        format!("exec 3<>/dev/tcp/127.0.0.1/{other} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3; echo rc=$?"),
+        "python3 -c \"import socket\ntry:\n    socket.socket().bind(('127.0.0.1', 0)); print('BOUND')\nexcept Exception as e:\n    print('bind refused', e)\"".to_string(),
+    ];
+    let calls: Vec<_> = commands
+        .iter()
+        .map(|c| json!({"name": "run_command", "input": {"command": c}}))
+        .collect();
+    let script = root.join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"tool_calls": calls}, {"text": "done"}]}).to_string(),
+    )
+    .unwrap();
+    let out = crew(
+        &root,
+        &home,
+        &script,
+        "dontAsk",
+        &[(net::SIMULATE_NO_NAMESPACES_ENV, "1")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let results = tool_results(&root);
+    assert_eq!(
+        results.matches("FENCE-LISTED").count(),
+        1,
+        "only through the proxy: {results}"
+    );
+    assert!(!results.contains("FENCE-SECRET"), "{results}");
+    assert!(
+        results.contains(&format!("localhost:{other}")),
+        "refusal named: {results}"
+    );
+    assert!(results.contains("bind refused"), "{results}");
+    assert!(!results.contains("BOUND"), "{results}");
+    assert_eq!(other_hits.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        listed_hits.load(Ordering::SeqCst),
+        1,
+        "a direct connection got through"
+    );
+}
+
+#[test]
+fn a_background_command_keeps_its_proxy_until_it_ends() {
+    require_features!(Landlock, NetworkNamespaces, Curl);
+    let (listed, _) = server("BACKGROUND-LISTED");
+    let (_d, root) = repo();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        root.join(".crew/settings.local.json"),
+        json!({"sandbox": {"network": {"allowedDomains": [format!("localhost:{listed}")]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let script = root.join("script.json");
+    // The request is made a second after the call has returned to the model.
+    let turns = json!({"turns": [
+        {"tool_calls": [{"name": "run_command", "input": {
+            "command": format!("sleep 1; curl -s --max-time 5 http://localhost:{listed}/ > got.txt; echo rc=$? >> got.txt"),
+            "run_in_background": true}}]},
+        {"tool_calls": [{"name": "run_command", "input": {"command": "sleep 4; cat got.txt"}}]},
+        {"text": "done"}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let out = crew(&root, &home, &script, "dontAsk", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let got = std::fs::read_to_string(root.join("got.txt")).unwrap_or_default();
+    assert!(got.contains("BACKGROUND-LISTED"), "{got} / {stderr}");
 }

@@ -191,4 +191,28 @@ mod tests {
             assert!(text.contains(field), "{text}");
         }
     }
+
+    #[test]
+    fn only_the_users_own_files_widen_the_network() {
+        let path = Path::new("/p/.crew/settings.json");
+        let doc = json!({"sandbox": {"network": {
+            "allowedDomains": ["evil.example"], "allowLocalBinding": true}}});
+        let mut n = NetworkSettings::default();
+        let warnings = n.merge(&doc, path, false).unwrap();
+        assert_eq!(
+            n,
+            NetworkSettings::default(),
+            "a shared file granted nothing"
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("evil.example") && warnings[0].contains("ignored"));
+        let own = json!({"sandbox": {"network": {"allowedDomains": ["github.com", "github.com"]}}});
+        assert!(n.merge(&own, path, true).unwrap().is_empty());
+        assert!(n.merge(&doc, path, true).unwrap().is_empty());
+        assert_eq!(n.allowed_domains, ["github.com", "evil.example"]);
+        assert!(n.allow_local_binding);
+        // A malformed value is an error even in a file that would be ignored.
+        let bad = json!({"sandbox": {"network": {"allowedDomains": [1]}}});
+        assert!(n.merge(&bad, path, false).is_err());
+    }
 }

@@ -352,6 +352,17 @@ impl PreparedLandlock {
         profile: SandboxProfile,
         support: KernelSupport,
     ) -> Result<Self, SandboxError> {
+        Self::prepare_with_network(writable_roots, profile, support, None)
+    }
+
+    /// [`prepare`](Self::prepare), also fencing TCP with `network` (the tier without
+    /// network namespaces, `sandbox::net::tcp_fence`).
+    pub fn prepare_with_network(
+        writable_roots: &[PathBuf],
+        profile: SandboxProfile,
+        support: KernelSupport,
+        network: Option<&crate::tools::sandbox::net::TcpFence>,
+    ) -> Result<Self, SandboxError> {
         if let KernelSupport::Unavailable(why) = support {
             return Err(SandboxError::Unsupported(why.to_string()));
         }
@@ -369,11 +380,16 @@ impl PreparedLandlock {
             // Newer rights (refer, truncate) are added where the kernel has them.
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(AccessFs::from_all(TARGET_ABI))?;
-        if profile == SandboxProfile::Read {
+        ruleset = match network {
+            // The tier without network namespaces: TCP only to the proxy's port.
+            Some(fence) => fence.handle(ruleset)?,
             // No rule allows any port: every TCP connect and bind is refused (ABI 4+;
             // older kernels leave it to the network namespace).
-            ruleset = ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?;
-        }
+            None if profile == SandboxProfile::Read => {
+                ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?
+            }
+            None => ruleset,
+        };
         let ruleset = ruleset
             .create()?
             .add_rules(path_beneath_rules(
@@ -385,6 +401,10 @@ impl PreparedLandlock {
                 WRITABLE_DEVICES,
                 AccessFs::from_all(TARGET_ABI),
             ))?;
+        let ruleset = match network {
+            Some(fence) => fence.grant(ruleset)?,
+            None => ruleset,
+        };
         Ok(Self {
             ruleset: Some(ruleset),
         })

@@ -22,6 +22,8 @@ pub enum Feature {
     PidNamespaces,
     /// Network namespaces for confined commands (loopback only, the allow-list proxy).
     NetworkNamespaces,
+    /// Landlock's TCP rules (ABI 4, Linux 6.7+), the network fence without namespaces.
+    LandlockNetwork,
     /// A `curl` program (HTTP, CONNECT and SOCKS5 clients that read the proxy variables).
     Curl,
     /// A `python3` program (opaque writers the shell parser cannot see through).
@@ -38,6 +40,7 @@ impl Feature {
             Feature::MountNamespaces => "CREW_TEST_ALLOW_NO_MOUNT_NAMESPACES",
             Feature::PidNamespaces => "CREW_TEST_ALLOW_NO_PID_NAMESPACES",
             Feature::NetworkNamespaces => "CREW_TEST_ALLOW_NO_NETWORK_NAMESPACES",
+            Feature::LandlockNetwork => "CREW_TEST_ALLOW_NO_LANDLOCK_NETWORK",
             Feature::Curl => "CREW_TEST_ALLOW_NO_CURL",
             Feature::Python3 => "CREW_TEST_ALLOW_NO_PYTHON3",
             Feature::PidsCgroup => "CREW_TEST_ALLOW_NO_PIDS_CGROUP",
@@ -53,6 +56,7 @@ impl Feature {
             Feature::MountNamespaces => mount_ns::available(),
             Feature::PidNamespaces => pid_ns::available(),
             Feature::NetworkNamespaces => crewmaster::tools::sandbox::net::available(),
+            Feature::LandlockNetwork => crewmaster::tools::sandbox::net::tcp_fence::supported(),
             Feature::Curl => std::process::Command::new("curl")
                 .arg("--version")
                 .output()

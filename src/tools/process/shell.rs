@@ -140,9 +140,28 @@ fn build(
         }
         let tmp = landlock::sandbox_temp_dir();
         cmd.env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
+        // Loopback only (the read profile), or the allow-list proxy (`sandbox::net`);
+        // bypass keeps the host's network.
+        let allowed = match profile.network() {
+            NetworkAccess::None => Some(std::sync::Arc::new(NetworkPolicy::default())),
+            NetworkAccess::AllowList => Some(net::policy()),
+            NetworkAccess::Open => None,
+        };
+        if let Some(allowed) = allowed {
+            let n = CommandNetwork::prepare(&allowed)
+                .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::NetworkNamespace(e)))?;
+            n.configure(&mut cmd);
+            network = Some(n);
+        }
         // A human-backed command (approved, bypass) runs with the layers that hold.
         if held.landlock {
-            ruleset = Some(PreparedLandlock::prepare(writable_roots, profile, support)?);
+            let fence = network.as_ref().and_then(|n| n.fence.as_ref());
+            ruleset = Some(PreparedLandlock::prepare_with_network(
+                writable_roots,
+                profile,
+                support,
+                fence,
+            )?);
         }
         let mut protected = Protected::find(writable_roots);
         if profile == SandboxProfile::Read {
@@ -174,24 +193,9 @@ fn build(
         let prepared = std::sync::Arc::new(prepared);
         guard = guard.with_limits(std::sync::Arc::clone(&prepared));
         resource_limits = Some(prepared);
-        // Loopback only (the read profile), or the allow-list proxy (`sandbox::net`);
-        // bypass keeps the host's network.
-        let allowed = match profile.network() {
-            NetworkAccess::None => Some(std::sync::Arc::new(NetworkPolicy::default())),
-            NetworkAccess::AllowList => Some(net::policy()),
-            NetworkAccess::Open => None,
-        };
-        if let Some(allowed) = allowed
-            && net::available()
-        {
-            let n = CommandNetwork::prepare(&allowed)
-                .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::NetworkNamespace(e)))?;
-            n.configure(&mut cmd);
-            network = Some(n);
-        }
     }
     let (net_ns, proxy) = match network {
-        Some(n) => (Some(n.namespace), n.proxy),
+        Some(n) => (n.namespace, n.proxy),
         None => (None, None),
     };
     let guard = guard.with_network(proxy);

@@ -6,6 +6,8 @@
 //! listener inside the namespace ([`bridge`]), advertised to the command through
 //! `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`; it lets through only the listed hosts
 //! ([`allow`]) and refuses the rest with a message naming the host and the setting.
+//! Where namespaces are unavailable, Landlock's TCP rules are the fallback fence
+//! ([`tcp_fence`], [`Tier`]).
 //!
 //! Plain functions and types with no tie to the permission engine: the settings layer
 //! hands the parsed list over with [`set_policy`], once per process, as it does for the
@@ -17,6 +19,7 @@ pub mod http;
 pub mod namespace;
 pub mod proxy;
 pub mod socks;
+pub mod tcp_fence;
 #[cfg(test)]
 mod tests;
 
@@ -26,6 +29,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 pub use allow::{AllowList, HostPattern, PatternError};
 pub use bridge::ProxySession;
 pub use namespace::{NET_NS_ERRNO, PROXY_PORT, PreparedNet};
+pub use tcp_fence::TcpFence;
 
 /// What sandboxed commands may reach (`sandbox.network.*`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -118,43 +122,123 @@ pub fn proxy_env(port: u16) -> (Vec<(&'static str, String)>, [&'static str; 2]) 
     (set, ["NO_PROXY", "no_proxy"])
 }
 
-/// One sandboxed command's network set-up: the namespace for the child, the proxy session
-/// for crew (when hosts are listed) and the variables to give the command.
+/// Which layer cuts a sandboxed command off from the network on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// Its own network namespace with only loopback (and the proxy inside it).
+    Namespace,
+    /// No namespaces: Landlock's TCP rules (ABI 4) allow only the proxy's port.
+    LandlockTcp,
+    /// Neither: sandboxed commands reach the network as crew does.
+    Open,
+}
+
+/// The test-only switch that makes [`tier`] pass over network namespaces, so the
+/// Landlock tier can be exercised on a machine that has both.
+pub const SIMULATE_NO_NAMESPACES_ENV: &str = "CREW_TEST_SIMULATE_NO_NETWORK_NAMESPACES";
+
+/// The network tier of this machine (probed once).
+pub fn tier() -> Tier {
+    let simulated = std::env::var_os(SIMULATE_NO_NAMESPACES_ENV).is_some_and(|v| v == "1");
+    if !simulated && available() {
+        Tier::Namespace
+    } else if tcp_fence::supported() {
+        Tier::LandlockTcp
+    } else {
+        Tier::Open
+    }
+}
+
+/// One sandboxed command's network set-up: the namespace for the child or the Landlock
+/// TCP fence, the proxy session for crew (when hosts are listed) and the proxy's port.
 #[derive(Debug)]
 pub struct CommandNetwork {
-    /// Applied in the child, after the mount namespace.
-    pub namespace: PreparedNet,
+    /// Applied in the child, after the mount namespace (the namespace tier).
+    pub namespace: Option<PreparedNet>,
+    /// Added to the Landlock ruleset (the Landlock tier).
+    pub fence: Option<TcpFence>,
     /// Serves the proxy while the command runs; keep it until the command has ended.
     pub proxy: Option<ProxySession>,
+    /// The port the command reaches the proxy on (`127.0.0.1`), when it runs.
+    pub proxy_port: Option<u16>,
 }
 
 impl CommandNetwork {
-    /// Prepares the namespace for `policy`, starting the proxy session when hosts are
-    /// listed (it waits for the child's listener).
+    /// Prepares the network of one sandboxed command for `policy` on this machine's
+    /// [`tier`], starting the proxy session when hosts are listed.
     pub fn prepare(policy: &NetworkPolicy) -> io::Result<Self> {
-        if policy.allowed.is_empty() {
-            return Ok(Self {
-                namespace: PreparedNet::loopback_only()?,
-                proxy: None,
-            });
-        }
-        let (namespace, ours) = PreparedNet::with_proxy()?;
-        let rules = proxy::Rules {
+        let rules = (!policy.allowed.is_empty()).then(|| proxy::Rules {
             allow: Arc::new(policy.allowed.clone()),
             refusals: proxy::Refusals::default(),
-        };
-        Ok(Self {
-            namespace,
-            proxy: Some(ProxySession::receive(ours, rules)?),
-        })
+        });
+        match (tier(), rules) {
+            (Tier::Namespace, None) => Ok(Self {
+                namespace: Some(PreparedNet::loopback_only()?),
+                fence: None,
+                proxy: None,
+                proxy_port: None,
+            }),
+            (Tier::Namespace, Some(rules)) => {
+                let (namespace, ours) = PreparedNet::with_proxy()?;
+                Ok(Self {
+                    namespace: Some(namespace),
+                    fence: None,
+                    proxy: Some(ProxySession::receive(ours, rules)?),
+                    proxy_port: Some(PROXY_PORT),
+                })
+            }
+            (Tier::LandlockTcp, rules) => {
+                let (proxy, proxy_port) = match rules {
+                    Some(rules) => {
+                        // The listener and its task need crew's runtime (present whenever
+                        // crew starts a command; a bare library caller gets an error).
+                        tokio::runtime::Handle::try_current().map_err(|_| {
+                            io::Error::other(
+                                "the sandbox's network proxy needs crew's async runtime",
+                            )
+                        })?;
+                        let std = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+                        std.set_nonblocking(true)?;
+                        let port = std.local_addr()?.port();
+                        let listener = tokio::net::TcpListener::from_std(std)?;
+                        (Some(ProxySession::serve(listener, rules)), Some(port))
+                    }
+                    None => (None, None),
+                };
+                Ok(Self {
+                    namespace: None,
+                    fence: Some(TcpFence {
+                        proxy_port,
+                        allow_bind: policy.allow_local_binding,
+                    }),
+                    proxy,
+                    proxy_port,
+                })
+            }
+            (Tier::Open, _) => {
+                static WARNED: OnceLock<()> = OnceLock::new();
+                WARNED.get_or_init(|| {
+                    tracing::warn!(
+                        "neither network namespaces nor Landlock TCP rules (Linux 6.7+) are \
+                         available: sandboxed commands are not cut off from the network"
+                    )
+                });
+                Ok(Self {
+                    namespace: None,
+                    fence: None,
+                    proxy: None,
+                    proxy_port: None,
+                })
+            }
+        }
     }
 
-    /// Sets the proxy variables on `cmd` when the proxy is on.
+    /// Sets the proxy variables on `cmd` when the proxy runs.
     pub fn configure(&self, cmd: &mut tokio::process::Command) {
-        if self.proxy.is_none() {
+        let Some(port) = self.proxy_port else {
             return;
-        }
-        let (set, removed) = proxy_env(PROXY_PORT);
+        };
+        let (set, removed) = proxy_env(port);
         for (k, v) in set {
             cmd.env(k, v);
         }

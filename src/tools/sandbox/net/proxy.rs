@@ -29,11 +29,12 @@ pub struct Refusals(Arc<Mutex<Vec<String>>>);
 impl Refusals {
     /// Records a refusal of `host:port` (once per target) and logs it.
     pub fn record(&self, host: &str, port: u16) {
-        tracing::warn!("{}", refusal_message(host, port));
         let target = format!("{host}:{port}");
         if let Ok(mut list) = self.0.lock()
             && !list.contains(&target)
         {
+            // Logged once per target, so a command retrying in a loop cannot flood the log.
+            tracing::warn!("{}", refusal_message(host, port));
             list.push(target);
         }
     }
@@ -127,13 +128,43 @@ impl std::fmt::Display for ConnectError {
     }
 }
 
-/// Connects to an allowed `host:port` from crew's own network.
+/// Whether `host` names the local machine itself: `localhost`, a `.localhost` name, or
+/// a loopback address.
+fn names_loopback(host: &str) -> bool {
+    let h = host.trim_end_matches('.').to_ascii_lowercase();
+    h == "localhost"
+        || h.ends_with(".localhost")
+        || h.parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Connects to an allowed `host:port` from crew's own network. A listed *name* that
+/// resolves to a loopback or unspecified address (`*.example.com` whose DNS an attacker
+/// controls, pointed at 127.0.0.1) does not reach crew's own machine: only an entry that
+/// names the machine itself (`localhost`, `127.0.0.1`) does.
 pub(super) async fn connect(host: &str, port: u16) -> Result<TcpStream, ConnectError> {
     let host = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
-    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port))).await {
+    let local = names_loopback(host);
+    let resolved =
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port))).await {
+            Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
+            Ok(Err(e)) => return Err(ConnectError::Unreachable(e)),
+            Err(_) => return Err(ConnectError::TimedOut),
+        };
+    let addrs: Vec<_> = resolved
+        .into_iter()
+        .filter(|a| local || !(a.ip().is_loopback() || a.ip().is_unspecified()))
+        .collect();
+    if addrs.is_empty() {
+        return Err(ConnectError::Unreachable(std::io::Error::other(format!(
+            "{host} resolves to no address the proxy may reach (a name other than localhost \
+             never reaches this machine's loopback)"
+        ))));
+    }
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addrs[..])).await {
         Ok(Ok(s)) => {
             let _ = s.set_nodelay(true);
             Ok(s)

@@ -263,3 +263,46 @@ async fn an_empty_list_lets_nothing_through() {
     assert_eq!(reply[1], 2);
     assert_eq!(refusals.list(), [format!("localhost:{echo}")]);
 }
+
+/// A name from `/etc/hosts`, other than `localhost`, that points at a loopback address.
+fn loopback_alias() -> Option<String> {
+    let hosts = std::fs::read_to_string("/etc/hosts").ok()?;
+    hosts.lines().find_map(|l| {
+        let mut words = l.split('#').next()?.split_whitespace();
+        let ip: std::net::IpAddr = words.next()?.parse().ok()?;
+        if !ip.is_loopback() {
+            return None;
+        }
+        words
+            .find(|w| !w.eq_ignore_ascii_case("localhost") && !w.ends_with(".localhost"))
+            .map(str::to_string)
+    })
+}
+
+#[tokio::test]
+async fn a_listed_name_that_resolves_to_loopback_does_not_reach_this_machine() {
+    let echo = echo_server().await;
+    // `localhost` itself does (the tests rely on it) ...
+    let (p, _) = proxy(&[format!("localhost:{echo}")]).await;
+    let (_s, reply) = socks_connect(p, &domain("localhost"), echo).await;
+    assert_eq!(reply[1], 0);
+    // ... another name pointing at 127.0.0.1 does not, though it is listed.
+    let Some(alias) = loopback_alias() else {
+        eprintln!("no loopback alias in /etc/hosts: only `localhost` was checked");
+        return;
+    };
+    let (p, refusals) = proxy(&[format!("{alias}:{echo}")]).await;
+    let (_s, reply) = socks_connect(p, &domain(&alias), echo).await;
+    assert_eq!(reply[1], 4, "host unreachable for {alias}");
+    let mut s = TcpStream::connect(("127.0.0.1", p)).await.unwrap();
+    s.write_all(format!("CONNECT {alias}:{echo} HTTP/1.1\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let resp = read_all(&mut s).await;
+    assert!(resp.starts_with("HTTP/1.1 502"), "{resp}");
+    assert!(resp.contains("loopback"), "{resp}");
+    assert!(
+        refusals.list().is_empty(),
+        "listed, so not a refusal of the list"
+    );
+}
