@@ -18,7 +18,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
@@ -263,7 +262,7 @@ impl Parent {
                 if kind != rustix::fs::FileType::RegularFile {
                     return Err(changed(shown));
                 }
-                Some(st.st_mode & 0o7777)
+                Some(Mode::from_raw_mode(st.st_mode as _) & Mode::from_raw_mode(0o7777))
             }
             Err(Errno::NOENT) => None,
             Err(e) => return Err(fail(e.into())),
@@ -281,10 +280,10 @@ impl Parent {
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::from_raw_mode(0o666),
             )?;
-            let mut file = File::from(fd);
             if let Some(mode) = mode {
-                file.set_permissions(std::fs::Permissions::from_mode(mode as u32))?;
+                rustix::fs::fchmod(&fd, mode)?;
             }
+            let mut file = File::from(fd);
             file.write_all(bytes)?;
             file.sync_all()?;
             rustix::fs::renameat(&self.dir, tmp.as_str(), &self.dir, &self.name)?;
@@ -445,7 +444,7 @@ impl WalkBase {
 mod tests {
     use super::*;
     use std::fs;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{PermissionsExt, symlink};
 
     fn root() -> (tempfile::TempDir, PathBuf, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
