@@ -157,3 +157,36 @@ fn a_guessing_loop_on_a_read_denied_file_learns_nothing_and_changes_nothing() {
     );
     assert!(!root.join("secrets/missing.txt").exists());
 }
+
+#[test]
+fn the_engine_denies_writes_and_edits_of_what_a_read_deny_rule_covers_in_every_mode() {
+    use crewmaster::permission::{PermissionMode, Verdict};
+    use support::permission::{Fixture, path};
+    let f = Fixture::new();
+    support::put(&f.proj, "secrets/key.txt", SECRET);
+    std::fs::hard_link(f.proj.join("secrets/key.txt"), f.proj.join("src/copy.txt")).unwrap();
+    f.settings(
+        "local",
+        r#"{"permissions":{"deny":["Read(./secrets/**)"],"allow":["Edit","Write"]}}"#,
+    );
+    for mode in [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::DontAsk,
+    ] {
+        for tool in ["write_file", "edit_file"] {
+            for p in ["secrets/key.txt", "secrets/new.txt", "src/copy.txt"] {
+                let d = f.check(tool, &path(p), mode);
+                assert_eq!(d.verdict, Verdict::Deny, "{tool} {p} in {mode:?}: {d:?}");
+            }
+            // A file no Read deny covers is still writable.
+            let d = f.check(tool, &path("src/main.rs"), mode);
+            assert_eq!(
+                d.verdict,
+                Verdict::Allow,
+                "{tool} src/main.rs in {mode:?}: {d:?}"
+            );
+        }
+    }
+}
