@@ -174,6 +174,8 @@ fn updated_input_is_judged_by_the_engine_and_outside_the_project_is_denied() {
             {"type": "command", "command": format!("OUTSIDE={} python3 .claude/hooks/rewrite.py", p.outside.display())}
         ]}]})),
     );
+    // Trust pins content: the settings changed after `project` trusted the folder.
+    assert!(crew(&p.proj, &p.home, &["trust", "."]).status.success());
     let r = run(
         &p,
         json!([
@@ -277,17 +279,15 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn a_hook_past_its_timeout_is_killed_with_its_whole_group() {
-    let p = project(
-        &[
-            (
-                ".claude/settings.json",
-                &settings(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
-                    {"type": "command", "command": ".claude/hooks/hang.sh", "timeout": 1}
-                ]}]})),
-            ),
-            (".claude/hooks/hang.sh", HANG),
-        ],
-        true,
+    let p = project(&[(".claude/hooks/hang.sh", HANG)], true);
+    // The user's own hook (it runs unconfined, so its pids are the host's; a project hook
+    // runs in the sandbox's PID namespace).
+    put(
+        &p.home,
+        ".claude/settings.json",
+        &settings(json!({"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": ".claude/hooks/hang.sh", "timeout": 1}
+        ]}]})),
     );
     let r = run(
         &p,

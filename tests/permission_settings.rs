@@ -211,7 +211,6 @@ fn untrusted_project_settings_do_not_pick_the_model() {
 #[test]
 fn claude_code_files_are_layers_and_crew_files_win_within_a_layer() {
     let f = Fixture::new();
-    f.trust();
     f.settings(
         "claude-user",
         r#"{"model":"opus","permissions":{"defaultMode":"acceptEdits","deny":["Read(~/.aws/**)"]}}"#,
@@ -224,6 +223,8 @@ fn claude_code_files_are_layers_and_crew_files_win_within_a_layer() {
         "project",
         r#"{"permissions":{"defaultMode":"strict","allow":["Read"]}}"#,
     );
+    // Trusted with this content (trust pins it).
+    f.trust();
     let (policy, warnings) = Policy::load(&f.proj, Some(&f.home)).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     // Same layer: `.crew/settings.json` beats `.claude/settings.json`.

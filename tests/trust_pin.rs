@@ -92,6 +92,13 @@ fn a_planted_mcp_json_is_not_written_by_file_tools_in_any_unattended_mode() {
 #[test]
 fn a_command_writing_mcp_json_or_an_agent_is_refused_under_dont_ask() {
     let p = project(&[(".mcp.json", "{\"mcpServers\":{}}\n")], true);
+    // The user's own (untracked) settings allow every command: only the protection of
+    // what crew loads stands in the way.
+    put(
+        &p.proj,
+        ".crew/settings.local.json",
+        r#"{"permissions":{"allow":["Bash"]}}"#,
+    );
     for command in [
         "echo '{\"mcpServers\":{\"e\":{\"command\":\"sh\"}}}' > .mcp.json",
         "cp README.md .mcp.json",
@@ -108,6 +115,11 @@ fn a_command_writing_mcp_json_or_an_agent_is_refused_under_dont_ask() {
             r.stderr.contains("✗ run_command"),
             "{command}: {}",
             r.stderr
+        );
+        let results = r.tool_results().join("\n");
+        assert!(
+            results.contains("never changes it without a human"),
+            "{command}: {results}"
         );
         assert_eq!(
             std::fs::read_to_string(p.proj.join(".mcp.json")).unwrap(),

@@ -38,18 +38,25 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
     })
 }
 
-/// What `real` (or its `lexical` spelling) is when crew loads it as code or policy, for
-/// the roots whose configuration runs files (the project root and the agent's own
-/// checkout, a worktree included); `None` for an ordinary file.
-pub fn loaded_write(real: &Path, lexical: &Path, roots: &[PathBuf]) -> Option<String> {
+/// The files that configured hooks, MCP servers and status lines of `roots` run (the
+/// project root and the agent's own checkout, a worktree included).
+pub fn run_files(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots.iter().flat_map(|r| loaded::run_files(r)).collect()
+}
+
+/// What `real` (or its `lexical` spelling) is when crew loads it as code or policy; `run`
+/// gives the [`run_files`] of the roots (asked only when the name alone does not tell).
+/// `None` for an ordinary file.
+pub fn loaded_write(
+    real: &Path,
+    lexical: &Path,
+    run: &mut dyn FnMut() -> Vec<PathBuf>,
+) -> Option<String> {
     if let Some(what) = loaded::by_name(real).or_else(|| loaded::by_name(lexical)) {
         return Some(what.to_string());
     }
-    roots.iter().find_map(|root| {
-        loaded::run_files(root).iter().any(|f| f == real).then(|| {
-            "a file that a configured hook, MCP server or status line of the project runs"
-                .to_string()
-        })
+    run().iter().any(|f| f == real).then(|| {
+        "a file that a configured hook, MCP server or status line of the project runs".to_string()
     })
 }
 
@@ -65,13 +72,13 @@ pub fn loaded_reason(raw: &str, what: &str) -> String {
 pub fn command_loaded_write<'a>(
     part: &Part,
     mut named: impl Iterator<Item = &'a Path>,
-    roots: &[PathBuf],
+    run: &mut dyn FnMut() -> Vec<PathBuf>,
 ) -> Option<String> {
     if commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd") {
         return None;
     }
     named.find_map(|p| {
-        loaded_write(p, p, roots).map(|what| format!("it writes {} ({what})", p.display()))
+        loaded_write(p, p, run).map(|what| format!("it writes {} ({what})", p.display()))
     })
 }
 

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use serde_json::Value;
 
-use crate::permission::trust::TrustStore;
+use crate::permission::trust::{TrustState, TrustStore};
 
 /// The user's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,9 @@ pub struct TrustPrompt {
     pub dir: PathBuf,
     /// What its shared settings would switch on, one line each.
     pub unlocks: Vec<String>,
+    /// What changed since the folder was trusted (trust pins content), one line each;
+    /// empty when it was never trusted.
+    pub changed: Vec<String>,
     store: TrustStore,
 }
 
@@ -50,16 +53,26 @@ impl TrustPrompt {
                 unlocked.extend(unlocks(&text).into_iter().map(|u| format!("{prefix}{u}")));
             }
         }
-        if unlocked.is_empty() {
-            return None;
-        }
         let store = TrustStore::for_home(home?);
-        if store.is_trusted(project_root).unwrap_or(false) {
+        // A trusted folder whose executable configuration changed asks again, naming the
+        // changes (an unreadable list asks too).
+        let changed = match store.state(project_root) {
+            Ok(TrustState::Trusted(_)) => return None,
+            Ok(TrustState::Changed { changes, .. }) => {
+                changes.iter().map(ToString::to_string).collect()
+            }
+            Ok(TrustState::Unpinned(_)) => {
+                vec!["trusted before crew pinned the content it trusts".to_string()]
+            }
+            Ok(TrustState::NotTrusted) | Err(_) => Vec::new(),
+        };
+        if unlocked.is_empty() && changed.is_empty() {
             return None;
         }
         Some(TrustPrompt {
             dir: std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.into()),
             unlocks: unlocked,
+            changed,
             store,
         })
     }
@@ -94,6 +107,13 @@ impl TrustPrompt {
             ),
         ];
         lines.extend(self.unlocks.iter().map(|u| Line::from(format!("  • {u}"))));
+        if !self.changed.is_empty() {
+            lines.push(Line::from(""));
+            lines.push(Line::from(
+                "You trusted it before, but its hooks, MCP servers, agent definitions or the files they run changed since (`crew trust --diff` lists them); y trusts the content as it is now:",
+            ));
+            lines.extend(self.changed.iter().map(|c| Line::from(format!("  • {c}"))));
+        }
         lines.extend([
             Line::from(""),
             Line::from(

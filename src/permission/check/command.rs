@@ -68,17 +68,18 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         .collect();
     // A write to what crew loads as code or policy asks, whatever the rules say (a deny
     // rule or hard check still denies first).
-    let code_roots = super::path::code_roots(ctx);
+    let mut run_files: Option<Vec<PathBuf>> = None;
+    let mut run = || {
+        run_files
+            .get_or_insert_with(|| protected::run_files(&super::path::code_roots(ctx)))
+            .clone()
+    };
     let loaded = script.parts.iter().zip(&named).find_map(|(part, named)| {
         let paths = named
             .iter()
             .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        protected::command_loaded_write(
-            as_expanded(part).as_ref().unwrap_or(part),
-            paths,
-            &code_roots,
-        )
-        .map(|why| format!("`{}`: {why}", part.full_text()))
+        protected::command_loaded_write(as_expanded(part).as_ref().unwrap_or(part), paths, &mut run)
+            .map(|why| format!("`{}`: {why}", part.full_text()))
     });
     // Credentials are denied wherever they appear, before any rule; so are files that a
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny), and

@@ -110,7 +110,9 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         return d;
     }
     if c.writes
-        && let Some(what) = super::super::protected::loaded_write(&real, &lexical, &code_roots(ctx))
+        && let Some(what) = super::super::protected::loaded_write(&real, &lexical, &mut || {
+            super::super::protected::run_files(&code_roots(ctx))
+        })
     {
         let mut d = Decision::new(
             Verdict::Ask,
