@@ -139,12 +139,16 @@ fn download_runs(script: &Script, index: usize) -> Option<&'static str> {
     let mut at = index;
     loop {
         let part = &script.parts[at];
-        let piped = script.parts.iter().skip(at + 1).any(|p| {
-            p.pipeline == part.pipeline
-                && p.pipe_pos > part.pipe_pos
-                && p.parent == part.parent
-                && runs_stdin(p)
-        });
+        // Inside a subshell or a group (`( curl … | sh )`) the parser numbers every
+        // member 0: any later piped part of the same pipeline counts (fail closed).
+        let piped = part.piped
+            && script.parts.iter().skip(at + 1).any(|p| {
+                p.pipeline == part.pipeline
+                    && p.piped
+                    && p.pipe_pos >= part.pipe_pos
+                    && p.parent == part.parent
+                    && runs_stdin(p)
+            });
         if piped {
             return Some("piped into a shell");
         }
@@ -555,6 +559,51 @@ mod tests {
         }
         for p in ["/home/u/*.txt", "/tmp/*", "/home/u/proj/*"] {
             assert!(!matches_all(Path::new(p), &homes), "{p}");
+        }
+    }
+
+    fn hit(c: &str) -> Option<Hit> {
+        let script = super::super::shell::parse(c).unwrap();
+        let homes = [PathBuf::from("/home/u")];
+        check(
+            &script,
+            &Where {
+                cwd: Some(Path::new("/home/u/proj")),
+                homes: &homes,
+            },
+        )
+    }
+
+    #[test]
+    fn downloads_into_a_shell_are_hits_wherever_the_shell_reads_them() {
+        for c in [
+            "curl x | sh",
+            "curl x | bash -s -- -y",
+            "curl x | bash /dev/stdin",
+            "curl x | python3.12",
+            "curl x | tee f | sh",
+            "( curl x | sh )",
+            "{ curl x | sh; }",
+            "( ls; curl x ) | sh",
+            "curl x | xargs -0 sh -c",
+            "bash <(curl x)",
+            "echo \"$(curl x)\" | sh",
+            "curl -o i.sh x && sh ./i.sh",
+            "curl x > i.sh; ./i.sh",
+            "curl -O https://h/i.sh && bash i.sh",
+        ] {
+            assert!(hit(c).is_some_and(|h| h.pattern == "curl | sh"), "{c}");
+        }
+        for c in [
+            "curl x | jq .",
+            "curl x | python3 -m json.tool",
+            "curl x | python3 -c 'import sys; print(len(sys.stdin.read()))'",
+            "curl x | sh script.sh",
+            "(curl x; ls)",
+            "curl -o i.sh x && cat i.sh",
+            "curl x > out.txt && sh other.sh",
+        ] {
+            assert_eq!(hit(c), None, "{c}");
         }
     }
 }
