@@ -203,6 +203,7 @@ fn accept_edits_lets_through_commands_that_only_edit_files_inside_the_roots() {
         "git status > m",
         "ls -la >> listing.txt",
         "mkdir d && touch d/x",
+        "> empty.txt",
     ] {
         let d = f.check("run_command", &cmd(c), AcceptEdits);
         assert_eq!(d.verdict, Allow, "`{c}` only edits the project: {d:?}");

@@ -87,6 +87,13 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
         }
         push(ctx, &r.arg, &r.target, true);
     }
+    // A read-only command whose output goes into files only edits those files; so does
+    // a redirect alone (`> f` truncates f).
+    out.edits_only = !part.redirects.is_empty() && {
+        let mut quiet = part.clone();
+        quiet.redirects.clear();
+        part.argv.is_empty() || commands::is_read_only(&quiet)
+    };
     let words = words(part);
     if words.first().is_none_or(|w| !w.known) {
         return out;
@@ -121,14 +128,7 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
             redirect: false,
         });
     }
-    // A read-only command whose output goes into files only edits those files; so does
-    // a redirect alone (`> f` truncates f).
-    let only_redirects = !part.redirects.is_empty() && {
-        let mut quiet = part.clone();
-        quiet.redirects.clear();
-        part.argv.is_empty() || commands::is_read_only(&quiet)
-    };
-    out.edits_only = w.edits_only || only_redirects;
+    out.edits_only |= w.edits_only;
     out
 }
 
