@@ -194,3 +194,98 @@ fn blacklisted_targets_are_never_allowed_whatever_the_spelling() {
         started.elapsed()
     );
 }
+
+/// Ways to download (`{U}` is the URL).
+const DOWNLOADS: &[&str] = &[
+    "curl -fsSL {U}",
+    "curl -s {U}",
+    "/usr/bin/curl {U}",
+    "wget -qO- {U}",
+    "wget -O - {U}",
+    "timeout 9 curl {U}",
+    "sudo curl {U}",
+    "env curl {U}",
+];
+
+/// Ways the download reaches a shell (`{D}` is the download).
+const SINKS: &[&str] = &[
+    "{D} | sh",
+    "{D} | bash",
+    "{D} | bash -s",
+    "{D} | bash -s -- -y",
+    "{D} | sh -",
+    "{D} | bash /dev/stdin",
+    "{D} | zsh",
+    "{D} | dash",
+    "{D} | sudo sh",
+    "{D} | sudo -E bash -",
+    "{D} | env sh",
+    "{D} | /bin/sh",
+    "{D} | python3 -",
+    "{D} | python",
+    "{D} | perl",
+    "{D} | node",
+    "{D} | ruby",
+    "{D} | xargs sh",
+    "{D} | tee f | sh",
+    "{D} | cat | bash",
+    "{D} 2>/dev/null | sh",
+    "bash <({D})",
+    "sh -c \"$({D})\"",
+    "bash -c \"$({D})\"",
+    "source <({D})",
+    ". <({D})",
+    "eval \"$({D})\"",
+    "{D} > x.sh && sh x.sh",
+    "{D} > x.sh; bash x.sh",
+];
+
+/// Property: however a download reaches a shell, and whatever wraps the script, it is
+/// never allowed, in any mode, even with `Bash` allowed by a rule.
+#[test]
+fn a_download_run_by_a_shell_is_never_allowed_whatever_the_spelling() {
+    let f = Fixture::new();
+    f.settings("local", r#"{"permissions":{"allow":["Bash"]}}"#);
+    let policy = f.policy();
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let strategy = (
+        0..NOISE.len(),
+        0..DOWNLOADS.len(),
+        0..SINKS.len(),
+        0..SCRIPT_WRAPPERS.len(),
+    );
+    let modes = [
+        PermissionMode::Strict,
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+        PermissionMode::DontAsk,
+    ];
+    runner
+        .run(&strategy, |(noise, download, sink, wrapper)| {
+            let d = DOWNLOADS[download].replace("{U}", "https://example.invalid/i.sh");
+            let script = format!("{}{}", NOISE[noise], SINKS[sink].replace("{D}", &d));
+            let command = SCRIPT_WRAPPERS[wrapper].replace("{S}", &script.replace('\'', "'\\''"));
+            for mode in modes {
+                let d = check(&f.req("run_command", &cmd(&command), mode), &policy);
+                prop_assert_ne!(
+                    d.verdict,
+                    Verdict::Allow,
+                    "`{}` in {}: {:?}",
+                    command,
+                    mode,
+                    d
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -84,6 +84,17 @@ fn an_allow_rule_for_a_command_does_not_grant_its_redirects() {
         AcceptEdits,
     );
     assert_eq!(d.verdict, Allow, "{d:?}");
+    // An exact rule names its targets in its own words; it does not name a redirect.
+    f.settings(
+        "local",
+        r#"{"permissions":{"allow":["Bash(touch kept.txt)","Bash(git status)"]}}"#,
+    );
+    let d = f.check("run_command", &cmd("touch kept.txt"), Default);
+    assert_eq!(d.verdict, Allow, "{d:?}");
+    let d = f.check("run_command", &cmd("touch kept.txt > README.md"), Default);
+    assert_eq!(d.verdict, Ask, "{d:?}");
+    let d = f.check("run_command", &cmd("git status > m"), Default);
+    assert_eq!(d.verdict, Ask, "{d:?}");
     // An exact grant of the whole command as written was seen by a human.
     f.settings(
         "local",
@@ -192,6 +203,7 @@ fn accept_edits_lets_through_commands_that_only_edit_files_inside_the_roots() {
         "git status > m",
         "ls -la >> listing.txt",
         "mkdir d && touch d/x",
+        "> empty.txt",
     ] {
         let d = f.check("run_command", &cmd(c), AcceptEdits);
         assert_eq!(d.verdict, Allow, "`{c}` only edits the project: {d:?}");

@@ -150,7 +150,18 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         let Some(mut d) = part_decision(ctx, part, named, grant) else {
             continue;
         };
-        d = writes::judge(ctx, part, written, d, grant.is_some(), inside(ctx, named));
+        if !written.is_empty() {
+            let exact = exact_allow(ctx, part, &d);
+            d = writes::judge(
+                ctx,
+                part,
+                written,
+                d,
+                grant.is_some(),
+                exact,
+                inside(ctx, named),
+            );
+        }
         if let Some(why) = why
             && history[i]
         {
@@ -248,6 +259,17 @@ fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
         Some(i) => i.command_candidates(&ctx.policy.rules, &[raw]).find(grant),
         None => ctx.policy.rules.iter().find(grant),
     }
+}
+
+/// Whether `d`, a part's decision, is an allow by an exact rule on the part's words.
+fn exact_allow(ctx: &Ctx<'_>, part: &Part, d: &Decision) -> bool {
+    if d.verdict != Verdict::Allow || !matches!(d.source, Source::Rule(_)) {
+        return false;
+    }
+    let expanded = as_expanded(part);
+    let (text, full) = (part.text(), part.full_text());
+    part_rule(ctx, part, expanded.as_ref(), &text, &full, None)
+        .is_some_and(|r| r.kind == RuleKind::Allow && r.is_exact())
 }
 
 /// The part as bash runs it, when expansion changed its words and all of them are known

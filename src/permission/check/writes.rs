@@ -31,6 +31,8 @@ pub(super) struct Target {
     text: String,
     /// Where it is, when it can be known before the command runs.
     at: Option<Named>,
+    /// A redirect's target (no command rule's text names it).
+    redirect: bool,
 }
 
 /// What a part writes: its targets, and whether creating, copying or moving files is
@@ -65,7 +67,7 @@ fn words(part: &Part) -> Vec<Arg> {
 /// What `part` writes: its write redirects and the files its command names as written.
 pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
     let mut out = PartWrites::default();
-    let mut push = |ctx: &Ctx<'_>, arg: &Arg, text: &str| {
+    let mut push = |ctx: &Ctx<'_>, arg: &Arg, text: &str, redirect: bool| {
         if harmless(text) || (arg.known && harmless(&arg.text)) {
             return;
         }
@@ -75,6 +77,7 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
         out.targets.push(Target {
             text: text.to_string(),
             at,
+            redirect,
         });
     };
     for r in part.redirects.iter().filter(|r| r.write) {
@@ -82,8 +85,15 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
         if r.target.starts_with('&') || r.target.is_empty() {
             continue;
         }
-        push(ctx, &r.arg, &r.target);
+        push(ctx, &r.arg, &r.target, true);
     }
+    // A read-only command whose output goes into files only edits those files; so does
+    // a redirect alone (`> f` truncates f).
+    out.edits_only = !part.redirects.is_empty() && {
+        let mut quiet = part.clone();
+        quiet.redirects.clear();
+        part.argv.is_empty() || commands::is_read_only(&quiet)
+    };
     let words = words(part);
     if words.first().is_none_or(|w| !w.known) {
         return out;
@@ -100,7 +110,7 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
             Some(w) if from == 0 => w.clone(),
             _ => arg.text.clone(),
         };
-        push(ctx, &arg, &shown);
+        push(ctx, &arg, &shown, false);
     }
     if w.cwd {
         let at = match &part.dir {
@@ -115,17 +125,18 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
                 real: Some(real),
                 dir: true,
             }),
+            redirect: false,
         });
     }
-    // A read-only command whose output goes into files only edits those files; so does
-    // a redirect alone (`> f` truncates f).
-    let only_redirects = !part.redirects.is_empty() && {
-        let mut quiet = part.clone();
-        quiet.redirects.clear();
-        part.argv.is_empty() || commands::is_read_only(&quiet)
-    };
-    out.edits_only = w.edits_only || only_redirects;
+    out.edits_only |= w.edits_only;
     out
+}
+
+impl PartWrites {
+    /// Whether the part writes no file.
+    pub(super) fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
 }
 
 /// Where a located target really is (its name where it cannot be resolved).
@@ -169,14 +180,17 @@ pub(super) fn outside_roots(ctx: &Ctx<'_>, part: &Part, w: &PartWrites) -> Optio
 }
 
 /// The part's decision `d` with its writes judged as writes (see the module comment).
-/// `granted`: an exact rule granted the whole command as written. `named_inside`: every
-/// file the part names lies inside the roots.
+/// `granted`: an exact rule granted the whole command as written. `exact`: an exact
+/// allow rule matched the part's words, which name its targets (`Bash(touch kept.txt)`
+/// grants writing `kept.txt`, not a redirect). `named_inside`: every file the part names
+/// lies inside the roots.
 pub(super) fn judge(
     ctx: &Ctx<'_>,
     part: &Part,
     w: &PartWrites,
     d: Decision,
     granted: bool,
+    exact: bool,
     named_inside: bool,
 ) -> Decision {
     if d.verdict == Verdict::Deny || w.targets.is_empty() || granted {
@@ -186,7 +200,7 @@ pub(super) fn judge(
     let fallback = ctx.mode().fallback(Category::Write);
     // The strongest target decision: (verdict, explicit, why).
     let mut worst: Option<(Verdict, bool, Decision)> = None;
-    for t in &w.targets {
+    for t in w.targets.iter().filter(|t| t.redirect || !exact) {
         let (verdict, explicit, td) = match &t.at {
             Some(n) => match ctx.path_rule(&[RuleName::Write, RuleName::Edit], real(n)) {
                 Some(r) if r.kind != RuleKind::Allow => {

@@ -8,6 +8,8 @@
 //! written files. An option it does not know is remembered (`Writes::unknown`), so that
 //! nothing counts as "only edits files" on a guess.
 
+mod own;
+
 /// What a command writes, as indexes into the words it was given (0 is the program).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Writes {
@@ -196,10 +198,10 @@ pub fn writes(words: &[String]) -> Writes {
     };
     let name = first.rsplit('/').next().unwrap_or(first);
     match name {
-        "dd" => return dd(words),
-        "sed" | "gsed" => return sed(words),
-        "git" => return git(words),
-        "tar" | "gtar" | "bsdtar" => return tar(words),
+        "dd" => return own::dd(words),
+        "sed" | "gsed" => return own::sed(words),
+        "git" => return own::git(words),
+        "tar" | "gtar" | "bsdtar" => return own::tar(words),
         _ => {}
     }
     let Some(p) = prog(name) else {
@@ -336,196 +338,6 @@ fn parse(p: &Prog, words: &[String]) -> Parsed {
             }
         }
         i = next;
-    }
-    out
-}
-
-/// `dd of=FILE`.
-fn dd(words: &[String]) -> Writes {
-    Writes {
-        targets: (1..words.len())
-            .filter(|&i| words[i].starts_with("of="))
-            .map(|i| (i, 3))
-            .collect(),
-        ..Writes::default()
-    }
-}
-
-/// `sed -i … FILE…`: with `-i`/`--in-place`, every file operand is rewritten.
-fn sed(words: &[String]) -> Writes {
-    let mut in_place = false;
-    let mut script_given = false;
-    let mut operands = Vec::new();
-    let mut unknown = None;
-    let mut i = 1;
-    let mut ended = false;
-    while i < words.len() {
-        let w = words[i].as_str();
-        if ended || w == "-" || !w.starts_with('-') {
-            operands.push(i);
-        } else if w == "--" {
-            ended = true;
-        } else if let Some(long) = w.strip_prefix("--") {
-            let name = long.split('=').next().unwrap_or(long);
-            match name {
-                "in-place" => in_place = true,
-                "expression" | "file" => {
-                    script_given = true;
-                    if !long.contains('=') {
-                        i += 1;
-                    }
-                }
-                "line-length" if !long.contains('=') => i += 1,
-                "quiet" | "silent" | "regexp-extended" | "separate" | "null-data"
-                | "unbuffered" | "posix" | "sandbox" | "debug" | "follow-symlinks"
-                | "line-length" | "binary" | "zero-terminated" => {}
-                _ => unknown = unknown.or(Some(w.to_string())),
-            }
-        } else {
-            for (j, c) in w[1..].char_indices() {
-                match c {
-                    // `-i[SUFFIX]`: the rest of the cluster is the suffix.
-                    'i' => {
-                        in_place = true;
-                        break;
-                    }
-                    'e' | 'f' | 'l' => {
-                        script_given |= c != 'l';
-                        if j + 2 == w.len() {
-                            i += 1;
-                        }
-                        break;
-                    }
-                    'n' | 'r' | 'E' | 's' | 'u' | 'z' | 'b' => {}
-                    _ => unknown = unknown.or(Some(w.to_string())),
-                }
-            }
-        }
-        i += 1;
-    }
-    if !in_place {
-        return Writes::default();
-    }
-    let files = if script_given {
-        &operands[..]
-    } else {
-        operands.get(1..).unwrap_or_default()
-    };
-    Writes {
-        targets: files.iter().map(|&i| (i, 0)).collect(),
-        unknown,
-        ..Writes::default()
-    }
-}
-
-/// Git's own file outputs: `--output=F` on diff-like commands, `format-patch -o DIR`,
-/// `archive -o F`, `bundle create F`, `init DIR`, `worktree add DIR`, `clone URL DIR`.
-fn git(words: &[String]) -> Writes {
-    let g = super::git::parse(words);
-    let mut out = Writes::default();
-    let Some(sub) = g.sub else {
-        return out;
-    };
-    let rest = (sub + 1)..words.len();
-    for i in rest.clone() {
-        let w = words[i].as_str();
-        if w.starts_with("--output=") || w.starts_with("--output-directory=") {
-            out.targets.push((i, w.find('=').map_or(0, |e| e + 1)));
-        } else if matches!(w, "--output" | "--output-directory") && i + 1 < words.len() {
-            out.targets.push((i + 1, 0));
-        }
-    }
-    let operands: Vec<usize> = rest
-        .clone()
-        .filter(|&i| !words[i].starts_with('-'))
-        .collect();
-    match words[sub].as_str() {
-        "format-patch" | "archive" => {
-            for i in rest {
-                if words[i] == "-o" && i + 1 < words.len() {
-                    out.targets.push((i + 1, 0));
-                }
-            }
-        }
-        "bundle" if operands.len() >= 2 && words[operands[0]] == "create" => {
-            out.targets.push((operands[1], 0));
-        }
-        "init" => match operands.last() {
-            Some(&d) => out.targets.push((d, 0)),
-            None => out.cwd = true,
-        },
-        "worktree" if operands.len() >= 2 && words[operands[0]] == "add" => {
-            out.targets.push((operands[1], 0));
-        }
-        "clone" if operands.len() >= 2 => out.targets.extend(operands.last().map(|&i| (i, 0))),
-        "clone" => out.cwd = true,
-        _ => {}
-    }
-    out
-}
-
-/// `tar`: extracting writes below `-C DIR` (or the cwd); creating writes the archive
-/// `-f FILE`. The first word may be a bundle without a dash (`tar xzf a.tgz`).
-fn tar(words: &[String]) -> Writes {
-    let mut out = Writes::default();
-    let mut extract = false;
-    let mut create = false;
-    let mut dir = None;
-    let mut archive = None;
-    let mut i = 1;
-    while i < words.len() {
-        let w = words[i].as_str();
-        let bundle = i == 1 && !w.starts_with('-');
-        if let Some(long) = w.strip_prefix("--") {
-            let (name, glued) = match long.split_once('=') {
-                Some((n, _)) => (n, true),
-                None => (long, false),
-            };
-            let value = if glued {
-                (i, name.len() + 3)
-            } else {
-                (i + 1, 0)
-            };
-            match name {
-                "extract" | "get" => extract = true,
-                "create" | "append" | "update" | "concatenate" => create = true,
-                "directory" => dir = Some(value),
-                "file" => archive = Some(value),
-                _ => {}
-            }
-            if matches!(name, "directory" | "file") && !glued {
-                i += 1;
-            }
-        } else if bundle || w.starts_with('-') {
-            let letters = w.trim_start_matches('-');
-            let mut takes = 0;
-            for c in letters.chars() {
-                match c {
-                    'x' => extract = true,
-                    'c' | 'r' | 'u' | 'A' => create = true,
-                    'f' => {
-                        takes += 1;
-                        archive = Some((i + takes, 0));
-                    }
-                    'C' => {
-                        takes += 1;
-                        dir = Some((i + takes, 0));
-                    }
-                    _ => {}
-                }
-            }
-            i += takes;
-        }
-        i += 1;
-    }
-    if extract {
-        match dir.filter(|&(d, _)| d < words.len()) {
-            Some(d) => out.targets.push(d),
-            None => out.cwd = true,
-        }
-    }
-    if create && let Some(a) = archive.filter(|&(a, _)| a < words.len()) {
-        out.targets.push(a);
     }
     out
 }
