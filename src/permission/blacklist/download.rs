@@ -13,7 +13,7 @@ fn runs_scripts(prog: &str) -> bool {
     let base = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
     commands::INTERPRETERS.contains(&prog)
         || commands::INTERPRETERS.contains(&base)
-        || commands::CODE_RUNNERS.contains(&prog)
+        || commands::runs_code(prog)
         || matches!(
             base,
             "python" | "pypy" | "perl" | "ruby" | "node" | "php" | "lua"
