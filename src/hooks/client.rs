@@ -253,7 +253,10 @@ fn hook_sandbox(h: &Hook, cwd: &Path, project_dir: &Path) -> CommandSandbox {
     if !cwd.starts_with(project_dir) {
         writable_roots.push(cwd.to_path_buf());
     }
-    CommandSandbox::Landlock { writable_roots }
+    CommandSandbox::Landlock {
+        writable_roots,
+        profile: crate::tools::SandboxProfile::Write,
+    }
 }
 
 #[cfg(test)]

@@ -176,7 +176,10 @@ fn build(
             let walk = walk
                 .cloned()
                 .unwrap_or_else(|| std::sync::Arc::new(WalkFilter::credentials_only()));
-            let hidden = HiddenSet::for_command(&HideScope::new(walk, writable_roots, cwd));
+            let mut scope = HideScope::new(walk, writable_roots, cwd);
+            scope.allow_read = extra::allow_read();
+            let mut hidden = HiddenSet::for_command(&scope);
+            extra::extend_hidden(&mut hidden);
             let mut prepared = PreparedMounts::prepare(&protected, &hidden)
                 .and_then(|p| p.with_cwd(cwd))
                 .map_err(|e| ProcessError::Sandbox(landlock::SandboxError::MountNamespace(e)))?;

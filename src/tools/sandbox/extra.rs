@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::RwLock;
 
+use super::hidden::HiddenSet;
 use super::protect::Protected;
 
 /// What the settings add.
@@ -33,21 +34,41 @@ pub fn set(extra: ExtraPaths) {
     *EXTRA.write().unwrap_or_else(|e| e.into_inner()) = extra;
 }
 
-/// Adds the existing paths to `protected`: `denyRead` to the hidden set, `denyWrite` to
-/// the read-only binds; and takes the `allowRead` paths out of the hidden set.
+/// Adds the existing `denyWrite` paths to the read-only binds of `protected`.
 pub fn add_to(protected: &mut Protected) {
     let extra = EXTRA.read().unwrap_or_else(|e| e.into_inner());
-    protected
-        .hidden
-        .retain(|h| !extra.allow_read.iter().any(|a| h.starts_with(a)));
-    for p in &extra.deny_read {
-        if std::fs::symlink_metadata(p).is_ok() && !protected.hidden.contains(p) {
-            protected.hidden.push(p.clone());
-        }
-    }
     for p in &extra.deny_write {
         if std::fs::symlink_metadata(p).is_ok() {
             protected.existing.push(p.clone());
         }
     }
+}
+
+/// Adds the existing `denyRead` paths to the hidden set: a directory under an empty
+/// tmpfs, anything else under `/dev/null`.
+pub fn extend_hidden(hidden: &mut HiddenSet) {
+    let extra = EXTRA.read().unwrap_or_else(|e| e.into_inner());
+    for p in &extra.deny_read {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            continue;
+        };
+        let list = if meta.is_dir() {
+            &mut hidden.dirs
+        } else {
+            &mut hidden.files
+        };
+        if !list.contains(p) {
+            list.push(p.clone());
+        }
+    }
+}
+
+/// The `allowRead` paths: what the hidden set would hide at or below one of them stays
+/// visible (`HideScope::allow_read`).
+pub fn allow_read() -> Vec<PathBuf> {
+    EXTRA
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .allow_read
+        .clone()
 }
