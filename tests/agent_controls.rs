@@ -7,7 +7,10 @@
 //!   names: `ANTHROPIC_API_KEY` and `GITHUB_TOKEN` do not reach them otherwise;
 //! - under bypassPermissions, `crew trust .` and `crew mcp add evil --scope user -- …`,
 //!   however spelled (a path, a link to the binary, a wrapper, a computed program), change
-//!   neither the trust store nor the user's settings.
+//!   neither the trust store nor the user's settings;
+//! - a project's MCP server (`.mcp.json`, trusted) runs sandboxed like an agent's command
+//!   (no writes outside the project, protected paths read-only), while a server from the
+//!   user's own configuration runs as the user.
 
 mod support;
 
@@ -355,4 +358,68 @@ fn under_bypass_the_agent_cannot_trust_its_folder_or_add_an_mcp_server() {
     let out = support::crew(&other, &w.home, &["mcp", "list"]);
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(!shown.contains("evil"), "{shown}");
+}
+
+#[test]
+fn a_project_mcp_server_runs_sandboxed_and_the_users_own_does_not() {
+    require_features!(Landlock, MountNamespaces);
+    let w = world();
+    // The project's own server, in its `.mcp.json`, in a folder the user trusted.
+    put(
+        &w.proj,
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": server(&w, json!({}))}}).to_string(),
+    );
+    let trusted = support::crew(&w.proj, &w.home, &["trust", w.proj.to_str().unwrap()]);
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let outside = w.base.join("outside.txt");
+    let mine = w.base.join("mine.txt");
+    let hook = w.proj.join(".git/hooks/pre-commit");
+    let inside = w.proj.join("inside.txt");
+    let write = |id: &str, srv: &str, path: &Path| {
+        call(
+            id,
+            &format!("mcp__{srv}__write_file"),
+            json!({"path": path, "text": "x"}),
+        )
+    };
+    let script = json!({"turns": [
+        {"tool_calls": [
+            write("o", "proj", &outside),
+            write("h", "proj", &hook),
+            write("i", "proj", &inside),
+            call("k", "mcp__proj__env", json!({"name": "GITHUB_TOKEN"})),
+            write("m", "user", &mine),
+        ]},
+        {"text": "done"}
+    ]});
+    // Every call is allowed by the engine: only the OS can stop the project's server.
+    let (stderr, requests) = run(
+        &w,
+        json!({"user": server(&w, json!({}))}),
+        script,
+        "bypassPermissions",
+        &[("GITHUB_TOKEN", "ghp_test_9d2f")],
+    );
+    let r = results_of(&requests, "lead");
+    assert!(
+        !outside.exists(),
+        "the project's server wrote outside: {r:?}\n{stderr}"
+    );
+    assert!(!hook.exists(), "the project's server planted a hook: {r:?}");
+    for id in ["o", "h"] {
+        assert!(result(&r, id).2, "{r:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&inside).unwrap(),
+        "x",
+        "{r:?}\n{stderr}"
+    );
+    assert_eq!(result(&r, "k").1, "GITHUB_TOKEN is unset");
+    // The user's own server runs as the user.
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "x", "{r:?}");
 }
