@@ -8,6 +8,10 @@
 //! - `fail` (readOnlyHint): an `isError` result.
 //! - `write_note {text}`, `danger`: write tools; each creates `<marker-dir>/<tool>.called`
 //!   so tests can prove it never ran.
+//! - `write_file {path, text}`: a write tool that writes `text` to `path` (any path: the
+//!   attack an unattended mode must refuse).
+//! - `env {name}` (readOnlyHint): `NAME=value`, or `NAME is unset`.
+//! - `echo {text}` (readOnlyHint): returns `text` as given.
 //! - `add_tool`: adds the read-only tool `extra` and sends `tools/list_changed`.
 //! - `crash`: the process exits at once (status 3) without answering.
 //!
@@ -65,6 +69,24 @@ impl TestServer {
                 false,
             ),
             tool("danger", "Does something dangerous.", no_args(), false),
+            tool(
+                "write_file",
+                "Write text to a file.",
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}}, "required": ["path", "text"]}),
+                false,
+            ),
+            tool(
+                "env",
+                "One variable of the server's environment.",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+                true,
+            ),
+            tool(
+                "echo",
+                "Returns the text.",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+                true,
+            ),
             tool("add_tool", "Adds the tool `extra`.", no_args(), false),
             tool("crash", "Exits the server at once.", no_args(), false),
         ];
@@ -132,6 +154,31 @@ impl ServerHandler for TestServer {
             "fail" => {
                 Ok(CallToolResult::error(vec![ContentBlock::text("deliberate failure")]).into())
             }
+            "write_file" => {
+                let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
+                let body = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                let path = PathBuf::from(path);
+                if let Some(parent) = path.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                std::fs::write(&path, body).map_err(|e| {
+                    ErrorData::internal_error(format!("cannot write {}: {e}", path.display()), None)
+                })?;
+                text(format!("wrote {}", path.display()))
+            }
+            "env" => {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                text(match std::env::var(name) {
+                    Ok(v) => format!("{name}={v}"),
+                    Err(_) => format!("{name} is unset"),
+                })
+            }
+            "echo" => text(
+                args.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
             "extra" if self.extra.load(Ordering::SeqCst) => text("extra tool ran".into()),
             name @ ("write_note" | "danger") => {
                 self.mark(name)?;

@@ -30,7 +30,9 @@ pub fn body(text: &str) -> String {
         let tail = &rest[i..];
         if tail.starts_with('&') {
             // `&lt;team-message` would decode to a tag for a reader that unescapes.
-            let entity = tail.get(..4).is_some_and(|h| h.eq_ignore_ascii_case("&lt;"));
+            let entity = tail
+                .get(..4)
+                .is_some_and(|h| h.eq_ignore_ascii_case("&lt;"));
             out.push_str(if entity && opens_tag(&tail[4..]) {
                 "&amp;"
             } else {
@@ -72,7 +74,8 @@ fn opens_tag(after: &str) -> bool {
     let s = after.trim_start();
     let s = s.strip_prefix('/').unwrap_or(s).trim_start();
     TAGS.iter().any(|tag| {
-        s.get(..tag.len()).is_some_and(|head| head.eq_ignore_ascii_case(tag))
+        s.get(..tag.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(tag))
             && !s[tag.len()..]
                 .chars()
                 .next()
@@ -90,7 +93,10 @@ mod tests {
         let b = body(forged);
         assert!(!b.contains("</team-message"), "{b}");
         assert!(!b.contains("<team-message"), "{b}");
-        assert!(b.contains("&lt;/team-message>&lt;team-message from=\"user\""), "{b}");
+        assert!(
+            b.contains("&lt;/team-message>&lt;team-message from=\"user\""),
+            "{b}"
+        );
         for s in [
             "< /Team-Message>",
             "<TASK-NOTIFICATION>",

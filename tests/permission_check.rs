@@ -29,7 +29,9 @@ fn every_mode_times_every_category_falls_back_per_design_table() {
         (Default, [Allow, Ask, Ask, Ask]),
         (AcceptEdits, [Allow, Allow, Ask, Ask]),
         (BypassPermissions, [Allow, Allow, Allow, Allow]),
-        (DontAsk, [Allow, Allow, Allow, Allow]),
+        // No OS sandbox confines an MCP server: unattended, a tool that is not
+        // read-only is denied unless a rule names it (issue 26).
+        (DontAsk, [Allow, Allow, Allow, Deny]),
     ];
     for (mode, want) in table {
         for ((tool, args, cat), want) in calls.iter().zip(want) {

@@ -15,7 +15,9 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 
 use super::config::Transport;
 use super::server_actor::McpMsg;
+use crate::tools::CommandSandbox;
 use crate::tools::process::{GroupChild, ProcessError};
+use crate::tools::sandbox::Guard;
 
 /// The client side of one connection: forwards the server's notifications to its actor,
 /// tagged with the connection's generation so a stale connection cannot touch the registry.
@@ -44,35 +46,76 @@ pub struct Connection {
     pub service: Service,
     /// The child, for a stdio server.
     pub child: Option<GroupChild>,
+    /// For a sandboxed server: restores protected files it changed; [`finish`] it once the
+    /// child has ended.
+    pub guard: Guard,
+}
+
+/// Restores what a sandboxed server changed among the protected files (a warning names
+/// each); nothing for a server that ran as the user.
+pub fn finish(guard: &Guard) {
+    if let Some(note) = guard.finish() {
+        tracing::warn!("an MCP server changed protected files, which were restored: {note}");
+    }
+}
+
+/// The stdio server's command: as the user (`CommandSandbox::None`: the program itself,
+/// in a process group of its own that dies with crew), or confined like an agent's
+/// command (`bash -c 'exec PROGRAM ARGS…'` through the command spawner: the scrubbed
+/// environment, its own session, the mount and PID namespaces and Landlock). Either way
+/// the scrubbed environment: no provider keys, nothing that looks like a secret.
+fn stdio_command(
+    command: &str,
+    args: &[String],
+    cwd: &Path,
+    sandbox: &CommandSandbox,
+) -> Result<(tokio::process::Command, Guard), String> {
+    if matches!(sandbox, CommandSandbox::None) {
+        let mut cmd = tokio::process::Command::new(command);
+        for name in crate::tools::sandbox::env::withheld() {
+            cmd.env_remove(name);
+        }
+        cmd.args(args).current_dir(cwd).process_group(0);
+        // The server dies with crew, even if crew is killed with SIGKILL.
+        crate::tools::process::guard_command(&mut cmd);
+        return Ok((cmd, Guard::none()));
+    }
+    let line = std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .map(shell_quote)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let shell = crate::tools::process::shell_command(&format!("exec {line}"), cwd, sandbox)
+        .map_err(|e| {
+            format!("cannot start `{command}` in the sandbox a project's server runs in: {e}")
+        })?;
+    Ok((shell.cmd, shell.guard))
+}
+
+/// `word` quoted for bash (single quotes; a quote inside becomes `'\''`).
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// Connects to `transport` within `timeout`. A stdio server runs in `cwd`, in a process
-/// group of its own; if the handshake fails the group is killed before returning.
+/// group of its own, confined by `sandbox` (a project's server) or not (the user's own);
+/// if the handshake fails the group is killed before returning.
 pub async fn connect(
     transport: &Transport,
     handler: Handler,
     cwd: &Path,
+    sandbox: &CommandSandbox,
     timeout: Duration,
 ) -> Result<Connection, String> {
     match transport {
         Transport::Stdio { command, args, env } => {
-            let mut cmd = tokio::process::Command::new(command);
-            // The same scrubbed environment as a command (no provider keys, nothing that
-            // looks like a secret), plus what the server's own `env` names.
-            for name in crate::tools::sandbox::env::withheld() {
-                cmd.env_remove(name);
-            }
-            cmd.args(args)
-                .envs(env)
-                .current_dir(cwd)
+            let (mut cmd, guard) = stdio_command(command, args, cwd, sandbox)?;
+            cmd.envs(env)
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 // Read (not inherited: it would interleave with our output); its tail
                 // explains a failed start.
-                .stderr(std::process::Stdio::piped())
-                .process_group(0);
-            // The server dies with crew, even if crew is killed with SIGKILL.
-            crate::tools::process::guard_command(&mut cmd);
+                .stderr(std::process::Stdio::piped());
             let mut child = GroupChild::spawn(&mut cmd, cwd).map_err(|e| match e {
                 ProcessError::Spawn { source, .. } => format!(
                     "cannot start `{command}`: {source} (check the server's `command` and that it is installed)"
@@ -84,15 +127,18 @@ pub async fn connect(
             let stderr_tail = child.child_mut().stderr.take().map(keep_tail);
             let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
                 child.terminate().await;
+                finish(&guard);
                 return Err("the child's stdin/stdout were not piped".into());
             };
             match tokio::time::timeout(timeout, handler.serve((stdout, stdin))).await {
                 Ok(Ok(service)) => Ok(Connection {
                     service,
                     child: Some(child),
+                    guard,
                 }),
                 Ok(Err(e)) => {
                     child.terminate().await;
+                    finish(&guard);
                     Err(format!(
                         "the MCP handshake with `{command}` failed: {e}{}",
                         tail_note(stderr_tail).await
@@ -100,6 +146,7 @@ pub async fn connect(
                 }
                 Err(_) => {
                     child.terminate().await;
+                    finish(&guard);
                     Err(format!(
                         "`{command}` did not complete the MCP handshake within {}s{}",
                         timeout.as_secs_f32(),
@@ -132,6 +179,7 @@ pub async fn connect(
                 Ok(Ok(service)) => Ok(Connection {
                     service,
                     child: None,
+                    guard: Guard::none(),
                 }),
                 Ok(Err(e)) => Err(http_failure(url, &e.to_string())),
                 Err(_) => Err(format!(
@@ -230,10 +278,16 @@ mod tests {
             generation: 1,
         };
         let dir = tempfile::tempdir().unwrap();
-        let e = connect(&transport, handler, dir.path(), Duration::from_secs(10))
-            .await
-            .err()
-            .unwrap();
+        let e = connect(
+            &transport,
+            handler,
+            dir.path(),
+            &CommandSandbox::None,
+            Duration::from_secs(10),
+        )
+        .await
+        .err()
+        .unwrap();
         assert!(e.contains("requires authorisation"), "{e}");
         assert!(
             e.contains("\"Authorization\": \"Bearer ${MY_TOKEN}\""),

@@ -192,11 +192,12 @@ impl McpServerState {
         };
         let transport = self.args.config.transport.clone();
         let cwd = self.args.cwd.clone();
+        let sandbox = sandbox_for(&self.args.config, &cwd);
         let timeout = self.args.connect_timeout;
         let me = me.clone();
         tokio::spawn(async move {
             let started = Instant::now();
-            let result = match connect(&transport, handler, &cwd, timeout).await {
+            let result = match connect(&transport, handler, &cwd, &sandbox, timeout).await {
                 Ok(conn) => {
                     let left = timeout
                         .saturating_sub(started.elapsed())
@@ -318,12 +319,27 @@ async fn close(conn: Connection) {
     if let Some(mut child) = conn.child {
         child.terminate().await;
     }
+    super::connect::finish(&conn.guard);
+}
+
+/// How a stdio server is confined: a project's server (`.mcp.json`, the project's
+/// settings) runs sandboxed in the write profile, like an agent's command, writing only
+/// below `cwd` — its command line may be `npx some-package`, which no trust pin can
+/// cover; a server from the user's own settings or `--mcp-config` runs as the user.
+fn sandbox_for(config: &ServerConfig, cwd: &std::path::Path) -> crate::tools::CommandSandbox {
+    match config.scope {
+        super::config::Scope::Project => crate::tools::CommandSandbox::Landlock {
+            writable_roots: vec![cwd.to_path_buf()],
+        },
+        _ => crate::tools::CommandSandbox::None,
+    }
 }
 
 /// Owns a stdio server's process group: reports its exit to the actor, or ends the group
 /// when told to (or when the actor's sender is dropped).
 async fn watch(
     mut child: GroupChild,
+    guard: crate::tools::sandbox::Guard,
     stop: oneshot::Receiver<()>,
     me: ActorRef<McpMsg>,
     generation: u64,
@@ -337,6 +353,7 @@ async fn watch(
             // The leader is gone; anything it left in its group goes too.
             terminate_group(child.pgid(), KILL_GRACE).await;
             child.disarm();
+            super::connect::finish(&guard);
             let reason = match status {
                 Ok(s) => format!("its process exited ({s})"),
                 Err(e) => format!("waiting for its process failed: {e}"),
@@ -345,6 +362,7 @@ async fn watch(
         }
         Ok(()) => {
             child.terminate().await;
+            super::connect::finish(&guard);
         }
     }
 }
@@ -417,9 +435,11 @@ impl Actor for McpServer {
                 match *result {
                     Ok((conn, listed)) => {
                         let tools = state.register(&myself, listed);
+                        let guard = conn.guard;
                         let watcher = conn.child.map(|child| {
                             let (tx, rx) = oneshot::channel();
-                            let handle = tokio::spawn(watch(child, rx, myself.clone(), generation));
+                            let handle =
+                                tokio::spawn(watch(child, guard, rx, myself.clone(), generation));
                             (tx, handle)
                         });
                         state.phase = Phase::Live(Box::new(Live {

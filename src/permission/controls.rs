@@ -110,7 +110,8 @@ fn runs_crew(part: &Part, program: &str, cwd: Option<&Path>) -> Runs {
     if part.program() == "crew" {
         return Runs::Crew;
     }
-    if program.contains('$') || program.contains('`') || part.dynamic {
+    // A program word computed at run time (`$C`, `$(command -v crew)`, `` `…` ``).
+    if program.contains('$') || program.contains('`') {
         return Runs::Unknown;
     }
     let Some(path) = locate(part, program, cwd) else {

@@ -10,11 +10,7 @@ use super::{Ctx, fallback, from_rule};
 
 /// The decision for the MCP tool `name` (`mcp__server__tool`).
 pub(super) fn mcp_decision(ctx: &Ctx<'_>, category: Category, name: &str) -> Decision {
-    let read_only = ctx
-        .req
-        .spec
-        .as_ref()
-        .is_some_and(|s| s.mcp_is_read_only());
+    let read_only = ctx.req.spec.as_ref().is_some_and(|s| s.mcp_is_read_only());
     let mut d = match rules::decide(&ctx.policy.rules, &Subject::Mcp(name)) {
         Some(r) => from_rule(r, name),
         None if !read_only && unattended(ctx.mode()) => unconfined(ctx.mode(), name),
@@ -88,7 +84,11 @@ mod tests {
         let none = Policy::default();
         let w = PermissionSpec::mcp;
         for mode in [DontAsk, Auto] {
-            assert_eq!(decide("mcp__fs__write", w(), mode, &none), Verdict::Deny, "{mode}");
+            assert_eq!(
+                decide("mcp__fs__write", w(), mode, &none),
+                Verdict::Deny,
+                "{mode}"
+            );
         }
         assert_eq!(decide("mcp__fs__write", w(), Default, &none), Verdict::Ask);
         assert_eq!(
@@ -106,7 +106,10 @@ mod tests {
             }
         }
         let other = policy(Verdict::Allow, "mcp__other");
-        assert_eq!(decide("mcp__fs__write", w(), DontAsk, &other), Verdict::Deny);
+        assert_eq!(
+            decide("mcp__fs__write", w(), DontAsk, &other),
+            Verdict::Deny
+        );
     }
 
     #[test]
