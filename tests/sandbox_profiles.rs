@@ -101,7 +101,11 @@ async fn world(local_settings: &str) -> World {
 
 impl World {
     async fn authorize(&self, command: &str, mode: PermissionMode) -> Checked {
-        let req = request("run_command", &cmd(command), &self.root, mode);
+        self.authorize_args(&cmd(command), mode).await
+    }
+
+    async fn authorize_args(&self, args: &str, mode: PermissionMode) -> Checked {
+        let req = request("run_command", args, &self.root, mode);
         rpc(&self.engine, |reply| PermissionMsg::Authorize {
             agent: "lead".into(),
             request: req,
@@ -127,8 +131,13 @@ impl World {
 
     /// Asks a human (the approver, forwarding to this test) and answers `answer`.
     async fn approve(&self, command: &str, answer: ApprovalAnswer) -> Permit {
-        let Checked::Asked(pending) = self.authorize(command, PermissionMode::Default).await else {
-            panic!("default mode should ask before `{command}`");
+        self.approve_args(&cmd(command), answer).await
+    }
+
+    async fn approve_args(&self, args: &str, answer: ApprovalAnswer) -> Permit {
+        let Checked::Asked(pending) = self.authorize_args(args, PermissionMode::Default).await
+        else {
+            panic!("default mode should ask before `{args}`");
         };
         let (tx, mut questions) = tokio::sync::mpsc::unbounded_channel();
         let (approver, _) = Actor::spawn(None, Approver, ApproverPolicy::Forward(tx))
@@ -332,4 +341,50 @@ async fn a_context_cannot_carry_a_wider_profile_than_its_permit() {
     let _ = w.submit(permit).await;
     assert!(!w.outside.join("d.txt").exists());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "original\n");
+}
+
+#[tokio::test]
+async fn a_request_to_run_outside_the_sandbox_always_asks_a_human() {
+    require_features!(Landlock, Python3);
+    let outside_args = |w: &World| {
+        serde_json::json!({
+            "command": python_writes(&w.outside.join("o.txt")),
+            "outside_sandbox": true
+        })
+        .to_string()
+    };
+    let w = world("{}").await;
+    // Even a read-only command asks when it wants out; nobody answers under dontAsk.
+    let read = serde_json::json!({"command": "ls", "outside_sandbox": true}).to_string();
+    assert!(matches!(
+        w.authorize_args(&read, PermissionMode::Default).await,
+        Checked::Asked(_)
+    ));
+    for mode in [PermissionMode::DontAsk, PermissionMode::Auto] {
+        match w.authorize_args(&outside_args(&w), mode).await {
+            Checked::Denied(d) => assert!(d.reason.contains("outside the OS sandbox"), "{d:?}"),
+            other => panic!("{mode:?}: expected a refusal, got {other:?}"),
+        }
+    }
+    // "Allow once" runs it in the approved profile: still confined.
+    let permit = w
+        .approve_args(&outside_args(&w), ApprovalAnswer::AllowOnce)
+        .await;
+    assert_eq!(permit.profile(), SandboxProfile::Approved);
+    let _ = w.submit(permit).await;
+    assert!(!w.outside.join("o.txt").exists());
+    // Only "run it outside the sandbox" runs it unconfined.
+    let permit = w
+        .approve_args(&outside_args(&w), ApprovalAnswer::AllowOutsideSandbox)
+        .await;
+    let _ = w.submit(permit).await;
+    assert!(w.outside.join("o.txt").exists());
+    // With the user's `allowUnsandboxedCommands`, approving the request is enough.
+    let w = world(r#"{"sandbox": {"allowUnsandboxedCommands": true}}"#).await;
+    let permit = w
+        .approve_args(&outside_args(&w), ApprovalAnswer::AllowOnce)
+        .await;
+    assert_eq!(permit.profile(), SandboxProfile::Unsandboxed);
+    let _ = w.submit(permit).await;
+    assert!(w.outside.join("o.txt").exists());
 }

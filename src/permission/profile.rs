@@ -11,9 +11,12 @@
 //! - anything else the engine allows or asks about: the write profile (a human's
 //!   approval turns it into the approved profile).
 //!
-//! A call that asks to run outside the sandbox (`run_command`'s `outside_sandbox: true`)
-//! is honoured only under `sandbox.allowUnsandboxedCommands` and then always asks a
-//! human ([`require_human`]); otherwise the argument is ignored.
+//! A call that asks to run outside the sandbox (`run_command`'s `outside_sandbox: true`,
+//! after the sandbox stopped it) is never allowed without a human ([`require_human`]):
+//! it asks, and is refused where nobody can answer. The human's answer "run it once
+//! outside the sandbox" runs it unconfined; any other allow runs it in the approved
+//! profile, unless `sandbox.allowUnsandboxedCommands` (the user's own settings) says an
+//! approved request runs outside, as Claude Code does by default.
 
 use serde_json::Value;
 
@@ -60,6 +63,7 @@ pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> Sandb
             return SandboxProfile::Unsandboxed;
         }
         if policy.sandbox.allow_unsandboxed_commands
+            && !unattended(req.mode)
             && asks_outside(req)
             && decision.verdict == Verdict::Ask
         {
@@ -76,24 +80,27 @@ pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> Sandb
     SandboxProfile::Write
 }
 
-/// A call asking to run outside the sandbox, where the user allows such requests, is
-/// never allowed without a human: an Allow becomes an explicit Ask (which dontAsk and
-/// headless runs refuse). Other decisions are returned unchanged.
+/// A call asking to run outside the sandbox is never allowed without a human: an Allow
+/// becomes an explicit Ask in the attended modes, and an Allow or Ask a Deny under
+/// dontAsk and auto (whose classifier is no human).
+/// Other decisions, bypassPermissions (which asks nothing; the request is ignored there)
+/// and `sandbox.enabled: false` (everything runs outside already) are left unchanged.
 pub fn require_human(req: &CheckRequest, mut decision: Decision, policy: &Policy) -> Decision {
-    if !policy.sandbox.allow_unsandboxed_commands
-        || !asks_outside(req)
-        || decision.verdict != Verdict::Allow
+    if !asks_outside(req)
+        || decision.verdict == Verdict::Deny
         || policy.sandbox.disabled
+        || req.mode == PermissionMode::BypassPermissions
     {
         return decision;
     }
+    // Under auto an Ask would go to the classifier, which is no human either.
     if unattended(req.mode) {
         decision.verdict = Verdict::Deny;
-        decision.reason = "the command asks to run outside the OS sandbox, which needs a human's approval, and nobody is asked in this mode; run it without `outside_sandbox`".into();
-    } else {
+        decision.reason = "the command asks to run outside the OS sandbox, which needs a human's approval, and nobody is asked in this mode; run it without `outside_sandbox`, or have the user add it to `sandbox.excludedCommands`".into();
+    } else if decision.verdict == Verdict::Allow {
         decision.verdict = Verdict::Ask;
         decision.reason = format!(
-            "the command asks to run outside the OS sandbox ({}); approve it only if it must",
+            "the command asks to run outside the OS sandbox ({}); answer `o` to run it once outside, or allow it to run sandboxed",
             decision.reason
         );
     }

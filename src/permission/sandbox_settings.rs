@@ -83,6 +83,7 @@ fn malformed(origin: &Origin<'_>, field: &str, expected: &str) -> SettingsError 
     }
 }
 
+/// The boolean at `field` (dotted below `sandbox`; its last part is the key in `v`).
 fn boolean(v: &Value, field: &str, origin: &Origin<'_>) -> Result<Option<bool>, SettingsError> {
     match v.get(field.rsplit('.').next().unwrap_or(field)) {
         None | Some(Value::Null) => Ok(None),
@@ -91,6 +92,7 @@ fn boolean(v: &Value, field: &str, origin: &Origin<'_>) -> Result<Option<bool>, 
     }
 }
 
+/// The strings at `field` (dotted below `sandbox`; its last part is the key in `v`).
 fn strings(v: &Value, field: &str, origin: &Origin<'_>) -> Result<Vec<String>, SettingsError> {
     match v.get(field.rsplit('.').next().unwrap_or(field)) {
         None | Some(Value::Null) => Ok(Vec::new()),
@@ -120,7 +122,11 @@ impl SandboxSettings {
         warnings: &mut Vec<Warning>,
     ) -> Result<(), SettingsError> {
         if !value.is_object() {
-            return Err(malformed(origin, "", "an object").named("sandbox"));
+            return Err(SettingsError::Field {
+                path: origin.file.to_path_buf(),
+                field: "sandbox".into(),
+                message: "must be an object".into(),
+            });
         }
         let mut ignored: Vec<String> = Vec::new();
         let path = |p: &String| super::sandbox::absolute(p, origin.root, origin.home);
@@ -240,21 +246,6 @@ impl SandboxSettings {
                         .strip_prefix(entry)
                         .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('\t')))
         })
-    }
-}
-
-impl SettingsError {
-    /// The same error for the whole `field` (used where the field name is known only to
-    /// the caller).
-    fn named(self, field: &str) -> Self {
-        match self {
-            SettingsError::Field { path, message, .. } => SettingsError::Field {
-                path,
-                field: field.to_string(),
-                message,
-            },
-            other => other,
-        }
     }
 }
 

@@ -124,7 +124,11 @@ pub fn failure_hint(profile: SandboxProfile, stderr: &str) -> Option<String> {
         }
     };
     Some(format!(
-        "note: the OS sandbox may have stopped this command: {what}. If it must do this,          the user can approve running it once outside the sandbox (the TUI offers it when the          command asks), add it to `sandbox.excludedCommands`, or add the directory to          `sandbox.filesystem.allowWrite`, in ~/.crew/settings.json or          .crew/settings.local.json"
+        "note: the OS sandbox may have stopped this command: {what}. If it must do this, \
+         call run_command again with `outside_sandbox: true`: the user is asked and may run it \
+         once outside the sandbox (never without a human). Or the user adds it to \
+         `sandbox.excludedCommands`, or its directory to `sandbox.filesystem.allowWrite`, in \
+         ~/.crew/settings.json or .crew/settings.local.json"
     ))
 }
 
