@@ -56,6 +56,7 @@ fn unrelated_hook() -> HookTable {
     let origin = Origin {
         file: "bench".into(),
         scope: "user".into(),
+        from_project: false,
     };
     let mut warnings = Vec::new();
     let session = crewmaster::hooks::config::parse(&value, &origin, |e| e, &mut warnings);

@@ -330,6 +330,7 @@ fn sandbox_for(config: &ServerConfig, cwd: &std::path::Path) -> crate::tools::Co
     match config.scope {
         super::config::Scope::Project => crate::tools::CommandSandbox::Landlock {
             writable_roots: vec![cwd.to_path_buf()],
+            profile: crate::tools::SandboxProfile::Write,
         },
         _ => crate::tools::CommandSandbox::None,
     }
