@@ -291,10 +291,18 @@ fn a_killed_server_errors_at_once_and_is_restarted() {
     let s = setup(json!({"permissions": {"allow": ["mcp__test", "Bash"]}}));
     let pids = s.markers.join("pids");
     // Waits (inside the run, on a file, bounded) for the restarted server's handshake.
-    let wait = format!(
-        "for i in $(seq 600); do [ $(wc -l < {0}) -ge 2 ] && exit 0; sleep 0.05; done; exit 1",
-        pids.display()
-    );
+    // A script file, so the command itself stays in the literal subset the engine reads
+    // (a loop written inline is opaque and would ask).
+    let wait_script = s.markers.join("wait.sh");
+    std::fs::write(
+        &wait_script,
+        format!(
+            "for i in $(seq 600); do [ $(wc -l < {0}) -ge 2 ] && exit 0; sleep 0.05; done; exit 1\n",
+            pids.display()
+        ),
+    )
+    .unwrap();
+    let wait = format!("bash {}", wait_script.display());
     let script = json!({"turns": [
         {"tool_calls": [call("c", "mcp__test__crash", json!({}))]},
         {"tool_calls": [call("dead", "mcp__test__read_note", json!({"name": "a"}))]},

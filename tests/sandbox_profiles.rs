@@ -251,7 +251,6 @@ async fn an_auto_allowed_read_runs_in_the_read_profile_and_cannot_write() {
 /// the roots): the engine must check each redirect target as a write (issue 25 item 5),
 /// which the engine's side of this issue does. Un-ignore it with that change.
 #[tokio::test]
-#[ignore = "needs the engine to check redirect targets as writes (issue 25 item 5)"]
 async fn a_granted_git_status_cannot_redirect_into_the_project_without_asking() {
     require_features!(Landlock);
     let w = world(r#"{"permissions": {"allow": ["Bash(git status --short)"]}}"#).await;

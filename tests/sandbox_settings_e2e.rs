@@ -197,7 +197,10 @@ fn bypass_permissions_cannot_change_the_users_start_up_files() {
         "cp README.md ~/.profile",
         py,
         "echo x >> ~/.gitconfig; touch ~/.bash_profile",
-        "echo cached > ~/.cache/ok; echo built > built.txt",
+        // A literal write outside the roots is a hard deny in every mode (the engine);
+        // what the OS profile lets bypass write there is shown by a program the engine
+        // cannot see into.
+        "python3 -c \"import os; open(os.path.expanduser('~/.cache/ok'), 'w').write('cached')\"; echo built > built.txt",
     ]);
     std::fs::write(root2.join("README.md"), "readme").unwrap();
     let _ = root;
@@ -223,6 +226,6 @@ fn bypass_permissions_cannot_change_the_users_start_up_files() {
     );
     assert_eq!(
         std::fs::read_to_string(home.join(".cache/ok")).unwrap(),
-        "cached\n"
+        "cached"
     );
 }

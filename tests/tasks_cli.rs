@@ -24,19 +24,21 @@ fn wait_for<T>(mut probe: impl FnMut() -> Option<T>, what: &str) -> T {
     found.unwrap()
 }
 
-/// The live (not zombie) processes whose process group is `pgid`, from `/proc/*/stat`.
-fn group_members(pgid: i64) -> Vec<i64> {
+/// The live (not zombie) processes of session `sid`, from `/proc/*/stat`. The task's
+/// guardian leads its session (its pid is the task's `pgid`); a sandboxed command's shell,
+/// PID 1 of its own namespace, leads a process group of its own inside that session.
+fn session_members(sid: i64) -> Vec<i64> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| {
             let pid: i64 = e.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-            // After the command name: state, ppid, pgrp.
+            // After the command name: state, ppid, pgrp, session.
             let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
             let state = fields.next()?;
-            let pgrp: i64 = fields.nth(1)?.parse().ok()?;
-            (pgrp == pgid && state != "Z").then_some(pid)
+            let session: i64 = fields.nth(2)?.parse().ok()?;
+            (session == sid && state != "Z").then_some(pid)
         })
         .collect()
 }
@@ -92,24 +94,28 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
         },
         "the log to show the output",
     );
-    // The shell, its sleep and the double-forked one: the whole group is there.
+    // The shell, its sleep and the double-forked one: the whole session is there.
     let members = wait_for(
-        || Some(group_members(pgid)).filter(|m| m.len() >= 3),
-        "the shell and both sleeps to be in the task's process group",
+        || Some(session_members(pgid)).filter(|m| m.len() >= 3),
+        "the shell and both sleeps to be in the task's session",
     );
     assert!(members.contains(&pgid), "{members:?}");
     // And one that left the group and the session runs as long as the task does.
-    let escaped: i64 = wait_for(
-        || {
-            std::fs::read_to_string(dir.join("esc.pid"))
-                .ok()?
-                .trim()
-                .parse()
-                .ok()
-        },
+    // Its pid file holds its pid in the command's PID namespace: find it on the host.
+    wait_for(
+        || std::fs::read_to_string(dir.join("esc.pid")).ok(),
         "the escaped sleep to write its pid",
     );
-    assert!(!group_members(escaped).is_empty() && !members.contains(&escaped));
+    let escaped = wait_for(
+        || {
+            support::faults::processes()
+                .into_iter()
+                .find(|p| p.cmdline.trim_end() == "sleep 302")
+                .map(|p| i64::from(p.pid))
+        },
+        "the escaped sleep to run",
+    );
+    assert!(!session_members(escaped).is_empty() && !members.contains(&escaped));
 
     let stop = crew(&dir, &["tasks", "stop", &id]);
     assert!(
@@ -135,11 +141,11 @@ fn tasks_can_be_listed_followed_and_stopped_from_another_terminal() {
     assert_eq!(listed[0]["status"], "cancelled");
     // Every member is gone, not only the group leader.
     wait_for(
-        || group_members(pgid).is_empty().then_some(()),
-        "every process of the task's group to be gone",
+        || session_members(pgid).is_empty().then_some(()),
+        "every process of the task's session to be gone",
     );
     wait_for(
-        || group_members(escaped).is_empty().then_some(()),
+        || session_members(escaped).is_empty().then_some(()),
         "the escaped sleep to be gone with its task",
     );
 }

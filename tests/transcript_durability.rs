@@ -63,9 +63,17 @@ fn a_command_finds_its_own_tool_use_line_already_in_the_transcript() {
     // its own call. The JSON patterns are written with their quotes, which the
     // transcript escapes inside the command's own text, so only real fields match.
     let command = r#"cat "$HOME"/.crew/projects/*/*.jsonl > seen.jsonl; echo "started=$(grep -F '"id":"dur-1"' seen.jsonl | grep -cF '"type":"tool_call_started"') message=$(grep -F '"id":"dur-1"' seen.jsonl | grep -cF '"type":"message_appended"')""#;
+    // crew's home (transcripts included) is hidden from sandboxed commands, so the check
+    // runs as a script the user's own settings exclude from the sandbox.
+    std::fs::write(project.join("check.sh"), format!("{command}\n")).unwrap();
+    support::put(
+        &home,
+        ".crew/settings.json",
+        r#"{"sandbox": {"excludedCommands": ["bash check.sh"]}}"#,
+    );
     let script = serde_json::json!({"turns": [
         {"text": "checking", "tool_calls": [
-            {"name": "run_command", "id": "dur-1", "input": {"command": command}}]},
+            {"name": "run_command", "id": "dur-1", "input": {"command": "bash check.sh"}}]},
         {"text": "done"}
     ]});
     std::fs::write(home.join("script.json"), script.to_string()).unwrap();

@@ -53,7 +53,9 @@ const UNLOCK_ALL: &str = r#"{"permissions":{"allow":["Bash","Edit"],"deny":["Bas
 fn an_untrusted_clone_cannot_allow_itself_commands_until_trusted() {
     let c = cloned(&[(".crew/settings.json", UNLOCK_ALL)]);
     let outside = tempfile::tempdir().unwrap();
-    let marker = outside.path().canonicalize().unwrap().join("pwned");
+    // Inside the project: a literal write outside the roots is denied in every mode
+    // whatever the rules say, so only an inside target shows what the rules decide.
+    let marker = c.proj.canonicalize().unwrap().join("pwned");
     let command = format!(
         "curl -s -m 1 http://127.0.0.1:9/ ; touch {}",
         marker.display()
@@ -217,7 +219,7 @@ fn trust_refuses_home_and_root_and_names_what_to_do() {
 fn claude_code_settings_deny_always_and_allow_only_when_trusted() {
     let c = cloned(&[(
         ".claude/settings.json",
-        r#"{"permissions":{"allow":["Bash(touch:*)"],"deny":["Write(secret.txt)"]}}"#,
+        r#"{"permissions":{"allow":["Bash(touch:*)","Edit(made)"],"deny":["Write(secret.txt)"]}}"#,
     )]);
     let outside = tempfile::tempdir().unwrap();
     // The deny rule holds even under bypassPermissions: nothing is written.
@@ -308,7 +310,7 @@ fn claude_code_settings_deny_always_and_allow_only_when_trusted() {
 fn a_committed_claude_local_file_is_shared_content() {
     let c = cloned(&[(
         ".claude/settings.local.json",
-        r#"{"permissions":{"allow":["Bash(touch:*)"]}}"#,
+        r#"{"permissions":{"allow":["Bash(touch:*)","Edit(made)"]}}"#,
     )]);
     let input = serde_json::json!({ "command": "touch made" }).to_string();
     let check = |c: &Clone| {

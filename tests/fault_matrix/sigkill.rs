@@ -25,16 +25,43 @@ fn pid_in(file: &Path) -> u32 {
     read().unwrap()
 }
 
+/// A `sleep` length unique to the process `name` of a scenario.
+fn marker(name: &str) -> String {
+    let n: usize = name.bytes().map(usize::from).sum::<usize>() + 1000 * name.len();
+    format!("1000.{n}")
+}
+
+/// The host pid of the live `sleep MARKER` process (waited for, bounded).
+fn host_pid_of(marker: &str) -> u32 {
+    let cmdline = format!("sleep {marker}");
+    let find = || {
+        support::faults::processes()
+            .into_iter()
+            .find(|p| p.cmdline.trim_end() == cmdline)
+            .map(|p| p.pid)
+    };
+    support::wait_until_blocking(&format!("`{cmdline}` to run"), || find().is_some());
+    find().unwrap()
+}
+
 #[test]
 fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
     // Each command starts `sleep 1000` in its group, writes its pid, and waits for it.
-    let sleeper =
-        |name: &str| format!(": orphan-{name}-3b7e; sleep 1000 & echo $! > {name}.pid; wait");
+    // The pid a command writes is its own namespace's when it runs in a PID namespace (a
+    // sandboxed command does), so the test finds each sleeper on the host by its marker
+    // argument (`sleep 1000.N`), once the pid file says it started.
+    let sleeper = |name: &str| {
+        format!(
+            ": orphan-{name}-3b7e; sleep {} & echo $! > {name}.pid; wait",
+            marker(name)
+        )
+    };
     // Or one that leaves the group and the session (`setsid -f`), with its pid written
     // after it left, while the command's shell sleeps in the group.
     let escaper = |name: &str| {
         format!(
-            ": orphan-{name}-3b7e; setsid -f sh -c 'echo $$ > {name}.tmp; mv {name}.tmp {name}.pid; exec sleep 1000'; sleep 1000"
+            ": orphan-{name}-3b7e; setsid -f sh -c 'echo $$ > {name}.tmp; mv {name}.tmp {name}.pid; exec sleep {}'; sleep 1000",
+            marker(name)
         )
     };
     let command = |id: &str, background: bool| {
@@ -106,7 +133,10 @@ fn sigkill_of_crew_leaves_no_command_hook_task_or_server_behind() {
         let pids: Vec<u32> = s
             .running
             .iter()
-            .map(|f| pid_in(&p.dir.join(format!("{f}.pid"))))
+            .map(|f| {
+                pid_in(&p.dir.join(format!("{f}.pid")));
+                host_pid_of(&marker(f))
+            })
             .collect();
         let groups: Vec<u32> = pids.iter().map(|pid| pgid_of(*pid)).collect();
         for (pid, g) in pids.iter().zip(&groups) {
