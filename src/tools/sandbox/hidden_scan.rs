@@ -149,13 +149,24 @@ pub fn scan(walk: &WalkFilter, roots: &[PathBuf], cwd: &Path) -> Arc<Scan> {
             return s.clone();
         }
     }
-    let scan = Arc::new(build(&rules, &bases, &real_roots));
+    let scan = Arc::new(off_the_runtime(|| build(&rules, &bases, &real_roots)));
     let mut map = cache().lock().unwrap_or_else(|e| e.into_inner());
     if map.len() >= MAX_SCANS {
         map.clear();
     }
     map.insert(key, (Instant::now(), scan.clone()));
     scan
+}
+
+/// Runs the disk walk `f`: on a multi-threaded tokio runtime, as a blocking section, so the
+/// runtime moves its other tasks to another thread while the walk runs.
+fn off_the_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
 }
 
 /// Walks the deny rules' prefixes and the roots.

@@ -270,25 +270,44 @@ impl Cgroup {
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        // The guardian ended every process of the command before it exited; anything left
-        // (a process that escaped it) is killed here so the directory can go.
-        let procs = self.dir.join("cgroup.procs");
-        for _ in 0..20 {
-            match std::fs::remove_dir(&self.dir) {
-                Ok(()) => return,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    if let Ok(text) = std::fs::read_to_string(&procs) {
-                        for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                            // SAFETY: plain system call.
-                            unsafe { libc::kill(pid, libc::SIGKILL) };
-                        }
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(_) => return,
-            }
+        // The guardian ended every process of the command before it exited, so the first
+        // `rmdir` normally succeeds. Anything left (a process that escaped it) is killed, and
+        // the wait for the kernel to empty the directory happens off the async threads.
+        let dir = std::mem::take(&mut self.dir);
+        if remove_or_kill(&dir) {
+            return;
         }
-        tracing::warn!("could not remove the command cgroup {}", self.dir.display());
+        let finish = move || {
+            for _ in 0..20 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                if remove_or_kill(&dir) {
+                    return;
+                }
+            }
+            tracing::warn!("could not remove the command cgroup {}", dir.display());
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(finish)),
+            Err(_) => finish(),
+        }
+    }
+}
+
+/// Removes the cgroup directory `dir`; while it still holds processes, kills them and
+/// answers false (try again shortly). Any other failure ends the attempt (true).
+fn remove_or_kill(dir: &Path) -> bool {
+    match std::fs::remove_dir(dir) {
+        Ok(()) => true,
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+            if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                    // SAFETY: plain system call.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            false
+        }
+        Err(_) => true,
     }
 }
 
