@@ -45,7 +45,9 @@ pub fn project_slug(project_root: &Path) -> String {
     let digest = sha2::Sha256::digest(project_root.as_os_str().as_encoded_bytes());
     let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     let readable: Vec<char> = legacy_slug(project_root).chars().collect();
-    let tail: String = readable[readable.len().saturating_sub(48)..].iter().collect();
+    let tail: String = readable[readable.len().saturating_sub(48)..]
+        .iter()
+        .collect();
     format!("{tail}-{hash}")
 }
 
@@ -72,8 +74,7 @@ pub fn teams_dir() -> Option<PathBuf> {
 /// directory without the record, or with another root, is no project's: its sessions
 /// are never picked.
 pub fn owned_by(dir: &Path, project_root: &Path) -> bool {
-    std::fs::read(dir.join(ROOT_RECORD))
-        .is_ok_and(|bytes| bytes == root_record(project_root))
+    std::fs::read(dir.join(ROOT_RECORD)).is_ok_and(|bytes| bytes == root_record(project_root))
 }
 
 fn root_record(project_root: &Path) -> Vec<u8> {
@@ -180,7 +181,10 @@ mod tests {
             .map(|p| project_slug(Path::new(p)))
             .collect();
         assert_eq!(slugs.len(), spellings.len(), "{slugs:?}");
-        assert_eq!(legacy_slug(Path::new("/a/b")), legacy_slug(Path::new("/a-b")));
+        assert_eq!(
+            legacy_slug(Path::new("/a/b")),
+            legacy_slug(Path::new("/a-b"))
+        );
     }
 
     #[test]

@@ -114,10 +114,7 @@ fn continue_and_resume_in_a_colliding_project_never_reach_the_other_projects_ses
     let f = fixture();
     f.run_a();
     let b = f.b();
-    let a_session = transcripts(
-        &f.projects()
-            .join(crewmaster::store::project_slug(&f.a())),
-    );
+    let a_session = transcripts(&f.projects().join(crewmaster::store::project_slug(&f.a())));
     assert_eq!(a_session.len(), 1, "A has one session");
     let a_id = a_session[0]
         .0
@@ -177,9 +174,7 @@ fn an_old_layout_directory_is_adopted_when_only_this_project_can_own_it() {
     // Moved whole: the old directory is gone, the transcript is in the new one, intact
     // up to the lines this run appended.
     assert!(!old.exists());
-    let new = f
-        .projects()
-        .join(crewmaster::store::project_slug(&f.a()));
+    let new = f.projects().join(crewmaster::store::project_slug(&f.a()));
     let after = transcripts(&new);
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].0.file_name(), before[0].0.file_name());
@@ -199,7 +194,10 @@ fn an_old_layout_directory_two_projects_could_own_is_picked_by_neither_and_kept(
     assert!(!out.status.success(), "B must not continue A's session");
     assert_no_trace_of_a(&out, &requests);
     let err = stderr(&out);
-    assert!(err.contains("left there") && err.contains(&old.display().to_string()), "{err}");
+    assert!(
+        err.contains("left there") && err.contains(&old.display().to_string()),
+        "{err}"
+    );
 
     // Fail closed for A too: it cannot be told from B's, so it is not resumed, and
     // the files stay as they were, where they were.

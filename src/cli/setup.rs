@@ -428,7 +428,9 @@ fn choose_session(
         return Ok((new_session_id(cli, project_root)?, Vec::new()));
     };
     if !crate::store::valid_session_id(&id) {
-        bail!("--resume `{id}`: a session id is 1 to 64 letters, digits, `-` or `_` (see `crew sessions list`)");
+        bail!(
+            "--resume `{id}`: a session id is 1 to 64 letters, digits, `-` or `_` (see `crew sessions list`)"
+        );
     }
     let path = crate::transcript::transcript_path(project_root, &id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;

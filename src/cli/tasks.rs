@@ -56,8 +56,8 @@ fn session_dir(cwd: &Path, session: Option<&str>) -> anyhow::Result<PathBuf> {
             }
             let dir = crate::store::session_dir(&root, id)
                 .context("cannot find the home directory (set HOME)")?;
-            let owned = crate::store::project_dir(&root)
-                .is_some_and(|p| crate::store::owned_by(&p, &root));
+            let owned =
+                crate::store::project_dir(&root).is_some_and(|p| crate::store::owned_by(&p, &root));
             if !owned || !dir.is_dir() {
                 bail!("--session {id}: no such session for {}", root.display());
             }

@@ -199,7 +199,10 @@ mod tests {
         std::fs::write(old.join("s2.jsonl"), "other\n").unwrap();
         let notice = adopt(&one, &new).unwrap();
         assert!(notice.contains("left there"), "{notice}");
-        assert!(notice.contains("one/x") && notice.contains("one-x"), "{notice}");
+        assert!(
+            notice.contains("one/x") && notice.contains("one-x"),
+            "{notice}"
+        );
         assert_eq!(
             std::fs::read_to_string(old.join("s2.jsonl")).unwrap(),
             "other\n"
