@@ -364,3 +364,57 @@ async fn served_commands_over_http_obey_the_mode_and_the_sandbox() {
     );
     client.cancel().await.unwrap();
 }
+
+/// The official Python `mcp` client over streamable HTTP: with the token it reads the
+/// file; without it, it cannot even initialise. Needs `scripts/mcp-python-client.sh`
+/// (target/mcp-python); skipped, saying why, without it.
+#[test]
+fn the_python_client_connects_over_http_only_with_the_token() {
+    let python =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp-python/bin/python");
+    if !python.exists() {
+        println!(
+            "SKIPPED: the Python mcp client is not installed ({} missing); run scripts/mcp-python-client.sh --install",
+            python.display()
+        );
+        return;
+    }
+    let f = fixture();
+    let server = serve(&f, "default");
+    let program = r#"
+import asyncio, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client, create_mcp_http_client
+
+async def main():
+    url, token = sys.argv[1:3]
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                result = await session.call_tool("read_file", {"path": "secret.txt"})
+                print("TEXT", result.content[0].text.replace("\n", " "))
+
+try:
+    asyncio.run(asyncio.wait_for(main(), 30))
+except BaseException as e:
+    print("FAILED", type(e).__name__)
+"#;
+    let run = |token: &str| {
+        let out = Command::new(&python)
+            .args(["-c", program, &server.url, token])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let with = run(&server.token);
+    assert!(with.contains(SECRET), "{with}");
+    for token in ["", "wrong"] {
+        let without = run(token);
+        assert!(
+            !without.contains(SECRET) && without.contains("FAILED"),
+            "{without}"
+        );
+    }
+}
