@@ -49,6 +49,8 @@ pub enum TasksCmd {
 
 fn session_dir(cwd: &Path, session: Option<&str>) -> anyhow::Result<PathBuf> {
     let root = crate::store::project_root(cwd);
+    // Adopts this project's old-layout directory, as a session start would.
+    let _ = crate::store::open_project(&root)?;
     match session {
         Some(id) => {
             if !crate::store::valid_session_id(id) {

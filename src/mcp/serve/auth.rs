@@ -22,6 +22,9 @@ use rand::RngCore;
 pub struct Guard {
     token: Arc<str>,
     hosts: Arc<[String]>,
+    /// Bound to every interface (`0.0.0.0`, `::`): any IP literal with the port is this
+    /// server (a rebinding page's Host is a domain name, never an IP literal).
+    any_ip_port: Option<u16>,
 }
 
 impl Guard {
@@ -30,29 +33,38 @@ impl Guard {
         Self {
             token: token.into(),
             hosts: allowed_hosts(bound).into(),
+            any_ip_port: bound.ip().is_unspecified().then_some(bound.port()),
         }
     }
 
-    /// The `host:port` authorities a request may name (for rmcp's own Host check too).
-    pub fn hosts(&self) -> &[String] {
-        &self.hosts
+    /// The `host:port` authorities a request may name, for rmcp's own Host check;
+    /// `None` when that check must be off (bound to every interface: this guard checks).
+    pub fn hosts(&self) -> Option<&[String]> {
+        self.any_ip_port.is_none().then_some(&self.hosts)
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        self.hosts.iter().any(|a| a.eq_ignore_ascii_case(host))
+            || self
+                .any_ip_port
+                .is_some_and(|port| host.parse::<SocketAddr>().is_ok_and(|a| a.port() == port))
     }
 
     /// Why a request with these headers is refused, or `None` to let it through.
     pub fn refuse(&self, headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        if !host.is_some_and(|h| self.hosts.iter().any(|a| a.eq_ignore_ascii_case(h))) {
+        let Some(host) = host.filter(|h| self.host_allowed(h)) else {
             return Some((
                 StatusCode::FORBIDDEN,
                 "the Host header does not name this server's address",
             ));
-        }
+        };
         if let Some(origin) = headers.get(header::ORIGIN) {
-            let ok = origin.to_str().ok().is_some_and(|o| {
-                self.hosts
-                    .iter()
-                    .any(|a| o.eq_ignore_ascii_case(&format!("http://{a}")))
-            });
+            // Same origin only: the page must come from this very server.
+            let ok = origin
+                .to_str()
+                .ok()
+                .is_some_and(|o| o.eq_ignore_ascii_case(&format!("http://{host}")));
             if !ok {
                 return Some((
                     StatusCode::FORBIDDEN,
@@ -217,6 +229,31 @@ mod tests {
         ] {
             assert!(guard.refuse(&headers(&bad)).is_some(), "{bad:?} passed");
         }
+    }
+
+    #[test]
+    fn bound_to_every_interface_any_ip_literal_with_the_port_is_the_host() {
+        let guard = Guard::new("0.0.0.0:4100".parse().unwrap(), "t0ken");
+        assert!(guard.hosts().is_none());
+        let auth = ("authorization", "Bearer t0ken");
+        for ok in ["10.0.0.5:4100", "127.0.0.1:4100", "[::1]:4100"] {
+            assert!(
+                guard.refuse(&headers(&[("host", ok), auth])).is_none(),
+                "{ok}"
+            );
+        }
+        for bad in ["evil.example:4100", "10.0.0.5:4101", "10.0.0.5"] {
+            assert!(
+                guard.refuse(&headers(&[("host", bad), auth])).is_some(),
+                "{bad}"
+            );
+        }
+        let cross = [
+            ("host", "10.0.0.5:4100"),
+            ("origin", "http://127.0.0.1:4100"),
+            auth,
+        ];
+        assert!(guard.refuse(&headers(&cross)).is_some());
     }
 
     #[test]

@@ -37,13 +37,16 @@ pub async fn http(
     guard: Guard,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+    let config = match guard.hosts() {
+        Some(hosts) => config.with_allowed_hosts(hosts.to_vec()),
+        None => config.disable_allowed_hosts(),
+    };
     let service: StreamableHttpService<CrewServer, LocalSessionManager> =
         StreamableHttpService::new(
             move || Ok(CrewServer::new(backend.clone())),
             Default::default(),
-            StreamableHttpServerConfig::default()
-                .with_allowed_hosts(guard.hosts().to_vec())
-                .with_cancellation_token(stop.child_token()),
+            config,
         );
     let router =
         axum::Router::new()
