@@ -382,11 +382,15 @@ pub struct SessionInfo {
     pub title: String,
 }
 
-/// The sessions of a project, newest first.
+/// The sessions of a project, newest first: none unless its directory records this root
+/// (`store::owned_by`), so another project's sessions are never listed or resumed.
 pub fn list_sessions(project_root: &Path) -> Vec<SessionInfo> {
     let Some(dir) = crate::store::project_dir(project_root) else {
         return Vec::new();
     };
+    if !crate::store::owned_by(&dir, project_root) {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };

@@ -339,6 +339,8 @@ async fn in_plan_mode_write_tools_are_refused() {
 struct HttpServer {
     child: std::process::Child,
     url: String,
+    /// The bearer token it printed.
+    token: String,
 }
 
 impl Drop for HttpServer {
@@ -368,14 +370,22 @@ fn http_server(f: &Fixture, extra: &[&str]) -> HttpServer {
             break rest.trim().to_string();
         }
     };
+    let line = lines.next().expect("the server printed its token").unwrap();
+    let token = line
+        .split("Bearer ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_else(|| panic!("no token in {line:?}"))
+        .to_string();
     // Keep draining stderr so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    HttpServer { child, url }
+    HttpServer { child, url, token }
 }
 
-async fn http_client(url: &str) -> Client {
+async fn http_client(server: &HttpServer) -> Client {
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.to_string()),
+        StreamableHttpClientTransportConfig::with_uri(server.url.clone())
+            .auth_header(server.token.clone()),
     );
     ClientConfig::default().serve(transport).await.unwrap()
 }
@@ -389,7 +399,7 @@ async fn http_serves_the_same_tools_and_refuses_the_same_attacks() {
         "{}",
         server.url
     );
-    let client = http_client(&server.url).await;
+    let client = http_client(&server).await;
     lists_tools_and_reads(&client).await;
     attacks_write_nothing(&client, &f).await;
     client.cancel().await.unwrap();

@@ -1,7 +1,8 @@
 //! `crew mcp serve [--listen ADDR] [--mode MODE] [--model MODEL]`: crew as an MCP server
 //! (see `crate::mcp::serve`). Without `--listen` it speaks MCP on stdin/stdout; with it,
 //! streamable HTTP at `http://ADDR/mcp`, and prints the bound address on stderr (so
-//! `--listen 127.0.0.1:0` can be used).
+//! `--listen 127.0.0.1:0` can be used) with the bearer token every request must carry
+//! (also written, mode 600, to the token file; removed when the server stops).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::serve::{Backend, ServeConfig, ServeMode, transport};
+use crate::mcp::serve::{Backend, ServeConfig, ServeMode, auth, transport};
 
 /// `crew mcp serve` options.
 #[derive(Debug, Args)]
@@ -30,6 +31,10 @@ pub struct ServeArgs {
     /// The most model turns a delegated lead may take.
     #[arg(long, default_value_t = 100)]
     pub max_turns: u32,
+    /// With --listen: write the bearer token to this file (mode 600) instead of
+    /// `~/.crew/projects/<project>/mcp-serve/<port>.token`.
+    #[arg(long, value_name = "PATH", requires = "listen")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Runs the server until the client disconnects (stdio) or Ctrl-C (HTTP).
@@ -37,6 +42,7 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
     let mode = ServeMode::parse(args.mode.as_deref()).map_err(anyhow::Error::msg)?;
     let cwd = std::fs::canonicalize(cwd)
         .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
+    let project_root = crate::store::project_root(&cwd);
     let config = ServeConfig {
         cwd,
         mode,
@@ -53,14 +59,26 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
             let bound = listener
                 .local_addr()
                 .context("--listen: no local address")?;
+            let token = auth::new_token();
+            let token_file = match &args.token_file {
+                Some(path) => path.clone(),
+                None => auth::default_token_file(&project_root, bound.port())
+                    .context("cannot find the home directory for ~/.crew (set HOME)")?,
+            };
+            auth::write_token(&token_file, &token)?;
+            let _remove = RemoveOnDrop(token_file.clone());
             eprintln!(
                 "crew mcp serve: listening on http://{bound}{}",
                 transport::HTTP_PATH
             );
+            eprintln!(
+                "crew mcp serve: every request needs `Authorization: Bearer {token}` (the token is also in {}, mode 600)",
+                token_file.display()
+            );
             if !bound.ip().is_loopback() {
                 eprintln!(
-                    "crew mcp serve: WARNING: {bound} is not a loopback address and the server has no authentication; \
-                     whoever reaches it can use this project's tools with its permissions"
+                    "crew mcp serve: WARNING: {bound} is not a loopback address and the token travels unencrypted; \
+                     whoever sees it can use this project's tools with its permissions"
                 );
             }
             let stop = CancellationToken::new();
@@ -70,7 +88,8 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
                     on_signal.cancel();
                 }
             });
-            transport::http(backend.clone(), listener, stop).await
+            let guard = auth::Guard::new(bound, &token);
+            transport::http(backend.clone(), listener, guard, stop).await
         }
     };
     match Arc::try_unwrap(backend) {
@@ -78,4 +97,13 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
         Err(shared) => shared.delegates().stop_all().await,
     }
     served.map(|()| 0)
+}
+
+/// Removes the token file when the server stops: the token dies with it.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

@@ -17,6 +17,10 @@ pub enum SessionsCmd {
 pub fn run(cmd: SessionsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let SessionsCmd::List = cmd;
     let root = crate::store::project_root(cwd);
+    let (_, notice) = crate::store::open_project(&root)?;
+    if let Some(notice) = notice {
+        writeln!(out, "note: {notice}")?;
+    }
     let sessions = crate::transcript::list_sessions(&root);
     if sessions.is_empty() {
         writeln!(out, "no sessions for {} yet", root.display())?;

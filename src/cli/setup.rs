@@ -211,6 +211,12 @@ pub async fn prepare(
         session: hooks,
         by_agent_type,
     };
+    // This project's directory, claimed for its root (old-layout sessions adopted when
+    // they can only be this project's), before a session is chosen from it.
+    let (_, notice) = crate::store::open_project(&project_root)?;
+    if let Some(notice) = notice {
+        warn(notice);
+    }
     let (session_id, conversation) = choose_session(cli, &project_root)?;
     let resuming = cli.resume.is_some() || cli.continue_session;
     let transcript = crate::transcript::transcript_path(&project_root, &session_id)
@@ -385,8 +391,7 @@ fn new_session_id(cli: &Cli, project_root: &std::path::Path) -> anyhow::Result<S
     let Some(id) = &cli.session_id else {
         return Ok(uuid::Uuid::new_v4().to_string());
     };
-    let safe = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-    if id.is_empty() || id.len() > 64 || !id.chars().all(safe) {
+    if !crate::store::valid_session_id(id) {
         bail!("--session-id `{id}`: use 1 to 64 letters, digits, `-` or `_`");
     }
     let dir = crate::store::session_dir(project_root, id)
@@ -422,9 +427,16 @@ fn choose_session(
     let Some(id) = id else {
         return Ok((new_session_id(cli, project_root)?, Vec::new()));
     };
+    if !crate::store::valid_session_id(&id) {
+        bail!(
+            "--resume `{id}`: a session id is 1 to 64 letters, digits, `-` or `_` (see `crew sessions list`)"
+        );
+    }
     let path = crate::transcript::transcript_path(project_root, &id)
         .context("cannot find the home directory for ~/.crew (set HOME)")?;
-    if !path.is_file() {
+    let owned = crate::store::project_dir(project_root)
+        .is_some_and(|dir| crate::store::owned_by(&dir, project_root));
+    if !owned || !path.is_file() {
         bail!(
             "--resume {id}: no such session for {} (see `crew sessions list`)",
             project_root.display()

@@ -49,11 +49,18 @@ pub enum TasksCmd {
 
 fn session_dir(cwd: &Path, session: Option<&str>) -> anyhow::Result<PathBuf> {
     let root = crate::store::project_root(cwd);
+    // Adopts this project's old-layout directory, as a session start would.
+    let _ = crate::store::open_project(&root)?;
     match session {
         Some(id) => {
+            if !crate::store::valid_session_id(id) {
+                bail!("--session `{id}`: a session id is 1 to 64 letters, digits, `-` or `_`");
+            }
             let dir = crate::store::session_dir(&root, id)
                 .context("cannot find the home directory (set HOME)")?;
-            if !dir.is_dir() {
+            let owned =
+                crate::store::project_dir(&root).is_some_and(|p| crate::store::owned_by(&p, &root));
+            if !owned || !dir.is_dir() {
                 bail!("--session {id}: no such session for {}", root.display());
             }
             Ok(dir)

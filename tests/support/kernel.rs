@@ -30,6 +30,8 @@ pub enum Feature {
     Python3,
     /// A pids cgroup crew can make per command (process limits).
     PidsCgroup,
+    /// Running as root with `setpriv`, so a test can act as another local user (uid 65534).
+    OtherUser,
 }
 
 impl Feature {
@@ -44,6 +46,7 @@ impl Feature {
             Feature::Curl => "CREW_TEST_ALLOW_NO_CURL",
             Feature::Python3 => "CREW_TEST_ALLOW_NO_PYTHON3",
             Feature::PidsCgroup => "CREW_TEST_ALLOW_NO_PIDS_CGROUP",
+            Feature::OtherUser => "CREW_TEST_ALLOW_NO_OTHER_USER",
         }
     }
 
@@ -69,6 +72,16 @@ impl Feature {
                 .arg("-V")
                 .output()
                 .is_ok_and(|o| o.status.success()),
+            Feature::OtherUser => std::process::Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "id",
+                    "-u",
+                ])
+                .output()
+                .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"65534")),
         }
     }
 }

@@ -10,10 +10,14 @@
 //! chooses only the tool and its arguments: the call id, the caller, the mode and the
 //! working directory are the server's, and `_meta` or client capabilities are ignored.
 //!
-//! Modules: `backend` (the serving session and the crew tools), `delegate` (delegated
+//! Over HTTP a request needs the server's bearer token, the bound address as its Host and
+//! no foreign Origin (`auth`); stdio serves the one process that started it.
+//!
+//! Modules: `auth` (the HTTP listener's credential and Host/Origin checks), `backend` (the serving session and the crew tools), `delegate` (delegated
 //! leads as background tasks), `handler` (the rmcp `ServerHandler`), `transport` (stdio
 //! and HTTP).
 
+pub mod auth;
 pub mod backend;
 pub mod delegate;
 pub mod handler;
