@@ -155,6 +155,50 @@ async fn shipping_work_back_runs_no_driver_of_a_nested_repository() {
 }
 
 #[tokio::test]
+async fn shipping_work_back_runs_no_oddly_named_driver_from_an_included_file() {
+    let scene = Scene::new();
+    let lead = scene.root.join("lead");
+    lead_repo(&lead);
+    let (copy, base) = worker_copy(&scene, &lead).await;
+    let sub = copy.worktree.join("deep/er/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    write(&sub.join("f.txt"), "one\n");
+    git(&sub, &["add", "-A"]);
+    git(&sub, &["commit", "-q", "-m", "sub"]);
+    git(&copy.worktree, &["add", "deep"]);
+    git(&copy.worktree, &["commit", "-q", "-m", "add sub"]);
+    // The nested config only includes a file of the agent's, whose driver's name has
+    // dots, an equals sign and capitals (a `-c` override would split it wrongly).
+    let marker = scene.outside.join("odd-clean");
+    write(
+        &copy.worktree.join("drivers.inc"),
+        &format!(
+            "[filter \"My.odd=Name\"]\n\tclean = \"touch {}; cat\"\n",
+            marker.display()
+        ),
+    );
+    let mut config = std::fs::read_to_string(sub.join(".git/config")).unwrap();
+    config.push_str("[include]\n\tpath = ../../../../drivers.inc\n");
+    write(&sub.join(".git/config"), &config);
+    write(&sub.join(".gitattributes"), "* filter=My.odd=Name\n");
+    write(&sub.join("f.txt"), "two\n");
+    write(&copy.worktree.join("work.txt"), "done\n");
+
+    let committed = bundle::commit_all(&copy.worktree, "agent work").await;
+    scene.assert_nothing_ran();
+    assert!(committed.unwrap());
+    let (head, _) = bundle::since(&copy.repo, "task", &base)
+        .await
+        .unwrap()
+        .expect("the work is bundled");
+    assert_eq!(
+        git(&copy.repo, &["show", &format!("{head}:work.txt")]),
+        "done"
+    );
+}
+
+#[tokio::test]
 async fn shipping_work_back_runs_no_driver_of_the_worktree_config() {
     let scene = Scene::new();
     let lead = scene.root.join("lead");
