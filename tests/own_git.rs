@@ -376,3 +376,32 @@ fn adding_a_worktree_runs_no_checkout_driver_or_hook() {
     );
     scene.assert_nothing_ran();
 }
+
+#[test]
+fn crews_git_writes_only_below_the_trees_it_works_on() {
+    if !support::kernel::require(&[support::kernel::Feature::Landlock]) {
+        return;
+    }
+    let scene = Scene::new();
+    let lead = scene.root.join("lead");
+    lead_repo(&lead);
+    // A program git starts that no override names (an alias here; a driver from the
+    // user's own configuration in real life): it may write in the repository only.
+    let outside = scene.outside.join("escaped");
+    let inside = lead.join("stayed");
+    let alias = format!(
+        "alias.x=!touch '{}'; touch '{}'",
+        outside.display(),
+        inside.display()
+    );
+    let safe = crewmaster::worktree::safe_git::SafeGit::for_trees(&[&lead]).unwrap();
+    let out = safe
+        .confined_command(&lead, &[&lead])
+        .unwrap()
+        .args(["-c", &alias, "x"])
+        .output()
+        .unwrap();
+    assert!(inside.exists(), "{out:?}");
+    assert!(!outside.exists(), "{out:?}");
+    scene.assert_nothing_ran();
+}

@@ -50,21 +50,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
 }
 
 /// Runs git in `dir` through [`safe_git`] (no hook, filter, fsmonitor or other program
-/// that the configuration of `dir`, of `also` or of a repository nested in them names);
-/// returns stdout (trimmed).
+/// that the configuration of `dir` or of a repository nested in it names; writes
+/// confined to `dir` and its git directories); returns stdout (trimmed).
 async fn git(dir: &Path, args: &[&str]) -> Result<String, BundleError> {
     git_on(dir, &[], args).await
 }
 
-/// [`git`], also neutralizing the drivers of the trees `also` (a worktree the command in
-/// a bare repository checks out or removes).
+/// [`git`], also neutralizing the drivers of the trees `also` and letting the command
+/// write below them (the task directory a bare repository's `worktree add` or `remove`
+/// works in, the scratch directory a bundle is written to).
 async fn git_on(dir: &Path, also: &[&Path], args: &[&str]) -> Result<String, BundleError> {
     let shown = args.join(" ");
     let mut trees: Vec<PathBuf> = vec![dir.to_path_buf()];
     trees.extend(also.iter().map(|p| p.to_path_buf()));
-    let safe = tokio::task::spawn_blocking(move || {
+    let cwd = dir.to_path_buf();
+    let cmd = tokio::task::spawn_blocking(move || {
         let refs: Vec<&Path> = trees.iter().map(PathBuf::as_path).collect();
-        safe_git::SafeGit::for_trees(&refs)
+        safe_git::SafeGit::for_trees(&refs)?.confined_command(&cwd, &refs)
     })
     .await
     .map_err(|e| BundleError::Spawn {
@@ -76,7 +78,7 @@ async fn git_on(dir: &Path, also: &[&Path], args: &[&str]) -> Result<String, Bun
         dir: dir.to_path_buf(),
         stderr: e.to_string(),
     })?;
-    let mut cmd = Command::from(safe.command(dir));
+    let mut cmd = Command::from(cmd);
     let out = cmd
         .args(["-c", "user.name=crew", "-c", "user.email=crew@localhost"])
         .args(args)
@@ -106,13 +108,16 @@ pub async fn head_of(worktree: &Path) -> Result<(String, String), BundleError> {
 
 /// A bundle of `branch` (its whole history) from the repository at `repo`.
 pub async fn create(repo: &Path, branch: &str) -> Result<Vec<u8>, BundleError> {
-    let tmp = tempfile::Builder::new()
-        .suffix(".bundle")
-        .tempfile()
-        .map_err(io(repo))?;
-    let path = tmp.path().to_string_lossy().to_string();
-    git(repo, &["bundle", "create", "-q", &path, branch]).await?;
-    tokio::fs::read(tmp.path()).await.map_err(io(tmp.path()))
+    let scratch = tempfile::tempdir().map_err(io(repo))?;
+    let file = scratch.path().join("out.bundle");
+    let path = file.to_string_lossy().to_string();
+    git_on(
+        repo,
+        &[scratch.path()],
+        &["bundle", "create", "-q", &path, branch],
+    )
+    .await?;
+    tokio::fs::read(&file).await.map_err(io(&file))
 }
 
 /// Where a worker keeps one task: its bare repository and its worktree.
@@ -165,7 +170,7 @@ pub async fn checkout(
     let wt_s = copy.worktree.to_string_lossy().to_string();
     git_on(
         &copy.repo,
-        &[&copy.worktree],
+        &[&copy.dir],
         &["worktree", "add", "-q", &wt_s, branch],
     )
     .await?;
@@ -198,14 +203,17 @@ pub async fn since(
     if head == base {
         return Ok(None);
     }
-    let tmp = tempfile::Builder::new()
-        .suffix(".bundle")
-        .tempfile()
-        .map_err(io(repo))?;
-    let path = tmp.path().to_string_lossy().to_string();
+    let scratch = tempfile::tempdir().map_err(io(repo))?;
+    let file = scratch.path().join("out.bundle");
+    let path = file.to_string_lossy().to_string();
     let not_base = format!("^{base}");
-    git(repo, &["bundle", "create", "-q", &path, branch, &not_base]).await?;
-    let bytes = tokio::fs::read(tmp.path()).await.map_err(io(tmp.path()))?;
+    git_on(
+        repo,
+        &[scratch.path()],
+        &["bundle", "create", "-q", &path, branch, &not_base],
+    )
+    .await?;
+    let bytes = tokio::fs::read(&file).await.map_err(io(&file))?;
     Ok(Some((head, bytes)))
 }
 
@@ -244,7 +252,7 @@ pub async fn drop_worktree(copy: &TaskCopy) -> Result<(), BundleError> {
     let wt_s = copy.worktree.to_string_lossy().to_string();
     git_on(
         &copy.repo,
-        &[&copy.worktree],
+        &[&copy.dir],
         &["worktree", "remove", "--force", &wt_s],
     )
     .await?;

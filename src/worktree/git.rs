@@ -413,8 +413,9 @@ pub fn fast_forward(root: &Path, commit: Oid) -> Result<(), WorktreeError> {
 }
 
 /// Runs `git ARGS` in `cwd` through [`super::safe_git`] (no hook, filter, fsmonitor or
-/// other program the repository's or a nested repository's configuration names); a
-/// non-zero exit is an error carrying its stderr.
+/// other program the repository's or a nested repository's configuration names; writes
+/// confined to `cwd` and its git directories); a non-zero exit is an error carrying its
+/// stderr.
 fn run_git(cwd: &Path, args: &[&str]) -> Result<(), WorktreeError> {
     let command = format!("git {}", args.join(" "));
     let safe =
@@ -423,8 +424,14 @@ fn run_git(cwd: &Path, args: &[&str]) -> Result<(), WorktreeError> {
             cwd: cwd.to_path_buf(),
             stderr: e.to_string(),
         })?;
-    let out = safe
-        .command(cwd)
+    let mut cmd = safe
+        .confined_command(cwd, &[cwd])
+        .map_err(|e| WorktreeError::GitCommand {
+            command: command.clone(),
+            cwd: cwd.to_path_buf(),
+            stderr: e.to_string(),
+        })?;
+    let out = cmd
         .args(args)
         .output()
         .map_err(|e| WorktreeError::GitCommand {

@@ -14,6 +14,10 @@
 //!
 //! Drivers from the system and global configuration are the user's own (an installed
 //! Git LFS, say): an agent cannot write those files, so they stay in effect.
+//!
+//! A second layer, [`SafeGit::confined_command`]: Landlock (the write profile) lets the
+//! command write only below the trees it works on and their git directories, so a
+//! program git would start despite the overrides can write nowhere else.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -119,6 +123,14 @@ pub enum SafeGitError {
         /// What git said.
         stderr: String,
     },
+    /// The Landlock rules could not be built although the kernel has Landlock.
+    #[error("cannot confine git to {roots}: {source}")]
+    Confine {
+        /// The writable roots, joined.
+        roots: String,
+        /// The error.
+        source: crate::tools::landlock::SandboxError,
+    },
     /// Too many nested repositories or drivers.
     #[error(
         "{dir} holds more than {limit} {what}; crew refuses to run git on it: remove the nested repositories an agent created"
@@ -195,6 +207,58 @@ impl SafeGit {
                 .env(format!("GIT_CONFIG_VALUE_{i}"), value);
         }
         cmd
+    }
+}
+
+impl SafeGit {
+    /// [`command`](Self::command), confined with Landlock's write profile to writing
+    /// below `trees` (which must exist), their git directories (a linked worktree's
+    /// private one and the common one) and the harmless devices. Without Landlock in the
+    /// kernel the command runs with the overrides alone (logged at debug level).
+    pub fn confined_command(&self, cwd: &Path, trees: &[&Path]) -> Result<Command, SafeGitError> {
+        use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
+        let mut cmd = self.command(cwd);
+        let support = landlock::kernel_support();
+        if let KernelSupport::Unavailable(why) = support {
+            tracing::debug!("crew's git runs without Landlock: {why}");
+            return Ok(cmd);
+        }
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for tree in trees {
+            roots.push(tree.to_path_buf());
+            roots.extend(git_dirs(tree));
+        }
+        roots.sort();
+        roots.dedup();
+        let mut prepared =
+            PreparedLandlock::prepare(&roots, crate::tools::SandboxProfile::Write, support)
+                .map_err(|source| SafeGitError::Confine {
+                    roots: roots
+                        .iter()
+                        .map(|r| r.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    source,
+                })?;
+        // SAFETY: `apply` only makes system calls on the ruleset prepared above.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(move || prepared.apply());
+        }
+        Ok(cmd)
+    }
+}
+
+/// The git directories of the repository at `tree`: its own (`.git`, a linked
+/// worktree's `.git/worktrees/NAME`, or the bare repository) and the common one.
+fn git_dirs(tree: &Path) -> Vec<PathBuf> {
+    match git2::Repository::open(tree) {
+        Ok(repo) => {
+            let mut dirs = vec![repo.path().to_path_buf(), repo.commondir().to_path_buf()];
+            dirs.dedup();
+            dirs
+        }
+        Err(_) => Vec::new(),
     }
 }
 
