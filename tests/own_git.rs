@@ -155,6 +155,31 @@ async fn shipping_work_back_runs_no_driver_of_a_nested_repository() {
 }
 
 #[tokio::test]
+async fn a_nested_repository_moved_to_a_new_commit_is_still_shipped() {
+    let scene = Scene::new();
+    let lead = scene.root.join("lead");
+    lead_repo(&lead);
+    let (copy, base) = worker_copy(&scene, &lead).await;
+    let sub = copy.worktree.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    git(&sub, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    git(&copy.worktree, &["add", "sub"]);
+    git(&copy.worktree, &["commit", "-q", "-m", "add sub"]);
+    git(&sub, &["commit", "-q", "--allow-empty", "-m", "two"]);
+    let moved = git(&sub, &["rev-parse", "HEAD"]);
+
+    assert!(bundle::commit_all(&copy.worktree, "bump").await.unwrap());
+    let (head, _) = bundle::since(&copy.repo, "task", &base)
+        .await
+        .unwrap()
+        .unwrap();
+    let tree = git(&copy.repo, &["ls-tree", &head, "sub"]);
+    assert!(tree.contains(&moved), "{tree}");
+    scene.assert_nothing_ran();
+}
+
+#[tokio::test]
 async fn shipping_work_back_runs_no_oddly_named_driver_from_an_included_file() {
     let scene = Scene::new();
     let lead = scene.root.join("lead");

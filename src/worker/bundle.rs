@@ -182,9 +182,14 @@ pub async fn checkout(
 /// whether there was anything.
 pub async fn commit_all(worktree: &Path, message: &str) -> Result<bool, BundleError> {
     git(worktree, &["add", "-A"]).await?;
-    if git(worktree, &["diff", "--cached", "--quiet"])
-        .await
-        .is_ok()
+    // A moved gitlink counts (the overrides ignore submodules); a nested repository's
+    // own work tree is not looked at.
+    if git(
+        worktree,
+        &["diff", "--cached", "--quiet", "--ignore-submodules=dirty"],
+    )
+    .await
+    .is_ok()
     {
         return Ok(false);
     }

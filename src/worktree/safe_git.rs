@@ -303,7 +303,8 @@ fn drivers(repo: &Path) -> Result<Vec<(String, String)>, SafeGitError> {
             source,
         })?;
     // Exit 1: no key matched.
-    if !out.status.success() && !(out.status.code() == Some(1) && out.stdout.is_empty()) {
+    let nothing = out.status.code() == Some(1) && out.stdout.is_empty();
+    if !out.status.success() && !nothing {
         return Err(SafeGitError::Config {
             dir: repo.to_path_buf(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
