@@ -430,3 +430,36 @@ fn crews_git_writes_only_below_the_trees_it_works_on() {
     assert!(!outside.exists(), "{out:?}");
     scene.assert_nothing_ran();
 }
+
+#[tokio::test]
+async fn the_agents_read_only_git_status_runs_a_planted_filter_confined() {
+    // Default mode and speculation auto-allow `git status` as a read: it runs in the read
+    // profile, so a nested repository's planted filter runs but can write nowhere.
+    if !support::kernel::require(&[support::kernel::Feature::Landlock]) {
+        return;
+    }
+    use crewmaster::tools::{CommandSandbox, SandboxProfile, Tool, ToolContext};
+    let scene = Scene::new();
+    let project = scene.root.join("project");
+    lead_repo(&project);
+    let sub = project.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    write(&sub.join("f.txt"), "one\n");
+    git(&sub, &["add", "-A"]);
+    git(&sub, &["commit", "-q", "-m", "sub"]);
+    git(&project, &["add", "sub"]);
+    git(&project, &["commit", "-q", "-m", "add sub"]);
+    scene.plant_config(&sub.join(".git/config"), "sub");
+    write(&sub.join(".gitattributes"), ATTRIBUTES);
+    write(&sub.join("f.txt"), "two\n");
+
+    let mut ctx = ToolContext::new(&project, "lead");
+    ctx.sandbox = CommandSandbox::landlock(vec![project.clone()]).for_call(SandboxProfile::Read);
+    let out = crewmaster::tools::run_command::RunCommand::new()
+        .run(serde_json::json!({"command": "git status"}), ctx)
+        .await;
+    let out = format!("{out:?}");
+    assert!(out.contains("sub"), "{out}");
+    scene.assert_nothing_ran();
+}
