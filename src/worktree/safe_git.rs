@@ -158,10 +158,10 @@ impl SafeGit {
     pub fn for_trees(trees: &[&Path]) -> Result<Self, SafeGitError> {
         let mut names: Vec<(String, String)> = Vec::new();
         for tree in trees.iter().filter(|t| t.exists()) {
-            let mut repos = vec![tree.to_path_buf()];
-            repos.extend(nested_repositories(tree)?);
-            for repo in repos {
-                for found in drivers(&repo)? {
+            let mut repos = vec![(tree.to_path_buf(), false)];
+            repos.extend(nested_repositories(tree)?.into_iter().map(|r| (r, true)));
+            for (repo, nested) in repos {
+                for found in drivers(&repo, nested)? {
                     if !names.contains(&found) {
                         names.push(found);
                     }
@@ -285,9 +285,14 @@ fn base_command(cwd: &Path) -> Command {
 
 /// The (section, driver name) pairs that `repo`'s repository-level configuration defines
 /// (`local` and `worktree` scope, includes followed), asked of git itself so every file
-/// git would read is covered.
-fn drivers(repo: &Path) -> Result<Vec<(String, String)>, SafeGitError> {
-    let out = base_command(repo)
+/// git would read is covered. A `nested` repository is asked the way git asks it for
+/// its status (`GIT_DIR=.git` in its directory), so both read the same files.
+fn drivers(repo: &Path, nested: bool) -> Result<Vec<(String, String)>, SafeGitError> {
+    let mut cmd = base_command(repo);
+    if nested {
+        cmd.env("GIT_DIR", ".git");
+    }
+    let out = cmd
         .args([
             "config",
             "--includes",
