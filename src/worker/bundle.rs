@@ -1,12 +1,15 @@
 //! Moving a repository between lead and worker as git bundles (the git CLI): the lead
 //! bundles the commit a task starts from, the worker checks it out in a linked worktree
 //! of its own bare repository, commits what the agent left and bundles `base..branch`,
-//! and the lead fetches that into the task's worktree. Every git here runs with hooks
-//! and fsmonitor off, so nothing an agent wrote into a repository runs as this process.
+//! and the lead fetches that into the task's worktree. Every git here is started through
+//! [`safe_git`], so no hook, filter driver, fsmonitor or other program that an agent wrote
+//! into a repository's configuration (or a nested repository's) runs as this process.
 
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
+
+use crate::worktree::safe_git;
 
 /// Why a bundle operation failed; names the git command and its output.
 #[derive(Debug, thiserror::Error)]
@@ -46,23 +49,39 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
     }
 }
 
-/// Runs git in `dir` with hooks and fsmonitor off; returns stdout (trimmed).
+/// Runs git in `dir` through [`safe_git`] (no hook, filter, fsmonitor or other program
+/// that the configuration of `dir` or of a repository nested in it names; writes
+/// confined to `dir` and its git directories); returns stdout (trimmed).
 async fn git(dir: &Path, args: &[&str]) -> Result<String, BundleError> {
+    git_on(dir, &[], args).await
+}
+
+/// [`git`], also neutralizing the drivers of the trees `also` and letting the command
+/// write below them (the task directory a bare repository's `worktree add` or `remove`
+/// works in, the scratch directory a bundle is written to).
+async fn git_on(dir: &Path, also: &[&Path], args: &[&str]) -> Result<String, BundleError> {
     let shown = args.join(" ");
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "user.name=crew",
-            "-c",
-            "user.email=crew@localhost",
-        ])
+    let mut trees: Vec<PathBuf> = vec![dir.to_path_buf()];
+    trees.extend(also.iter().map(|p| p.to_path_buf()));
+    let cwd = dir.to_path_buf();
+    let cmd = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&Path> = trees.iter().map(PathBuf::as_path).collect();
+        safe_git::SafeGit::for_trees(&refs)?.confined_command(&cwd, &refs)
+    })
+    .await
+    .map_err(|e| BundleError::Spawn {
+        args: shown.clone(),
+        source: std::io::Error::other(e.to_string()),
+    })?
+    .map_err(|e| BundleError::Git {
+        args: shown.clone(),
+        dir: dir.to_path_buf(),
+        stderr: e.to_string(),
+    })?;
+    let mut cmd = Command::from(cmd);
+    let out = cmd
+        .args(["-c", "user.name=crew", "-c", "user.email=crew@localhost"])
         .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
         .kill_on_drop(true)
         .output()
         .await
@@ -89,13 +108,16 @@ pub async fn head_of(worktree: &Path) -> Result<(String, String), BundleError> {
 
 /// A bundle of `branch` (its whole history) from the repository at `repo`.
 pub async fn create(repo: &Path, branch: &str) -> Result<Vec<u8>, BundleError> {
-    let tmp = tempfile::Builder::new()
-        .suffix(".bundle")
-        .tempfile()
-        .map_err(io(repo))?;
-    let path = tmp.path().to_string_lossy().to_string();
-    git(repo, &["bundle", "create", "-q", &path, branch]).await?;
-    tokio::fs::read(tmp.path()).await.map_err(io(tmp.path()))
+    let scratch = tempfile::tempdir().map_err(io(repo))?;
+    let file = scratch.path().join("out.bundle");
+    let path = file.to_string_lossy().to_string();
+    git_on(
+        repo,
+        &[scratch.path()],
+        &["bundle", "create", "-q", &path, branch],
+    )
+    .await?;
+    tokio::fs::read(&file).await.map_err(io(&file))
 }
 
 /// Where a worker keeps one task: its bare repository and its worktree.
@@ -146,7 +168,12 @@ pub async fn checkout(
     git(&copy.repo, &["rev-parse", "--verify", "-q", &commit]).await?;
     git(&copy.repo, &["branch", branch, base]).await?;
     let wt_s = copy.worktree.to_string_lossy().to_string();
-    git(&copy.repo, &["worktree", "add", "-q", &wt_s, branch]).await?;
+    git_on(
+        &copy.repo,
+        &[&copy.dir],
+        &["worktree", "add", "-q", &wt_s, branch],
+    )
+    .await?;
     let _ = tokio::fs::remove_file(&file).await;
     Ok(())
 }
@@ -155,9 +182,14 @@ pub async fn checkout(
 /// whether there was anything.
 pub async fn commit_all(worktree: &Path, message: &str) -> Result<bool, BundleError> {
     git(worktree, &["add", "-A"]).await?;
-    if git(worktree, &["diff", "--cached", "--quiet"])
-        .await
-        .is_ok()
+    // A moved gitlink counts (the overrides ignore submodules); a nested repository's
+    // own work tree is not looked at.
+    if git(
+        worktree,
+        &["diff", "--cached", "--quiet", "--ignore-submodules=dirty"],
+    )
+    .await
+    .is_ok()
     {
         return Ok(false);
     }
@@ -176,14 +208,17 @@ pub async fn since(
     if head == base {
         return Ok(None);
     }
-    let tmp = tempfile::Builder::new()
-        .suffix(".bundle")
-        .tempfile()
-        .map_err(io(repo))?;
-    let path = tmp.path().to_string_lossy().to_string();
+    let scratch = tempfile::tempdir().map_err(io(repo))?;
+    let file = scratch.path().join("out.bundle");
+    let path = file.to_string_lossy().to_string();
     let not_base = format!("^{base}");
-    git(repo, &["bundle", "create", "-q", &path, branch, &not_base]).await?;
-    let bytes = tokio::fs::read(tmp.path()).await.map_err(io(tmp.path()))?;
+    git_on(
+        repo,
+        &[scratch.path()],
+        &["bundle", "create", "-q", &path, branch, &not_base],
+    )
+    .await?;
+    let bytes = tokio::fs::read(&file).await.map_err(io(&file))?;
     Ok(Some((head, bytes)))
 }
 
@@ -220,6 +255,11 @@ pub async fn fetch_into(
 /// Removes a task's worktree but keeps its repository (and so its branch).
 pub async fn drop_worktree(copy: &TaskCopy) -> Result<(), BundleError> {
     let wt_s = copy.worktree.to_string_lossy().to_string();
-    git(&copy.repo, &["worktree", "remove", "--force", &wt_s]).await?;
+    git_on(
+        &copy.repo,
+        &[&copy.dir],
+        &["worktree", "remove", "--force", &wt_s],
+    )
+    .await?;
     Ok(())
 }

@@ -1,11 +1,12 @@
-//! The git operations behind the worktree manager, on git2 (libgit2) except one step:
-//! moving the user's checkout to a merge result is done by the `git` program
-//! (`git merge --ff-only`), because git2 has no safe equivalent of git's two-way checkout
-//! that keeps unrelated local changes, updates the reflog and runs no half-way.
+//! The git operations behind the worktree manager, on git2 (libgit2), which runs no hook,
+//! filter driver, textconv or fsmonitor, except one step: moving the user's checkout to a
+//! merge result is done by the `git` program (`git merge --ff-only`, started through
+//! [`super::safe_git`] so it too runs nothing the configuration names), because git2 has
+//! no safe equivalent of git's two-way checkout that keeps unrelated local changes,
+//! updates the reflog and runs no half-way.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use git2::{BranchType, DiffOptions, Oid, Repository, StatusOptions, WorktreePruneOptions};
 
@@ -411,13 +412,27 @@ pub fn fast_forward(root: &Path, commit: Oid) -> Result<(), WorktreeError> {
     )
 }
 
-/// Runs `git ARGS` in `cwd`; a non-zero exit is an error carrying its stderr.
+/// Runs `git ARGS` in `cwd` through [`super::safe_git`] (no hook, filter, fsmonitor or
+/// other program the repository's or a nested repository's configuration names; writes
+/// confined to `cwd` and its git directories); a non-zero exit is an error carrying its
+/// stderr.
 fn run_git(cwd: &Path, args: &[&str]) -> Result<(), WorktreeError> {
     let command = format!("git {}", args.join(" "));
-    let out = Command::new("git")
+    let safe =
+        super::safe_git::SafeGit::for_trees(&[cwd]).map_err(|e| WorktreeError::GitCommand {
+            command: command.clone(),
+            cwd: cwd.to_path_buf(),
+            stderr: e.to_string(),
+        })?;
+    let mut cmd = safe
+        .confined_command(cwd, &[cwd])
+        .map_err(|e| WorktreeError::GitCommand {
+            command: command.clone(),
+            cwd: cwd.to_path_buf(),
+            stderr: e.to_string(),
+        })?;
+    let out = cmd
         .args(args)
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| WorktreeError::GitCommand {
             command: command.clone(),
