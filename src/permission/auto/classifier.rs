@@ -38,8 +38,12 @@ pub const CLASSIFIER_AGENT: &str = "classifier";
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many of the user's most recent messages the classifier sees.
 const RECENT_MESSAGES: usize = 3;
-/// How much of one message, the task or the arguments the classifier sees.
+/// How much of one message or the task the classifier sees (context, clipped).
 const MAX_FIELD_CHARS: usize = 4000;
+/// The longest call (tool name, arguments, target) the classifier is shown whole. A call
+/// is never clipped: one longer than this is not put to the classifier at all but asked
+/// ([`unseen`]), because an allow must cover every character that runs.
+pub const MAX_CALL_CHARS: usize = 64_000;
 /// The classifier's output limit: a decision and a sentence.
 const MAX_TOKENS: u32 = 300;
 
@@ -225,6 +229,19 @@ impl Judgement {
     }
 }
 
+/// Why `call` cannot be put to the classifier whole (`None`: it can). Such a call is
+/// asked like one the classifier cannot judge; headless, that is a denial.
+pub fn unseen(call: &ToolCall, decision: &Decision) -> Option<String> {
+    let shown = call.name.chars().count()
+        + call.arguments.chars().count()
+        + decision.target.as_deref().map_or(0, |t| t.chars().count());
+    (shown > MAX_CALL_CHARS).then(|| {
+        format!(
+            "the call is {shown} characters long, more than the {MAX_CALL_CHARS} auto mode's classifier is shown, so it is not allowed on the classifier's word"
+        )
+    })
+}
+
 /// The classifier request for one call.
 pub fn request(model: &str, call: &ToolCall, decision: &Decision, intent: &Intent) -> ModelRequest {
     let mut text = String::new();
@@ -249,9 +266,9 @@ pub fn request(model: &str, call: &ToolCall, decision: &Decision, intent: &Inten
         .unwrap_or_else(|| "unknown".into());
     text.push_str(&format!(
         "<tool_call>\ntool: {}\ncategory: {category}\ntarget: {}\narguments: {}\nwhy it was not allowed outright: {}\n</tool_call>\n",
-        data(&call.name),
-        data(decision.target.as_deref().unwrap_or("")),
-        data(&call.arguments),
+        whole(&call.name),
+        whole(decision.target.as_deref().unwrap_or("")),
+        whole(&call.arguments),
         data(&decision.reason),
     ));
     text.push_str("Decide now. Answer with the JSON object only.");
@@ -273,6 +290,9 @@ pub async fn classify(
     intent: &Intent,
     cancel: &CancellationToken,
 ) -> Judgement {
+    if let Some(why) = unseen(call, decision) {
+        return Judgement::deny(why, Usage::default());
+    }
     let req = request(&config.model, call, decision, intent);
     let mut usage = Usage::default();
     let mut text = String::new();
@@ -354,6 +374,12 @@ pub fn parse(text: &str) -> Result<(Verdict, String), String> {
 /// Text placed inside the prompt's tags, unable to close them.
 fn data(text: &str) -> String {
     clip(text).replace("</", "<\\/")
+}
+
+/// The call's own text, whole (what is allowed must have been seen), unable to close
+/// the tags.
+fn whole(text: &str) -> String {
+    text.replace("</", "<\\/")
 }
 
 fn clip(text: &str) -> String {
@@ -447,5 +473,65 @@ mod tests {
         };
         assert!(text.contains("fix the build") && text.contains("category: exec"));
         assert_eq!(text.matches("</tool_call>").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn the_call_is_shown_whole_and_a_longer_one_is_not_put_to_the_classifier() {
+        let call = |len: usize| ToolCall {
+            id: "1".into(),
+            name: "run_command".into(),
+            arguments: format!(r#"{{"command":"echo {} ; touch PWNED"}}"#, "a".repeat(len)),
+        };
+        let d = Decision::new(Verdict::Ask, Source::Mode, "asks");
+        // Longer than the old 4,000-character cut, still shown whole, tail included.
+        let req = request("m", &call(10_000), &d, &Intent::default());
+        let sent = req.messages.to_vec();
+        let ContentBlock::Text { text } = &sent[0].content[0] else {
+            panic!("text expected");
+        };
+        assert!(text.contains("touch PWNED") && !text.contains("[cut]"));
+        assert!(unseen(&call(10_000), &d).is_none());
+        let why = unseen(&call(MAX_CALL_CHARS), &d).expect("too long to be shown");
+        assert!(
+            why.contains("not allowed on the classifier's word"),
+            "{why}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_longer_than_shown_is_denied_without_asking_the_model() {
+        // A provider that would allow anything: it must not be asked at all.
+        let script = crate::provider::scripted::ScriptedProvider::parse(
+            r#"{"turns":[{"text":"{\"decision\":\"allow\",\"reason\":\"fine\"}"}]}"#,
+            std::path::Path::new("test"),
+        )
+        .unwrap();
+        let scripted = crate::provider::scripted::ScriptedProvider::new(script);
+        let provider: Arc<dyn Provider> = Arc::new(scripted.clone());
+        let config = ClassifierConfig {
+            provider,
+            model: "m".into(),
+            timeout: DEFAULT_TIMEOUT,
+        };
+        let call = ToolCall {
+            id: "1".into(),
+            name: "run_command".into(),
+            arguments: format!(
+                r#"{{"command":"echo {} ; touch PWNED"}}"#,
+                "a".repeat(MAX_CALL_CHARS)
+            ),
+        };
+        let d = Decision::new(Verdict::Ask, Source::Mode, "asks");
+        let j = classify(
+            &config,
+            &call,
+            &d,
+            &Intent::default(),
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(j.allow.is_none(), "{}", j.reason);
+        assert!(j.reason.contains("characters long"), "{}", j.reason);
+        assert!(scripted.requests().is_empty(), "the classifier was asked");
     }
 }
