@@ -227,7 +227,7 @@ mod tests {
             (PermissionMode::Default, false),
             (PermissionMode::AcceptEdits, false),
             (PermissionMode::BypassPermissions, false),
-            (PermissionMode::Plan, false),
+            (PermissionMode::Strict, false),
         ] {
             let mut s = spawn();
             s.mode = mode;
