@@ -82,3 +82,66 @@ fn a_remote_subagents_calls_go_to_the_leads_classifier_in_auto() {
         "{log}"
     );
 }
+
+#[test]
+fn a_remote_teammates_calls_go_to_the_leads_classifier_in_auto() {
+    let f = fixture(&[("far", &remote_agent("far", "run_command"))]);
+    let worker = start_worker(&f.home, &f.cookie, "a", 1);
+    let spawn = serde_json::json!({"tool_calls": [{"name": "agent", "input": {
+        "description": "remote mate", "prompt": "do the remote part",
+        "subagent_type": "far", "name": "alice"}}]});
+    let script = serde_json::json!({
+        "turns": [spawn, {"text": "started"}, {"text": "read"}, {"text": "read"}],
+        "agents": {
+            "alice": {"turns": [
+                command("touch denied-mate.txt"),
+                command("touch allowed-mate.txt"),
+                {"text": "alice done"},
+            ]},
+            "classifier": {"turns": [
+                answer("allow", "the teammate serves the task"),
+                answer("deny", "the task needs no denied-mate.txt"),
+                answer("allow", "allowed-mate.txt serves the task"),
+            ]}
+        }
+    });
+    let out = lead(
+        &f.root,
+        &f.home,
+        &script,
+        &[worker.addr.as_str()],
+        &f.cookie,
+        &["--permission-mode", "auto", "--output-format", "json"],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let result: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON result: {all}"));
+    let auto = &result["auto_mode"];
+    let decisions = auto["decisions"].as_array().unwrap();
+    assert_eq!(decisions.len(), 3, "{auto}\n{all}");
+    for d in &decisions[1..] {
+        assert!(d["agent"].as_str().unwrap().contains("alice"), "{d}");
+    }
+    assert_eq!(decisions[1]["decision"], "deny");
+    assert_eq!(decisions[2]["decision"], "allow");
+    // What came back: the allowed write on alice's branch, the denied one nowhere.
+    let files = git(&f.root, &["log", "--all", "--name-only", "--format="]);
+    assert!(files.contains("allowed-mate.txt"), "{files}\n{all}");
+    assert!(!files.contains("denied-mate.txt"), "{files}");
+    for dir in [&f.root, &f.home] {
+        let found = std::process::Command::new("find")
+            .arg(dir)
+            .args(["-name", "denied-mate.txt"])
+            .output()
+            .unwrap();
+        assert!(
+            found.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&found.stdout)
+        );
+    }
+}
