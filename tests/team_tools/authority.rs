@@ -175,3 +175,67 @@ fn a_sandboxed_command_cannot_take_the_team_lock_and_todo_add_stays_prompt() {
         assert!(teams[0].join("todos/2.json").exists());
     }
 }
+
+/// Something outside every sandbox (here: this test) holds the team's lock: the lead's
+/// `todo_add` is told so after the bound, naming the lock file, instead of waiting.
+#[test]
+fn a_lock_held_by_a_stranger_is_reported_after_the_bound_not_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, proj) = (base.join("home"), base.join("proj"));
+    std::fs::create_dir_all(&home).unwrap();
+    support::put(&proj, "README.md", "# p\n");
+    let (started, locked) = (base.join("turn2.started"), base.join("locked"));
+    let call = |name: &str, input: Value| json!({"name": name, "input": input});
+    let script = json!({"turns": [
+        {"tool_calls": [call("todo_add", json!({"subject": "first"}))]},
+        {"touch": started.to_str().unwrap(), "wait_for": locked.to_str().unwrap(),
+         "tool_calls": [call("todo_add", json!({"subject": "second"}))]},
+        {"text": "done"}
+    ]});
+    let run = {
+        let (proj, home) = (proj.clone(), home.clone());
+        std::thread::spawn(move || {
+            support::crew_scripted_output(
+                &proj,
+                &home,
+                &script,
+                &["-p", "plan", "--output-format", "json"],
+            )
+        })
+    };
+    support::wait_until_blocking("the second turn to start", || started.exists());
+    let lock_path = std::fs::read_dir(home.join(".crew/teams"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("todos.lock");
+    let file = std::fs::File::open(&lock_path).unwrap();
+    let _held = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let t = Instant::now();
+    std::fs::write(&locked, "").unwrap();
+    let (out, requests) = run.join().unwrap();
+    let took = t.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = last_tool_results(requests.last().expect("a recorded request"));
+    let (is_error, text) = results
+        .last()
+        .expect("the second todo_add's result")
+        .clone();
+    assert!(is_error, "{text}");
+    assert!(text.contains(&lock_path.display().to_string()), "{text}");
+    assert!(text.contains("still locked"), "{text}");
+    assert!(
+        took >= Duration::from_secs(4) && took < Duration::from_secs(20),
+        "took {took:?}"
+    );
+    assert!(!lock_path.with_file_name("todos").join("2.json").exists());
+}
