@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use support::{committed_repo, crew, put};
 
+/// Auto mode sees everything it allows (tests/auto_mode/seen.rs).
+#[path = "auto_mode/seen.rs"]
+mod seen;
+
 struct Run {
     result: Value,
     requests: Vec<Value>,

@@ -14,6 +14,11 @@ use crewmaster::team::{Member, MemberName, Team, TeamHandle, TodoId, TodoStatus}
 use crewmaster::tools::{Registry, ToolContext, ToolError, orchestration_tools};
 use serde_json::{Value, json};
 
+/// Who may change an item's owner; the team's lock out of sandboxes' reach
+/// (tests/team_tools/authority.rs).
+#[path = "team_tools/authority.rs"]
+mod authority;
+
 fn name(s: &str) -> MemberName {
     MemberName::parse(s).unwrap()
 }

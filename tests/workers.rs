@@ -11,6 +11,9 @@ use std::process::{Command, Stdio};
 use support::worker::{WorkerProcess, start_worker, start_worker_with, write_cookie};
 use support::{git, put};
 
+/// A remote subagent under a lead in auto (tests/workers/auto.rs).
+#[path = "workers/auto.rs"]
+mod auto;
 /// A worker or the lead dying mid-run (tests/workers/failures.rs).
 #[path = "workers/failures.rs"]
 mod failures;

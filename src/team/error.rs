@@ -45,6 +45,17 @@ pub enum TeamError {
         #[source]
         source: nix::errno::Errno,
     },
+    /// The lock file was held by something else for longer than crew waits.
+    #[error(
+        "{path} is still locked after {} ms: something other than this team's own updates holds it (find it with `fuser -v {path}` and stop it), then retry",
+        .waited.as_millis()
+    )]
+    LockHeld {
+        /// The lock file.
+        path: PathBuf,
+        /// How long crew waited.
+        waited: std::time::Duration,
+    },
     /// A JSON file is torn or not what the store wrote.
     #[error("{path} is not a valid team file ({source}); fix or remove it")]
     Corrupt {
@@ -95,6 +106,30 @@ pub enum TeamError {
         id: TodoId,
         /// Its current owner.
         owner: String,
+    },
+    /// A teammate tried to claim an item assigned to somebody else.
+    #[error(
+        "item {id} is assigned to {owner}: only the lead or the current owner ({owner}) may change the owner of item {id}, so {by} cannot claim it"
+    )]
+    Assigned {
+        /// The item.
+        id: TodoId,
+        /// Its current owner.
+        owner: String,
+        /// Who tried to claim it.
+        by: String,
+    },
+    /// A teammate tried to give an item nobody owns to somebody else.
+    #[error(
+        "only the lead or the current owner may change the owner of item {id}; it has none, so {by} may claim it for itself but not assign it to {to}"
+    )]
+    OwnerChange {
+        /// The item.
+        id: TodoId,
+        /// Who tried.
+        by: String,
+        /// The owner it named.
+        to: String,
     },
     /// A status change the work list does not allow.
     #[error("item {id}: status cannot go from {from} to {to}")]

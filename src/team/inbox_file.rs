@@ -161,26 +161,26 @@ impl Inbox {
                 .open(&self.lock_path)
                 .map_err(io_at(&self.lock_path))?,
         };
-        let arg = match wait {
-            Wait::Block => FlockArg::LockExclusive,
-            Wait::Try => FlockArg::LockExclusiveNonblock,
-        };
-        let flock = loop {
-            match Flock::lock(file, arg) {
-                Ok(flock) => break flock,
-                // A signal interrupted the wait: wait again.
-                Err((back, Errno::EINTR)) => file = back,
-                Err((back, Errno::EWOULDBLOCK)) if wait == Wait::Try => {
-                    state.lock = Some(back);
-                    return Ok(None);
+        let flock = match wait {
+            // Bounded: a stranger holding the inbox's lock is reported, not waited on.
+            Wait::Block => super::lock::flock_within(file, &self.lock_path, super::lock::BOUND)?,
+            Wait::Try => loop {
+                match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                    Ok(flock) => break flock,
+                    // A signal interrupted the attempt: try again.
+                    Err((back, Errno::EINTR)) => file = back,
+                    Err((back, Errno::EWOULDBLOCK)) => {
+                        state.lock = Some(back);
+                        return Ok(None);
+                    }
+                    Err((_, source)) => {
+                        return Err(TeamError::Lock {
+                            path: self.lock_path.clone(),
+                            source,
+                        });
+                    }
                 }
-                Err((_, source)) => {
-                    return Err(TeamError::Lock {
-                        path: self.lock_path.clone(),
-                        source,
-                    });
-                }
-            }
+            },
         };
         Ok(Some(Held {
             inbox: self,

@@ -11,12 +11,17 @@
 //! *.lock                 flock(2) lock files that serialise writers across processes
 //! ```
 //!
+//! Who may change a work-list item is decided in `authority.rs`; a lock is waited for at
+//! most `lock::BOUND`, and the whole directory is hidden from every sandboxed command
+//! (`tools::sandbox::hidden`).
+//!
 //! Every operation is synchronous and may block on a lock or an fsync: actors call it from
 //! `tokio::task::spawn_blocking` (the inbox's `try_*` operations never wait, for the actors'
 //! hot path). Every file is written with [`store::write_atomic`] except the inboxes, which
 //! are appended under a lock and fsynced by group commit (inbox.rs).
 
 pub mod actor;
+mod authority;
 mod error;
 mod flusher;
 pub mod handle;

@@ -58,30 +58,15 @@ impl Team {
     }
 
     /// Changes item `id` on behalf of `by` (the lead may change anyone's item); returns it as
-    /// saved. Refused, with nothing written: claiming a blocked item (naming its blockers) or
-    /// one somebody else holds, unknown ids, cycles in `blocked_by`, invalid transitions.
+    /// saved. Refused, with nothing written: a teammate changing an item somebody else owns
+    /// (claiming one assigned to another included) or giving an unowned one away (see
+    /// `authority`), claiming a blocked item (naming its blockers), unknown ids, cycles in
+    /// `blocked_by`, invalid transitions.
     pub fn update_todo(&self, by: &MemberName, id: TodoId, update: TodoUpdate) -> Result<TodoItem> {
         let _locked = self.lock_todos()?;
         let items = self.load_todos()?;
         let mut item = items.get(&id).cloned().ok_or_else(|| unknown("id", id))?;
-        let claiming = update.status == Some(TodoStatus::InProgress);
-
-        if let Some(holder) = item.owner.clone().filter(|o| o != by)
-            && item.status == TodoStatus::InProgress
-        {
-            if claiming && (update.owner.is_none() || !by.is_lead()) {
-                return Err(TeamError::AlreadyClaimed {
-                    id,
-                    owner: holder.to_string(),
-                });
-            }
-            if !by.is_lead() {
-                return Err(TeamError::NotOwner {
-                    id,
-                    owner: holder.to_string(),
-                });
-            }
-        }
+        super::authority::authorize(&item, by, &update)?;
 
         if !update.add_blocked_by.is_empty() {
             if !item.status.is_open() {

@@ -3,8 +3,9 @@
 //! subagents and teammates (and overflow when its local slots are full) there. The
 //! repository travels as git bundles over the cluster connection; each remote run has its
 //! own permission engine, gate and executor on the worker, with the lead's rules and the
-//! worker's Landlock sandbox: a subagent under dontAsk, a teammate in the mode it shares
-//! with the lead, its Asks answered by the lead's approver for one call at a time.
+//! worker's Landlock sandbox: a subagent under dontAsk (in auto when the lead is, its
+//! Asks judged by the lead's classifier), a teammate in the mode it shares with the lead,
+//! its Asks answered by the lead's approver for one call at a time.
 //!
 //! - [`protocol`]: the wire messages and their encoding.
 //! - [`node`]: the worker node (`crew worker`).
@@ -18,6 +19,8 @@
 //! - [`teammate_node`]: the worker node's links to its teammates.
 //! - [`teammate_run`]: that teammate on the worker (mail in, mail out, idle checkpoints).
 //! - [`remote_ask`]: its Asks, answered by the lead's approver, one call at a time.
+//! - [`remote_judge`]: a remote subagent's Asks under a lead in auto, judged by the
+//!   lead's classifier.
 //! - [`team_wire`]: their wire types.
 //! - [`bundle`]: git bundles both ways.
 //! - [`placement`]: the definition field.
@@ -32,6 +35,7 @@ pub mod placement;
 pub mod pool;
 pub mod protocol;
 pub mod remote_ask;
+pub mod remote_judge;
 pub mod remote_run;
 pub mod remote_task;
 pub mod remote_teammate;

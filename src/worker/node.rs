@@ -78,6 +78,8 @@ pub struct WorkerState {
     kept: HashMap<String, String>,
     /// Running teammates: where their mail goes, and their Asks waiting for the lead.
     teammates: HashMap<String, super::teammate_node::Link>,
+    /// Running subagents' Asks waiting for the lead (only auto-mode ones ever ask).
+    asks: HashMap<String, std::sync::Arc<super::remote_ask::AskRelay>>,
 }
 
 impl Actor for WorkerNode {
@@ -97,6 +99,7 @@ impl Actor for WorkerNode {
             running: HashMap::new(),
             kept: HashMap::new(),
             teammates: HashMap::new(),
+            asks: HashMap::new(),
         })
     }
 
@@ -114,7 +117,11 @@ impl Actor for WorkerNode {
                 if let Some((dir, cancel)) = begin(state, &spawn, "task") {
                     let (task_id, lead) = (spawn.task_id.clone(), spawn.lead.clone());
                     let node = state.node.clone();
-                    let run = remote_run::run(*spawn, dir, node.clone(), cancel, reporter(&lead));
+                    let report = reporter(&lead);
+                    // An auto-mode subagent's Asks wait here for the lead's answers.
+                    let asks = super::remote_ask::AskRelay::new(&task_id, report.clone());
+                    state.asks.insert(task_id.clone(), asks.clone());
+                    let run = remote_run::run(*spawn, dir, node.clone(), cancel, report, asks);
                     run_then_end(myself.clone(), task_id, lead, node, "the run", run);
                 }
             }
@@ -134,9 +141,15 @@ impl Actor for WorkerNode {
             WorkerMsg::Remote(ToWorker::Mail(mail)) => {
                 super::teammate_node::mail(&state.teammates, mail);
             }
-            WorkerMsg::Remote(ToWorker::AskAnswer(answer)) => {
-                super::teammate_node::answer(&state.teammates, answer);
-            }
+            WorkerMsg::Remote(ToWorker::AskAnswer(answer)) => match state.asks.get(&answer.task_id)
+            {
+                Some(relay) => {
+                    if let Err(e) = relay.answer(&answer.ask_id, answer.answer) {
+                        tracing::warn!("refused an AskAnswer for task {}: {e}", answer.task_id);
+                    }
+                }
+                None => super::teammate_node::answer(&state.teammates, answer),
+            },
             WorkerMsg::Remote(ToWorker::Stop { task_id }) => {
                 if let Some((cancel, _)) = state.running.get(&task_id) {
                     cancel.cancel();
@@ -158,6 +171,7 @@ impl Actor for WorkerNode {
             } => {
                 state.running.remove(&task_id);
                 state.teammates.remove(&task_id);
+                state.asks.remove(&task_id);
                 tracing::info!("task {task_id}: ended ({:?})", result.status);
                 state.kept.insert(task_id.clone(), lead.clone());
                 if !to_lead(&lead, ToLead::Finished(*result)) {

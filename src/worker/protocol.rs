@@ -13,14 +13,16 @@ use tokio::sync::oneshot;
 
 pub use super::team_wire::{AskAnswerWire, AskWire, IdleWire, MailWire, SentWire, TeammateSpawn};
 use crate::events::Event;
-use crate::permission::{Layer, Verdict};
+use crate::permission::{Layer, PermissionMode, Verdict};
 use crate::protocol::Usage;
 
 /// The pg group every worker node's actor joins; a lead finds workers through it.
 pub const WORKERS_GROUP: &str = "crew.workers";
 
-/// The tag of our frames (the format's version).
-const FRAME_TAG: &str = "crew.v1";
+/// The tag of our frames (the format's version). v2: a spawn carries the subagent's
+/// permission mode; a v1 worker, which would run an auto-mode subagent under dontAsk
+/// unclassified, does not understand a v2 lead at all.
+const FRAME_TAG: &str = "crew.v2";
 
 /// One permission rule of the lead, as shipped to a worker (parsed again there).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +71,10 @@ pub struct RemoteSpawn {
     pub base_commit: String,
     /// The branch to work on (the lead's worktree branch of this task).
     pub branch: String,
+    /// A subagent's permission mode on the worker: dontAsk, or auto when the lead is in
+    /// auto (its Asks then come to the lead, whose classifier judges them). A teammate's
+    /// mode is [`TeammateSpawn::mode`]; this field is dontAsk for it.
+    pub mode: PermissionMode,
     /// A git bundle holding `base_commit` (sent after the header, not in JSON).
     #[serde(skip)]
     pub bundle: Vec<u8>,

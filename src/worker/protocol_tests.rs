@@ -25,6 +25,7 @@ fn spawn() -> RemoteSpawn {
         }],
         base_commit: "0123456789abcdef0123456789abcdef01234567".into(),
         branch: "crew/t1234567/write-a-file".into(),
+        mode: crate::permission::PermissionMode::DontAsk,
         bundle: (0..=255u8).cycle().take(100_000).collect(),
     }
 }

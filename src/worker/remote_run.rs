@@ -1,18 +1,21 @@
 //! One subagent run on a worker node: check the lead's commit out from its bundle, start
 //! its session ([`super::session`]: this node's own permission engine, gate and executor,
 //! the lead's rules and nothing wider, commands under Landlock confined to the task's
-//! worktree) under dontAsk, run the agent there with its events streamed to the lead, then
-//! commit what it left and bundle the branch for the lead. Also the checks on what a spawn
-//! names, before anything touches the disk.
+//! worktree) under dontAsk — or, when the lead is in auto, in auto with every Ask sent to
+//! the lead ([`super::remote_ask`]), whose classifier judges it as it judges a local
+//! subagent's — run the agent there with its events streamed to the lead, then commit
+//! what it left and bundle the branch for the lead. Also the checks on what a spawn names,
+//! before anything touches the disk.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use super::bundle::TaskCopy;
 use super::protocol::{RemoteResult, RemoteSpawn, RemoteStatus, ToLead};
-use super::remote_ask::Report;
+use super::remote_ask::{AskRelay, Report};
 use super::session::{self, Setup};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunRequest, RunStatus};
@@ -52,17 +55,27 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
             spawn.branch, spawn.task_id
         ));
     }
+    // A subagent runs unattended (dontAsk) or with the lead's classifier (auto), never
+    // in a mode that would let it write or run without either.
+    if !matches!(spawn.mode, PermissionMode::DontAsk | PermissionMode::Auto) {
+        return Err(format!(
+            "invalid permission mode `{}` for a remote subagent (expected dontAsk or auto)",
+            spawn.mode.as_str()
+        ));
+    }
     Ok(())
 }
 
-/// Runs `spawn` in `dir`; events and the start go to `report` as they happen. Never
-/// fails: a failure is a `Failed` result with the reason.
+/// Runs `spawn` in `dir`; events and the start go to `report` as they happen, and in auto
+/// its Asks go to the lead through `asks`. Never fails: a failure is a `Failed` result
+/// with the reason.
 pub async fn run(
     spawn: RemoteSpawn,
     dir: PathBuf,
     node: String,
     cancel: CancellationToken,
     report: Report,
+    asks: Arc<AskRelay>,
 ) -> RemoteResult {
     let ms = |t: Instant| t.elapsed().as_millis() as u64;
     let t = Instant::now();
@@ -77,7 +90,9 @@ pub async fn run(
         task_id: spawn.task_id.clone(),
         node: node.clone(),
     });
-    match agent(&spawn, &copy, &node, cancel, report).await {
+    let ran = agent(&spawn, &copy, &node, cancel, report, &asks).await;
+    asks.deny_all("the subagent's run ended");
+    match ran {
         Ok(done) => {
             result.status = done.0;
             result.result = done.1;
@@ -99,23 +114,34 @@ pub async fn run(
 
 type Done = (RemoteStatus, String, crate::protocol::Usage, u32);
 
-/// The agent's run in its own session on this node, under dontAsk.
+/// The agent's run in its own session on this node, under dontAsk or auto.
 async fn agent(
     spawn: &RemoteSpawn,
     copy: &TaskCopy,
     node: &str,
     cancel: CancellationToken,
     report: Report,
+    asks: &Arc<AskRelay>,
 ) -> Result<Done, String> {
+    let (mode, approver) = match spawn.mode {
+        // Auto: this node has no classifier, so what the mode would ask goes to the lead,
+        // which judges it with its own (or asks its human); an unreachable lead denies.
+        PermissionMode::Auto => {
+            let (questions_tx, questions) = tokio::sync::mpsc::unbounded_channel();
+            asks.serve(questions);
+            (PermissionMode::Auto, ApproverPolicy::Forward(questions_tx))
+        }
+        // Under dontAsk no Ask reaches an approver: an explicit ask rule or a dangerous
+        // command is refused, as for a local subagent.
+        _ => (PermissionMode::DontAsk, ApproverPolicy::Headless),
+    };
     let session = session::start(Setup {
         run: spawn,
         copy,
         node,
         report,
-        mode: PermissionMode::DontAsk,
-        // Under dontAsk no Ask reaches an approver: an explicit ask rule or a dangerous
-        // command is refused, as for a local subagent.
-        approver: ApproverPolicy::Headless,
+        mode,
+        approver,
         replace: Vec::new(),
     })
     .await?;
@@ -169,6 +195,7 @@ mod tests {
             rules: vec![],
             base_commit: "a".repeat(40),
             branch: "crew/t1234567/slug".into(),
+            mode: crate::permission::PermissionMode::DontAsk,
             bundle: vec![],
         }
     }
@@ -189,6 +216,22 @@ mod tests {
             s.branch = branch.into();
             s.base_commit = base;
             assert!(check_spawn(&s).is_err(), "{id} {}", s.branch);
+        }
+    }
+
+    #[test]
+    fn a_remote_subagent_runs_only_under_dontask_or_auto() {
+        for (mode, ok) in [
+            (PermissionMode::DontAsk, true),
+            (PermissionMode::Auto, true),
+            (PermissionMode::Default, false),
+            (PermissionMode::AcceptEdits, false),
+            (PermissionMode::BypassPermissions, false),
+            (PermissionMode::Strict, false),
+        ] {
+            let mut s = spawn();
+            s.mode = mode;
+            assert_eq!(check_spawn(&s).is_ok(), ok, "{mode:?}");
         }
     }
 

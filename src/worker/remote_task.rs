@@ -16,13 +16,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::bundle;
 use super::pool::Pool;
-use super::protocol::{RemoteResult, RemoteStatus, TaskNews, ToWorker, WorkerMsg};
+use super::protocol::{AskAnswerWire, RemoteResult, RemoteStatus, TaskNews, ToWorker, WorkerMsg};
+use super::remote_judge;
 use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::subagent::SubagentEnv;
 use crate::events::EventKind;
+use crate::permission::auto::classifier::Intent;
 use crate::permission::delegation::Isolation;
+use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::TaskKind;
 use crate::tasks::TaskStatus;
 use crate::tasks::actor::{NewTask, TaskMsg};
@@ -169,7 +172,7 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         pgid: None,
         worktree: Some(root.clone()),
     });
-    let spawn = ship::spawn(
+    let mut spawn = ship::spawn(
         &job.pool,
         &job.task_id,
         &job.request,
@@ -177,6 +180,20 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         &env.runner.spec.model,
         &base,
     );
+    // Under a lead in auto, the lead's classifier judges what dontAsk would allow blindly,
+    // as for a local subagent: the worker runs it in auto and sends each Ask here.
+    let auto = runner
+        .pipeline
+        .auto
+        .as_ref()
+        .is_some_and(|a| a.lead_in_auto());
+    let mode = SharedMode::new(if auto {
+        PermissionMode::Auto
+    } else {
+        PermissionMode::DontAsk
+    });
+    spawn.mode = mode.get();
+    let intent = Arc::new(Intent::new(&job.request.prompt, false, &[]));
     let shipped = base.bundle.len();
     let watcher = crate::agent::monitor::watch_agent(
         &runner.pipeline.events,
@@ -210,8 +227,27 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
             Some(TaskNews::Finished(r)) => break End::Finished(r),
             Some(TaskNews::Refused(reason)) => break End::Refused(reason),
             Some(TaskNews::Lost(node)) => break End::Lost(node),
-            // Teammate news for a subagent's task: a subagent has no mailbox and never
-            // asks (dontAsk), so none is acted on.
+            // An auto-mode subagent's Ask: judged here, answered for that call only.
+            Some(TaskNews::Ask(ask)) if auto && ask.task_id == job.task_id => {
+                let (pipeline, worker, agent) =
+                    (runner.pipeline.clone(), worker.clone(), spec.id.clone());
+                let (intent, mode, cancel) = (intent.clone(), mode.clone(), cancel.clone());
+                let task_id = job.task_id.clone();
+                tokio::spawn(async move {
+                    let ask_id = ask.ask_id.clone();
+                    let answer =
+                        remote_judge::answer(&pipeline, *ask, &agent, &intent, &mode, &cancel)
+                            .await;
+                    let _ = worker.cast(WorkerMsg::Remote(ToWorker::AskAnswer(AskAnswerWire {
+                        task_id,
+                        ask_id,
+                        answer,
+                    })));
+                });
+            }
+            // Teammate news for a subagent's task: a subagent has no mailbox, and asks
+            // only in auto; none is acted on (an unanswered Ask is denied on the worker
+            // when the run ends).
             Some(TaskNews::TeamSend(_) | TaskNews::Idle(_) | TaskNews::Ask(_)) => {
                 tracing::warn!(
                     "worker {node} sent teammate news for subagent task {}; dropped",

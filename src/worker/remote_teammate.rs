@@ -22,10 +22,14 @@ use super::protocol::{
     TeammateSpawn, ToWorker, WorkerMsg,
 };
 use super::remote_ask::answer_on_lead;
+use super::remote_judge;
 use crate::agent::pipeline::Pipeline;
 use crate::agent::subagent::Workspaces;
+use crate::permission::auto::classifier::Intent;
+use crate::permission::{PermissionMode, SharedMode};
 use crate::team::actor::Mailbox;
 use crate::team::{MemberName, MemberStatus, Outgoing, Recipient};
+use tokio_util::sync::CancellationToken;
 
 /// The proxy's messages (local only).
 pub enum ProxyMsg {
@@ -75,6 +79,11 @@ pub struct ProxyState {
     relayed: u64,
     /// The worker's run is over (finished, refused or lost).
     ended: bool,
+    /// Its permission mode as the lead shipped it (not as the worker claims): in auto its
+    /// Asks go to the lead's classifier first.
+    mode: SharedMode,
+    /// What the classifier is told it works on.
+    intent: Arc<Intent>,
 }
 
 impl Actor for RemoteTeammate {
@@ -99,6 +108,8 @@ impl Actor for RemoteTeammate {
             }
         });
         tracing::info!("teammate {} runs on worker {}", args.mailbox.me, args.node);
+        let mode = SharedMode::new(args.spawn.mode);
+        let intent = Arc::new(Intent::new(&args.spawn.run.prompt, false, &[]));
         args.worker
             .cast(WorkerMsg::Remote(ToWorker::SpawnTeammate(Box::new(
                 args.spawn,
@@ -118,6 +129,8 @@ impl Actor for RemoteTeammate {
             workspace: Some(args.workspace),
             relayed: 0,
             ended: false,
+            mode,
+            intent,
         })
     }
 
@@ -175,10 +188,22 @@ impl Actor for RemoteTeammate {
                     state.root.clone(),
                 );
                 let task_id = state.work_id.clone();
-                // The human may take a while: never in the handler.
+                let (mode, intent) = (state.mode.clone(), state.intent.clone());
+                // The human (or the classifier) may take a while: never in the handler.
                 tokio::spawn(async move {
                     let ask_id = ask.ask_id.clone();
-                    let answer = answer_on_lead(&pipeline, *ask, &agent, &name, &cwd).await;
+                    let mut request = ask.request.clone();
+                    request.agent = agent.clone();
+                    let judged = if mode.get() == PermissionMode::Auto {
+                        let cancel = CancellationToken::new();
+                        remote_judge::classify(&pipeline, &request, &intent, &mode, &cancel).await
+                    } else {
+                        None
+                    };
+                    let answer = match judged {
+                        Some(answer) => answer,
+                        None => answer_on_lead(&pipeline, *ask, &agent, &name, &cwd).await,
+                    };
                     let _ = worker.cast(WorkerMsg::Remote(ToWorker::AskAnswer(AskAnswerWire {
                         task_id,
                         ask_id,

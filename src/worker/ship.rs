@@ -65,6 +65,8 @@ pub(super) fn spawn(
         rules: pool.rules().to_vec(),
         base_commit: base.commit.clone(),
         branch: base.branch.clone(),
+        // A remote subagent in auto says so itself (`remote_task`).
+        mode: crate::permission::PermissionMode::DontAsk,
         bundle: base.bundle.as_ref().clone(),
     }
 }

@@ -62,6 +62,7 @@ fn spawn() -> TeammateSpawn {
             }],
             base_commit: "0123456789abcdef0123456789abcdef01234567".into(),
             branch: "crew/alice-0123abcd/notes".into(),
+            mode: crate::permission::PermissionMode::DontAsk,
             bundle: (0..=255u8).cycle().take(10_000).collect(),
         },
         name: "alice".into(),
@@ -175,7 +176,7 @@ fn an_answer_with_a_widened_or_unknown_shape_does_not_decode() {
     let mut args = (json.len() as u32).to_be_bytes().to_vec();
     args.extend_from_slice(json);
     let frame = ractor::message::SerializedMessage::Cast {
-        variant: "crew.v1".into(),
+        variant: "crew.v2".into(),
         args,
         metadata: None,
     };

@@ -99,7 +99,8 @@ pub enum Judged {
         /// Set when this denial tripped the breaker.
         tripped: Option<String>,
     },
-    /// The classifier cannot be used now (why): ask as the mode before auto would.
+    /// The classifier cannot be used now, or not for this call (why): ask as the mode
+    /// before auto would (headless: denied).
     Unavailable(String),
 }
 
@@ -186,6 +187,10 @@ impl AutoMode {
         let Some(config) = &self.classifier else {
             return Judged::Unavailable("no classifier is configured".into());
         };
+        // What the classifier is not shown whole is for a human (headless: denied).
+        if let Some(why) = classifier::unseen(call, decision) {
+            return Judged::Unavailable(why);
+        }
         let judgement = classifier::classify(config, call, decision, intent, cancel).await;
         let mut state = lock(&self.state);
         state.usage.add(&judgement.usage);

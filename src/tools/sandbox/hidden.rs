@@ -7,7 +7,8 @@
 //!   settings, control sockets, other sessions' transcripts and results, other agents'
 //!   worktrees), veiled whole by an empty read-only tmpfs, with the agent's own
 //!   workspace (its writable roots and cwd) and its session's `results` directory bound
-//!   back in, visible and writable as before ([`Veil`]);
+//!   back in, visible and writable as before ([`Veil`]); its `teams` directory (team
+//!   locks, work lists, inboxes) is hidden even when `allowRead` lifts the veil;
 //! - every layer's `Read` deny rules (the session's [`WalkFilter`]): a directory a rule
 //!   covers whole (`Read(./secrets/**)`) is hidden as a directory, so files created in it
 //!   later are hidden too; each file a rule matches (`Read(./.env)`, `Read(**/*.pem)`) is
@@ -133,6 +134,7 @@ impl HiddenSet {
             .crew_home
             .clone()
             .or_else(|| home.as_ref().map(|h| h.join(".crew")));
+        let teams = crew_home.as_ref().map(|c| c.join("teams"));
         if let Some(over) = crew_home.and_then(|c| std::fs::canonicalize(c).ok())
             && over.is_dir()
         {
@@ -165,6 +167,11 @@ impl HiddenSet {
             set.files.extend(links);
         }
         set.allow(&scope.allow_read);
+        // The teams' files (locks, work lists, inboxes) stay hidden even where `allowRead`
+        // lifts the veil: a command that can open a lock file, even read-only, can hold it.
+        if let Some(teams) = &teams {
+            set.add(teams);
+        }
         set.normalise();
         set
     }

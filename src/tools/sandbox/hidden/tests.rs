@@ -173,3 +173,21 @@ fn allow_read_lets_a_credential_store_through_and_nothing_else() {
     assert!(set.hides(&f.home.join(".ssh/id_rsa")), "{set:?}");
     assert!(set.veil.is_some());
 }
+
+#[test]
+fn the_teams_files_stay_hidden_even_when_allow_read_lifts_the_veil() {
+    let f = fixture();
+    std::fs::create_dir_all(f.home.join(".crew/teams/t/todos")).unwrap();
+    std::fs::write(f.home.join(".crew/teams/t/todos.lock"), "").unwrap();
+    let lock = f.home.join(".crew/teams/t/todos.lock");
+    let walk = filter(&f, &[]);
+    let mut scope = HideScope::new(walk, std::slice::from_ref(&f.proj), &f.proj);
+    assert!(HiddenSet::for_command(&scope).hides(&lock));
+    for wide in [f.home.join(".crew"), f.home.clone()] {
+        scope.allow_read = vec![wide.clone()];
+        let set = HiddenSet::for_command(&scope);
+        assert!(set.veil.is_none(), "{wide:?}: {set:?}");
+        assert!(set.hides(&lock), "{wide:?}: {set:?}");
+        assert!(set.dirs.contains(&f.home.join(".crew/teams")), "{set:?}");
+    }
+}
