@@ -58,10 +58,14 @@ fn claude_code() -> Result<PathBuf, String> {
 
 /// The CLI, or `None` after recording the skip.
 fn oracle_or_skip(test: &str) -> Option<PathBuf> {
+    let name = format!("claude_code_differential::{test}");
     match claude_code() {
-        Ok(p) => Some(p),
+        Ok(p) => {
+            support::kernel::record_ran(&name, "Claude Code CLI");
+            Some(p)
+        }
         Err(why) => {
-            support::kernel::record_skip(&format!("claude_code_differential::{test}"), &why);
+            support::kernel::record_skip(&name, &why);
             None
         }
     }

@@ -163,6 +163,11 @@ pub fn require_named(name: &str, features: &[Feature]) -> bool {
     false
 }
 
+/// Records that the test `name` ran with the peer program `what` (not a kernel feature).
+pub fn record_ran(name: &str, what: &str) {
+    record(&format!("ran\t{name}\t[{what}]"));
+}
+
 /// Records that the safety test `name` did not run because `why` (a peer program that is
 /// not installed, not a kernel feature), and says so on stderr: the test then returns
 /// without failing, and `.ci/run` lists it among the skipped.
