@@ -28,6 +28,8 @@ pub mod store;
 pub mod supervise;
 pub mod tasks;
 pub mod team;
+#[cfg(test)]
+mod test_kernel;
 pub mod tools;
 pub mod transcript;
 pub mod tui;

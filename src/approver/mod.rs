@@ -15,6 +15,7 @@
 //! ```
 
 pub mod actor;
+pub mod network;
 
 use serde::{Deserialize, Serialize};
 

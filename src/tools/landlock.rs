@@ -526,47 +526,9 @@ mod tests {
         }
     }
 
-    /// The integration tests' `common::kernel::require` for this unit test: Landlock
-    /// missing fails the test unless `CREW_TEST_ALLOW_NO_LANDLOCK=1`; either way the
-    /// outcome goes to the safety ledger `.ci/run` prints.
-    fn require_landlock(name: &str) -> bool {
-        use std::io::Write;
-        let ledger = std::env::var_os("CREW_SAFETY_LEDGER")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/safety-tests.log")
-            });
-        let present = kernel_support() == KernelSupport::Available;
-        let allowed = std::env::var_os("CREW_TEST_ALLOW_NO_LANDLOCK").is_some_and(|v| v == "1");
-        let line = match (present, allowed) {
-            (true, _) => format!("ran\tcrewmaster::{name}\t[Landlock]\n"),
-            (false, true) => {
-                format!("skipped\tcrewmaster::{name}\tmissing [Landlock], allowed by opt-out\n")
-            }
-            (false, false) => format!("FAILED\tcrewmaster::{name}\tmissing [Landlock]\n"),
-        };
-        if let Some(dir) = ledger.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&ledger)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .unwrap();
-        assert!(
-            present || allowed,
-            "safety test {name} needs Landlock, which this machine lacks; set \
-             CREW_TEST_ALLOW_NO_LANDLOCK=1 to skip it knowingly"
-        );
-        present
-    }
-
     #[test]
     fn apply_without_a_ruleset_fails_instead_of_running_unconfined() {
-        if !require_landlock(
-            "tools::landlock::tests::apply_without_a_ruleset_fails_instead_of_running_unconfined",
-        ) {
+        if !crate::test_kernel::require(&[crate::test_kernel::Feature::Landlock]) {
             return;
         }
         let mut prepared =

@@ -36,11 +36,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     ask_trust(&cli, &mut screen).await?;
     screen.starting()?;
     let (approval_tx, mut approvals) = mpsc::unbounded_channel();
+    let network_tx = approval_tx.clone();
     let mut warnings = Vec::new();
     let prepared = prepare(&cli, ApproverPolicy::Forward(approval_tx), &mut |w| {
         warnings.push(w)
     })
     .await?;
+    // A sandboxed command's new host asks here too (refused under dontAsk).
+    crate::approver::network::install(network_tx, &prepared.project_root, prepared.permission_mode);
     let mut app = App::new(session_info(&prepared), prepared.permission_mode);
     for w in warnings {
         app.transcript.push(Entry::Error(w));
@@ -280,6 +283,7 @@ async fn event_loop(
                     let _ = lead.cast(LeadMsg::Cancel);
                 }
                 Effect::SetPermissionMode(mode) => {
+                    crate::approver::network::set_dont_ask(mode);
                     let _ = lead.cast(LeadMsg::SetPermissionMode(mode));
                 }
                 Effect::StopTask(id) => {

@@ -80,7 +80,15 @@ impl Guard {
     /// Restores what the command changed; returns the warning for the tool result (and
     /// logs it), or `None` when no protected file was touched.
     pub fn finish(&self) -> Option<String> {
-        let lines = self.snapshot.as_ref()?.restore();
+        let lines = self
+            .snapshot
+            .as_ref()
+            .map(Snapshot::restore)
+            .unwrap_or_default();
+        // After the restore, so a host a human allowed "always" meanwhile stays saved.
+        if let Some(proxy) = &self.network {
+            proxy.persist_approved();
+        }
         if lines.is_empty() {
             return None;
         }

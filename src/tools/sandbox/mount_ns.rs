@@ -357,6 +357,7 @@ fn write_proc(path: &CStr, text: &CStr) -> Result<(), Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_kernel::{Feature, require, require_named};
     use std::os::unix::process::CommandExt;
 
     /// Runs `sh -c script` in `dir` inside the prepared namespace; returns its stderr.
@@ -373,8 +374,7 @@ mod tests {
 
     #[test]
     fn protected_files_are_read_only_inside_with_and_without_a_user_namespace() {
-        if !available() {
-            eprintln!("skipping: mount namespaces are not available here");
+        if !require(&[Feature::MountNamespaces]) {
             return;
         }
         for unshare in [Unshare::MountOnly, Unshare::WithUser] {
@@ -390,8 +390,13 @@ mod tests {
                 &root,
                 "echo x > .git/config; echo x > .git/hooks/pre-commit; mv .git .git-old; echo ok > free.txt",
             );
-            if unshare == Unshare::WithUser && err.contains("Operation not permitted") {
-                eprintln!("skipping the user namespace case: {err}");
+            if unshare == Unshare::WithUser
+                && err.contains("Operation not permitted")
+                && !require_named(
+                    "crewmaster::tools::sandbox::mount_ns::tests::protected_files_are_read_only_inside_with_and_without_a_user_namespace (with a user namespace)",
+                    &[Feature::UserNamespaces],
+                )
+            {
                 continue;
             }
             assert!(err.contains("Read-only file system"), "{unshare:?}: {err}");
@@ -415,8 +420,7 @@ mod tests {
 
     #[test]
     fn hidden_paths_are_covered_and_kept_paths_under_the_veil_stay_writable() {
-        if !available() {
-            eprintln!("skipping: mount namespaces are not available here");
+        if !require(&[Feature::MountNamespaces]) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

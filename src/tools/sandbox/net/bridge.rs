@@ -13,6 +13,7 @@ use tokio::io::Interest;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use super::ask::Deferred;
 use super::proxy::{self, Refusals, Rules};
 
 /// The proxy serving one command; stops when dropped.
@@ -20,11 +21,13 @@ use super::proxy::{self, Refusals, Rules};
 pub struct ProxySession {
     task: JoinHandle<()>,
     refusals: Refusals,
+    saves: Deferred,
 }
 
 impl Drop for ProxySession {
     fn drop(&mut self) {
         self.task.abort();
+        self.saves.persist();
     }
 }
 
@@ -37,6 +40,7 @@ impl ProxySession {
         })?;
         ours.set_nonblocking(true)?;
         let refusals = rules.refusals.clone();
+        let saves = rules.saves.clone();
         let task = runtime.spawn(async move {
             let Ok(sock) = tokio::net::UnixStream::from_std(ours) else {
                 return;
@@ -48,17 +52,29 @@ impl ProxySession {
                 Err(e) => tracing::warn!("the sandbox's network proxy did not start: {e}"),
             }
         });
-        Ok(Self { task, refusals })
+        Ok(Self {
+            task,
+            refusals,
+            saves,
+        })
     }
 
     /// Serves `rules` on `listener` directly (the tier without network namespaces, where
     /// the proxy listens on the host's loopback).
     pub fn serve(listener: TcpListener, rules: Rules) -> Self {
         let refusals = rules.refusals.clone();
+        let saves = rules.saves.clone();
         Self {
             task: tokio::spawn(proxy::serve(listener, rules)),
             refusals,
+            saves,
         }
+    }
+
+    /// Saves the hosts a human allowed "always" while the command ran (call it once the
+    /// command's protected files were restored; dropping the session does it too).
+    pub fn persist_approved(&self) {
+        self.saves.persist();
     }
 
     /// The `host:port` targets the proxy refused so far.

@@ -52,7 +52,7 @@ pub(super) async fn handshake(
         reply(client, 400, "the target has no valid host and port").await;
         return None;
     };
-    if !rules.check(&host, port) {
+    if !rules.check(&host, port).await {
         reply(client, 403, &refusal_message(&host, port)).await;
         return None;
     }

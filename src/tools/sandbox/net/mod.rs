@@ -5,7 +5,8 @@
 //! forward proxy crew runs outside the sandbox ([`proxy`], [`http`], [`socks`]) on a
 //! listener inside the namespace ([`bridge`]), advertised to the command through
 //! `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`; it lets through only the listed hosts
-//! ([`allow`]) and refuses the rest with a message naming the host and the setting.
+//! ([`allow`]) and refuses the rest with a message naming the host and the setting, or,
+//! in an interactive session, asks a human about it once ([`ask`]).
 //! Where namespaces are unavailable, Landlock's TCP rules are the fallback fence
 //! ([`tcp_fence`], [`Tier`]).
 //!
@@ -14,6 +15,7 @@
 //! environment scrub.
 
 pub mod allow;
+pub mod ask;
 pub mod bridge;
 pub mod http;
 pub mod namespace;
@@ -167,9 +169,14 @@ impl CommandNetwork {
     /// Prepares the network of one sandboxed command for `policy` on this machine's
     /// [`tier`], starting the proxy session when hosts are listed.
     pub fn prepare(policy: &NetworkPolicy) -> io::Result<Self> {
-        let rules = (!policy.allowed.is_empty()).then(|| proxy::Rules {
+        // With an asker (an interactive session) the proxy runs even for an empty list,
+        // so that a new host can be asked about.
+        let ask = ask::asker();
+        let rules = (!policy.allowed.is_empty() || ask.is_some()).then(|| proxy::Rules {
             allow: Arc::new(policy.allowed.clone()),
             refusals: proxy::Refusals::default(),
+            ask,
+            saves: ask::Deferred::default(),
         });
         match (tier(), rules) {
             (Tier::Namespace, None) => Ok(Self {

@@ -14,6 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use super::allow::{AllowList, refusal_message};
+use super::ask::{self, HostAsker};
 use super::{http, socks};
 
 /// How long the proxy waits for an upstream connection.
@@ -45,23 +46,53 @@ impl Refusals {
     }
 }
 
-/// What a connection handler needs: the list and where refusals go.
-#[derive(Debug, Clone)]
+/// What a connection handler needs: the list, where refusals go, and who to ask about an
+/// unlisted host (interactive sessions only).
+#[derive(Clone)]
 pub struct Rules {
     /// The hosts that may be reached.
     pub allow: Arc<AllowList>,
     /// Where refusals are recorded.
     pub refusals: Refusals,
+    /// Asked about a host the list does not name; `None`: refused (headless, dontAsk).
+    pub ask: Option<Arc<dyn HostAsker>>,
+    /// The "always" answers to save once the command has ended.
+    pub saves: ask::Deferred,
+}
+
+impl std::fmt::Debug for Rules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rules")
+            .field("allow", &self.allow)
+            .field("refusals", &self.refusals)
+            .field("ask", &self.ask.is_some())
+            .finish()
+    }
 }
 
 impl Rules {
-    /// Whether `host:port` may be reached; a refusal is recorded.
-    pub(super) fn check(&self, host: &str, port: u16) -> bool {
-        let ok = self.allow.allows(host, port);
+    /// Whether `host:port` may be reached: listed, allowed earlier in the session, or
+    /// allowed now by the asker. A refusal is recorded.
+    pub(super) async fn check(&self, host: &str, port: u16) -> bool {
+        if self.allow.allows(host, port) || ask::session_allows(host, port) {
+            return true;
+        }
+        let ok = match &self.ask {
+            Some(asker) => ask::decide(asker, &self.saves, host, port).await,
+            None => false,
+        };
         if !ok {
             self.refusals.record(host, port);
         }
         ok
+    }
+
+    /// How long a client's handshake may take: longer while a human may be asked.
+    fn handshake_limit(&self) -> Duration {
+        match self.ask {
+            Some(_) => HANDSHAKE_TIMEOUT + ask::ASK_TIMEOUT,
+            None => HANDSHAKE_TIMEOUT,
+        }
     }
 }
 
@@ -94,10 +125,11 @@ pub async fn handle(mut client: TcpStream, rules: Rules) {
     let Ok(Ok(1)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, client.peek(&mut first)).await else {
         return;
     };
+    let limit = rules.handshake_limit();
     let served = if first[0] == socks::VERSION {
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, socks::handshake(&mut client, &rules)).await
+        tokio::time::timeout(limit, socks::handshake(&mut client, &rules)).await
     } else {
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, http::handshake(&mut client, &rules)).await
+        tokio::time::timeout(limit, http::handshake(&mut client, &rules)).await
     };
     let Ok(Some((mut upstream, pending))) = served else {
         return;

@@ -86,7 +86,7 @@ pub(super) async fn handshake(
         reply(client, COMMAND_NOT_SUPPORTED).await;
         return None;
     }
-    if port == 0 || !rules.check(&host, port) {
+    if port == 0 || !rules.check(&host, port).await {
         reply(client, NOT_ALLOWED).await;
         return None;
     }

@@ -60,6 +60,8 @@ async fn proxy(allowed: &[String]) -> (u16, Refusals) {
     let rules = Rules {
         allow: Arc::new(AllowList::parse(allowed).unwrap()),
         refusals: refusals.clone(),
+        ask: None,
+        saves: Default::default(),
     };
     tokio::spawn(serve(l, rules));
     (port, refusals)
