@@ -114,6 +114,84 @@ pub fn clean_lines(text: &str) -> String {
     clean(text, Keep::LINES).text.into_owned()
 }
 
+/// A writer that sanitizes what passes through it ([`clean`], newlines and tabs kept),
+/// for headless text output when it goes to a terminal. Writes may split a character
+/// anywhere: an incomplete UTF-8 tail waits for the next write; bytes that are not UTF-8
+/// show as `\u{fffd}`.
+pub struct TerminalWriter<W: std::io::Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: std::io::Write> TerminalWriter<W> {
+    /// Sanitizes what is written to `inner`.
+    pub fn new(inner: W) -> Self {
+        TerminalWriter {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Writes the complete characters pending (all of them when `all`).
+    fn drain(&mut self, all: bool) -> std::io::Result<()> {
+        let keep = Keep {
+            newlines: true,
+            tabs: true,
+        };
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(text) => {
+                    let text = clean(text, keep).text.into_owned();
+                    self.inner.write_all(text.as_bytes())?;
+                    self.pending.clear();
+                    return Ok(());
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    let head = String::from_utf8_lossy(&self.pending[..valid]).into_owned();
+                    self.inner.write_all(clean(&head, keep).text.as_bytes())?;
+                    match e.error_len() {
+                        Some(bad) => {
+                            self.inner.write_all("\u{fffd}".as_bytes())?;
+                            self.pending.drain(..valid + bad);
+                        }
+                        None if all => {
+                            self.inner.write_all("\u{fffd}".as_bytes())?;
+                            self.pending.clear();
+                            return Ok(());
+                        }
+                        None => {
+                            self.pending.drain(..valid);
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for TerminalWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        self.drain(false)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> Drop for TerminalWriter<W> {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            let _ = self.drain(true);
+        }
+        let _ = self.inner.flush();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +241,25 @@ mod tests {
             tabs: true,
         };
         assert_eq!(clean("a\tb", kept).text, "a\tb");
+    }
+
+    #[test]
+    fn the_terminal_writer_sanitizes_across_split_writes() {
+        use std::io::Write;
+        let mut out = Vec::new();
+        {
+            let mut w = TerminalWriter::new(&mut out);
+            let text = "ok \u{1b}]52;c;aGk=\u{7} \u{202e}x\n\tdone";
+            // Byte by byte: the escape and the multi-byte override are split.
+            for b in text.as_bytes() {
+                w.write_all(std::slice::from_ref(b)).unwrap();
+            }
+            w.write_all(b"\xff!").unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "ok ␛]52;c;aGk=␇ \\u{202e}x\n\tdone\u{fffd}!"
+        );
     }
 
     proptest! {

@@ -330,3 +330,79 @@ fn plan_review_and_task_log_show_escape_sequences_visibly() {
     assert!(screen.contains("\\u{202e} LOG-END"), "{screen}");
     tui.assert_clean_output();
 }
+
+/// A script whose text and command output carry escape sequences and a bidi override.
+fn headless_script() -> Value {
+    json!({"turns": [
+        {"text": "before", "tool_calls": [
+            {"id": "c1", "name": "run_command", "input": {
+                "command": "printf 'cmd \\033]2;CMD-TITLE\\007 out\\n'"}}]},
+        {"text": "answer \u{1b}]52;c;aGk=\u{7}\u{1b}]2;TITLE\u{1b}\\ \u{202e}end \u{1b}[2J"}
+    ]})
+}
+
+#[test]
+fn headless_text_to_a_terminal_is_sanitized() {
+    let (dir, script) = setup(&headless_script());
+    let mut tui = Tui::start(
+        dir.path(),
+        &script,
+        &["--permission-mode", "bypassPermissions", "-p", "go"],
+    );
+    let screen = tui.wait_for(&["answer", "end"]);
+    assert!(
+        screen.contains("answer ␛]52;c;aGk=␇␛]2;TITLE␛\\ \\u{202e}end ␛[2J"),
+        "{screen}"
+    );
+    let _ = tui.child.wait();
+    tui.assert_clean_output();
+    let raw = tui.raw.lock().unwrap().clone();
+    assert!(
+        !raw.windows(4).any(|w| w == b"\x1b[2J"),
+        "the model's screen clear reached the terminal"
+    );
+}
+
+#[test]
+fn headless_output_to_a_pipe_stays_exact() {
+    let (dir, script) = setup(&headless_script());
+    let run = |format: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
+            .arg("--model")
+            .arg(format!("script:{}", script.display()))
+            .arg("--cwd")
+            .arg(dir.path().join("work"))
+            .args(["--permission-mode", "bypassPermissions"])
+            .args(["--output-format", format, "-p", "go"])
+            .env("HOME", dir.path().join("home"))
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .current_dir(dir.path().join("work"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{format}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let exact = "answer \u{1b}]52;c;aGk=\u{7}\u{1b}]2;TITLE\u{1b}\\ \u{202e}end \u{1b}[2J";
+    let text = run("text");
+    assert!(text.contains(exact), "{text:?}");
+    let stream = run("stream-json");
+    // The model's text arrives exactly, in one of the events' strings.
+    let found = stream.lines().any(|line| {
+        let v: Value = serde_json::from_str(line).unwrap();
+        holds(&v, "\u{1b}]52;c;aGk=\u{7}\u{1b}]2;TITLE")
+    });
+    assert!(found, "{stream}");
+    let json: Value = serde_json::from_str(run("json").trim()).unwrap();
+    assert!(holds(&json, exact), "{json}");
+}
+
+/// Whether a string somewhere in `v` contains `needle`.
+fn holds(v: &Value, needle: &str) -> bool {
+    match v {
+        Value::String(s) => s.contains(needle),
+        Value::Array(items) => items.iter().any(|i| holds(i, needle)),
+        Value::Object(map) => map.values().any(|i| holds(i, needle)),
+        _ => false,
+    }
+}
