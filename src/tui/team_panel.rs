@@ -452,4 +452,27 @@ mod tests {
         assert_eq!(p.on_key(key(KeyCode::Esc)), TeamAction::Close);
         assert!(!p.open);
     }
+
+    #[test]
+    fn escape_sequences_from_teammates_show_visibly() {
+        let mut p = panel();
+        p.transcript = Some((
+            "bob".into(),
+            "bob: done \u{1b}]52;c;aGk=\u{7}\u{1b}]2;T\u{7} \u{202e}x".into(),
+        ));
+        let screen = draw(&p);
+        assert!(
+            screen.contains("done ␛]52;c;aGk=␇␛]2;T␇ \\u{202e}x"),
+            "{screen}"
+        );
+        let unsafe_char = |c: char| c != '\n' && crate::sanitize::is_unsafe(c);
+        assert!(!screen.contains(unsafe_char), "{screen:?}");
+        p.transcript = None;
+        if let Some(view) = &mut p.view {
+            view.items[0].subject = "fix \u{1b}[2K\u{1b}[1Gok".into();
+        }
+        p.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+        let screen = draw(&p);
+        assert!(screen.contains("fix ␛[2K␛[1Gok"), "{screen}");
+    }
 }
