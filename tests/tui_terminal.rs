@@ -5,6 +5,8 @@
 //! terminal emulator (`vt100`), checks the raw bytes crew wrote to the terminal, and
 //! checks the disk after answering the approval dialog.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -405,4 +407,52 @@ fn holds(v: &Value, needle: &str) -> bool {
         Value::Object(map) => map.values().any(|i| holds(i, needle)),
         _ => false,
     }
+}
+
+#[test]
+fn outside_the_sandbox_is_offered_only_after_the_sandbox_stopped_the_command() {
+    use support::kernel::{Feature, require};
+    // The sandbox must stop the first run: that is what unlocks the choice.
+    if !require(&[Feature::Landlock, Feature::MountNamespaces]) {
+        return;
+    }
+    let (dir, _) = setup(&json!({}));
+    let target = dir.path().join("home/outside.txt");
+    // The write is in a script, where the permission engine cannot see it: only the
+    // OS sandbox stops it.
+    let script_file = dir.path().join("work/write.sh");
+    std::fs::write(&script_file, format!("echo out > '{}'\n", target.display())).unwrap();
+    let command = "sh write.sh".to_string();
+    let script = json!({"turns": [
+        {"text": "First try.", "tool_calls": [
+            {"id": "c1", "name": "run_command", "input": {"command": command}}]},
+        {"text": "Again outside.", "tool_calls": [
+            {"id": "c2", "name": "run_command", "input": {"command": command, "outside_sandbox": true}}]},
+        {"text": "TURN-OVER"}
+    ]});
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let mut tui = Tui::start(dir.path(), &script_path, &[]);
+    tui.wait_for(&["type a task"]);
+    tui.line("write it");
+    let screen = tui.wait_for(&["First try.", "lead wants to run run_command", "4. Deny"]);
+    assert!(
+        !dialog(&screen).contains("outside the sandbox"),
+        "offered before the sandbox stopped anything:\n{screen}"
+    );
+    // `o` is no answer here: the dialog stays.
+    tui.send("o");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(tui.text().contains("4. Deny") && !target.exists());
+    // Allowed once, it runs sandboxed, and the sandbox stops the write.
+    tui.send("1");
+    let screen = tui.wait_for(&["Again outside.", "lead wants to run run_command", "4. Deny"]);
+    assert!(!target.exists(), "the sandbox let the write through");
+    assert!(
+        dialog(&screen).contains("o. Run once outside the sandbox"),
+        "{screen}"
+    );
+    tui.send("o");
+    tui.wait_for(&["TURN-OVER"]);
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "out\n");
 }
