@@ -21,6 +21,7 @@ pub mod permission;
 pub mod pricing;
 pub mod protocol;
 pub mod provider;
+pub mod sanitize;
 pub mod session;
 pub mod skills;
 pub mod speculation;

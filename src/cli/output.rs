@@ -1,5 +1,6 @@
 //! Rendering a headless run: streamed text, JSON, or JSON lines. Reads events from the
-//! session's bus; writes only to the writers it is given.
+//! session's bus; writes only to the writers it is given ([`for_terminal`] wraps a
+//! terminal in the sanitizer for text).
 
 use std::io::Write;
 
@@ -9,6 +10,19 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::OutputFormat;
 use crate::agent::runner::RunOutcome;
 use crate::events::{Event, EventKind};
+
+/// `w` as headless output writes it: through the sanitizer when `text` is rendered as
+/// text and `w` is a terminal, else unchanged (pipes and files get the exact bytes).
+pub fn for_terminal<W>(w: W, text: bool) -> Box<dyn Write + Send>
+where
+    W: Write + std::io::IsTerminal + Send + 'static,
+{
+    if text && w.is_terminal() {
+        Box::new(crate::sanitize::TerminalWriter::new(w))
+    } else {
+        Box::new(w)
+    }
+}
 
 /// Consumes events until the bus closes, rendering them in `format`.
 pub async fn render_events(

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, bail};
 
-use super::output::{render_events, result_json};
+use super::output::{for_terminal, render_events, result_json};
 use super::setup::prepare;
 use super::{Cli, OutputFormat};
 use crate::agent::mode::AgentMode;
@@ -53,11 +53,13 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             .subscribe_where(super::output::is_lead_request),
     ));
     let format = cli.output_format;
+    // Text for a terminal passes the sanitizer (model text and tool output must not
+    // drive it); JSON and anything piped stay byte-exact.
     let printer = tokio::spawn(render_events(
         rx,
         format,
-        std::io::stdout(),
-        std::io::stderr(),
+        for_terminal(std::io::stdout(), format == OutputFormat::Text),
+        for_terminal(std::io::stderr(), true),
     ));
 
     let session = &prepared.session;

@@ -416,7 +416,13 @@ impl App {
         let lead = agent == "lead";
         match event.kind {
             EventKind::TextDelta { text } if lead => self.transcript.push_text(&text),
+            EventKind::MessageAppended { message } if !lead => {
+                self.approvals
+                    .note_results(agent, &message, &self.transcript)
+            }
             EventKind::MessageAppended { message } if lead => {
+                self.approvals
+                    .note_results(agent, &message, &self.transcript);
                 self.memory_injected
                     .extend(crate::memory::render::injected_paths(std::slice::from_ref(
                         &message,

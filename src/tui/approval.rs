@@ -2,23 +2,33 @@
 //! showing the tool, its target (path or full command), the reason and the asking agent
 //! (for a teammate, "teammate NAME" with its agent id).
 //! `1`–`4` answer at once; arrows and Enter work too; after `4` (deny) the user may type a
-//! message for the model and press Enter (or Esc to deny without one). For a command,
-//! `o` runs it once outside the OS sandbox: an explicit decision, for a command the
-//! sandbox stopped.
+//! message for the model and press Enter (or Esc to deny without one). For a command
+//! the OS sandbox stopped before (its result carried the sandbox's failure note), `o`
+//! runs it once outside the sandbox: an explicit decision, offered only then.
+//!
+//! The dialog always shows the complete target, sanitized and wrapped
+//! ([`super::approval_view`]); its choices, and any warning that the text held
+//! display-changing characters or long whitespace, get their rows first, and the target
+//! scrolls (PgUp/PgDn, Home/End) in the rows left when it does not fit.
 
-use std::collections::VecDeque;
+use std::cell::Cell;
+use std::collections::{HashSet, VecDeque};
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use serde_json::Value;
 
-use super::transcript::call_target;
+use super::approval_view::{show, wrap};
+use super::transcript::{Transcript, call_target};
 use crate::approver::actor::PendingApproval;
 use crate::approver::{ApprovalAnswer, ApprovalRequest};
+use crate::protocol::{ContentBlock, Message};
+use crate::sanitize::clean_line;
+use crate::tools::sandbox::profile::FAILURE_NOTE;
 
 /// The choices, in the order shown.
 const CHOICES: [&str; 4] = [
@@ -28,13 +38,22 @@ const CHOICES: [&str; 4] = [
     "Deny (then optionally tell the model why)",
 ];
 
-/// The extra choice shown for commands, answered with `o`.
+/// The extra choice shown for a command the sandbox stopped, answered with `o`.
 const OUTSIDE_CHOICE: &str =
-    "o. Run once outside the sandbox (no OS confinement: for a command the sandbox stopped)";
+    "o. Run once outside the sandbox (no OS confinement: the sandbox stopped this command before)";
 
-/// Whether the request is a command, which may be run outside the sandbox.
-fn is_command(req: &ApprovalRequest) -> bool {
-    req.call.name == "run_command"
+/// The label before the target.
+const TARGET_LABEL: &str = "target: ";
+
+/// The command of a `run_command` request.
+fn command_of(req: &ApprovalRequest) -> Option<String> {
+    if req.call.name != "run_command" {
+        return None;
+    }
+    let args: Value = serde_json::from_str(&req.call.arguments).ok()?;
+    args.get("command")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// Asks waiting for an answer, and the dialog's state for the first of them.
@@ -44,6 +63,19 @@ pub struct ApprovalQueue {
     selected: usize,
     /// The message being typed after choosing deny.
     deny_message: Option<String>,
+    /// Rows the target is scrolled down.
+    scroll: usize,
+    /// The target rows that fitted, and the furthest scroll, at the last draw.
+    page: Cell<(usize, usize)>,
+    /// (agent, command) pairs the OS sandbox stopped: only these may be run outside it.
+    sandbox_stopped: HashSet<(String, String)>,
+}
+
+/// The dialog's rows at one width: the scrolling part (who asks, target, reason) and the
+/// part that always shows (warnings, choices).
+struct Rows {
+    body: Vec<Line<'static>>,
+    fixed: Vec<Line<'static>>,
 }
 
 /// The target shown for a request: the full command for commands, else the resolved
@@ -75,6 +107,41 @@ impl ApprovalQueue {
         self.queue.push_back(pending);
     }
 
+    /// Records that `agent`'s `command` failed because of the OS sandbox (its result
+    /// carried the sandbox's failure note): a later Ask for it offers `o`.
+    pub fn note_sandbox_failure(&mut self, agent: &str, command: &str) {
+        self.sandbox_stopped
+            .insert((agent.to_string(), command.to_string()));
+    }
+
+    /// Notes every command whose result in `message` (from `agent`) carries the OS
+    /// sandbox's failure note; `calls` has the calls the results answer.
+    pub fn note_results(&mut self, agent: &str, message: &Message, calls: &Transcript) {
+        for block in &message.content {
+            let ContentBlock::ToolResult(result) = block else {
+                continue;
+            };
+            if !result.content.contains(FAILURE_NOTE) {
+                continue;
+            }
+            let Some(call) = calls.tool(agent, &result.tool_use_id) else {
+                continue;
+            };
+            let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            if call.name == "run_command"
+                && let Some(command) = args.get("command").and_then(Value::as_str)
+            {
+                self.note_sandbox_failure(agent, command);
+            }
+        }
+    }
+
+    /// Whether the dialog offers to run `req` outside the sandbox: only for a command
+    /// the sandbox stopped before.
+    fn offers_outside(&self, req: &ApprovalRequest) -> bool {
+        command_of(req).is_some_and(|c| self.sandbox_stopped.contains(&(req.agent.clone(), c)))
+    }
+
     /// Whether an Ask is waiting.
     pub fn is_open(&self) -> bool {
         !self.queue.is_empty()
@@ -100,6 +167,7 @@ impl ApprovalQueue {
         let pending = self.queue.pop_front()?;
         self.selected = 0;
         self.deny_message = None;
+        self.scroll = 0;
         // The agent may have been cancelled meanwhile; then nobody waits for the answer.
         let _ = pending.reply.send(answer.clone());
         Some((pending.request, answer))
@@ -148,8 +216,26 @@ impl ApprovalQueue {
         }
         match key.code {
             KeyCode::Char(d @ '1'..='4') => self.choose(usize::from(d as u8 - b'1')),
-            KeyCode::Char('o') if self.current().is_some_and(is_command) => {
+            KeyCode::Char('o') if self.current().is_some_and(|r| self.offers_outside(r)) => {
                 self.answer(ApprovalAnswer::AllowOutsideSandbox)
+            }
+            KeyCode::PageDown | KeyCode::End => {
+                let (page, max) = self.page.get();
+                self.scroll = if key.code == KeyCode::End {
+                    max
+                } else {
+                    (self.scroll + page.saturating_sub(1).max(1)).min(max)
+                };
+                None
+            }
+            KeyCode::PageUp => {
+                let (page, _) = self.page.get();
+                self.scroll = self.scroll.saturating_sub(page.saturating_sub(1).max(1));
+                None
+            }
+            KeyCode::Home => {
+                self.scroll = 0;
+                None
             }
             KeyCode::Up => {
                 self.selected = self.selected.saturating_sub(1);
@@ -165,44 +251,46 @@ impl ApprovalQueue {
         }
     }
 
-    /// Rows the dialog needs at this width (0 when closed).
-    pub fn height(&self, width: u16) -> u16 {
-        let Some(req) = self.current() else { return 0 };
+    /// The dialog's rows for `req` inside a border `width` columns wide.
+    fn rows(&self, req: &ApprovalRequest, width: u16) -> Rows {
         let inner = usize::from(width.saturating_sub(2).max(1));
-        let rows = |len: usize| len.div_ceil(inner).max(1);
-        let asks = asker(req).chars().count() + " wants to run ".len() + req.call.name.len();
-        let mut n = 2 + rows(asks) + rows(8 + request_target(req).chars().count());
-        n += rows(8 + req.decision.reason.chars().count()) + 1 + CHOICES.len();
-        if self.deny_message.is_some() {
-            n += 2;
-        }
-        if is_command(req) {
-            n += rows(OUTSIDE_CHOICE.len());
-        }
-        u16::try_from(n).unwrap_or(u16::MAX)
-    }
-
-    /// Draws the dialog at the bottom of `area`.
-    pub fn render(&self, frame: &mut Frame, area: Rect) {
-        let Some(req) = self.current() else { return };
         let bold = Style::default().add_modifier(Modifier::BOLD);
         let dim = Style::default().fg(Color::DarkGray);
-        let mut lines = vec![
-            Line::from(vec![
-                Span::styled(asker(req), Style::default().fg(Color::Cyan)),
-                Span::raw(" wants to run "),
-                Span::styled(req.call.name.clone(), bold),
-            ]),
-            Line::from(vec![
-                Span::styled("target: ", dim),
-                Span::raw(request_target(req)),
-            ]),
-            Line::from(vec![
-                Span::styled("reason: ", dim),
-                Span::raw(req.decision.reason.clone()),
-            ]),
-            Line::raw(""),
-        ];
+        let warn = Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::BOLD);
+        let mut body = Vec::new();
+        let who = format!("{} wants to run {}", asker(req), req.call.name);
+        for row in wrap(&clean_line(&who), inner) {
+            body.push(Line::styled(row, bold));
+        }
+        let target = show(&request_target(req));
+        let pad = TARGET_LABEL.len();
+        for (i, row) in wrap(&target.text, inner.saturating_sub(pad).max(1))
+            .into_iter()
+            .enumerate()
+        {
+            let label = if i == 0 { TARGET_LABEL } else { "        " };
+            body.push(Line::from(vec![Span::styled(label, dim), Span::raw(row)]));
+        }
+        let reason = show(&req.decision.reason);
+        for (i, row) in wrap(&reason.text, inner.saturating_sub(pad).max(1))
+            .into_iter()
+            .enumerate()
+        {
+            let label = if i == 0 { "reason: " } else { "        " };
+            body.push(Line::from(vec![Span::styled(label, dim), Span::raw(row)]));
+        }
+        let mut fixed = Vec::new();
+        for warning in &target.warnings {
+            let warning = format!("the {}: {warning}", what_is_asked(req));
+            fixed.extend(
+                wrap(&warning, inner)
+                    .into_iter()
+                    .map(|r| Line::styled(r, warn)),
+            );
+        }
+        fixed.push(Line::raw(""));
         for (i, choice) in CHOICES.iter().enumerate() {
             let marker = if i == self.selected { "❯" } else { " " };
             let style = if i == self.selected {
@@ -212,26 +300,75 @@ impl ApprovalQueue {
             } else {
                 Style::default()
             };
-            lines.push(Line::styled(format!("{marker} {}. {choice}", i + 1), style));
+            let text = format!("{marker} {}. {choice}", i + 1);
+            fixed.extend(
+                wrap(&text, inner)
+                    .into_iter()
+                    .map(|r| Line::styled(r, style)),
+            );
         }
-        if is_command(req) {
-            lines.push(Line::styled(format!("  {OUTSIDE_CHOICE}"), dim));
+        if self.offers_outside(req) {
+            let text = format!("  {OUTSIDE_CHOICE}");
+            fixed.extend(wrap(&text, inner).into_iter().map(|r| Line::styled(r, dim)));
         }
         if let Some(msg) = &self.deny_message {
-            lines.push(Line::raw(""));
-            lines.push(Line::from(vec![
-                Span::styled("message for the model (Enter sends, Esc skips): ", dim),
-                Span::raw(msg.clone()),
-                Span::raw("▏"),
-            ]));
+            fixed.push(Line::raw(""));
+            let text = format!(
+                "message for the model (Enter sends, Esc skips): {}▏",
+                clean_line(msg)
+            );
+            fixed.extend(wrap(&text, inner).into_iter().map(Line::raw));
         }
+        Rows { body, fixed }
+    }
+
+    /// Rows the dialog needs at this width (0 when closed).
+    pub fn height(&self, width: u16) -> u16 {
+        let Some(req) = self.current() else { return 0 };
+        let rows = self.rows(req, width);
+        u16::try_from(2 + rows.body.len() + rows.fixed.len()).unwrap_or(u16::MAX)
+    }
+
+    /// Draws the dialog at the bottom of `area`. The fixed rows (warnings, choices) are
+    /// placed first; the target scrolls in what is left, with a line saying where.
+    pub fn render(&self, frame: &mut Frame, area: Rect) {
+        let Some(req) = self.current() else { return };
+        let Rows { body, mut fixed } = self.rows(req, area.width);
+        let height = self.height(area.width).min(area.height);
+        let inner = usize::from(height.saturating_sub(2));
+        let mut room = inner.saturating_sub(fixed.len());
+        let mut lines: Vec<Line<'static>> = Vec::with_capacity(inner);
+        if body.len() > room {
+            // One row says which part shows and how to see the rest.
+            room = room.saturating_sub(1);
+            let max = body.len().saturating_sub(room);
+            let start = self.scroll.min(max);
+            self.page.set((room, max));
+            lines.extend(body.iter().skip(start).take(room).cloned());
+            let note = format!(
+                "⇅ more: rows {}–{} of {} (PgUp/PgDn/Home/End)",
+                start + 1,
+                (start + room).min(body.len()),
+                body.len()
+            );
+            let style = Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD);
+            fixed.insert(0, Line::styled(note, style));
+        } else {
+            self.page.set((room, 0));
+            lines.extend(body);
+        }
+        lines.append(&mut fixed);
+        // When even the fixed rows do not fit, the choices (last) stay on screen.
+        let skip = lines.len().saturating_sub(inner);
+        let lines = lines.split_off(skip);
         let more = self.queue.len() - 1;
         let title = if more > 0 {
             format!(" Permission needed ({more} more waiting) ")
         } else {
             " Permission needed ".to_string()
         };
-        let height = self.height(area.width).min(area.height);
         let rect = Rect {
             x: area.x,
             y: area.bottom().saturating_sub(height),
@@ -240,7 +377,7 @@ impl ApprovalQueue {
         };
         frame.render_widget(Clear, rect);
         frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Paragraph::new(lines).block(
                 Block::default()
                     .borders(Borders::ALL)
                     .border_style(Style::default().fg(Color::Yellow))
@@ -251,138 +388,15 @@ impl ApprovalQueue {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::permission::{Category, Decision, PermissionMode, Source, Verdict};
-    use crate::protocol::ToolCall;
-    use crossterm::event::KeyModifiers;
-    use ractor::concurrency::{OneshotReceiver, oneshot};
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
-
-    fn pending(
-        agent: &str,
-        name: &str,
-        args: &str,
-    ) -> (PendingApproval, OneshotReceiver<ApprovalAnswer>) {
-        let (tx, rx) = oneshot();
-        let mut decision = Decision::new(
-            Verdict::Ask,
-            Source::Mode,
-            "default mode asks before write tools",
-        );
-        decision.category = Some(Category::Write);
-        let request = ApprovalRequest {
-            agent: agent.into(),
-            call: ToolCall {
-                id: "c1".into(),
-                name: name.into(),
-                arguments: args.into(),
-            },
-            decision,
-            mode: PermissionMode::Default,
-            teammate: None,
-        };
-        (
-            PendingApproval {
-                request,
-                reply: tx.into(),
-            },
-            rx,
-        )
-    }
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
-    fn draw(q: &ApprovalQueue) -> String {
-        let mut t = Terminal::new(TestBackend::new(72, 14)).unwrap();
-        t.draw(|f| q.render(f, f.area())).unwrap();
-        format!("{}", t.backend())
-    }
-
-    #[test]
-    fn approval_dialog_shows_tool_target_reason_agent_and_queue() {
-        let mut q = ApprovalQueue::default();
-        let (p1, _r1) = pending(
-            "lead",
-            "write_file",
-            r#"{"path":"src/main.rs","content":"x"}"#,
-        );
-        let (p2, _r2) = pending(
-            "general-purpose/t2",
-            "run_command",
-            r#"{"command":"rm -rf build && make"}"#,
-        );
-        q.push(p1);
-        q.push(p2);
-        let screen = draw(&q);
-        insta::assert_snapshot!(screen);
-        assert!(screen.contains("lead wants to run write_file"));
-        assert!(screen.contains("target: src/main.rs"));
-        assert!(screen.contains("1 more waiting"));
-        // Answering the first shows the second, with its full command.
-        q.on_key(key(KeyCode::Char('1')));
-        let screen = draw(&q);
-        assert!(screen.contains("general-purpose/t2 wants to run run_command"));
-        assert!(screen.contains("target: rm -rf build && make"), "{screen}");
-    }
-
-    #[test]
-    fn a_teammates_ask_names_the_teammate() {
-        let mut q = ApprovalQueue::default();
-        let (mut p, _r) = pending("w/alice", "write_file", r#"{"path":"a.txt"}"#);
-        p.request.teammate = Some("alice".into());
-        q.push(p);
-        let screen = draw(&q);
-        assert!(
-            screen.contains("teammate alice (w/alice) wants to run write_file"),
-            "{screen}"
-        );
-        // A plain subagent's ask is not called a teammate's.
-        let mut q = ApprovalQueue::default();
-        let (p, _r) = pending("general-purpose/t2", "write_file", r#"{"path":"a"}"#);
-        q.push(p);
-        assert!(!draw(&q).contains("teammate"));
-    }
-
-    #[tokio::test]
-    async fn digits_answer_at_once_and_arrows_with_enter_work() {
-        let mut q = ApprovalQueue::default();
-        let (p, rx) = pending("lead", "write_file", r#"{"path":"a"}"#);
-        q.push(p);
-        let (_, answer) = q.on_key(key(KeyCode::Char('2'))).unwrap();
-        assert_eq!(answer, ApprovalAnswer::AllowSession);
-        assert_eq!(rx.await.unwrap(), ApprovalAnswer::AllowSession);
-
-        let (p, rx) = pending("lead", "write_file", r#"{"path":"a"}"#);
-        q.push(p);
-        q.on_key(key(KeyCode::Down));
-        q.on_key(key(KeyCode::Down));
-        q.on_key(key(KeyCode::Enter));
-        assert_eq!(rx.await.unwrap(), ApprovalAnswer::AllowForever);
-        assert!(!q.is_open());
-    }
-
-    #[tokio::test]
-    async fn deny_then_a_message_for_the_model() {
-        let mut q = ApprovalQueue::default();
-        let (p, rx) = pending("lead", "write_file", r#"{"path":"a"}"#);
-        q.push(p);
-        assert!(q.on_key(key(KeyCode::Char('4'))).is_none());
-        for ch in "not there".chars() {
-            q.on_key(key(KeyCode::Char(ch)));
-        }
-        let screen = draw(&q);
-        assert!(screen.contains("message for the model"), "{screen}");
-        q.on_key(key(KeyCode::Enter));
-        assert_eq!(
-            rx.await.unwrap(),
-            ApprovalAnswer::Deny {
-                message: Some("not there".into())
-            }
-        );
+/// What the dialog's warning calls the target.
+fn what_is_asked(req: &ApprovalRequest) -> &'static str {
+    if command_of(req).is_some() {
+        "command"
+    } else {
+        "target"
     }
 }
+
+#[cfg(test)]
+#[path = "approval_tests.rs"]
+mod tests;

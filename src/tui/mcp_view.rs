@@ -1,8 +1,10 @@
 //! `/mcp`: the session's MCP servers — where each is configured, how it is reached, its
-//! status, and its tools (read-only ones marked) — as one notice in the transcript.
+//! status, and its tools (read-only ones marked) — as one notice in the transcript. Names
+//! and statuses come from the servers, so each passes the sanitizer as one line.
 
 use crate::mcp::config::ServerConfig;
 use crate::mcp::server_actor::Status;
+use crate::sanitize::clean_line;
 use crate::tools::Safety;
 
 /// The `/mcp` text for the servers' current statuses.
@@ -16,8 +18,8 @@ pub fn render(servers: &[(ServerConfig, Status)]) -> String {
     for (config, status) in servers {
         out.push_str(&format!(
             "\n  {}  {}  {} ({})",
-            config.name,
-            status_line(status),
+            clean_line(&config.name),
+            clean_line(&status_line(status)),
             config.transport.kind(),
             config.scope.as_str()
         ));
@@ -30,7 +32,7 @@ pub fn render(servers: &[(ServerConfig, Status)]) -> String {
                     Safety::ReadOnly => " (read-only)",
                     Safety::SideEffect => "",
                 };
-                out.push_str(&format!("\n    {name}{mark}"));
+                out.push_str(&format!("\n    {}{mark}", clean_line(name)));
             }
         }
     }

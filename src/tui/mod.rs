@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod approval;
+mod approval_view;
 pub mod commands;
 pub mod completion;
 pub mod input;

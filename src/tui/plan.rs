@@ -139,7 +139,10 @@ impl PlanStage {
         let PlanStage::Review { plan, mode, .. } = self else {
             return;
         };
-        let mut lines: Vec<Line> = plan.lines().map(|l| Line::raw(l.to_string())).collect();
+        let mut lines: Vec<Line> = plan
+            .lines()
+            .map(|l| Line::raw(crate::sanitize::clean_line(l)))
+            .collect();
         lines.push(Line::raw(""));
         lines.push(Line::from(vec![
             Span::raw("Carry it out in permission mode "),

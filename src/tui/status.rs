@@ -103,13 +103,16 @@ impl Status {
         ];
         if let Some(why) = &self.auto_off {
             spans.push(Span::styled(
-                format!("auto off: {why} (/auto reset)"),
+                format!(
+                    "auto off: {} (/auto reset)",
+                    crate::sanitize::clean_line(why)
+                ),
                 Style::default().fg(Color::Yellow),
             ));
             spans.push(sep());
         }
         spans.extend([
-            Span::raw(self.model.clone()),
+            Span::raw(crate::sanitize::clean_line(&self.model)),
             sep(),
             Span::raw(tokens),
             sep(),

@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState}
 
 use super::status::format_tokens;
 use crate::pricing::total_tokens;
+use crate::sanitize::clean_line;
 use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
 
 /// What a key in the panel asks for.
@@ -127,15 +128,15 @@ impl TasksPanel {
             rec.last_activity.clone()
         };
         Row::new(vec![
-            rec.id.clone().into(),
-            what.into(),
+            clean_line(&rec.id).into(),
+            clean_line(&what).into(),
             Line::styled(
                 rec.status.as_str().to_string(),
                 Style::default().fg(status_color(rec.status)),
             ),
             format_elapsed(end.saturating_sub(start)).into(),
             format_tokens(total_tokens(&rec.usage)).into(),
-            format!("{} — {activity}", rec.description).into(),
+            clean_line(&format!("{} — {activity}", rec.description)).into(),
         ])
     }
 
@@ -148,14 +149,13 @@ impl TasksPanel {
             let lines: Vec<&str> = text.lines().collect();
             let tail: Vec<Line> = lines[lines.len().saturating_sub(height)..]
                 .iter()
-                .map(|l| Line::raw(l.to_string()))
+                .map(|l| Line::raw(clean_line(l)))
                 .collect();
             frame.render_widget(
-                Paragraph::new(tail).block(
-                    Block::default()
-                        .borders(Borders::ALL)
-                        .title(format!(" log of {id} (live; Esc to go back) ")),
-                ),
+                Paragraph::new(tail).block(Block::default().borders(Borders::ALL).title(format!(
+                    " log of {} (live; Esc to go back) ",
+                    clean_line(id)
+                ))),
                 area,
             );
             return;

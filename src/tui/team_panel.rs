@@ -13,6 +13,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState}
 
 use super::tasks_panel::format_elapsed;
 use crate::cli::team::{MemberView, TeamView};
+use crate::sanitize::clean_line;
 use crate::team::{MemberStatus, TodoStatus};
 
 /// What a key in the panel asks for.
@@ -187,15 +188,15 @@ impl TeamPanel {
             .map(|m| {
                 let status = m.status.unwrap_or(MemberStatus::Idle);
                 Row::new(vec![
-                    m.name.clone().into(),
-                    m.agent_type.clone().into(),
+                    clean_line(&m.name).into(),
+                    clean_line(&m.agent_type).into(),
                     Line::styled(
                         status.to_string(),
                         Style::default().fg(status_color(status)),
                     ),
                     m.current_item
                         .as_ref()
-                        .map_or("-".to_string(), |i| format!("#{i}"))
+                        .map_or("-".to_string(), |i| clean_line(&format!("#{i}")))
                         .into(),
                     m.last_activity_ms
                         .map_or("-".to_string(), |t| {
@@ -225,7 +226,7 @@ impl TeamPanel {
             .highlight_symbol("❯ ")
             .block(Block::default().borders(Borders::ALL).title(format!(
                 " Team {} · lead unread {lead_unread} (↑↓ select, Enter open, x stop, Ctrl+T list, Esc close) ",
-                short(&view.team)
+                clean_line(short(&view.team))
             )));
         let mut state = TableState::default();
         if !self.teammates().is_empty() {
@@ -241,8 +242,9 @@ impl TeamPanel {
         let lines: Vec<&str> = text.lines().collect();
         let tail: Vec<Line> = lines[lines.len().saturating_sub(height)..]
             .iter()
-            .map(|l| Line::raw(l.to_string()))
+            .map(|l| Line::raw(clean_line(l)))
             .collect();
+        let name = clean_line(name);
         frame.render_widget(
             Paragraph::new(tail).block(
                 Block::default()
@@ -252,7 +254,7 @@ impl TeamPanel {
             body,
         );
         frame.render_widget(
-            Paragraph::new(format!("{}▏", self.draft)).block(
+            Paragraph::new(format!("{}▏", clean_line(&self.draft))).block(
                 Block::default()
                     .borders(Borders::ALL)
                     .title(format!(" message to {name} (Enter sends) ")),
@@ -276,14 +278,14 @@ fn render_items(frame: &mut Frame, area: Rect, view: &TeamView) {
                     i.status.to_string(),
                     Style::default().fg(item_color(i.status)),
                 ),
-                i.owner.clone().unwrap_or_else(|| "-".into()).into(),
+                clean_line(i.owner.as_deref().unwrap_or("-")).into(),
                 i.open_blockers
                     .iter()
                     .map(|b| format!("#{b}"))
                     .collect::<Vec<_>>()
                     .join(", ")
                     .into(),
-                i.subject.clone().into(),
+                clean_line(&i.subject).into(),
             ])
         })
         .collect();
@@ -449,5 +451,28 @@ mod tests {
         assert!(p.transcript.is_none() && p.open);
         assert_eq!(p.on_key(key(KeyCode::Esc)), TeamAction::Close);
         assert!(!p.open);
+    }
+
+    #[test]
+    fn escape_sequences_from_teammates_show_visibly() {
+        let mut p = panel();
+        p.transcript = Some((
+            "bob".into(),
+            "bob: done \u{1b}]52;c;aGk=\u{7}\u{1b}]2;T\u{7} \u{202e}x".into(),
+        ));
+        let screen = draw(&p);
+        assert!(
+            screen.contains("done ␛]52;c;aGk=␇␛]2;T␇ \\u{202e}x"),
+            "{screen}"
+        );
+        let unsafe_char = |c: char| c != '\n' && crate::sanitize::is_unsafe(c);
+        assert!(!screen.contains(unsafe_char), "{screen:?}");
+        p.transcript = None;
+        if let Some(view) = &mut p.view {
+            view.items[0].subject = "fix \u{1b}[2K\u{1b}[1Gok".into();
+        }
+        p.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
+        let screen = draw(&p);
+        assert!(screen.contains("fix ␛[2K␛[1Gok"), "{screen}");
     }
 }

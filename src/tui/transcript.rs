@@ -105,6 +105,14 @@ impl Transcript {
         }));
     }
 
+    /// The tool call `id` of `agent`, if shown.
+    pub fn tool(&self, agent: &str, id: &str) -> Option<&ToolEntry> {
+        self.entries.iter().rev().find_map(|e| match e {
+            Entry::Tool(t) if t.id == id && t.agent == agent => Some(t),
+            _ => None,
+        })
+    }
+
     fn tool_mut(&mut self, agent: &str, id: &str) -> Option<&mut ToolEntry> {
         self.entries.iter_mut().rev().find_map(|e| match e {
             Entry::Tool(t) if t.id == id && t.agent == agent => Some(t),
@@ -230,8 +238,9 @@ impl Transcript {
 }
 
 /// Splits a line into rows of at most `width` characters, keeping each span's style.
-/// Tabs become spaces up to the next stop of four and other control characters are
-/// dropped: a terminal would move the cursor for them and leave stale cells behind
+/// Every span passes the sanitizer first ([`crate::sanitize`]): escape sequences, other
+/// control characters, bidi controls and zero-width characters show in their visible
+/// form and never reach the terminal. Tabs become spaces up to the next stop of four
 /// (tool output such as `read_file`'s numbered lines is full of tabs).
 fn wrap(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
     let mut rows = vec![Line::default()];
@@ -239,13 +248,16 @@ fn wrap(line: Line<'static>, width: usize) -> Vec<Line<'static>> {
     for span in line.spans {
         let mut chunk = String::new();
         let mut expanded: Vec<char> = Vec::with_capacity(span.content.len());
-        for ch in span.content.chars() {
+        let keep = crate::sanitize::Keep {
+            newlines: false,
+            tabs: true,
+        };
+        for ch in crate::sanitize::clean(&span.content, keep).text.chars() {
             match ch {
                 '\t' => {
                     let col = (used + expanded.len()) % width.max(1);
                     expanded.extend(std::iter::repeat_n(' ', 4 - col % 4));
                 }
-                c if c.is_control() => {}
                 c => expanded.push(c),
             }
         }
@@ -275,9 +287,9 @@ mod tests {
 
     #[test]
     fn tabs_and_control_characters_do_not_reach_the_terminal() {
-        let rows = wrap(Line::raw("     1\tfn main()\r\u{1b}"), 80);
+        let rows = wrap(Line::raw("     1\tfn main()\r\u{1b}]2;t\u{7}\u{202e}"), 80);
         let text: String = rows[0].spans.iter().map(|s| s.content.as_ref()).collect();
-        assert_eq!(text, "     1  fn main()");
+        assert_eq!(text, "     1  fn main()␍␛]2;t␇\\u{202e}");
     }
     use ratatui::backend::TestBackend;
 

@@ -16,6 +16,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use serde_json::Value;
 
 use crate::permission::trust::{TrustState, TrustStore};
+use crate::sanitize::clean_line;
 
 /// The user's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,19 +101,27 @@ impl TrustPrompt {
         let mut lines = vec![
             Line::from(Span::styled("Trust this folder?", bold)),
             Line::from(""),
-            Line::from(self.dir.display().to_string()),
+            Line::from(clean_line(&self.dir.display().to_string())),
             Line::from(""),
             Line::from(
                 "It has shared project settings (.crew/settings.json). A repository you cloned can use them to allow commands and run code on this machine:",
             ),
         ];
-        lines.extend(self.unlocks.iter().map(|u| Line::from(format!("  • {u}"))));
+        lines.extend(
+            self.unlocks
+                .iter()
+                .map(|u| Line::from(format!("  • {}", clean_line(u)))),
+        );
         if !self.changed.is_empty() {
             lines.push(Line::from(""));
             lines.push(Line::from(
                 "You trusted it before, but its hooks, MCP servers, agent definitions or the files they run changed since (`crew trust --diff` lists them); y trusts the content as it is now:",
             ));
-            lines.extend(self.changed.iter().map(|c| Line::from(format!("  • {c}"))));
+            lines.extend(
+                self.changed
+                    .iter()
+                    .map(|c| Line::from(format!("  • {}", clean_line(c)))),
+            );
         }
         lines.extend([
             Line::from(""),

@@ -2,6 +2,7 @@
 //! below, and the dialogs (approval, plan review, tasks, quit) over the transcript.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
@@ -9,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use super::app::App;
 use super::plan::PlanStage;
 use super::status::Status;
+use crate::sanitize::clean_line;
 
 /// The most command completions shown at once.
 const MAX_HINTS: usize = 8;
@@ -77,7 +79,7 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
         let text: Vec<String> = hints
             .iter()
             .take(MAX_HINTS)
-            .map(|(name, description)| format!("/{name:<16} {description}"))
+            .map(|(name, description)| clean_line(&format!("/{name:<16} {description}")))
             .collect();
         frame.render_widget(
             Paragraph::new(text.join("\n")).block(
@@ -107,6 +109,18 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
             ),
             rect,
         );
+    }
+    guard(frame.buffer_mut());
+}
+
+/// The last line of defence behind the sanitizer at each draw site: a cell whose symbol
+/// still holds a character that changes how the terminal displays (a draw site that
+/// forgot [`crate::sanitize`]) shows `�` instead, so no such character is ever written.
+fn guard(buf: &mut Buffer) {
+    for cell in buf.content.iter_mut() {
+        if cell.symbol().chars().any(crate::sanitize::is_unsafe) {
+            cell.set_symbol("\u{fffd}");
+        }
     }
 }
 

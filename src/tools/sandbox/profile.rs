@@ -124,13 +124,17 @@ pub fn failure_hint(profile: SandboxProfile, stderr: &str) -> Option<String> {
         }
     };
     Some(format!(
-        "note: the OS sandbox may have stopped this command: {what}. If it must do this, \
+        "{FAILURE_NOTE}: {what}. If it must do this, \
          call run_command again with `outside_sandbox: true`: the user is asked and may run it \
          once outside the sandbox (never without a human). Or the user adds it to \
          `sandbox.excludedCommands`, or its directory to `sandbox.filesystem.allowWrite`, in \
          ~/.crew/settings.json or .crew/settings.local.json"
     ))
 }
+
+/// How the note [`failure_hint`] appends to a command's result begins: the TUI offers to
+/// run a command outside the sandbox only after a result of it carried this note.
+pub const FAILURE_NOTE: &str = "note: the OS sandbox may have stopped this command";
 
 impl std::fmt::Display for SandboxProfile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
