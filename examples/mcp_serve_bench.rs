@@ -79,6 +79,7 @@ async fn main() -> anyhow::Result<()> {
             mode: None,
             model: Some(format!("script:{}", args[3])),
             max_turns: 1,
+            token_file: None,
         };
         let dir = std::path::PathBuf::from(&args[2]);
         let code = crewmaster::cli::mcp_serve::run(serve, &dir).await?;
