@@ -230,6 +230,13 @@ async fn an_escaped_process_ends_when_the_call_is_dropped() {
     let pid = escaped_pid(dir.path()).await;
     task.abort();
     let _ = task.await;
+    // The drop guard's request to the guardian is asynchronous: the process must be gone
+    // within the wait bound (a survivor fails here), before it is told to go on.
+    wait_until(
+        &format!("escaped process {pid} to end after the drop"),
+        || !running(pid),
+    )
+    .await;
     assert_ended_for_good(dir.path(), pid, "setsid -f").await;
 }
 

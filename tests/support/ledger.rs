@@ -89,7 +89,13 @@ impl Feature {
                 .output()
                 .is_ok_and(|o| o.status.success()),
             Feature::OtherUser => std::process::Command::new("setpriv")
-                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "id", "-u"])
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "id",
+                    "-u",
+                ])
                 .output()
                 .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"65534")),
         }
