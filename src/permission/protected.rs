@@ -89,23 +89,12 @@ pub fn git_config_write(part: &Part) -> Option<String> {
     if part.program() != "git" {
         return None;
     }
-    let mut args = part.argv.iter().skip(1).map(String::as_str);
-    // Git's global options before the subcommand.
-    let sub = loop {
-        let a = args.next()?;
-        match a {
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path"
-            | "--config-env" => {
-                args.next();
-            }
-            _ if a.starts_with('-') => {}
-            _ => break a,
-        }
-    };
-    if sub != "config" {
+    // Git's global options before the subcommand, as `commands::git` reads them.
+    let sub = commands::git::parse(&part.argv).sub?;
+    if part.argv[sub] != "config" {
         return None;
     }
-    let rest: Vec<&str> = args.collect();
+    let rest: Vec<&str> = part.argv[sub + 1..].iter().map(String::as_str).collect();
     let verdict = || {
         Some(format!(
             "`{}` writes git configuration (.git/config or another config file), a protected \

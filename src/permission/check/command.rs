@@ -565,7 +565,6 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>)
     } else {
         vec![None; parts.len()]
     };
-    let mut dirs = None;
     let mut history = vec![false; parts.len()];
     for (i, part) in parts.iter().enumerate() {
         let foreign = out[i].is_some();
@@ -576,21 +575,20 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>)
         else {
             continue;
         };
-        let dirs =
-            dirs.get_or_insert_with(|| commands::git_repo::dirs_by_part(parts, cwd, ctx.home));
-        out[i] = dirs[i].iter().find_map(|d| {
-            let Some(d) = d else {
-                return Some("it searches a directory the engine cannot follow".to_string());
-            };
-            let (d, d_real) = match &part.chdir {
-                Some(c) => (sandbox::absolute(c, d, ctx.home), false),
-                None => (d.clone(), ctx.cwd_real.as_ref() == Some(d)),
-            };
-            words.iter().find_map(|w| {
-                let w = sandbox::absolute(w, Path::new(""), ctx.home);
-                scope_why(ctx, &real_below(&d, d_real, &w)?)
-            })
-        });
+        out[i] = match commands::git_repo::run_dir(part, cwd) {
+            None => Some("it searches a directory the engine cannot follow".to_string()),
+            Some(d) => {
+                // The parser's directories are real: the cwd's, or where a literal `cd` went.
+                let (d, d_real) = match &part.chdir {
+                    Some(c) => (sandbox::absolute(c, &d, ctx.home), false),
+                    None => (d, part.dir != Dir::Initial || ctx.cwd_real.is_some()),
+                };
+                words.iter().find_map(|w| {
+                    let w = sandbox::absolute(w, Path::new(""), ctx.home);
+                    scope_why(ctx, &real_below(&d, d_real, &w)?)
+                })
+            }
+        };
         // Git names paths from the repository root (`HEAD:path`, a whole-tree diff).
         if out[i].is_none()
             && part.program() == "git"
