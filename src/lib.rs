@@ -30,6 +30,7 @@ pub mod tasks;
 pub mod team;
 pub mod tools;
 pub mod transcript;
+pub mod trust;
 pub mod tui;
 pub mod worker;
 pub mod worktree;

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::rules::{Rule, RuleKind};
-use super::trust::TrustStore;
+use crate::trust::TrustStore;
 use super::{Layer, PermissionMode, Policy, layers, sandbox};
 
 pub use super::sandbox_settings::SandboxSettings;
