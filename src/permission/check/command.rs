@@ -66,21 +66,6 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         .iter()
         .map(|p| writes::part_writes(ctx, p))
         .collect();
-    // A write to what crew loads as code or policy asks, whatever the rules say (a deny
-    // rule or hard check still denies first).
-    let mut run_files: Option<Vec<PathBuf>> = None;
-    let mut run = || {
-        run_files
-            .get_or_insert_with(|| protected::run_files(&super::path::code_roots(ctx)))
-            .clone()
-    };
-    let loaded = script.parts.iter().zip(&named).find_map(|(part, named)| {
-        let paths = named
-            .iter()
-            .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        protected::command_loaded_write(as_expanded(part).as_ref().unwrap_or(part), paths, &mut run)
-            .map(|why| format!("`{}`: {why}", part.full_text()))
-    });
     // Credentials are denied wherever they appear, before any rule; so are files that a
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny), and
     // writes to protected paths.
@@ -190,8 +175,10 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         Category::Exec
     };
     let mut d = worst.unwrap_or_else(|| fallback(ctx.mode(), category, ""));
-    if let Some(why) = loaded
-        && d.verdict != Verdict::Deny
+    // A write to what crew loads as code or policy asks, whatever the rules say (a deny
+    // rule or hard check denied above already).
+    if d.verdict != Verdict::Deny
+        && let Some(why) = loaded_write(ctx, &script.parts, &named)
     {
         d = Decision::new(
             Verdict::Ask,
@@ -205,6 +192,25 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     d.category = Some(category);
     d.target = Some(target);
     d
+}
+
+/// Why a part writes something crew loads as code or policy (`protected::loaded`), if
+/// one does; the files hooks and MCP servers run are read from the settings only when a
+/// part that is not read-only names a file.
+fn loaded_write(ctx: &Ctx<'_>, parts: &[Part], named: &[Vec<Named>]) -> Option<String> {
+    let mut run_files: Option<Vec<PathBuf>> = None;
+    let mut run = || {
+        run_files
+            .get_or_insert_with(|| protected::run_files(&super::path::code_roots(ctx)))
+            .clone()
+    };
+    parts.iter().zip(named).find_map(|(part, named)| {
+        let paths = named
+            .iter()
+            .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
+        protected::command_loaded_write(as_expanded(part).as_ref().unwrap_or(part), paths, &mut run)
+            .map(|why| format!("`{}`: {why}", part.full_text()))
+    })
 }
 
 /// A glob or brace (`~/.ss?/id_rsa`, `~/*/key`, never matched against the disk) names
