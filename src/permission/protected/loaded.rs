@@ -170,7 +170,12 @@ fn config_words(file: &Path) -> Arc<Vec<String>> {
     let parsed: Vec<String> = std::fs::read_to_string(file)
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .map(|value| command_lines(&value).iter().flat_map(|l| words(l)).collect())
+        .map(|value| {
+            command_lines(&value)
+                .iter()
+                .flat_map(|l| words(l))
+                .collect()
+        })
         .unwrap_or_default();
     let parsed = Arc::new(parsed);
     if cache.len() >= MAX_CACHED {
