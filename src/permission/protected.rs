@@ -22,9 +22,7 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
     if let Some(why) = git_config_write(part) {
         return Some(why);
     }
-    // A read-only command's operands are only read (and `cd` only moves); anything else
-    // may write what it names (`cp x .git/config`, `tee`, `sed -i`, `mv`, `ln -s`, `>`).
-    if commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd") {
+    if only_reads(part) {
         return None;
     }
     named.find_map(|p| {
@@ -36,6 +34,12 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
             )
         })
     })
+}
+
+/// A read-only command's operands are only read (and `cd` only moves); anything else
+/// may write what it names (`cp x .git/config`, `tee`, `sed -i`, `mv`, `ln -s`, `>`).
+fn only_reads(part: &Part) -> bool {
+    commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd")
 }
 
 /// The files that configured hooks, MCP servers and status lines of `roots` run (the
@@ -74,7 +78,7 @@ pub fn command_loaded_write<'a>(
     mut named: impl Iterator<Item = &'a Path>,
     run: &mut dyn FnMut() -> Vec<PathBuf>,
 ) -> Option<String> {
-    if commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd") {
+    if only_reads(part) {
         return None;
     }
     named.find_map(|p| {

@@ -73,12 +73,8 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         let paths = named
             .iter()
             .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        // `G=git; $G config core.hooksPath x` writes git configuration too.
-        let expanded = as_expanded(part);
-        let why = match &expanded {
-            Some(e) => protected::command_write(e, paths),
-            None => protected::command_write(part, paths),
-        };
+        // `git -C ~ config core.hooksPath x` is judged with `~` expanded.
+        let why = protected::command_write(as_expanded(part).as_ref().unwrap_or(part), paths);
         if let Some(why) = why {
             let mut d = deny(
                 Source::Sandbox,

@@ -140,6 +140,9 @@ pub fn run_files(root: &Path) -> Vec<PathBuf> {
 /// times (nanoseconds). A rewrite changes at least the change time.
 type Version = (u64, u64, u64, i64, i64, i64, i64);
 
+/// Each settings file's version and the words of its command lines.
+type WordCache = HashMap<PathBuf, (Version, Arc<Vec<String>>)>;
+
 /// How many settings files' words are remembered.
 const MAX_CACHED: usize = 256;
 
@@ -147,7 +150,7 @@ const MAX_CACHED: usize = 256;
 /// version of the file (every write decision asks; the file rarely changes). Empty when
 /// the file is missing or not JSON.
 fn config_words(file: &Path) -> Arc<Vec<String>> {
-    static CACHE: Mutex<Option<HashMap<PathBuf, (Version, Arc<Vec<String>>)>>> = Mutex::new(None);
+    static CACHE: Mutex<Option<WordCache>> = Mutex::new(None);
     let Ok(meta) = std::fs::metadata(file) else {
         return Arc::default();
     };
