@@ -3,6 +3,9 @@
 //! ratio against a baseline measured in the same run: the bare mode-fallback check of a
 //! system tool (classification and fallback, no paths, no shell, no rules).
 //!
+//! Besides criterion's figure it prints the per-decision median (p50) and p90 over the mix,
+//! each request timed on its own over many rounds.
+//!
 //! `cargo bench --bench permission -- --measurement-time 3 --warm-up-time 1` (criterion
 //! flags as usual); `PERMISSION_BENCH_DETAIL=1` adds a rate per request and per shell parse.
 
@@ -159,6 +162,25 @@ fn per_second(reqs: &[CheckRequest], policy: &Policy, budget: Duration) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// Per-decision latency: every request of the mix timed on its own, `rounds` times over;
+/// returns (p50, p90) in microseconds.
+fn percentiles(reqs: &[CheckRequest], policy: &Policy, rounds: usize) -> (f64, f64) {
+    let mut samples = Vec::with_capacity(reqs.len() * rounds);
+    for _ in 0..rounds {
+        for r in reqs {
+            let start = Instant::now();
+            black_box(check(black_box(r), policy));
+            samples.push(start.elapsed());
+        }
+    }
+    samples.sort_unstable();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples[i].as_secs_f64() * 1e6
+    };
+    (at(0.5), at(0.9))
+}
+
 fn main() {
     let (_tmp, proj, policy) = setup();
     let reqs = mix(&proj);
@@ -217,6 +239,8 @@ fn main() {
             println!("  {rate:>10.0}/s  shell::parse_in {command}");
         }
     }
+    let (p50, p90) = percentiles(&reqs, &policy, 20_000);
+    println!("permission: per decision over the mix: median {p50:.2} µs, p90 {p90:.2} µs");
     println!(
         "permission: realistic mix {mixed:.0} decisions/s; baseline (mode fallback) {base:.0} decisions/s; mix/baseline = {:.3} (baseline is {:.1}x faster)",
         mixed / base,

@@ -33,6 +33,7 @@ pub mod team;
 mod test_kernel;
 pub mod tools;
 pub mod transcript;
+pub mod trust;
 pub mod tui;
 pub mod worker;
 pub mod worktree;

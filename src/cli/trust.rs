@@ -1,6 +1,6 @@
 //! `crew trust [DIR] | --list | --diff [DIR] | --revoke DIR`: manage the folders whose
 //! shared project configuration (settings, hooks, MCP servers, agent definitions) takes
-//! effect, pinned to its content (see `permission::trust`).
+//! effect, pinned to its content (see `crate::trust`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
-use crate::permission::trust::{Granted, Revoked, TrustState, TrustStore};
+use crate::trust::{Granted, Revoked, TrustState, TrustStore};
 
 /// Arguments of `crew trust`.
 #[derive(Debug, Args)]

@@ -25,7 +25,7 @@ use crate::agent::catalog::Catalog;
 use crate::permission::Layer;
 use crate::permission::layers;
 use crate::permission::settings::{SettingsError, Warning};
-use crate::permission::trust::TrustStore;
+use crate::trust::TrustStore;
 
 /// How long a hook may run when its entry sets no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -139,7 +139,7 @@ pub fn load(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpConfig {
     let trusted = home.is_some_and(|h| {
-        crate::permission::trust::TrustStore::for_home(h)
+        crate::trust::TrustStore::for_home(h)
             .is_trusted(project_root)
             .unwrap_or(false)
     });
@@ -472,7 +472,7 @@ mod tests {
                 .contains("mcpServers.broken.command")
         );
 
-        crate::permission::trust::TrustStore::for_home(home.path())
+        crate::trust::TrustStore::for_home(home.path())
             .trust(&root)
             .unwrap();
         let c = load(&root, Some(home.path()), &[], &env);

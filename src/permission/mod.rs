@@ -10,7 +10,7 @@
 //! (spec + arguments → category, target), `permit` (`Permit`, `Pending`), `shell` (bash parsing, wrappers),
 //! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
 //! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
-//! `Policy::load`), `trust` (trusted folders), `grants` (approvals → rules),
+//! `Policy::load`; trusted folders are `crate::trust`), `grants` (approvals → rules),
 //! `delegation` (starting subagents), `walk` (what directory walkers may show), `check`
 //! (the decision), `actor`, `auto` (auto mode: classifier, breaker, suspended rules),
 //! `transition` (the one state machine for mode changes).
@@ -44,9 +44,8 @@ pub mod settings;
 pub mod settings_network;
 pub mod shell;
 pub mod spec;
-mod tracked;
+pub(crate) mod tracked;
 pub mod transition;
-pub mod trust;
 pub mod walk;
 
 use std::path::PathBuf;

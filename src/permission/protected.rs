@@ -22,9 +22,7 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
     if let Some(why) = git_config_write(part) {
         return Some(why);
     }
-    // A read-only command's operands are only read (and `cd` only moves); anything else
-    // may write what it names (`cp x .git/config`, `tee`, `sed -i`, `mv`, `ln -s`, `>`).
-    if commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd") {
+    if only_reads(part) {
         return None;
     }
     named.find_map(|p| {
@@ -36,6 +34,12 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
             )
         })
     })
+}
+
+/// A read-only command's operands are only read (and `cd` only moves); anything else
+/// may write what it names (`cp x .git/config`, `tee`, `sed -i`, `mv`, `ln -s`, `>`).
+fn only_reads(part: &Part) -> bool {
+    commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd")
 }
 
 /// The files that configured hooks, MCP servers and status lines of `roots` run (the
@@ -74,7 +78,7 @@ pub fn command_loaded_write<'a>(
     mut named: impl Iterator<Item = &'a Path>,
     run: &mut dyn FnMut() -> Vec<PathBuf>,
 ) -> Option<String> {
-    if commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd") {
+    if only_reads(part) {
         return None;
     }
     named.find_map(|p| {
@@ -89,23 +93,12 @@ pub fn git_config_write(part: &Part) -> Option<String> {
     if part.program() != "git" {
         return None;
     }
-    let mut args = part.argv.iter().skip(1).map(String::as_str);
-    // Git's global options before the subcommand.
-    let sub = loop {
-        let a = args.next()?;
-        match a {
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path"
-            | "--config-env" => {
-                args.next();
-            }
-            _ if a.starts_with('-') => {}
-            _ => break a,
-        }
-    };
-    if sub != "config" {
+    // Git's global options before the subcommand, as `commands::git` reads them.
+    let sub = commands::git::parse(&part.argv).sub?;
+    if part.argv[sub] != "config" {
         return None;
     }
-    let rest: Vec<&str> = args.collect();
+    let rest: Vec<&str> = part.argv[sub + 1..].iter().map(String::as_str).collect();
     let verdict = || {
         Some(format!(
             "`{}` writes git configuration (.git/config or another config file), a protected \

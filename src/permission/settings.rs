@@ -19,8 +19,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::rules::{Rule, RuleKind};
-use super::trust::TrustStore;
 use super::{Layer, PermissionMode, Policy, layers, sandbox};
+use crate::trust::TrustStore;
 
 pub use super::sandbox_settings::SandboxSettings;
 

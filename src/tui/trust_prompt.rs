@@ -1,7 +1,7 @@
 //! The first-run trust prompt: before a session starts in a folder whose shared
 //! `.crew/settings.json` or `.claude/settings.json` is not trusted yet, the TUI asks "Trust this folder?" and shows
 //! what the file would switch on (allow rules, defaultMode, worktree.setup, …). `y`
-//! trusts the project root (`permission::trust`); `n`, Esc or Ctrl-C start the session
+//! trusts the project root (`crate::trust`); `n`, Esc or Ctrl-C start the session
 //! without those settings (its deny and ask rules apply either way).
 
 use std::path::{Path, PathBuf};
@@ -15,8 +15,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use serde_json::Value;
 
-use crate::permission::trust::{TrustState, TrustStore};
 use crate::sanitize::clean_line;
+use crate::trust::{TrustState, TrustStore};
 
 /// The user's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,7 @@ impl TrustPrompt {
     }
 
     /// Records the user's trust.
-    pub fn grant(&self) -> Result<(), crate::permission::trust::TrustError> {
+    pub fn grant(&self) -> Result<(), crate::trust::TrustError> {
         self.store.trust(&self.dir).map(|_| ())
     }
 

@@ -55,7 +55,7 @@ impl Fixture {
 
     /// Trusts the project folder (its shared settings take effect).
     pub fn trust(&self) {
-        crewmaster::permission::trust::TrustStore::for_home(&self.home)
+        crewmaster::trust::TrustStore::for_home(&self.home)
             .trust(&self.proj)
             .unwrap();
     }

@@ -66,21 +66,6 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         .iter()
         .map(|p| writes::part_writes(ctx, p))
         .collect();
-    // A write to what crew loads as code or policy asks, whatever the rules say (a deny
-    // rule or hard check still denies first).
-    let mut run_files: Option<Vec<PathBuf>> = None;
-    let mut run = || {
-        run_files
-            .get_or_insert_with(|| protected::run_files(&super::path::code_roots(ctx)))
-            .clone()
-    };
-    let loaded = script.parts.iter().zip(&named).find_map(|(part, named)| {
-        let paths = named
-            .iter()
-            .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        protected::command_loaded_write(as_expanded(part).as_ref().unwrap_or(part), paths, &mut run)
-            .map(|why| format!("`{}`: {why}", part.full_text()))
-    });
     // Credentials are denied wherever they appear, before any rule; so are files that a
     // Read/Edit/Write deny rule protects (a shell must not walk around a path deny), and
     // writes to protected paths.
@@ -88,12 +73,8 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         let paths = named
             .iter()
             .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
-        // `G=git; $G config core.hooksPath x` writes git configuration too.
-        let expanded = as_expanded(part);
-        let why = match &expanded {
-            Some(e) => protected::command_write(e, paths),
-            None => protected::command_write(part, paths),
-        };
+        // `git -C ~ config core.hooksPath x` is judged with `~` expanded.
+        let why = protected::command_write(as_expanded(part).as_ref().unwrap_or(part), paths);
         if let Some(why) = why {
             let mut d = deny(
                 Source::Sandbox,
@@ -190,8 +171,10 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         Category::Exec
     };
     let mut d = worst.unwrap_or_else(|| fallback(ctx.mode(), category, ""));
-    if let Some(why) = loaded
-        && d.verdict != Verdict::Deny
+    // A write to what crew loads as code or policy asks, whatever the rules say (a deny
+    // rule or hard check denied above already).
+    if d.verdict != Verdict::Deny
+        && let Some(why) = loaded_write(ctx, &script.parts, &named)
     {
         d = Decision::new(
             Verdict::Ask,
@@ -205,6 +188,25 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     d.category = Some(category);
     d.target = Some(target);
     d
+}
+
+/// Why a part writes something crew loads as code or policy (`protected::loaded`), if
+/// one does; the files hooks and MCP servers run are read from the settings only when a
+/// part that is not read-only names a file.
+fn loaded_write(ctx: &Ctx<'_>, parts: &[Part], named: &[Vec<Named>]) -> Option<String> {
+    let mut run_files: Option<Vec<PathBuf>> = None;
+    let mut run = || {
+        run_files
+            .get_or_insert_with(|| protected::run_files(&super::path::code_roots(ctx)))
+            .clone()
+    };
+    parts.iter().zip(named).find_map(|(part, named)| {
+        let paths = named
+            .iter()
+            .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()));
+        protected::command_loaded_write(as_expanded(part).as_ref().unwrap_or(part), paths, &mut run)
+            .map(|why| format!("`{}`: {why}", part.full_text()))
+    })
 }
 
 /// A glob or brace (`~/.ss?/id_rsa`, `~/*/key`, never matched against the disk) names
@@ -565,7 +567,6 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>)
     } else {
         vec![None; parts.len()]
     };
-    let mut dirs = None;
     let mut history = vec![false; parts.len()];
     for (i, part) in parts.iter().enumerate() {
         let foreign = out[i].is_some();
@@ -576,21 +577,20 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>)
         else {
             continue;
         };
-        let dirs =
-            dirs.get_or_insert_with(|| commands::git_repo::dirs_by_part(parts, cwd, ctx.home));
-        out[i] = dirs[i].iter().find_map(|d| {
-            let Some(d) = d else {
-                return Some("it searches a directory the engine cannot follow".to_string());
-            };
-            let (d, d_real) = match &part.chdir {
-                Some(c) => (sandbox::absolute(c, d, ctx.home), false),
-                None => (d.clone(), ctx.cwd_real.as_ref() == Some(d)),
-            };
-            words.iter().find_map(|w| {
-                let w = sandbox::absolute(w, Path::new(""), ctx.home);
-                scope_why(ctx, &real_below(&d, d_real, &w)?)
-            })
-        });
+        out[i] = match commands::git_repo::run_dir(part, cwd) {
+            None => Some("it searches a directory the engine cannot follow".to_string()),
+            Some(d) => {
+                // The parser's directories are real: the cwd's, or where a literal `cd` went.
+                let (d, d_real) = match &part.chdir {
+                    Some(c) => (sandbox::absolute(c, &d, ctx.home), false),
+                    None => (d, part.dir != Dir::Initial || ctx.cwd_real.is_some()),
+                };
+                words.iter().find_map(|w| {
+                    let w = sandbox::absolute(w, Path::new(""), ctx.home);
+                    scope_why(ctx, &real_below(&d, d_real, &w)?)
+                })
+            }
+        };
         // Git names paths from the repository root (`HEAD:path`, a whole-tree diff).
         if out[i].is_none()
             && part.program() == "git"

@@ -9,13 +9,9 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::permission::sandbox;
-use crate::permission::shell::Part;
+use crate::permission::shell::{Dir, Part};
 
 use super::git;
-
-/// At most this many candidate directories are followed through `cd`s before the
-/// directory counts as unknown.
-const MAX_DIRS: usize = 16;
 
 /// Where a script's git commands start from.
 #[derive(Debug, Clone, Copy)]
@@ -48,13 +44,12 @@ pub fn foreign(parts: &[Part], at: &Places<'_>) -> Vec<Option<String>> {
     let env_why = git_env_set(parts);
     parts
         .iter()
-        .zip(dirs_by_part(parts, at.cwd, at.home))
-        .map(|(part, dirs)| {
+        .map(|part| {
             (part.program() == "git")
                 .then(|| {
                     env_why
                         .clone()
-                        .or_else(|| git_foreign(part, &dirs, &own, &memo))
+                        .or_else(|| git_foreign(part, run_dir(part, at.cwd), &own, &memo))
                 })
                 .flatten()
         })
@@ -92,26 +87,15 @@ impl Memo<'_> {
     }
 }
 
-/// For each part, every directory the shell may be in when it runs (`None`: one the
-/// engine cannot follow). A `cd` may sit in a subshell that has ended, so the
-/// directories before it stay possible.
-pub fn dirs_by_part(parts: &[Part], cwd: &Path, home: Option<&Path>) -> Vec<Vec<Option<PathBuf>>> {
-    let mut dirs: Vec<Option<PathBuf>> = vec![Some(cwd.to_path_buf())];
-    let mut out = Vec::with_capacity(parts.len());
-    for part in parts {
-        out.push(dirs.clone());
-        if let Some(next) = after_cd(part, &dirs, home) {
-            for d in next {
-                if !dirs.contains(&d) {
-                    dirs.push(d);
-                }
-            }
-            if dirs.len() > MAX_DIRS {
-                dirs = vec![None];
-            }
-        }
+/// The directory a part runs in, from the parser's one walk of the command (`Part::dir`):
+/// the caller's cwd, or where a leading literal `cd DIR` went; `None` after any other
+/// `cd`, which the engine does not follow.
+pub fn run_dir(part: &Part, cwd: &Path) -> Option<PathBuf> {
+    match &part.dir {
+        Dir::Initial => Some(cwd.to_path_buf()),
+        Dir::Known(d) => Some(d.clone()),
+        Dir::Unknown => None,
     }
-    out
 }
 
 /// The repositories the agent may read with git unasked.
@@ -139,7 +123,7 @@ fn own_repos(memo: &Memo<'_>) -> Vec<PathBuf> {
 /// Why git's repository is not the project's, if it may not be.
 fn git_foreign(
     part: &Part,
-    dirs: &[Option<PathBuf>],
+    dir: Option<PathBuf>,
     own: &[PathBuf],
     memo: &Memo<'_>,
 ) -> Option<String> {
@@ -166,61 +150,27 @@ fn git_foreign(
         }
         i += 1;
     }
-    for d in dirs {
-        let Some(mut dir) = d.clone() else {
-            return Some("git runs in a directory the engine cannot follow".into());
-        };
-        for h in &hops {
-            if h.contains('$') {
-                return Some(format!("git -C `{h}` is computed at run time"));
-            }
-            dir = sandbox::absolute(h, &dir, home);
+    let Some(mut dir) = dir else {
+        return Some("git runs in a directory the engine cannot follow".into());
+    };
+    for h in &hops {
+        if h.contains('$') {
+            return Some(format!("git -C `{h}` is computed at run time"));
         }
-        match memo.discover(&dir) {
-            Some(repo) if own.contains(&repo) => {}
-            Some(repo) => {
-                return Some(format!(
-                    "git in {} uses the repository {}, not the project's own, and its configuration can run programs",
-                    dir.display(),
-                    repo.display()
-                ));
-            }
-            None => {
-                return Some(format!(
-                    "git in {} uses no repository the engine can locate",
-                    dir.display()
-                ));
-            }
-        }
+        dir = sandbox::absolute(h, &dir, home);
     }
-    None
-}
-
-/// The directories a `cd`/`pushd`/`popd` part may lead to, `None` when it is not one.
-fn after_cd(
-    part: &Part,
-    dirs: &[Option<PathBuf>],
-    home: Option<&Path>,
-) -> Option<Vec<Option<PathBuf>>> {
-    match part.program() {
-        "cd" | "pushd" => {}
-        "popd" => return Some(vec![None]),
-        _ => return None,
+    match memo.discover(&dir) {
+        Some(repo) if own.contains(&repo) => None,
+        Some(repo) => Some(format!(
+            "git in {} uses the repository {}, not the project's own, and its configuration can run programs",
+            dir.display(),
+            repo.display()
+        )),
+        None => Some(format!(
+            "git in {} uses no repository the engine can locate",
+            dir.display()
+        )),
     }
-    let arg = part
-        .argv
-        .iter()
-        .skip(1)
-        .find(|a| !a.starts_with('-') || *a == "-");
-    Some(match arg {
-        _ if part.dynamic => vec![None],
-        None => vec![home.map(Path::to_path_buf)],
-        Some(a) if a == "-" || a.contains('$') => vec![None],
-        Some(a) => dirs
-            .iter()
-            .map(|d| d.as_ref().map(|d| sandbox::absolute(a, d, home)))
-            .collect(),
-    })
 }
 
 /// Why the script may change git's environment (`GIT_DIR`, `GIT_WORK_TREE`, …) for its
@@ -296,7 +246,11 @@ mod tests {
         std::fs::create_dir_all(proj.join("bare/objects")).unwrap();
         std::fs::write(proj.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
         let run = |c: &str| {
-            let s = shell::parse(c).unwrap();
+            let env = shell::Env {
+                cwd: Some(proj.clone()),
+                home: None,
+            };
+            let s = shell::parse_in(c, &env).unwrap();
             let at = Places {
                 cwd: &proj,
                 cwd_is_real: true,

@@ -220,18 +220,6 @@ pub fn runs_code(program: &str) -> bool {
     }
 }
 
-/// Whether a part is a shell or interpreter that reads its program from stdin.
-pub fn reads_program_from_stdin(part: &Part) -> bool {
-    let prog = part.program();
-    if !INTERPRETERS.contains(&prog) {
-        return false;
-    }
-    // Any non-option argument names a script file (or `-c` was unwrapped already);
-    // `-s` and `-` explicitly read stdin.
-    let args = &part.argv[1..];
-    args.iter().all(|a| a.starts_with('-')) || args.iter().any(|a| a == "-s" || a == "-")
-}
-
 /// Whether `args` hold the short flag `c` (alone or in a cluster) or `long`.
 pub fn has_short_or_long(args: &[&str], c: char, long: &str) -> bool {
     args.iter()

@@ -8,12 +8,14 @@
 //! Agents never write these without a human (the file tools and command write targets ask,
 //! and nobody answering means no), confined commands see them through read-only binds
 //! (`tools::sandbox::protect` takes its list from [`sandbox_paths`]), and the trust pin
-//! (`permission::trust`) digests them. Everything else in those folders — `.crew/demo-report.md`,
+//! (`crate::trust`) digests them. Everything else in those folders — `.crew/demo-report.md`,
 //! memory files such as `CLAUDE.md`, `.claude/CLAUDE.md`, `AGENTS.md` — stays an ordinary
 //! project file.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -125,21 +127,65 @@ pub fn run_files(root: &Path) -> Vec<PathBuf> {
     };
     let mut out = BTreeSet::new();
     for file in config_files(root) {
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            continue;
-        };
-        let Ok(value) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        for line in command_lines(&value) {
-            for word in words(&line) {
-                if let Some(p) = project_file(&real_root, &word) {
-                    out.insert(p);
-                }
+        for word in config_words(&file).iter() {
+            if let Some(p) = project_file(&real_root, word) {
+                out.insert(p);
             }
         }
     }
     out.into_iter().collect()
+}
+
+/// What identifies one version of a file: device, inode, length, modification and change
+/// times (nanoseconds). A rewrite changes at least the change time.
+type Version = (u64, u64, u64, i64, i64, i64, i64);
+
+/// Each settings file's version and the words of its command lines.
+type WordCache = HashMap<PathBuf, (Version, Arc<Vec<String>>)>;
+
+/// How many settings files' words are remembered.
+const MAX_CACHED: usize = 256;
+
+/// The words of every command line in one settings or `.mcp.json` file, parsed once per
+/// version of the file (every write decision asks; the file rarely changes). Empty when
+/// the file is missing or not JSON.
+fn config_words(file: &Path) -> Arc<Vec<String>> {
+    static CACHE: Mutex<Option<WordCache>> = Mutex::new(None);
+    let Ok(meta) = std::fs::metadata(file) else {
+        return Arc::default();
+    };
+    let version = (
+        meta.dev(),
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+    );
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some((seen, words)) = cache.get(file)
+        && *seen == version
+    {
+        return words.clone();
+    }
+    let parsed: Vec<String> = std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .map(|value| {
+            command_lines(&value)
+                .iter()
+                .flat_map(|l| words(l))
+                .collect()
+        })
+        .unwrap_or_default();
+    let parsed = Arc::new(parsed);
+    if cache.len() >= MAX_CACHED {
+        cache.clear();
+    }
+    cache.insert(file.to_path_buf(), (version, parsed.clone()));
+    parsed
 }
 
 /// The command lines in one settings or `.mcp.json` value: every hook's `command`, the
