@@ -57,21 +57,9 @@ pub(super) fn authorize(item: &TodoItem, by: &MemberName, update: &TodoUpdate) -
 #[cfg(test)]
 mod tests {
     use crate::team::todos::NewTodo;
-    use crate::team::{Member, MemberName, Team, TeamError, TodoId, TodoStatus, TodoUpdate};
+    use crate::team::{MemberName, Team, TeamError, TodoId, TodoStatus, TodoUpdate};
 
-    fn name(s: &str) -> MemberName {
-        MemberName::parse(s).unwrap()
-    }
-
-    fn team() -> (tempfile::TempDir, Team) {
-        let root = tempfile::tempdir().unwrap();
-        let team = Team::open(root.path(), "t").unwrap();
-        for n in ["alice", "bob"] {
-            team.add_member(Member::new(name(n), n, "coder", None))
-                .unwrap();
-        }
-        (root, team)
-    }
+    use crate::team::test_team::{name, team};
 
     fn add(team: &Team, subject: &str) -> TodoId {
         let new = NewTodo {

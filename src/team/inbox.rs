@@ -184,23 +184,11 @@ pub fn flush_all() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::team::{Member, Recipient};
+    use crate::team::Recipient;
     use std::fs::OpenOptions;
     use std::io::Write;
 
-    fn name(s: &str) -> MemberName {
-        MemberName::parse(s).unwrap()
-    }
-
-    fn team() -> (tempfile::TempDir, Team) {
-        let root = tempfile::tempdir().unwrap();
-        let team = Team::open(root.path(), "t").unwrap();
-        for n in ["alice", "bob"] {
-            team.add_member(Member::new(name(n), n, "coder", None))
-                .unwrap();
-        }
-        (root, team)
-    }
+    use crate::team::test_team::{name, team};
 
     fn to(s: &str) -> Recipient {
         Recipient::parse(s).unwrap()

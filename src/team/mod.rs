@@ -322,3 +322,25 @@ mod tests {
         );
     }
 }
+
+/// What the team's unit tests share: a team of alice and bob in a temporary directory.
+#[cfg(test)]
+pub(crate) mod test_team {
+    use super::{Member, MemberName, Team};
+
+    /// A member name that is known to be valid.
+    pub(crate) fn name(s: &str) -> MemberName {
+        MemberName::parse(s).unwrap()
+    }
+
+    /// A team `t` with the members alice and bob.
+    pub(crate) fn team() -> (tempfile::TempDir, Team) {
+        let root = tempfile::tempdir().unwrap();
+        let team = Team::open(root.path(), "t").unwrap();
+        for n in ["alice", "bob"] {
+            team.add_member(Member::new(name(n), n, "coder", None))
+                .unwrap();
+        }
+        (root, team)
+    }
+}

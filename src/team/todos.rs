@@ -283,21 +283,9 @@ fn frozen(item: &TodoItem, field: &'static str) -> TeamError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::team::{Member, TeamError};
+    use crate::team::TeamError;
 
-    fn name(s: &str) -> MemberName {
-        MemberName::parse(s).unwrap()
-    }
-
-    fn team() -> (tempfile::TempDir, Team) {
-        let root = tempfile::tempdir().unwrap();
-        let team = Team::open(root.path(), "t").unwrap();
-        for n in ["alice", "bob"] {
-            team.add_member(Member::new(name(n), n, "coder", None))
-                .unwrap();
-        }
-        (root, team)
-    }
+    use crate::team::test_team::{name, team};
 
     fn add(team: &Team, subject: &str, blocked_by: &[u64]) -> TodoId {
         let new = NewTodo {
