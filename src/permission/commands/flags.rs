@@ -1,11 +1,16 @@
 //! A small getopt-style option parser driven by allow-lists: a program's known options,
-//! which of them take a value, and which values name files. Anything not listed makes
-//! the parse fail, so callers fail closed ("not read-only", "opaque wrapper").
+//! which of them take a value, and which values name files it reads or writes. The one
+//! grammar of every program table (read-only programs, wrappers, file writers).
+//! Strictly (`parse`), anything not listed makes the parse fail, so callers fail closed
+//! ("not read-only", "opaque wrapper"); leniently (`lenient`, for finding written files),
+//! an unlisted option is remembered and taken as a flag (as any option is when the
+//! program's list of that kind is empty).
 //!
 //! Long option table entries use a tiny notation: `name` takes no value, `name=` takes
 //! one (`--name=v` or `--name v`), `name?` takes an optional glued value (`--color`,
-//! `--color=auto`), `name@` takes one value that names a file, `name+` takes two values
-//! (`jq --arg k v`), `name+@` two values of which the second names a file.
+//! `--color=auto`), `name@` takes one value that names a file, `name>` one that names a
+//! file it writes, `name+` takes two values (`jq --arg k v`), `name+@` two values of
+//! which the second names a file.
 
 /// The options a program accepts.
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +21,8 @@ pub struct Spec {
     pub short_val: &'static str,
     /// Short options whose value names a file (`-f FILE`, `-fFILE`).
     pub short_path: &'static str,
+    /// Short options whose value names a file the program writes (`sort -o FILE`).
+    pub short_out: &'static str,
     /// Long options, in the notation of the module comment.
     pub long: &'static [&'static str],
     /// Whether `-NUM` is a flag (`head -5`, `grep -3`, `nice -10`).
@@ -28,6 +35,7 @@ impl Spec {
         short: "",
         short_val: "",
         short_path: "",
+        short_out: "",
         long: &[],
         numeric: false,
     };
@@ -38,8 +46,15 @@ impl Spec {
 pub struct Parsed {
     /// Operands (non-option words), in order.
     pub operands: Vec<String>,
+    /// Where each operand is in `args`.
+    pub operand_at: Vec<usize>,
     /// Values of options that name files.
     pub paths: Vec<String>,
+    /// Values of options that name written files: (index in `args`, byte offset where
+    /// the name starts: `--output=f`, `-of`).
+    pub outputs: Vec<(usize, usize)>,
+    /// The first option not on the list (a lenient parse only).
+    pub unknown: Option<String>,
     /// Options seen, as written up to any `=` (`-n`, `--lines`), for per-program checks.
     pub seen: Vec<String>,
     /// Index in `args` where parsing stopped because `stop_at_operand` was set.
@@ -54,6 +69,26 @@ pub struct Unknown(pub String);
 /// the first operand (for wrappers: the wrapped command starts there); otherwise
 /// options and operands may interleave (GNU style) until `--`.
 pub fn parse(spec: &Spec, args: &[String], stop_at_operand: bool) -> Result<Parsed, Unknown> {
+    run(spec, args, stop_at_operand, false)
+}
+
+/// Parses `args` leniently: an unknown option is remembered in `Parsed::unknown` and
+/// taken as a flag; a missing value ends the parse.
+pub fn lenient(spec: &Spec, args: &[String]) -> Parsed {
+    run(spec, args, false, true).unwrap_or_default()
+}
+
+fn run(
+    spec: &Spec,
+    args: &[String],
+    stop_at_operand: bool,
+    lenient: bool,
+) -> Result<Parsed, Unknown> {
+    let cx = Cx {
+        spec,
+        args,
+        lenient,
+    };
     let mut out = Parsed::default();
     let mut i = 0;
     let mut ended = false;
@@ -65,6 +100,7 @@ pub fn parse(spec: &Spec, args: &[String], stop_at_operand: bool) -> Result<Pars
                 return Ok(out);
             }
             out.operands.push(a.to_string());
+            out.operand_at.push(i);
             i += 1;
             continue;
         }
@@ -77,11 +113,16 @@ pub fn parse(spec: &Spec, args: &[String], stop_at_operand: bool) -> Result<Pars
             }
             continue;
         }
-        if let Some(long) = a.strip_prefix("--") {
-            i = long_option(spec, long, args, i, &mut out)?;
-            continue;
-        }
-        i = short_cluster(spec, &a[1..], args, i, &mut out)?;
+        let step = match a.strip_prefix("--") {
+            Some(long) => long_option(&cx, long, i, &mut out),
+            None => short_cluster(&cx, &a[1..], i, &mut out),
+        };
+        i = match step {
+            Ok(next) => next,
+            // Lenient: a value is missing at the end.
+            Err(_) if lenient => args.len(),
+            Err(e) => return Err(e),
+        };
     }
     if stop_at_operand {
         out.stopped_at = Some(args.len());
@@ -89,48 +130,70 @@ pub fn parse(spec: &Spec, args: &[String], stop_at_operand: bool) -> Result<Pars
     Ok(out)
 }
 
-fn long_option(
-    spec: &Spec,
-    long: &str,
-    args: &[String],
-    i: usize,
-    out: &mut Parsed,
-) -> Result<usize, Unknown> {
+struct Cx<'a> {
+    spec: &'a Spec,
+    args: &'a [String],
+    lenient: bool,
+}
+
+impl Cx<'_> {
+    /// The value at `k`, or the error naming `opt`.
+    fn value_at(&self, k: usize, opt: &str) -> Result<String, Unknown> {
+        self.args.get(k).cloned().ok_or_else(|| Unknown(opt.into()))
+    }
+
+    /// Whether an option not on a list of that kind is only remembered (a lenient
+    /// parse; with an empty list, not even that).
+    fn tolerate(&self, list_empty: bool, opt: &str, out: &mut Parsed) -> bool {
+        if self.lenient && !list_empty {
+            out.unknown.get_or_insert_with(|| opt.to_string());
+        }
+        self.lenient
+    }
+}
+
+fn long_option(cx: &Cx<'_>, long: &str, i: usize, out: &mut Parsed) -> Result<usize, Unknown> {
     let (name, glued) = match long.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (long, None),
     };
-    let entry = spec
+    let opt = format!("--{name}");
+    let Some(entry) = cx
+        .spec
         .long
         .iter()
-        .find(|e| e.trim_end_matches(['=', '?', '@', '+']) == name)
-        .ok_or_else(|| Unknown(format!("--{name}")))?;
-    out.seen.push(format!("--{name}"));
-    let kind = &entry[name.len()..];
-    let value_at = |k: usize| {
-        args.get(k)
-            .cloned()
-            .ok_or_else(|| Unknown(format!("--{name}")))
+        .find(|e| e.trim_end_matches(['=', '?', '@', '+', '>']) == name)
+    else {
+        out.seen.push(opt.clone());
+        let word = &cx.args[i];
+        return match cx.tolerate(cx.spec.long.is_empty(), word, out) {
+            true => Ok(i + 1),
+            false => Err(Unknown(opt)),
+        };
     };
+    out.seen.push(opt.clone());
+    let kind = &entry[name.len()..];
     match kind {
-        "" if glued.is_some() => Err(Unknown(format!("--{name}="))),
+        "" if glued.is_some() && !cx.lenient => Err(Unknown(format!("--{name}="))),
         "" | "?" => Ok(i + 1),
-        "=" | "@" => {
-            let (v, next) = match glued {
-                Some(v) => (v.to_string(), i + 1),
-                None => (value_at(i + 1)?, i + 2),
+        "=" | "@" | ">" => {
+            let (v, next, at) = match glued {
+                Some(v) => (v.to_string(), i + 1, (i, name.len() + 3)),
+                None => (cx.value_at(i + 1, &opt)?, i + 2, (i + 1, 0)),
             };
-            if kind == "@" {
-                out.paths.push(v);
+            match kind {
+                "@" => out.paths.push(v),
+                ">" => out.outputs.push(at),
+                _ => {}
             }
             Ok(next)
         }
         "+" | "+@" => {
             let (second, next) = match glued {
-                Some(_) => (value_at(i + 1)?, i + 2),
+                Some(_) => (cx.value_at(i + 1, &opt)?, i + 2),
                 None => {
-                    value_at(i + 1)?;
-                    (value_at(i + 2)?, i + 3)
+                    cx.value_at(i + 1, &opt)?;
+                    (cx.value_at(i + 2, &opt)?, i + 3)
                 }
             };
             if kind == "+@" {
@@ -138,39 +201,36 @@ fn long_option(
             }
             Ok(next)
         }
-        _ => Err(Unknown(format!("--{name}"))),
+        _ => Err(Unknown(opt)),
     }
 }
 
-fn short_cluster(
-    spec: &Spec,
-    cluster: &str,
-    args: &[String],
-    i: usize,
-    out: &mut Parsed,
-) -> Result<usize, Unknown> {
+fn short_cluster(cx: &Cx<'_>, cluster: &str, i: usize, out: &mut Parsed) -> Result<usize, Unknown> {
+    let spec = cx.spec;
     if spec.numeric && cluster.chars().all(|c| c.is_ascii_digit()) {
         out.seen.push(format!("-{cluster}"));
         return Ok(i + 1);
     }
     for (at, c) in cluster.char_indices() {
-        let rest = &cluster[at + c.len_utf8()..];
-        let takes = spec.short_val.contains(c);
+        let rest_at = at + c.len_utf8();
+        let rest = &cluster[rest_at..];
         let path = spec.short_path.contains(c);
+        let written = spec.short_out.contains(c);
         out.seen.push(format!("-{c}"));
-        if takes || path {
-            let (v, next) = if rest.is_empty() {
-                let v = args.get(i + 1).ok_or_else(|| Unknown(format!("-{c}")))?;
-                (v.clone(), i + 2)
+        if path || written || spec.short_val.contains(c) {
+            let (v, next, at) = if rest.is_empty() {
+                (cx.value_at(i + 1, &format!("-{c}"))?, i + 2, (i + 1, 0))
             } else {
-                (rest.to_string(), i + 1)
+                (rest.to_string(), i + 1, (i, 1 + rest_at))
             };
             if path {
                 out.paths.push(v);
+            } else if written {
+                out.outputs.push(at);
             }
             return Ok(next);
         }
-        if !spec.short.contains(c) {
+        if !spec.short.contains(c) && !cx.tolerate(spec.short.is_empty(), &cx.args[i], out) {
             return Err(Unknown(format!("-{c}")));
         }
     }
@@ -204,7 +264,10 @@ mod tests {
         short: "lav",
         short_val: "n",
         short_path: "f",
-        long: &["all", "lines=", "file@", "color?", "arg+", "slurp+@"],
+        short_out: "w",
+        long: &[
+            "all", "lines=", "file@", "color?", "arg+", "slurp+@", "out>",
+        ],
         numeric: true,
     };
 
@@ -248,6 +311,18 @@ mod tests {
         ] {
             assert!(parse(&SPEC, &args(bad), false).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn lenient_parse_finds_outputs_past_unknown_options() {
+        let a = args("-xw o1 -lwo2 --frob --out o3 --out=o4 --color=x -z -n");
+        let p = lenient(&SPEC, &a);
+        let at: Vec<&str> = p.outputs.iter().map(|&(i, f)| &a[i][f..]).collect();
+        assert_eq!(at, ["o1", "o2", "o3", "o4"]);
+        assert_eq!(p.unknown.as_deref(), Some("-xw"));
+        assert!(parse(&SPEC, &a, false).is_err());
+        let p = parse(&SPEC, &args("-w o x --out=p"), false).unwrap();
+        assert_eq!((p.outputs, p.operand_at), (vec![(1, 0), (3, 6)], vec![2]));
     }
 
     #[test]

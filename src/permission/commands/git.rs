@@ -326,7 +326,6 @@ pub fn read_only(argv: &[String]) -> bool {
 const GREP: Spec = Spec {
     short: "aiIvwEFGPnlLcohHzqrWp0",
     short_val: "efABCm",
-    short_path: "",
     long: &[
         "cached", "untracked", "no-index", "recurse-submodules", "text", "ignore-case",
         "word-regexp", "invert-match", "full-name", "extended-regexp", "basic-regexp",
@@ -337,6 +336,7 @@ const GREP: Spec = Spec {
         "max-count=", "threads=", "and", "or", "not", "exclude-standard", "no-exclude-standard",
     ],
     numeric: true,
+    ..Spec::NONE
 };
 
 fn grep_read_only(rest: &[&str]) -> bool {

@@ -11,13 +11,13 @@ use crate::permission::shell::Part;
 
 /// The allow-list of each program read-only by its options alone.
 #[rustfmt::skip]
-fn spec(prog: &str) -> Option<Spec> {
+pub(super) fn spec(prog: &str) -> Option<Spec> {
     let s = |short, short_val, short_path, long: &'static [&'static str]| Spec {
         short,
         short_val,
         short_path,
         long,
-        numeric: false,
+        ..Spec::NONE
     };
     Some(match prog {
         "ls" => s("aAbBcCdfFgGhHiklLmnNopqQrRsStuUvxXZ1", "ITw", "", &[
@@ -175,13 +175,17 @@ fn spec(prog: &str) -> Option<Spec> {
             "raw-input", "tab", "indent=", "arg+", "argjson+", "slurpfile+@", "rawfile+@",
             "from-file@", "seq", "stream", "raw-output0",
         ]),
-        "sort" => s("bdfgiMhnRrVcCsuz", "ktS", "", &[
-            "ignore-leading-blanks", "dictionary-order", "ignore-case", "general-numeric-sort",
+        // `-o` writes (the writes table reads this spec too): parsed, never a read.
+        "sort" => Spec {
+            short_out: "o",
+            ..s("bdfgiMhnRrVcCsuz", "ktS", "", &[
+            "output>", "ignore-leading-blanks", "dictionary-order", "ignore-case", "general-numeric-sort",
             "ignore-nonprinting", "month-sort", "human-numeric-sort", "numeric-sort",
             "random-sort", "reverse", "version-sort", "sort=", "check?", "merge", "stable",
             "unique", "zero-terminated", "key=", "field-separator=", "buffer-size=",
             "parallel=", "batch-size=", "debug", "files0-from@", "random-source@",
-        ]),
+        ])
+        },
         "uniq" => s("cdDiuz", "fsw", "", &[
             "count", "repeated", "all-repeated?", "ignore-case", "unique", "zero-terminated",
             "skip-fields=", "skip-chars=", "check-chars=", "group?",
@@ -256,6 +260,9 @@ pub fn is_read_only(part: &Part) -> bool {
     let Some(p) = parsed(part) else {
         return false;
     };
+    if !p.outputs.is_empty() {
+        return false;
+    }
     // `less +'!cmd' f` runs a pager command at start-up.
     if matches!(prog, "less" | "more") && p.operands.iter().any(|o| o.starts_with('+')) {
         return false;
@@ -279,6 +286,11 @@ pub fn path_operands(part: &Part) -> Vec<String> {
     if let Some(p) = parsed(part) {
         let mut out = p.operands;
         out.extend(p.paths);
+        out.extend(
+            p.outputs
+                .iter()
+                .map(|&(i, from)| args[i][from..].to_string()),
+        );
         return out;
     }
     let mut out: Vec<String> = args

@@ -7,14 +7,13 @@ use super::flags::Spec;
 pub(super) const SUDO: Spec = Spec {
     short: "AbEHiKknPSsBN",
     short_val: "ugCDhprtUTR",
-    short_path: "",
     long: &[
         "askpass", "background", "preserve-env?", "set-home", "login", "remove-timestamp",
         "reset-timestamp", "non-interactive", "preserve-groups", "stdin", "shell", "bell",
         "no-update", "user=", "group=", "close-from=", "chdir=", "host=", "prompt=", "role=",
         "type=", "other-user=", "command-timeout=", "chroot=",
     ],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const DOAS: Spec = Spec {
@@ -24,11 +23,10 @@ pub(super) const DOAS: Spec = Spec {
 };
 #[rustfmt::skip]
 pub(super) const NICE: Spec = Spec {
-    short: "",
     short_val: "n",
-    short_path: "",
     long: &["adjustment="],
     numeric: true,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const NOHUP: Spec = Spec::NONE;
@@ -46,17 +44,16 @@ pub(super) const TIME: Spec = Spec {
     long: &[
         "append", "portability", "quiet", "verbose", "format=", "output@",
     ],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const TIMEOUT: Spec = Spec {
     short: "fpv",
     short_val: "ks",
-    short_path: "",
     long: &[
         "foreground", "preserve-status", "verbose", "kill-after=", "signal=",
     ],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const STDBUF: Spec = Spec {
@@ -68,9 +65,8 @@ pub(super) const STDBUF: Spec = Spec {
 pub(super) const IONICE: Spec = Spec {
     short: "t",
     short_val: "cn",
-    short_path: "",
     long: &["ignore", "class=", "classdata="],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const EXEC: Spec = Spec {
@@ -93,38 +89,35 @@ pub(super) const XARGS: Spec = Spec {
         "eof?", "max-args=", "max-lines?", "max-procs=", "max-chars=", "delimiter=",
         "process-slot-var=", "arg-file@", "show-limits",
     ],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const ENV: Spec = Spec {
     short: "i0v",
     short_val: "uCS",
-    short_path: "",
     long: &[
         "ignore-environment", "null", "debug", "ignore-signal?", "default-signal?",
         "block-signal?", "list-signal-handling", "unset=", "chdir=", "split-string=",
     ],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const FLOCK: Spec = Spec {
     short: "sxeunoFv",
     short_val: "wEc",
-    short_path: "",
     long: &[
         "shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose", "timeout=",
         "conflict-exit-code=", "command=",
     ],
-    numeric: false,
+    ..Spec::NONE
 };
 #[rustfmt::skip]
 pub(super) const WATCH: Spec = Spec {
     short: "bcdegptwxC",
     short_val: "nq",
-    short_path: "",
     long: &[
         "beep", "color", "no-color", "differences?", "errexit", "chgexit", "precise",
         "no-title", "no-wrap", "exec", "interval=", "equexit=", "no-rerun",
     ],
-    numeric: false,
+    ..Spec::NONE
 };

@@ -4,11 +4,14 @@
 //! target as a write: sandbox roots, protected paths, write rules and the mode. Redirects
 //! are the caller's too (they are on the part, not in its words).
 //!
-//! The option parser here is lenient on purpose: it only has to find the words that name
-//! written files. An option it does not know is remembered (`Writes::unknown`), so that
-//! nothing counts as "only edits files" on a guess.
+//! The options are parsed leniently (`flags::lenient`): only the words that name written
+//! files must be found. An option not in the table means the command does not count as
+//! "only edits files" on a guess.
 
 mod own;
+
+use super::flags::{self, Spec};
+use super::read_only;
 
 /// What a command writes, as indexes into the words it was given (0 is the program).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,8 +24,6 @@ pub struct Writes {
     /// Its only effect is creating, copying or moving files (`mkdir`, `touch`, `cp`,
     /// `mv`) and every option is known: acceptEdits may let it through.
     pub edits_only: bool,
-    /// An option the parser does not know (its value, if any, may be a target).
-    pub unknown: Option<String>,
 }
 
 /// How a program's operands relate to what it writes.
@@ -44,151 +45,100 @@ enum Operands {
     None,
 }
 
-/// One program's options, as far as finding its targets needs.
+/// One program: its options (values that name written files are `>` options; for a
+/// `Dest` program, a target directory that replaces the last operand), its operands,
+/// and whether creating, copying or moving files is all it does.
 struct Prog {
     names: &'static [&'static str],
-    /// Short flags without a value.
-    short: &'static str,
-    /// Short options with a value.
-    short_val: &'static str,
-    /// Long options without a value.
-    long: &'static [&'static str],
-    /// Long options with a value.
-    long_val: &'static [&'static str],
-    /// Options (short letters and long names) whose value is a written file; for a
-    /// `Dest` program, a target directory that replaces the last operand.
-    target_short: &'static str,
-    target_long: &'static [&'static str],
+    spec: Spec,
     operands: Operands,
-    /// Creating, copying or moving files is all it does.
     edits_only: bool,
+}
+
+const fn prog(
+    names: &'static [&'static str],
+    short: &'static str,
+    short_val: &'static str,
+    short_out: &'static str,
+    long: &'static [&'static str],
+    operands: Operands,
+    edits_only: bool,
+) -> Prog {
+    let spec = Spec {
+        short,
+        short_val,
+        short_out,
+        long,
+        ..Spec::NONE
+    };
+    Prog {
+        names,
+        spec,
+        operands,
+        edits_only,
+    }
 }
 
 #[rustfmt::skip]
 const PROGS: &[Prog] = &[
-    Prog {
-        names: &["cp"], short: "abdfHilLnPprRsTuvxZ", short_val: "St",
-        long: &["archive", "attributes-only", "backup", "copy-contents", "dereference", "force",
-            "interactive", "link", "no-dereference", "no-clobber", "preserve", "parents",
-            "recursive", "reflink", "remove-destination", "strip-trailing-slashes",
-            "symbolic-link", "no-target-directory", "update", "verbose", "one-file-system",
-            "context", "debug", "keep-directory-symlink"],
-        long_val: &["no-preserve", "sparse", "suffix", "target-directory"],
-        target_short: "t", target_long: &["target-directory"], operands: Operands::Dest,
-        edits_only: true,
-    },
-    Prog {
-        names: &["mv"], short: "bfinTuvZ", short_val: "St",
-        long: &["backup", "force", "interactive", "no-clobber", "no-copy",
-            "strip-trailing-slashes", "no-target-directory", "update", "verbose", "context",
-            "debug", "exchange"],
-        long_val: &["suffix", "target-directory"],
-        target_short: "t", target_long: &["target-directory"],
-        operands: Operands::SourcesAndDest, edits_only: true,
-    },
-    Prog {
-        names: &["install"], short: "bcCdDpsvTZ", short_val: "gmoSt",
-        long: &["backup", "compare", "directory", "preserve-timestamps", "strip",
-            "no-target-directory", "verbose", "preserve-context", "context", "debug"],
-        long_val: &["group", "mode", "owner", "strip-program", "suffix", "target-directory"],
-        target_short: "t", target_long: &["target-directory"], operands: Operands::Dest,
-        edits_only: false,
-    },
-    Prog {
-        names: &["ln"], short: "bdfFinLPrsTv", short_val: "St",
-        long: &["backup", "directory", "force", "interactive", "logical", "no-dereference",
-            "physical", "relative", "symbolic", "no-target-directory", "verbose"],
-        long_val: &["suffix", "target-directory"],
-        target_short: "t", target_long: &["target-directory"], operands: Operands::Dest,
-        edits_only: false,
-    },
-    Prog {
-        names: &["tee"], short: "aip", short_val: "",
-        long: &["append", "ignore-interrupts", "output-error"], long_val: &[],
-        target_short: "", target_long: &[], operands: Operands::All, edits_only: false,
-    },
-    Prog {
-        names: &["touch"], short: "acfhm", short_val: "dtr",
-        long: &["no-create", "no-dereference"], long_val: &["date", "reference", "time"],
-        target_short: "", target_long: &[], operands: Operands::All, edits_only: true,
-    },
-    Prog {
-        names: &["mkdir"], short: "pvZ", short_val: "m",
-        long: &["parents", "verbose", "context"], long_val: &["mode"],
-        target_short: "", target_long: &[], operands: Operands::All, edits_only: true,
-    },
-    Prog {
-        names: &["rmdir"], short: "pv", short_val: "",
-        long: &["ignore-fail-on-non-empty", "parents", "verbose"], long_val: &[],
-        target_short: "", target_long: &[], operands: Operands::All, edits_only: false,
-    },
-    Prog {
-        names: &["rm", "unlink", "shred", "mkfifo", "mknod"], short: "dfiIrRvuxzZ",
-        short_val: "mns",
-        long: &["force", "interactive", "one-file-system", "no-preserve-root",
-            "preserve-root", "recursive", "dir", "verbose", "remove", "exact", "zero"],
-        long_val: &["iterations", "size", "random-source", "mode", "context"],
-        target_short: "", target_long: &[], operands: Operands::All, edits_only: false,
-    },
-    Prog {
-        names: &["truncate"], short: "co", short_val: "rs",
-        long: &["no-create", "io-blocks"], long_val: &["reference", "size"],
-        target_short: "", target_long: &[], operands: Operands::All, edits_only: false,
-    },
-    Prog {
-        names: &["chmod", "chown", "chgrp", "chattr", "setfacl"], short: "cfvRhHLP",
-        short_val: "",
-        long: &["changes", "silent", "quiet", "verbose", "dereference", "no-dereference",
-            "no-preserve-root", "preserve-root", "recursive"],
-        long_val: &["from", "reference"],
-        target_short: "", target_long: &[], operands: Operands::AfterFirst, edits_only: false,
-    },
-    Prog {
-        names: &["uniq"], short: "cdDiuz", short_val: "fsw",
-        long: &["count", "repeated", "all-repeated", "ignore-case", "unique",
-            "zero-terminated", "group"],
-        long_val: &["skip-fields", "skip-chars", "check-chars"],
-        target_short: "", target_long: &[], operands: Operands::Second, edits_only: false,
-    },
-    Prog {
-        names: &["sort"], short: "bcCdfghiMmnRrsuVz", short_val: "kStTo",
-        long: &["ignore-leading-blanks", "dictionary-order", "ignore-case",
-            "general-numeric-sort", "ignore-nonprinting", "month-sort", "human-numeric-sort",
-            "numeric-sort", "random-sort", "reverse", "version-sort", "check", "merge",
-            "stable", "unique", "zero-terminated", "debug"],
-        long_val: &["sort", "random-source", "batch-size", "compress-program", "files0-from",
-            "key", "output", "buffer-size", "field-separator", "temporary-directory",
-            "parallel"],
-        target_short: "o", target_long: &["output"], operands: Operands::None,
-        edits_only: false,
-    },
-    Prog {
-        // Only the options whose values matter; the rest are taken as flags.
-        names: &["curl"], short: "", short_val: "AbCcDdEeFHhKmoPQrTtUuwXxYyz",
-        long: &[], long_val: &["output", "output-dir", "dump-header", "cookie-jar", "trace",
-            "trace-ascii", "stderr", "libcurl", "etag-save", "hsts", "alt-svc", "data",
-            "header", "user-agent", "user", "request", "url", "config", "cookie", "form",
-            "referer", "proxy", "max-time", "connect-timeout", "retry", "range", "cert",
-            "key", "cacert"],
-        target_short: "cDo", target_long: &["output", "output-dir", "dump-header",
-            "cookie-jar", "trace", "trace-ascii", "stderr", "libcurl", "etag-save", "hsts",
-            "alt-svc"],
-        operands: Operands::None, edits_only: false,
-    },
-    Prog {
-        names: &["wget"], short: "", short_val: "aOoPtTwlDeUAR",
-        long: &[], long_val: &["output-document", "output-file", "append-output",
-            "directory-prefix", "tries", "timeout", "wait", "level", "domains", "execute",
-            "user-agent", "accept", "reject", "header", "save-cookies", "load-cookies",
-            "post-data", "user", "password"],
-        target_short: "aOoP", target_long: &["output-document", "output-file",
-            "append-output", "directory-prefix", "save-cookies"],
-        operands: Operands::None, edits_only: false,
-    },
+    prog(&["cp"], "abdfHilLnPprRsTuvxZ", "S", "t", &["archive", "attributes-only", "backup?",
+        "copy-contents", "dereference", "force", "interactive", "link", "no-dereference",
+        "no-clobber", "preserve?", "parents", "recursive", "reflink?", "remove-destination",
+        "strip-trailing-slashes", "symbolic-link", "no-target-directory", "update?",
+        "verbose", "one-file-system", "context?", "debug", "keep-directory-symlink",
+        "no-preserve=", "sparse=", "suffix=", "target-directory>"], Operands::Dest, true),
+    prog(&["mv"], "bfinTuvZ", "S", "t", &["backup?", "force", "interactive", "no-clobber",
+        "no-copy", "strip-trailing-slashes", "no-target-directory", "update?", "verbose",
+        "context?", "debug", "exchange", "suffix=", "target-directory>"],
+        Operands::SourcesAndDest, true),
+    prog(&["install"], "bcCdDpsvTZ", "gmoS", "t", &["backup?", "compare", "directory",
+        "preserve-timestamps", "strip", "no-target-directory", "verbose", "preserve-context",
+        "context?", "debug", "group=", "mode=", "owner=", "strip-program=", "suffix=",
+        "target-directory>"], Operands::Dest, false),
+    prog(&["ln"], "bdfFinLPrsTv", "S", "t", &["backup?", "directory", "force", "interactive",
+        "logical", "no-dereference", "physical", "relative", "symbolic", "no-target-directory",
+        "verbose", "suffix=", "target-directory>"], Operands::Dest, false),
+    prog(&["tee"], "aip", "", "", &["append", "ignore-interrupts", "output-error?"],
+        Operands::All, false),
+    prog(&["touch"], "acfhm", "dtr", "", &["no-create", "no-dereference", "date=",
+        "reference=", "time="], Operands::All, true),
+    prog(&["mkdir"], "pvZ", "m", "", &["parents", "verbose", "context?", "mode="],
+        Operands::All, true),
+    prog(&["rmdir"], "pv", "", "", &["ignore-fail-on-non-empty", "parents", "verbose"],
+        Operands::All, false),
+    prog(&["rm", "unlink", "shred", "mkfifo", "mknod"], "dfiIrRvuxzZ", "mns", "", &["force",
+        "interactive?", "one-file-system", "no-preserve-root", "preserve-root?", "recursive",
+        "dir", "verbose", "remove?", "exact", "zero", "iterations=", "size=",
+        "random-source=", "mode=", "context="], Operands::All, false),
+    prog(&["truncate"], "co", "rs", "", &["no-create", "io-blocks", "reference=", "size="],
+        Operands::All, false),
+    prog(&["chmod", "chown", "chgrp", "chattr", "setfacl"], "cfvRhHLP", "", "", &["changes",
+        "silent", "quiet", "verbose", "dereference", "no-dereference", "no-preserve-root",
+        "preserve-root", "recursive", "from=", "reference="], Operands::AfterFirst, false),
+    // Only the options whose values matter; the rest are taken as flags.
+    prog(&["curl"], "", "AbCdEeFHhKmPQrTtUuwXxYyz", "cDo", &["output>", "output-dir>",
+        "dump-header>", "cookie-jar>", "trace>", "trace-ascii>", "stderr>", "libcurl>",
+        "etag-save>", "hsts>", "alt-svc>", "data=", "header=", "user-agent=", "user=",
+        "request=", "url=", "config=", "cookie=", "form=", "referer=", "proxy=", "max-time=",
+        "connect-timeout=", "retry=", "range=", "cert=", "key=", "cacert="],
+        Operands::None, false),
+    prog(&["wget"], "", "tTwlDeUAR", "aOoP", &["output-document>", "output-file>",
+        "append-output>", "directory-prefix>", "save-cookies>", "tries=", "timeout=", "wait=",
+        "level=", "domains=", "execute=", "user-agent=", "accept=", "reject=", "header=",
+        "load-cookies=", "post-data=", "user=", "password="], Operands::None, false),
 ];
 
-fn prog(name: &str) -> Option<&'static Prog> {
-    PROGS.iter().find(|p| p.names.contains(&name))
+/// The options of `name` and how its operands are written. `sort` and `uniq` share the
+/// read-only table's spec.
+fn lookup(name: &str) -> Option<(Spec, Operands, bool)> {
+    match name {
+        "sort" => Some((read_only::spec("sort")?, Operands::None, false)),
+        "uniq" => Some((read_only::spec("uniq")?, Operands::Second, false)),
+        _ => PROGS
+            .iter()
+            .find(|p| p.names.contains(&name))
+            .map(|p| (p.spec, p.operands, p.edits_only)),
+    }
 }
 
 /// What `words` (a command's words, the program first, as bash expanded them) write.
@@ -204,20 +154,22 @@ pub fn writes(words: &[String]) -> Writes {
         "tar" | "gtar" | "bsdtar" => return own::tar(words),
         _ => {}
     }
-    let Some(p) = prog(name) else {
+    let Some((spec, operands, edits_only)) = lookup(name) else {
         return Writes::default();
     };
-    let parsed = parse(p, words);
+    let parsed = flags::lenient(&spec, &words[1..]);
+    let seen = |o: &str| parsed.seen.iter().any(|s| s == o);
+    let given: Vec<(usize, usize)> = parsed.outputs.iter().map(|&(i, f)| (i + 1, f)).collect();
+    let ops: Vec<usize> = parsed.operand_at.iter().map(|i| i + 1).collect();
     let mut out = Writes {
-        targets: parsed.targets.clone(),
+        targets: given.clone(),
         cwd: false,
-        edits_only: p.edits_only && parsed.unknown.is_none(),
-        unknown: parsed.unknown.clone(),
+        edits_only: edits_only && parsed.unknown.is_none(),
     };
-    let ops = &parsed.operands;
-    match p.operands {
-        Operands::All | Operands::SourcesAndDest => out.targets.extend(ops.iter().map(|&i| (i, 0))),
-        Operands::Dest if parsed.targets.is_empty() => match ops.as_slice() {
+    let all = ops.iter().map(|&i| (i, 0));
+    match operands {
+        Operands::All | Operands::SourcesAndDest => out.targets.extend(all),
+        Operands::Dest if given.is_empty() => match ops.as_slice() {
             [] => {}
             // `ln -s x`, `cp x` (an error): the link or copy lands in the cwd.
             [_] => out.cwd = true,
@@ -225,120 +177,32 @@ pub fn writes(words: &[String]) -> Writes {
         },
         Operands::Dest => {}
         Operands::AfterFirst => {
-            let by_reference = parsed.seen_long.iter().any(|l| l == "reference");
             // `chmod -x f`: the mode was taken as an option.
-            let mode_as_option = parsed.mode_like;
-            let skip = usize::from(!by_reference && !mode_as_option);
-            out.targets.extend(ops.iter().skip(skip).map(|&i| (i, 0)));
+            let mode_as_option = words[1..].iter().take_while(|w| *w != "--").any(|w| {
+                w.strip_prefix('-')
+                    .is_some_and(|c| !c.is_empty() && c.chars().all(|c| "rwxXstugoa".contains(c)))
+            });
+            let skip = usize::from(!seen("--reference") && !mode_as_option);
+            out.targets.extend(all.skip(skip));
         }
         Operands::Second => out.targets.extend(ops.get(1).map(|&i| (i, 0))),
         Operands::None => {}
     }
     // `install -d DIR…` creates every operand.
-    if name == "install" && parsed.seen_short.contains('d') {
-        out.targets = ops.iter().map(|&i| (i, 0)).collect();
-        out.targets.extend(&parsed.targets);
+    if name == "install" && (seen("-d") || seen("--directory")) {
+        out.targets = ops
+            .iter()
+            .map(|&i| (i, 0))
+            .chain(given.iter().copied())
+            .collect();
     }
     // `curl -O URL` and `wget URL` save into the cwd (or `--output-dir`/`-P`).
-    if name == "wget" || name == "curl" && parsed.remote_name {
-        out.cwd = parsed.targets.is_empty() || name == "curl";
+    let remote_name = seen("-O") || seen("--remote-name") || seen("--remote-name-all");
+    if name == "wget" || name == "curl" && remote_name {
+        out.cwd = given.is_empty() || name == "curl";
     }
     out.targets.sort_unstable();
     out.targets.dedup();
-    out
-}
-
-#[derive(Debug, Default)]
-struct Parsed {
-    operands: Vec<usize>,
-    targets: Vec<(usize, usize)>,
-    seen_short: String,
-    seen_long: Vec<String>,
-    unknown: Option<String>,
-    /// A short cluster that reads as a mode (`-x`, `-rwx`) for `chmod`.
-    mode_like: bool,
-    /// `curl -O` / `--remote-name`.
-    remote_name: bool,
-}
-
-fn parse(p: &Prog, words: &[String]) -> Parsed {
-    let mut out = Parsed::default();
-    let mut i = 1;
-    let mut ended = false;
-    while i < words.len() {
-        let w = words[i].as_str();
-        if ended || w == "-" || !w.starts_with('-') {
-            out.operands.push(i);
-            i += 1;
-            continue;
-        }
-        if w == "--" {
-            ended = true;
-            i += 1;
-            continue;
-        }
-        if let Some(long) = w.strip_prefix("--") {
-            let (name, glued) = match long.split_once('=') {
-                Some((n, _)) => (n, true),
-                None => (long, false),
-            };
-            out.seen_long.push(name.to_string());
-            if matches!(name, "remote-name" | "remote-name-all") {
-                out.remote_name = true;
-            }
-            let valued = p.long_val.contains(&name);
-            if !valued && !p.long.is_empty() && !p.long.contains(&name) {
-                out.unknown.get_or_insert_with(|| w.to_string());
-            }
-            if valued && !glued {
-                if p.target_long.contains(&name) && i + 1 < words.len() {
-                    out.targets.push((i + 1, 0));
-                }
-                i += 2;
-                continue;
-            }
-            if valued && p.target_long.contains(&name) {
-                // A glued value: `--output=f`.
-                out.targets.push((i, name.len() + 3));
-            }
-            i += 1;
-            continue;
-        }
-        let cluster = &w[1..];
-        if p.names.contains(&"chmod")
-            && cluster.chars().all(|c| "rwxXstugoa".contains(c))
-            && !cluster.is_empty()
-        {
-            out.mode_like = true;
-            i += 1;
-            continue;
-        }
-        let mut next = i + 1;
-        for (j, c) in cluster.char_indices() {
-            out.seen_short.push(c);
-            if c == 'O' && p.names.contains(&"curl") {
-                out.remote_name = true;
-            }
-            if p.short_val.contains(c) {
-                let glued = j + c.len_utf8() < cluster.len();
-                if p.target_short.contains(c) {
-                    if glued {
-                        out.targets.push((i, 1 + j + c.len_utf8()));
-                    } else if i + 1 < words.len() {
-                        out.targets.push((i + 1, 0));
-                    }
-                }
-                if !glued {
-                    next = i + 2;
-                }
-                break;
-            }
-            if !p.short.contains(c) && !p.short.is_empty() {
-                out.unknown.get_or_insert_with(|| w.to_string());
-            }
-        }
-        i = next;
-    }
     out
 }
 

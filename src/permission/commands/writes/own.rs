@@ -19,7 +19,6 @@ pub(super) fn sed(words: &[String]) -> Writes {
     let mut in_place = false;
     let mut script_given = false;
     let mut operands = Vec::new();
-    let mut unknown = None;
     let mut i = 1;
     let mut ended = false;
     while i < words.len() {
@@ -39,10 +38,7 @@ pub(super) fn sed(words: &[String]) -> Writes {
                     }
                 }
                 "line-length" if !long.contains('=') => i += 1,
-                "quiet" | "silent" | "regexp-extended" | "separate" | "null-data"
-                | "unbuffered" | "posix" | "sandbox" | "debug" | "follow-symlinks"
-                | "line-length" | "binary" | "zero-terminated" => {}
-                _ => unknown = unknown.or(Some(w.to_string())),
+                _ => {}
             }
         } else {
             for (j, c) in w[1..].char_indices() {
@@ -59,8 +55,7 @@ pub(super) fn sed(words: &[String]) -> Writes {
                         }
                         break;
                     }
-                    'n' | 'r' | 'E' | 's' | 'u' | 'z' | 'b' => {}
-                    _ => unknown = unknown.or(Some(w.to_string())),
+                    _ => {}
                 }
             }
         }
@@ -76,7 +71,6 @@ pub(super) fn sed(words: &[String]) -> Writes {
     };
     Writes {
         targets: files.iter().map(|&i| (i, 0)).collect(),
-        unknown,
         ..Writes::default()
     }
 }
