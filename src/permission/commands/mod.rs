@@ -2,7 +2,8 @@
 //! `wrappers` (programs that only run another command, unwrapped before any decision),
 //! `read_only` (allow-lists of known-good options; such commands count as reads),
 //! `runners` (the one table of programs that run programs, shared with auto mode),
-//! `dangerous` (ask in every mode but bypassPermissions, deny under dontAsk), `git`
+//! `dangerous` (ask in every mode but bypassPermissions, deny under dontAsk), `sed` (its
+//! command line, read once for writes, embedded commands and reads), `git`
 //! (global options, `-c` settings and aliases that run programs), `find` (`-exec`), and
 //! here, the commands a command runs besides itself (`embedded`) and the spellings a
 //! deny rule must see (`match_forms`). The blacklist (deny everywhere) is `blacklist.rs`.
@@ -18,6 +19,7 @@ mod programs;
 mod read_only;
 mod runners;
 mod search;
+mod sed;
 mod shells;
 mod wrapper_specs;
 mod wrappers;

@@ -174,36 +174,10 @@ fn vim(args: &[String]) -> Vec<Embedded> {
 }
 
 /// sed's `e` command (`1e CMD` runs CMD; bare `e` runs the pattern space) and the `e`
-/// flag of `s` (runs the result). Scripts come from the first operand, `-e`,
-/// `--expression=`; a script file (`-f`) is not read here.
+/// flag of `s` (runs the result), in the scripts on its command line.
 fn sed(args: &[String]) -> Vec<Embedded> {
-    let mut scripts = Vec::new();
-    let mut explicit = false;
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "-e" || a == "--expression" {
-            scripts.extend(args.get(i + 1).cloned());
-            explicit = true;
-            i += 1;
-        } else if let Some(v) = a.strip_prefix("--expression=") {
-            scripts.push(v.to_string());
-            explicit = true;
-        } else if a.starts_with("-e") && !a.starts_with("--") {
-            scripts.push(a[2..].to_string());
-            explicit = true;
-        } else if a == "-f" || a == "--file" {
-            explicit = true;
-            i += 1;
-        } else if a.starts_with("--file=") || (a.starts_with("-f") && a.len() > 2) {
-            explicit = true;
-        } else if !a.starts_with('-') && !explicit && scripts.is_empty() {
-            scripts.push(a.clone());
-        }
-        i += 1;
-    }
     let mut out = Vec::new();
-    for s in scripts {
+    for s in super::sed::parse(args).scripts {
         for line in s.lines() {
             sed_line(line, &mut out);
         }
@@ -479,6 +453,10 @@ mod tests {
         assert_eq!(scripts(&["sed", "1e rm x", "f"]), ["rm x"]);
         assert_eq!(scripts(&["sed", "-e", "s/a/b/e", "f"]), ["OPAQUE"]);
         assert!(scripts(&["sed", "-n", "s/a/b/gp;3p", "f"]).is_empty());
+        assert_eq!(scripts(&["sed", "-ne", "1e rm x", "f"]), ["rm x"]);
+        assert_eq!(scripts(&["sed", "-l", "5", "1e rm x", "f"]), ["rm x"]);
+        // POSIXLY_CORRECT stops options at the first operand: it may be the script.
+        assert_eq!(scripts(&["sed", "1e rm x", "-e", "p", "f"]), ["rm x"]);
         assert_eq!(scripts(&["vim", "-c", "!rm x", "-c", "q"]), ["rm x"]);
         assert_eq!(scripts(&["vim", "+:call system('x')"]), ["OPAQUE"]);
         assert_eq!(

@@ -306,22 +306,14 @@ pub fn path_operands(part: &Part) -> Vec<String> {
     out
 }
 
-/// `sed -n '3p'`, `sed -n '1,20p'`: printing only, never `-i`, `w` or `e`.
+/// `sed -n '3p'`, `sed -n '1,20p'`: printing only, no other option (never `-i`), no
+/// `w` or `e`.
 fn sed_read_only(args: &[String]) -> bool {
-    let mut quiet = false;
-    let mut scripts = Vec::new();
-    for a in args {
-        if a == "-n" || a == "--quiet" || a == "--silent" {
-            quiet = true;
-        } else if a.starts_with('-') {
-            return false;
-        } else if scripts.is_empty() {
-            scripts.push(a.as_str());
-        }
-    }
-    quiet
-        && scripts.len() == 1
-        && scripts[0].split(';').all(|cmd| {
+    let s = super::sed::parse(args);
+    s.quiet
+        && !s.other_options
+        && s.scripts.len() == 1
+        && s.scripts[0].split(';').all(|cmd| {
             let cmd = cmd.trim();
             cmd.ends_with('p')
                 && cmd[..cmd.len() - 1]
@@ -394,6 +386,9 @@ mod tests {
             "cat -Z x",
             "jq -o x",
             "less +!id f",
+            "sed -n -e 1p f",
+            "sed -n 1p -i f",
+            "sed -nw/tmp/x 1p f",
             "nosuchprog",
         ] {
             assert!(!is_read_only(&part(s)), "{s}");

@@ -271,6 +271,9 @@ mod tests {
         assert_eq!(targets("sed -i s/a/b/ f g"), ["f", "g"]);
         assert_eq!(targets("sed -i.bak -e s/a/b/ f"), ["f"]);
         assert_eq!(targets("sed --in-place s/a/b/ f"), ["f"]);
+        assert_eq!(targets("sed -ie s/a/b/ f"), ["f"]);
+        assert_eq!(targets("sed -i -l 5 s/a/b/ f"), ["f"]);
+        assert_eq!(targets("sed -i s/a/b/ -e p f"), ["s/a/b/", "f"]);
         assert!(targets("sed -n 1p f").is_empty());
         assert_eq!(targets("dd if=/dev/zero of=/home/u/x bs=1"), ["/home/u/x"]);
         assert_eq!(targets("curl -sSLo out https://x"), ["out"]);

@@ -16,61 +16,12 @@ pub(super) fn dd(words: &[String]) -> Writes {
 
 /// `sed -i … FILE…`: with `-i`/`--in-place`, every file operand is rewritten.
 pub(super) fn sed(words: &[String]) -> Writes {
-    let mut in_place = false;
-    let mut script_given = false;
-    let mut operands = Vec::new();
-    let mut i = 1;
-    let mut ended = false;
-    while i < words.len() {
-        let w = words[i].as_str();
-        if ended || w == "-" || !w.starts_with('-') {
-            operands.push(i);
-        } else if w == "--" {
-            ended = true;
-        } else if let Some(long) = w.strip_prefix("--") {
-            let name = long.split('=').next().unwrap_or(long);
-            match name {
-                "in-place" => in_place = true,
-                "expression" | "file" => {
-                    script_given = true;
-                    if !long.contains('=') {
-                        i += 1;
-                    }
-                }
-                "line-length" if !long.contains('=') => i += 1,
-                _ => {}
-            }
-        } else {
-            for (j, c) in w[1..].char_indices() {
-                match c {
-                    // `-i[SUFFIX]`: the rest of the cluster is the suffix.
-                    'i' => {
-                        in_place = true;
-                        break;
-                    }
-                    'e' | 'f' | 'l' => {
-                        script_given |= c != 'l';
-                        if j + 2 == w.len() {
-                            i += 1;
-                        }
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        i += 1;
-    }
-    if !in_place {
-        return Writes::default();
-    }
-    let files = if script_given {
-        &operands[..]
-    } else {
-        operands.get(1..).unwrap_or_default()
-    };
+    let s = crate::permission::commands::sed::parse(&words[1..]);
     Writes {
-        targets: files.iter().map(|&i| (i, 0)).collect(),
+        targets: match s.in_place {
+            true => s.files.iter().map(|&i| (i + 1, 0)).collect(),
+            false => Vec::new(),
+        },
         ..Writes::default()
     }
 }
