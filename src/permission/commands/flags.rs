@@ -53,12 +53,28 @@ pub struct Parsed {
     /// Values of options that name written files: (index in `args`, byte offset where
     /// the name starts: `--output=f`, `-of`).
     pub outputs: Vec<(usize, usize)>,
+    /// Every option value: (the option as written up to any `=`, its value, the index in
+    /// `args` after it).
+    pub values: Vec<(String, String, usize)>,
     /// The first option not on the list (a lenient parse only).
     pub unknown: Option<String>,
     /// Options seen, as written up to any `=` (`-n`, `--lines`), for per-program checks.
     pub seen: Vec<String>,
     /// Index in `args` where parsing stopped because `stop_at_operand` was set.
     pub stopped_at: Option<usize>,
+}
+
+impl Parsed {
+    /// The value of the last of these options given (`-C`, `--chdir`), and the index
+    /// after it.
+    pub fn value(&self, names: &[&str]) -> Option<(&str, usize)> {
+        let v = self
+            .values
+            .iter()
+            .rev()
+            .find(|(o, ..)| names.contains(&o.as_str()));
+        v.map(|(_, v, next)| (v.as_str(), *next))
+    }
 }
 
 /// Why a parse failed: the option that is not on the allow-list.
@@ -175,17 +191,22 @@ fn long_option(cx: &Cx<'_>, long: &str, i: usize, out: &mut Parsed) -> Result<us
     let kind = &entry[name.len()..];
     match kind {
         "" if glued.is_some() && !cx.lenient => Err(Unknown(format!("--{name}="))),
-        "" | "?" => Ok(i + 1),
+        "" | "?" => {
+            out.values
+                .extend(glued.map(|v| (opt, v.to_string(), i + 1)));
+            Ok(i + 1)
+        }
         "=" | "@" | ">" => {
             let (v, next, at) = match glued {
                 Some(v) => (v.to_string(), i + 1, (i, name.len() + 3)),
                 None => (cx.value_at(i + 1, &opt)?, i + 2, (i + 1, 0)),
             };
             match kind {
-                "@" => out.paths.push(v),
+                "@" => out.paths.push(v.clone()),
                 ">" => out.outputs.push(at),
                 _ => {}
             }
+            out.values.push((opt, v, next));
             Ok(next)
         }
         "+" | "+@" => {
@@ -224,10 +245,11 @@ fn short_cluster(cx: &Cx<'_>, cluster: &str, i: usize, out: &mut Parsed) -> Resu
                 (rest.to_string(), i + 1, (i, 1 + rest_at))
             };
             if path {
-                out.paths.push(v);
+                out.paths.push(v.clone());
             } else if written {
                 out.outputs.push(at);
             }
+            out.values.push((format!("-{c}"), v, next));
             return Ok(next);
         }
         if !spec.short.contains(c) && !cx.tolerate(spec.short.is_empty(), &cx.args[i], out) {

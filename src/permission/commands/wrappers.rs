@@ -158,7 +158,7 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         }
         _ => return None,
     };
-    let parsed = match flags::parse(&spec, rest, true) {
+    let mut parsed = match flags::parse(&spec, rest, true) {
         Ok(p) => p,
         Err(flags::Unknown(opt)) => return Some(opaque(argv, prog, &opt)),
     };
@@ -176,21 +176,25 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
             });
         }
     }
+    let paths = std::mem::take(&mut parsed.paths);
     match prog {
-        "time" => effects.writes.extend(parsed.paths),
-        "xargs" => effects.reads.extend(parsed.paths),
+        "time" => effects.writes.extend(paths),
+        "xargs" => effects.reads.extend(paths),
+        "sudo" => effects.chdir = parsed.value(&["-D", "--chdir"]).map(|(d, _)| d.into()),
         _ => {}
-    }
-    if prog == "sudo" {
-        effects.chdir = sudo_chdir(rest, i);
     }
     if i >= rest.len() {
         // `sudo -i`, `xargs` alone (runs echo), `nohup` alone: nothing to unwrap.
         return None;
     }
     let mut wrapped = rest[i..].to_vec();
+    // The replace string of `xargs -I R`, `-IR`, `--replace[=R]`.
+    let replace = match parsed.value(&["-I", "--replace"]) {
+        Some((r, _)) => Some(r),
+        None => parsed.seen.iter().any(|o| o == "--replace").then_some("{}"),
+    };
     if prog == "xargs"
-        && let Some(r) = replace_str(&rest[..i])
+        && let Some(r) = replace.filter(|r| !r.is_empty())
     {
         // `xargs -I{} git {}`: the replace string stands for input read at run time.
         for w in &mut wrapped {
@@ -207,30 +211,6 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
     })
 }
 
-/// The replace string of `xargs -I R`, `-IR`, `-i[R]`, `--replace[=R]`.
-fn replace_str(opts: &[String]) -> Option<String> {
-    opts.iter()
-        .enumerate()
-        .find_map(|(k, a)| {
-            let a = a.as_str();
-            if a == "-I" {
-                return opts.get(k + 1).cloned();
-            }
-            if let Some(r) = a.strip_prefix("--replace") {
-                return Some(r.strip_prefix('=').unwrap_or("{}").to_string());
-            }
-            let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
-            let at = cluster.find(['I', 'i'])?;
-            let glued = &cluster[at + 1..];
-            Some(if glued.is_empty() {
-                "{}".into()
-            } else {
-                glued.into()
-            })
-        })
-        .filter(|r| !r.is_empty())
-}
-
 pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
     Unwrap::Opaque {
         wrapper: argv.join(" "),
@@ -240,66 +220,36 @@ pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
     }
 }
 
-fn sudo_chdir(rest: &[String], end: usize) -> Option<String> {
-    let opts = &rest[..end.min(rest.len())];
-    opts.iter().enumerate().find_map(|(i, a)| {
-        if a == "-D" || a == "--chdir" {
-            opts.get(i + 1).cloned()
-        } else {
-            a.strip_prefix("--chdir=")
-                .or_else(|| a.strip_prefix("-D").filter(|v| !v.is_empty()))
-                .map(String::from)
-        }
-    })
-}
-
 /// `env [OPTION]… [NAME=VALUE]… [COMMAND [ARG]…]`, with `-S`/`--split-string` running
 /// its value as (space-split) source and `-C DIR` changing directory.
 fn env(argv: &[String]) -> Option<Unwrap> {
     let rest = &argv[1..];
     let mut effects = Effects::default();
     let mut i = 0;
-    while i < rest.len() {
-        let a = rest[i].as_str();
-        if a == "--" {
-            i += 1;
-            break;
-        }
+    // After `--`, assignments only.
+    let mut ended = false;
+    while let Some(a) = rest.get(i) {
         if let Some((k, v)) = a.split_once('=').filter(|(k, _)| !k.starts_with('-')) {
             effects.env.push((k.to_string(), v.to_string()));
             i += 1;
             continue;
         }
-        if !a.starts_with('-') || a == "-" {
+        if ended || !a.starts_with('-') || a == "-" {
             break;
         }
-        // The option alone, or with its value in the next word.
-        let consumed = if flags::parse(&ENV, &rest[i..=i], true).is_ok() {
-            1
-        } else if i + 1 < rest.len() && flags::parse(&ENV, &rest[i..=i + 1], true).is_ok() {
-            2
-        } else {
-            return Some(opaque(argv, "env", a));
+        let p = match flags::parse(&ENV, &rest[i..], true) {
+            Ok(p) => p,
+            Err(flags::Unknown(opt)) => return Some(opaque(argv, "env", &opt)),
         };
-        let seen = flags::parse(&ENV, &rest[i..i + consumed], true)
-            .map(|p| p.seen)
-            .unwrap_or_default();
-        let value = |short: char, long: &str| -> Option<String> {
-            let glued = a
-                .strip_prefix(&format!("--{long}="))
-                .map(String::from)
-                .or_else(|| {
-                    let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
-                    let at = cluster.find(short)?;
-                    let v = &cluster[at + 1..];
-                    (!v.is_empty()).then(|| v.to_string())
-                });
-            glued.or_else(|| (consumed == 2).then(|| rest[i + 1].clone()))
-        };
-        if seen.iter().any(|s| s == "-S" || s == "--split-string") {
-            let mut script = value('S', "split-string")?;
-            // `env -S 'cmd a' b`: the split string is followed by more arguments.
-            for extra in &rest[i + consumed..] {
+        // `env -S 'cmd a' b`: the split string is followed by more arguments; option
+        // parsing goes on inside it.
+        let split = p
+            .values
+            .iter()
+            .find(|(o, ..)| o == "-S" || o == "--split-string");
+        if let Some((_, script, after)) = split {
+            let mut script = script.clone();
+            for extra in &rest[i + after..] {
                 script.push(' ');
                 script.push_str(extra);
             }
@@ -309,10 +259,15 @@ fn env(argv: &[String]) -> Option<Unwrap> {
                 privileged: false,
             });
         }
-        if seen.iter().any(|s| s == "-C" || s == "--chdir") {
-            effects.chdir = value('C', "chdir");
+        if let Some((dir, _)) = p.value(&["-C", "--chdir"]) {
+            effects.chdir = Some(dir.to_string());
         }
-        i += consumed;
+        let stop = p.stopped_at.unwrap_or(rest.len() - i);
+        // Stopped after a `--` that is not an option's value: the command follows.
+        ended = stop > 0
+            && rest[i + stop - 1] == "--"
+            && !p.values.iter().any(|(.., next)| *next == stop);
+        i += stop;
     }
     if i >= rest.len() {
         return None;
@@ -427,6 +382,12 @@ mod tests {
         assert_eq!(rest("env -i A=1 rm x"), w("rm x"));
         assert_eq!(rest("env --chdir=/ rm x"), w("rm x"));
         assert_eq!(rest("env -u HOME -C / rm x"), w("rm x"));
+        assert_eq!(rest("env -u -- A=1 rm x"), w("rm x"));
+        assert_eq!(rest("env -i -- A=1 rm x"), w("rm x"));
+        assert_eq!(rest("env -- -i rm x"), w("-i rm x"));
+        assert_eq!(rest("env A=1 -u X B=2 rm x"), w("rm x"));
+        assert_eq!(rest("xargs -0I X rm X"), w("rm $(…)"));
+        assert_eq!(rest("xargs --replace rm {}"), w("rm $(…)"));
         assert_eq!(rest("xargs -I{} -n1 rm {}"), w("rm $(…)"));
         assert_eq!(rest("busybox rm -rf x"), w("rm -rf x"));
         assert_eq!(rest("/usr/bin/time -o out true"), w("true"));
@@ -444,6 +405,14 @@ mod tests {
             panic!()
         };
         assert_eq!(effects.chdir.as_deref(), Some("/etc"));
+        let Some(Unwrap::Command { effects, .. }) = unwrap(&w("sudo -D /etc cat x")) else {
+            panic!()
+        };
+        assert_eq!(effects.chdir.as_deref(), Some("/etc"));
+        let Some(Unwrap::Script { script, .. }) = unwrap(&w("env -vS rm -i x")) else {
+            panic!()
+        };
+        assert_eq!(script, "rm -i x");
     }
 
     #[test]
