@@ -16,14 +16,8 @@ use super::search::object_path;
 
 /// Options of the log family that make it print (or search) blob contents.
 fn prints_patch(a: &str) -> bool {
-    let short = |c: char| a.starts_with('-') && !a.starts_with("--") && a[1..].starts_with(c);
-    short('p')
-        || short('u')
-        || short('U')
-        || short('W')
-        || short('L')
-        || short('S')
-        || short('G')
+    let short = a.strip_prefix('-').filter(|s| !s.starts_with('-'));
+    short.is_some_and(|s| s.starts_with(['p', 'u', 'U', 'W', 'L', 'S', 'G']))
         || matches!(
             a,
             "-c" | "-m"

@@ -147,9 +147,6 @@ pub(super) fn spec(prog: &str) -> Option<Spec> {
             numeric: true,
             ..s("w", "fs", "", &["equal-width", "format=", "separator="])
         },
-        "sleep" | "true" | "false" | "test" | "[" | "echo" | "printf" | "type" | "expr" => {
-            return None;
-        }
         "comm" => s("123z", "", "", &[
             "check-order", "nocheck-order", "output-delimiter=", "total", "zero-terminated",
         ]),
