@@ -198,7 +198,7 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
     {
         // `xargs -I{} git {}`: the replace string stands for input read at run time.
         for w in &mut wrapped {
-            *w = w.replace(&r, "$(…)");
+            *w = w.replace(r, "$(…)");
         }
     }
     Some(Unwrap::Command {
