@@ -39,11 +39,12 @@ fn server(body: &'static str) -> (u16, Arc<AtomicUsize>) {
                         Ok(n) => head.extend_from_slice(&buf[..n]),
                     }
                 }
-                let _ = write!(
-                    s,
+                // One write: `write!` on a bare stream sends each piece as it formats.
+                let reply = format!(
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 );
+                let _ = s.write_all(reply.as_bytes());
             });
         }
     });
@@ -58,17 +59,22 @@ fn python(kind: &str, port: u16) -> String {
             "s=socket.create_connection(('127.0.0.1',{port}),3); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')"
         ),
         "connect" => format!(
-            "s=socket.create_connection(('127.0.0.1',{p}),3); s.sendall(b'CONNECT localhost:{port} HTTP/1.1\\r\\n\\r\\n'); print(s.recv(39)); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')",
+            "s=socket.create_connection(('127.0.0.1',{p}),3); s.sendall(b'CONNECT localhost:{port} HTTP/1.1\\r\\n\\r\\n'); print(head(s)); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')",
             p = net::PROXY_PORT
         ),
         "socks" => format!(
-            "s=socket.create_connection(('127.0.0.1',{p}),3); s.sendall(b'\\x05\\x01\\x00'); s.recv(2); s.sendall(b'\\x05\\x01\\x00\\x03\\x09localhost'+({port}).to_bytes(2,'big')); r=s.recv(10); print('socks reply', r[1]); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')",
+            "s=socket.create_connection(('127.0.0.1',{p}),3); s.sendall(b'\\x05\\x01\\x00'); exact(s,2); s.sendall(b'\\x05\\x01\\x00\\x03\\x09localhost'+({port}).to_bytes(2,'big')); r=exact(s,10); print('socks reply', r[1]); s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')",
             p = net::PROXY_PORT
         ),
         _ => unreachable!(),
     };
+    // TCP may deliver any reply in pieces: read the proxy's replies to their end and
+    // the server's answer until it closes.
+    let reads = "def exact(s,n):\n    b=b''\n    while len(b)<n:\n        c=s.recv(n-len(b))\n        if not c: break\n        b+=c\n    return b\n\
+        def head(s):\n    b=b''\n    while not b.endswith(b'\\r\\n\\r\\n'):\n        c=s.recv(1)\n        if not c: break\n        b+=c\n    return b\n\
+        def rest(s):\n    b=b''\n    while True:\n        try: c=s.recv(4096)\n        except OSError: break\n        if not c: break\n        b+=c\n    return b\n";
     format!(
-        "python3 -c \"import socket\ntry:\n    {body}\n    print(s.recv(4096))\nexcept Exception as e:\n    print('py failed', e)\"; echo rc=$?"
+        "python3 -c \"import socket\n{reads}try:\n    {body}\n    print(rest(s))\nexcept Exception as e:\n    print('py failed', e)\"; echo rc=$?"
     )
 }
 
