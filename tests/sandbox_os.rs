@@ -58,6 +58,18 @@ async fn a_confined_program_cannot_change_existing_protected_files() {
     assert_eq!(snapshot(&root), before);
     assert!(!root.join(".git-old").exists(), "{out}");
     assert!(!root.join(".crew-old").exists(), "{out}");
+    // Nor moving it away and planting a repository of one's own in its place: the real
+    // one comes back (held by its bind, or moved back after the command), the plant does
+    // not stay at `.git`.
+    let out = run(
+        confined(&root),
+        "mv .git .git-old; mkdir -p .git/hooks; printf '#!/bin/sh\\necho planted\\n' > \
+         .git/hooks/pre-commit; echo '[core]' > .git/config; echo done",
+    )
+    .await;
+    assert!(out.contains("done"), "{out}");
+    assert_eq!(snapshot(&root), before, "{out}");
+    assert!(!root.join(".git-old").exists(), "{out}");
     // Ordinary work in the checkout still works, committing included.
     let out = run(
         confined(&root),

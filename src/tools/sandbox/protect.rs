@@ -13,6 +13,8 @@
 //! [`Snapshot`]: what it created there is removed, what it changed is put back, and the
 //! caller reports it loudly.
 
+mod pins;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -185,6 +187,8 @@ fn record(path: &Path, in_dir: bool) -> Entry {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     entries: Vec<(PathBuf, Option<PathBuf>, Entry)>,
+    /// The pinned directories, put back first where no mount namespace held them.
+    pins: Vec<pins::Pin>,
 }
 
 impl Snapshot {
@@ -202,18 +206,27 @@ impl Snapshot {
                 (p.clone(), parent, record(p, false))
             })
             .collect();
-        Self { entries }
+        let pinned: Vec<PathBuf> = protected
+            .pins
+            .iter()
+            .filter(|p| !guarded.iter().any(|g| p.starts_with(g)))
+            .cloned()
+            .collect();
+        Self {
+            entries,
+            pins: pins::record(&pinned),
+        }
     }
 
     /// Whether nothing is watched.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_empty() && self.pins.is_empty()
     }
 
     /// Puts back what changed; returns one line per protected path that was changed
     /// (and whether restoring it worked). Empty when nothing was touched.
     pub fn restore(&self) -> Vec<String> {
-        let mut report = Vec::new();
+        let mut report = pins::put_back(&self.pins);
         for (path, parent, before) in &self.entries {
             let now = record(path, false);
             if &now == before {
