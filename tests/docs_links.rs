@@ -1,0 +1,333 @@
+//! The docs cannot rot silently: every relative link in `README.md` and `docs/*.md` must
+//! name a file that exists, and a link with an anchor into a Markdown file must name one of
+//! its headings (as GitHub makes anchors of them). Links out of the repository
+//! (`https:`, `mailto:`) are not fetched. A repository path written as code
+//! (`` `src/tools/landlock.rs` ``, `` `tests/support/kernel.rs` ``) must exist too, so a
+//! moved file cannot leave its old path behind in the prose.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// One link found in a Markdown file: its target as written and the line it is on.
+#[derive(Debug)]
+struct Link {
+    target: String,
+    line: usize,
+}
+
+/// The lines of a Markdown file outside fenced code blocks, with their numbers (from 1).
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            out.push((i + 1, line));
+        }
+    }
+    out
+}
+
+/// A line with its inline code spans blanked, so `[x](y)` inside backticks is no link.
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_code = false;
+    for c in line.chars() {
+        if c == '`' {
+            in_code = !in_code;
+            out.push(' ');
+        } else {
+            out.push(if in_code { ' ' } else { c });
+        }
+    }
+    out
+}
+
+/// The inline links `[text](target)` and images `![alt](target)` of a Markdown file.
+fn links(text: &str) -> Vec<Link> {
+    let mut out = Vec::new();
+    for (number, line) in prose_lines(text) {
+        let line = without_code_spans(line);
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            let target = after[..end].trim();
+            // `[text](target "title")`: the title is not part of the target.
+            let target = target.split_whitespace().next().unwrap_or("");
+            out.push(Link {
+                target: target.trim_matches(['<', '>']).to_string(),
+                line: number,
+            });
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// The top directories of the repository a path written as code may start with.
+const REPO_DIRS: &[&str] = &[
+    "src/",
+    "tests/",
+    "scripts/",
+    "examples/",
+    "benches/",
+    "docs/",
+    "agents/",
+    "crates/",
+    ".ci/",
+];
+
+/// The repository paths a Markdown file writes as inline code, outside fenced blocks: a
+/// whole code span that starts with a top directory, cut before any wildcard or
+/// placeholder (`*`, `{`, `<`, `…`) and any `::item` naming a test or function in the file.
+fn code_paths(text: &str) -> Vec<Link> {
+    let mut out = Vec::new();
+    for (number, line) in prose_lines(text) {
+        for (i, span) in line.split('`').enumerate() {
+            if i % 2 == 0 || span.contains(char::is_whitespace) {
+                continue;
+            }
+            if !REPO_DIRS.iter().any(|d| span.starts_with(d)) {
+                continue;
+            }
+            let cut = span.find(['*', '{', '<', '[', '…']).unwrap_or(span.len());
+            let path = &span[..cut];
+            let path = path.split("::").next().unwrap_or(path);
+            let path = path.trim_end_matches('/');
+            out.push(Link {
+                target: path.to_string(),
+                line: number,
+            });
+        }
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped (but `-` and `_`),
+/// spaces turned into `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings, with GitHub's `-1`, `-2` for repeats.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (_, line) in prose_lines(text) {
+        let hashes = line.chars().take_while(|&c| c == '#').count();
+        if hashes == 0 || hashes > 6 || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = slug(&line[hashes..]);
+        let mut name = base.clone();
+        let mut n = 0;
+        while out.contains(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        out.insert(name);
+    }
+    out
+}
+
+/// What is wrong with one link of `file`, if anything.
+fn problem(root: &Path, file: &Path, link: &Link) -> Option<String> {
+    let target = link.target.as_str();
+    if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let (path, anchor) = match target.split_once('#') {
+        Some((path, anchor)) => (path, Some(anchor)),
+        None => (target, None),
+    };
+    let shown = file
+        .strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string();
+    let resolved = if path.is_empty() {
+        file.to_path_buf()
+    } else {
+        file.parent().unwrap_or(root).join(path)
+    };
+    if !resolved.exists() {
+        return Some(format!(
+            "{shown}:{}: link `{target}` names `{}`, which does not exist: fix the path or remove the link",
+            link.line,
+            resolved.display()
+        ));
+    }
+    let anchor = anchor?;
+    if resolved.extension().is_some_and(|e| e == "md") {
+        let text = std::fs::read_to_string(&resolved).ok()?;
+        if !anchors(&text).contains(anchor) {
+            return Some(format!(
+                "{shown}:{}: link `{target}` names the anchor `#{anchor}`, but `{}` has no such heading: fix the anchor or the heading",
+                link.line,
+                resolved.display()
+            ));
+        }
+    }
+    None
+}
+
+/// `README.md` and every `docs/*.md`.
+fn documents(root: &Path) -> Vec<PathBuf> {
+    let mut files = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.expect("a readable docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// Every problem of every link in `files`, and how many links were checked.
+fn check(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("a readable Markdown file");
+        for link in links(&text) {
+            checked += 1;
+            problems.extend(problem(root, file, &link));
+        }
+    }
+    (problems, checked)
+}
+
+#[test]
+fn every_relative_link_in_the_readme_and_docs_names_an_existing_file_and_heading() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = documents(root);
+    assert!(
+        files.len() >= 8,
+        "expected README.md and the docs/ files, found {files:?}"
+    );
+    let (problems, checked) = check(root, &files);
+    assert!(
+        checked >= 40,
+        "only {checked} links found: is the link parser broken?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every repository path written as code in `files` that does not exist.
+fn missing_code_paths(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("a readable Markdown file");
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for path in code_paths(&text) {
+            checked += 1;
+            if !root.join(&path.target).exists() {
+                problems.push(format!(
+                    "{shown}:{}: `{}` is not a path in the repository: fix it to where the file is now, or remove it",
+                    path.line, path.target
+                ));
+            }
+        }
+    }
+    (problems, checked)
+}
+
+#[test]
+fn every_repository_path_the_readme_and_docs_write_as_code_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (problems, checked) = missing_code_paths(root, &documents(root));
+    assert!(
+        checked >= 40,
+        "only {checked} paths found: is the parser broken?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_moved_file_named_as_code_is_reported_and_placeholders_are_cut() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("docs")).expect("docs/");
+    std::fs::create_dir_all(root.join("src/tools")).expect("src/tools");
+    std::fs::write(root.join("src/tools/mod.rs"), "").expect("mod.rs");
+    std::fs::write(
+        root.join("README.md"),
+        concat!(
+            "`src/tools/mod.rs` `src/tools/*.rs` `src/tools/mod.rs::tests` `src/tools/`\n",
+            "`src/gone.rs` `node scripts/x.js` `.crew/settings.json`\n",
+            "```\n`src/in_a_block.rs`\n```\n",
+        ),
+    )
+    .expect("README.md");
+    let (problems, checked) = missing_code_paths(root, &documents(root));
+    assert_eq!(checked, 5, "{problems:?}");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("README.md:2: `src/gone.rs`"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn a_missing_file_a_missing_heading_and_links_in_code_are_told_apart() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    std::fs::create_dir(root.join("docs")).expect("docs/");
+    std::fs::write(
+        root.join("docs/a.md"),
+        "# A title\n\n## Sandbox profiles\n\n```sh\n# not a heading\n```\n",
+    )
+    .expect("a.md");
+    std::fs::write(
+        root.join("README.md"),
+        concat!(
+            "# Readme\n",
+            "[ok](docs/a.md) [ok](docs/a.md#sandbox-profiles) [ok](#readme) [out](https://example.com/x)\n",
+            "[gone](docs/gone.md) [no heading](docs/a.md#not-a-heading)\n",
+            "`[in code](docs/nothing.md)`\n",
+            "```\n[in a block](docs/nothing.md)\n```\n",
+        ),
+    )
+    .expect("README.md");
+    let (problems, checked) = check(root, &documents(root));
+    assert_eq!(checked, 6, "{problems:?}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].contains("README.md:3: link `docs/gone.md`"),
+        "{problems:?}"
+    );
+    assert!(problems[1].contains("`#not-a-heading`"), "{problems:?}");
+}
+
+#[test]
+fn anchors_follow_github() {
+    let text =
+        "# Cluster: running on several machines\n## `crew workers list` asks\n## Keys\n## Keys\n";
+    let found = anchors(text);
+    for want in [
+        "cluster-running-on-several-machines",
+        "crew-workers-list-asks",
+        "keys",
+        "keys-1",
+    ] {
+        assert!(found.contains(want), "{want} not in {found:?}");
+    }
+}
