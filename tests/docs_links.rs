@@ -3,7 +3,8 @@
 //! its headings (as GitHub makes anchors of them). Links out of the repository
 //! (`https:`, `mailto:`) are not fetched. A repository path written as code
 //! (`` `src/tools/landlock.rs` ``, `` `tests/support/kernel.rs` ``) must exist too, so a
-//! moved file cannot leave its old path behind in the prose.
+//! moved file cannot leave its old path behind in the prose. And every cargo target a
+//! command in them runs (`--test NAME`, `--example NAME`, `--bench NAME`) must exist.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -224,6 +225,120 @@ fn every_relative_link_in_the_readme_and_docs_names_an_existing_file_and_heading
         "only {checked} links found: is the link parser broken?"
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The cargo targets of one kind (`test`, `example`, `bench`) the package has: a file
+/// `DIR/NAME.rs` or `DIR/NAME/main.rs`, or a `[[KIND]]` table in `Cargo.toml` naming it.
+fn targets(root: &Path, kind: &str) -> BTreeSet<String> {
+    let dir = match kind {
+        "test" => "tests",
+        "example" => "examples",
+        _ => "benches",
+    };
+    let mut names = BTreeSet::new();
+    if let Ok(entries) = std::fs::read_dir(root.join(dir)) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                names.extend(path.file_stem().map(|s| s.to_string_lossy().into_owned()));
+            } else if path.join("main.rs").is_file() {
+                names.extend(path.file_name().map(|s| s.to_string_lossy().into_owned()));
+            }
+        }
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    let mut in_table = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_table = line == format!("[[{kind}]]");
+        } else if in_table {
+            if let Some(value) = line.strip_prefix("name").map(str::trim_start) {
+                if let Some(value) = value.strip_prefix('=') {
+                    names.insert(value.trim().trim_matches('"').to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Every `--test NAME`, `--example NAME` and `--bench NAME` of `files` (code blocks
+/// included: they are the commands a reader copies) that names no such target.
+fn missing_targets(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("a readable Markdown file");
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (i, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for pair in words.windows(2) {
+                let Some(kind) = pair[0].strip_prefix("--") else {
+                    continue;
+                };
+                if !matches!(kind, "test" | "example" | "bench") {
+                    continue;
+                }
+                let name = pair[1].trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+                checked += 1;
+                if !targets(root, kind).contains(name) {
+                    problems.push(format!(
+                        "{shown}:{}: `--{kind} {name}` names no {kind} target of this package: fix the command",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    (problems, checked)
+}
+
+#[test]
+fn every_cargo_target_the_readme_and_docs_run_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (problems, checked) = missing_targets(root, &documents(root));
+    assert!(
+        checked >= 15,
+        "only {checked} cargo commands found: is the parser broken?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_renamed_test_binary_is_reported() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    for d in ["docs", "tests/grouped", "examples"] {
+        std::fs::create_dir_all(root.join(d)).expect("a directory");
+    }
+    std::fs::write(root.join("tests/plain.rs"), "").expect("plain.rs");
+    std::fs::write(root.join("tests/grouped/main.rs"), "").expect("main.rs");
+    std::fs::write(root.join("examples/ex.rs"), "").expect("ex.rs");
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[[bench]]\nname = \"fast\"\nharness = false\n\n[[test]]\nname = \"declared\"\npath = \"tests/x/y.rs\"\n",
+    )
+    .expect("Cargo.toml");
+    std::fs::write(
+        root.join("README.md"),
+        concat!(
+            "`cargo test --test plain` and `cargo test --test grouped -- --nocapture`\n",
+            "```sh\ncargo test --test declared\ncargo run --release --example ex -- 3\n",
+            "cargo bench --bench fast\ncargo test --test gone\n```\n",
+        ),
+    )
+    .expect("README.md");
+    let (problems, checked) = missing_targets(root, &documents(root));
+    assert_eq!(checked, 6, "{problems:?}");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("README.md:6: `--test gone`"),
+        "{problems:?}"
+    );
 }
 
 /// Every repository path written as code in `files` that does not exist.
