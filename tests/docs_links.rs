@@ -4,144 +4,16 @@
 //! (`https:`, `mailto:`) are not fetched. A repository path written as code
 //! (`` `src/tools/landlock.rs` ``, `` `tests/support/kernel.rs` ``) must exist too, so a
 //! moved file cannot leave its old path behind in the prose. And every cargo target a
-//! command in them runs (`--test NAME`, `--example NAME`, `--bench NAME`) must exist.
+//! command in them runs (`--test NAME`, `--example NAME`, `--bench NAME`) must exist, and
+//! every test or item they name as code (`` `fault_matrix::actors::a_restart_storm_…` ``)
+//! must still be a function or module in `src/` or `tests/`.
 
+#[path = "docs_links/markdown.rs"]
+mod markdown;
+
+use markdown::{Link, anchors, code_paths, links, rust_items};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-
-/// One link found in a Markdown file: its target as written and the line it is on.
-#[derive(Debug)]
-struct Link {
-    target: String,
-    line: usize,
-}
-
-/// The lines of a Markdown file outside fenced code blocks, with their numbers (from 1).
-fn prose_lines(text: &str) -> Vec<(usize, &str)> {
-    let mut fenced = false;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if !fenced {
-            out.push((i + 1, line));
-        }
-    }
-    out
-}
-
-/// A line with its inline code spans blanked, so `[x](y)` inside backticks is no link.
-fn without_code_spans(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut in_code = false;
-    for c in line.chars() {
-        if c == '`' {
-            in_code = !in_code;
-            out.push(' ');
-        } else {
-            out.push(if in_code { ' ' } else { c });
-        }
-    }
-    out
-}
-
-/// The inline links `[text](target)` and images `![alt](target)` of a Markdown file.
-fn links(text: &str) -> Vec<Link> {
-    let mut out = Vec::new();
-    for (number, line) in prose_lines(text) {
-        let line = without_code_spans(line);
-        let mut rest = line.as_str();
-        while let Some(at) = rest.find("](") {
-            let after = &rest[at + 2..];
-            let Some(end) = after.find(')') else { break };
-            let target = after[..end].trim();
-            // `[text](target "title")`: the title is not part of the target.
-            let target = target.split_whitespace().next().unwrap_or("");
-            out.push(Link {
-                target: target.trim_matches(['<', '>']).to_string(),
-                line: number,
-            });
-            rest = &after[end..];
-        }
-    }
-    out
-}
-
-/// The top directories of the repository a path written as code may start with.
-const REPO_DIRS: &[&str] = &[
-    "src/",
-    "tests/",
-    "scripts/",
-    "examples/",
-    "benches/",
-    "docs/",
-    "agents/",
-    "crates/",
-    ".ci/",
-];
-
-/// The repository paths a Markdown file writes as inline code, outside fenced blocks: a
-/// whole code span that starts with a top directory, cut before any wildcard or
-/// placeholder (`*`, `{`, `<`, `…`) and any `::item` naming a test or function in the file.
-fn code_paths(text: &str) -> Vec<Link> {
-    let mut out = Vec::new();
-    for (number, line) in prose_lines(text) {
-        for (i, span) in line.split('`').enumerate() {
-            if i % 2 == 0 || span.contains(char::is_whitespace) {
-                continue;
-            }
-            if !REPO_DIRS.iter().any(|d| span.starts_with(d)) {
-                continue;
-            }
-            let cut = span.find(['*', '{', '<', '[', '…']).unwrap_or(span.len());
-            let path = &span[..cut];
-            let path = path.split("::").next().unwrap_or(path);
-            let path = path.trim_end_matches('/');
-            out.push(Link {
-                target: path.to_string(),
-                line: number,
-            });
-        }
-    }
-    out
-}
-
-/// GitHub's anchor for a heading: lower case, punctuation dropped (but `-` and `_`),
-/// spaces turned into `-`.
-fn slug(heading: &str) -> String {
-    heading
-        .trim()
-        .to_lowercase()
-        .chars()
-        .filter_map(|c| match c {
-            ' ' => Some('-'),
-            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The anchors of a Markdown file's headings, with GitHub's `-1`, `-2` for repeats.
-fn anchors(text: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for (_, line) in prose_lines(text) {
-        let hashes = line.chars().take_while(|&c| c == '#').count();
-        if hashes == 0 || hashes > 6 || !line[hashes..].starts_with(' ') {
-            continue;
-        }
-        let base = slug(&line[hashes..]);
-        let mut name = base.clone();
-        let mut n = 0;
-        while out.contains(&name) {
-            n += 1;
-            name = format!("{base}-{n}");
-        }
-        out.insert(name);
-    }
-    out
-}
 
 /// What is wrong with one link of `file`, if anything.
 fn problem(root: &Path, file: &Path, link: &Link) -> Option<String> {
@@ -341,6 +213,101 @@ fn a_renamed_test_binary_is_reported() {
     );
 }
 
+/// The text of every `.rs` file below `dir`.
+fn rust_sources(dir: &Path, out: &mut String) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            out.push('\n');
+        }
+    }
+}
+
+/// Every test or item named as code in `files` that `src/` and `tests/` no longer have.
+fn missing_items(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
+    let mut sources = String::new();
+    rust_sources(&root.join("src"), &mut sources);
+    rust_sources(&root.join("tests"), &mut sources);
+    let defined = |name: &str| {
+        ["fn ", "mod "].iter().any(|kw| {
+            sources
+                .match_indices(&format!("{kw}{name}"))
+                .any(|(at, m)| {
+                    let next = sources[at + m.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                })
+        })
+    };
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("a readable Markdown file");
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for item in rust_items(&text) {
+            checked += 1;
+            if !defined(&item.target) {
+                problems.push(format!(
+                    "{shown}:{}: `{}` is no function or module in src/ or tests/ any more: name the test or item as it is now",
+                    item.line, item.target
+                ));
+            }
+        }
+    }
+    (problems, checked)
+}
+
+#[test]
+fn every_test_and_item_the_docs_name_still_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (problems, checked) = missing_items(root, &documents(root));
+    assert!(
+        checked >= 30,
+        "only {checked} items found: is the parser broken?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_renamed_test_named_in_the_docs_is_reported() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    for d in ["docs", "tests", "src/tools"] {
+        std::fs::create_dir_all(root.join(d)).expect("a directory");
+    }
+    std::fs::write(
+        root.join("tests/t.rs"),
+        "#[test]\nfn it_holds() {}\nfn it_holds_too() {}\n",
+    )
+    .expect("t.rs");
+    std::fs::write(root.join("src/tools/mod.rs"), "pub mod sandbox;\n").expect("mod.rs");
+    std::fs::write(
+        root.join("README.md"),
+        concat!(
+            "`t::it_holds`, `…::it_holds_too`, `tools::sandbox`, `t::…`, `Permit::approved`\n",
+            "`t::it_held` and `t::it_hold`\n",
+        ),
+    )
+    .expect("README.md");
+    let (problems, checked) = missing_items(root, &documents(root));
+    assert_eq!(checked, 5, "{problems:?}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].contains("README.md:2: `it_held`"),
+        "{problems:?}"
+    );
+    assert!(problems[1].contains("`it_hold`"), "{problems:?}");
+}
+
 /// Every repository path written as code in `files` that does not exist.
 fn missing_code_paths(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
     let mut problems = Vec::new();
@@ -430,19 +397,4 @@ fn a_missing_file_a_missing_heading_and_links_in_code_are_told_apart() {
         "{problems:?}"
     );
     assert!(problems[1].contains("`#not-a-heading`"), "{problems:?}");
-}
-
-#[test]
-fn anchors_follow_github() {
-    let text =
-        "# Cluster: running on several machines\n## `crew workers list` asks\n## Keys\n## Keys\n";
-    let found = anchors(text);
-    for want in [
-        "cluster-running-on-several-machines",
-        "crew-workers-list-asks",
-        "keys",
-        "keys-1",
-    ] {
-        assert!(found.contains(want), "{want} not in {found:?}");
-    }
 }
