@@ -7,9 +7,10 @@
 //! # Module layout
 //!
 //! Every top-level module, one line each, grouped by layer from the plain types up to the
-//! front ends. A module depends on the groups above it, not on those below. The
-//! `module_layout` test at the end of this file fails when a module is missing here or a
-//! name listed here is no longer a module.
+//! front ends: the direction imports are meant to run. Until the layers are member crates
+//! some still run back up (the policy reads tool definitions; the `agent` tool reaches
+//! into agents). The `module_layout` test at the end of this file fails when a module is
+//! missing here or a name listed here is no longer a module.
 //!
 //! ## Protocol and types
 //!
