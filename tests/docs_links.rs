@@ -398,3 +398,43 @@ fn a_missing_file_a_missing_heading_and_links_in_code_are_told_apart() {
     );
     assert!(problems[1].contains("`#not-a-heading`"), "{problems:?}");
 }
+
+#[test]
+fn the_readme_is_short_opens_with_the_two_commands_and_ci_runs_its_test_command() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines; keep it at most 250 and move the rest into docs/"
+    );
+    // The first code block, right under the title: the run and the test command.
+    let block: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("```"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("```"))
+        .collect();
+    let command = |l: &&str| l.split('#').next().unwrap_or("").trim().to_string();
+    let commands: Vec<String> = block.iter().map(command).collect();
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.starts_with("cargo run") && c.contains("-p")),
+        "README.md's first code block must show the run of the main job: {block:?}"
+    );
+    let test = commands
+        .iter()
+        .find(|c| c.starts_with("cargo test"))
+        .unwrap_or_else(|| {
+            panic!("README.md's first code block must show the test command: {block:?}")
+        });
+    let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run");
+    assert!(
+        ci.lines().any(|l| l
+            .split(['#', ';'])
+            .next()
+            .is_some_and(|code| code.trim().trim_start_matches("if ") == test)),
+        ".ci/run must run the README's test command `{test}` as written"
+    );
+}
