@@ -6,8 +6,11 @@
 //! moved file cannot leave its old path behind in the prose. And every cargo target a
 //! command in them runs (`--test NAME`, `--example NAME`, `--bench NAME`) must exist, and
 //! every test or item they name as code (`` `fault_matrix::actors::a_restart_storm_…` ``)
-//! must still be a function or module in `src/` or `tests/`.
+//! must still be a function or module in `src/` or `tests/`. The `crew` command lines
+//! they show must use subcommands and flags the binary has (`cli.rs`).
 
+#[path = "docs_links/cli.rs"]
+mod cli;
 #[path = "docs_links/markdown.rs"]
 mod markdown;
 
@@ -437,4 +440,34 @@ fn the_readme_is_short_opens_with_the_two_commands_and_ci_runs_its_test_command(
             .is_some_and(|code| code.trim().trim_start_matches("if ") == test)),
         ".ci/run must run the README's test command `{test}` as written"
     );
+}
+
+#[test]
+fn every_crew_subcommand_and_flag_the_docs_show_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let surface = cli::surface(Path::new(env!("CARGO_BIN_EXE_crew")));
+    assert!(surface.subcommands.len() >= 10, "{surface:?}");
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in documents(root) {
+        let text = std::fs::read_to_string(&file).expect("a readable Markdown file");
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (line, command) in cli::command_lines(&text) {
+            checked += 1;
+            for p in cli::problems(&surface, &command) {
+                problems.push(format!(
+                    "{shown}:{line}: {p}: fix the docs (or the flag's name)"
+                ));
+            }
+        }
+    }
+    assert!(
+        checked >= 40,
+        "only {checked} crew command lines found: is the parser broken?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
