@@ -40,7 +40,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub plan_file: Option<PathBuf>,
 
-    /// Permission mode: strict, default, acceptEdits, bypassPermissions or dontAsk.
+    /// Permission mode: strict, default, acceptEdits, bypassPermissions, dontAsk or auto.
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,
 

@@ -24,7 +24,7 @@ use crate::worker::tls::Named;
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Where to listen. Loopback by default; to serve other machines, also give
-    /// `--tls-cert/--tls-key` (see README, "Running on several machines").
+    /// `--tls-cert/--tls-key` (see docs/cluster.md, "Transport security: TLS").
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7400")]
     pub listen: SocketAddr,
     /// Serve TLS only, with this certificate chain (PEM); plaintext leads are refused.
@@ -115,7 +115,7 @@ pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Resu
     };
     if tls.is_none() && !args.listen.ip().is_loopback() {
         eprintln!(
-            "crew worker: warning: {} is not loopback and the transport is not encrypted; give --tls-cert and --tls-key (README, \"Running on several machines\")",
+            "crew worker: warning: {} is not loopback and the transport is not encrypted; give --tls-cert and --tls-key (docs/cluster.md, \"Transport security: TLS\")",
             args.listen
         );
     }

@@ -2,7 +2,7 @@
 //! AppArmor-restricted distribution, a container's seccomp profile): Landlock's TCP rules
 //! (ABI 4, Linux 6.7+). A command may then connect over TCP only to the proxy's port on
 //! the host's loopback, and bind a TCP port only with `allowLocalBinding`. It is weaker
-//! than the namespace, and the README says how: Landlock rules name ports, not addresses
+//! than the namespace, and docs/security.md says how: Landlock rules name ports, not addresses
 //! (a host elsewhere on the proxy's port could be reached), UDP is not covered before
 //! ABI 10, and the host's abstract Unix sockets stay reachable.
 
