@@ -19,7 +19,7 @@ pub mod memory;
 pub mod offload;
 pub mod permission;
 pub mod pricing;
-pub mod protocol;
+pub use crew_protocol as protocol;
 pub mod provider;
 pub mod sanitize;
 pub mod session;
