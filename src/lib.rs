@@ -20,7 +20,7 @@ pub mod offload;
 pub mod permission;
 pub mod pricing;
 pub use crew_protocol as protocol;
-pub mod provider;
+pub use crew_provider as provider;
 pub mod sanitize;
 pub mod session;
 pub mod skills;
