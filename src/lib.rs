@@ -14,6 +14,8 @@ pub mod executor;
 pub mod front_matter;
 pub mod gate;
 pub mod hooks;
+#[cfg(test)]
+mod layering_tests;
 pub mod mcp;
 pub mod memory;
 pub mod offload;
