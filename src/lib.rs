@@ -84,13 +84,15 @@ pub mod executor;
 pub mod front_matter;
 pub mod gate;
 pub mod hooks;
+#[cfg(test)]
+mod layering_tests;
 pub mod mcp;
 pub mod memory;
 pub mod offload;
 pub mod permission;
 pub mod pricing;
-pub mod protocol;
-pub mod provider;
+pub use crew_protocol as protocol;
+pub use crew_provider as provider;
 pub mod sanitize;
 pub mod session;
 pub mod skills;

@@ -1,64 +1,14 @@
-//! Agent Mode: what a run is for (`chat`, `plan`, `do`) and what follows from it — the
-//! prompt the model gets, the tool definitions it is shown and the per-turn reminder.
+//! Agent Mode: what a run is for (`chat`, `plan`, `do`; the type is
+//! `crew_protocol::mode::AgentMode`) and what follows from it — the prompt the model
+//! gets, the tool definitions it is shown and the per-turn reminder.
 //! Pure functions: the double read-only boundary of Plan Mode (seed 000/002) is decided
 //! here and enforced again by the gate (`gate::GatePolicy::new`).
 
 use std::collections::HashSet;
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+pub use crew_protocol::mode::AgentMode;
 
 use crate::tools::{Definition, Registry, Safety};
-
-/// What a run is for. Orthogonal to the permission mode: a call must pass both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentMode {
-    /// Ordinary conversation or direct work.
-    #[default]
-    Chat,
-    /// Investigate with read-only tools and produce a plan.
-    Plan,
-    /// Carry out an approved plan.
-    Do,
-}
-
-impl AgentMode {
-    /// The mode's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentMode::Chat => "chat",
-            AgentMode::Plan => "plan",
-            AgentMode::Do => "do",
-        }
-    }
-}
-
-impl AgentMode {
-    /// The mode of a fork of an agent in this mode: a planner's fork plans too; a fork
-    /// of a Do run has no plan of its own and works as in Chat.
-    pub fn forked(self) -> Self {
-        match self {
-            AgentMode::Plan => AgentMode::Plan,
-            AgentMode::Chat | AgentMode::Do => AgentMode::Chat,
-        }
-    }
-}
-
-impl FromStr for AgentMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "chat" => Ok(AgentMode::Chat),
-            "plan" => Ok(AgentMode::Plan),
-            "do" => Ok(AgentMode::Do),
-            other => Err(format!(
-                "unknown agent mode `{other}` (expected chat, plan or do)"
-            )),
-        }
-    }
-}
 
 /// Every how many iterations the full plan reminder is repeated (1, 5, 9, …).
 pub const PLAN_REMINDER_INTERVAL: u32 = 4;

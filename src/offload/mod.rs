@@ -7,7 +7,8 @@
 //! included: the executor applies it to whatever a tool returns.
 
 pub mod budget;
-pub mod micro;
+/// Micro-compaction lives with the requests it shapes (`crew_provider::micro`).
+pub use crate::provider::micro;
 
 use std::fs::File;
 use std::io::Write;
@@ -17,8 +18,8 @@ use std::path::{Path, PathBuf};
 pub const OFFLOAD_ABOVE_BYTES: usize = 30_000;
 
 /// Results at least this long are saved to a file (and shown whole when they are not
-/// offloaded), so micro-compaction can point at the file later.
-pub const SAVE_ABOVE_BYTES: usize = 4_000;
+/// offloaded), so micro-compaction can point at the file later (defined beside it).
+pub use crate::provider::micro::SAVE_ABOVE_BYTES;
 
 /// Bytes of an offloaded result's head shown to the model.
 pub const PREVIEW_HEAD_BYTES: usize = 4_000;

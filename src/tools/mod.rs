@@ -30,30 +30,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crew_protocol::tool::{Safety, ToolSpec};
 pub use registry::Registry;
 pub use sandbox::profile::{NetworkAccess, SandboxProfile};
 
 use crate::permission::PermissionSpec;
-
-/// A tool's coarse side-effect class. Plan Mode and the gate trust only this label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Safety {
-    /// Observes state only: no changes to files, external systems or processes.
-    ReadOnly,
-    /// May change files, external systems, or start processes.
-    SideEffect,
-}
-
-impl Safety {
-    /// The snake_case name used in settings and events.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Safety::ReadOnly => "read_only",
-            Safety::SideEffect => "side_effect",
-        }
-    }
-}
 
 /// The contract a tool publishes: sent to the model (name, description, schema) and
 /// used locally (safety, system, timeout, aliases, and the permission spec — the one
@@ -81,17 +62,6 @@ pub struct Definition {
     /// `None`: no permission rule covers the tool, and every call asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<PermissionSpec>,
-}
-
-/// What the model is shown of a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    /// The tool's name.
-    pub name: String,
-    /// Its description.
-    pub description: String,
-    /// JSON schema of its arguments.
-    pub input_schema: Value,
 }
 
 impl From<&Definition> for ToolSpec {

@@ -18,7 +18,7 @@ use async_stream::stream;
 
 use super::cache_sim::{CacheBill, CacheSim};
 use super::{EventStream, ModelRequest, Provider, ProviderError, StreamEvent};
-use crate::protocol::{StopReason, ToolCall, Usage};
+use crew_protocol::{StopReason, ToolCall, Usage};
 
 /// How long a `wait_for` turn waits when the script gives no bound.
 const DEFAULT_WAIT_TIMEOUT_MS: u64 = 120_000;

@@ -174,7 +174,7 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ContentBlock, Message, ToolCall, ToolResult};
+    use crew_protocol::{ContentBlock, Message, ToolCall, ToolResult};
 
     fn request(messages: Vec<Message>) -> ModelRequest {
         ModelRequest {
@@ -195,11 +195,11 @@ mod tests {
         };
         vec![
             Message {
-                role: crate::protocol::Role::Assistant,
+                role: crew_protocol::Role::Assistant,
                 content: vec![ContentBlock::ToolUse(call)],
             },
             Message {
-                role: crate::protocol::Role::User,
+                role: crew_protocol::Role::User,
                 content: vec![ContentBlock::ToolResult(ToolResult::ok(
                     format!("c{i}"),
                     "r".repeat(400),

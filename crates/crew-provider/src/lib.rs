@@ -1,12 +1,23 @@
-//! The model interface. A provider turns a `ModelRequest` into a stream of normalised
-//! `StreamEvent`s; dropping the stream cancels the request. Each provider implements one
-//! required `stream()`; request/response conversion lives in pure functions beside it.
+//! crewmaster's model interface and wire protocols. A provider turns a [`ModelRequest`]
+//! into a stream of normalised [`StreamEvent`]s; dropping the stream cancels the request.
+//! Each provider implements one required `stream()`; request/response conversion lives in
+//! pure functions beside it. Here: the Anthropic Messages and OpenAI Chat Completions
+//! codecs (`anthropic`, `openai`), their HTTP transport with retries (`http`, `retry`),
+//! the request's view of a conversation with micro-compaction (`messages`, `micro`), the
+//! provider configuration (`config`), a prompt-cache simulator (`cache_sim`) and the
+//! scripted model tests and examples drive agents with (`scripted`, `replay`).
+//!
+//! It depends on `crew-protocol` for the data it carries and on the HTTP and async
+//! plumbing it needs, and must never depend on `crewmaster`, `ractor`, the permission
+//! engine, the tools or the sandbox: a model is untrusted input, and this layer only
+//! turns bytes into events.
 
 pub mod anthropic;
 pub mod cache_sim;
 pub mod config;
 pub mod http;
 pub mod messages;
+pub mod micro;
 pub mod openai;
 pub mod replay;
 pub mod retry;
@@ -19,8 +30,8 @@ use serde::{Deserialize, Serialize};
 
 pub use messages::Messages;
 
-use crate::protocol::{StopReason, ToolCall, Usage};
-use crate::tools::ToolSpec;
+use crew_protocol::tool::ToolSpec;
+use crew_protocol::{StopReason, ToolCall, Usage};
 
 /// One request for a model turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::{StopReason, Usage};
+use crew_protocol::{StopReason, Usage};
 
 /// A script file's contents.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

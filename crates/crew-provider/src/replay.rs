@@ -80,7 +80,7 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolCall;
+    use crew_protocol::ToolCall;
 
     fn text(t: &str) -> StreamEvent {
         StreamEvent::TextDelta { text: t.into() }

@@ -5,7 +5,7 @@
 //!   can hold two user messages in a row, which APIs reject).
 //! - The per-turn reminder goes after the last user message's blocks, or in a user message
 //!   of its own when the conversation ends with the model's. It is never stored.
-//! - Micro-compaction (`offload::micro`): old large tool results saved to a file are sent as
+//! - Micro-compaction ([`crate::micro`]): old large tool results saved to a file are sent as
 //!   a stub naming the file.
 //!
 //! Providers read it through [`Messages::iter`], which borrows every block but the few a
@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::offload::micro::MicroPolicy;
-use crate::protocol::{ContentBlock, Message, Role, ToolCall, ToolResult};
+use crate::micro::MicroPolicy;
+use crew_protocol::{ContentBlock, Message, Role, ToolCall, ToolResult};
 
 /// The messages of one request (cheap to clone: the conversation is shared).
 #[derive(Clone, Default)]
@@ -91,10 +91,10 @@ impl Messages {
     }
 
     /// The same with the large saved results of old exchanges stubbed as `policy` says
-    /// (`offload::micro`).
+    /// ([`crate::micro`]).
     pub fn micro_compacted(mut self, policy: &MicroPolicy) -> Self {
         self.policy = *policy;
-        self.stubbed = crate::offload::micro::stubbed_exchanges(&self.stored, policy);
+        self.stubbed = crate::micro::stubbed_exchanges(&self.stored, policy);
         self
     }
 
@@ -123,7 +123,7 @@ impl Messages {
     fn block<'a>(&self, block: &'a ContentBlock, exchange: usize) -> Cow<'a, ContentBlock> {
         match block {
             ContentBlock::ToolResult(r) if self.stubbed > 0 && exchange <= self.stubbed => {
-                match crate::offload::micro::stub_of(r, &self.policy) {
+                match crate::micro::stub_of(r, &self.policy) {
                     Some(content) => Cow::Owned(ContentBlock::ToolResult(ToolResult {
                         tool_use_id: r.tool_use_id.clone(),
                         content,

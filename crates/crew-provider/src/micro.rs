@@ -11,9 +11,15 @@
 //! rewrite. The boundary is computed from the conversation alone (each step looks only
 //! at results that no longer change), so it never moves back, and a resumed run stubs
 //! exactly what the first did. Requests apply it as they are built
-//! (`provider::messages::Messages::micro_compacted`), without copying the conversation.
+//! ([`crate::messages::Messages::micro_compacted`]), without copying the conversation.
 
-use crate::protocol::{ContentBlock, Message, Role, ToolResult};
+use crew_protocol::{ContentBlock, Message, Role, ToolResult};
+
+/// Results at least this long are saved to a file by the executor's offload step (and
+/// shown whole when they are not offloaded), so micro-compaction can point at the file
+/// later. It is defined here, below the offload step (`crewmaster::offload` re-exports
+/// it), because the default policy stubs exactly the results that step saves.
+pub const SAVE_ABOVE_BYTES: usize = 4_000;
 
 /// When old tool results are stubbed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +39,7 @@ impl Default for MicroPolicy {
         Self {
             keep_recent: 10,
             batch: 10,
-            min_bytes: super::SAVE_ABOVE_BYTES,
+            min_bytes: SAVE_ABOVE_BYTES,
             min_saving: 40_000,
         }
     }
@@ -116,8 +122,8 @@ pub fn stub_of(result: &ToolResult, policy: &MicroPolicy) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolCall;
-    use crate::provider::messages::Messages;
+    use crate::messages::Messages;
+    use crew_protocol::ToolCall;
 
     /// The conversation as a request sends it.
     fn compact(conversation: Vec<Message>, policy: &MicroPolicy) -> Vec<Message> {

@@ -1,8 +1,8 @@
 //! Unit tests of the Chat Completions request conversion and chunk decoder.
 
 use super::*;
-use crate::protocol::{Message, ToolResult};
-use crate::tools::ToolSpec;
+use crew_protocol::tool::ToolSpec;
+use crew_protocol::{Message, ToolResult};
 
 fn decode(sse: &str) -> Result<Vec<StreamEvent>, Failure> {
     let mut d = OpenAiDecoder::default();

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::http::{ApiRequest, Decoder, Failure, HttpClient};
 use super::{EventStream, Messages, ModelRequest, Provider, ProviderError, StreamEvent};
-use crate::protocol::{ContentBlock, Role, StopReason, ToolCall, Usage};
+use crew_protocol::{ContentBlock, Role, StopReason, ToolCall, Usage};
 
 /// The default API base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";

@@ -1,6 +1,6 @@
 //! Plain data exchanged between agents, providers and tools: messages, tool calls,
-//! tool results, usage. Types only — no behaviour beyond small constructors — so every
-//! other module can depend on this one without pulling in actors or I/O.
+//! tool results, usage, stop reasons. Types only — no behaviour beyond small
+//! constructors — so every layer can depend on this one without pulling in actors or I/O.
 
 use serde::{Deserialize, Serialize};
 
@@ -185,4 +185,62 @@ pub enum StopReason {
     StopSequence,
     /// Anything else the provider reported.
     Other(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn content_blocks_are_tagged_and_unset_fields_stay_off_the_wire() {
+        let m = Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::Text { text: "hi".into() },
+                ContentBlock::ToolResult(ToolResult::ok("c1", "done")),
+            ],
+        };
+        let wire = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            wire,
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "tool_result", "tool_use_id": "c1", "content": "done", "is_error": false},
+            ]})
+        );
+        assert_eq!(serde_json::from_value::<Message>(wire).unwrap(), m);
+    }
+
+    #[test]
+    fn an_error_result_names_its_code() {
+        let r = ToolResult::error("c2", "permission_denied", "writes outside the worktree");
+        assert!(r.is_error);
+        assert_eq!(r.error_code.as_deref(), Some("permission_denied"));
+        assert_eq!(
+            r.content,
+            "error [permission_denied]: writes outside the worktree"
+        );
+    }
+
+    #[test]
+    fn usage_adds_every_counter() {
+        let mut total = Usage::default();
+        let turn = Usage {
+            input_tokens: 1,
+            output_tokens: 2,
+            cache_creation_input_tokens: 3,
+            cache_read_input_tokens: 4,
+        };
+        total.add(&turn);
+        total.add(&turn);
+        assert_eq!((total.input_tokens, total.output_tokens), (2, 4));
+        assert_eq!(
+            (
+                total.cache_creation_input_tokens,
+                total.cache_read_input_tokens
+            ),
+            (6, 8)
+        );
+    }
 }

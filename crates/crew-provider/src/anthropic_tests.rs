@@ -1,8 +1,8 @@
 //! Unit tests of the Anthropic request conversion and event decoder.
 
 use super::*;
-use crate::protocol::{Message, ToolResult};
-use crate::tools::ToolSpec;
+use crew_protocol::tool::ToolSpec;
+use crew_protocol::{Message, ToolResult};
 
 fn request(messages: Vec<Message>, tools: &[&str]) -> ModelRequest {
     ModelRequest {
