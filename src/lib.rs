@@ -14,7 +14,8 @@
 //!
 //! ## Protocol and types
 //!
-//! - [`protocol`] — plain data: messages, tool calls, tool results, usage (types only).
+//! - [`protocol`] — the `crew-protocol` crate: messages, tool calls and results, usage,
+//!   the tool contract's `ToolSpec`, agent mode (types only).
 //! - [`events`] — the typed event stream every front end, test and transcript subscribes to.
 //! - [`envelope`] — the tags crew wraps text in for the model, and their escaping.
 //! - [`front_matter`] — YAML front matter and tool lists of agent, skill and command files.
@@ -52,7 +53,8 @@
 //!
 //! ## Agents and orchestration
 //!
-//! - [`provider`] — the model interface: Anthropic, OpenAI, the scripted model and the demo.
+//! - [`provider`] — the `crew-provider` crate: the model interface, Anthropic, OpenAI, the
+//!   scripted model and the demo, micro-compaction of old results.
 //! - [`agent`] — Agent Mode and prompts, the call pipeline, the ReAct runner, lead,
 //!   subagents, teammates, forks, context compaction, agent definitions.
 //! - [`speculation`] — running the user's likely next prompt ahead in a copy-on-write overlay.
@@ -73,6 +75,8 @@
 //! ## Test support
 //!
 //! - `test_kernel` — the safety-test ledger for unit tests that need kernel features.
+//! - `layering_tests` — the member crates' manifests: none depends on the root package,
+//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine.
 
 pub mod agent;
 pub mod approver;
