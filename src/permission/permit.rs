@@ -98,7 +98,7 @@ impl Permit {
     /// Fails when the classifier judged another call.
     pub fn classified(
         pending: Pending,
-        allow: &super::auto::classifier::ClassifierAllow,
+        allow: &crate::auto_mode::classifier::ClassifierAllow,
     ) -> Result<Permit, ApprovalMismatch> {
         if allow.call() != &pending.call {
             return Err(ApprovalMismatch {
