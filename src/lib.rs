@@ -10,6 +10,7 @@ pub mod auto_mode;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod engine;
 pub mod envelope;
 pub mod events;
 pub mod executor;

@@ -1,21 +1,22 @@
 //! The permission engine's decision: given one tool call, the calling agent's cwd and
 //! permission mode, and the configured rules, answer Allow, Ask or Deny — with the
 //! source, reason, rule, category and resolved target. A pure function over plain data
-//! (`check`); the `PermissionEngine` actor (`actor.rs`) only holds state and routes.
+//! (`check`, and `Checked::authorize` for an agent's call); the `PermissionEngine` actor
+//! that holds its state and routes is `crate::engine`, the settings files and
+//! `Policy::load` are `crate::config`, auto mode's classifier is `crate::auto_mode`,
+//! trusted folders are `crate::trust`.
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
 //!
 //! Modules: `spec` (a tool's permission spec, carried by its `Definition`), `classify`
-//! (spec + arguments → category, target), `permit` (`Permit`, `Pending`), `shell` (bash parsing, wrappers),
-//! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
-//! roots, credentials), `rules` (rule syntax, layer precedence; the settings files and
-//! `Policy::load` are `crate::config`, trusted folders `crate::trust`), `grants` (approvals → rules),
-//! `delegation` (starting subagents), `walk` (what directory walkers may show), `check`
-//! (the decision), `actor`, `auto` (auto mode: classifier, breaker, suspended rules),
-//! `transition` (the one state machine for mode changes).
+//! (spec + arguments → category, target), `permit` (`Permit`, `Pending`), `shell` (bash
+//! parsing, wrappers), `commands` (read-only and dangerous commands), `blacklist`,
+//! `sandbox` (real paths, roots, credentials), `rules` (rule syntax, layer precedence),
+//! `grants` (approvals → rules), `delegation` (starting subagents), `walk` (what directory
+//! walkers may show), `check` (the decision), `auto` (auto mode's settings, availability
+//! and suspended rules), `transition` (the one state machine for mode changes).
 
-pub mod actor;
 pub mod auto;
 pub mod blacklist;
 pub mod cache;
@@ -30,7 +31,6 @@ pub mod deny_ids;
 pub mod grants;
 pub mod hook;
 pub mod mode;
-pub mod onward;
 pub mod path_index;
 mod permit;
 pub mod profile;

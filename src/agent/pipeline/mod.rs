@@ -20,10 +20,10 @@ use ractor::RpcReplyPort;
 use crate::approver::actor::ApproverMsg;
 use crate::auto_mode::AutoMode;
 use crate::auto_mode::classifier::Intent;
+use crate::engine::PermissionMsg;
+use crate::engine::onward::{Authorized, Onward};
 use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
-use crate::permission::actor::PermissionMsg;
-use crate::permission::onward::{Authorized, Onward};
 use crate::permission::{
     CheckRequest, Checked, Decision, HookOpinion, PermissionMode, Permit, SharedMode, Source,
     Verdict,
