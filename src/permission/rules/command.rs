@@ -182,9 +182,19 @@ mod tests {
     #[test]
     fn deny_sees_spellings_unknown_words_and_sudo_but_allow_does_not() {
         use crate::permission::Verdict::{Allow, Deny};
+        type Row<'a> = (
+            &'a str,
+            RuleKind,
+            &'a str,
+            &'a str,
+            bool,
+            &'a [String],
+            bool,
+            bool,
+        );
         let push = ["git push".to_string()];
         #[rustfmt::skip]
-        let table: [(&str, RuleKind, &str, &str, bool, &[String], bool, bool); 17] = [
+        let table: [Row; 17] = [
             ("Bash(git push:*)", Deny, "/usr/bin/git push", "/usr/bin/git push", false, &push, false, true),
             ("Bash(git push:*)", Deny, "git -C . push", "git -C . push", false, &push, false, true),
             ("Bash(git push:*)", Allow, "git -C . push", "git -C . push", false, &push, false, false),
