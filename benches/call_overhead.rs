@@ -17,11 +17,11 @@ use async_trait::async_trait;
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::pipeline::{CallerContext, Pipeline};
 use crewmaster::approver::actor::{Approver, ApproverPolicy};
+use crewmaster::engine::{EngineArgs, PermissionEngine};
 use crewmaster::events::EventBus;
 use crewmaster::executor::actor::{ExecutorArgs, ToolExecutor};
 use crewmaster::gate::GatePolicy;
 use crewmaster::gate::actor::{Gate, GateArgs, GateMsg};
-use crewmaster::permission::actor::{EngineArgs, PermissionEngine};
 use crewmaster::permission::{
     Category, CheckRequest, PermissionMode, PermissionSpec, Policy, RuleName, SharedMode,
     TargetSpec, check,

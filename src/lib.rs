@@ -80,8 +80,11 @@
 
 pub mod agent;
 pub mod approver;
+pub mod auto_mode;
 pub mod cli;
 pub mod commands;
+pub mod config;
+pub mod engine;
 pub mod envelope;
 pub mod events;
 pub mod executor;

@@ -29,7 +29,7 @@ pub fn crew_home() -> Option<PathBuf> {
 /// (never the home directory or `/`), else the directory itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
     let home = crew_home().and_then(|h| h.parent().map(Path::to_path_buf));
-    crate::permission::settings::find_project_root(cwd, home.as_deref())
+    crate::config::settings::find_project_root(cwd, home.as_deref())
 }
 
 /// The user's home directory (`HOME` decides).

@@ -163,7 +163,7 @@ fn the_classifier_allows_with_its_reason_and_the_command_runs() {
     // the task and no tools.
     assert_eq!(
         asked[0]["system"].as_str().unwrap(),
-        crewmaster::permission::auto::classifier::SYSTEM_PROMPT
+        crewmaster::auto_mode::classifier::SYSTEM_PROMPT
     );
     let prompt = asked[0]["messages"].to_string();
     assert!(

@@ -3,7 +3,7 @@
 
 mod support;
 
-use crewmaster::permission::actor::{GrantScope, PermissionEngine, PermissionMsg};
+use crewmaster::engine::{GrantScope, PermissionEngine, PermissionMsg};
 use crewmaster::permission::{Decision, PermissionMode, Policy, Source, Verdict, grant_rules};
 use ractor::{Actor, ActorRef, call};
 use support::permission::{Fixture, cmd, path};

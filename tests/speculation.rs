@@ -198,7 +198,7 @@ async fn the_runner_reports_the_limit_it_reached() {
 
 #[tokio::test]
 async fn an_adopted_write_the_permission_engine_now_denies_is_not_applied() {
-    use crewmaster::permission::actor::PermissionMsg;
+    use crewmaster::engine::PermissionMsg;
     use crewmaster::permission::rules::{Rule, RuleKind};
     use crewmaster::permission::{Layer, Policy};
 

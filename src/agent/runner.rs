@@ -79,7 +79,7 @@ impl Runner {
         let mut caller = self.caller(place, &cancel);
         caller.tool_ctx.deferred_tools = deferral.searchable();
         // Auto mode's classifier sees the task and the user's latest words, nothing more.
-        caller.intent = Arc::new(crate::permission::auto::classifier::Intent::new(
+        caller.intent = Arc::new(crate::auto_mode::classifier::Intent::new(
             &req.task,
             agent == "lead",
             conversation,

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::model::{ChosenModel, choose};
-use crate::permission::auto::classifier::{ClassifierConfig, DEFAULT_TIMEOUT};
-use crate::permission::auto::{AutoMode, suspend};
+use crate::auto_mode::AutoMode;
+use crate::auto_mode::classifier::{ClassifierConfig, DEFAULT_TIMEOUT};
+use crate::permission::auto::suspend;
 use crate::permission::transition::{ModeContext, ModeState, Target, transition};
 use crate::permission::{PermissionMode, Policy};
 

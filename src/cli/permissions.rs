@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::permission::settings;
+use crate::config::settings;
 use crate::permission::{
     CheckRequest, Decision, PermissionMode, Policy, Verdict, check, find_project_root,
 };

@@ -47,7 +47,7 @@ pub struct Prepared {
     /// The session's MCP servers (stopped, process groups and all, by `close`).
     pub mcp: crate::mcp::McpClients,
     /// The session's auto mode (classifier, breaker, tally).
-    pub auto: Arc<crate::permission::auto::AutoMode>,
+    pub auto: Arc<crate::auto_mode::AutoMode>,
     /// `permissions.disableBypassPermissionsMode: "disable"` is set.
     pub bypass_disabled: bool,
     /// The allow rules auto mode sets aside.

@@ -7,7 +7,7 @@
 
 use ractor::RpcReplyPort;
 
-use crate::permission::onward::Authorized;
+use crate::engine::onward::Authorized;
 use crate::protocol::ToolResult;
 
 /// The port a call's result (or the gate's refusal) is sent to.

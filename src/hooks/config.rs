@@ -2,7 +2,7 @@
 //! format — event → `[{matcher, hooks: [{type: "command", command, timeout?}]}]` — read
 //! from `~/.claude/settings.json`, `~/.crew/settings.json` (user), the project's
 //! `.claude/settings.json`, `.crew/settings.json` (project, shared) and
-//! `settings.local.json` in both (local) — the files `permission::layers` reads for every
+//! `settings.local.json` in both (local) — the files `config::layers` reads for every
 //! settings reader. Agent definitions may carry the same object
 //! (`Stop` there becomes `SubagentStop`).
 //!
@@ -22,9 +22,9 @@ use serde_json::Value;
 use super::event::HookEvent;
 use super::matcher::Matcher;
 use crate::agent::catalog::Catalog;
+use crate::config::layers;
+use crate::config::settings::{SettingsError, Warning};
 use crate::permission::Layer;
-use crate::permission::layers;
-use crate::permission::settings::{SettingsError, Warning};
 use crate::trust::TrustStore;
 
 /// How long a hook may run when its entry sets no `timeout`.

@@ -14,8 +14,8 @@ use std::path::Path;
 
 use super::classify::{self, Target};
 use super::rules::{Rule, RuleKind, Subject, escape_glob};
-use super::settings::{self, SettingsError};
 use super::{CheckRequest, Layer, PermissionMode, Policy, Source, Verdict, check, shell};
+use crate::config::settings::{self, SettingsError};
 
 /// Why a grant was refused.
 #[derive(Debug, thiserror::Error)]

@@ -58,63 +58,43 @@ pub fn apply(mut d: Decision, opinion: &HookOpinion, mode: PermissionMode) -> De
 
 #[cfg(test)]
 mod tests {
+    use super::super::Layer;
     use super::*;
 
-    fn decision(verdict: Verdict, source: Source, explicit: bool) -> Decision {
-        let mut d = Decision::new(verdict, source, "engine");
-        d.explicit_ask = explicit;
-        d
-    }
-
+    /// One row per case: the engine's decision (verdict, source, explicit ask), the hooks'
+    /// opinion and the mode, then the verdict and source after `apply` and whether the
+    /// result is an explicit ask.
     #[test]
-    fn allow_only_downgrades_the_fallback_ask() {
+    fn a_hook_moves_only_the_verdicts_it_may() {
+        use PermissionMode::{BypassPermissions as Bypass, Default as Def, DontAsk};
+        use Verdict::{Allow, Ask, Deny};
         let allow = HookOpinion::Allow("fmt ok".into());
-        let m = PermissionMode::Default;
-        let d = apply(decision(Verdict::Ask, Source::Mode, false), &allow, m);
-        assert_eq!((d.verdict, d.source), (Verdict::Allow, Source::Hook));
-        for (v, s, e) in [
-            (
-                Verdict::Deny,
-                Source::Rule(super::super::Layer::User),
-                false,
-            ),
-            (Verdict::Deny, Source::Sandbox, false),
-            (Verdict::Deny, Source::Credentials, false),
-            (
-                Verdict::Ask,
-                Source::Rule(super::super::Layer::Project),
-                true,
-            ),
-            (Verdict::Ask, Source::Mode, true),
-            (Verdict::Ask, Source::Unknown, true),
-        ] {
-            let d = apply(decision(v, s, e), &allow, m);
-            assert_eq!(d.verdict, v, "{s:?}");
-            assert_ne!(d.source, Source::Hook);
-        }
-    }
-
-    #[test]
-    fn ask_upgrades_an_allow_and_dont_ask_denies_it() {
         let ask = HookOpinion::Ask("check".into());
-        let d = apply(
-            decision(Verdict::Allow, Source::Mode, false),
-            &ask,
-            PermissionMode::BypassPermissions,
-        );
-        assert_eq!(d.verdict, Verdict::Ask);
-        assert!(d.explicit_ask);
-        let d = apply(
-            decision(Verdict::Allow, Source::Mode, false),
-            &ask,
-            PermissionMode::DontAsk,
-        );
-        assert_eq!(d.verdict, Verdict::Deny);
-        let d = apply(
-            decision(Verdict::Deny, Source::Blacklist, false),
-            &ask,
-            PermissionMode::Default,
-        );
-        assert_eq!(d.source, Source::Blacklist);
+        #[rustfmt::skip]
+        let table = [
+            // An allow only downgrades the fallback's Ask…
+            (Ask, Source::Mode, false, &allow, Def, Allow, Source::Hook, false),
+            // …never a Deny, never an explicit Ask.
+            (Deny, Source::Rule(Layer::User), false, &allow, Def, Deny, Source::Rule(Layer::User), false),
+            (Deny, Source::Sandbox, false, &allow, Def, Deny, Source::Sandbox, false),
+            (Deny, Source::Credentials, false, &allow, Def, Deny, Source::Credentials, false),
+            (Ask, Source::Rule(Layer::Project), true, &allow, Def, Ask, Source::Rule(Layer::Project), true),
+            (Ask, Source::Mode, true, &allow, Def, Ask, Source::Mode, true),
+            (Ask, Source::Unknown, true, &allow, Def, Ask, Source::Unknown, true),
+            // An ask upgrades an Allow (even in bypass); dontAsk denies it; a Deny stays.
+            (Allow, Source::Mode, false, &ask, Bypass, Ask, Source::Hook, true),
+            (Allow, Source::Mode, false, &ask, DontAsk, Deny, Source::Hook, true),
+            (Deny, Source::Blacklist, false, &ask, Def, Deny, Source::Blacklist, false),
+            // Silent hooks change nothing.
+            (Ask, Source::Mode, false, &HookOpinion::Silent, Def, Ask, Source::Mode, false),
+        ];
+        for (v, s, explicit, opinion, mode, want_v, want_s, want_explicit) in table {
+            let mut d = Decision::new(v, s, "engine");
+            d.explicit_ask = explicit;
+            let d = apply(d, opinion, mode);
+            let case = format!("{v:?} from {s:?} (explicit {explicit}), hook {opinion:?}, {mode}");
+            assert_eq!((d.verdict, d.source), (want_v, want_s), "{case}");
+            assert_eq!(d.explicit_ask, want_explicit, "{case}");
+        }
     }
 }

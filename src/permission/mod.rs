@@ -1,21 +1,22 @@
 //! The permission engine's decision: given one tool call, the calling agent's cwd and
 //! permission mode, and the configured rules, answer Allow, Ask or Deny — with the
 //! source, reason, rule, category and resolved target. A pure function over plain data
-//! (`check`); the `PermissionEngine` actor (`actor.rs`) only holds state and routes.
+//! (`check`, and `Checked::authorize` for an agent's call); the `PermissionEngine` actor
+//! that holds its state and routes is `crate::engine`, the settings files and
+//! `Policy::load` are `crate::config`, auto mode's classifier is `crate::auto_mode`,
+//! trusted folders are `crate::trust`.
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
 //!
 //! Modules: `spec` (a tool's permission spec, carried by its `Definition`), `classify`
-//! (spec + arguments → category, target), `permit` (`Permit`, `Pending`), `shell` (bash parsing, wrappers),
-//! `commands` (read-only and dangerous commands), `blacklist`, `sandbox` (real paths,
-//! roots, credentials), `rules` (rule syntax, layer precedence), `settings` (files,
-//! `Policy::load`; trusted folders are `crate::trust`), `grants` (approvals → rules),
-//! `delegation` (starting subagents), `walk` (what directory walkers may show), `check`
-//! (the decision), `actor`, `auto` (auto mode: classifier, breaker, suspended rules),
-//! `transition` (the one state machine for mode changes).
+//! (spec + arguments → category, target), `permit` (`Permit`, `Pending`), `shell` (bash
+//! parsing, wrappers), `commands` (read-only and dangerous commands), `blacklist`,
+//! `sandbox` (real paths, roots, credentials), `rules` (rule syntax, layer precedence),
+//! `grants` (approvals → rules), `delegation` (starting subagents), `walk` (what directory
+//! walkers may show), `check` (the decision), `auto` (auto mode's settings, availability
+//! and suspended rules), `transition` (the one state machine for mode changes).
 
-pub mod actor;
 pub mod auto;
 pub mod blacklist;
 pub mod cache;
@@ -29,22 +30,16 @@ pub mod delegation;
 pub mod deny_ids;
 pub mod grants;
 pub mod hook;
-pub mod layers;
 pub mod mode;
-pub mod onward;
 pub mod path_index;
 mod permit;
 pub mod profile;
 pub mod protected;
 pub mod rules;
 pub mod sandbox;
-pub mod sandbox_settings;
 mod scopes;
-pub mod settings;
-pub mod settings_network;
 pub mod shell;
 pub mod spec;
-pub(crate) mod tracked;
 pub mod transition;
 pub mod walk;
 
@@ -54,13 +49,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::ToolCall;
 
+pub use crate::config::{SandboxSettings, SettingsError, Warning, find_project_root};
 pub use check::check;
 pub use grants::{GrantError, grant_rules};
 pub use hook::HookOpinion;
 pub use mode::{PermissionMode, SharedMode};
 pub use permit::{ApprovalMismatch, Checked, Pending, Permit};
 pub use rules::{Rule, RuleKind};
-pub use settings::{SandboxSettings, SettingsError, Warning, find_project_root};
 pub use spec::{PermissionSpec, RuleName, TargetSpec};
 
 /// The three outcomes, ordered by strength (`Allow < Ask < Deny`): where several
@@ -240,7 +235,7 @@ pub struct Policy {
     /// The `sandbox` settings for the command runner.
     pub sandbox: SandboxSettings,
     /// The `sandbox.network` settings of the user's own layers.
-    pub network: settings_network::NetworkSettings,
+    pub network: crate::config::settings_network::NetworkSettings,
     /// The `model` setting from the highest layer that sets it.
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
@@ -265,7 +260,7 @@ pub struct Policy {
     pub bypass_disabled: bool,
     /// The `limits` objects of every layer, highest first (resolved by
     /// `tools::sandbox::limits::resolve`).
-    pub limits: Vec<settings::LayeredLimits>,
+    pub limits: Vec<crate::config::settings::LayeredLimits>,
 }
 
 /// A rule as shown by `crew permissions list`.

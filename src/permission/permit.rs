@@ -36,7 +36,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Decision;
+use super::{CheckRequest, Decision, HookOpinion, Policy, check, hook, profile};
 use crate::approver::{Approval, ApprovalAnswer};
 use crate::protocol::ToolCall;
 use crate::tools::SandboxProfile;
@@ -55,7 +55,7 @@ pub struct Permit {
 }
 
 impl Permit {
-    /// Only the engine issues permits (this module and `permission::actor`).
+    /// Only the engine issues permits (this module and `engine`).
     pub(super) fn issue(
         call: ToolCall,
         agent: String,
@@ -98,7 +98,7 @@ impl Permit {
     /// Fails when the classifier judged another call.
     pub fn classified(
         pending: Pending,
-        allow: &super::auto::classifier::ClassifierAllow,
+        allow: &crate::auto_mode::classifier::ClassifierAllow,
     ) -> Result<Permit, ApprovalMismatch> {
         if allow.call() != &pending.call {
             return Err(ApprovalMismatch {
@@ -223,9 +223,26 @@ pub enum Checked {
 }
 
 impl Checked {
+    /// The engine's whole answer to `agent`'s call: the pure `check` under `policy`, moved
+    /// by the PreToolUse hooks' `opinion` (`hook::apply`), a human required for a call
+    /// asking to leave the sandbox (`profile::require_human`), and the sandbox profile
+    /// chosen for it (`profile::choose`). The `PermissionEngine` actor answers with it.
+    pub fn authorize(
+        agent: String,
+        request: CheckRequest,
+        opinion: &HookOpinion,
+        policy: &Policy,
+    ) -> Checked {
+        let decision = hook::apply(check(&request, policy), opinion, request.mode);
+        let decision = profile::require_human(&request, decision, policy);
+        let profile = profile::choose(&request, &decision, policy);
+        let CheckRequest { call, cwd, .. } = request;
+        Checked::from_decision(call, agent, cwd, decision, profile)
+    }
+
     /// Wraps a decision of the pure `check` for the calling agent, with the sandbox
     /// profile chosen for it (`permission::profile::choose`).
-    pub(super) fn from_decision(
+    fn from_decision(
         call: ToolCall,
         agent: String,
         cwd: PathBuf,

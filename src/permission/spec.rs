@@ -211,82 +211,50 @@ impl TargetSpec {
 
 #[cfg(test)]
 mod tests {
-    use crate::permission::{CheckRequest, PermissionMode, Policy, Rule, Verdict, check};
+    use crate::permission::{CheckRequest, Layer, PermissionMode, Policy, Rule, Verdict, check};
     use crate::protocol::ToolCall;
     use crate::tools::builtin_permission;
 
-    fn decide(tool: &str, args: &str, mode: PermissionMode, policy: &Policy) -> Verdict {
-        let req = CheckRequest {
-            call: ToolCall {
-                id: "c".into(),
-                name: tool.into(),
-                arguments: args.into(),
-            },
-            spec: builtin_permission(tool),
-            cwd: std::env::temp_dir(),
-            mode,
-        };
-        check(&req, policy).verdict
-    }
-
+    /// One row per call: the tool, its arguments, the mode and whether the deny rules
+    /// `Edit(**)` and `Task(Explore)` are set, then the verdict.
     #[test]
-    fn task_stop_falls_back_as_its_spec_says() {
-        let p = Policy::default();
-        let stop = r#"{"task_id":"t1"}"#;
-        assert_eq!(
-            decide("task_stop", stop, PermissionMode::Default, &p),
-            Verdict::Allow
-        );
-        assert_eq!(
-            decide("task_stop", stop, PermissionMode::Strict, &p),
-            Verdict::Ask
-        );
-    }
-
-    #[test]
-    fn rule_names_cover_the_tools_whose_spec_names_them() {
-        let deny = |text: &str| {
-            Rule::parse(text, Verdict::Deny, crate::permission::Layer::User, None).unwrap()
-        };
+    fn each_tool_falls_back_and_matches_rules_as_its_spec_says() {
+        use PermissionMode::{BypassPermissions as Bypass, Default as Def, Strict};
         let tmp = tempfile::tempdir().unwrap();
         let cwd = tmp.path().canonicalize().unwrap();
-        let policy = Policy {
+        let deny = |text: &str| Rule::parse(text, Verdict::Deny, Layer::User, None).unwrap();
+        let denying = Policy {
             rules: vec![deny("Edit(**)"), deny("Task(Explore)")],
             ..Policy::default()
         };
-        let run = |tool: &str, args: serde_json::Value| {
+        let explore = r#"{"prompt":"p","subagent_type":"Explore"}"#;
+        #[rustfmt::skip]
+        let table = [
+            // task_stop is task control: allowed from default up, asked in strict.
+            ("task_stop", r#"{"task_id":"t1"}"#, Def, false, Verdict::Allow),
+            ("task_stop", r#"{"task_id":"t1"}"#, Strict, false, Verdict::Ask),
+            // write_file's spec lists Edit among its rule names; read_file's does not.
+            ("write_file", r#"{"path":"a.txt","content":"x"}"#, Bypass, true, Verdict::Deny),
+            ("read_file", r#"{"path":"."}"#, Bypass, true, Verdict::Allow),
+            // `Task` is the agent tool's alias, declared once, on its definition.
+            ("agent", explore, Bypass, true, Verdict::Deny),
+            ("Task", explore, Bypass, true, Verdict::Deny),
+            // A tool without a spec is unknown: it asks.
+            ("web_fetch", "{}", Bypass, true, Verdict::Ask),
+        ];
+        for (tool, args, mode, rules, want) in table {
             let req = CheckRequest {
                 call: ToolCall {
                     id: "c".into(),
                     name: tool.into(),
-                    arguments: args.to_string(),
+                    arguments: args.into(),
                 },
                 spec: builtin_permission(tool),
                 cwd: cwd.clone(),
-                mode: PermissionMode::BypassPermissions,
+                mode,
             };
-            check(&req, &policy).verdict
-        };
-        let write = serde_json::json!({"path": "a.txt", "content": "x"});
-        // write_file's spec lists Edit among its rule names; read_file's does not.
-        assert_eq!(run("write_file", write), Verdict::Deny);
-        assert_eq!(
-            run("read_file", serde_json::json!({"path": "."})),
-            Verdict::Allow
-        );
-        // `Task` is the agent tool's alias, declared once, on its definition.
-        let explore = serde_json::json!({"prompt": "p", "subagent_type": "Explore"});
-        assert_eq!(run("agent", explore.clone()), Verdict::Deny);
-        assert_eq!(run("Task", explore), Verdict::Deny);
-        // A tool without a spec is unknown: it asks.
-        assert_eq!(
-            decide(
-                "web_fetch",
-                "{}",
-                PermissionMode::BypassPermissions,
-                &policy
-            ),
-            Verdict::Ask
-        );
+            let policy = if rules { &denying } else { &Policy::default() };
+            assert_eq!(check(&req, policy).verdict, want, "{tool} {args} in {mode}");
+        }
     }
 }

@@ -44,7 +44,7 @@ pub struct SessionConfig {
     /// The configured hooks and what they are told about the session (`None`: no hooks).
     pub hooks: Option<SessionHooks>,
     /// Auto mode's classifier, breaker and tally (`None`: auto mode asks as default does).
-    pub auto: Option<Arc<crate::permission::auto::AutoMode>>,
+    pub auto: Option<Arc<crate::auto_mode::AutoMode>>,
     /// Context windows and when agents compact (`contextWindows`, `autoCompact`).
     pub context: crate::agent::context::ContextSettings,
 }

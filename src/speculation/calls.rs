@@ -21,8 +21,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::agent::pipeline::{CallerContext, PERMISSION_TIMEOUT, Pipeline};
+use crate::engine::PermissionMsg;
 use crate::gate::actor::GateMsg;
-use crate::permission::actor::PermissionMsg;
 use crate::permission::{Category, CheckRequest, Decision, PermissionMode, Verdict};
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Safety, edit_file, read_file, write_file};

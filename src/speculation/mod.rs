@@ -28,7 +28,7 @@ pub use runner::{Ending, Limits, Speculated};
 /// less is safe.
 pub fn enabled(project_root: &Path, home: Option<&Path>, model: &str, is_demo: bool) -> bool {
     let default = !is_demo && model != "script";
-    for (_, path) in crate::permission::layers::files(project_root, home) {
+    for (_, path) in crate::config::layers::files(project_root, home) {
         match setting(&path) {
             Ok(Some(on)) => return on,
             Ok(None) => {}

@@ -98,7 +98,7 @@ impl Threshold {
     /// The threshold from a project's settings layers: local over project over user.
     pub fn for_project(project_root: &Path, home: Option<&Path>) -> (Self, Vec<String>) {
         // `files` lists the highest layer first; `load` lets a later file win.
-        let files: Vec<_> = crate::permission::settings::files(project_root, home)
+        let files: Vec<_> = crate::config::settings::files(project_root, home)
             .into_iter()
             .rev()
             .map(|(_, p)| p)

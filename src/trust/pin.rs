@@ -17,8 +17,8 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config::tracked;
 use crate::permission::protected::loaded;
-use crate::permission::tracked;
 
 /// Front-matter keys that make a Markdown definition executable configuration.
 const GRANT_KEYS: &[&str] = &[

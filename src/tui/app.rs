@@ -80,7 +80,7 @@ pub struct SessionInfo {
     /// Custom slash commands and their descriptions, for completion.
     pub commands: Vec<(String, String)>,
     /// The session's auto mode (`None`: no classifier could be set up).
-    pub auto: Option<std::sync::Arc<crate::permission::auto::AutoMode>>,
+    pub auto: Option<std::sync::Arc<crate::auto_mode::AutoMode>>,
     /// `permissions.disableBypassPermissionsMode: "disable"` is set.
     pub bypass_disabled: bool,
     /// The allow rules auto mode sets aside.

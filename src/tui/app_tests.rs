@@ -164,11 +164,11 @@ fn shift_tab_cycles_default_accept_plan_bypass_and_back_without_a_classifier() {
     );
 }
 
-fn with_classifier(a: &mut App) -> std::sync::Arc<crate::permission::auto::AutoMode> {
+fn with_classifier(a: &mut App) -> std::sync::Arc<crate::auto_mode::AutoMode> {
     let script = crate::provider::scripted::ScriptedProvider::new(Default::default());
-    let auto = crate::permission::auto::AutoMode::new(
+    let auto = crate::auto_mode::AutoMode::new(
         Default::default(),
-        Some(crate::permission::auto::classifier::ClassifierConfig {
+        Some(crate::auto_mode::classifier::ClassifierConfig {
             provider: std::sync::Arc::new(script),
             model: "script".into(),
             timeout: std::time::Duration::from_secs(5),
@@ -244,7 +244,7 @@ fn the_breaker_drops_auto_to_asking_says_why_and_holds_until_auto_reset() {
 
 /// Records one denial the way the pipeline does, through the real classifier path
 /// (an empty script answers `[script exhausted]`, which is not a decision: a denial).
-fn auto_deny(auto: &crate::permission::auto::AutoMode) -> crate::permission::auto::Judged {
+fn auto_deny(auto: &crate::auto_mode::AutoMode) -> crate::auto_mode::Judged {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -22,8 +22,8 @@ use super::protocol::{AskWire, ToLead};
 use crate::agent::pipeline::{APPROVAL_TIMEOUT, PERMISSION_TIMEOUT, Pipeline};
 use crate::approver::actor::{ApproverMsg, PendingApproval};
 use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
+use crate::engine::{GrantScope, PermissionMsg};
 use crate::permission::CheckRequest;
-use crate::permission::actor::{GrantScope, PermissionMsg};
 
 /// Sends a message to the lead; `false` when the lead cannot be reached.
 pub type Report = Arc<dyn Fn(ToLead) -> bool + Send + Sync>;

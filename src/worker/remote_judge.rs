@@ -15,9 +15,9 @@ use super::protocol::AskWire;
 use crate::agent::pipeline::{APPROVAL_TIMEOUT, Pipeline};
 use crate::approver::actor::ApproverMsg;
 use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
+use crate::auto_mode::Judged;
+use crate::auto_mode::classifier::Intent;
 use crate::events::EventKind;
-use crate::permission::auto::Judged;
-use crate::permission::auto::classifier::Intent;
 use crate::permission::{PermissionMode, SharedMode, Verdict};
 
 /// What the worker may do with `ask` of the remote subagent `agent` (whatever the worker

@@ -25,7 +25,7 @@ use super::remote_ask::answer_on_lead;
 use super::remote_judge;
 use crate::agent::pipeline::Pipeline;
 use crate::agent::subagent::Workspaces;
-use crate::permission::auto::classifier::Intent;
+use crate::auto_mode::classifier::Intent;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::team::actor::Mailbox;
 use crate::team::{MemberName, MemberStatus, Outgoing, Recipient};

@@ -4,7 +4,7 @@
 //! in auto so `npm exec -c CMD` goes to the classifier.
 
 use super::{answer, dirs, run_commands};
-use crewmaster::permission::auto::classifier::MAX_CALL_CHARS;
+use crewmaster::auto_mode::classifier::MAX_CALL_CHARS;
 
 /// A classifier that allows everything it is asked about.
 fn allow_all(n: usize) -> Vec<serde_json::Value> {

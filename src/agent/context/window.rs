@@ -145,7 +145,7 @@ impl ContextSettings {
     /// The settings of a project's layers (user, then project, then local).
     pub fn for_project(project_root: &Path, home: Option<&Path>) -> (Self, Vec<String>) {
         // `files` lists the highest layer first; reading it backwards lets the higher win.
-        let files: Vec<PathBuf> = crate::permission::settings::files(project_root, home)
+        let files: Vec<PathBuf> = crate::config::settings::files(project_root, home)
             .into_iter()
             .rev()
             .map(|(_, p)| p)

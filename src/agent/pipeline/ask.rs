@@ -3,9 +3,9 @@
 
 use crate::approver::actor::ApproverMsg;
 use crate::approver::{ApprovalAnswer, ApprovalRequest, Outcome};
+use crate::auto_mode::Judged;
+use crate::engine::{GrantScope, PermissionMsg};
 use crate::events::EventKind;
-use crate::permission::actor::{GrantScope, PermissionMsg};
-use crate::permission::auto::Judged;
 use crate::permission::{CheckRequest, Decision, Pending, Permit, Source, Verdict};
 use crate::protocol::ToolResult;
 use crate::supervise::CallError;

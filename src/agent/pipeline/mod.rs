@@ -5,7 +5,7 @@
 //! engine judges; the engine answers with a `Permit` (allowed), a
 //! `Pending` (ask a human) or a refusal; a `Pending` becomes a `Permit` only with the
 //! approver's `Approval` — or, in auto mode, for a fallback Ask, with the classifier's
-//! `ClassifierAllow` (`permission::auto`); the gate accepts only a `Permit` and hands the executor a
+//! `ClassifierAllow` (`auto_mode::classifier`); the gate accepts only a `Permit` and hands the executor a
 //! `ClearedCall`. Every RPC has a timeout, and a timeout or a dropped reply is a refusal
 //! (fail closed). A refusal at any stage becomes an error `ToolResult` that goes back
 //! into the conversation; it never aborts the agent. The actors are reached through the
@@ -18,12 +18,12 @@ use std::time::Duration;
 use ractor::RpcReplyPort;
 
 use crate::approver::actor::ApproverMsg;
+use crate::auto_mode::AutoMode;
+use crate::auto_mode::classifier::Intent;
+use crate::engine::PermissionMsg;
+use crate::engine::onward::{Authorized, Onward};
 use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
-use crate::permission::actor::PermissionMsg;
-use crate::permission::auto::AutoMode;
-use crate::permission::auto::classifier::Intent;
-use crate::permission::onward::{Authorized, Onward};
 use crate::permission::{
     CheckRequest, Checked, Decision, HookOpinion, PermissionMode, Permit, SharedMode, Source,
     Verdict,

@@ -146,22 +146,6 @@ mod tests {
                 );
             }
         }
-        // Deny rules still see other spellings and open parts past the prefix.
-        let deny = Rule::parse("Bash(git push:*)", RuleKind::Deny, Layer::User, None).unwrap();
-        let forms = ["git push".to_string()];
-        let seen = |text: &str, forms: &[String], open: bool| {
-            deny.matches(&Subject::Command {
-                text,
-                full: text,
-                privileged: false,
-                forms,
-                open,
-            })
-        };
-        assert!(seen("/usr/bin/git push", &forms, false));
-        assert!(seen("git", &[], true));
-        assert!(!seen("git", &[], false));
-        assert!(seen("$X push", &[], false));
     }
 
     #[test]
@@ -190,60 +174,59 @@ mod tests {
         }
     }
 
+    /// One row per subject: the rule's kind, the part's normalised text, the full text
+    /// (with `sudo`), whether it is privileged, its other spellings, whether it is open
+    /// (xargs appends words), then whether `Bash(git push:*)`/`Bash(npm test)`/`Bash(rm:*)`
+    /// matches. A deny sees other spellings, unknown words, open parts and `sudo`; an
+    /// allow sees none of them.
     #[test]
-    fn allow_does_not_see_through_sudo() {
-        let r = rule("Bash(npm test)");
-        let s = Subject::Command {
-            text: "npm test",
-            full: "sudo npm test",
-            privileged: true,
-            forms: &[],
-            open: false,
-        };
-        assert!(!r.matches(&s));
-        let d = Rule::parse("Bash(rm:*)", RuleKind::Deny, Layer::User, None).unwrap();
-        let s = Subject::Command {
-            text: "rm x",
-            full: "sudo rm x",
-            privileged: true,
-            forms: &[],
-            open: false,
-        };
-        assert!(d.matches(&s), "deny sees through sudo");
-    }
-
-    #[test]
-    fn deny_sees_other_spellings_and_unknown_words_but_allow_does_not() {
-        let mk = |t: &str, k| Rule::parse(t, k, Layer::User, None).unwrap();
-        let forms = vec!["git push".to_string()];
-        let s = |text: &'static str, open| Subject::Command {
-            text,
-            full: text,
-            privileged: false,
-            forms: &forms,
-            open,
-        };
-        let deny = mk("Bash(git push:*)", RuleKind::Deny);
-        let allow = mk("Bash(git push:*)", RuleKind::Allow);
-        assert!(deny.matches(&s("git -C . push", false)));
-        assert!(!allow.matches(&s("git -C . push", false)));
-        let none: Vec<String> = Vec::new();
-        let bare = |text: &'static str, open| Subject::Command {
-            text,
-            full: text,
-            privileged: false,
-            forms: &none,
-            open,
-        };
-        assert!(
-            deny.matches(&bare("git $VAR", false)),
-            "the word could be push"
+    fn deny_sees_spellings_unknown_words_and_sudo_but_allow_does_not() {
+        use crate::permission::Verdict::{Allow, Deny};
+        type Row<'a> = (
+            &'a str,
+            RuleKind,
+            &'a str,
+            &'a str,
+            bool,
+            &'a [String],
+            bool,
+            bool,
         );
-        assert!(deny.matches(&bare("git pu$VAR", false)));
-        assert!(deny.matches(&bare("$(…) push", false)));
-        assert!(deny.matches(&bare("git", true)), "xargs git");
-        assert!(!deny.matches(&bare("git log $VAR", false)));
-        assert!(!deny.matches(&bare("git", false)));
-        assert!(!allow.matches(&bare("git $VAR", false)));
+        let push = ["git push".to_string()];
+        #[rustfmt::skip]
+        let table: [Row; 17] = [
+            ("Bash(git push:*)", Deny, "/usr/bin/git push", "/usr/bin/git push", false, &push, false, true),
+            ("Bash(git push:*)", Deny, "git -C . push", "git -C . push", false, &push, false, true),
+            ("Bash(git push:*)", Allow, "git -C . push", "git -C . push", false, &push, false, false),
+            ("Bash(git push:*)", Deny, "git", "git", false, &[], true, true),
+            ("Bash(git push:*)", Deny, "git", "git", false, &[], false, false),
+            ("Bash(git push:*)", Deny, "$X push", "$X push", false, &[], false, true),
+            ("Bash(git push:*)", Deny, "git $VAR", "git $VAR", false, &[], false, true),
+            ("Bash(git push:*)", Deny, "git pu$VAR", "git pu$VAR", false, &[], false, true),
+            ("Bash(git push:*)", Deny, "$(…) push", "$(…) push", false, &[], false, true),
+            ("Bash(git push:*)", Deny, "git log $VAR", "git log $VAR", false, &[], false, false),
+            ("Bash(git push:*)", Allow, "git $VAR", "git $VAR", false, &[], false, false),
+            ("Bash(git push:*)", Allow, "git", "git", false, &[], true, false),
+            ("Bash(npm test)", Allow, "npm test", "sudo npm test", true, &[], false, false),
+            ("Bash(npm test)", Allow, "npm test", "npm test", false, &[], false, true),
+            ("Bash(rm:*)", Deny, "rm x", "sudo rm x", true, &[], false, true),
+            ("Bash(rm:*)", Allow, "rm x", "sudo rm x", true, &[], false, false),
+            ("Bash(rm:*)", Allow, "rm x", "rm x", false, &[], false, true),
+        ];
+        for (text, kind, part, full, privileged, forms, open, want) in table {
+            let r = Rule::parse(text, kind, Layer::User, None).unwrap();
+            let subject = Subject::Command {
+                text: part,
+                full,
+                privileged,
+                forms,
+                open,
+            };
+            assert_eq!(
+                r.matches(&subject),
+                want,
+                "{kind:?} {text} on `{full}` (privileged {privileged}, forms {forms:?}, open {open})"
+            );
+        }
     }
 }

@@ -5,17 +5,26 @@
 //! every agent sees them on its next call.
 //!
 //! Build its arguments with `Policy::load(project_root, home)` (or `Policy::default()`).
+//!
+//! The decision itself — `check`, the hooks' say, the sandbox profile and the permit —
+//! is the pure engine's (`crate::permission`, `Checked::authorize`); this module only
+//! holds its state in an actor and sends allowed calls on to the gate (`onward`).
+
+pub mod onward;
 
 use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
-use super::onward::{Authorized, Onward};
-use super::permit::Checked;
-use super::{CheckRequest, Decision, HookOpinion, Layer, Policy, RuleInfo, check, grants, hook};
 use crate::gate::actor::GateMsg;
+use crate::permission::auto::suspend;
+use crate::permission::{
+    CheckRequest, Checked, Decision, HookOpinion, Layer, PermissionMode, Permit, Policy, RuleInfo,
+    check, grants,
+};
 use crate::protocol::ToolResult;
+use onward::{Authorized, Onward};
 
 /// How long a grant lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,8 +118,7 @@ pub struct EngineState {
 
 impl EngineState {
     fn new(policy: Policy, memory: Option<PolicyMemory>) -> Self {
-        let auto_policy =
-            super::auto::suspend::effective(&policy, super::PermissionMode::Auto).into_owned();
+        let auto_policy = suspend::effective(&policy, PermissionMode::Auto).into_owned();
         Self {
             policy,
             auto_policy,
@@ -119,8 +127,8 @@ impl EngineState {
     }
 
     /// The policy a call in `mode` is decided by.
-    fn for_mode(&self, mode: super::PermissionMode) -> &Policy {
-        if mode == super::PermissionMode::Auto {
+    fn for_mode(&self, mode: PermissionMode) -> &Policy {
+        if mode == PermissionMode::Auto {
             &self.auto_policy
         } else {
             &self.policy
@@ -130,8 +138,7 @@ impl EngineState {
     /// After a change of `policy`: rebuilds the auto view and writes the policy through to
     /// the memory a restarted engine starts from.
     fn changed(&mut self) {
-        self.auto_policy =
-            super::auto::suspend::effective(&self.policy, super::PermissionMode::Auto).into_owned();
+        self.auto_policy = suspend::effective(&self.policy, PermissionMode::Auto).into_owned();
         if let Some(memory) = &self.memory {
             // A poisoned lock only means a panic mid-copy; the copy is replaced whole.
             *memory.lock().unwrap_or_else(|e| e.into_inner()) = self.policy.clone();
@@ -169,12 +176,8 @@ impl Actor for PermissionEngine {
                 reply,
             } => {
                 let policy = state.for_mode(request.mode);
-                let decision = hook::apply(check(&request, policy), &hook, request.mode);
-                let decision = super::profile::require_human(&request, decision, policy);
-                let profile = super::profile::choose(&request, &decision, policy);
-                let CheckRequest { call, cwd, .. } = request;
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(Checked::from_decision(call, agent, cwd, decision, profile));
+                let _ = reply.send(Checked::authorize(agent, request, &hook, policy));
             }
             PermissionMsg::AuthorizeAndSubmit {
                 agent,
@@ -184,11 +187,7 @@ impl Actor for PermissionEngine {
                 reply,
             } => {
                 let policy = state.for_mode(request.mode);
-                let decision = hook::apply(check(&request, policy), &hook, request.mode);
-                let decision = super::profile::require_human(&request, decision, policy);
-                let profile = super::profile::choose(&request, &decision, policy);
-                let CheckRequest { call, cwd, .. } = request;
-                match Checked::from_decision(call, agent, cwd, decision, profile) {
+                match Checked::authorize(agent, request, &hook, policy) {
                     Checked::Allowed { permit, decision } => {
                         submit(permit, &decision, onward, reply)
                     }
@@ -230,12 +229,7 @@ impl Actor for PermissionEngine {
 /// Publishes the allowing decision, then hands the permit to the gate with the caller's
 /// port: the gate's refusal or the tool's result is the caller's answer. A gate that is
 /// not running (and not replaced in time) answers with an error result, never silence.
-fn submit(
-    permit: super::Permit,
-    decision: &Decision,
-    onward: Onward,
-    reply: RpcReplyPort<Authorized>,
-) {
+fn submit(permit: Permit, decision: &Decision, onward: Onward, reply: RpcReplyPort<Authorized>) {
     let Onward { gate, ctx, events } = onward;
     events.decided(permit.agent(), &permit.call().id, decision);
     let id = permit.call().id.clone();

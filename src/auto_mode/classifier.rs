@@ -10,7 +10,7 @@
 //! `Permit` (`Permit::classified`); no other code can build one:
 //!
 //! ```compile_fail,E0451
-//! use crewmaster::permission::auto::classifier::ClassifierAllow;
+//! use crewmaster::auto_mode::classifier::ClassifierAllow;
 //! use crewmaster::protocol::ToolCall;
 //! let call = ToolCall { id: "1".into(), name: "run_command".into(), arguments: "{}".into() };
 //! let forged = ClassifierAllow { call };

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::rules::{Rule, RuleKind};
-use super::{Layer, PermissionMode, Policy, layers, sandbox};
+use super::layers;
+use crate::permission::rules::{Rule, RuleKind};
+use crate::permission::{Layer, PermissionMode, Policy, sandbox};
 use crate::trust::TrustStore;
 
 pub use super::sandbox_settings::SandboxSettings;

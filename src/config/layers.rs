@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use super::Layer;
 use super::settings::SettingsError;
 use super::tracked;
+use crate::permission::Layer;
 
 /// The settings files of a project, highest precedence first (missing ones included).
 pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {

@@ -6,9 +6,9 @@
 //! decision when the call was refused or needs a human. One hop fewer per call, and the
 //! decision is published (and recorded in the transcript) before the tool runs, as before.
 
-use super::permit::Checked;
 use crate::events::EventBus;
 use crate::gate::actor::GateMsg;
+use crate::permission::Checked;
 use crate::protocol::ToolResult;
 use crate::supervise::Slot;
 use crate::tools::ToolContext;

@@ -129,7 +129,7 @@ impl SandboxSettings {
             });
         }
         let mut ignored: Vec<String> = Vec::new();
-        let path = |p: &String| super::sandbox::absolute(p, origin.root, origin.home);
+        let path = |p: &String| crate::permission::sandbox::absolute(p, origin.root, origin.home);
         match boolean(value, "enabled", origin)? {
             Some(true) => self.enabled = true,
             Some(false) if origin.own => self.disabled = true,
