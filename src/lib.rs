@@ -24,8 +24,14 @@
 //!
 //! ## Policy: what may run
 //!
-//! - [`permission`] — the permission engine: hard checks, rule layers, modes, auto mode,
-//!   grants, the `Permit`, and the sandbox profile a decision chooses.
+//! - [`config`] — the settings files (user, project, local) read and parsed:
+//!   rules, sandbox and network settings, limits, which files git tracks.
+//! - [`permission`] — the permission decision, pure: hard checks, rule layers, modes, auto
+//!   mode's rule suspension, grants, the `Permit`, the sandbox profile a decision chooses.
+//! - [`engine`] — the `PermissionEngine` actor that holds the policy and hands out the
+//!   decisions of [`permission`], and the hand-off of an allowed call to the gate.
+//! - [`auto_mode`] — auto mode's classifier: the model call that judges what would ask, and
+//!   its circuit breaker.
 //! - [`trust`] — folder trust and the content pins of a project's executable configuration.
 //! - [`approver`] — turning an Ask into a human's answer (TUI or headless) and the `Approval`.
 //! - [`gate`] — the Safety/Names gate: per-agent policy, Plan Mode, the only `ClearedCall`.
