@@ -191,18 +191,15 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>)
         else {
             continue;
         };
-        out[i] = match commands::git_repo::run_dir(part, cwd) {
-            None => Some("it searches a directory the engine cannot follow".to_string()),
-            Some(d) => {
-                let (d, d_real) = match &part.chdir {
-                    Some(c) => (sandbox::absolute(c, &d, ctx.home), false),
-                    None => (d, part.dir != Dir::Initial || ctx.cwd_real.is_some()),
-                };
-                words.iter().find_map(|w| {
-                    let w = sandbox::absolute(w, Path::new(""), ctx.home);
-                    scope_why(ctx, &real_below(&d, d_real, &w)?)
-                })
-            }
+        out[i] = match part.dir {
+            Dir::Unknown => Some("it searches a directory the engine cannot follow".to_string()),
+            // Located as the part's other words are: where it runs (a leading literal
+            // `cd`, a wrapper's `env -C DIR` included).
+            _ => words.iter().find_map(|w| {
+                let w = sandbox::absolute(w, Path::new(""), ctx.home);
+                let n = ctx.locate_arg(&Arg::literal(w.to_string_lossy()), &part.dir);
+                scope_why(ctx, n.real.as_deref().filter(|_| n.exists)?)
+            }),
         };
         // Git names paths from the repository root (`HEAD:path`, a whole-tree diff).
         if out[i].is_none()
