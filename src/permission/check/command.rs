@@ -73,11 +73,10 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     let mut worst: Option<Decision> = None;
     let mut all_read = true;
     for (part, names) in script.parts.iter().zip(&names) {
-        let Some(mut d) = part_decision(ctx, part, &names.named, grant) else {
+        let Some((mut d, exact)) = part_decision(ctx, part, names, grant) else {
             continue;
         };
         if !names.writes.is_empty() {
-            let exact = exact_allow(ctx, part, &d);
             let inside = names::inside(ctx, &names.named);
             d = writes::judge(ctx, part, &names.writes, d, grant.is_some(), exact, inside);
         }
@@ -115,9 +114,7 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
         d = Decision::new(
             Verdict::Ask,
             Source::Sandbox,
-            format!(
-                "{why}: crew loads it as code or policy, so an agent never changes it without a human; approving it changes the project's trust pin, and the next session asks for `crew trust` again"
-            ),
+            format!("{why}: {}", protected::LOADED_CONSEQUENCE),
         );
         d.explicit_ask = true;
     }
@@ -128,7 +125,7 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
 
 /// Why a part writes something crew loads as code or policy (`protected::loaded`), if
 /// one does; the files hooks and MCP servers run are read from the settings only when a
-/// part that is not read-only names a file.
+/// part that may write names a file.
 fn loaded_write(ctx: &Ctx<'_>, parts: &[Part], names: &[names::Names]) -> Option<String> {
     let mut run_files: Option<Vec<PathBuf>> = None;
     let mut run = || {
@@ -136,10 +133,19 @@ fn loaded_write(ctx: &Ctx<'_>, parts: &[Part], names: &[names::Names]) -> Option
             .get_or_insert_with(|| protected::run_files(&super::path::code_roots(ctx)))
             .clone()
     };
-    parts.iter().zip(names).find_map(|(part, names)| {
-        let judged = as_expanded(part);
-        protected::command_loaded_write(judged.as_ref().unwrap_or(part), names.paths(), &mut run)
-            .map(|why| format!("`{}`: {why}", part.full_text()))
+    let mut writers = parts
+        .iter()
+        .zip(names)
+        .filter(|(p, n)| !protected::only_reads(n.judged(p)));
+    writers.find_map(|(part, names)| {
+        names.paths().find_map(|p| {
+            let what = protected::loaded_write(p, p, &mut run)?;
+            Some(format!(
+                "`{}`: it writes {} ({what})",
+                part.full_text(),
+                p.display()
+            ))
+        })
     })
 }
 
@@ -148,8 +154,7 @@ fn loaded_write(ctx: &Ctx<'_>, parts: &[Part], names: &[names::Names]) -> Option
 /// may reach one), files a Read/Edit deny rule protects, writes outside the roots.
 fn named_denial(ctx: &Ctx<'_>, part: &Part, names: &names::Names) -> Option<Decision> {
     // `git -C ~ config core.hooksPath x` is judged with `~` expanded.
-    let judged = as_expanded(part);
-    if let Some(why) = protected::command_write(judged.as_ref().unwrap_or(part), names.paths()) {
+    if let Some(why) = protected::command_write(names.judged(part), names.paths()) {
         let mut d = deny(
             Source::Sandbox,
             format!("`{}`: {why}; agents never change them", part.full_text()),
@@ -210,34 +215,9 @@ fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
     }
 }
 
-/// Whether `d`, a part's decision, is an allow by an exact rule on the part's words.
-fn exact_allow(ctx: &Ctx<'_>, part: &Part, d: &Decision) -> bool {
-    if d.verdict != Verdict::Allow || !matches!(d.source, Source::Rule(_)) {
-        return false;
-    }
-    let expanded = as_expanded(part);
-    let (text, full) = (part.text(), part.full_text());
-    part_rule(ctx, part, expanded.as_ref(), &text, &full, None)
-        .is_some_and(|r| r.kind == RuleKind::Allow && r.is_exact())
-}
-
-/// The part as bash runs it, when expansion changed its words and all of them are known
-/// (`r=rm; $r -rf x` runs `rm -rf x`): what deny and ask rules, the dangerous-command
-/// guard and the git-config check also judge.
-fn as_expanded(part: &Part) -> Option<Part> {
-    let changed = part.expanded()
-        && part.args.iter().all(|a| a.known)
-        && (part.args.len() != part.argv.len()
-            || part.args.iter().zip(&part.argv).any(|(a, t)| a.text != *t));
-    changed.then(|| Part {
-        argv: part.args.iter().map(|a| a.text.clone()).collect(),
-        ..part.clone()
-    })
-}
-
 /// The rule deciding one part: rules matched against its text (deny and ask rules also
 /// against its other spellings, `commands::match_forms`), and deny or ask rules also
-/// against its expanded words and their spellings (`r=rm; $r -rf x` is `rm -rf x`). An
+/// against its expanded words and their spellings (`~/x` is `/home/u/x`). An
 /// exact allow rule does not match a part with expansions (its placeholder text may
 /// equal the rule by chance); a raw grant of the whole command stands in for it.
 fn part_rule<'r>(
@@ -281,34 +261,35 @@ fn part_rule<'r>(
     }
 }
 
-/// One part's decision, or `None` for a part that runs nothing (a `bash -c` shell whose
-/// script became parts of its own).
+/// One part's decision, and whether an exact allow rule on the part's words made it (it
+/// names the part's targets: `Bash(touch kept.txt)` grants writing `kept.txt`); `None` for
+/// a part that runs nothing (a `bash -c` shell whose script became parts of its own).
 fn part_decision(
     ctx: &Ctx<'_>,
     part: &Part,
-    named: &[names::Named],
+    names: &names::Names,
     grant: Option<&Rule>,
-) -> Option<Decision> {
+) -> Option<(Decision, bool)> {
     // An assignment alone runs nothing, unless evaluating it may (`x=$((n))`: opaque).
     if part.argv.is_empty() && part.opaque.is_none() && !part.redirects.iter().any(|r| r.write) {
         return None;
     }
     let text = part.text();
     let full = part.full_text();
-    let expanded = as_expanded(part);
-    let rule = part_rule(ctx, part, expanded.as_ref(), &text, &full, grant);
+    let expanded = names.expanded.as_ref();
+    let rule = part_rule(ctx, part, expanded, &text, &full, grant);
     if let Some(why) = &part.opaque {
-        return Some(opaque(ctx, rule, grant, why, &full));
+        return Some((opaque(ctx, rule, grant, why, &full), false));
     }
     // While a Bash deny or ask rule exists, a program that runs programs its words do not
     // show (`python3 -c`, `make`, `npx`, `xargs`) is opaque for it (`commands::runners`).
     if guarded_commands(ctx)
         && let Some(why) = commands::part_runs_hidden(part)
     {
-        return Some(opaque(ctx, rule, None, &why, &full));
+        return Some((opaque(ctx, rule, None, &why, &full), false));
     }
     // A read-only command reading `/etc/shadow` or `../other-project` is not a plain read.
-    let category = if commands::is_read_only(part) && names::inside(ctx, named) {
+    let category = if commands::is_read_only(part) && names::inside(ctx, &names.named) {
         Category::Read
     } else {
         Category::Exec
@@ -316,7 +297,7 @@ fn part_decision(
     let mut d = match rule {
         Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
         _ => match commands::dangerous(part)
-            .or_else(|| expanded.as_ref().and_then(commands::dangerous))
+            .or_else(|| expanded.and_then(commands::dangerous))
             .and_then(|why| guarded(ctx, rule, why, category, &full))
         {
             Some(d) => d,
@@ -327,7 +308,10 @@ fn part_decision(
         },
     };
     d.category = Some(category);
-    Some(d)
+    let exact = d.verdict == Verdict::Allow
+        && matches!(d.source, Source::Rule(_))
+        && rule.is_some_and(|r| r.kind == RuleKind::Allow && r.is_exact());
+    Some((d, exact))
 }
 
 /// Whether any Bash deny or ask rule exists: unseen code might be what it names.

@@ -24,6 +24,8 @@ pub(super) struct Names {
     pub(super) history: bool,
     /// Each glob or brace pattern in its words, with its literal directory located.
     pub(super) globs: Vec<(String, Named)>,
+    /// The part as bash runs it, when expansion changed its words (`as_expanded`).
+    pub(super) expanded: Option<Part>,
 }
 
 impl Names {
@@ -32,6 +34,12 @@ impl Names {
         self.named
             .iter()
             .flat_map(|n| std::iter::once(n.lexical.as_path()).chain(n.real.as_deref()))
+    }
+
+    /// The part to judge `part`'s effects on: as bash runs it, `~` expanded (`git -C ~
+    /// config core.hooksPath x` writes the home's git config).
+    pub(super) fn judged<'a>(&'a self, part: &'a Part) -> &'a Part {
+        self.expanded.as_ref().unwrap_or(part)
     }
 }
 
@@ -50,6 +58,7 @@ pub(super) fn walk(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Names> {
                 .collect(),
             writes: part_writes(ctx, part),
             globs: glob_dirs(ctx, part),
+            expanded: as_expanded(part),
             not_read,
             history,
         })
@@ -393,4 +402,18 @@ impl PartWrites {
     pub(super) fn is_empty(&self) -> bool {
         self.targets.is_empty()
     }
+}
+
+/// The part as bash runs it, when expansion changed its words and all of them are known
+/// (a leading `~` or `$HOME`: `rm -rf ~/x` removes `/home/u/x`): what deny and ask rules,
+/// the dangerous-command guard and the protected-path checks also judge.
+fn as_expanded(part: &Part) -> Option<Part> {
+    let changed = part.expanded()
+        && part.args.iter().all(|a| a.known)
+        && (part.args.len() != part.argv.len()
+            || part.args.iter().zip(&part.argv).any(|(a, t)| a.text != *t));
+    changed.then(|| Part {
+        argv: part.args.iter().map(|a| a.text.clone()).collect(),
+        ..part.clone()
+    })
 }
