@@ -489,6 +489,9 @@ fn object_paths_and_recursive_searches_respect_read_denies_and_credentials() {
         "git log -p",
         "cd src && grep -r TOPSECRET ..",
         "cd .. && rg TOPSECRET proj",
+        // A wrapper's directory is entered once: `..` of `src` is the project.
+        "env -C src grep -r TOPSECRET ..",
+        "env -C src rg TOPSECRET ..",
     ] {
         let d = f.check("run_command", &cmd(c), Default);
         assert_eq!(

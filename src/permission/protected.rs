@@ -5,8 +5,8 @@
 //!
 //! Besides those hard-denied paths, what crew loads as code or policy (`loaded`: `.mcp.json`,
 //! agent definitions, skills, hooks, the files hooks and MCP servers run, …) is never
-//! written without a human: [`loaded_write`] and [`command_loaded_write`] make such writes
-//! ask (so dontAsk, subagents without a human and headless runs deny them).
+//! written without a human: [`loaded_write`] names them, and the file tools and commands
+//! that write them ask (so dontAsk, subagents without a human and headless runs deny them).
 
 pub mod loaded;
 
@@ -17,7 +17,8 @@ use super::sandbox;
 use super::shell::Part;
 
 /// Why `part` writes a protected path, naming it; `None` when it does not. `named` are
-/// the paths the part names (operands and redirect targets, lexical and real).
+/// the paths the part names (operands and redirect targets, lexical and real), which it
+/// may write unless [`only_reads`].
 pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>) -> Option<String> {
     if let Some(why) = git_config_write(part) {
         return Some(why);
@@ -38,7 +39,7 @@ pub fn command_write<'a>(part: &Part, mut named: impl Iterator<Item = &'a Path>)
 
 /// A read-only command's operands are only read (and `cd` only moves); anything else
 /// may write what it names (`cp x .git/config`, `tee`, `sed -i`, `mv`, `ln -s`, `>`).
-fn only_reads(part: &Part) -> bool {
+pub fn only_reads(part: &Part) -> bool {
     commands::is_read_only(part) || matches!(part.program(), "cd" | "pushd" | "popd")
 }
 
@@ -64,27 +65,8 @@ pub fn loaded_write(
     })
 }
 
-/// The reason a write of `real` asks: it names the path and what approving it means.
-pub fn loaded_reason(raw: &str, what: &str) -> String {
-    format!(
-        "`{raw}` is {what}: crew loads it as code or policy, so an agent never changes it without a human; approving it changes the project's trust pin, and the next session asks for `crew trust` again"
-    )
-}
-
-/// Why a command that is not read-only writes something crew loads as code or policy
-/// (one of `named`, lexical and real), for the ask; `None` otherwise.
-pub fn command_loaded_write<'a>(
-    part: &Part,
-    mut named: impl Iterator<Item = &'a Path>,
-    run: &mut dyn FnMut() -> Vec<PathBuf>,
-) -> Option<String> {
-    if only_reads(part) {
-        return None;
-    }
-    named.find_map(|p| {
-        loaded_write(p, p, run).map(|what| format!("it writes {} ({what})", p.display()))
-    })
-}
+/// What a write to what crew loads as code or policy means, for the reason of its ask.
+pub const LOADED_CONSEQUENCE: &str = "crew loads it as code or policy, so an agent never changes it without a human; approving it changes the project's trust pin, and the next session asks for `crew trust` again";
 
 /// `git config` that is not a pure read (`--get`, `--list`, `get`, `list`, or one key
 /// alone) writes git configuration: `core.hooksPath`, `core.fsmonitor` and aliases run

@@ -9,6 +9,7 @@
 mod agent;
 mod command;
 mod mcp;
+mod names;
 mod path;
 mod writes;
 

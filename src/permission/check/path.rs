@@ -117,7 +117,10 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         let mut d = Decision::new(
             Verdict::Ask,
             Source::Sandbox,
-            super::super::protected::loaded_reason(raw, &what),
+            format!(
+                "`{raw}` is {what}: {}",
+                super::super::protected::LOADED_CONSEQUENCE
+            ),
         );
         d.explicit_ask = true;
         d.target = Some(target);
