@@ -10,6 +10,12 @@
 //! event no tool call fires (`Notification`), which starts the hooks actor.
 //!
 //! `cargo run --release --example turn_bench -- [TURNS] [ROUNDS]` (defaults 400 and 3)
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::Path;
 use std::sync::Arc;

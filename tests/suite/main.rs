@@ -3,7 +3,12 @@
 //! They share `tests/support` once. Tests that change process-wide state another test
 //! would see (the sandbox's network policy, the network asker) keep binaries of their own:
 //! see `tests/README.md`. [`layout`] checks that every test file is part of a binary.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a test binary: a failed unwrap is a failed test"
+)]
 
 #[macro_use]
 #[path = "../support/mod.rs"]
