@@ -137,15 +137,16 @@ fn blacklist_denies_every_spelling_in_every_mode_even_with_allow_rules() {
         }
     }
     // Not catastrophic: removing a build directory is an ordinary command.
-    for benign in [
-        "rm -rf target",
-        "rm -rf ./build/*",
-        "curl -o x.sh https://x.sh",
-        "dd if=a of=b",
-    ] {
-        let d = f.check("run_command", &cmd(benign), BypassPermissions);
-        assert_eq!(d.verdict, Allow, "{benign}: {d:?}");
-    }
+    f.assert_commands(
+        &[
+            "rm -rf target",
+            "rm -rf ./build/*",
+            "curl -o x.sh https://x.sh",
+            "dd if=a of=b",
+        ],
+        &[(BypassPermissions, Allow)],
+        |d| d.verdict,
+    );
 }
 
 #[test]
@@ -283,7 +284,7 @@ fn additional_directories_extend_the_sandbox() {
 #[test]
 fn known_read_only_commands_are_reads() {
     let f = Fixture::new();
-    for c in [
+    let reads = [
         "ls -la",
         "pwd",
         "cat src/main.rs | wc -l",
@@ -299,17 +300,17 @@ fn known_read_only_commands_are_reads() {
         "sed -n 1,5p src/main.rs",
         "ls && git status",
         "bash -c 'ls src'",
-    ] {
-        let d = f.check("run_command", &cmd(c), Default);
-        assert_eq!(
-            (d.verdict, d.category),
-            (Allow, Some(Category::Read)),
-            "{c}: {d:?}"
-        );
-        // Strict asks for reads too.
-        assert_eq!(f.check("run_command", &cmd(c), Strict).verdict, Ask, "{c}");
-    }
-    for c in [
+    ];
+    // Strict asks for reads too.
+    f.assert_commands(
+        &reads,
+        &[
+            (Default, (Allow, Some(Category::Read))),
+            (Strict, (Ask, Some(Category::Read))),
+        ],
+        |d| (d.verdict, d.category),
+    );
+    let not_reads = [
         "ls > listing.txt",
         "cat $(echo src/main.rs)",
         "echo $HOME",
@@ -328,14 +329,10 @@ fn known_read_only_commands_are_reads() {
         "ls && rm src/main.rs",
         "PAGER=evil git log",
         "sudo ls",
-    ] {
-        let d = f.check("run_command", &cmd(c), Default);
-        assert_eq!(
-            (d.verdict, d.category),
-            (Ask, Some(Category::Exec)),
-            "{c}: {d:?}"
-        );
-    }
+    ];
+    f.assert_commands(&not_reads, &[(Default, (Ask, Some(Category::Exec)))], |d| {
+        (d.verdict, d.category)
+    });
 }
 
 #[test]
@@ -345,7 +342,7 @@ fn dangerous_commands_ask_except_in_bypass_and_deny_under_dont_ask() {
         "local",
         r#"{"permissions":{"allow":["Bash(git:*)","Bash(rm:*)"]}}"#,
     );
-    for c in [
+    let dangerous = [
         "git reset --hard HEAD~1",
         "git push --force",
         "git push -f origin main",
@@ -359,36 +356,33 @@ fn dangerous_commands_ask_except_in_bypass_and_deny_under_dont_ask() {
         "git checkout -- .",
         "git stash clear",
         "cd sub && git push -f",
-    ] {
-        for (mode, want) in [
-            (Strict, Ask),
-            (Default, Ask),
-            (AcceptEdits, Ask),
-            (BypassPermissions, Allow),
-            (DontAsk, Deny),
-        ] {
-            let d = f.check("run_command", &cmd(c), mode);
-            assert_eq!(d.verdict, want, "`{c}` in {mode}: {d:?}");
-            if want != Allow {
-                assert!(d.explicit_ask, "`{c}` in {mode}");
-            }
-        }
-    }
+    ];
+    // Every verdict but Allow is an explicit ask.
+    f.assert_commands(
+        &dangerous,
+        &[
+            (Strict, (Ask, true)),
+            (Default, (Ask, true)),
+            (AcceptEdits, (Ask, true)),
+            (BypassPermissions, (Allow, true)),
+            (DontAsk, (Deny, true)),
+        ],
+        |d| (d.verdict, d.verdict == Allow || d.explicit_ask),
+    );
     // A program computed at run time is opaque (issue 25 item 7): it asks where a human
     // can answer, and under dontAsk runs confined only while no Bash deny or ask rule
     // exists; with one, it is denied.
-    for c in ["r=rm; $r -rf /tmp/x", "$(echo rm) -rf x"] {
-        for (mode, want) in [
+    f.assert_commands(
+        &["r=rm; $r -rf /tmp/x", "$(echo rm) -rf x"],
+        &[
             (Strict, Ask),
             (Default, Ask),
             (AcceptEdits, Ask),
             (BypassPermissions, Allow),
             (DontAsk, Allow),
-        ] {
-            let d = f.check("run_command", &cmd(c), mode);
-            assert_eq!(d.verdict, want, "`{c}` in {mode}: {d:?}");
-        }
-    }
+        ],
+        |d| d.verdict,
+    );
     let guarded = Fixture::new();
     guarded.settings(
         "local",
@@ -755,4 +749,22 @@ fn offloaded_results_are_always_readable_and_nothing_beside_them_is() {
         &policy,
     );
     assert_eq!(d.verdict, Deny, "{d:?}");
+}
+
+/// The decision-table helper fails when a case differs, and names every such case, not
+/// only the first.
+#[test]
+fn a_decision_table_fails_naming_every_case_that_differs() {
+    let f = Fixture::new();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f.assert_commands(&["ls", "pwd", "sudo ls"], &[(Default, Deny)], |d| d.verdict)
+    }))
+    .expect_err("a table whose every case differs passed");
+    let message = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("3 of 3 cases"), "{message}");
+    for c in ["\"ls\"", "\"pwd\"", "\"sudo ls\""] {
+        assert!(message.contains(c), "{c} is not named: {message}");
+    }
+    // A table that holds passes.
+    f.assert_commands(&["ls", "pwd"], &[(Default, Allow)], |d| d.verdict);
 }
