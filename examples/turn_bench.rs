@@ -101,7 +101,7 @@ async fn session_run(turns: usize, hooks: Option<HookTable>) -> anyhow::Result<(
     let session = SessionHandle::start(SessionConfig {
         auto: None,
         // No auto-compaction: its summary request would take a turn of the script, and
-        // this measures the loop, not the compaction (`tests/compaction.rs` has that).
+        // this measures the loop, not the compaction (`tests/suite/compaction.rs` has that).
         context: crewmaster::agent::context::ContextSettings {
             auto_compact: None,
             ..Default::default()

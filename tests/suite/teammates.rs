@@ -730,6 +730,6 @@ async fn acceptance_with_the_work_list() {
     assert!(a.join("a.txt").exists() && !a.join("b.txt").exists());
     assert!(b.join("b.txt").exists() && !b.join("a.txt").exists());
     assert_eq!(git(&main, &["status", "--porcelain"]), "");
-    // `crew team show --json` on such a list: tests/team_cli.rs.
+    // `crew team show --json` on such a list: tests/suite/team_cli.rs.
     t.session.shutdown().await;
 }
