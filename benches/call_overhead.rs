@@ -7,6 +7,12 @@
 //! across 4 agents.
 //!
 //! `cargo bench --bench call_overhead -- --measurement-time 3 --warm-up-time 1`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark: it fails loudly and prints what it measures"
+)]
 
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -8,6 +8,12 @@
 //!
 //! `cargo bench --bench permission -- --measurement-time 3 --warm-up-time 1` (criterion
 //! flags as usual); `PERMISSION_BENCH_DETAIL=1` adds a rate per request and per shell parse.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark: it fails loudly and prints what it measures"
+)]
 
 use std::hint::black_box;
 use std::path::Path;

@@ -7,6 +7,12 @@
 //! over turns ≥ 2 (target: ≥ 90 %).
 //!
 //! `cargo run --release --example cache_share -- [N]`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -18,6 +18,12 @@
 //!   with wall and CPU time (user + system, this process and its children) for each side.
 //!
 //! `cargo run --release --example fanout -- [N]` (default N = 32).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -7,6 +7,12 @@
 //! - a bare rmcp echo server in this process over an in-memory pipe (MCP framing only).
 //!
 //! `cargo run --release --example mcp_serve_bench -- [CALLS]` (default 2000).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

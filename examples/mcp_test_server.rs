@@ -18,6 +18,12 @@
 //! Options: `--marker-dir DIR` (default: the working directory), `--pid-log FILE` (a line
 //! with the pid is appended once a client has initialized), `--grandchild` (starts a
 //! `sleep` in the server's process group, to prove the whole group is ended).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

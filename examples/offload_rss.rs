@@ -5,6 +5,12 @@
 //! difference (target: at most 50 MB).
 //!
 //! `cargo run --release --example offload_rss`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,6 +3,12 @@
 //! mode, where the write goes through.
 //!
 //! Run with `cargo run --example plan_then_do`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,6 +4,12 @@
 //! Target: 5 ms or less added.
 //!
 //! `cargo run --release --example sandbox_bench [ROUNDS]` (default 60 rounds).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::time::{Duration, Instant};
 

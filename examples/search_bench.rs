@@ -17,6 +17,12 @@
 //! credentials) to every entry, which `rg` does not have; `find_files` sorts newest first
 //! (stat of every matched file), `rg --files` prints in walk order without a stat. Without
 //! `rg` on the PATH the example says so and measures our side alone.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

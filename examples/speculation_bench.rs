@@ -11,6 +11,12 @@
 //!
 //! `cargo run --release --example speculation_bench -- [TURN_MS] [READ_MS] [N]`
 //! (defaults 300, 1500 and 5).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

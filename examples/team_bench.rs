@@ -13,6 +13,12 @@
 //!
 //! `cargo run --release --example team_bench -- [ROUND_TRIPS] [IDLE_ACTORS]`
 //! (defaults 2000 and 1000).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -10,6 +10,12 @@
 //! event no tool call fires (`Notification`), which starts the hooks actor.
 //!
 //! `cargo run --release --example turn_bench -- [TURNS] [ROUNDS]` (defaults 400 and 3)
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::Path;
 use std::sync::Arc;
@@ -95,7 +101,7 @@ async fn session_run(turns: usize, hooks: Option<HookTable>) -> anyhow::Result<(
     let session = SessionHandle::start(SessionConfig {
         auto: None,
         // No auto-compaction: its summary request would take a turn of the script, and
-        // this measures the loop, not the compaction (`tests/compaction.rs` has that).
+        // this measures the loop, not the compaction (`tests/suite/compaction.rs` has that).
         context: crewmaster::agent::context::ContextSettings {
             auto_compact: None,
             ..Default::default()

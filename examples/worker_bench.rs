@@ -11,6 +11,12 @@
 //! task's result. Runs the `crew` binary beside this example's own (build it first):
 //!
 //! `cargo build --release && cargo run --release --example worker_bench`
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -3,6 +3,12 @@
 //! interleaved, and prints the ratio.
 //!
 //! `cargo run --release --example worktree_bench -- [N]` (N worktrees each, default 10).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a example: it fails loudly and prints what it measures"
+)]
 
 use std::path::Path;
 use std::process::Command;

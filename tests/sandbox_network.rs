@@ -3,6 +3,12 @@
 //! through crew's proxy it is reachable only when `sandbox.network.allowedDomains` lists
 //! it (`localhost:PORT`), over plain HTTP, `CONNECT` and SOCKS5 alike; anything else is
 //! refused with a message naming the host and the setting. No DNS is needed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a test binary: a failed unwrap is a failed test"
+)]
 
 mod support;
 

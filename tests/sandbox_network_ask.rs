@@ -4,6 +4,12 @@
 //! `.crew/settings.local.json`) and never when the answer is deny, under dontAsk, or with
 //! no asker installed (headless). Connections waiting on the same host share one question.
 //! Its own test binary: the asker and the session's allowed hosts are process-wide.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a test binary: a failed unwrap is a failed test"
+)]
 
 mod support;
 

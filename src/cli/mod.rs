@@ -1,5 +1,9 @@
 //! The command line: argument definitions (clap) and dispatch to the headless runner and
 //! the subcommands.
+#![allow(
+    clippy::print_stdout,
+    reason = "the command line prints its results (answers, listings, JSON) to stdout"
+)]
 
 pub mod agents;
 pub mod extensions;

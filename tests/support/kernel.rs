@@ -10,7 +10,9 @@ mod ledger;
 
 // Each test binary uses only some of these.
 #[allow(unused_imports)]
-pub use ledger::{Feature, ledger_path, record_ran, record_skip, require, require_named};
+pub use ledger::{
+    Feature, ledger_path, record_ran, record_skip, require, require_named, test_name,
+};
 
 /// Returns from the calling test when [`require`] says so.
 #[macro_export]

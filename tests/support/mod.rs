@@ -24,14 +24,27 @@ use serde_json::{Value, json};
 
 pub mod faults;
 pub mod hooks;
+// `#[macro_use]`: its macros reach every test module declared after `support`.
+#[macro_use]
 pub mod kernel;
 pub mod permission;
 pub mod provider;
+#[macro_use]
 pub mod sandbox;
 pub mod team;
 pub mod worker;
 pub mod worktree;
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// The name libtest gives the test `test` of the module `module` (pass `module_path!()`):
+/// the module path without the binary's crate name, as `--exact` wants it when a test
+/// re-runs one test of its own binary in a child process.
+pub fn own_test(module: &str, test: &str) -> String {
+    match module.split_once("::") {
+        Some((_, inner)) => format!("{inner}::{test}"),
+        None => test.to_string(),
+    }
+}
 
 /// What a fake tool does when it runs.
 #[derive(Clone, Copy)]

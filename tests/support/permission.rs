@@ -1,7 +1,8 @@
 //! Shared helpers for the permission tests: a temporary home and project, settings
-//! files, and requests.
+//! files, requests, and decision tables ([`Fixture::assert_commands`]).
 #![allow(dead_code)]
 
+use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use crewmaster::permission::{CheckRequest, Decision, PermissionMode, Policy, check};
@@ -70,6 +71,49 @@ impl Fixture {
 
     pub fn check(&self, tool: &str, args: &str, mode: PermissionMode) -> Decision {
         check(&self.req(tool, args, mode), &self.policy())
+    }
+
+    /// A decision table: checks `tool` with each of `args` in each mode of `modes`, maps
+    /// each decision through `seen`, and fails once, listing every case that differs from
+    /// its mode's expected value (not only the first).
+    pub fn assert_table<T: PartialEq + Debug>(
+        &self,
+        tool: &str,
+        args: &[String],
+        modes: &[(PermissionMode, T)],
+        seen: impl Fn(&Decision) -> T,
+    ) {
+        let policy = self.policy();
+        let mut wrong = Vec::new();
+        for a in args {
+            for (mode, want) in modes {
+                let d = check(&self.req(tool, a, *mode), &policy);
+                let got = seen(&d);
+                if &got != want {
+                    wrong.push(format!(
+                        "{tool} {a} in {mode}: want {want:?}, got {got:?} ({d:?})"
+                    ));
+                }
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} of {} cases decided otherwise:\n{}",
+            wrong.len(),
+            args.len() * modes.len(),
+            wrong.join("\n")
+        );
+    }
+
+    /// [`Fixture::assert_table`] for `run_command` with each of `commands`.
+    pub fn assert_commands<T: PartialEq + Debug>(
+        &self,
+        commands: &[&str],
+        modes: &[(PermissionMode, T)],
+        seen: impl Fn(&Decision) -> T,
+    ) {
+        let args: Vec<String> = commands.iter().map(|c| cmd(c)).collect();
+        self.assert_table("run_command", &args, modes, seen);
     }
 }
 
