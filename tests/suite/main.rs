@@ -29,6 +29,7 @@ mod compaction;
 mod confinement;
 mod delegation;
 mod denied_oracles;
+mod docs_links;
 mod envelopes;
 mod escaped_processes;
 mod fault_helpers;
