@@ -1,12 +1,14 @@
-//! What the engine knows about individual commands, one concept per module:
-//! `wrappers` (programs that only run another command, unwrapped before any decision),
-//! `read_only` (allow-lists of known-good options; such commands count as reads),
-//! `runners` (the one table of programs that run programs, shared with auto mode),
-//! `dangerous` (ask in every mode but bypassPermissions, deny under dontAsk), `sed` (its
-//! command line, read once for writes, embedded commands and reads), `git`
-//! (global options, `-c` settings and aliases that run programs), `find` (`-exec`), and
-//! here, the commands a command runs besides itself (`embedded`) and the spellings a
-//! deny rule must see (`match_forms`). The blacklist (deny everywhere) is `blacklist.rs`.
+//! What the engine knows about individual programs. The facts live in one table
+//! (`table`: per program, its options, whether it is read-only, what it writes, whether
+//! it wraps a command or runs programs it does not show); generic code reads it:
+//! `wrappers` (unwrapped before any decision), `read_only` (such commands count as
+//! reads), `writes` (files named as written), `runners` (programs that run programs,
+//! shared with auto mode). Programs with a syntax of their own have modules: `git`
+//! (global options, `-c` settings, aliases), `find` (`-exec`), `sed`, `programs` (options
+//! and program text that run commands: `rsync -e`, awk, vim), `dangerous` (ask in every
+//! mode but bypassPermissions). Here: the commands a command runs besides itself
+//! (`embedded`) and the spellings a deny rule must see (`match_forms`). The blacklist
+//! (deny everywhere) is `blacklist.rs`.
 
 mod dangerous;
 mod find;
@@ -21,7 +23,7 @@ mod runners;
 mod search;
 mod sed;
 mod shells;
-mod wrapper_specs;
+mod table;
 mod wrappers;
 mod writes;
 

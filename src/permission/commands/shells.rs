@@ -3,6 +3,8 @@
 //! (the program comes from stdin), `su -c SCRIPT`. An option we do not know makes the
 //! shell opaque (`bash --rcfile x`): it may run code from elsewhere.
 
+use super::flags;
+use super::table::SU;
 use super::wrappers::{Unwrap, opaque};
 
 /// Programs that run shell source.
@@ -22,50 +24,16 @@ pub(super) const STDIN_PATHS: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev
 
 /// `su [options] [-] [user [args]]`: only `-c`/`--command` runs something unattended.
 pub(super) fn su(argv: &[String]) -> Option<Unwrap> {
-    let rest = &argv[1..];
-    let mut i = 0;
-    while i < rest.len() {
-        let a = rest[i].as_str();
-        let script = match a {
-            "-c" | "--command" | "--session-command" => Some(rest.get(i + 1)?.clone()),
-            _ => a
-                .strip_prefix("--command=")
-                .or_else(|| a.strip_prefix("--session-command="))
-                .map(String::from),
-        };
-        if let Some(script) = script {
-            return Some(Unwrap::Script {
-                wrapper: "su -c".into(),
-                script,
-                privileged: true,
-            });
-        }
-        match a {
-            "-s"
-            | "--shell"
-            | "-g"
-            | "--group"
-            | "-G"
-            | "--supp-group"
-            | "-w"
-            | "--whitelist-environment" => i += 2,
-            "-"
-            | "-l"
-            | "--login"
-            | "-m"
-            | "-p"
-            | "--preserve-environment"
-            | "-P"
-            | "--pty"
-            | "-f"
-            | "--fast" => i += 1,
-            a if a.starts_with('-') && !a.starts_with("--shell=") => {
-                return Some(opaque(argv, "su", a));
-            }
-            _ => i += 1,
-        }
-    }
-    None
+    let parsed = match flags::parse(&SU, &argv[1..], false) {
+        Ok(p) => p,
+        Err(flags::Unknown(opt)) => return Some(opaque(argv, "su", &opt)),
+    };
+    let (script, _) = parsed.value(&["-c", "--command", "--session-command"])?;
+    Some(Unwrap::Script {
+        wrapper: "su -c".into(),
+        script: script.to_string(),
+        privileged: true,
+    })
 }
 
 /// `bash [options] -c SCRIPT`, `bash -s`, `bash /dev/stdin`, `bash` alone. Options may

@@ -8,7 +8,7 @@
 use super::flags;
 use super::shells::{self, STDIN_PATHS};
 pub use super::shells::{INTERPRETERS, SHELLS};
-use super::wrapper_specs::*;
+use super::table::{self, ENV, WATCH, Wrap};
 
 /// The result of unwrapping one wrapper from the front of an argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,97 +68,39 @@ pub struct Effects {
     pub env: Vec<(String, String)>,
 }
 
-/// Programs [`unwrap`] handles by name, each by its own rule (besides [`SHELLS`] and
-/// [`OPAQUE_RUNNERS`]). `unwrap` looks a program up in [`wrappers`] before anything else,
-/// so a wrapper it handles is always listed here, and auto mode's rule suspension, which
-/// reads the same table, sets aside a blanket allow rule on it.
-#[rustfmt::skip]
-const NAMED: &[&str] = &[
-    "sudo", "doas", "nice", "nohup", "builtin", "setsid", "time", "timeout", "stdbuf", "ionice",
-    "exec", "command", "xargs", "flock", "env", "watch", "busybox", "toybox", "coreutils",
-    "eval", "source", ".", "su",
-];
-
-/// Every program [`unwrap`] treats as a wrapper: the named ones, the shells and the
-/// runners it leaves opaque.
+/// Every program [`unwrap`] treats as a wrapper: those the program table says wrap a
+/// command. Auto mode's rule suspension reads the same table and sets aside a blanket
+/// allow rule on any of them.
 pub fn wrappers() -> impl Iterator<Item = &'static str> {
-    NAMED.iter().chain(SHELLS).chain(OPAQUE_RUNNERS).copied()
+    table::names(|p| p.wrap != Wrap::No)
 }
-
-/// Programs that run a command in ways we do not model; always opaque.
-#[rustfmt::skip]
-const OPAQUE_RUNNERS: &[&str] = &[
-    "strace", "ltrace", "chroot", "unshare", "nsenter", "setpriv", "runuser", "chrt",
-    "taskset", "numactl", "prlimit", "systemd-run", "firejail", "bwrap", "fakeroot", "proot",
-    "faketime", "torsocks", "proxychains", "proxychains4", "parallel", "script", "expect",
-    "sg", "newgrp", "pkexec", "at", "batch", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
-];
 
 /// If `argv` starts with a wrapper, what it wraps.
 pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
     let prog = argv.first()?.rsplit('/').next()?;
-    if !wrappers().any(|w| w == prog) {
-        return None;
-    }
+    let entry = table::program(prog)?;
     let rest = &argv[1..];
-    let (spec, privileged, dynamic, positional_before) = match prog {
-        // `sudo -l`, `-v`, `-e` (sudoedit) are not in the table: they become opaque.
-        "sudo" => (SUDO, true, false, 0),
-        "doas" => (DOAS, true, false, 0),
-        "nice" => (NICE, false, false, 0),
-        "nohup" | "builtin" => (NOHUP, false, false, 0),
-        "setsid" => (SETSID, false, false, 0),
-        "time" => (TIME, false, false, 0),
-        "timeout" => (TIMEOUT, false, false, 1),
-        "stdbuf" => (STDBUF, false, false, 0),
-        "ionice" => (IONICE, false, false, 0),
-        "exec" => (EXEC, false, false, 0),
-        "command" => {
-            // `command -v x` only looks a name up.
-            if rest.iter().any(|a| a == "-v" || a == "-V") {
-                return None;
-            }
-            (COMMAND, false, false, 0)
-        }
-        "xargs" => (XARGS, false, true, 0),
-        "flock" => (FLOCK, false, false, 1),
-        "env" => return env(argv),
-        "watch" => return watch(argv),
-        "busybox" | "toybox" => return busybox(prog, argv),
-        "coreutils" => return coreutils(argv),
-        "eval" => {
-            return Some(Unwrap::Script {
-                wrapper: "eval".into(),
-                script: rest.join(" "),
-                privileged: false,
-            });
-        }
-        "source" | "." => {
-            let first = rest.first()?;
-            if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
-                return Some(Unwrap::Opaque {
-                    wrapper: argv.join(" "),
-                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
-                });
-            }
-            return STDIN_PATHS
-                .contains(&first.as_str())
-                .then(|| Unwrap::Stdin {
-                    wrapper: format!("{prog} {first}"),
-                    privileged: false,
-                });
-        }
-        "su" => return shells::su(argv),
-        p if SHELLS.contains(&p) => return shells::shell(argv),
-        p if OPAQUE_RUNNERS.contains(&p) => {
+    let (privileged, positional_before) = match entry.wrap {
+        Wrap::No => return None,
+        Wrap::Own => return own(prog, argv),
+        Wrap::Opaque => {
             return Some(Unwrap::Opaque {
                 wrapper: argv.join(" "),
-                reason: format!("`{p}` runs a command in a way the engine does not follow"),
+                reason: format!("`{prog}` runs a command in a way the engine does not follow"),
             });
         }
-        _ => return None,
+        // `command -v x` only looks a name up.
+        Wrap::Options { .. }
+            if prog == "command" && rest.iter().any(|a| a == "-v" || a == "-V") =>
+        {
+            return None;
+        }
+        Wrap::Options {
+            privileged,
+            positional,
+        } => (privileged, positional),
     };
-    let mut parsed = match flags::parse(&spec, rest, true) {
+    let mut parsed = match flags::parse(&entry.spec, rest, true) {
         Ok(p) => p,
         Err(flags::Unknown(opt)) => return Some(opaque(argv, prog, &opt)),
     };
@@ -205,10 +147,44 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         wrapper: argv[..=i].join(" "),
         rest: wrapped,
         privileged,
-        dynamic,
+        // `xargs` appends arguments read at run time.
+        dynamic: prog == "xargs",
         open: prog == "xargs",
         effects,
     })
+}
+
+/// The wrappers with a grammar of their own.
+fn own(prog: &str, argv: &[String]) -> Option<Unwrap> {
+    let rest = &argv[1..];
+    match prog {
+        "env" => env(argv),
+        "watch" => watch(argv),
+        "busybox" | "toybox" => busybox(prog, argv),
+        "coreutils" => coreutils(argv),
+        "eval" => Some(Unwrap::Script {
+            wrapper: "eval".into(),
+            script: rest.join(" "),
+            privileged: false,
+        }),
+        "source" | "." => {
+            let first = rest.first()?;
+            if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
+                return Some(Unwrap::Opaque {
+                    wrapper: argv.join(" "),
+                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
+                });
+            }
+            STDIN_PATHS
+                .contains(&first.as_str())
+                .then(|| Unwrap::Stdin {
+                    wrapper: format!("{prog} {first}"),
+                    privileged: false,
+                })
+        }
+        "su" => shells::su(argv),
+        _ => shells::shell(argv),
+    }
 }
 
 pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {

@@ -11,7 +11,7 @@
 mod own;
 
 use super::flags::{self, Spec};
-use super::read_only;
+use super::table::{self, Operands};
 
 /// What a command writes, as indexes into the words it was given (0 is the program).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,119 +26,11 @@ pub struct Writes {
     pub edits_only: bool,
 }
 
-/// How a program's operands relate to what it writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Operands {
-    /// Every operand is written (`touch`, `mkdir`, `rm`, `tee`).
-    All,
-    /// The last operand is the destination (`cp`, `install`), unless a target-directory
-    /// option names it; with one operand the copy lands in the cwd (`ln -s x`).
-    Dest,
-    /// Every operand is written: the sources are removed, the destination created (`mv`).
-    SourcesAndDest,
-    /// The first operand is a mode or owner, the rest are changed (`chmod`, `chown`),
-    /// unless `--reference` gives the mode.
-    AfterFirst,
-    /// The second operand is an output file (`uniq IN OUT`).
-    Second,
-    /// Operands are not written (`sort`, `curl`): only option values are.
-    None,
-}
-
-/// One program: its options (values that name written files are `>` options; for a
-/// `Dest` program, a target directory that replaces the last operand), its operands,
-/// and whether creating, copying or moving files is all it does.
-struct Prog {
-    names: &'static [&'static str],
-    spec: Spec,
-    operands: Operands,
-    edits_only: bool,
-}
-
-const fn prog(
-    names: &'static [&'static str],
-    short: &'static str,
-    short_val: &'static str,
-    short_out: &'static str,
-    long: &'static [&'static str],
-    operands: Operands,
-    edits_only: bool,
-) -> Prog {
-    let spec = Spec {
-        short,
-        short_val,
-        short_out,
-        long,
-        ..Spec::NONE
-    };
-    Prog {
-        names,
-        spec,
-        operands,
-        edits_only,
-    }
-}
-
-#[rustfmt::skip]
-const PROGS: &[Prog] = &[
-    prog(&["cp"], "abdfHilLnPprRsTuvxZ", "S", "t", &["archive", "attributes-only", "backup?",
-        "copy-contents", "dereference", "force", "interactive", "link", "no-dereference",
-        "no-clobber", "preserve?", "parents", "recursive", "reflink?", "remove-destination",
-        "strip-trailing-slashes", "symbolic-link", "no-target-directory", "update?",
-        "verbose", "one-file-system", "context?", "debug", "keep-directory-symlink",
-        "no-preserve=", "sparse=", "suffix=", "target-directory>"], Operands::Dest, true),
-    prog(&["mv"], "bfinTuvZ", "S", "t", &["backup?", "force", "interactive", "no-clobber",
-        "no-copy", "strip-trailing-slashes", "no-target-directory", "update?", "verbose",
-        "context?", "debug", "exchange", "suffix=", "target-directory>"],
-        Operands::SourcesAndDest, true),
-    prog(&["install"], "bcCdDpsvTZ", "gmoS", "t", &["backup?", "compare", "directory",
-        "preserve-timestamps", "strip", "no-target-directory", "verbose", "preserve-context",
-        "context?", "debug", "group=", "mode=", "owner=", "strip-program=", "suffix=",
-        "target-directory>"], Operands::Dest, false),
-    prog(&["ln"], "bdfFinLPrsTv", "S", "t", &["backup?", "directory", "force", "interactive",
-        "logical", "no-dereference", "physical", "relative", "symbolic", "no-target-directory",
-        "verbose", "suffix=", "target-directory>"], Operands::Dest, false),
-    prog(&["tee"], "aip", "", "", &["append", "ignore-interrupts", "output-error?"],
-        Operands::All, false),
-    prog(&["touch"], "acfhm", "dtr", "", &["no-create", "no-dereference", "date=",
-        "reference=", "time="], Operands::All, true),
-    prog(&["mkdir"], "pvZ", "m", "", &["parents", "verbose", "context?", "mode="],
-        Operands::All, true),
-    prog(&["rmdir"], "pv", "", "", &["ignore-fail-on-non-empty", "parents", "verbose"],
-        Operands::All, false),
-    prog(&["rm", "unlink", "shred", "mkfifo", "mknod"], "dfiIrRvuxzZ", "mns", "", &["force",
-        "interactive?", "one-file-system", "no-preserve-root", "preserve-root?", "recursive",
-        "dir", "verbose", "remove?", "exact", "zero", "iterations=", "size=",
-        "random-source=", "mode=", "context="], Operands::All, false),
-    prog(&["truncate"], "co", "rs", "", &["no-create", "io-blocks", "reference=", "size="],
-        Operands::All, false),
-    prog(&["chmod", "chown", "chgrp", "chattr", "setfacl"], "cfvRhHLP", "", "", &["changes",
-        "silent", "quiet", "verbose", "dereference", "no-dereference", "no-preserve-root",
-        "preserve-root", "recursive", "from=", "reference="], Operands::AfterFirst, false),
-    // Only the options whose values matter; the rest are taken as flags.
-    prog(&["curl"], "", "AbCdEeFHhKmPQrTtUuwXxYyz", "cDo", &["output>", "output-dir>",
-        "dump-header>", "cookie-jar>", "trace>", "trace-ascii>", "stderr>", "libcurl>",
-        "etag-save>", "hsts>", "alt-svc>", "data=", "header=", "user-agent=", "user=",
-        "request=", "url=", "config=", "cookie=", "form=", "referer=", "proxy=", "max-time=",
-        "connect-timeout=", "retry=", "range=", "cert=", "key=", "cacert="],
-        Operands::None, false),
-    prog(&["wget"], "", "tTwlDeUAR", "aOoP", &["output-document>", "output-file>",
-        "append-output>", "directory-prefix>", "save-cookies>", "tries=", "timeout=", "wait=",
-        "level=", "domains=", "execute=", "user-agent=", "accept=", "reject=", "header=",
-        "load-cookies=", "post-data=", "user=", "password="], Operands::None, false),
-];
-
-/// The options of `name` and how its operands are written. `sort` and `uniq` share the
-/// read-only table's spec.
+/// The options of `name` and how its operands are written, from the program table.
 fn lookup(name: &str) -> Option<(Spec, Operands, bool)> {
-    match name {
-        "sort" => Some((read_only::spec("sort")?, Operands::None, false)),
-        "uniq" => Some((read_only::spec("uniq")?, Operands::Second, false)),
-        _ => PROGS
-            .iter()
-            .find(|p| p.names.contains(&name))
-            .map(|p| (p.spec, p.operands, p.edits_only)),
-    }
+    let p = table::program(name)?;
+    p.writes
+        .map(|(operands, edits_only)| (p.spec, operands, edits_only))
 }
 
 /// What `words` (a command's words, the program first, as bash expanded them) write.
