@@ -231,44 +231,4 @@ pub fn has_short_or_long(args: &[&str], c: char, long: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn part(s: &str) -> Part {
-        Part {
-            argv: s.split_whitespace().map(String::from).collect(),
-            ..Part::default()
-        }
-    }
-
-    #[test]
-    fn forms_see_basename_and_git_globals() {
-        assert_eq!(match_forms(&part("/usr/bin/git push")), ["git push"]);
-        assert_eq!(
-            match_forms(&part("/usr/bin/git -C . push")),
-            ["git -C . push", "git push"]
-        );
-        assert_eq!(match_forms(&part("git --no-pager push")), ["git push"]);
-        assert!(match_forms(&part("git push")).is_empty());
-    }
-
-    #[test]
-    fn environment_commands_are_embedded() {
-        let env = vec![
-            ("GIT_SSH_COMMAND".to_string(), "git push".to_string()),
-            ("LD_PRELOAD".to_string(), "x.so".to_string()),
-        ];
-        let e = embedded(&["git".into(), "fetch".into()], &env);
-        assert_eq!(e.len(), 2);
-        assert!(matches!(&e[0], Embedded::Script { script, .. } if script == "git push"));
-        assert!(matches!(e[1], Embedded::Opaque(_)));
-        let later =
-            |s: &[&str]| embedded(&s.iter().map(|a| a.to_string()).collect::<Vec<_>>(), &[]);
-        assert!(
-            matches!(&later(&["alias", "p=git push"])[..], [Embedded::Script { script, .. }] if script == "git push")
-        );
-        assert!(
-            matches!(&later(&["trap", "rm x", "EXIT"])[..], [Embedded::Script { script, .. }] if script == "rm x")
-        );
-    }
-}
+mod tests;
