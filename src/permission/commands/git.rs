@@ -261,65 +261,62 @@ pub fn read_only(argv: &[String]) -> bool {
     };
     let rest: Vec<&str> = argv[sub + 1..].iter().map(String::as_str).collect();
     // Writing to a file or running a program, whatever the subcommand.
-    if rest.iter().any(|a| {
-        [
-            "--output",
-            "--ext-diff",
-            "--textconv",
-            "--exec",
-            "--paginate",
-            "--open-files-in-pager",
-        ]
+    if rest
         .iter()
-        .any(|bad| a.starts_with(bad))
-            || a.starts_with("-O")
-    }) {
+        .any(|a| ANYWHERE_UNSAFE.iter().any(|bad| a.starts_with(bad)))
+    {
         return false;
     }
-    match argv[sub].as_str() {
-        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "describe"
-        | "shortlog" | "ls-tree" | "cat-file" | "merge-base" | "whatchanged" | "rev-list"
-        | "show-ref" | "count-objects" | "name-rev" | "cherry" | "var" | "version"
-        | "check-ignore" | "diff-tree" | "diff-files" | "diff-index" => true,
+    let sub = argv[sub].as_str();
+    if READ_SUBS.contains(&sub) {
+        return true;
+    }
+    if let Some((_, ok)) = READ_ONLY_WITH.iter().find(|(s, _)| *s == sub) {
+        return rest.iter().all(|a| {
+            ok.iter()
+                .any(|o| a == o || o.ends_with('=') && a.starts_with(o))
+        });
+    }
+    let has = |list: &[&str]| rest.iter().any(|a| list.contains(a));
+    match sub {
         "grep" => grep_read_only(&rest),
         "reflog" => rest
             .first()
             .is_none_or(|a| *a == "show" || a.starts_with('-')),
-        // Listing only: any positional (a new branch name) or a mutating flag is not.
-        "branch" => rest.iter().all(|a| {
-            matches!(
-                *a,
-                "-a" | "--all"
-                    | "-r"
-                    | "--remotes"
-                    | "-v"
-                    | "-vv"
-                    | "--verbose"
-                    | "--list"
-                    | "-l"
-                    | "--show-current"
-                    | "--merged"
-                    | "--no-merged"
-                    | "--contains"
-            ) || a.starts_with("--format=")
-                || a.starts_with("--sort=")
-        }),
-        "tag" => rest.is_empty() || rest.iter().all(|a| *a == "-l" || *a == "--list"),
-        "remote" => rest.is_empty() || rest == ["-v"],
         "stash" => rest.first().is_some_and(|a| *a == "list" || *a == "show"),
         "config" => {
-            rest.iter()
-                .any(|a| matches!(*a, "--get" | "--list" | "-l" | "--get-all" | "--get-regexp"))
-                && !rest.iter().any(|a| {
-                    matches!(
-                        *a,
-                        "--add" | "--unset" | "--unset-all" | "--replace-all" | "-e"
-                    ) || a.starts_with("--edit")
-                })
+            has(&["--get", "--list", "-l", "--get-all", "--get-regexp"])
+                && !has(&["--add", "--unset", "--unset-all", "--replace-all", "-e"])
+                && !rest.iter().any(|a| a.starts_with("--edit"))
         }
         _ => false,
     }
 }
+
+/// Options that write a file or run a program, whatever the subcommand (as prefixes).
+#[rustfmt::skip]
+const ANYWHERE_UNSAFE: &[&str] = &[
+    "--output", "--ext-diff", "--textconv", "--exec", "--paginate", "--open-files-in-pager", "-O",
+];
+
+/// Subcommands read-only with any arguments (but [`ANYWHERE_UNSAFE`]).
+#[rustfmt::skip]
+const READ_SUBS: &[&str] = &[
+    "status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog",
+    "ls-tree", "cat-file", "merge-base", "whatchanged", "rev-list", "show-ref", "count-objects",
+    "name-rev", "cherry", "var", "version", "check-ignore", "diff-tree", "diff-files",
+    "diff-index",
+];
+
+/// Subcommands read-only when every argument is one of these (`…=`: with a glued value).
+/// Listing only: a positional (a new branch name) or a mutating flag is not.
+#[rustfmt::skip]
+const READ_ONLY_WITH: &[(&str, &[&str])] = &[
+    ("branch", &["-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l",
+        "--show-current", "--merged", "--no-merged", "--contains", "--format=", "--sort="]),
+    ("tag", &["-l", "--list"]),
+    ("remote", &["-v"]),
+];
 
 /// `git grep` runs a pager with `-O`/`--open-files-in-pager`; only known flags count.
 #[rustfmt::skip]

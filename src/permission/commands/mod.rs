@@ -82,30 +82,20 @@ fn command_var_script(name: &str, value: &str) -> String {
     }
 }
 
-/// Environment variables that make programs load code we cannot see.
+/// Environment variables that make programs load code we cannot see (besides the
+/// `GIT_CONFIG*`, `LD_*` and `DYLD_*` families).
+#[rustfmt::skip]
+const CODE_VARS: &[&str] = &[
+    "GIT_EXEC_PATH", "GIT_DIR", "GIT_TEMPLATE_DIR", "BASH_ENV", "ENV", "ZDOTDIR",
+    "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "PERL5LIB", "RUBYOPT", "NODE_OPTIONS",
+    "SHELLOPTS", "BASHOPTS", "IFS", "PATH",
+];
+
 fn loads_code(name: &str) -> bool {
-    name.starts_with("GIT_CONFIG")
-        || name.starts_with("LD_")
-        || name.starts_with("DYLD_")
-        || matches!(
-            name,
-            "GIT_EXEC_PATH"
-                | "GIT_DIR"
-                | "GIT_TEMPLATE_DIR"
-                | "BASH_ENV"
-                | "ENV"
-                | "ZDOTDIR"
-                | "PYTHONSTARTUP"
-                | "PYTHONPATH"
-                | "PERL5OPT"
-                | "PERL5LIB"
-                | "RUBYOPT"
-                | "NODE_OPTIONS"
-                | "SHELLOPTS"
-                | "BASHOPTS"
-                | "IFS"
-                | "PATH"
-        )
+    ["GIT_CONFIG", "LD_", "DYLD_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || CODE_VARS.contains(&name)
 }
 
 /// What a command runs besides itself: `find -exec` commands, git's command-valued

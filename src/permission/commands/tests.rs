@@ -156,7 +156,11 @@ fn commands_run_from_options_and_program_text() {
 fn written(s: &str) -> String {
     let words = w(s);
     let t = writes(&words);
-    let mut out: Vec<String> = t.targets.iter().map(|&(i, from)| words[i][from..].to_string()).collect();
+    let mut out: Vec<String> = t
+        .targets
+        .iter()
+        .map(|&(i, from)| words[i][from..].to_string())
+        .collect();
     if t.cwd {
         out.push(".".into());
     }
@@ -296,7 +300,9 @@ fn dangerous_and_hidden_runners() {
 fn scoped(s: &str) -> String {
     match search_scopes(&part(s)) {
         None => "NONE".into(),
-        Some(v) if v.iter().any(|w| w == ".") && !v.iter().all(|w| w == ".") => format!("ALL {}", join(v)),
+        Some(v) if v.iter().any(|w| w == ".") && !v.iter().all(|w| w == ".") => {
+            format!("ALL {}", join(v))
+        }
         Some(v) => join(v),
     }
 }

@@ -273,14 +273,7 @@ fn watch(argv: &[String]) -> Option<Unwrap> {
     }
     let wrapper = argv[..=i].join(" ");
     if parsed.seen.iter().any(|s| s == "-x" || s == "--exec") {
-        return Some(Unwrap::Command {
-            wrapper,
-            rest: rest[i..].to_vec(),
-            privileged: false,
-            dynamic: false,
-            open: false,
-            effects: Effects::default(),
-        });
+        return Some(plain(wrapper, rest[i..].to_vec()));
     }
     Some(Unwrap::Script {
         wrapper,
@@ -296,14 +289,7 @@ fn busybox(prog: &str, argv: &[String]) -> Option<Unwrap> {
     if applet.starts_with('-') {
         return None;
     }
-    Some(Unwrap::Command {
-        wrapper: prog.into(),
-        rest: argv[1..].to_vec(),
-        privileged: false,
-        dynamic: false,
-        open: false,
-        effects: Effects::default(),
-    })
+    Some(plain(prog.into(), argv[1..].to_vec()))
 }
 
 /// `coreutils --coreutils-prog=PROG args…` runs PROG; so does
@@ -315,12 +301,17 @@ fn coreutils(argv: &[String]) -> Option<Unwrap> {
         .or_else(|| first.strip_prefix("--coreutils-prog="))?;
     let mut rest = vec![prog.to_string()];
     rest.extend(argv[2..].iter().cloned());
-    Some(Unwrap::Command {
-        wrapper: "coreutils".into(),
+    Some(plain("coreutils".into(), rest))
+}
+
+/// A wrapper that runs `rest` as it is, with no effect of its own.
+fn plain(wrapper: String, rest: Vec<String>) -> Unwrap {
+    Unwrap::Command {
+        wrapper,
         rest,
         privileged: false,
         dynamic: false,
         open: false,
         effects: Effects::default(),
-    })
+    }
 }
