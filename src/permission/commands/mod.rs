@@ -210,7 +210,10 @@ pub fn runs_code(program: &str) -> bool {
     match runners::runner(program) {
         Some(runners::Runs::Subcommands(_)) => false,
         Some(_) => true,
-        None => code_running_programs().any(|p| p == program),
+        None => {
+            INTERPRETERS.contains(&program)
+                || table::program(program).is_some_and(|p| p.wrap != table::Wrap::No)
+        }
     }
 }
 

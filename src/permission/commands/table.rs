@@ -7,6 +7,9 @@
 
 mod entries;
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
 use super::flags::Spec;
 pub(super) use entries::{ENV, PROGRAMS, SU, WATCH};
 
@@ -228,7 +231,17 @@ impl Program {
 
 /// The entry of `name` (a bare program name).
 pub(super) fn program(name: &str) -> Option<&'static Program> {
-    PROGRAMS.iter().find(|p| p.names.contains(&name))
+    // Looked up several times for every part of every command: indexed once.
+    static INDEX: LazyLock<HashMap<&str, &Program>> = LazyLock::new(|| {
+        let mut index = HashMap::new();
+        for p in PROGRAMS {
+            for n in p.names {
+                index.entry(*n).or_insert(p);
+            }
+        }
+        index
+    });
+    INDEX.get(name).copied()
 }
 
 /// The names of every entry that `keep` selects.
