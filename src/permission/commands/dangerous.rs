@@ -36,36 +36,3 @@ pub fn dangerous(part: &Part) -> Option<&'static str> {
         _ => None,
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn part(s: &str) -> Part {
-        Part {
-            argv: s.split_whitespace().map(String::from).collect(),
-            ..Part::default()
-        }
-    }
-
-    #[test]
-    fn matched_by_what_runs() {
-        for s in [
-            "git reset --hard",
-            "/usr/bin/git reset --hard",
-            "git -C . reset --hard",
-            "git --no-pager -c a=b push --force",
-            "git clean -fd",
-            "pkill x",
-        ] {
-            assert!(dangerous(&part(s)).is_some(), "{s}");
-        }
-        for s in [
-            "git reset --soft",
-            "git -C . status",
-            "git push origin main",
-        ] {
-            assert!(dangerous(&part(s)).is_none(), "{s}");
-        }
-    }
-}

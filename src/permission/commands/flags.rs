@@ -282,14 +282,10 @@ pub fn path_candidates(word: &str) -> Option<&str> {
 mod tests {
     use super::*;
 
+    #[rustfmt::skip]
     const SPEC: Spec = Spec {
-        short: "lav",
-        short_val: "n",
-        short_path: "f",
-        short_out: "w",
-        long: &[
-            "all", "lines=", "file@", "color?", "arg+", "slurp+@", "out>",
-        ],
+        short: "lav", short_val: "n", short_path: "f", short_out: "w",
+        long: &["all", "lines=", "file@", "color?", "arg+", "slurp+@", "out>"],
         numeric: true,
     };
 
@@ -298,41 +294,26 @@ mod tests {
     }
 
     #[test]
-    fn known_options_parse_and_paths_are_reported() {
-        let p = parse(
-            &SPEC,
-            &args("-la -n5 x -fFILE --lines 3 --file=/etc/y -- -z"),
-            false,
-        )
-        .unwrap();
-        assert_eq!(p.operands, ["x", "-z"]);
-        assert_eq!(p.paths, ["FILE", "/etc/y"]);
-        let p = parse(
-            &SPEC,
-            &args("-f ~/.ssh/id_rsa --color --color=auto -5"),
-            false,
-        )
-        .unwrap();
-        assert_eq!(p.paths, ["~/.ssh/id_rsa"]);
-        let p = parse(&SPEC, &args("--arg k v --slurp n f.json y"), false).unwrap();
-        assert_eq!(
-            (p.paths, p.operands),
-            (vec!["f.json".into()], vec!["y".into()])
-        );
-    }
-
-    #[test]
-    fn unknown_options_fail() {
-        for bad in [
-            "-o x",
-            "-lo",
-            "--output=x",
-            "--all=1",
-            "--compress-prog=sh",
-            "-n",
-        ] {
-            assert!(parse(&SPEC, &args(bad), false).is_err(), "{bad}");
+    #[rustfmt::skip]
+    fn strict_parses() {
+        // Arguments, operands, paths (`!` when the parse fails).
+        let cases = [
+            ("-la -n5 x -fFILE --lines 3 --file=/etc/y -- -z", "x -z", "FILE /etc/y"),
+            ("-f ~/.ssh/id_rsa --color --color=auto -5", "", "~/.ssh/id_rsa"),
+            ("--arg k v --slurp n f.json y", "y", "f.json"),
+            ("-o x", "!", ""), ("-lo", "!", ""), ("--output=x", "!", ""), ("--all=1", "!", ""),
+            ("--compress-prog=sh", "!", ""), ("-n", "!", ""),
+        ];
+        for (a, operands, paths) in cases {
+            let got = parse(&SPEC, &args(a), false)
+                .map(|p| (p.operands.join(" "), p.paths.join(" ")))
+                .unwrap_or(("!".into(), String::new()));
+            assert_eq!(got, (operands.into(), paths.into()), "{a}");
         }
+        let p = parse(&SPEC, &args("-w o x --out=p"), false).unwrap();
+        assert_eq!((p.outputs, p.operand_at), (vec![(1, 0), (3, 6)], vec![2]));
+        assert_eq!(parse(&SPEC, &args("-n 5 cmd -x"), true).unwrap().stopped_at, Some(2));
+        assert_eq!(parse(&SPEC, &args("-l -- -cmd"), true).unwrap().stopped_at, Some(2));
     }
 
     #[test]
@@ -343,24 +324,15 @@ mod tests {
         assert_eq!(at, ["o1", "o2", "o3", "o4"]);
         assert_eq!(p.unknown.as_deref(), Some("-xw"));
         assert!(parse(&SPEC, &a, false).is_err());
-        let p = parse(&SPEC, &args("-w o x --out=p"), false).unwrap();
-        assert_eq!((p.outputs, p.operand_at), (vec![(1, 0), (3, 6)], vec![2]));
     }
 
     #[test]
-    fn stop_at_operand_for_wrappers() {
-        let p = parse(&SPEC, &args("-n 5 cmd -x"), true).unwrap();
-        assert_eq!(p.stopped_at, Some(2));
-        let p = parse(&SPEC, &args("-l -- -cmd"), true).unwrap();
-        assert_eq!(p.stopped_at, Some(2));
-    }
-
-    #[test]
+    #[rustfmt::skip]
     fn candidates_of_unknown_programs() {
-        assert_eq!(path_candidates("-o/tmp/x"), Some("/tmp/x"));
-        assert_eq!(path_candidates("-f~/.ssh/id_rsa"), Some("~/.ssh/id_rsa"));
-        assert_eq!(path_candidates("--output=o"), Some("o"));
-        assert_eq!(path_candidates("-l"), None);
-        assert_eq!(path_candidates("src"), Some("src"));
+        let cases = [("-o/tmp/x", Some("/tmp/x")), ("-f~/.ssh/id_rsa", Some("~/.ssh/id_rsa")),
+            ("--output=o", Some("o")), ("-l", None), ("src", Some("src")), ("K=v", Some("v"))];
+        for (word, want) in cases {
+            assert_eq!(path_candidates(word), want, "{word}");
+        }
     }
 }

@@ -261,65 +261,62 @@ pub fn read_only(argv: &[String]) -> bool {
     };
     let rest: Vec<&str> = argv[sub + 1..].iter().map(String::as_str).collect();
     // Writing to a file or running a program, whatever the subcommand.
-    if rest.iter().any(|a| {
-        [
-            "--output",
-            "--ext-diff",
-            "--textconv",
-            "--exec",
-            "--paginate",
-            "--open-files-in-pager",
-        ]
+    if rest
         .iter()
-        .any(|bad| a.starts_with(bad))
-            || a.starts_with("-O")
-    }) {
+        .any(|a| ANYWHERE_UNSAFE.iter().any(|bad| a.starts_with(bad)))
+    {
         return false;
     }
-    match argv[sub].as_str() {
-        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "blame" | "describe"
-        | "shortlog" | "ls-tree" | "cat-file" | "merge-base" | "whatchanged" | "rev-list"
-        | "show-ref" | "count-objects" | "name-rev" | "cherry" | "var" | "version"
-        | "check-ignore" | "diff-tree" | "diff-files" | "diff-index" => true,
+    let sub = argv[sub].as_str();
+    if READ_SUBS.contains(&sub) {
+        return true;
+    }
+    if let Some((_, ok)) = READ_ONLY_WITH.iter().find(|(s, _)| *s == sub) {
+        return rest.iter().all(|a| {
+            ok.iter()
+                .any(|o| a == o || o.ends_with('=') && a.starts_with(o))
+        });
+    }
+    let has = |list: &[&str]| rest.iter().any(|a| list.contains(a));
+    match sub {
         "grep" => grep_read_only(&rest),
         "reflog" => rest
             .first()
             .is_none_or(|a| *a == "show" || a.starts_with('-')),
-        // Listing only: any positional (a new branch name) or a mutating flag is not.
-        "branch" => rest.iter().all(|a| {
-            matches!(
-                *a,
-                "-a" | "--all"
-                    | "-r"
-                    | "--remotes"
-                    | "-v"
-                    | "-vv"
-                    | "--verbose"
-                    | "--list"
-                    | "-l"
-                    | "--show-current"
-                    | "--merged"
-                    | "--no-merged"
-                    | "--contains"
-            ) || a.starts_with("--format=")
-                || a.starts_with("--sort=")
-        }),
-        "tag" => rest.is_empty() || rest.iter().all(|a| *a == "-l" || *a == "--list"),
-        "remote" => rest.is_empty() || rest == ["-v"],
         "stash" => rest.first().is_some_and(|a| *a == "list" || *a == "show"),
         "config" => {
-            rest.iter()
-                .any(|a| matches!(*a, "--get" | "--list" | "-l" | "--get-all" | "--get-regexp"))
-                && !rest.iter().any(|a| {
-                    matches!(
-                        *a,
-                        "--add" | "--unset" | "--unset-all" | "--replace-all" | "-e"
-                    ) || a.starts_with("--edit")
-                })
+            has(&["--get", "--list", "-l", "--get-all", "--get-regexp"])
+                && !has(&["--add", "--unset", "--unset-all", "--replace-all", "-e"])
+                && !rest.iter().any(|a| a.starts_with("--edit"))
         }
         _ => false,
     }
 }
+
+/// Options that write a file or run a program, whatever the subcommand (as prefixes).
+#[rustfmt::skip]
+const ANYWHERE_UNSAFE: &[&str] = &[
+    "--output", "--ext-diff", "--textconv", "--exec", "--paginate", "--open-files-in-pager", "-O",
+];
+
+/// Subcommands read-only with any arguments (but [`ANYWHERE_UNSAFE`]).
+#[rustfmt::skip]
+const READ_SUBS: &[&str] = &[
+    "status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "describe", "shortlog",
+    "ls-tree", "cat-file", "merge-base", "whatchanged", "rev-list", "show-ref", "count-objects",
+    "name-rev", "cherry", "var", "version", "check-ignore", "diff-tree", "diff-files",
+    "diff-index",
+];
+
+/// Subcommands read-only when every argument is one of these (`…=`: with a glued value).
+/// Listing only: a positional (a new branch name) or a mutating flag is not.
+#[rustfmt::skip]
+const READ_ONLY_WITH: &[(&str, &[&str])] = &[
+    ("branch", &["-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l",
+        "--show-current", "--merged", "--no-merged", "--contains", "--format=", "--sort="]),
+    ("tag", &["-l", "--list"]),
+    ("remote", &["-v"]),
+];
 
 /// `git grep` runs a pager with `-O`/`--open-files-in-pager`; only known flags count.
 #[rustfmt::skip]
@@ -400,101 +397,5 @@ pub fn dangerous(argv: &[String]) -> Option<&'static str> {
             Some("removes a worktree with its changes")
         }
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    #[test]
-    fn global_options_are_skipped_for_matching() {
-        for s in [
-            "git -C . push",
-            "git -c k=v push",
-            "git --no-pager push",
-            "git --git-dir=x push",
-            "git --git-dir x push",
-            "git -P push",
-            "git --work-tree=. push",
-            "git --namespace n push",
-            "/usr/bin/git -C . --no-pager -c a.b=c push",
-        ] {
-            assert_eq!(canonical(&w(s)), Some(w("git push")), "{s}");
-        }
-        assert_eq!(canonical(&w("git push")), None);
-        let runs = |s: &str| embedded(&w(s));
-        assert!(
-            matches!(&runs("git rebase -x rm HEAD~2")[..], [Embedded::Script { script, .. }] if script == "rm")
-        );
-        assert!(
-            matches!(&runs("git submodule foreach --recursive git push")[..], [Embedded::Script { script, .. }] if script == "git push")
-        );
-        assert!(
-            matches!(&runs("git bisect run rm x")[..], [Embedded::Command { argv, .. }] if argv == &w("rm x"))
-        );
-        assert!(
-            matches!(&runs("git fetch --upload-pack=rm x")[..], [Embedded::Script { script, .. }] if script == "rm")
-        );
-        assert!(matches!(
-            &runs("git fetch ext::sh")[..],
-            [Embedded::Opaque(_)]
-        ));
-        assert!(dangerous(&w("git -C . reset --hard")).is_some());
-        assert!(dangerous(&w("git -c x=y -C . push -f")).is_some());
-    }
-
-    #[test]
-    fn aliases_are_resolved() {
-        let argv: Vec<String> = ["git", "-c", "alias.p=!git push", "p", "origin"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(
-            embedded(&argv),
-            [Embedded::Script {
-                via: "(git alias p)".into(),
-                script: "git push 'origin'".into()
-            }]
-        );
-        assert_eq!(
-            embedded(&w("git -c alias.p=push p -f")),
-            [Embedded::Command {
-                via: "(git alias p)".into(),
-                argv: w("git push -f")
-            }]
-        );
-    }
-
-    #[test]
-    fn read_only_needs_safe_globals_config_and_flags() {
-        for s in [
-            "git status",
-            "git -C . status",
-            "git --no-pager log --oneline -5",
-            "git -c color.ui=never diff",
-            "git grep -n foo",
-            "git branch --show-current",
-        ] {
-            assert!(read_only(&w(s)), "{s}");
-        }
-        for s in [
-            "git -c core.pager=sh log",
-            "git -c alias.st=status st",
-            "git -c x.y=z status",
-            "git -p log",
-            "git grep -Ocmd pat",
-            "git grep --open-files-in-pager=cmd pat",
-            "git diff --output=/tmp/x",
-            "git --exec-path=/tmp status",
-            "git push",
-            "git config --get x --add y",
-        ] {
-            assert!(!read_only(&w(s)), "{s}");
-        }
     }
 }

@@ -84,39 +84,3 @@ fn is_bool(v: &str) -> bool {
         "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0" | ""
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_that_runs_programs() {
-        assert_eq!(
-            config_effect("core.pager", "sh -c x"),
-            ConfigEffect::Shell("sh -c x".into())
-        );
-        assert_eq!(
-            config_effect("core.sshCommand", "evil"),
-            ConfigEffect::Shell("evil".into())
-        );
-        assert_eq!(
-            config_effect("credential.helper", "store"),
-            ConfigEffect::Shell("git credential-store".into())
-        );
-        assert_eq!(
-            config_effect("filter.x.smudge", "evil"),
-            ConfigEffect::Shell("evil".into())
-        );
-        assert_eq!(
-            config_effect("diff.x.textconv", "evil"),
-            ConfigEffect::Shell("evil".into())
-        );
-        assert!(matches!(
-            config_effect("core.hooksPath", "/tmp/h"),
-            ConfigEffect::Opaque(_)
-        ));
-        assert_eq!(config_effect("core.fsmonitor", "false"), ConfigEffect::Safe);
-        assert_eq!(config_effect("user.name", "x"), ConfigEffect::Safe);
-        assert_eq!(config_effect("some.new.key", "x"), ConfigEffect::Unknown);
-    }
-}

@@ -1,12 +1,14 @@
-//! What the engine knows about individual commands, one concept per module:
-//! `wrappers` (programs that only run another command, unwrapped before any decision),
-//! `read_only` (allow-lists of known-good options; such commands count as reads),
-//! `runners` (the one table of programs that run programs, shared with auto mode),
-//! `dangerous` (ask in every mode but bypassPermissions, deny under dontAsk), `sed` (its
-//! command line, read once for writes, embedded commands and reads), `git`
-//! (global options, `-c` settings and aliases that run programs), `find` (`-exec`), and
-//! here, the commands a command runs besides itself (`embedded`) and the spellings a
-//! deny rule must see (`match_forms`). The blacklist (deny everywhere) is `blacklist.rs`.
+//! What the engine knows about individual programs. The facts live in one table
+//! (`table`: per program, its options, whether it is read-only, what it writes, whether
+//! it wraps a command or runs programs it does not show); generic code reads it:
+//! `wrappers` (unwrapped before any decision), `read_only` (such commands count as
+//! reads), `writes` (files named as written), `runners` (programs that run programs,
+//! shared with auto mode). Programs with a syntax of their own have modules: `git`
+//! (global options, `-c` settings, aliases), `find` (`-exec`), `sed`, `programs` (options
+//! and program text that run commands: `rsync -e`, awk, vim), `dangerous` (ask in every
+//! mode but bypassPermissions). Here: the commands a command runs besides itself
+//! (`embedded`) and the spellings a deny rule must see (`match_forms`). The blacklist
+//! (deny everywhere) is `blacklist.rs`.
 
 mod dangerous;
 mod find;
@@ -21,7 +23,7 @@ mod runners;
 mod search;
 mod sed;
 mod shells;
-mod wrapper_specs;
+mod table;
 mod wrappers;
 mod writes;
 
@@ -80,30 +82,20 @@ fn command_var_script(name: &str, value: &str) -> String {
     }
 }
 
-/// Environment variables that make programs load code we cannot see.
+/// Environment variables that make programs load code we cannot see (besides the
+/// `GIT_CONFIG*`, `LD_*` and `DYLD_*` families).
+#[rustfmt::skip]
+const CODE_VARS: &[&str] = &[
+    "GIT_EXEC_PATH", "GIT_DIR", "GIT_TEMPLATE_DIR", "BASH_ENV", "ENV", "ZDOTDIR",
+    "PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "PERL5LIB", "RUBYOPT", "NODE_OPTIONS",
+    "SHELLOPTS", "BASHOPTS", "IFS", "PATH",
+];
+
 fn loads_code(name: &str) -> bool {
-    name.starts_with("GIT_CONFIG")
-        || name.starts_with("LD_")
-        || name.starts_with("DYLD_")
-        || matches!(
-            name,
-            "GIT_EXEC_PATH"
-                | "GIT_DIR"
-                | "GIT_TEMPLATE_DIR"
-                | "BASH_ENV"
-                | "ENV"
-                | "ZDOTDIR"
-                | "PYTHONSTARTUP"
-                | "PYTHONPATH"
-                | "PERL5OPT"
-                | "PERL5LIB"
-                | "RUBYOPT"
-                | "NODE_OPTIONS"
-                | "SHELLOPTS"
-                | "BASHOPTS"
-                | "IFS"
-                | "PATH"
-        )
+    ["GIT_CONFIG", "LD_", "DYLD_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || CODE_VARS.contains(&name)
 }
 
 /// What a command runs besides itself: `find -exec` commands, git's command-valued
@@ -218,7 +210,10 @@ pub fn runs_code(program: &str) -> bool {
     match runners::runner(program) {
         Some(runners::Runs::Subcommands(_)) => false,
         Some(_) => true,
-        None => code_running_programs().any(|p| p == program),
+        None => {
+            INTERPRETERS.contains(&program)
+                || table::program(program).is_some_and(|p| p.wrap != table::Wrap::No)
+        }
     }
 }
 
@@ -229,44 +224,4 @@ pub fn has_short_or_long(args: &[&str], c: char, long: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn part(s: &str) -> Part {
-        Part {
-            argv: s.split_whitespace().map(String::from).collect(),
-            ..Part::default()
-        }
-    }
-
-    #[test]
-    fn forms_see_basename_and_git_globals() {
-        assert_eq!(match_forms(&part("/usr/bin/git push")), ["git push"]);
-        assert_eq!(
-            match_forms(&part("/usr/bin/git -C . push")),
-            ["git -C . push", "git push"]
-        );
-        assert_eq!(match_forms(&part("git --no-pager push")), ["git push"]);
-        assert!(match_forms(&part("git push")).is_empty());
-    }
-
-    #[test]
-    fn environment_commands_are_embedded() {
-        let env = vec![
-            ("GIT_SSH_COMMAND".to_string(), "git push".to_string()),
-            ("LD_PRELOAD".to_string(), "x.so".to_string()),
-        ];
-        let e = embedded(&["git".into(), "fetch".into()], &env);
-        assert_eq!(e.len(), 2);
-        assert!(matches!(&e[0], Embedded::Script { script, .. } if script == "git push"));
-        assert!(matches!(e[1], Embedded::Opaque(_)));
-        let later =
-            |s: &[&str]| embedded(&s.iter().map(|a| a.to_string()).collect::<Vec<_>>(), &[]);
-        assert!(
-            matches!(&later(&["alias", "p=git push"])[..], [Embedded::Script { script, .. }] if script == "git push")
-        );
-        assert!(
-            matches!(&later(&["trap", "rm x", "EXIT"])[..], [Embedded::Script { script, .. }] if script == "rm x")
-        );
-    }
-}
+mod tests;

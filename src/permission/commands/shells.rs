@@ -3,6 +3,8 @@
 //! (the program comes from stdin), `su -c SCRIPT`. An option we do not know makes the
 //! shell opaque (`bash --rcfile x`): it may run code from elsewhere.
 
+use super::flags;
+use super::table::SU;
 use super::wrappers::{Unwrap, opaque};
 
 /// Programs that run shell source.
@@ -22,50 +24,16 @@ pub(super) const STDIN_PATHS: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev
 
 /// `su [options] [-] [user [args]]`: only `-c`/`--command` runs something unattended.
 pub(super) fn su(argv: &[String]) -> Option<Unwrap> {
-    let rest = &argv[1..];
-    let mut i = 0;
-    while i < rest.len() {
-        let a = rest[i].as_str();
-        let script = match a {
-            "-c" | "--command" | "--session-command" => Some(rest.get(i + 1)?.clone()),
-            _ => a
-                .strip_prefix("--command=")
-                .or_else(|| a.strip_prefix("--session-command="))
-                .map(String::from),
-        };
-        if let Some(script) = script {
-            return Some(Unwrap::Script {
-                wrapper: "su -c".into(),
-                script,
-                privileged: true,
-            });
-        }
-        match a {
-            "-s"
-            | "--shell"
-            | "-g"
-            | "--group"
-            | "-G"
-            | "--supp-group"
-            | "-w"
-            | "--whitelist-environment" => i += 2,
-            "-"
-            | "-l"
-            | "--login"
-            | "-m"
-            | "-p"
-            | "--preserve-environment"
-            | "-P"
-            | "--pty"
-            | "-f"
-            | "--fast" => i += 1,
-            a if a.starts_with('-') && !a.starts_with("--shell=") => {
-                return Some(opaque(argv, "su", a));
-            }
-            _ => i += 1,
-        }
-    }
-    None
+    let parsed = match flags::parse(&SU, &argv[1..], false) {
+        Ok(p) => p,
+        Err(flags::Unknown(opt)) => return Some(opaque(argv, "su", &opt)),
+    };
+    let (script, _) = parsed.value(&["-c", "--command", "--session-command"])?;
+    Some(Unwrap::Script {
+        wrapper: "su -c".into(),
+        script: script.to_string(),
+        privileged: true,
+    })
 }
 
 /// `bash [options] -c SCRIPT`, `bash -s`, `bash /dev/stdin`, `bash` alone. Options may
@@ -155,55 +123,5 @@ pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
         }),
         // A script file: an ordinary program run.
         Some(_) => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::wrappers::unwrap;
-    use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    fn script(s: &[&str]) -> String {
-        let argv: Vec<String> = s.iter().map(|a| a.to_string()).collect();
-        match unwrap(&argv) {
-            Some(Unwrap::Script { script, .. }) => script,
-            other => panic!("{s:?}: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn shells_and_split_strings_become_scripts() {
-        assert_eq!(script(&["env", "-vS", "touch /tmp/x"]), "touch /tmp/x");
-        assert_eq!(script(&["env", "-vStouch /tmp/x"]), "touch /tmp/x");
-        assert_eq!(script(&["env", "--split-string=rm x"]), "rm x");
-        assert_eq!(script(&["bash", "-o", "errexit", "-c", "rm x"]), "rm x");
-        assert_eq!(
-            script(&["bash", "-e", "-o", "pipefail", "-c", "rm x"]),
-            "rm x"
-        );
-        assert_eq!(script(&["bash", "--norc", "-c", "rm x"]), "rm x");
-        assert_eq!(script(&["sh", "-lc", "rm x"]), "rm x");
-        assert_eq!(script(&["bash", "-c", "-e", "rm x"]), "rm x");
-        assert_eq!(script(&["su", "-", "root", "-c", "rm x"]), "rm x");
-        assert_eq!(script(&["watch", "-n", "1", "git", "push"]), "git push");
-        assert_eq!(script(&["flock", "/tmp/l", "-c", "git push"]), "git push");
-    }
-
-    #[test]
-    fn stdin_shells() {
-        for s in [
-            "bash",
-            "sh -s",
-            "bash /dev/stdin",
-            "source /dev/stdin",
-            "bash -e -s x",
-        ] {
-            assert!(matches!(unwrap(&w(s)), Some(Unwrap::Stdin { .. })), "{s}");
-        }
-        assert_eq!(unwrap(&w("bash build.sh")), None);
     }
 }

@@ -8,7 +8,7 @@
 use super::flags;
 use super::shells::{self, STDIN_PATHS};
 pub use super::shells::{INTERPRETERS, SHELLS};
-use super::wrapper_specs::*;
+use super::table::{self, ENV, WATCH, Wrap};
 
 /// The result of unwrapping one wrapper from the front of an argv.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,97 +68,39 @@ pub struct Effects {
     pub env: Vec<(String, String)>,
 }
 
-/// Programs [`unwrap`] handles by name, each by its own rule (besides [`SHELLS`] and
-/// [`OPAQUE_RUNNERS`]). `unwrap` looks a program up in [`wrappers`] before anything else,
-/// so a wrapper it handles is always listed here, and auto mode's rule suspension, which
-/// reads the same table, sets aside a blanket allow rule on it.
-#[rustfmt::skip]
-const NAMED: &[&str] = &[
-    "sudo", "doas", "nice", "nohup", "builtin", "setsid", "time", "timeout", "stdbuf", "ionice",
-    "exec", "command", "xargs", "flock", "env", "watch", "busybox", "toybox", "coreutils",
-    "eval", "source", ".", "su",
-];
-
-/// Every program [`unwrap`] treats as a wrapper: the named ones, the shells and the
-/// runners it leaves opaque.
+/// Every program [`unwrap`] treats as a wrapper: those the program table says wrap a
+/// command. Auto mode's rule suspension reads the same table and sets aside a blanket
+/// allow rule on any of them.
 pub fn wrappers() -> impl Iterator<Item = &'static str> {
-    NAMED.iter().chain(SHELLS).chain(OPAQUE_RUNNERS).copied()
+    table::names(|p| p.wrap != Wrap::No)
 }
-
-/// Programs that run a command in ways we do not model; always opaque.
-#[rustfmt::skip]
-const OPAQUE_RUNNERS: &[&str] = &[
-    "strace", "ltrace", "chroot", "unshare", "nsenter", "setpriv", "runuser", "chrt",
-    "taskset", "numactl", "prlimit", "systemd-run", "firejail", "bwrap", "fakeroot", "proot",
-    "faketime", "torsocks", "proxychains", "proxychains4", "parallel", "script", "expect",
-    "sg", "newgrp", "pkexec", "at", "batch", "catchsegv", "valgrind", "gdb", "rlwrap", "unbuffer",
-];
 
 /// If `argv` starts with a wrapper, what it wraps.
 pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
     let prog = argv.first()?.rsplit('/').next()?;
-    if !wrappers().any(|w| w == prog) {
-        return None;
-    }
+    let entry = table::program(prog)?;
     let rest = &argv[1..];
-    let (spec, privileged, dynamic, positional_before) = match prog {
-        // `sudo -l`, `-v`, `-e` (sudoedit) are not in the table: they become opaque.
-        "sudo" => (SUDO, true, false, 0),
-        "doas" => (DOAS, true, false, 0),
-        "nice" => (NICE, false, false, 0),
-        "nohup" | "builtin" => (NOHUP, false, false, 0),
-        "setsid" => (SETSID, false, false, 0),
-        "time" => (TIME, false, false, 0),
-        "timeout" => (TIMEOUT, false, false, 1),
-        "stdbuf" => (STDBUF, false, false, 0),
-        "ionice" => (IONICE, false, false, 0),
-        "exec" => (EXEC, false, false, 0),
-        "command" => {
-            // `command -v x` only looks a name up.
-            if rest.iter().any(|a| a == "-v" || a == "-V") {
-                return None;
-            }
-            (COMMAND, false, false, 0)
-        }
-        "xargs" => (XARGS, false, true, 0),
-        "flock" => (FLOCK, false, false, 1),
-        "env" => return env(argv),
-        "watch" => return watch(argv),
-        "busybox" | "toybox" => return busybox(prog, argv),
-        "coreutils" => return coreutils(argv),
-        "eval" => {
-            return Some(Unwrap::Script {
-                wrapper: "eval".into(),
-                script: rest.join(" "),
-                privileged: false,
-            });
-        }
-        "source" | "." => {
-            let first = rest.first()?;
-            if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
-                return Some(Unwrap::Opaque {
-                    wrapper: argv.join(" "),
-                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
-                });
-            }
-            return STDIN_PATHS
-                .contains(&first.as_str())
-                .then(|| Unwrap::Stdin {
-                    wrapper: format!("{prog} {first}"),
-                    privileged: false,
-                });
-        }
-        "su" => return shells::su(argv),
-        p if SHELLS.contains(&p) => return shells::shell(argv),
-        p if OPAQUE_RUNNERS.contains(&p) => {
+    let (privileged, positional_before) = match entry.wrap {
+        Wrap::No => return None,
+        Wrap::Own => return own(prog, argv),
+        Wrap::Opaque => {
             return Some(Unwrap::Opaque {
                 wrapper: argv.join(" "),
-                reason: format!("`{p}` runs a command in a way the engine does not follow"),
+                reason: format!("`{prog}` runs a command in a way the engine does not follow"),
             });
         }
-        _ => return None,
+        // `command -v x` only looks a name up.
+        Wrap::Options { .. }
+            if prog == "command" && rest.iter().any(|a| a == "-v" || a == "-V") =>
+        {
+            return None;
+        }
+        Wrap::Options {
+            privileged,
+            positional,
+        } => (privileged, positional),
     };
-    let mut parsed = match flags::parse(&spec, rest, true) {
+    let mut parsed = match flags::parse(&entry.spec, rest, true) {
         Ok(p) => p,
         Err(flags::Unknown(opt)) => return Some(opaque(argv, prog, &opt)),
     };
@@ -205,10 +147,44 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         wrapper: argv[..=i].join(" "),
         rest: wrapped,
         privileged,
-        dynamic,
+        // `xargs` appends arguments read at run time.
+        dynamic: prog == "xargs",
         open: prog == "xargs",
         effects,
     })
+}
+
+/// The wrappers with a grammar of their own.
+fn own(prog: &str, argv: &[String]) -> Option<Unwrap> {
+    let rest = &argv[1..];
+    match prog {
+        "env" => env(argv),
+        "watch" => watch(argv),
+        "busybox" | "toybox" => busybox(prog, argv),
+        "coreutils" => coreutils(argv),
+        "eval" => Some(Unwrap::Script {
+            wrapper: "eval".into(),
+            script: rest.join(" "),
+            privileged: false,
+        }),
+        "source" | "." => {
+            let first = rest.first()?;
+            if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
+                return Some(Unwrap::Opaque {
+                    wrapper: argv.join(" "),
+                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
+                });
+            }
+            STDIN_PATHS
+                .contains(&first.as_str())
+                .then(|| Unwrap::Stdin {
+                    wrapper: format!("{prog} {first}"),
+                    privileged: false,
+                })
+        }
+        "su" => shells::su(argv),
+        _ => shells::shell(argv),
+    }
 }
 
 pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
@@ -297,14 +273,7 @@ fn watch(argv: &[String]) -> Option<Unwrap> {
     }
     let wrapper = argv[..=i].join(" ");
     if parsed.seen.iter().any(|s| s == "-x" || s == "--exec") {
-        return Some(Unwrap::Command {
-            wrapper,
-            rest: rest[i..].to_vec(),
-            privileged: false,
-            dynamic: false,
-            open: false,
-            effects: Effects::default(),
-        });
+        return Some(plain(wrapper, rest[i..].to_vec()));
     }
     Some(Unwrap::Script {
         wrapper,
@@ -320,14 +289,7 @@ fn busybox(prog: &str, argv: &[String]) -> Option<Unwrap> {
     if applet.starts_with('-') {
         return None;
     }
-    Some(Unwrap::Command {
-        wrapper: prog.into(),
-        rest: argv[1..].to_vec(),
-        privileged: false,
-        dynamic: false,
-        open: false,
-        effects: Effects::default(),
-    })
+    Some(plain(prog.into(), argv[1..].to_vec()))
 }
 
 /// `coreutils --coreutils-prog=PROG args…` runs PROG; so does
@@ -339,96 +301,17 @@ fn coreutils(argv: &[String]) -> Option<Unwrap> {
         .or_else(|| first.strip_prefix("--coreutils-prog="))?;
     let mut rest = vec![prog.to_string()];
     rest.extend(argv[2..].iter().cloned());
-    Some(Unwrap::Command {
-        wrapper: "coreutils".into(),
+    Some(plain("coreutils".into(), rest))
+}
+
+/// A wrapper that runs `rest` as it is, with no effect of its own.
+fn plain(wrapper: String, rest: Vec<String>) -> Unwrap {
+    Unwrap::Command {
+        wrapper,
         rest,
         privileged: false,
         dynamic: false,
         open: false,
         effects: Effects::default(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    fn rest(s: &str) -> Vec<String> {
-        match unwrap(&w(s)) {
-            Some(Unwrap::Command { rest, .. }) => rest,
-            other => panic!("{s}: {other:?}"),
-        }
-    }
-
-    fn is_opaque(s: &str) -> bool {
-        matches!(unwrap(&w(s)), Some(Unwrap::Opaque { .. }))
-    }
-
-    #[test]
-    fn value_taking_options_are_skipped() {
-        assert_eq!(rest("timeout --kill-after 1 5 git push"), w("git push"));
-        assert_eq!(rest("timeout -k1 5 git push"), w("git push"));
-        assert_eq!(rest("timeout -s KILL 5 rm x"), w("rm x"));
-        assert_eq!(rest("nice --adjustment 5 rm x"), w("rm x"));
-        assert_eq!(rest("nice -n5 rm x"), w("rm x"));
-        assert_eq!(rest("nice -10 rm x"), w("rm x"));
-        assert_eq!(rest("sudo --user root rm x"), w("rm x"));
-        assert_eq!(rest("sudo -uroot rm x"), w("rm x"));
-        assert_eq!(rest("sudo -u root -- rm x"), w("rm x"));
-        assert_eq!(rest("env -i A=1 rm x"), w("rm x"));
-        assert_eq!(rest("env --chdir=/ rm x"), w("rm x"));
-        assert_eq!(rest("env -u HOME -C / rm x"), w("rm x"));
-        assert_eq!(rest("env -u -- A=1 rm x"), w("rm x"));
-        assert_eq!(rest("env -i -- A=1 rm x"), w("rm x"));
-        assert_eq!(rest("env -- -i rm x"), w("-i rm x"));
-        assert_eq!(rest("env A=1 -u X B=2 rm x"), w("rm x"));
-        assert_eq!(rest("xargs -0I X rm X"), w("rm $(…)"));
-        assert_eq!(rest("xargs --replace rm {}"), w("rm $(…)"));
-        assert_eq!(rest("xargs -I{} -n1 rm {}"), w("rm $(…)"));
-        assert_eq!(rest("busybox rm -rf x"), w("rm -rf x"));
-        assert_eq!(rest("/usr/bin/time -o out true"), w("true"));
-        assert_eq!(rest("flock /tmp/l git push"), w("git push"));
-    }
-
-    #[test]
-    fn effects_are_reported() {
-        let Some(Unwrap::Command { effects, .. }) = unwrap(&w("/usr/bin/time -o ~/.bashrc true"))
-        else {
-            panic!()
-        };
-        assert_eq!(effects.writes, ["~/.bashrc"]);
-        let Some(Unwrap::Command { effects, .. }) = unwrap(&w("env --chdir=/etc cat x")) else {
-            panic!()
-        };
-        assert_eq!(effects.chdir.as_deref(), Some("/etc"));
-        let Some(Unwrap::Command { effects, .. }) = unwrap(&w("sudo -D /etc cat x")) else {
-            panic!()
-        };
-        assert_eq!(effects.chdir.as_deref(), Some("/etc"));
-        let Some(Unwrap::Script { script, .. }) = unwrap(&w("env -vS rm -i x")) else {
-            panic!()
-        };
-        assert_eq!(script, "rm -i x");
-    }
-
-    #[test]
-    fn unknown_options_are_opaque() {
-        for s in [
-            "timeout --frobnicate 5 rm x",
-            "env -P /x rm",
-            "sudo --weird rm",
-            "bash --rcfile x -c ls",
-            "bash -Z -c ls",
-            "strace -f git push",
-            "nice --adj=5 rm",
-        ] {
-            assert!(is_opaque(s), "{s}: {:?}", unwrap(&w(s)));
-        }
-        assert!(is_opaque("sudo -l"));
-        assert_eq!(unwrap(&w("command -v git")), None);
     }
 }

@@ -11,7 +11,7 @@
 mod own;
 
 use super::flags::{self, Spec};
-use super::read_only;
+use super::table::{self, Operands};
 
 /// What a command writes, as indexes into the words it was given (0 is the program).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,119 +26,11 @@ pub struct Writes {
     pub edits_only: bool,
 }
 
-/// How a program's operands relate to what it writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Operands {
-    /// Every operand is written (`touch`, `mkdir`, `rm`, `tee`).
-    All,
-    /// The last operand is the destination (`cp`, `install`), unless a target-directory
-    /// option names it; with one operand the copy lands in the cwd (`ln -s x`).
-    Dest,
-    /// Every operand is written: the sources are removed, the destination created (`mv`).
-    SourcesAndDest,
-    /// The first operand is a mode or owner, the rest are changed (`chmod`, `chown`),
-    /// unless `--reference` gives the mode.
-    AfterFirst,
-    /// The second operand is an output file (`uniq IN OUT`).
-    Second,
-    /// Operands are not written (`sort`, `curl`): only option values are.
-    None,
-}
-
-/// One program: its options (values that name written files are `>` options; for a
-/// `Dest` program, a target directory that replaces the last operand), its operands,
-/// and whether creating, copying or moving files is all it does.
-struct Prog {
-    names: &'static [&'static str],
-    spec: Spec,
-    operands: Operands,
-    edits_only: bool,
-}
-
-const fn prog(
-    names: &'static [&'static str],
-    short: &'static str,
-    short_val: &'static str,
-    short_out: &'static str,
-    long: &'static [&'static str],
-    operands: Operands,
-    edits_only: bool,
-) -> Prog {
-    let spec = Spec {
-        short,
-        short_val,
-        short_out,
-        long,
-        ..Spec::NONE
-    };
-    Prog {
-        names,
-        spec,
-        operands,
-        edits_only,
-    }
-}
-
-#[rustfmt::skip]
-const PROGS: &[Prog] = &[
-    prog(&["cp"], "abdfHilLnPprRsTuvxZ", "S", "t", &["archive", "attributes-only", "backup?",
-        "copy-contents", "dereference", "force", "interactive", "link", "no-dereference",
-        "no-clobber", "preserve?", "parents", "recursive", "reflink?", "remove-destination",
-        "strip-trailing-slashes", "symbolic-link", "no-target-directory", "update?",
-        "verbose", "one-file-system", "context?", "debug", "keep-directory-symlink",
-        "no-preserve=", "sparse=", "suffix=", "target-directory>"], Operands::Dest, true),
-    prog(&["mv"], "bfinTuvZ", "S", "t", &["backup?", "force", "interactive", "no-clobber",
-        "no-copy", "strip-trailing-slashes", "no-target-directory", "update?", "verbose",
-        "context?", "debug", "exchange", "suffix=", "target-directory>"],
-        Operands::SourcesAndDest, true),
-    prog(&["install"], "bcCdDpsvTZ", "gmoS", "t", &["backup?", "compare", "directory",
-        "preserve-timestamps", "strip", "no-target-directory", "verbose", "preserve-context",
-        "context?", "debug", "group=", "mode=", "owner=", "strip-program=", "suffix=",
-        "target-directory>"], Operands::Dest, false),
-    prog(&["ln"], "bdfFinLPrsTv", "S", "t", &["backup?", "directory", "force", "interactive",
-        "logical", "no-dereference", "physical", "relative", "symbolic", "no-target-directory",
-        "verbose", "suffix=", "target-directory>"], Operands::Dest, false),
-    prog(&["tee"], "aip", "", "", &["append", "ignore-interrupts", "output-error?"],
-        Operands::All, false),
-    prog(&["touch"], "acfhm", "dtr", "", &["no-create", "no-dereference", "date=",
-        "reference=", "time="], Operands::All, true),
-    prog(&["mkdir"], "pvZ", "m", "", &["parents", "verbose", "context?", "mode="],
-        Operands::All, true),
-    prog(&["rmdir"], "pv", "", "", &["ignore-fail-on-non-empty", "parents", "verbose"],
-        Operands::All, false),
-    prog(&["rm", "unlink", "shred", "mkfifo", "mknod"], "dfiIrRvuxzZ", "mns", "", &["force",
-        "interactive?", "one-file-system", "no-preserve-root", "preserve-root?", "recursive",
-        "dir", "verbose", "remove?", "exact", "zero", "iterations=", "size=",
-        "random-source=", "mode=", "context="], Operands::All, false),
-    prog(&["truncate"], "co", "rs", "", &["no-create", "io-blocks", "reference=", "size="],
-        Operands::All, false),
-    prog(&["chmod", "chown", "chgrp", "chattr", "setfacl"], "cfvRhHLP", "", "", &["changes",
-        "silent", "quiet", "verbose", "dereference", "no-dereference", "no-preserve-root",
-        "preserve-root", "recursive", "from=", "reference="], Operands::AfterFirst, false),
-    // Only the options whose values matter; the rest are taken as flags.
-    prog(&["curl"], "", "AbCdEeFHhKmPQrTtUuwXxYyz", "cDo", &["output>", "output-dir>",
-        "dump-header>", "cookie-jar>", "trace>", "trace-ascii>", "stderr>", "libcurl>",
-        "etag-save>", "hsts>", "alt-svc>", "data=", "header=", "user-agent=", "user=",
-        "request=", "url=", "config=", "cookie=", "form=", "referer=", "proxy=", "max-time=",
-        "connect-timeout=", "retry=", "range=", "cert=", "key=", "cacert="],
-        Operands::None, false),
-    prog(&["wget"], "", "tTwlDeUAR", "aOoP", &["output-document>", "output-file>",
-        "append-output>", "directory-prefix>", "save-cookies>", "tries=", "timeout=", "wait=",
-        "level=", "domains=", "execute=", "user-agent=", "accept=", "reject=", "header=",
-        "load-cookies=", "post-data=", "user=", "password="], Operands::None, false),
-];
-
-/// The options of `name` and how its operands are written. `sort` and `uniq` share the
-/// read-only table's spec.
+/// The options of `name` and how its operands are written, from the program table.
 fn lookup(name: &str) -> Option<(Spec, Operands, bool)> {
-    match name {
-        "sort" => Some((read_only::spec("sort")?, Operands::None, false)),
-        "uniq" => Some((read_only::spec("uniq")?, Operands::Second, false)),
-        _ => PROGS
-            .iter()
-            .find(|p| p.names.contains(&name))
-            .map(|p| (p.spec, p.operands, p.edits_only)),
-    }
+    let p = table::program(name)?;
+    p.writes
+        .map(|(operands, edits_only)| (p.spec, operands, edits_only))
 }
 
 /// What `words` (a command's words, the program first, as bash expanded them) write.
@@ -204,107 +96,4 @@ pub fn writes(words: &[String]) -> Writes {
     out.targets.sort_unstable();
     out.targets.dedup();
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    /// The texts of what `s` writes (plus `.` for its cwd).
-    fn targets(s: &str) -> Vec<String> {
-        let words = w(s);
-        let t = writes(&words);
-        let mut out: Vec<String> = t
-            .targets
-            .iter()
-            .map(|&(i, from)| words[i][from..].to_string())
-            .collect();
-        if t.cwd {
-            out.push(".".into());
-        }
-        out
-    }
-
-    #[test]
-    fn destinations_of_copies_moves_and_links() {
-        assert_eq!(
-            targets("cp README.md /home/u/.profile"),
-            ["/home/u/.profile"]
-        );
-        assert_eq!(targets("cp -r a b dest"), ["dest"]);
-        assert_eq!(targets("cp -t dir a b"), ["dir"]);
-        assert_eq!(targets("cp --target-directory=dir a"), ["dir"]);
-        assert_eq!(targets("cp -S .bak a b"), ["b"]);
-        assert_eq!(targets("mv a b"), ["a", "b"]);
-        assert_eq!(targets("install -m 644 f /home/u/.y"), ["/home/u/.y"]);
-        assert_eq!(targets("install -d a b"), ["a", "b"]);
-        assert_eq!(targets("ln -sf target link"), ["link"]);
-        assert_eq!(targets("ln -s /etc/passwd"), ["."]);
-        assert_eq!(targets("cp -- -x y"), ["y"]);
-    }
-
-    #[test]
-    fn every_operand_of_creators_and_removers() {
-        assert_eq!(targets("tee -a x y"), ["x", "y"]);
-        assert_eq!(targets("touch -d 2020-01-01 m"), ["m"]);
-        assert_eq!(targets("touch -r ref m"), ["m"]);
-        assert_eq!(targets("mkdir -p -m 700 a/b"), ["a/b"]);
-        assert_eq!(targets("rm -rf build"), ["build"]);
-        assert_eq!(targets("truncate -s 0 log"), ["log"]);
-        assert_eq!(targets("chmod 600 a b"), ["a", "b"]);
-        assert_eq!(targets("chmod -x a"), ["a"]);
-        assert_eq!(targets("chown --reference=r a"), ["a"]);
-        assert_eq!(targets("uniq -c in out"), ["out"]);
-        assert!(targets("uniq -c in").is_empty());
-    }
-
-    #[test]
-    fn output_options() {
-        assert_eq!(targets("sort -o out f"), ["out"]);
-        assert_eq!(targets("sort -oout f"), ["out"]);
-        assert_eq!(targets("sort --output=out f"), ["out"]);
-        assert_eq!(targets("sort -rn -k 2 f"), Vec::<String>::new());
-        assert_eq!(targets("sed -i s/a/b/ f g"), ["f", "g"]);
-        assert_eq!(targets("sed -i.bak -e s/a/b/ f"), ["f"]);
-        assert_eq!(targets("sed --in-place s/a/b/ f"), ["f"]);
-        assert_eq!(targets("sed -ie s/a/b/ f"), ["f"]);
-        assert_eq!(targets("sed -i -l 5 s/a/b/ f"), ["f"]);
-        assert_eq!(targets("sed -i s/a/b/ -e p f"), ["s/a/b/", "f"]);
-        assert!(targets("sed -n 1p f").is_empty());
-        assert_eq!(targets("dd if=/dev/zero of=/home/u/x bs=1"), ["/home/u/x"]);
-        assert_eq!(targets("curl -sSLo out https://x"), ["out"]);
-        assert_eq!(targets("curl -o out https://x"), ["out"]);
-        assert_eq!(targets("curl --output=out https://x"), ["out"]);
-        assert_eq!(targets("curl -O https://x/y"), ["."]);
-        assert!(targets("curl -H a:b https://x").is_empty());
-        assert_eq!(targets("wget -O out https://x"), ["out"]);
-        assert_eq!(targets("wget https://x"), ["."]);
-        assert_eq!(targets("git diff --output=/tmp/x"), ["/tmp/x"]);
-        assert_eq!(targets("git format-patch -o out HEAD~1"), ["out"]);
-        assert_eq!(targets("git clone https://x dir"), ["dir"]);
-        assert_eq!(targets("git worktree add ../wt"), ["../wt"]);
-        assert_eq!(targets("tar xzf a.tgz -C /home/u"), ["/home/u"]);
-        assert_eq!(targets("tar -xf a.tar"), ["."]);
-        assert_eq!(targets("tar czf out.tgz src"), ["out.tgz"]);
-        assert_eq!(targets("tar --create --file=out.tar src"), ["out.tar"]);
-        assert!(targets("tar tf a.tar").is_empty());
-        assert!(targets("git status --short").is_empty());
-        assert!(targets("ls -la").is_empty());
-    }
-
-    #[test]
-    fn only_known_editors_with_known_options_only_edit() {
-        assert!(writes(&w("mkdir -p a")).edits_only);
-        assert!(writes(&w("touch m")).edits_only);
-        assert!(writes(&w("cp -r a b")).edits_only);
-        assert!(writes(&w("mv a b")).edits_only);
-        assert!(!writes(&w("cp --frobnicate a b")).edits_only);
-        assert!(!writes(&w("rm a")).edits_only);
-        assert!(!writes(&w("tee a")).edits_only);
-        assert!(!writes(&w("ln -s a b")).edits_only);
-    }
 }
