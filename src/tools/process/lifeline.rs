@@ -63,8 +63,15 @@ pub fn guard(lifeline: RawFd, report: Option<RawFd>) -> Result<(), Errno> {
     // SAFETY: between fork and exec of a process that has one thread; both sides only make
     // system calls afterwards.
     let guardian = nix::unistd::getpid();
+    // The kill request is blocked before the fork, so a command that signals its own group
+    // at once cannot reach the guardian before it reads requests from a signalfd (the
+    // default action would end it, and the command with it); the command gets it unblocked.
+    let mut request = nix::sys::signal::SigSet::empty();
+    request.add(nix::sys::signal::Signal::SIGUSR1);
+    request.thread_block()?;
     match unsafe { nix::unistd::fork() }? {
         nix::unistd::ForkResult::Child => {
+            request.thread_unblock()?;
             // The guardian is one thread, so this fires exactly when it dies: killed
             // alone (`kill_on_drop`), its command goes with it. Had it died before this
             // line, the command would now belong to another parent: end at once.
