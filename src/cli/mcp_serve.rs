@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::mcp::serve::{Backend, ServeConfig, ServeMode, auth, transport};
@@ -37,7 +38,7 @@ pub struct ServeArgs {
     pub token_file: Option<std::path::PathBuf>,
 }
 
-/// Runs the server until the client disconnects (stdio) or Ctrl-C (HTTP).
+/// Runs the server until the client disconnects (stdio) or Ctrl-C or SIGTERM (HTTP).
 pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
     let mode = ServeMode::parse(args.mode.as_deref()).map_err(anyhow::Error::msg)?;
     let cwd = std::fs::canonicalize(cwd)
@@ -65,6 +66,11 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
                 None => auth::default_token_file(&project_root, bound.port())
                     .context("cannot find the home directory for ~/.crew (set HOME)")?,
             };
+            // Listen for Ctrl-C and SIGTERM before telling anyone the address: a signal
+            // that arrives once the address is printed must stop the server cleanly
+            // (removing the token file), not end it by the signal's default action.
+            let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+            let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
             auth::write_token(&token_file, &token)?;
             let _remove = RemoveOnDrop(token_file.clone());
             eprintln!(
@@ -84,9 +90,11 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
             let stop = CancellationToken::new();
             let on_signal = stop.clone();
             tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    on_signal.cancel();
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
                 }
+                on_signal.cancel();
             });
             let guard = auth::Guard::new(bound, &token);
             transport::http(backend.clone(), listener, guard, stop).await

@@ -287,20 +287,25 @@ fn another_local_user_cannot_read_the_token_or_use_the_listener() {
 
 #[test]
 fn the_token_file_is_removed_when_the_server_stops() {
-    let f = fixture();
-    let mut server = serve(&f, "default");
-    assert!(server.token_file.is_file());
-    let stopped = Command::new("kill")
-        .args(["-INT", &server.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
-    server.child.wait().unwrap();
-    assert!(
-        !server.token_file.exists(),
-        "{}",
-        server.token_file.display()
-    );
+    // The signal goes out the moment the server has printed its address: the server
+    // must already be listening for it then, or the signal ends it before it cleans up.
+    for signal in ["-INT", "-TERM"] {
+        let f = fixture();
+        let mut server = serve(&f, "default");
+        assert!(server.token_file.is_file());
+        let stopped = Command::new("kill")
+            .args([signal, &server.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        let status = server.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{signal}: {status}");
+        assert!(
+            !server.token_file.exists(),
+            "{signal}: {}",
+            server.token_file.display()
+        );
+    }
 }
 
 async fn client(server: &Server) -> rmcp::service::RunningService<rmcp::RoleClient, ClientConfig> {
