@@ -274,13 +274,15 @@ async fn the_agents_own_worktree_stays_writable_while_a_siblings_is_hidden() {
     );
 }
 
-/// Serves `HELLO-<name>` to whoever connects to a fresh socket at `path`.
+/// Serves `HELLO-<name>` to whoever connects to a fresh socket at `path`, in one write,
+/// then closes the connection (the client reads to the end: a reply may still arrive in
+/// pieces).
 fn serve(path: &Path, name: &'static str) {
     let listener = UnixListener::bind(path).unwrap();
     std::thread::spawn(move || {
         for s in listener.incoming().flatten() {
             let mut s = s;
-            let _ = writeln!(s, "HELLO-{name}");
+            let _ = s.write_all(format!("HELLO-{name}\n").as_bytes());
         }
     });
 }
@@ -299,7 +301,7 @@ fn the_ssh_agent_and_docker_sockets_are_unreachable() {
     serve(&plain, "PLAIN");
     let connect = |p: &Path| {
         format!(
-            "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); print(s.recv(64))\" 2>&1 | tail -1; echo CONNECT-RAN",
+            "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); print(b''.join(iter(lambda: s.recv(64), b'')))\" 2>&1 | tail -1; echo CONNECT-RAN",
             p.display()
         )
     };
