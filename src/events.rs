@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::permission::{Source, Verdict};
+use crate::protocol::decision::{Source, Verdict};
 use crate::protocol::{Message, StopReason, ToolCall, Usage};
 
 /// One thing that happened, attributed to an agent.
@@ -285,7 +285,7 @@ impl EventBus {
     }
 
     /// Publishes the permission decision `d` on the call `call_id` of `agent`.
-    pub fn decided(&self, agent: &str, call_id: &str, d: &crate::permission::Decision) {
+    pub fn decided(&self, agent: &str, call_id: &str, d: &crate::protocol::decision::Decision) {
         self.publish(
             agent,
             EventKind::PermissionDecided {

@@ -1,5 +1,7 @@
-//! Agents: Agent Mode and prompts (`mode`), the tool-call path (`pipeline`), the ReAct
-//! loop (`runner`), the lead actor (`lead`), and agent definitions (`definition`).
+//! Agents: Agent Mode and prompts (`mode`), the one state machine for a lead's mode
+//! changes (`transition`: Plan Mode over a permission mode, auto, bypass), the tool-call
+//! path (`pipeline`), the ReAct loop (`runner`), the lead actor (`lead`), and agent
+//! definitions (`definition`).
 
 pub mod budget;
 pub mod catalog;
@@ -22,4 +24,5 @@ pub mod team_launch;
 pub mod team_link;
 pub mod teammate;
 mod teammate_tasks;
+pub mod transition;
 pub mod workspaces;

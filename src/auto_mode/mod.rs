@@ -22,6 +22,9 @@ use crate::permission::auto::{AutoSettings, Availability};
 use crate::permission::{Decision, PermissionMode, SharedMode, Verdict};
 use crate::protocol::{ToolCall, Usage};
 use breaker::Breaker;
+
+/// The mode the breaker drops to: calls ask again.
+pub const AFTER_BREAKER: PermissionMode = PermissionMode::Default;
 use classifier::{ClassifierAllow, ClassifierConfig, Intent};
 
 /// One call the classifier judged.
@@ -198,7 +201,7 @@ impl AutoMode {
         let lead = lock(&self.lead_mode).clone();
         for mode in lead.iter().chain(std::iter::once(caller_mode)) {
             if mode.get() == PermissionMode::Auto {
-                mode.set(crate::permission::transition::AFTER_BREAKER);
+                mode.set(AFTER_BREAKER);
             }
         }
     }

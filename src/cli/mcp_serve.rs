@@ -22,7 +22,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// `plan` (read-only tools only) or a permission mode (strict, default, acceptEdits,
-    /// bypassPermissions, dontAsk, auto), entered through `permission::transition` like
+    /// bypassPermissions, dontAsk, auto), entered through `agent::transition` like
     /// `--permission-mode`; default: the settings' defaultMode.
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,

@@ -1,7 +1,7 @@
 //! The session's auto mode and starting permission mode, from settings and flags:
 //! the classifier (`autoMode.model`, else the session's own model unless that is the
 //! demo), and the mode the lead starts in — `--permission-mode`, else
-//! `permissions.defaultMode` — which goes through `permission::transition` like every
+//! `permissions.defaultMode` — which goes through `agent::transition` like every
 //! other mode change, so a disabled bypass or an unavailable auto mode is refused here too.
 
 use std::path::PathBuf;
@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::model::{ChosenModel, choose};
+use crate::agent::transition::{ModeContext, ModeState, Target, transition};
 use crate::auto_mode::AutoMode;
 use crate::auto_mode::classifier::{ClassifierConfig, DEFAULT_TIMEOUT};
 use crate::permission::auto::suspend;
-use crate::permission::transition::{ModeContext, ModeState, Target, transition};
 use crate::permission::{PermissionMode, Policy};
 
 /// The session's auto mode: its classifier, if one can be configured.

@@ -1,90 +1,29 @@
-//! Permission modes, the fallback table applied when no rule matched (design.md §4), and
+//! The fallback table applied when no rule matched (design.md §4) to the permission modes
+//! (the type itself is `crew_protocol::permission_mode`), and
 //! `SharedMode`: the one copy of an agent's mode that its running loop reads at each call,
 //! so a switch (Shift+Tab in the TUI) applies to the very next call of a run.
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use serde::{Deserialize, Serialize};
-
 use super::{Category, Verdict};
 
-/// How calls that no rule decided are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum PermissionMode {
-    /// Ask for everything.
-    Strict,
-    /// Allow reads; ask for writes and commands.
-    #[default]
-    Default,
-    /// Allow reads and writes; ask for commands.
-    AcceptEdits,
-    /// Allow everything that passed the hard checks.
-    BypassPermissions,
-    /// Unattended (subagents): allow mode-fallback asks, deny explicit asks.
-    DontAsk,
-    /// Allow reads; a classifier model decides the writes, commands and MCP calls the
-    /// mode would otherwise ask about (`permission::auto`).
-    Auto,
-}
+pub use crate::protocol::permission_mode::{PermissionMode, UnknownMode};
 
-impl PermissionMode {
-    /// All modes, in Shift+Tab order where it applies.
-    pub const ALL: [PermissionMode; 6] = [
-        PermissionMode::Strict,
-        PermissionMode::Default,
-        PermissionMode::AcceptEdits,
-        PermissionMode::BypassPermissions,
-        PermissionMode::DontAsk,
-        PermissionMode::Auto,
-    ];
-
-    /// The name used in settings and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PermissionMode::Strict => "strict",
-            PermissionMode::Default => "default",
-            PermissionMode::AcceptEdits => "acceptEdits",
-            PermissionMode::BypassPermissions => "bypassPermissions",
-            PermissionMode::DontAsk => "dontAsk",
-            PermissionMode::Auto => "auto",
-        }
-    }
-
-    /// Parses a mode name; an unknown name is `default` plus a warning — never bypass.
-    pub fn parse_lenient(name: &str) -> (PermissionMode, Option<String>) {
-        match name.parse() {
-            Ok(m) => (m, None),
-            Err(e) => (
-                PermissionMode::Default,
-                Some(format!("{e}; using `default`")),
-            ),
-        }
-    }
-
-    /// The fallback verdict for a category (design.md §4).
-    pub fn fallback(self, category: Category) -> Verdict {
-        use Category::*;
-        use PermissionMode::*;
-        match (self, category) {
-            (Strict, _) => Verdict::Ask,
-            (Default, Read | Control) => Verdict::Allow,
-            (Default, _) => Verdict::Ask,
-            (AcceptEdits, Read | Write | Control) => Verdict::Allow,
-            (AcceptEdits, _) => Verdict::Ask,
-            // The Ask goes to the classifier, not to a human (`agent::pipeline`).
-            (Auto, Read | Control) => Verdict::Allow,
-            (Auto, _) => Verdict::Ask,
-            (BypassPermissions | DontAsk, _) => Verdict::Allow,
-        }
-    }
-}
-
-impl std::fmt::Display for PermissionMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+/// The fallback verdict for a category in a mode, when no rule decided (design.md §4).
+pub fn fallback(mode: PermissionMode, category: Category) -> Verdict {
+    use Category::*;
+    use PermissionMode::*;
+    match (mode, category) {
+        (Strict, _) => Verdict::Ask,
+        (Default, Read | Control) => Verdict::Allow,
+        (Default, _) => Verdict::Ask,
+        (AcceptEdits, Read | Write | Control) => Verdict::Allow,
+        (AcceptEdits, _) => Verdict::Ask,
+        // The Ask goes to the classifier, not to a human (`agent::pipeline`).
+        (Auto, Read | Control) => Verdict::Allow,
+        (Auto, _) => Verdict::Ask,
+        (BypassPermissions | DontAsk, _) => Verdict::Allow,
     }
 }
 
@@ -130,24 +69,6 @@ impl std::fmt::Debug for SharedMode {
     }
 }
 
-/// An unrecognised mode name.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "unknown permission mode `{0}` (expected strict, default, acceptEdits, bypassPermissions, dontAsk or auto)"
-)]
-pub struct UnknownMode(pub String);
-
-impl FromStr for PermissionMode {
-    type Err = UnknownMode;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PermissionMode::ALL
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| UnknownMode(s.to_string()))
-    }
-}
-
 /// The reason text for a fallback decision, saying how to change it.
 pub fn fallback_reason(mode: PermissionMode, category: Category, verdict: Verdict) -> String {
     let cat = match category {
@@ -182,10 +103,10 @@ mod tests {
         ];
         for (mode, expected) in table {
             for (cat, want) in [Read, Write, Exec].into_iter().zip(expected) {
-                assert_eq!(mode.fallback(cat), want, "{mode} {cat:?}");
+                assert_eq!(fallback(mode, cat), want, "{mode} {cat:?}");
             }
             // Task control (task_stop) falls back like a read.
-            assert_eq!(mode.fallback(Control), expected[0], "{mode} control");
+            assert_eq!(fallback(mode, Control), expected[0], "{mode} control");
         }
     }
 
@@ -197,16 +118,5 @@ mod tests {
             a.set(mode);
             assert_eq!(b.get(), mode);
         }
-    }
-
-    #[test]
-    fn unknown_mode_is_default_never_bypass() {
-        let (m, warn) = PermissionMode::parse_lenient("yolo");
-        assert_eq!(m, PermissionMode::Default);
-        assert!(warn.unwrap().contains("yolo"));
-        assert_eq!(
-            "acceptedits".parse::<PermissionMode>().unwrap(),
-            PermissionMode::AcceptEdits
-        );
     }
 }

@@ -3,12 +3,12 @@
 //! by a redirect, not as a named target of any command that is not read-only, and not
 //! through `git config`. Which paths are protected is `sandbox::protected`.
 //!
-//! Besides those hard-denied paths, what crew loads as code or policy (`loaded`: `.mcp.json`,
+//! Besides those hard-denied paths, what crew loads as code or policy (`crate::config::loaded`: `.mcp.json`,
 //! agent definitions, skills, hooks, the files hooks and MCP servers run, …) is never
 //! written without a human: [`loaded_write`] names them, and the file tools and commands
 //! that write them ask (so dontAsk, subagents without a human and headless runs deny them).
 
-pub mod loaded;
+pub use crate::config::loaded;
 
 use std::path::{Path, PathBuf};
 

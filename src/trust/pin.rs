@@ -9,7 +9,7 @@
 //! folders (a skill's scripts), and the Markdown definitions (agents, skills, commands,
 //! output styles) whose front matter carries hooks or tool grants; and the files inside
 //! the project that a configured hook, MCP server or status line runs
-//! (`protected::loaded::run_files`).
+//! (`config::loaded::run_files`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,8 +17,8 @@ use std::path::Path;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::config::loaded;
 use crate::config::tracked;
-use crate::permission::protected::loaded;
 
 /// Front-matter keys that make a Markdown definition executable configuration.
 const GRANT_KEYS: &[&str] = &[

@@ -276,7 +276,7 @@ impl App {
                 }
             }
             KeyCode::Char('3') | KeyCode::Esc => {
-                self.leave_plan(crate::permission::transition::PlanExit::Rejected);
+                self.leave_plan(crate::agent::transition::PlanExit::Rejected);
                 self.notice(format!(
                     "Plan rejected; back to chat in {} mode (/plan plans again).",
                     self.permission
@@ -293,7 +293,7 @@ impl App {
 
     /// Approves the plan under review and starts the Do run.
     pub(super) fn approve_plan(&mut self) {
-        use crate::permission::transition::{PlanExit, Target, transition};
+        use crate::agent::transition::{PlanExit, Target, transition};
         let PlanStage::Review { mode: picked, .. } = self.plan else {
             return;
         };

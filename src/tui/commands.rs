@@ -3,8 +3,8 @@
 
 use super::app::{App, verdict_str};
 use super::plan::PlanStage;
+use crate::agent::transition::{PlanExit, Target};
 use crate::permission::rules::RuleKind;
-use crate::permission::transition::{PlanExit, Target};
 use crate::permission::{Category, Policy};
 use crate::pricing::{cost_usd, total_tokens};
 
@@ -218,7 +218,13 @@ impl App {
     fn permissions_text(&self) -> String {
         let m = self.permission;
         let table = [Category::Read, Category::Write, Category::Exec]
-            .map(|c| format!("{c:?}: {}", verdict_str(m.fallback(c))).to_lowercase())
+            .map(|c| {
+                format!(
+                    "{c:?}: {}",
+                    verdict_str(crate::permission::mode::fallback(m, c))
+                )
+                .to_lowercase()
+            })
             .join(", ");
         let mut text = format!(
             "Permission mode: {m} ({table} when no rule matches). Shift+Tab cycles the mode."

@@ -1,15 +1,15 @@
 //! How the TUI changes modes: Shift+Tab, `/plan`, the plan review and `/auto` all go
-//! through `permission::transition`, and the app carries out the effects it returns
+//! through `agent::transition`, and the app carries out the effects it returns
 //! (the lead's permission mode, the Plan stage, notices naming the rules auto mode sets
 //! aside). Also what the app does when the breaker switches auto mode off.
 
 use super::app::{App, Effect};
 use super::plan::PlanStage;
-use crate::permission::PermissionMode;
-use crate::permission::auto::Availability;
-use crate::permission::transition::{
+use crate::agent::transition::{
     self, Effect as ModeEffect, ModeContext, ModeState, PlanExit, Target,
 };
+use crate::permission::PermissionMode;
+use crate::permission::auto::Availability;
 
 impl App {
     /// What mode changes depend on now.

@@ -12,8 +12,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::status::mode_color;
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::RunRequest;
+use crate::agent::transition::{ModeContext, cycle_permission};
 use crate::permission::PermissionMode;
-use crate::permission::transition::{ModeContext, cycle_permission};
 
 /// Where the flow is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

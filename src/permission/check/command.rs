@@ -123,7 +123,7 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     d
 }
 
-/// Why a part writes something crew loads as code or policy (`protected::loaded`), if
+/// Why a part writes something crew loads as code or policy (`config::loaded`), if
 /// one does; the files hooks and MCP servers run are read from the settings only when a
 /// part that may write names a file.
 fn loaded_write(ctx: &Ctx<'_>, parts: &[Part], names: &[names::Names]) -> Option<String> {

@@ -13,6 +13,9 @@ mod names;
 mod path;
 mod writes;
 
+#[cfg(test)]
+mod spec_tests;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -196,7 +199,7 @@ fn deny(source: Source, reason: impl Into<String>, target: impl Into<String>) ->
 }
 
 fn fallback(mode: PermissionMode, category: Category, what: &str) -> Decision {
-    let verdict = mode.fallback(category);
+    let verdict = super::mode::fallback(mode, category);
     let mut reason = mode::fallback_reason(mode, category, verdict);
     if !what.is_empty() {
         reason = format!("{reason} (`{what}`)");

@@ -83,7 +83,7 @@ pub(super) fn judge(
         return d;
     }
     let full = part.full_text();
-    let fallback = ctx.mode().fallback(Category::Write);
+    let fallback = crate::permission::mode::fallback(ctx.mode(), Category::Write);
     // The strongest target decision: (verdict, explicit, why).
     let mut worst: Option<(Verdict, bool, Decision)> = None;
     for t in w.targets.iter().filter(|t| t.redirect || !exact) {

@@ -6,7 +6,7 @@
 //! `.git/commondir`, the same in `.git/modules/*`, a linked worktree's `.git` file and its
 //! private git dir's `commondir`, `gitdir` and `config.worktree` (seen from the worktree
 //! and from the main checkout's `.git/worktrees/*`), and what crew loads as code or
-//! policy (`permission::protected::loaded`: `.crew/settings*.json`, `.claude/settings*.json`,
+//! policy (`config::loaded`: `.crew/settings*.json`, `.claude/settings*.json`,
 //! agent definitions, skills, hooks, `.mcp.json`, the files hooks run). Where they exist, the mount namespace (`mount_ns`) binds them
 //! read-only; a path that does not exist yet cannot be bound, and some kernels have no
 //! usable mount namespace, so every confined command is also bracketed by a
@@ -84,17 +84,17 @@ impl Protected {
                 self.watch(dot_git);
             }
         }
-        // What crew loads as code or policy (`permission::protected::loaded`, the one
+        // What crew loads as code or policy (`config::loaded`, the one
         // list): settings files, agent definitions, skills, hooks, `.mcp.json`, the files
         // hooks and MCP servers run. The settings directories are pinned in place so they
         // cannot be renamed away; their other files (reports, memory) stay writable.
-        for dir in crate::permission::protected::loaded::SETTINGS_DIRS {
+        for dir in crate::config::loaded::SETTINGS_DIRS {
             let d = root.join(dir);
             if std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir()) {
                 self.pins.push(d);
             }
         }
-        for path in crate::permission::protected::loaded::sandbox_paths(root) {
+        for path in crate::config::loaded::sandbox_paths(root) {
             self.watch(path);
         }
     }

@@ -5,15 +5,13 @@
 //!
 //! Pure. It saves the mode in use before Plan and restores it when Plan is left (also when
 //! the plan is rejected); it names the allow rules auto mode sets aside on entry and
-//! brings back on exit (`auto::suspend` enforces them by mode); it refuses auto while
+//! brings back on exit (`permission::auto::suspend` enforces them by mode); it refuses auto while
 //! auto is unavailable (disabled, no classifier, breaker tripped) and bypassPermissions
 //! while `permissions.disableBypassPermissionsMode` is `"disable"`.
 
-use super::PermissionMode;
-use super::auto::Availability;
-
-/// The mode the breaker drops to: calls ask again.
-pub const AFTER_BREAKER: PermissionMode = PermissionMode::Default;
+pub use crate::auto_mode::AFTER_BREAKER;
+use crate::permission::PermissionMode;
+use crate::permission::auto::Availability;
 
 /// Where the lead is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! A tool's permission spec: everything the permission engine needs to know about a tool —
 //! its category for the mode fallback, the settings rule names that cover it, and which
 //! argument names its target (a path, a command, a subagent type). It lives on the tool's
-//! `Definition` (`crate::tools::Definition::permission`), the one place a tool is
+//! `Definition` (`crewmaster::tools::Definition::permission`), the one place a tool is
 //! described; classification and rule matching read it from there, so no second table
 //! of tool names can disagree with the tool itself.
 
@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::Category;
+use crate::decision::Category;
 
 /// A rule name as written in settings (`Read(src/**)`, `Bash(npm test)`, …): the family
 /// of tools a rule covers. Which tools belong to a family is said by each tool's spec.
@@ -205,56 +205,6 @@ impl TargetSpec {
             required: false,
             writes: false,
             glob_fields: glob_fields.iter().map(|f| f.to_string()).collect(),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::permission::{CheckRequest, Layer, PermissionMode, Policy, Rule, Verdict, check};
-    use crate::protocol::ToolCall;
-    use crate::tools::builtin_permission;
-
-    /// One row per call: the tool, its arguments, the mode and whether the deny rules
-    /// `Edit(**)` and `Task(Explore)` are set, then the verdict.
-    #[test]
-    fn each_tool_falls_back_and_matches_rules_as_its_spec_says() {
-        use PermissionMode::{BypassPermissions as Bypass, Default as Def, Strict};
-        let tmp = tempfile::tempdir().unwrap();
-        let cwd = tmp.path().canonicalize().unwrap();
-        let deny = |text: &str| Rule::parse(text, Verdict::Deny, Layer::User, None).unwrap();
-        let denying = Policy {
-            rules: vec![deny("Edit(**)"), deny("Task(Explore)")],
-            ..Policy::default()
-        };
-        let explore = r#"{"prompt":"p","subagent_type":"Explore"}"#;
-        #[rustfmt::skip]
-        let table = [
-            // task_stop is task control: allowed from default up, asked in strict.
-            ("task_stop", r#"{"task_id":"t1"}"#, Def, false, Verdict::Allow),
-            ("task_stop", r#"{"task_id":"t1"}"#, Strict, false, Verdict::Ask),
-            // write_file's spec lists Edit among its rule names; read_file's does not.
-            ("write_file", r#"{"path":"a.txt","content":"x"}"#, Bypass, true, Verdict::Deny),
-            ("read_file", r#"{"path":"."}"#, Bypass, true, Verdict::Allow),
-            // `Task` is the agent tool's alias, declared once, on its definition.
-            ("agent", explore, Bypass, true, Verdict::Deny),
-            ("Task", explore, Bypass, true, Verdict::Deny),
-            // A tool without a spec is unknown: it asks.
-            ("web_fetch", "{}", Bypass, true, Verdict::Ask),
-        ];
-        for (tool, args, mode, rules, want) in table {
-            let req = CheckRequest {
-                call: ToolCall {
-                    id: "c".into(),
-                    name: tool.into(),
-                    arguments: args.into(),
-                },
-                spec: builtin_permission(tool),
-                cwd: cwd.clone(),
-                mode,
-            };
-            let policy = if rules { &denying } else { &Policy::default() };
-            assert_eq!(check(&req, policy).verdict, want, "{tool} {args} in {mode}");
         }
     }
 }
