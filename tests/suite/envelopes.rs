@@ -127,8 +127,12 @@ async fn a_task_notification_cannot_be_closed_by_what_the_task_printed() {
         plan: None,
     };
     t.session.run(chat("build")).await.unwrap();
-    t.session.next_completion().await.expect("the command ends");
-    t.session.run(chat("continue")).await.unwrap();
+    // A command that ends before the run's second turn has its notice carried by that
+    // turn's request (nothing is queued then); one that ends later is queued for the next
+    // run. Either way the last request the model got carries it.
+    if t.session.next_completion().await.is_some() {
+        t.session.run(chat("continue")).await.unwrap();
+    }
     let last = t.provider.requests().pop().unwrap();
     let text = last
         .messages
