@@ -170,14 +170,28 @@ fn per_second(reqs: &[CheckRequest], policy: &Policy, budget: Duration) -> f64 {
 }
 
 /// Per-decision latency: every request of the mix timed on its own, `rounds` times over;
-/// returns (p50, p90) in microseconds.
-fn percentiles(reqs: &[CheckRequest], policy: &Policy, rounds: usize) -> (f64, f64) {
+/// returns (p50, p90) in microseconds. With `detail`, also prints each request's own
+/// median in that interleaved run.
+fn percentiles(reqs: &[CheckRequest], policy: &Policy, rounds: usize, detail: bool) -> (f64, f64) {
     let mut samples = Vec::with_capacity(reqs.len() * rounds);
+    let mut each = vec![Vec::with_capacity(rounds); reqs.len()];
     for _ in 0..rounds {
-        for r in reqs {
+        for (i, r) in reqs.iter().enumerate() {
             let start = Instant::now();
             black_box(check(black_box(r), policy));
-            samples.push(start.elapsed());
+            let took = start.elapsed();
+            samples.push(took);
+            each[i].push(took);
+        }
+    }
+    if detail {
+        for (r, mut own) in reqs.iter().zip(each) {
+            own.sort_unstable();
+            let p50 = own[own.len() / 2].as_secs_f64() * 1e6;
+            println!(
+                "  {p50:>8.2} µs  median in the mix: {} {}",
+                r.call.name, r.call.arguments
+            );
         }
     }
     samples.sort_unstable();
@@ -248,7 +262,10 @@ fn main() {
     }
     // Five measurements of 4,000 rounds each rather than one of 20,000: a loaded machine
     // moves one measurement by half its value, so the line gives their median and range.
-    let mut runs: Vec<(f64, f64)> = (0..5).map(|_| percentiles(&reqs, &policy, 4_000)).collect();
+    let detail = std::env::var_os("PERMISSION_BENCH_DETAIL").is_some();
+    let mut runs: Vec<(f64, f64)> = (0..5)
+        .map(|i| percentiles(&reqs, &policy, 4_000, detail && i == 0))
+        .collect();
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (p50, p90) = runs[runs.len() / 2];
     let (low, high) = (runs[0].0, runs[runs.len() - 1].0);
