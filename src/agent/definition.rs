@@ -38,7 +38,7 @@ pub struct AgentDefinition {
     pub origin: String,
     /// Where its subagents run (`placement: local|remote`; unset: here, or on a worker
     /// when local slots are full).
-    pub placement: crate::worker::placement::Placement,
+    pub placement: crate::agent::placement::Placement,
     /// Whether work lost with a worker is started once more elsewhere (`reschedule`,
     /// default true).
     pub reschedule: bool,
@@ -134,7 +134,7 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
     }
     let placement = match &fm.placement {
         Some(p) => p.parse().map_err(err)?,
-        None => crate::worker::placement::Placement::Auto,
+        None => crate::agent::placement::Placement::Auto,
     };
     if fm.name.trim().is_empty() {
         return Err(err("field `name` is empty".into()));

@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod mode;
 pub mod monitor;
 pub mod pipeline;
+pub mod placement;
 pub mod prompt;
 pub mod resume;
 pub mod runner;

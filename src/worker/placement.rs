@@ -1,39 +1,14 @@
-//! Where an agent definition's subagents run: `placement: local` (this machine only),
-//! `placement: remote` (always on a worker), or unset (here, and on a worker when the
-//! local slots are full and the session has workers), and the choice for one agent.
+//! The choice for one agent of where it runs, from its definition's placement
+//! ([`crate::agent::placement::Placement`], re-exported here): on a worker always with
+//! `placement: remote`, and with it unset when the local slots are full and the session
+//! has workers.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use super::pool::Pool;
 use crate::agent::definition::AgentDefinition;
+pub use crate::agent::placement::Placement;
 use crate::agent::subagent::SubagentEnv;
-
-/// An agent definition's placement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Placement {
-    /// Here, or on a worker when local slots are full.
-    #[default]
-    Auto,
-    /// Only here.
-    Local,
-    /// Always on a worker.
-    Remote,
-}
-
-impl FromStr for Placement {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "local" => Ok(Placement::Local),
-            "remote" => Ok(Placement::Remote),
-            other => Err(format!(
-                "field `placement`: `{other}` is not `local` or `remote`"
-            )),
-        }
-    }
-}
 
 /// Whether an agent of definition `def` runs on a worker: always with `placement: remote`
 /// (an error when the session has no workers), and when the local slots are full for an
@@ -58,22 +33,5 @@ pub fn choose(
             Ok(Some(pool))
         }
         _ => Ok(None),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_two_names_and_refuses_others() {
-        assert_eq!("remote".parse::<Placement>(), Ok(Placement::Remote));
-        assert_eq!("local".parse::<Placement>(), Ok(Placement::Local));
-        assert!(
-            "cloud"
-                .parse::<Placement>()
-                .unwrap_err()
-                .contains("placement")
-        );
     }
 }
