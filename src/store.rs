@@ -29,7 +29,22 @@ pub fn crew_home() -> Option<PathBuf> {
 /// (never the home directory or `/`), else the directory itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
     let home = crew_home().and_then(|h| h.parent().map(Path::to_path_buf));
-    crate::config::settings::find_project_root(cwd, home.as_deref())
+    find_project_root(cwd, home.as_deref())
+}
+
+/// The project root for a directory: the nearest ancestor (itself included) holding
+/// `.git` or `.crew`, never the home directory (whose `.crew` holds user settings) nor
+/// `/`; the directory itself when there is none.
+pub fn find_project_root(start: &Path, home: Option<&Path>) -> PathBuf {
+    for dir in start.ancestors() {
+        if Some(dir) == home || dir.parent().is_none() {
+            break;
+        }
+        if dir.join(".git").exists() || dir.join(".crew").is_dir() {
+            return dir.to_path_buf();
+        }
+    }
+    start.to_path_buf()
 }
 
 /// The user's home directory (`HOME` decides).

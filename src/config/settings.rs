@@ -154,20 +154,8 @@ struct RawPermissions {
 
 pub use super::layers::files;
 
-/// The project root for a directory: the nearest ancestor (itself included) holding
-/// `.git` or `.crew`, never the home directory (whose `.crew` holds user settings) nor
-/// `/`; the directory itself when there is none.
-pub fn find_project_root(start: &Path, home: Option<&Path>) -> PathBuf {
-    for dir in start.ancestors() {
-        if Some(dir) == home || dir.parent().is_none() {
-            break;
-        }
-        if dir.join(".git").exists() || dir.join(".crew").is_dir() {
-            return dir.to_path_buf();
-        }
-    }
-    start.to_path_buf()
-}
+/// The project root for a directory (defined with the store's paths, re-exported here).
+pub use crate::store::find_project_root;
 
 impl Policy {
     /// Loads the user, project and local settings of `project_root` (missing files are
