@@ -247,7 +247,11 @@ impl Actor for Session {
             cell,
         )
         .await?;
-        crate::supervise::faults::start_killer(&myself, &cfg.events);
+        let me = myself.clone();
+        crate::supervise::faults::start_killer(
+            move |names| me.send_message(SessionMsg::Kill(names)).is_ok(),
+            &cfg.events,
+        );
         Ok(SessionState {
             lead,
             tasks,
