@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use super::{CheckRequest, Decision, HookOpinion, Policy, check, hook, profile};
 use crate::approver::{Approval, ApprovalAnswer};
 use crate::protocol::ToolCall;
-use crate::tools::SandboxProfile;
+use crate::protocol::sandbox_profile::SandboxProfile;
 
 /// Leave to run one call: issued by the permission engine for an Allow, or built from a
 /// `Pending` and a human's `Approval`. Bound to the call (id, name, arguments), the
