@@ -26,12 +26,14 @@
 //!
 //! - [`config`] — the settings files (user, project, local) read and parsed:
 //!   rules, sandbox and network settings, limits, which files git tracks.
+//! - [`classifier`] — auto mode's classifier: the model call that judges what would ask,
+//!   its fail-closed parse, and the only `ClassifierAllow` (below the engine, which takes it).
 //! - [`permission`] — the permission decision, pure: hard checks, rule layers, modes, auto
 //!   mode's rule suspension, grants, the `Permit`, the sandbox profile a decision chooses.
 //! - [`engine`] — the `PermissionEngine` actor that holds the policy and hands out the
 //!   decisions of [`permission`], and the hand-off of an allowed call to the gate.
-//! - [`auto_mode`] — auto mode's classifier: the model call that judges what would ask, and
-//!   its circuit breaker.
+//! - [`auto_mode`] — auto mode in a session: the classifier's use, its circuit breaker and
+//!   tally.
 //! - [`trust`] — folder trust and the content pins of a project's executable configuration.
 //! - [`approver`] — turning an Ask into a human's answer (TUI or headless) and the `Approval`.
 //! - [`gate`] — the Safety/Names gate: per-agent policy, Plan Mode, the only `ClearedCall`.
@@ -87,6 +89,7 @@
 pub mod agent;
 pub mod approver;
 pub mod auto_mode;
+pub mod classifier;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -98,7 +98,7 @@ impl Permit {
     /// Fails when the classifier judged another call.
     pub fn classified(
         pending: Pending,
-        allow: &crate::auto_mode::classifier::ClassifierAllow,
+        allow: &crate::classifier::ClassifierAllow,
     ) -> Result<Permit, ApprovalMismatch> {
         if allow.call() != &pending.call {
             return Err(ApprovalMismatch {
