@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
-use crate::permission::{Layer, PermissionMode, Policy, sandbox};
+use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 use crate::trust::TrustStore;
 
 pub use super::sandbox_settings::SandboxSettings;
@@ -160,10 +160,13 @@ pub use crate::store::find_project_root;
 impl Policy {
     /// Loads the user, project and local settings of `project_root` (missing files are
     /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
-    /// and expands `~`.
-    pub fn load(
+    /// and expands `~`. `tool_rule_name` resolves rules that name a tool by its own name
+    /// or alias ([`Rule::parse_with`]); `Policy::load` (`crate::tools::rule_names`)
+    /// passes the built-in tools' lookup.
+    pub fn load_with(
         project_root: &Path,
         home: Option<&Path>,
+        tool_rule_name: &dyn Fn(&str) -> Option<RuleName>,
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
         let root =
             std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
@@ -242,7 +245,7 @@ impl Policy {
                         ignored.push(format!("permissions.{key}[{index}] `{text}`"));
                         continue;
                     }
-                    match Rule::parse(text, kind, layer, home) {
+                    match Rule::parse_with(text, kind, layer, home, tool_rule_name) {
                         Ok(mut rule) => {
                             rule.file = Some(path.clone());
                             rule.index = index;
