@@ -84,7 +84,8 @@
 //!
 //! - `test_kernel` — the safety-test ledger for unit tests that need kernel features.
 //! - `layering_tests` — the member crates' manifests: none depends on the root package,
-//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine.
+//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine;
+//!   and the import arrows inside this crate already cut stay cut.
 
 pub mod agent;
 pub mod approver;
