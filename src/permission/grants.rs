@@ -161,9 +161,14 @@ fn add(
         {
             continue;
         }
-        let mut rule =
-            Rule::parse_with(t, RuleKind::Allow, layer, policy.home.as_deref(), &no_tool_names)
-                .map_err(|e| GrantError::Refused(e.to_string()))?;
+        let mut rule = Rule::parse_with(
+            t,
+            RuleKind::Allow,
+            layer,
+            policy.home.as_deref(),
+            &no_tool_names,
+        )
+        .map_err(|e| GrantError::Refused(e.to_string()))?;
         rule.file = file.map(Path::to_path_buf);
         policy.rules.push(rule);
     }
