@@ -32,6 +32,11 @@ const CUTS: &[Cut] = &[
         under: "supervise",
         must_not_name: &["crate::session"],
     },
+    // The settings are read below the sandbox that enforces them.
+    Cut {
+        under: "config",
+        must_not_name: &["crate::tools"],
+    },
     // Where state lives is below everything that keeps state.
     Cut {
         under: "store.rs",
