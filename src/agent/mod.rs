@@ -10,6 +10,7 @@ pub mod definition;
 pub mod delegate;
 pub mod follow_up;
 pub mod fork;
+pub mod host;
 pub mod lead;
 pub mod ledger;
 pub mod mode;

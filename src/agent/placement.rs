@@ -1,7 +1,7 @@
 //! Where an agent definition's subagents run, as the definition states it:
 //! `placement: local` (this machine only), `placement: remote` (always on a worker), or
 //! unset (here, and on a worker when the local slots are full and the session has
-//! workers). The choice for one agent is `crate::worker::placement::choose`.
+//! workers). The choice for one agent is [`super::host::choose`].
 
 use std::str::FromStr;
 

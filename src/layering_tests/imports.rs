@@ -18,13 +18,9 @@ const CUTS: &[Cut] = &[
         under: "permission",
         must_not_name: &["crate::tools", "crate::auto_mode"],
     },
-    // An agent's definition must not know about workers.
+    // Agents must not know about workers: the session hands them an `agent::host::Workers`.
     Cut {
-        under: "agent/definition.rs",
-        must_not_name: &["crate::worker"],
-    },
-    Cut {
-        under: "agent/placement.rs",
+        under: "agent",
         must_not_name: &["crate::worker"],
     },
     // Restart and fault plumbing must not import the session it serves.

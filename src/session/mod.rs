@@ -208,7 +208,9 @@ impl Actor for Session {
                 walk: walk.clone(),
                 team: team.clone(),
                 finished: Default::default(),
-                workers: o.workers,
+                workers: o
+                    .workers
+                    .map(|pool| pool as Arc<dyn crate::agent::host::Workers>),
             }),
             _ => None,
         };
