@@ -70,8 +70,10 @@
 //! - [`team`] — teams on disk: roster, durable inboxes, the shared work list, the watcher.
 //! - [`worktree`] — git worktrees for subagents, crew's own hardened git, the manager actor.
 //! - [`worker`] — worker machines over `ractor_cluster`: remote subagents and teammates, TLS.
-//! - [`session`] — the root supervisor and `SessionHandle`.
-//! - [`supervise`] — restartable `Slot`s, restart from last good state, storms, test faults.
+//! - [`session`] — the root supervisor, its service actors and their restart from last good
+//!   state (`session::services`), and `SessionHandle`.
+//! - [`supervise`] — restartable `Slot`s, restart budgets and storms, test faults: the
+//!   plumbing every actor uses, importing none of them.
 //! - [`store`] — where state lives under `~/.crew` (projects, sessions).
 //! - [`transcript`] — session transcripts: record, load, resume.
 //!

@@ -23,10 +23,20 @@ const CUTS: &[Cut] = &[
         under: "agent",
         must_not_name: &["crate::worker"],
     },
-    // Restart and fault plumbing must not import the session it serves.
+    // Restart and fault plumbing must not import the session or the actors it serves.
     Cut {
         under: "supervise",
-        must_not_name: &["crate::session"],
+        must_not_name: &[
+            "crate::session",
+            "crate::engine",
+            "crate::gate",
+            "crate::executor",
+            "crate::approver",
+            "crate::tasks",
+            "crate::worktree",
+            "crate::tools",
+            "crate::permission",
+        ],
     },
     // The settings are read below the sandbox that enforces them.
     Cut {
