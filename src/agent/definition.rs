@@ -97,23 +97,8 @@ struct FrontMatter {
     reschedule: Option<bool>,
 }
 
-/// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
-/// name (`Read`, `Bash`, …) is the built-in tool whose own rule name it is, an alias
-/// (`Task`) its tool — both read from the tools' definitions. `MultiEdit` has no twin
-/// here; `edit_file` does its job.
-pub fn tool_name(name: &str) -> &str {
-    if name == "MultiEdit" {
-        return "edit_file";
-    }
-    let by_rule = name
-        .parse::<crate::permission::RuleName>()
-        .ok()
-        .and_then(crate::tools::builtin_tool_for_rule);
-    match by_rule.or_else(|| crate::tools::builtin_definition(name)) {
-        Some(def) => &def.name,
-        None => name,
-    }
-}
+/// Maps Claude Code's tool names to ours (the tool catalog's mapping, re-exported).
+pub use crate::tools::rule_names::tool_name;
 
 /// Parses one definition file's text.
 pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionError> {

@@ -38,6 +38,16 @@ const CUTS: &[Cut] = &[
             "crate::permission",
         ],
     },
+    // Front matter is parsed below the agents, skills and commands that use it.
+    Cut {
+        under: "front_matter.rs",
+        must_not_name: &[
+            "crate::agent",
+            "crate::tools",
+            "crate::skills",
+            "crate::commands",
+        ],
+    },
     // The settings are read below the sandbox that enforces them.
     Cut {
         under: "config",

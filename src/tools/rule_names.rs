@@ -3,11 +3,15 @@
 //! own rule name. The engine's parser ([`Rule::parse_with`]) and the settings loader
 //! ([`Policy::load_with`]) take that lookup as an argument, so neither imports the
 //! catalog; the catalog hands it in here: [`Rule::parse`] and [`Policy::load`] are the
-//! two with the built-in tools' names.
+//! two with the built-in tools' names. Likewise the tool lists of agent, skill and
+//! command files name tools in Claude Code's words (`Read`, `Task`): [`tool_name`] maps
+//! them to ours, and [`ToolList::names`] passes it to `front_matter`.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::config::{SettingsError, Warning};
+use crate::front_matter::ToolList;
 use crate::permission::rules::{RuleError, RuleKind};
 use crate::permission::{Layer, Policy, Rule, RuleName};
 
@@ -15,6 +19,32 @@ use crate::permission::{Layer, Policy, Rule, RuleName};
 /// `Bash`, `Task` → `Agent`); `None` for an unknown tool or one without rule names.
 pub fn own_rule_name(name: &str) -> Option<RuleName> {
     super::builtin_permission(name).and_then(|s| s.own_rule_name())
+}
+
+/// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
+/// name (`Read`, `Bash`, …) is the built-in tool whose own rule name it is, an alias
+/// (`Task`) its tool — both read from the tools' definitions. `MultiEdit` has no twin
+/// here; `edit_file` does its job.
+pub fn tool_name(name: &str) -> &str {
+    if name == "MultiEdit" {
+        return "edit_file";
+    }
+    let by_rule = name
+        .parse::<RuleName>()
+        .ok()
+        .and_then(super::builtin_tool_for_rule);
+    match by_rule.or_else(|| super::builtin_definition(name)) {
+        Some(def) => &def.name,
+        None => name,
+    }
+}
+
+impl ToolList {
+    /// The registry names of the listed tools, Claude Code's names mapped to ours by
+    /// [`tool_name`] (see [`ToolList::names_with`]).
+    pub fn names(&self) -> BTreeSet<String> {
+        self.names_with(&tool_name)
+    }
 }
 
 impl Rule {
