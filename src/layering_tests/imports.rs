@@ -38,6 +38,16 @@ const CUTS: &[Cut] = &[
             "crate::permission",
         ],
     },
+    // Result offloading sits below the executor that applies it.
+    Cut {
+        under: "offload",
+        must_not_name: &["crate::executor"],
+    },
+    // The gate reads the agent mode from the protocol, not from the agents.
+    Cut {
+        under: "gate",
+        must_not_name: &["crate::agent"],
+    },
     // Front matter is parsed below the agents, skills and commands that use it.
     Cut {
         under: "front_matter.rs",
