@@ -48,6 +48,11 @@ const CUTS: &[Cut] = &[
         under: "gate",
         must_not_name: &["crate::agent"],
     },
+    // Hooks are configured below the agents that fire them.
+    Cut {
+        under: "hooks",
+        must_not_name: &["crate::agent"],
+    },
     // Front matter is parsed below the agents, skills and commands that use it.
     Cut {
         under: "front_matter.rs",
