@@ -21,7 +21,6 @@ use serde_json::Value;
 use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
-use crate::trust::TrustStore;
 
 pub use super::sandbox_settings::SandboxSettings;
 
@@ -161,40 +160,21 @@ impl Policy {
     /// Loads the user, project and local settings of `project_root` (missing files are
     /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
     /// and expands `~`. `tool_rule_name` resolves rules that name a tool by its own name
-    /// or alias ([`Rule::parse_with`]); `Policy::load` (`crate::tools::rule_names`)
-    /// passes the built-in tools' lookup.
+    /// or alias ([`Rule::parse_with`]); `trust` says whether the (canonical) project root
+    /// is trusted, with what the check has to report (`crate::trust::policy_trust`).
+    /// `Policy::load` (`crate::tools::rule_names`) passes the built-in tools' lookup and
+    /// the trust list of `home`.
     pub fn load_with(
         project_root: &Path,
         home: Option<&Path>,
         tool_rule_name: &dyn Fn(&str) -> Option<RuleName>,
+        trust: &dyn Fn(&Path) -> (bool, Vec<Warning>),
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
         let root =
             std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
         let mut warnings = Vec::new();
-        // Fail closed: no home or an unreadable trust list means not trusted.
-        let trusted = match home.map(TrustStore::for_home) {
-            None => false,
-            // Trust pins content: a folder whose executable configuration changed since
-            // trust is treated as untrusted, with a warning naming what changed.
-            Some(store) => match store.state(&root) {
-                Ok(state) => {
-                    if let Some(message) = state.warning(&root) {
-                        warnings.push(Warning {
-                            file: Some(store.path().to_path_buf()),
-                            message,
-                        });
-                    }
-                    state.is_trusted()
-                }
-                Err(e) => {
-                    warnings.push(Warning {
-                        file: Some(store.path().to_path_buf()),
-                        message: format!("{e}; treating {} as not trusted", root.display()),
-                    });
-                    false
-                }
-            },
-        };
+        let (trusted, trust_warnings) = trust(&root);
+        warnings.extend(trust_warnings);
         let mut policy = Policy {
             project_root: Some(root.clone()),
             home: home.map(Path::to_path_buf),

@@ -66,7 +66,7 @@ const CUTS: &[Cut] = &[
     // The settings are read below the sandbox that enforces them.
     Cut {
         under: "config",
-        must_not_name: &["crate::tools"],
+        must_not_name: &["crate::tools", "crate::trust"],
     },
     // Where state lives is below everything that keeps state.
     Cut {

@@ -68,6 +68,8 @@ impl Policy {
         project_root: &Path,
         home: Option<&Path>,
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
-        Policy::load_with(project_root, home, &own_rule_name)
+        Policy::load_with(project_root, home, &own_rule_name, &|root| {
+            crate::trust::policy_trust(root, home)
+        })
     }
 }
