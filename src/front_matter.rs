@@ -94,10 +94,13 @@ pub enum ToolList {
 
 impl ToolList {
     /// The registry names of the listed tools. Claude Code's names (`Read`, `Grep`,
-    /// `Task`) map to ours; a `Bash(git:*)` pattern narrows to its tool (`run_command`)
-    /// — the gate filters by name only, the permission engine judges the command. Names
-    /// that are no tool stay as written (they allow nothing).
-    pub fn names(&self) -> BTreeSet<String> {
+    /// `Task`) map to ours through `tool_name`, the tool catalog's mapping, handed in so
+    /// that this module never imports the catalog (`ToolList::names`,
+    /// `crate::tools::rule_names`, passes the built-in tools' one); a `Bash(git:*)`
+    /// pattern narrows to its tool (`run_command`) — the gate filters by name only, the
+    /// permission engine judges the command. Names that are no tool stay as written
+    /// (they allow nothing).
+    pub fn names_with(&self, tool_name: &dyn Fn(&str) -> &str) -> BTreeSet<String> {
         let items: Vec<String> = match self {
             ToolList::Text(s) => items(s),
             ToolList::List(v) => v.iter().flat_map(|s| items(s)).collect(),
@@ -106,7 +109,7 @@ impl ToolList {
             .iter()
             .map(|item| {
                 let bare = item.split('(').next().unwrap_or(item).trim();
-                crate::agent::definition::tool_name(bare).to_string()
+                tool_name(bare).to_string()
             })
             .filter(|s| !s.is_empty())
             .collect()

@@ -26,12 +26,14 @@
 //!
 //! - [`config`] — the settings files (user, project, local) read and parsed:
 //!   rules, sandbox and network settings, limits, which files git tracks.
+//! - [`classifier`] — auto mode's classifier: the model call that judges what would ask,
+//!   its fail-closed parse, and the only `ClassifierAllow` (below the engine, which takes it).
 //! - [`permission`] — the permission decision, pure: hard checks, rule layers, modes, auto
 //!   mode's rule suspension, grants, the `Permit`, the sandbox profile a decision chooses.
 //! - [`engine`] — the `PermissionEngine` actor that holds the policy and hands out the
 //!   decisions of [`permission`], and the hand-off of an allowed call to the gate.
-//! - [`auto_mode`] — auto mode's classifier: the model call that judges what would ask, and
-//!   its circuit breaker.
+//! - [`auto_mode`] — auto mode in a session: the classifier's use, its circuit breaker and
+//!   tally.
 //! - [`trust`] — folder trust and the content pins of a project's executable configuration.
 //! - [`approver`] — turning an Ask into a human's answer (TUI or headless) and the `Approval`.
 //! - [`gate`] — the Safety/Names gate: per-agent policy, Plan Mode, the only `ClearedCall`.
@@ -68,8 +70,10 @@
 //! - [`team`] — teams on disk: roster, durable inboxes, the shared work list, the watcher.
 //! - [`worktree`] — git worktrees for subagents, crew's own hardened git, the manager actor.
 //! - [`worker`] — worker machines over `ractor_cluster`: remote subagents and teammates, TLS.
-//! - [`session`] — the root supervisor and `SessionHandle`.
-//! - [`supervise`] — restartable `Slot`s, restart from last good state, storms, test faults.
+//! - [`session`] — the root supervisor, its service actors and their restart from last good
+//!   state (`session::services`), and `SessionHandle`.
+//! - [`supervise`] — restartable `Slot`s, restart budgets and storms, test faults: the
+//!   plumbing every actor uses, importing none of them.
 //! - [`store`] — where state lives under `~/.crew` (projects, sessions).
 //! - [`transcript`] — session transcripts: record, load, resume.
 //!
@@ -82,11 +86,13 @@
 //!
 //! - `test_kernel` — the safety-test ledger for unit tests that need kernel features.
 //! - `layering_tests` — the member crates' manifests: none depends on the root package,
-//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine.
+//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine;
+//!   and the import arrows inside this crate already cut stay cut.
 
 pub mod agent;
 pub mod approver;
 pub mod auto_mode;
+pub mod classifier;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -3,7 +3,8 @@
 //! named by [`project_slug`], which no two canonical paths share, and records the root it
 //! belongs to (`project-root`): only a directory whose record is this root's gives up its
 //! sessions. Directories of the old, colliding layout are adopted by [`open_project`]
-//! (see `legacy`). Also the one atomic-write helper every persisted file uses.
+//! (see `legacy`). Also the one atomic-write helper every persisted file uses, the project
+//! root of a directory, and the private temp directory of sandboxed commands.
 
 mod legacy;
 
@@ -29,7 +30,42 @@ pub fn crew_home() -> Option<PathBuf> {
 /// (never the home directory or `/`), else the directory itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
     let home = crew_home().and_then(|h| h.parent().map(Path::to_path_buf));
-    crate::config::settings::find_project_root(cwd, home.as_deref())
+    find_project_root(cwd, home.as_deref())
+}
+
+/// The project root for a directory: the nearest ancestor (itself included) holding
+/// `.git` or `.crew`, never the home directory (whose `.crew` holds user settings) nor
+/// `/`; the directory itself when there is none.
+pub fn find_project_root(start: &Path, home: Option<&Path>) -> PathBuf {
+    for dir in start.ancestors() {
+        if Some(dir) == home || dir.parent().is_none() {
+            break;
+        }
+        if dir.join(".git").exists() || dir.join(".crew").is_dir() {
+            return dir.to_path_buf();
+        }
+    }
+    start.to_path_buf()
+}
+
+/// The temp directory confined commands get (their `TMPDIR`, `TMP` and `TEMP` point
+/// there): private to this user, instead of the whole shared temp dir — which may hold the
+/// very checkout the sandbox protects (a project under /tmp would otherwise be writable).
+pub fn sandbox_temp_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("crew-sandbox-{}", nix::unistd::getuid()));
+        let made = std::fs::create_dir_all(&dir).and_then(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        });
+        if let Err(e) = made {
+            // Without it, confined commands simply cannot write temp files (fail closed).
+            tracing::warn!("cannot create the sandbox temp dir {}: {e}", dir.display());
+        }
+        dir
+    })
+    .clone()
 }
 
 /// The user's home directory (`HOME` decides).

@@ -413,5 +413,39 @@ fn covering_entry<'a>(entries: &'a [Stored], real: &Path) -> Option<&'a Stored> 
         .or_else(|| entries.iter().find(|t| real.starts_with(t.dir())))
 }
 
+/// Whether the project at `root` (canonical) is trusted for its shared settings, from the
+/// trust list of `home`, with the warnings the check has to report. Fail closed: no home
+/// or an unreadable trust list means not trusted, and a folder whose executable
+/// configuration changed since trust is treated as untrusted, with a warning naming what
+/// changed.
+pub fn policy_trust(root: &Path, home: Option<&Path>) -> (bool, Vec<crate::config::Warning>) {
+    use crate::config::Warning;
+    let mut warnings = Vec::new();
+    let trusted = match home.map(TrustStore::for_home) {
+        None => false,
+        // Trust pins content: a folder whose executable configuration changed since
+        // trust is treated as untrusted, with a warning naming what changed.
+        Some(store) => match store.state(root) {
+            Ok(state) => {
+                if let Some(message) = state.warning(root) {
+                    warnings.push(Warning {
+                        file: Some(store.path().to_path_buf()),
+                        message,
+                    });
+                }
+                state.is_trusted()
+            }
+            Err(e) => {
+                warnings.push(Warning {
+                    file: Some(store.path().to_path_buf()),
+                    message: format!("{e}; treating {} as not trusted", root.display()),
+                });
+                false
+            }
+        },
+    };
+    (trusted, warnings)
+}
+
 #[cfg(test)]
 mod tests;

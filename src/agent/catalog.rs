@@ -18,6 +18,19 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The definitions that carry a `hooks` object, for `hooks::config::load_agents`.
+    pub fn hook_sources(&self) -> impl Iterator<Item = crate::hooks::config::AgentHooks<'_>> {
+        self.agents.values().filter_map(|d| {
+            d.hooks
+                .as_ref()
+                .map(|hooks| crate::hooks::config::AgentHooks {
+                    name: &d.name,
+                    origin: &d.origin,
+                    hooks,
+                })
+        })
+    }
+
     /// Loads the built-ins and the definition directories of `project_root` and `home`
     /// (lowest precedence first: built-in, user, `.claude`, `.crew`).
     pub fn load(project_root: &Path, home: Option<&Path>) -> Self {

@@ -38,7 +38,7 @@ pub struct AgentDefinition {
     pub origin: String,
     /// Where its subagents run (`placement: local|remote`; unset: here, or on a worker
     /// when local slots are full).
-    pub placement: crate::worker::placement::Placement,
+    pub placement: crate::agent::placement::Placement,
     /// Whether work lost with a worker is started once more elsewhere (`reschedule`,
     /// default true).
     pub reschedule: bool,
@@ -97,23 +97,8 @@ struct FrontMatter {
     reschedule: Option<bool>,
 }
 
-/// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
-/// name (`Read`, `Bash`, …) is the built-in tool whose own rule name it is, an alias
-/// (`Task`) its tool — both read from the tools' definitions. `MultiEdit` has no twin
-/// here; `edit_file` does its job.
-pub fn tool_name(name: &str) -> &str {
-    if name == "MultiEdit" {
-        return "edit_file";
-    }
-    let by_rule = name
-        .parse::<crate::permission::RuleName>()
-        .ok()
-        .and_then(crate::tools::builtin_tool_for_rule);
-    match by_rule.or_else(|| crate::tools::builtin_definition(name)) {
-        Some(def) => &def.name,
-        None => name,
-    }
-}
+/// Maps Claude Code's tool names to ours (the tool catalog's mapping, re-exported).
+pub use crate::tools::rule_names::tool_name;
 
 /// Parses one definition file's text.
 pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionError> {
@@ -134,7 +119,7 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
     }
     let placement = match &fm.placement {
         Some(p) => p.parse().map_err(err)?,
-        None => crate::worker::placement::Placement::Auto,
+        None => crate::agent::placement::Placement::Auto,
     };
     if fm.name.trim().is_empty() {
         return Err(err("field `name` is empty".into()));

@@ -69,7 +69,7 @@ pub struct SubagentEnv {
     pub finished: FinishedAgents,
     /// Worker nodes (`--workers`): where `placement: remote` agents, and agents that
     /// find the local slots full, run.
-    pub workers: Option<Arc<crate::worker::pool::Pool>>,
+    pub workers: Option<Arc<dyn super::host::Workers>>,
 }
 
 /// Messages a subagent accepts.
@@ -149,12 +149,10 @@ pub async fn launch(
                 &env.runner.pipeline.registry,
                 env.workspaces.is_some(),
             )?;
-            if let Some(pool) = crate::worker::remote_task::choose(env, def, &request)? {
-                let (def, attempt) = (def.clone(), Default::default());
-                return crate::worker::remote_task::launch(
-                    env, pool, depth, request, &def, attempt,
-                )
-                .await;
+            let worktree = request.fork.is_none() && request.isolation != Some(Isolation::None);
+            if let Some(workers) = super::host::choose(env, def, worktree)? {
+                let def = def.clone();
+                return workers.launch_subagent(env, depth, request, &def).await;
             }
             def.name.clone()
         }

@@ -62,9 +62,10 @@ pub async fn launch(
         ));
     }
     // `placement: remote` (or local slots full, with workers): on a worker node.
-    if let Some(pool) = crate::worker::teammate_launch::choose(env, &def)? {
+    if let Some(workers) = super::host::choose(env, &def, true)? {
         let mode = narrowed(mode, def.permission_mode.as_deref()).get();
-        return crate::worker::teammate_launch::launch(env, team, req, &def, pool, mode, name)
+        return workers
+            .launch_teammate(env, team, req, &def, mode, name)
             .await;
     }
     let placement = super::delegate::placement(

@@ -1,6 +1,6 @@
 //! The session's team as the lead's actor holds it, and what every teammate's start goes
-//! through, local ([`super::team_launch`]) or on a worker
-//! ([`crate::worker::teammate_launch`]): its ids, its roster entry, its mailbox, and the
+//! through, local ([`super::team_launch`]) or on a worker (the worker layer's
+//! `teammate_launch`, through [`super::host::Workers`]): its ids, its roster entry, its mailbox, and the
 //! team actor adopting its actor linked under itself (so its failure is seen there).
 
 use std::path::PathBuf;

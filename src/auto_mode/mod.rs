@@ -2,7 +2,8 @@
 //! decides instead. Hard checks, deny rules, explicit `ask` rules, the gate and Plan Mode
 //! come first and are unchanged; only the mode fallback's Ask reaches the classifier.
 //!
-//! Modules: `classifier` (the model call, its prompt and the fail-closed parse),
+//! Modules: `classifier` (the model call, its prompt and the fail-closed parse; the
+//! top-level `crate::classifier`, re-exported here),
 //! `breaker` (3 denials in a row or 20 in a session switch auto off). The pure part of
 //! auto mode — its settings, whether it can be entered, and the allow rules set aside
 //! while in it — is the engine's (`permission::auto`); this module is the async part the
@@ -11,7 +12,7 @@
 //! shared by the lead, its subagents and teammates.
 
 pub mod breaker;
-pub mod classifier;
+pub use crate::classifier;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

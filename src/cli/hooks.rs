@@ -29,7 +29,7 @@ pub fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32
     let (mut hooks, mut warnings) = crate::hooks::config::load(&root, home.as_deref())?;
     let catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
     let (by_type, agent_warnings) =
-        crate::hooks::config::load_agents(&catalog, &root, home.as_deref());
+        crate::hooks::config::load_agents(catalog.hook_sources(), &root, home.as_deref());
     warnings.extend(agent_warnings);
     // Agent definitions' hooks last, in type order: they run only for that agent type.
     let mut types: Vec<_> = by_type.into_iter().collect();

@@ -198,7 +198,7 @@ pub async fn prepare(
         warn(format!("slash command not loaded: {e}"));
     }
     let (by_agent_type, agent_warnings) =
-        crate::hooks::config::load_agents(&catalog, &project_root, home.as_deref());
+        crate::hooks::config::load_agents(catalog.hook_sources(), &project_root, home.as_deref());
     for w in agent_warnings {
         warn(w.to_string());
     }

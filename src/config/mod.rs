@@ -1,10 +1,12 @@
 //! The typed settings and the files they come from: which settings files exist and in
 //! what precedence (`layers`), whether git tracks a local one (`tracked`), the JSON of
-//! each file read into typed values (`settings`, `sandbox_settings`, `settings_network`),
+//! each file read into typed values (`settings`, `sandbox_settings`, `settings_network`,
+//! one network allow-list entry `host_pattern`),
 //! the one list of what crew loads from a project as code or policy (`loaded`, which the
-//! engine, the OS sandbox and the trust pin all protect), and `Policy::load`, which hands the parsed rules and values to the permission engine.
+//! engine, the OS sandbox and the trust pin all protect), and `Policy::load_with`, which hands the parsed rules and values to the permission engine.
 //! The engine (`crate::permission`) decides; this module only reads and validates files.
 
+pub mod host_pattern;
 pub mod layers;
 pub mod loaded;
 pub mod sandbox_settings;

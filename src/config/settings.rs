@@ -20,8 +20,7 @@ use serde_json::Value;
 
 use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
-use crate::permission::{Layer, PermissionMode, Policy, sandbox};
-use crate::trust::TrustStore;
+use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 
 pub use super::sandbox_settings::SandboxSettings;
 
@@ -154,56 +153,28 @@ struct RawPermissions {
 
 pub use super::layers::files;
 
-/// The project root for a directory: the nearest ancestor (itself included) holding
-/// `.git` or `.crew`, never the home directory (whose `.crew` holds user settings) nor
-/// `/`; the directory itself when there is none.
-pub fn find_project_root(start: &Path, home: Option<&Path>) -> PathBuf {
-    for dir in start.ancestors() {
-        if Some(dir) == home || dir.parent().is_none() {
-            break;
-        }
-        if dir.join(".git").exists() || dir.join(".crew").is_dir() {
-            return dir.to_path_buf();
-        }
-    }
-    start.to_path_buf()
-}
+/// The project root for a directory (defined with the store's paths, re-exported here).
+pub use crate::store::find_project_root;
 
 impl Policy {
     /// Loads the user, project and local settings of `project_root` (missing files are
     /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
-    /// and expands `~`.
-    pub fn load(
+    /// and expands `~`. `tool_rule_name` resolves rules that name a tool by its own name
+    /// or alias ([`Rule::parse_with`]); `trust` says whether the (canonical) project root
+    /// is trusted, with what the check has to report (`crate::trust::policy_trust`).
+    /// `Policy::load` (`crate::tools::rule_names`) passes the built-in tools' lookup and
+    /// the trust list of `home`.
+    pub fn load_with(
         project_root: &Path,
         home: Option<&Path>,
+        tool_rule_name: &dyn Fn(&str) -> Option<RuleName>,
+        trust: &dyn Fn(&Path) -> (bool, Vec<Warning>),
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
         let root =
             std::fs::canonicalize(project_root).unwrap_or_else(|_| project_root.to_path_buf());
         let mut warnings = Vec::new();
-        // Fail closed: no home or an unreadable trust list means not trusted.
-        let trusted = match home.map(TrustStore::for_home) {
-            None => false,
-            // Trust pins content: a folder whose executable configuration changed since
-            // trust is treated as untrusted, with a warning naming what changed.
-            Some(store) => match store.state(&root) {
-                Ok(state) => {
-                    if let Some(message) = state.warning(&root) {
-                        warnings.push(Warning {
-                            file: Some(store.path().to_path_buf()),
-                            message,
-                        });
-                    }
-                    state.is_trusted()
-                }
-                Err(e) => {
-                    warnings.push(Warning {
-                        file: Some(store.path().to_path_buf()),
-                        message: format!("{e}; treating {} as not trusted", root.display()),
-                    });
-                    false
-                }
-            },
-        };
+        let (trusted, trust_warnings) = trust(&root);
+        warnings.extend(trust_warnings);
         let mut policy = Policy {
             project_root: Some(root.clone()),
             home: home.map(Path::to_path_buf),
@@ -254,7 +225,7 @@ impl Policy {
                         ignored.push(format!("permissions.{key}[{index}] `{text}`"));
                         continue;
                     }
-                    match Rule::parse(text, kind, layer, home) {
+                    match Rule::parse_with(text, kind, layer, home, tool_rule_name) {
                         Ok(mut rule) => {
                             rule.file = Some(path.clone());
                             rule.index = index;

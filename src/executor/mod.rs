@@ -139,31 +139,9 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Cuts `text` to at most about `max` characters, keeping the head and the tail and
-/// saying how much was cut.
-pub fn truncate(text: &str, max: usize) -> String {
-    truncate_with(
-        text,
-        max,
-        "narrow the request (offset/limit, a tighter pattern, head_limit) to see them",
-    )
-}
-
-/// [`truncate`] with `note` saying why the cut text cannot be seen, or how to see it.
-pub fn truncate_with(text: &str, max: usize, note: &str) -> String {
-    let total = text.chars().count();
-    if total <= max {
-        return text.to_string();
-    }
-    let head_len = max * 4 / 5;
-    let tail_len = max - head_len;
-    let head: String = text.chars().take(head_len).collect();
-    let tail: String = text.chars().skip(total - tail_len).collect();
-    format!(
-        "{head}\n[… {} characters cut of {total}; {note} …]\n{tail}",
-        total - head_len - tail_len
-    )
-}
+/// Cutting a text to its head and tail (defined with the results it shapes in
+/// `offload`, re-exported here for its old paths).
+pub use crate::offload::{truncate, truncate_with};
 
 #[cfg(test)]
 mod tests {

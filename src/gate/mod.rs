@@ -34,8 +34,8 @@ pub mod port;
 
 use std::collections::HashSet;
 
-use crate::agent::mode::AgentMode;
 use crate::permission::Permit;
+use crate::protocol::mode::AgentMode;
 use crate::protocol::{ToolCall, ToolResult};
 use crate::tools::{Registry, Safety, ToolContext};
 

@@ -21,7 +21,6 @@ use serde_json::Value;
 
 use super::event::HookEvent;
 use super::matcher::Matcher;
-use crate::agent::catalog::Catalog;
 use crate::config::layers;
 use crate::config::settings::{SettingsError, Warning};
 use crate::permission::Layer;
@@ -230,11 +229,23 @@ fn is_trusted(root: &Path, home: Option<&Path>) -> bool {
         .is_some_and(|s| s.is_trusted(root).unwrap_or(false))
 }
 
+/// One agent type's `hooks` object, as its definition carries it (the agent catalog lists
+/// them: `agent::catalog::Catalog::hook_sources`).
+#[derive(Debug, Clone, Copy)]
+pub struct AgentHooks<'a> {
+    /// The agent type's name.
+    pub name: &'a str,
+    /// Where its definition came from (`built-in`, or a file path).
+    pub origin: &'a str,
+    /// Its `hooks` object (Claude Code's format).
+    pub hooks: &'a Value,
+}
+
 /// The hooks of each agent type's definition (`Stop` there is `SubagentStop`). A
 /// definition inside the project came with the repository: its hooks need the folder's
 /// trust, like the project's settings.
-pub fn load_agents(
-    catalog: &Catalog,
+pub fn load_agents<'a>(
+    agents: impl IntoIterator<Item = AgentHooks<'a>>,
     project_root: &Path,
     home: Option<&Path>,
 ) -> (HashMap<String, Vec<Hook>>, Vec<Warning>) {
@@ -242,11 +253,11 @@ pub fn load_agents(
     let trusted = is_trusted(&root, home);
     let mut warnings = Vec::new();
     let mut out = HashMap::new();
-    for def in catalog.agents.values() {
-        let Some(value) = &def.hooks else { continue };
-        let shared = canonical(Path::new(&def.origin)).starts_with(&root);
+    for def in agents {
+        let value = def.hooks;
+        let shared = canonical(Path::new(def.origin)).starts_with(&root);
         let origin = Origin {
-            file: def.origin.clone(),
+            file: def.origin.to_string(),
             scope: format!("agent:{}", def.name),
             from_project: shared,
         };
@@ -260,7 +271,7 @@ pub fn load_agents(
                 .map(|h| format!("{} {}: `{}`", h.event, h.place, h.command))
                 .collect();
             warnings.push(Warning {
-                file: Some(PathBuf::from(&def.origin)),
+                file: Some(PathBuf::from(def.origin)),
                 message: format!(
                     "this folder is not trusted, so the hooks of agent `{}` will not run: {}. If you trust this repository, run `crew trust {}`",
                     def.name,
@@ -270,7 +281,7 @@ pub fn load_agents(
             });
             continue;
         }
-        out.insert(def.name.clone(), found);
+        out.insert(def.name.to_string(), found);
     }
     (out, warnings)
 }

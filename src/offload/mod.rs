@@ -7,8 +7,10 @@
 //! included: the executor applies it to whatever a tool returns.
 
 pub mod budget;
+mod truncate;
 /// Micro-compaction lives with the requests it shapes (`crew_provider::micro`).
 pub use crate::provider::micro;
+pub use truncate::{truncate, truncate_with};
 
 use std::fs::File;
 use std::io::Write;
@@ -166,12 +168,12 @@ pub fn offload(results: Option<&ResultsDir>, call_id: &str, text: String) -> Sho
         Some(Err(e)) if text.len() > OFFLOAD_ABOVE_BYTES => {
             let note = format!("the full result could not be saved ({e})");
             Shown {
-                text: crate::executor::truncate_with(&text, OFFLOAD_ABOVE_BYTES, &note),
+                text: truncate_with(&text, OFFLOAD_ABOVE_BYTES, &note),
                 saved_to: None,
             }
         }
         _ if text.len() > OFFLOAD_ABOVE_BYTES => Shown {
-            text: crate::executor::truncate(&text, OFFLOAD_ABOVE_BYTES),
+            text: truncate(&text, OFFLOAD_ABOVE_BYTES),
             saved_to: None,
         },
         _ => Shown {

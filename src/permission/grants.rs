@@ -14,7 +14,7 @@ use std::path::Path;
 
 use super::classify::{self, Target};
 use super::rules::{Rule, RuleKind, Subject, escape_glob};
-use super::{CheckRequest, Layer, PermissionMode, Policy, Source, Verdict, check, shell};
+use super::{CheckRequest, Layer, PermissionMode, Policy, RuleName, Source, Verdict, check, shell};
 use crate::config::settings::{self, SettingsError};
 
 /// Why a grant was refused.
@@ -114,12 +114,19 @@ fn exact_command(cmd: &str) -> Result<String, GrantError> {
         forms: &[],
         open: false,
     };
-    match Rule::parse(&text, RuleKind::Allow, Layer::Session, None) {
+    match Rule::parse_with(&text, RuleKind::Allow, Layer::Session, None, &no_tool_names) {
         Ok(rule) if rule.is_exact() && rule.matches(&subject) => Ok(text),
         _ => Err(GrantError::Refused(format!(
             "`{raw}` holds variables, globs or substitutions and cannot be written as an exact rule; approve it once"
         ))),
     }
+}
+
+/// The tool-name lookup for parsing granted rules: none is needed, since a grant names a
+/// rule name (`Write(…)`, `Bash(…)`, `Agent(…)`) or an `mcp__` tool, never a tool's own
+/// name or alias.
+fn no_tool_names(_: &str) -> Option<RuleName> {
+    None
 }
 
 /// Adds the call's rules to the policy's session layer; returns them.
@@ -154,8 +161,14 @@ fn add(
         {
             continue;
         }
-        let mut rule = Rule::parse(t, RuleKind::Allow, layer, policy.home.as_deref())
-            .map_err(|e| GrantError::Refused(e.to_string()))?;
+        let mut rule = Rule::parse_with(
+            t,
+            RuleKind::Allow,
+            layer,
+            policy.home.as_deref(),
+            &no_tool_names,
+        )
+        .map_err(|e| GrantError::Refused(e.to_string()))?;
         rule.file = file.map(Path::to_path_buf);
         policy.rules.push(rule);
     }

@@ -3,8 +3,9 @@
 //! source, reason, rule, category and resolved target. A pure function over plain data
 //! (`check`, and `Checked::authorize` for an agent's call); the `PermissionEngine` actor
 //! that holds its state and routes is `crate::engine`, the settings files and
-//! `Policy::load` are `crate::config`, auto mode's classifier is `crate::auto_mode`,
-//! trusted folders are `crate::trust`.
+//! `Policy::load_with` are `crate::config` (`Policy::load` and `Rule::parse`, with the
+//! built-in tools' names handed in, are `crate::tools::rule_names`), auto mode's
+//! classifier is `crate::classifier`, trusted folders are `crate::trust`.
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.

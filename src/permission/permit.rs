@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use super::{CheckRequest, Decision, HookOpinion, Policy, check, hook, profile};
 use crate::approver::{Approval, ApprovalAnswer};
 use crate::protocol::ToolCall;
-use crate::tools::SandboxProfile;
+use crate::protocol::sandbox_profile::SandboxProfile;
 
 /// Leave to run one call: issued by the permission engine for an Allow, or built from a
 /// `Pending` and a human's `Approval`. Bound to the call (id, name, arguments), the
@@ -98,7 +98,7 @@ impl Permit {
     /// Fails when the classifier judged another call.
     pub fn classified(
         pending: Pending,
-        allow: &crate::auto_mode::classifier::ClassifierAllow,
+        allow: &crate::classifier::ClassifierAllow,
     ) -> Result<Permit, ApprovalMismatch> {
         if allow.call() != &pending.call {
             return Err(ApprovalMismatch {

@@ -21,7 +21,7 @@
 use serde_json::Value;
 
 use super::{Category, CheckRequest, Decision, PermissionMode, Policy, TargetSpec, Verdict};
-use crate::tools::SandboxProfile;
+use crate::protocol::sandbox_profile::SandboxProfile;
 
 /// The argument with which a command call asks to run outside the sandbox.
 pub const OUTSIDE_SANDBOX_ARG: &str = "outside_sandbox";

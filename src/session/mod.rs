@@ -1,7 +1,7 @@
 //! The `Session` actor: the root supervisor. It starts the permission engine, approver,
 //! executor, gate and lead agent as linked children and keeps going when one of them
 //! fails (the default would stop the session): a crashed service is restarted from its
-//! last good state (`supervise::Services`) and the restart is an event; a restart storm
+//! last good state (`services::Services`) and the restart is an event; a restart storm
 //! ends the session with the reason. `SessionHandle` is the public face: start a session,
 //! run requests on its lead, subscribe to its events, shut it down.
 
@@ -20,17 +20,19 @@ use crate::agent::workspaces::WorktreeWorkspaces;
 use crate::events::{EventBus, EventKind};
 use crate::permission::SharedMode;
 use crate::protocol::Message;
-use crate::supervise::{RestartBudget, RestartLimit, Service, ServiceArgs, Services};
+use crate::supervise::{RestartBudget, RestartLimit};
 use crate::tasks::actor::{TaskArgs, TaskMsg};
 use crate::team::Team;
 use crate::team::actor::{TeamActor, TeamMsg};
 use crate::team::restore::Transcripts;
 use crate::worktree::actor::{WorktreeManagerArgs, WorktreeMsg};
+use services::{Service, ServiceArgs, Services};
 use std::path::Path;
 use tokio::sync::Semaphore;
 
 mod config;
 mod handle;
+pub mod services;
 
 pub use config::{Orchestration, SessionConfig, SessionHooks};
 pub use handle::SessionHandle;
@@ -208,7 +210,9 @@ impl Actor for Session {
                 walk: walk.clone(),
                 team: team.clone(),
                 finished: Default::default(),
-                workers: o.workers,
+                workers: o
+                    .workers
+                    .map(|pool| pool as Arc<dyn crate::agent::host::Workers>),
             }),
             _ => None,
         };
@@ -247,7 +251,11 @@ impl Actor for Session {
             cell,
         )
         .await?;
-        crate::supervise::faults::start_killer(&myself, &cfg.events);
+        let me = myself.clone();
+        crate::supervise::faults::start_killer(
+            move |names| me.send_message(SessionMsg::Kill(names)).is_ok(),
+            &cfg.events,
+        );
         Ok(SessionState {
             lead,
             tasks,

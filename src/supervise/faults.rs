@@ -193,28 +193,25 @@ mod live {
 #[cfg(feature = "faults")]
 pub use live::{disk_full, kills_at, kills_planned, point};
 
-/// Starts the `kill` faults of a session: counts its tool calls on the bus and asks the
-/// session to kill the planned actors as each matching call starts. Nothing without the
-/// `faults` feature or without a planned kill.
+/// Starts the `kill` faults of a session: counts its tool calls on the bus and, as each
+/// matching call starts, hands the planned actors' names to `kill` (the session asks
+/// itself to kill them; `false`: the session is gone, and counting stops). Nothing
+/// without the `faults` feature or without a planned kill.
 pub fn start_killer(
-    session: &ractor::ActorRef<crate::session::SessionMsg>,
+    kill: impl Fn(Vec<String>) -> bool + Send + 'static,
     events: &crate::events::EventBus,
 ) {
     if !kills_planned() {
         return;
     }
-    let (session, mut rx) = (session.clone(), events.subscribe());
+    let mut rx = events.subscribe();
     tokio::spawn(async move {
         let mut calls = 0u64;
         while let Some(event) = rx.recv().await {
             if let crate::events::EventKind::ToolCallStarted { .. } = event.kind {
                 calls += 1;
                 let names = kills_at(calls);
-                if !names.is_empty()
-                    && session
-                        .send_message(crate::session::SessionMsg::Kill(names))
-                        .is_err()
-                {
+                if !names.is_empty() && !kill(names) {
                     break;
                 }
             }

@@ -1,13 +1,12 @@
 //! Supervision that heals: the session's service actors live in `Slot`s that callers read
-//! on each message, a crashed service is restarted from its last good state
-//! (`services`), a restart storm ends the session (`budget`), and, for tests only, faults
-//! can be injected on command (`faults`, `CREW_FAULTS`).
+//! on each message, a crashed service is restarted from its last good state (the
+//! session's `services`, `crate::session::services`), a restart storm ends the session
+//! (`budget`), and, for tests only, faults can be injected on command (`faults`,
+//! `CREW_FAULTS`). The plumbing every actor uses, so it imports none of them.
 
 pub mod budget;
 pub mod faults;
-pub mod services;
 mod slot;
 
 pub use budget::{RestartBudget, RestartLimit, Storm};
-pub use services::{Service, ServiceArgs, Services};
 pub use slot::{CallError, REPLACEMENT_WAIT, Slot};

@@ -154,25 +154,9 @@ pub fn restricts_tcp() -> bool {
     })
 }
 
-/// The temp directory confined commands get (their `TMPDIR`, `TMP` and `TEMP` point
-/// there): private to this user, instead of the whole shared temp dir — which may hold the
-/// very checkout the sandbox protects (a project under /tmp would otherwise be writable).
-pub fn sandbox_temp_dir() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("crew-sandbox-{}", nix::unistd::getuid()));
-        let made = std::fs::create_dir_all(&dir).and_then(|_| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-        });
-        if let Err(e) = made {
-            // Without it, confined commands simply cannot write temp files (fail closed).
-            tracing::warn!("cannot create the sandbox temp dir {}: {e}", dir.display());
-        }
-        dir
-    })
-    .clone()
-}
+/// The temp directory confined commands get (defined with the other state paths in
+/// `store`, re-exported here for the sandbox).
+pub use crate::store::sandbox_temp_dir;
 
 /// The roots a confined command may write below: the given roots and the private sandbox
 /// temp directory (the harmless devices, `/dev/null` and kin, come on top). Roots that do not exist are

@@ -11,6 +11,7 @@ pub mod landlock;
 pub mod process;
 pub mod read_file;
 pub mod registry;
+pub mod rule_names;
 pub mod run_command;
 pub mod sandbox;
 pub mod schema;

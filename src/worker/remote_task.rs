@@ -24,7 +24,6 @@ use crate::agent::delegate::SpawnRequest;
 use crate::agent::subagent::SubagentEnv;
 use crate::auto_mode::classifier::Intent;
 use crate::events::EventKind;
-use crate::permission::delegation::Isolation;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::TaskKind;
 use crate::tasks::TaskStatus;
@@ -342,15 +341,4 @@ checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}
             Ok((TaskStatus::Failed, reason))
         }
     }
-}
-
-/// Whether `def` runs on a worker for this request: always with `placement: remote`
-/// (an error without workers), and when the local slots are full for a worktree agent.
-pub fn choose(
-    env: &SubagentEnv,
-    def: &AgentDefinition,
-    request: &SpawnRequest,
-) -> Result<Option<Arc<Pool>>, String> {
-    let worktree = request.fork.is_none() && request.isolation != Some(Isolation::None);
-    super::placement::choose(env, def, worktree)
 }

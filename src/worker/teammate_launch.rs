@@ -21,12 +21,6 @@ use crate::agent::team_link::{TeamLink, new_ids, roster_entry};
 use crate::permission::PermissionMode;
 use crate::team::MemberName;
 
-/// Whether teammate `def` runs on a worker: always with `placement: remote` (an error
-/// without workers), and when the local slots are full in a repository with workers.
-pub fn choose(env: &SubagentEnv, def: &AgentDefinition) -> Result<Option<Arc<Pool>>, String> {
-    super::placement::choose(env, def, true)
-}
-
 /// Starts teammate `name` on a worker: worktree, a worker slot, roster entry, proxy.
 /// Returns its agent id.
 pub async fn launch(

@@ -294,7 +294,7 @@ impl Actor for Quiet {
 
 #[tokio::test]
 async fn a_session_grant_survives_a_restart_of_the_engine() {
-    use crewmaster::supervise::{Service, ServiceArgs, Services};
+    use crewmaster::session::services::{Service, ServiceArgs, Services};
     let f = Fixture::new();
     let (sup, _) = Actor::spawn(None, Quiet, ()).await.unwrap();
     let services = Services::start(

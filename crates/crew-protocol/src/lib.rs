@@ -2,7 +2,9 @@
 //! content blocks, tool calls and results, token usage and stop reasons ([`message`]),
 //! what the model is shown of a tool ([`tool`]) and what a run is for ([`mode`]); and of
 //! the permission engine's contract, what it answers ([`decision`]), the modes it decides
-//! in ([`permission_mode`]) and what it must know of each tool ([`permission_spec`]).
+//! in ([`permission_mode`]) and what it must know of each tool ([`permission_spec`]),
+//! and the sandbox profile it picks for a command, which the runner enforces
+//! ([`sandbox_profile`]).
 //!
 //! Types only, with small constructors and conversions: no I/O, no async runtime, no
 //! actors. This crate must never depend on `tokio`, `ractor`, another `crew-*` crate or
@@ -14,6 +16,7 @@ pub mod message;
 pub mod mode;
 pub mod permission_mode;
 pub mod permission_spec;
+pub mod sandbox_profile;
 pub mod tool;
 
 pub use message::{ContentBlock, Message, Role, StopReason, ToolCall, ToolResult, Usage};

@@ -40,7 +40,7 @@ pub(super) fn outside_roots(ctx: &Ctx<'_>, part: &Part, w: &PartWrites) -> Optio
             return false;
         }
         let temp: &PathBuf = temp.get_or_init(|| {
-            let dir = crate::tools::landlock::sandbox_temp_dir();
+            let dir = crate::store::sandbox_temp_dir();
             std::fs::canonicalize(&dir).unwrap_or(dir)
         });
         !sandbox::inside(real, std::slice::from_ref(temp))

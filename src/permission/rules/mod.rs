@@ -149,12 +149,17 @@ impl Rule {
         self.text[open + 1..].strip_suffix(')').map(str::trim)
     }
 
-    /// Parses one rule; `home` expands `~/` in path specifiers.
-    pub fn parse(
+    /// Parses one rule; `home` expands `~/` in path specifiers. `tool_rule_name` is the
+    /// tool catalog's lookup of a tool's own rule name by the tool's name or alias
+    /// (`write_file` → `Write`, `Task` → `Agent`; `None`: no such tool, or one without a
+    /// rule name), handed in so that the engine never imports the catalog. `Rule::parse`
+    /// (`crate::tools::rule_names`) passes the built-in tools' lookup.
+    pub fn parse_with(
         text: &str,
         kind: RuleKind,
         layer: Layer,
         home: Option<&Path>,
+        tool_rule_name: &dyn Fn(&str) -> Option<RuleName>,
     ) -> Result<Rule, RuleError> {
         let text = text.trim();
         let (name, spec) = match text.find('(') {
@@ -178,7 +183,7 @@ impl Rule {
             RuleTool::Mcp(Regex::new(&re).map_err(|e| pattern_err(text, e))?)
         } else {
             // A tool's own name or alias: its own rule name, from its definition.
-            match crate::tools::builtin_permission(name).and_then(|s| s.own_rule_name()) {
+            match tool_rule_name(name) {
                 Some(n) => RuleTool::Named(n),
                 None => return Err(RuleError::UnknownTool(text.into())),
             }

@@ -10,11 +10,16 @@
 //! `Permit` (`Permit::classified`); no other code can build one:
 //!
 //! ```compile_fail,E0451
-//! use crewmaster::auto_mode::classifier::ClassifierAllow;
+//! use crewmaster::classifier::ClassifierAllow;
 //! use crewmaster::protocol::ToolCall;
 //! let call = ToolCall { id: "1".into(), name: "run_command".into(), arguments: "{}".into() };
 //! let forged = ClassifierAllow { call };
 //! ```
+//!
+//! It imports nothing of the engine but the plain types of `crew-protocol` and the
+//! `Provider` trait, so the engine (`permission::permit`) can take its token without an
+//! import running back up; `auto_mode` (the session's breaker and tally) re-exports it
+//! as `auto_mode::classifier`.
 //!
 //! Caching: the instructions are the system prompt, identical on every call, so the
 //! provider's cache breakpoint on the system prompt (`provider::anthropic`) covers them;
@@ -28,7 +33,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::permission::{Decision, Verdict};
+use crate::protocol::decision::{Decision, Verdict};
 use crate::protocol::{ContentBlock, Message, Role, ToolCall, Usage};
 use crate::provider::{ModelRequest, Provider, StreamEvent};
 

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 
-use super::Slot;
 use crate::approver::actor::{Approver, ApproverMsg, ApproverPolicy};
 use crate::engine::{EngineArgs, PermissionEngine, PermissionMsg, PolicyMemory};
 use crate::executor::actor::{ExecutorArgs, ExecutorMsg, ToolExecutor};
 use crate::gate::actor::{self as gate, Gate, GateArgs, GateMemory, GateMsg};
 use crate::permission::Policy;
+use crate::supervise::Slot;
 use crate::tasks::actor::{TaskArgs, TaskManager, TaskMsg};
 use crate::tasks::front::TaskFront;
 use crate::tools::Registry;

@@ -1,0 +1,75 @@
+//! The built-in tool catalog's names for permission rules: a rule may name a tool by its
+//! own name or alias (`write_file(src/**)`, `Task(Explore)`), which stands for the tool's
+//! own rule name. The engine's parser ([`Rule::parse_with`]) and the settings loader
+//! ([`Policy::load_with`]) take that lookup as an argument, so neither imports the
+//! catalog; the catalog hands it in here: [`Rule::parse`] and [`Policy::load`] are the
+//! two with the built-in tools' names. Likewise the tool lists of agent, skill and
+//! command files name tools in Claude Code's words (`Read`, `Task`): [`tool_name`] maps
+//! them to ours, and [`ToolList::names`] passes it to `front_matter`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::config::{SettingsError, Warning};
+use crate::front_matter::ToolList;
+use crate::permission::rules::{RuleError, RuleKind};
+use crate::permission::{Layer, Policy, Rule, RuleName};
+
+/// The own rule name of the built-in tool called or aliased `name` (`run_command` →
+/// `Bash`, `Task` → `Agent`); `None` for an unknown tool or one without rule names.
+pub fn own_rule_name(name: &str) -> Option<RuleName> {
+    super::builtin_permission(name).and_then(|s| s.own_rule_name())
+}
+
+/// Maps Claude Code's tool names to ours so users can bring their agent files: a rule
+/// name (`Read`, `Bash`, …) is the built-in tool whose own rule name it is, an alias
+/// (`Task`) its tool — both read from the tools' definitions. `MultiEdit` has no twin
+/// here; `edit_file` does its job.
+pub fn tool_name(name: &str) -> &str {
+    if name == "MultiEdit" {
+        return "edit_file";
+    }
+    let by_rule = name
+        .parse::<RuleName>()
+        .ok()
+        .and_then(super::builtin_tool_for_rule);
+    match by_rule.or_else(|| super::builtin_definition(name)) {
+        Some(def) => &def.name,
+        None => name,
+    }
+}
+
+impl ToolList {
+    /// The registry names of the listed tools, Claude Code's names mapped to ours by
+    /// [`tool_name`] (see [`ToolList::names_with`]).
+    pub fn names(&self) -> BTreeSet<String> {
+        self.names_with(&tool_name)
+    }
+}
+
+impl Rule {
+    /// Parses one rule; `home` expands `~/` in path specifiers. A rule naming a tool by
+    /// its own name or alias resolves against the built-in tools ([`own_rule_name`]).
+    pub fn parse(
+        text: &str,
+        kind: RuleKind,
+        layer: Layer,
+        home: Option<&Path>,
+    ) -> Result<Rule, RuleError> {
+        Rule::parse_with(text, kind, layer, home, &own_rule_name)
+    }
+}
+
+impl Policy {
+    /// Loads the user, project and local settings of `project_root` (missing files are
+    /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
+    /// and expands `~`. Rules naming a tool resolve against the built-in tools.
+    pub fn load(
+        project_root: &Path,
+        home: Option<&Path>,
+    ) -> Result<(Policy, Vec<Warning>), SettingsError> {
+        Policy::load_with(project_root, home, &own_rule_name, &|root| {
+            crate::trust::policy_trust(root, home)
+        })
+    }
+}
