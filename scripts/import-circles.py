@@ -7,8 +7,8 @@ components of that graph (Tarjan). Prints each circle that spans more than one t
 module (`src/X.rs` or `src/X/`), with its size, its modules and the edges between
 different modules that hold it together; `--all` prints circles inside one module too.
 
-Relative paths count too (`super::…`, `self::…`, and a `use` of a child module such as
-`pub use check::check` in a `mod.rs`): a circle may leave a module through `crate::` and
+Relative paths count too (`super::…`, `self::…`, and a child module named by a `use` such
+as `pub use check::check` in a `mod.rs`, or by a path in code such as `mcp_serve::run(…)`): a circle may leave a module through `crate::` and
 come back through them. Test modules (`#[cfg(test)]` to the end of a file, `*_tests.rs`,
 `tests.rs`) are left out: a test may reach anywhere.
 
@@ -29,6 +29,7 @@ SRC = os.path.join(ROOT, "src")
 
 SEG = r"(?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_][A-Za-z0-9_]*"
 PATH = re.compile(r"\b(crate|super|self)::(" + r"(?:super::)*" + SEG + ")")
+BARE = re.compile(r"(?<![A-Za-z0-9_:])(" + SEG + r")::")
 USE_ITEM = re.compile(r"\buse\s+([^;]*);", re.S)
 LINE_COMMENT = re.compile(r"//[^\n]*")
 
@@ -168,6 +169,8 @@ def main():
         code = code_of(path)
         here = module_of[path]
         refs = {root + "::" + rest for root, rest in PATH.findall(code)}
+        # A child module named by a bare path in code (`mcp_serve::run(…)` in `cli/mod.rs`).
+        refs.update(m for m in BARE.findall(code) if here + (m.split("::")[0],) in files)
         for body in USE_ITEM.findall(code):
             refs.update(expand_group(body))
         for ref in refs:

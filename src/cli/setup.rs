@@ -251,8 +251,9 @@ pub async fn prepare(
     // and from whether subagents get worktrees here.
     let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
-    let workers =
-        crate::cli::workers::join_from_cli(cli, home.as_deref(), &policy, &project_root).await?;
+    let workers = crate::cli::workers::join_from_cli(cli, home.as_deref(), &policy, &project_root)
+        .await?
+        .map(|pool| pool as Arc<dyn crate::agent::host::Workers>);
     let events = EventBus::new();
     let mcp = start_mcp(
         cli,

@@ -38,6 +38,12 @@ const CUTS: &[Cut] = &[
             "crate::permission",
         ],
     },
+    // The session runs on workers' nodes too: it reaches workers only through the
+    // `agent::host::Workers` it is handed, so `worker::session` may build sessions.
+    Cut {
+        under: "session",
+        must_not_name: &["crate::worker"],
+    },
     // Result offloading sits below the executor that applies it.
     Cut {
         under: "offload",

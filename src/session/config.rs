@@ -84,6 +84,7 @@ pub struct Orchestration {
     /// A resumed session's transcripts: its team (roster, inboxes, list and each
     /// teammate's conversation) is restored from them and its teammates restarted.
     pub restore_team: Option<Transcripts>,
-    /// Worker nodes joined for this session (`--workers`).
-    pub workers: Option<Arc<crate::worker::pool::Pool>>,
+    /// Worker nodes joined for this session (`--workers`): where agents can run besides
+    /// this process (`crate::worker::pool::Pool` implements it).
+    pub workers: Option<Arc<dyn crate::agent::host::Workers>>,
 }

@@ -210,9 +210,7 @@ impl Actor for Session {
                 walk: walk.clone(),
                 team: team.clone(),
                 finished: Default::default(),
-                workers: o
-                    .workers
-                    .map(|pool| pool as Arc<dyn crate::agent::host::Workers>),
+                workers: o.workers,
             }),
             _ => None,
         };

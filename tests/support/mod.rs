@@ -233,7 +233,9 @@ pub async fn start(setup: Setup) -> TestSession {
     let home = home_dir.path().canonicalize().unwrap();
     let catalog = Arc::new(crewmaster::agent::catalog::Catalog::load(&cwd, None));
     let mut tools = setup.tools;
-    let workers = setup.workers;
+    let workers = setup
+        .workers
+        .map(|pool| pool as Arc<dyn crewmaster::agent::host::Workers>);
     let orchestration = setup.orchestration.then(|| {
         tools.extend(crewmaster::tools::orchestration_tools(&catalog));
         crewmaster::session::Orchestration {
