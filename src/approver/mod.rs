@@ -19,8 +19,9 @@ pub mod network;
 
 use serde::{Deserialize, Serialize};
 
-use crate::permission::{Category, Decision, PermissionMode};
 use crate::protocol::ToolCall;
+use crate::protocol::decision::{Category, Decision};
+use crate::protocol::permission_mode::PermissionMode;
 
 /// A question for a human.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

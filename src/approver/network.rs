@@ -15,8 +15,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::actor::PendingApproval;
 use super::{ApprovalAnswer, ApprovalRequest};
-use crate::permission::{Decision, PermissionMode, Source, Verdict};
 use crate::protocol::ToolCall;
+use crate::protocol::decision::{Decision, Source, Verdict};
+use crate::protocol::permission_mode::PermissionMode;
 use crate::tools::sandbox::net::ask::{self, AskFuture, HostAnswer, HostAsker};
 
 /// The name the question's call carries, so the approval view can tell it apart.

@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use super::settings::SettingsError;
 use super::tracked;
-use crate::permission::Layer;
+use crate::protocol::decision::Layer;
 
 /// The settings files of a project, highest precedence first (missing ones included).
 pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
