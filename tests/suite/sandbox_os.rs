@@ -297,10 +297,17 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
     // terminal (ENXIO).
     // SAFETY: plain system call.
     let own_sid = unsafe { nix::libc::getsid(0) };
-    assert!(
-        !out.contains(&format!("sid {own_sid}\n")),
-        "still in the test's session: {out}"
-    );
+    if own_sid == 0 {
+        // The test itself runs in a PID namespace whose session leader is outside it (a
+        // container's runner), so both sides read 0 and the ids cannot tell the sessions
+        // apart; the missing controlling terminal below is what still shows.
+        eprintln!("note: this test's own session leader is outside its PID namespace");
+    } else {
+        assert!(
+            !out.contains(&format!("sid {own_sid}\n")),
+            "still in the test's session: {out}"
+        );
+    }
     assert!(out.contains("sid "), "{out}");
     assert!(out.contains("no ctty 6"), "{out}");
     assert!(out.contains("rw open refused"), "{out}");
