@@ -122,13 +122,19 @@ pub fn sandbox_paths(root: &Path) -> Vec<PathBuf> {
 /// Canonical paths, sorted. Files that a command such as `npm run lint` or `make fmt`
 /// reaches indirectly cannot be listed; project hooks run sandboxed for that reason.
 pub fn run_files(root: &Path) -> Vec<PathBuf> {
-    let Ok(real_root) = std::fs::canonicalize(root) else {
-        return Vec::new();
-    };
+    match std::fs::canonicalize(root) {
+        Ok(real_root) => run_files_real(&real_root),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`run_files`] of a root that is already its own real location (canonical), as the
+/// permission engine's cached roots are: no `canonicalize` of the root on each call.
+pub fn run_files_real(real_root: &Path) -> Vec<PathBuf> {
     let mut out = BTreeSet::new();
-    for file in config_files(root) {
+    for file in config_files(real_root) {
         for word in config_words(&file).iter() {
-            if let Some(p) = project_file(&real_root, word) {
+            if let Some(p) = project_file(real_root, word) {
                 out.insert(p);
             }
         }

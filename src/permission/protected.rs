@@ -44,9 +44,13 @@ pub fn only_reads(part: &Part) -> bool {
 }
 
 /// The files that configured hooks, MCP servers and status lines of `roots` run (the
-/// project root and the agent's own checkout, a worktree included).
+/// project root and the agent's own checkout, a worktree included). The roots are real
+/// (canonical) locations.
 pub fn run_files(roots: &[PathBuf]) -> Vec<PathBuf> {
-    roots.iter().flat_map(|r| loaded::run_files(r)).collect()
+    roots
+        .iter()
+        .flat_map(|r| loaded::run_files_real(r))
+        .collect()
 }
 
 /// What `real` (or its `lexical` spelling) is when crew loads it as code or policy; `run`

@@ -109,10 +109,14 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         d.target = Some(target);
         return d;
     }
+    // Only an existing file can be one that a hook runs (`run_files` lists existing files
+    // only), so a new file's write needs no look at the settings files.
     if c.writes
-        && let Some(what) = super::super::protected::loaded_write(&real, &lexical, &mut || {
-            super::super::protected::run_files(&code_roots(ctx))
-        })
+        && let Some(what) =
+            super::super::protected::loaded_write(&real, &lexical, &mut || match resolved.exists {
+                true => super::super::protected::run_files(&code_roots(ctx)),
+                false => Vec::new(),
+            })
     {
         let mut d = Decision::new(
             Verdict::Ask,
@@ -137,8 +141,18 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
 
 /// The roots whose configuration names files that hooks and MCP servers run: the
 /// project root and the project the agent's cwd is in (a worktree's own copy).
+/// Both are real locations: the project root through the policy cache (re-checked by
+/// identity), the cwd's project found upwards from the real cwd.
 pub(super) fn code_roots(ctx: &Ctx<'_>) -> Vec<std::path::PathBuf> {
-    let mut roots: Vec<std::path::PathBuf> = ctx.policy.project_root.iter().cloned().collect();
+    let project = ctx.policy.project_root.as_deref();
+    let mut roots: Vec<std::path::PathBuf> = match project {
+        // The cwd was resolved (and re-checked) for this very call.
+        Some(p) if p == ctx.req.cwd => ctx.cwd_real.clone(),
+        Some(p) => ctx.policy.cache.cwd(p),
+        None => None,
+    }
+    .into_iter()
+    .collect();
     if let Some(cwd) = &ctx.cwd_real {
         let own = crate::store::project_root(cwd);
         if !roots.contains(&own) {
