@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use crewmaster::tools::process::run_in_group;
+use crewmaster::sandbox::process::run_in_group;
 use crewmaster::tools::{CommandSandbox, SandboxProfile};
 use tokio_util::sync::CancellationToken;
 
@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
         .status()?;
     anyhow::ensure!(git.success(), "git init failed");
     std::fs::write(root.join("file.txt"), "x\n")?;
-    if let Some(line) = crewmaster::tools::sandbox::layers::probe().summary() {
+    if let Some(line) = crewmaster::sandbox::layers::probe().summary() {
         eprintln!("{line}");
     }
     let confined = CommandSandbox::landlock(vec![root.clone()]);

@@ -40,12 +40,10 @@
 //!
 //! ## Sandbox
 //!
-//! The OS sandbox lives in the tools layer, beside the processes it confines:
-//!
-//! - `tools::sandbox` — profiles, mount/PID/network namespaces, hidden paths, the
-//!   network proxy, protected-file snapshot and restore, resource limits.
-//! - `tools::landlock` — the Landlock ruleset of each profile.
-//! - `tools::process` — process groups, the guardian subreaper, crew's lifeline.
+//! - [`sandbox`] — the OS sandbox: profiles, Landlock (`sandbox::landlock`), mount/PID/network
+//!   namespaces, hidden paths, the network proxy, protected-file snapshot and restore,
+//!   resource limits, and the processes it confines (`sandbox::process`: process groups, the
+//!   guardian subreaper, crew's lifeline).
 //! - `tools::beneath` — `openat2(RESOLVE_BENEATH)` opening for the file tools.
 //!
 //! ## Tools and their execution
@@ -112,6 +110,7 @@ pub mod permission;
 pub mod pricing;
 pub use crew_protocol as protocol;
 pub use crew_provider as provider;
+pub mod sandbox;
 pub mod sanitize;
 pub mod session;
 pub mod skills;
@@ -172,7 +171,7 @@ mod module_layout {
             .collect()
     }
 
-    /// Whether a nested module named in the layout (`tools::sandbox`) exists as a file.
+    /// Whether a nested module named in the layout (`sandbox`) exists as a file.
     fn nested_exists(root: &Path, path: &str) -> bool {
         let rel = path.replace("::", "/");
         root.join(format!("src/{rel}.rs")).is_file()

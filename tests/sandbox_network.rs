@@ -17,7 +17,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crewmaster::tools::sandbox::net::{self, NetworkPolicy};
+use crewmaster::sandbox::net::{self, NetworkPolicy};
 use serde_json::json;
 use support::sandbox::{confined, crew, repo, run, tool_results};
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 use crewmaster::approver::ApprovalAnswer;
 use crewmaster::approver::network::{self, NETWORK_CALL};
 use crewmaster::permission::PermissionMode;
-use crewmaster::tools::sandbox::net::{self as sandbox_net, NetworkPolicy};
+use crewmaster::sandbox::net::{self as sandbox_net, NetworkPolicy};
 use serde_json::Value;
 use support::sandbox::{confined, repo, run};
 

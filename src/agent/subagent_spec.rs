@@ -88,7 +88,7 @@ pub(super) fn subagent_model(asked: Option<&str>, lead: &str) -> String {
 /// common dir: its `hooks/` and `config` would let a subagent plant code that runs later
 /// in the user's own checkout, and its `refs/` would let it move the user's branches.
 pub(super) fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
-    crate::tools::landlock::git_writable_dirs(worktree)
+    crate::sandbox::landlock::git_writable_dirs(worktree)
 }
 
 /// Where a subagent works: its directory, the note telling it so (for its prompt), and

@@ -268,7 +268,7 @@ async fn start_actor(
     let writable = match &start.worktree_root {
         Some(root) => {
             let mut roots = vec![root.clone()];
-            roots.extend(crate::tools::landlock::git_writable_dirs(root));
+            roots.extend(crate::sandbox::landlock::git_writable_dirs(root));
             roots
         }
         None => vec![start.cwd.clone()],

@@ -1,5 +1,5 @@
 //! The interactive answer to the sandbox proxy's question about a host that
-//! `sandbox.network.allowedDomains` does not list (`crate::tools::sandbox::net::ask`). The
+//! `sandbox.network.allowedDomains` does not list (`crate::sandbox::net::ask`). The
 //! TUI installs a [`NetworkAsker`] on the same channel its tool approvals come through, so
 //! the human sees "sandbox wants to reach host:port" with the usual choices: once, for the
 //! session, always (saved to `.crew/settings.local.json`'s
@@ -18,7 +18,7 @@ use super::{ApprovalAnswer, ApprovalRequest};
 use crate::protocol::ToolCall;
 use crate::protocol::decision::{Decision, Source, Verdict};
 use crate::protocol::permission_mode::PermissionMode;
-use crate::tools::sandbox::net::ask::{self, AskFuture, HostAnswer, HostAsker};
+use crate::sandbox::net::ask::{self, AskFuture, HostAnswer, HostAsker};
 
 /// The name the question's call carries, so the approval view can tell it apart.
 pub const NETWORK_CALL: &str = "network";

@@ -92,12 +92,12 @@ fn command_sandbox(
     cwd: &std::path::Path,
     warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<CommandSandbox> {
-    crate::tools::sandbox::extra::set(crate::tools::sandbox::extra::ExtraPaths {
+    crate::sandbox::extra::set(crate::sandbox::extra::ExtraPaths {
         deny_read: policy.sandbox.deny_read.clone(),
         deny_write: policy.sandbox.deny_write.clone(),
         allow_read: policy.sandbox.allow_read.clone(),
     });
-    let layers = crate::tools::sandbox::layers::probe();
+    let layers = crate::sandbox::layers::probe();
     if policy.sandbox.fail_if_unavailable && (!layers.landlock || !layers.mount_ns) {
         bail!(
             "sandbox.failIfUnavailable is set, and the OS sandbox cannot start here: missing {}. \
@@ -158,20 +158,20 @@ pub async fn prepare(
     let auto = super::modes::auto_mode(&policy, &chosen, cli.record_requests.clone())?;
     let permission_mode =
         super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
-    crate::tools::sandbox::env::set_passthrough(policy.env_passthrough.clone());
-    crate::tools::sandbox::net::set_policy(
-        crate::tools::sandbox::net::NetworkPolicy::from_settings(
+    crate::sandbox::env::set_passthrough(policy.env_passthrough.clone());
+    crate::sandbox::net::set_policy(
+        crate::sandbox::net::NetworkPolicy::from_settings(
             &policy.network.allowed_domains,
             policy.network.allow_local_binding,
         )?,
     );
     let sandbox = command_sandbox(&policy, &cwd, warn)?;
-    let limits = crate::tools::sandbox::limit_settings::resolve(&policy.limits)?;
-    crate::tools::sandbox::limits::configure(limits.limits);
+    let limits = crate::sandbox::limit_settings::resolve(&policy.limits)?;
+    crate::sandbox::limits::configure(limits.limits);
     crate::offload::budget::configure(limits.results);
     if limits.limits.max_processes.is_some()
-        && let crate::tools::sandbox::limits::CgroupSupport::Unavailable(why) =
-            crate::tools::sandbox::limits::status()
+        && let crate::sandbox::limits::CgroupSupport::Unavailable(why) =
+            crate::sandbox::limits::status()
     {
         warn(format!(
             "the process limit for sandboxed commands is unavailable: no pids cgroup could be made ({why}); the file-size and CPU limits still hold"

@@ -22,73 +22,8 @@ use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 
-pub use super::sandbox_settings::SandboxSettings;
-
-/// A settings problem that does not stop loading.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Warning {
-    /// The file concerned, if any.
-    pub file: Option<PathBuf>,
-    /// What was wrong and what was done.
-    pub message: String,
-}
-
-impl std::fmt::Display for Warning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.file {
-            Some(p) => write!(f, "{}: {}", p.display(), self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
-
-/// A settings file that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
-    /// The file exists but cannot be read.
-    #[error("cannot read settings file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is not valid JSON or a field has the wrong type.
-    #[error(
-        "settings file {path}, line {line}, column {column}: {message}; fix or remove the file"
-    )]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The parser's message.
-        message: String,
-    },
-    /// A field has a value of the wrong shape.
-    #[error("settings file {path}: `{field}` {message}; fix the value or remove the key")]
-    Field {
-        /// The file.
-        path: PathBuf,
-        /// The field, dotted (`sandbox.filesystem.denyRead[0]`).
-        field: String,
-        /// What it must be.
-        message: String,
-    },
-    /// A `sandbox.network` value cannot be used.
-    #[error(transparent)]
-    Network(#[from] super::settings_network::NetworkSettingsError),
-    /// Writing a grant failed.
-    #[error("cannot write settings file {path}: {message}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// What failed.
-        message: String,
-    },
-}
+pub use crew_config::settings::{LayeredLimits, SettingsError, Warning};
+pub use crew_config::sandbox_settings::SandboxSettings;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -107,20 +42,8 @@ struct RawSettings {
     command_env: Option<RawCommandEnv>,
     #[serde(rename = "autoMode")]
     auto_mode: Option<RawAutoMode>,
-    /// Resource limits and result caps, resolved by `tools::sandbox::limits`.
+    /// Resource limits and result caps, resolved by `sandbox::limits`.
     limits: Option<Value>,
-}
-
-/// A `limits` object as one settings file wrote it; `own` is false for shared (project)
-/// files, whose values may only tighten (`tools::sandbox::limits::resolve`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LayeredLimits {
-    /// The file it came from.
-    pub file: PathBuf,
-    /// Whether the file is the user's own (user or untracked local settings).
-    pub own: bool,
-    /// The object as written.
-    pub value: Value,
 }
 
 /// `autoMode`: whether auto mode may be used, and its classifier.

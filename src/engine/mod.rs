@@ -202,7 +202,11 @@ impl Actor for PermissionEngine {
             PermissionMsg::Grant(req, scope, reply) => {
                 let result = match scope {
                     GrantScope::Session => grants::grant_session(&req, &mut state.policy),
-                    GrantScope::Forever => grants::grant_forever(&req, &mut state.policy),
+                    GrantScope::Forever => grants::grant_forever(
+                        &req,
+                        &mut state.policy,
+                        &crate::config::settings::append_allow,
+                    ),
                 };
                 state.changed();
                 let _ = reply.send(result.map(|_| ()).map_err(|e| e.to_string()));

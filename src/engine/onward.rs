@@ -8,10 +8,12 @@
 
 use crate::events::EventBus;
 use crate::gate::actor::GateMsg;
-use crate::permission::Checked;
-use crate::protocol::ToolResult;
 use crate::supervise::Slot;
 use crate::tools::ToolContext;
+
+/// The engine's answer to `AuthorizeAndSubmit` (defined with the gate's result port, which
+/// sends it).
+pub use crate::gate::port::Authorized;
 
 /// Where an allowed call goes on to, and how it runs there.
 pub struct Onward {
@@ -21,13 +23,4 @@ pub struct Onward {
     pub ctx: ToolContext,
     /// Where the engine publishes its decision before the call goes on.
     pub events: EventBus,
-}
-
-/// The engine's answer to `AuthorizeAndSubmit`.
-#[derive(Debug)]
-pub enum Authorized {
-    /// Allowed and sent on: what the tool returned, or the gate's refusal.
-    Ran(ToolResult),
-    /// Not sent on: refused, or a human (or auto mode's classifier) must answer first.
-    Checked(Checked),
 }

@@ -9,19 +9,11 @@ use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::run_cleared;
-use crate::gate::ClearedCall;
-use crate::gate::port::ResultPort;
 use crate::offload::ResultsDir;
 use crate::tools::Registry;
 
-/// Messages the executor accepts.
-pub enum ExecutorMsg {
-    /// Run a cleared call and send its result.
-    Execute(ClearedCall, ResultPort),
-}
-
-// Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
-impl ractor::Message for ExecutorMsg {}
+/// Messages the executor accepts: defined by the gate, its only sender.
+pub use crate::gate::port::ExecutorMsg;
 
 /// The executor actor (configuration only).
 pub struct ToolExecutor;

@@ -18,9 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use super::port::ResultPort;
+use super::port::{ExecutorMsg, ResultPort};
 use super::{GatePolicy, NameLimit, clear, refusal};
-use crate::executor::actor::ExecutorMsg;
 use crate::permission::Permit;
 use crate::protocol::{ToolCall, ToolResult};
 use crate::supervise::Slot;

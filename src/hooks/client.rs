@@ -24,7 +24,7 @@ use super::process::run_hook;
 use super::protocol::{HookInput, answer};
 use super::report::{Report, combine};
 use crate::events::{EventBus, EventKind};
-use crate::tools::CommandSandbox;
+use crate::sandbox::CommandSandbox;
 
 /// How long the hooks actor may take to say which hooks run.
 const SELECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -255,7 +255,7 @@ fn hook_sandbox(h: &Hook, cwd: &Path, project_dir: &Path) -> CommandSandbox {
     }
     CommandSandbox::Landlock {
         writable_roots,
-        profile: crate::tools::SandboxProfile::Write,
+        profile: crate::sandbox::SandboxProfile::Write,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Running one hook command: `bash -c COMMAND` in the caller's directory, with the event's
 //! JSON on stdin, as the leader of its own session and process group (the same builder and
-//! group runner as `run_command`, `tools::process`). At its timeout, or when it exits
+//! group runner as `run_command`, `sandbox::process`). At its timeout, or when it exits
 //! leaving children behind, the whole group is killed: nothing a hook starts outlives it.
 //!
 //! Hooks from the user's own settings run outside the command sandbox, as in Claude Code;
@@ -20,8 +20,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::HookRun;
-use crate::tools::CommandSandbox;
-use crate::tools::process::{ProcessError, run_command_in_group, shell_command};
+use crate::sandbox::CommandSandbox;
+use crate::sandbox::process::{ProcessError, run_command_in_group, shell_command};
 
 /// Runs `command` with `input` on stdin; never fails, a problem is a `HookRun::Failed`.
 pub async fn run_hook(

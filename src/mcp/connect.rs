@@ -16,8 +16,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use super::config::Transport;
 use super::server_actor::McpMsg;
 use crate::tools::CommandSandbox;
-use crate::tools::process::{GroupChild, ProcessError};
-use crate::tools::sandbox::Guard;
+use crate::sandbox::process::{GroupChild, ProcessError};
+use crate::sandbox::Guard;
 
 /// The client side of one connection: forwards the server's notifications to its actor,
 /// tagged with the connection's generation so a stale connection cannot touch the registry.
@@ -72,12 +72,12 @@ fn stdio_command(
 ) -> Result<(tokio::process::Command, Guard), String> {
     if matches!(sandbox, CommandSandbox::None) {
         let mut cmd = tokio::process::Command::new(command);
-        for name in crate::tools::sandbox::env::withheld() {
+        for name in crate::sandbox::env::withheld() {
             cmd.env_remove(name);
         }
         cmd.args(args).current_dir(cwd).process_group(0);
         // The server dies with crew, even if crew is killed with SIGKILL.
-        crate::tools::process::guard_command(&mut cmd);
+        crate::sandbox::process::guard_command(&mut cmd);
         return Ok((cmd, Guard::none()));
     }
     let line = std::iter::once(command)
@@ -85,7 +85,7 @@ fn stdio_command(
         .map(shell_quote)
         .collect::<Vec<_>>()
         .join(" ");
-    let shell = crate::tools::process::shell_command(&format!("exec {line}"), cwd, sandbox)
+    let shell = crate::sandbox::process::shell_command(&format!("exec {line}"), cwd, sandbox)
         .map_err(|e| {
             format!("cannot start `{command}` in the sandbox a project's server runs in: {e}")
         })?;

@@ -21,7 +21,7 @@ use super::config::ServerConfig;
 use super::connect::{Connection, Handler, Service, connect};
 use super::tool::McpTool;
 use crate::events::{EventBus, EventKind};
-use crate::tools::process::{GroupChild, KILL_GRACE, terminate_group};
+use crate::sandbox::process::{GroupChild, KILL_GRACE, terminate_group};
 use crate::tools::registry::DynamicTools;
 use crate::tools::{Safety, Tool};
 
@@ -340,7 +340,7 @@ fn sandbox_for(config: &ServerConfig, cwd: &std::path::Path) -> crate::tools::Co
 /// when told to (or when the actor's sender is dropped).
 async fn watch(
     mut child: GroupChild,
-    guard: crate::tools::sandbox::Guard,
+    guard: crate::sandbox::Guard,
     stop: oneshot::Receiver<()>,
     me: ActorRef<McpMsg>,
     generation: u64,

@@ -11,7 +11,7 @@ use super::scopes;
 /// The credential stores below the home directory: the one list, read by the engine's
 /// hard check (file tools and literal command paths are denied in every mode) and by the
 /// OS sandbox, which hides each existing one from every command it confines (an empty
-/// tmpfs over a directory, `/dev/null` over a file; `tools::sandbox::hidden`). A
+/// tmpfs over a directory, `/dev/null` over a file; `sandbox::hidden`). A
 /// directory entry covers everything below it. Programs that need one of them (`gh`,
 /// `aws`, `kubectl`, `docker`) find it hidden inside the sandbox; `sandbox.excludedCommands`
 /// or `sandbox.filesystem.allowRead` is the user's explicit way out.

@@ -15,7 +15,7 @@ use std::path::Path;
 use super::classify::{self, Target};
 use super::rules::{Rule, RuleKind, Subject, escape_glob};
 use super::{CheckRequest, Layer, PermissionMode, Policy, RuleName, Source, Verdict, check, shell};
-use crate::config::settings::{self, SettingsError};
+use crew_config::settings::SettingsError;
 
 /// Why a grant was refused.
 #[derive(Debug, thiserror::Error)]
@@ -136,13 +136,18 @@ pub fn grant_session(req: &CheckRequest, policy: &mut Policy) -> Result<Vec<Stri
     Ok(texts)
 }
 
-/// Appends the call's rules to `<project>/.crew/settings.local.json` (deduplicated) and
-/// adds them to the policy's local layer at once; returns them.
-pub fn grant_forever(req: &CheckRequest, policy: &mut Policy) -> Result<Vec<String>, GrantError> {
+/// Appends the call's rules to `<project>/.crew/settings.local.json` with `append` (which
+/// deduplicates: `config::settings::append_allow`) and adds them to the policy's local
+/// layer at once; returns them.
+pub fn grant_forever(
+    req: &CheckRequest,
+    policy: &mut Policy,
+    append: &dyn Fn(&Path, &[String]) -> Result<usize, SettingsError>,
+) -> Result<Vec<String>, GrantError> {
     let texts = grant_rules(req, policy)?;
     let root = policy.project_root.clone().ok_or(GrantError::NoProject)?;
     let path = root.join(".crew/settings.local.json");
-    settings::append_allow(&path, &texts)?;
+    append(&path, &texts)?;
     add(policy, &texts, Layer::Local, Some(&path))?;
     Ok(texts)
 }

@@ -50,7 +50,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::ToolCall;
 
-pub use crate::config::{SandboxSettings, SettingsError, Warning, find_project_root};
+pub use crate::store::find_project_root;
+pub use crew_config::sandbox_settings::SandboxSettings;
+pub use crew_config::settings::{SettingsError, Warning};
 pub use crate::protocol::decision::{Category, Decision, Layer, Source, Verdict};
 pub use crate::protocol::permission_spec::{self as spec, PermissionSpec, RuleName, TargetSpec};
 pub use check::check;
@@ -103,7 +105,7 @@ pub struct Policy {
     /// The `sandbox` settings for the command runner.
     pub sandbox: SandboxSettings,
     /// The `sandbox.network` settings of the user's own layers.
-    pub network: crate::config::settings_network::NetworkSettings,
+    pub network: crew_config::settings_network::NetworkSettings,
     /// The `model` setting from the highest layer that sets it.
     pub model: Option<String>,
     /// The `maxConcurrentAgents` setting from the highest layer that sets it.
@@ -127,8 +129,8 @@ pub struct Policy {
     /// `permissions.disableBypassPermissionsMode: "disable"` in any layer.
     pub bypass_disabled: bool,
     /// The `limits` objects of every layer, highest first (resolved by
-    /// `tools::sandbox::limits::resolve`).
-    pub limits: Vec<crate::config::settings::LayeredLimits>,
+    /// `sandbox::limits::resolve`).
+    pub limits: Vec<crew_config::settings::LayeredLimits>,
 }
 
 /// A rule as shown by `crew permissions list`.

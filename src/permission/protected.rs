@@ -8,7 +8,7 @@
 //! written without a human: [`loaded_write`] names them, and the file tools and commands
 //! that write them ask (so dontAsk, subagents without a human and headless runs deny them).
 
-pub use crate::config::loaded;
+pub use crew_config::loaded;
 
 use std::path::{Path, PathBuf};
 

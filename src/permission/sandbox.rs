@@ -15,19 +15,7 @@ use super::scopes;
 /// How many symlinks one resolution may follow (Linux allows 40).
 const MAX_LINKS: usize = 40;
 
-/// Expands `~` and `~/…` against `home` and joins a relative path onto `cwd`.
-pub fn absolute(raw: &str, cwd: &Path, home: Option<&Path>) -> PathBuf {
-    let expanded = match (raw.strip_prefix('~'), home) {
-        (Some(""), Some(h)) => h.to_path_buf(),
-        (Some(rest), Some(h)) if rest.starts_with('/') => h.join(rest.trim_start_matches('/')),
-        _ => PathBuf::from(raw),
-    };
-    if expanded.is_absolute() {
-        expanded
-    } else {
-        cwd.join(expanded)
-    }
-}
+pub use crew_config::paths::absolute;
 
 /// The real location of an absolute path, following every symlink on the way, including
 /// a dangling final link (a write through it would create its target). Components that do

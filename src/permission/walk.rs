@@ -36,7 +36,7 @@ pub struct WalkFilter {
     /// The credential files, by identity.
     creds: Arc<Credentials>,
     /// The session's `results` directory (under the crew home), which the session's own
-    /// commands may read (`tools::sandbox::hidden` keeps it visible).
+    /// commands may read (`sandbox::hidden` keeps it visible).
     results_dir: Option<PathBuf>,
 }
 

@@ -2,10 +2,8 @@
 //! in `~/.claude/skills/*/`, `~/.crew/skills/*/`, `.claude/skills/*/` and
 //! `.crew/skills/*/` (later ones override earlier ones by name, so the project's win over
 //! the user's). Their names and descriptions go into the lead's system prompt; the
-//! `skill` tool (`tool.rs`) returns a skill's body, and while the skill is active its
+//! `skill` tool (`tools::skill`) returns a skill's body, and while the skill is active its
 //! `allowed-tools` narrow what the gate lets the agent run (`gate::NameLimit`).
-
-pub mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

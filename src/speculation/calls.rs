@@ -91,7 +91,7 @@ impl CallPath {
         if !writes && !runs_command && safety != Some(Safety::ReadOnly) {
             return Err(Halt::SideEffect(tool));
         }
-        if tool == crate::skills::tool::NAME {
+        if tool == crate::tools::skill::NAME {
             return Err(Halt::SideEffect(tool));
         }
         if writes

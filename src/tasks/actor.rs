@@ -458,7 +458,7 @@ fn request_stop(state: &mut TaskState, id: &str) {
         rec.last_activity = "stopping".into();
         if let Some(pgid) = rec.pgid {
             let _ =
-                crate::tools::process::kill_group_and_escapees(nix::unistd::Pid::from_raw(pgid));
+                crate::sandbox::process::kill_group_and_escapees(nix::unistd::Pid::from_raw(pgid));
         }
     }
 }

@@ -3,8 +3,6 @@
 //! another terminal. The `TaskManager` actor (`actor.rs`) owns the live state.
 
 pub mod actor;
-mod capped_log;
-pub mod command;
 pub mod front;
 
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@
 //!
 //! Who may change a work-list item is decided in `authority.rs`; a lock is waited for at
 //! most `lock::BOUND`, and the whole directory is hidden from every sandboxed command
-//! (`tools::sandbox::hidden`).
+//! (`sandbox::hidden`).
 //!
 //! Every operation is synchronous and may block on a lock or an fsync: actors call it from
 //! `tokio::task::spawn_blocking` (the inbox's `try_*` operations never wait, for the actors'

@@ -3,20 +3,19 @@
 //! holds them in a stable order.
 
 pub mod agent;
+pub mod background;
 pub mod beneath;
 pub mod deferred;
 pub mod edit_file;
 pub mod find_files;
-pub mod landlock;
-pub mod process;
 pub mod read_file;
 pub mod registry;
 pub mod rule_names;
 pub mod run_command;
-pub mod sandbox;
 pub mod schema;
 pub mod search_code;
 pub mod send_message;
+pub mod skill;
 pub mod task_tools;
 pub mod todo_tools;
 pub mod tool_search;
@@ -33,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crew_protocol::tool::{Safety, ToolSpec};
 pub use registry::Registry;
-pub use sandbox::profile::{NetworkAccess, SandboxProfile};
+pub use crate::sandbox::{CommandSandbox, NetworkAccess, SandboxProfile};
 
 use crate::permission::PermissionSpec;
 
@@ -71,53 +70,6 @@ impl From<&Definition> for ToolSpec {
             name: d.name.clone(),
             description: d.description.clone(),
             input_schema: d.input_schema.clone(),
-        }
-    }
-}
-
-/// How `run_command` must confine the processes it starts. The session gives each agent
-/// its writable roots; the gate sets the profile of each call from its permit
-/// ([`CommandSandbox::for_call`]), so the profile is always the one the permission engine
-/// (or a human) chose for that call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum CommandSandbox {
-    /// No OS-level confinement whatever the profile (the user's own hooks, tests).
-    #[default]
-    None,
-    /// Linux Landlock, namespaces and the protected-path guard, as `profile` says.
-    Landlock {
-        /// Directories the write and approved profiles may write below.
-        writable_roots: Vec<PathBuf>,
-        /// The call's profile (the session's default until the gate sets it: write).
-        profile: SandboxProfile,
-    },
-}
-
-impl CommandSandbox {
-    /// Confinement below `writable_roots`, in the write profile until a call sets its own.
-    pub fn landlock(writable_roots: Vec<PathBuf>) -> Self {
-        CommandSandbox::Landlock {
-            writable_roots,
-            profile: SandboxProfile::Write,
-        }
-    }
-
-    /// The same roots with the profile a call's permit carries (no confinement stays none).
-    pub fn for_call(self, profile: SandboxProfile) -> Self {
-        match self {
-            CommandSandbox::None => CommandSandbox::None,
-            CommandSandbox::Landlock { writable_roots, .. } => CommandSandbox::Landlock {
-                writable_roots,
-                profile,
-            },
-        }
-    }
-
-    /// The profile commands run in: `Unsandboxed` when there is no confinement.
-    pub fn profile(&self) -> SandboxProfile {
-        match self {
-            CommandSandbox::None => SandboxProfile::Unsandboxed,
-            CommandSandbox::Landlock { profile, .. } => *profile,
         }
     }
 }
@@ -312,7 +264,7 @@ fn builtin_definitions() -> &'static [Definition] {
             .into_iter()
             .chain(orchestration_tools(&catalog))
             .map(|t| t.definition().clone())
-            .chain([crate::skills::tool::definition()])
+            .chain([skill::definition()])
             .collect()
     });
     &DEFS

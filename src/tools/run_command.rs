@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::process::{self, ProcessError, ProcessOutput};
+use crate::sandbox::process::{self, ProcessError, ProcessOutput};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
@@ -69,7 +69,7 @@ impl Tool for RunCommand {
                 ));
             };
             let rec =
-                crate::tasks::command::start(tasks, &ctx, &command, field(&input, "description")?)
+                super::background::start(tasks, &ctx, &command, field(&input, "description")?)
                     .await
                     .map_err(ToolError::Failed)?;
             return Ok(format!(
@@ -99,7 +99,7 @@ Use task_output to read it and task_stop to stop it.",
             Ok(output) => {
                 let mut text = render(&output);
                 if output.exit_code() != Some(0)
-                    && let Some(hint) = crate::tools::sandbox::profile::failure_hint(
+                    && let Some(hint) = crate::sandbox::profile::failure_hint(
                         ctx.sandbox.profile(),
                         &output.stderr.text(),
                     )
@@ -169,7 +169,7 @@ fn render(output: &ProcessOutput) -> String {
 
 /// The note for hosts the sandbox's network proxy refused (empty when none was).
 fn network_note(refused: &[String]) -> String {
-    match crate::tools::sandbox::net::allow::refused_note(refused) {
+    match crate::sandbox::net::allow::refused_note(refused) {
         Some(note) => format!("{note}\n"),
         None => String::new(),
     }

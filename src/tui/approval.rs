@@ -28,7 +28,7 @@ use crate::approver::actor::PendingApproval;
 use crate::approver::{ApprovalAnswer, ApprovalRequest};
 use crate::protocol::{ContentBlock, Message};
 use crate::sanitize::clean_line;
-use crate::tools::sandbox::profile::FAILURE_NOTE;
+use crate::sandbox::profile::FAILURE_NOTE;
 
 /// The choices, in the order shown.
 const CHOICES: [&str; 4] = [

@@ -233,7 +233,7 @@ async fn outside_the_sandbox_is_offered_only_after_the_sandbox_stopped_the_comma
         arguments: command("make install"),
     };
     transcript.tool_started("lead", &call);
-    let hint = crate::tools::sandbox::profile::failure_hint(
+    let hint = crate::sandbox::profile::failure_hint(
         crate::tools::SandboxProfile::Write,
         "install: /usr/local/bin/x: Read-only file system",
     )

@@ -92,7 +92,7 @@ pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
         allowed.remove(name);
     }
     let mut writable_roots = vec![root.clone()];
-    writable_roots.extend(crate::tools::landlock::git_writable_dirs(&root));
+    writable_roots.extend(crate::sandbox::landlock::git_writable_dirs(&root));
     let events = EventBus::new();
     let mut rx = events.subscribe();
     let forward = {

@@ -149,7 +149,7 @@ pub async fn run_setup(command: &str, cwd: &Path) -> SetupReport {
         .process_group(0)
         .kill_on_drop(true);
     // The set-up command dies with crew, even if crew is killed with SIGKILL.
-    crate::tools::process::guard_command(&mut cmd);
+    crate::sandbox::process::guard_command(&mut cmd);
     let child = cmd.spawn();
     let child = match child {
         Ok(c) => c,

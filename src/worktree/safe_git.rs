@@ -129,7 +129,7 @@ pub enum SafeGitError {
         /// The writable roots, joined.
         roots: String,
         /// The error.
-        source: crate::tools::landlock::SandboxError,
+        source: crate::sandbox::landlock::SandboxError,
     },
     /// Too many nested repositories or drivers.
     #[error(
@@ -216,7 +216,7 @@ impl SafeGit {
     /// private one and the common one) and the harmless devices. Without Landlock in the
     /// kernel the command runs with the overrides alone (logged at debug level).
     pub fn confined_command(&self, cwd: &Path, trees: &[&Path]) -> Result<Command, SafeGitError> {
-        use crate::tools::landlock::{self, KernelSupport, PreparedLandlock};
+        use crate::sandbox::landlock::{self, KernelSupport, PreparedLandlock};
         let mut cmd = self.command(cwd);
         let support = landlock::kernel_support();
         if let KernelSupport::Unavailable(why) = support {

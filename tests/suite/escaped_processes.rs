@@ -11,7 +11,7 @@ use crate::support;
 use std::path::Path;
 use std::time::Duration;
 
-use crewmaster::tools::process::{self, ProcessError};
+use crewmaster::sandbox::process::{self, ProcessError};
 use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext};
 use serde_json::json;

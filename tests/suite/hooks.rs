@@ -313,7 +313,7 @@ fn a_hook_past_its_timeout_is_killed_with_its_whole_group() {
     assert!(!alive(leader), "the hook's shell outlived its timeout");
     assert!(!alive(child), "the hook's background child outlived it");
     assert!(
-        !crewmaster::tools::process::group_alive(nix::unistd::Pid::from_raw(pgid)),
+        !crewmaster::sandbox::process::group_alive(nix::unistd::Pid::from_raw(pgid)),
         "a process of the hook's group is still running"
     );
     assert!(

@@ -283,7 +283,7 @@ fn wait_lines(path: &Path, lines: usize) -> Vec<String> {
 
 fn group_alive(pid: &str) -> bool {
     let pgid = nix::unistd::Pid::from_raw(pid.parse().unwrap());
-    crewmaster::tools::process::group_alive(pgid)
+    crewmaster::sandbox::process::group_alive(pgid)
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crewmaster::tools::ToolContext;
-use crewmaster::tools::landlock;
+use crewmaster::sandbox::landlock;
 use serde_json::json;
 use support::sandbox::{confined, crew, python_write, repo, run, snapshot, tool_results};
 
@@ -326,7 +326,7 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
 async fn an_unconfined_command_runs_in_its_own_session() {
     require_features!(Python3);
     let dir = tempfile::tempdir().unwrap();
-    // The command's session is led by crew's guardian for it (src/tools/process/
+    // The command's session is led by crew's guardian for it (src/sandbox/process/
     // lifeline.rs), not by the shell: what matters is that it is not crew's session.
     let ours = nix::unistd::getsid(None).unwrap();
     let out = run(

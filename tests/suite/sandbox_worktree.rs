@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use crewmaster::tools::landlock;
+use crewmaster::sandbox::landlock;
 use crewmaster::tools::{CommandSandbox, ToolContext};
 use serde_json::json;
 use support::git;

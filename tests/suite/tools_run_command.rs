@@ -6,8 +6,8 @@ use crate::support;
 use std::path::Path;
 use std::time::Duration;
 
-use crewmaster::tools::landlock::{self, KernelSupport};
-use crewmaster::tools::process::{self, ProcessError};
+use crewmaster::sandbox::landlock::{self, KernelSupport};
+use crewmaster::sandbox::process::{self, ProcessError};
 use crewmaster::tools::run_command::RunCommand;
 use crewmaster::tools::{CommandSandbox, Tool, ToolContext, ToolError};
 use serde_json::json;
@@ -204,7 +204,7 @@ fn run_command_max() -> Duration {
 /// write to the temp dirs, so "outside the root" must be somewhere else (CI may run the
 /// whole checkout under /tmp).
 fn outside_temp_root() -> tempfile::TempDir {
-    let temp_roots = crewmaster::tools::landlock::effective_writable_roots(&[]);
+    let temp_roots = crewmaster::sandbox::landlock::effective_writable_roots(&[]);
     let candidates = [
         std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
         std::path::PathBuf::from("/var/tmp"),

@@ -268,8 +268,8 @@ fn a_wrong_cookie_is_refused_and_logged_on_both_sides() {
 #[test]
 fn a_workers_sandbox_refuses_writes_outside_its_worktree_under_a_bypass_lead() {
     assert!(
-        crewmaster::tools::landlock::kernel_support()
-            == crewmaster::tools::landlock::KernelSupport::Available
+        crewmaster::sandbox::landlock::kernel_support()
+            == crewmaster::sandbox::landlock::KernelSupport::Available
             || std::env::var_os("CREW_ALLOW_NO_LANDLOCK").is_some(),
         "this safety test needs Landlock (set CREW_ALLOW_NO_LANDLOCK=1 to run without it knowingly)"
     );

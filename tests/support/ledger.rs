@@ -64,8 +64,8 @@ impl Feature {
 
     /// Whether this machine has the feature, as crew sees it (simulations included).
     pub fn present(self) -> bool {
-        use krate::tools::landlock::{self, KernelSupport};
-        use krate::tools::sandbox::{layers, limits, net};
+        use krate::sandbox::landlock::{self, KernelSupport};
+        use krate::sandbox::{layers, limits, net};
         let runs = |program: &str, arg: &str| {
             std::process::Command::new(program)
                 .arg(arg)

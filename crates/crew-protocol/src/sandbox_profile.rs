@@ -1,7 +1,7 @@
 //! The sandbox profile of one command: how much power the OS grants it. The permission
 //! engine picks it from the decision that allowed the call (`permission::profile` in
 //! crewmaster), the call carries it to the executor, and the command runner enforces it
-//! (`tools::sandbox`). Plain data, so that the engine and the runner share it without
+//! (`sandbox`). Plain data, so that the engine and the runner share it without
 //! importing each other.
 
 use serde::{Deserialize, Serialize};

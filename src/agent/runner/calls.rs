@@ -7,7 +7,6 @@ use super::Runner;
 use crate::agent::pipeline::CallerContext;
 use crate::gate::actor::GateMsg;
 use crate::protocol::{ToolCall, ToolResult};
-use crate::skills;
 use crate::tools::Safety;
 
 impl Runner {
@@ -23,7 +22,7 @@ impl Runner {
         for call in calls {
             let read_only = self.pipeline.registry.safety(&call.name) == Some(Safety::ReadOnly);
             // Loading a skill changes what the calls after it may run: it runs alone.
-            let skill = self.pipeline.registry.canonical(&call.name) == Some(skills::tool::NAME);
+            let skill = self.pipeline.registry.canonical(&call.name) == Some(crate::tools::skill::NAME);
             if read_only && !skill {
                 batch.push(call);
                 continue;

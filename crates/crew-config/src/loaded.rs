@@ -7,8 +7,8 @@
 //!
 //! Agents never write these without a human (the file tools and command write targets ask,
 //! and nobody answering means no), confined commands see them through read-only binds
-//! (`tools::sandbox::protect` takes its list from [`sandbox_paths`]), and the trust pin
-//! (`crate::trust`) digests them. Everything else in those folders — `.crew/demo-report.md`,
+//! (`sandbox::protect` takes its list from [`sandbox_paths`]), and the trust pin
+//! (`crewmaster::trust`) digests them. Everything else in those folders — `.crew/demo-report.md`,
 //! memory files such as `CLAUDE.md`, `.claude/CLAUDE.md`, `AGENTS.md` — stays an ordinary
 //! project file.
 

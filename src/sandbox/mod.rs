@@ -5,23 +5,29 @@
 //! see hidden ([`hidden`]: credential stores, crew's home but its own workspace, `Read`
 //! deny rules, links to them, escape sockets) and, where the kernel
 //! allows, its own PID namespace with a fresh `/proc` ([`pid_ns`]), then Landlock
-//! (`tools::landlock`) as the outer fence, and a snapshot of the protected files that is
+//! ([`landlock`]) as the outer fence, and a snapshot of the protected files that is
 //! restored after it ends ([`Guard`]). Its network is loopback only, or the allow-list
 //! proxy ([`net`]).
 
+pub mod command;
 pub mod env;
 pub mod extra;
 pub mod hidden;
 pub mod hidden_scan;
 pub mod hidden_veil;
+pub mod landlock;
 pub mod layers;
 pub mod limit_settings;
 pub mod limits;
 pub mod mount_ns;
 pub mod net;
 pub mod pid_ns;
+pub mod process;
 pub mod profile;
 pub mod protect;
+
+pub use command::CommandSandbox;
+pub use profile::{NetworkAccess, SandboxProfile};
 
 use std::path::PathBuf;
 

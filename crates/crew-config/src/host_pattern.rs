@@ -3,7 +3,7 @@
 //! (`localhost:8080`, `[::1]:8080`). Names compare case-insensitively, without a trailing
 //! dot. An entry without a port allows every port of that host. The settings loader
 //! validates each entry with it; the sandbox's proxy matches connections against the list
-//! of them (`tools::sandbox::net::allow`).
+//! of them (`sandbox::net::allow`).
 
 use std::fmt;
 

@@ -5,19 +5,20 @@
 //! Protected files a confined command changed are restored when it ends. The log keeps
 //! at most the caps on kept results (`offload::budget`); the rest is drained and dropped.
 
+mod capped_log;
+
 use std::process::Stdio;
 use std::time::Duration;
-
-use super::capped_log::CappedLog;
 
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
 use tokio_util::sync::CancellationToken;
 
-use super::actor::{NewTask, TaskMsg};
-use super::{TaskKind, TaskRecord, TaskStatus};
-use crate::tools::ToolContext;
-use crate::tools::process::{self, Ended, GroupChild};
+use super::ToolContext;
+use capped_log::CappedLog;
+use crate::tasks::actor::{NewTask, TaskMsg};
+use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
+use crate::sandbox::process::{self, Ended, GroupChild};
 
 /// Starts `command` in the background for the agent of `ctx`; returns its task record.
 pub async fn start(

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::SkillCatalog;
+use super::{Definition, Safety, Tool, ToolContext, ToolError, field, schema};
 use crate::permission::{Category, PermissionSpec, TargetSpec};
-use crate::tools::{Definition, Safety, Tool, ToolContext, ToolError, field, schema};
+use crate::skills::SkillCatalog;
 
 /// The tool's registry name.
 pub const NAME: &str = "skill";

@@ -86,7 +86,7 @@ pub struct PreparedMounts {
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        let probe_dir = crate::tools::landlock::sandbox_temp_dir();
+        let probe_dir = crate::sandbox::landlock::sandbox_temp_dir();
         let protected = Protected {
             existing: vec![probe_dir.clone()],
             ..Protected::default()
@@ -393,7 +393,7 @@ mod tests {
             if unshare == Unshare::WithUser
                 && err.contains("Operation not permitted")
                 && !require_named(
-                    "crewmaster::tools::sandbox::mount_ns::tests::protected_files_are_read_only_inside_with_and_without_a_user_namespace (with a user namespace)",
+                    "crewmaster::sandbox::mount_ns::tests::protected_files_are_read_only_inside_with_and_without_a_user_namespace (with a user namespace)",
                     &[Feature::UserNamespaces],
                 )
             {

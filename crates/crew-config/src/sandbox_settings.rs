@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::settings::{SettingsError, Warning};
+use crate::paths::absolute;
+use crate::settings::{SettingsError, Warning};
 
 /// The OS sandbox settings, merged over every layer; the command runner applies them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -129,7 +130,7 @@ impl SandboxSettings {
             });
         }
         let mut ignored: Vec<String> = Vec::new();
-        let path = |p: &String| crate::permission::sandbox::absolute(p, origin.root, origin.home);
+        let path = |p: &String| absolute(p, origin.root, origin.home);
         match boolean(value, "enabled", origin)? {
             Some(true) => self.enabled = true,
             Some(false) if origin.own => self.disabled = true,

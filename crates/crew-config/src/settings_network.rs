@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::host_pattern::HostPattern;
+use crate::host_pattern::HostPattern;
 
 /// The `sandbox.network` settings of the user's own layers, merged.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
