@@ -13,7 +13,7 @@
 //! tighten. Claude Code's `.claude` files follow the same rules as ours; from them a
 //! `model` is taken only when it is a full id (`claude-…`), and `worktree` is not read.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;

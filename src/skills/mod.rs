@@ -13,6 +13,19 @@ use serde::Deserialize;
 use crate::front_matter::{self, ToolList};
 use crate::gate::{LimitOwner, NameLimit};
 
+/// The name of the tool that loads a skill (`tools::skill`).
+pub const TOOL_NAME: &str = "skill";
+
+/// The skill a `skill` call names: its `name` (or Claude Code's `skill`) without a
+/// leading `/`; `None` when the one given is not a string.
+fn requested(input: &serde_json::Value) -> Option<String> {
+    let name = match input.get("name").filter(|v| !v.is_null()) {
+        Some(n) => n.as_str()?,
+        None => input.get("skill")?.as_str()?,
+    };
+    Some(name.trim().trim_start_matches('/').to_string())
+}
+
 /// Where a skill or command file was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -202,7 +215,7 @@ impl SkillCatalog {
     /// when they name no skill here).
     pub fn limit_for(&self, arguments: &str) -> Option<NameLimit> {
         let input = serde_json::from_str(arguments).ok()?;
-        let skill = self.get(&tool::requested(&input).ok()?)?;
+        let skill = self.get(&requested(&input)?)?;
         Some(NameLimit {
             owner: LimitOwner::Skill(skill.name.clone()),
             names: skill
@@ -220,7 +233,7 @@ impl SkillCatalog {
         allowed: Option<&std::collections::HashSet<String>>,
     ) -> String {
         match allowed {
-            Some(names) if !names.contains(tool::NAME) => String::new(),
+            Some(names) if !names.contains(TOOL_NAME) => String::new(),
             _ => self.prompt_section(),
         }
     }

@@ -14,7 +14,7 @@ use crate::permission::{Category, PermissionSpec, TargetSpec};
 use crate::skills::SkillCatalog;
 
 /// The tool's registry name.
-pub const NAME: &str = "skill";
+pub const NAME: &str = crate::skills::TOOL_NAME;
 
 /// The `skill` tool.
 pub struct SkillTool {
