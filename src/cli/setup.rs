@@ -159,12 +159,10 @@ pub async fn prepare(
     let permission_mode =
         super::modes::starting_mode(&policy, &auto, cli.permission_mode.as_deref(), warn)?;
     crate::sandbox::env::set_passthrough(policy.env_passthrough.clone());
-    crate::sandbox::net::set_policy(
-        crate::sandbox::net::NetworkPolicy::from_settings(
-            &policy.network.allowed_domains,
-            policy.network.allow_local_binding,
-        )?,
-    );
+    crate::sandbox::net::set_policy(crate::sandbox::net::NetworkPolicy::from_settings(
+        &policy.network.allowed_domains,
+        policy.network.allow_local_binding,
+    )?);
     let sandbox = command_sandbox(&policy, &cwd, warn)?;
     let limits = crate::sandbox::limit_settings::resolve(&policy.limits)?;
     crate::sandbox::limits::configure(limits.limits);

@@ -22,8 +22,8 @@ use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 
-pub use crew_config::settings::{LayeredLimits, SettingsError, Warning};
 pub use crew_config::sandbox_settings::SandboxSettings;
+pub use crew_config::settings::{LayeredLimits, SettingsError, Warning};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]

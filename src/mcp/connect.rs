@@ -15,9 +15,9 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 
 use super::config::Transport;
 use super::server_actor::McpMsg;
-use crate::tools::CommandSandbox;
-use crate::sandbox::process::{GroupChild, ProcessError};
 use crate::sandbox::Guard;
+use crate::sandbox::process::{GroupChild, ProcessError};
+use crate::tools::CommandSandbox;
 
 /// The client side of one connection: forwards the server's notifications to its actor,
 /// tagged with the connection's generation so a stale connection cannot touch the registry.

@@ -50,12 +50,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::ToolCall;
 
-pub use crate::store::find_project_root;
-pub use crew_config::sandbox_settings::SandboxSettings;
-pub use crew_config::settings::{SettingsError, Warning};
 pub use crate::protocol::decision::{Category, Decision, Layer, Source, Verdict};
 pub use crate::protocol::permission_spec::{self as spec, PermissionSpec, RuleName, TargetSpec};
+pub use crate::store::find_project_root;
 pub use check::check;
+pub use crew_config::sandbox_settings::SandboxSettings;
+pub use crew_config::settings::{SettingsError, Warning};
 pub use grants::{GrantError, grant_rules};
 pub use hook::HookOpinion;
 pub use mode::{PermissionMode, SharedMode};

@@ -15,10 +15,10 @@ use ractor::rpc::CallResult;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolContext;
-use capped_log::CappedLog;
+use crate::sandbox::process::{self, Ended, GroupChild};
 use crate::tasks::actor::{NewTask, TaskMsg};
 use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
-use crate::sandbox::process::{self, Ended, GroupChild};
+use capped_log::CappedLog;
 
 /// Starts `command` in the background for the agent of `ctx`; returns its task record.
 pub async fn start(

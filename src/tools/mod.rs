@@ -30,9 +30,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::sandbox::{CommandSandbox, NetworkAccess, SandboxProfile};
 pub use crew_protocol::tool::{Safety, ToolSpec};
 pub use registry::Registry;
-pub use crate::sandbox::{CommandSandbox, NetworkAccess, SandboxProfile};
 
 use crate::permission::PermissionSpec;
 

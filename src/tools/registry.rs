@@ -132,9 +132,7 @@ impl Registry {
         mut self,
         skills: Arc<crate::skills::SkillCatalog>,
     ) -> Result<Self, DuplicateTool> {
-        self.register(Arc::new(super::skill::SkillTool::new(
-            skills.clone(),
-        )))?;
+        self.register(Arc::new(super::skill::SkillTool::new(skills.clone())))?;
         self.skills = skills;
         Ok(self)
     }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::sandbox::process::{self, ProcessError, ProcessOutput};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
+use crate::sandbox::process::{self, ProcessError, ProcessOutput};
 
 /// Timeout when the call gives none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

@@ -27,8 +27,8 @@ use super::transcript::{Transcript, call_target};
 use crate::approver::actor::PendingApproval;
 use crate::approver::{ApprovalAnswer, ApprovalRequest};
 use crate::protocol::{ContentBlock, Message};
-use crate::sanitize::clean_line;
 use crate::sandbox::profile::FAILURE_NOTE;
+use crate::sanitize::clean_line;
 
 /// The choices, in the order shown.
 const CHOICES: [&str; 4] = [

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crewmaster::tools::ToolContext;
 use crewmaster::sandbox::landlock;
+use crewmaster::tools::ToolContext;
 use serde_json::json;
 use support::sandbox::{confined, crew, python_write, repo, run, snapshot, tool_results};
 

@@ -22,7 +22,8 @@ impl Runner {
         for call in calls {
             let read_only = self.pipeline.registry.safety(&call.name) == Some(Safety::ReadOnly);
             // Loading a skill changes what the calls after it may run: it runs alone.
-            let skill = self.pipeline.registry.canonical(&call.name) == Some(crate::tools::skill::NAME);
+            let skill =
+                self.pipeline.registry.canonical(&call.name) == Some(crate::tools::skill::NAME);
             if read_only && !skill {
                 batch.push(call);
                 continue;

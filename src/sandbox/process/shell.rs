@@ -19,16 +19,16 @@ use tokio::process::Command;
 use super::ProcessError;
 use super::lifeline;
 use crate::permission::walk::WalkFilter;
-use crate::sandbox::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::sandbox::hidden::{HiddenSet, HideScope};
+use crate::sandbox::landlock::{self, KernelSupport, PreparedLandlock};
 use crate::sandbox::limits::{self, PreparedLimits};
 use crate::sandbox::mount_ns::PreparedMounts;
 use crate::sandbox::net::{self, CommandNetwork, NetworkPolicy};
 use crate::sandbox::profile::NetworkAccess;
 use crate::sandbox::protect::Protected;
+use crate::sandbox::{CommandSandbox, SandboxProfile};
 use crate::sandbox::{Guard, env};
 use crate::sandbox::{extra, layers};
-use crate::sandbox::{CommandSandbox, SandboxProfile};
 
 /// A shell command ready to spawn, and the guard to finish once it has ended.
 #[derive(Debug)]
