@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::front_matter::{self, ToolList};
-use crate::gate::{LimitOwner, NameLimit};
+use crate::protocol::name_limit::{LimitOwner, NameLimit};
 
 /// The name of the tool that loads a skill (`tools::skill`).
 pub const TOOL_NAME: &str = "skill";

@@ -1,6 +1,7 @@
 //! crewmaster's protocol: the plain data every layer exchanges — messages and their
 //! content blocks, tool calls and results, token usage and stop reasons ([`message`]),
-//! what the model is shown of a tool ([`tool`]) and what a run is for ([`mode`]); and of
+//! what the model is shown of a tool ([`tool`]), what a run is for ([`mode`]) and the tool
+//! list a skill or command narrows it to ([`name_limit`]); and of
 //! the permission engine's contract, what it answers ([`decision`]), the modes it decides
 //! in ([`permission_mode`]) and what it must know of each tool ([`permission_spec`]),
 //! and the sandbox profile it picks for a command, which the runner enforces
@@ -13,6 +14,7 @@
 
 pub mod decision;
 pub mod message;
+pub mod name_limit;
 pub mod mode;
 pub mod permission_mode;
 pub mod permission_spec;
