@@ -421,7 +421,7 @@ async fn start_session(
     let registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
-            .chain(orchestration_tools(&catalog)),
+            .chain(orchestration_tools(&catalog.agent_types())),
     )?;
     // The scripted model keeps no copy of each request: a real provider does not either.
     let provider =

@@ -18,6 +18,14 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// Each agent type's name and description, for the `agent` tool's description.
+    pub fn agent_types(&self) -> Vec<(String, String)> {
+        self.agents
+            .values()
+            .map(|d| (d.name.clone(), d.description.clone()))
+            .collect()
+    }
+
     /// The definitions that carry a `hooks` object, for `hooks::config::load_agents`.
     pub fn hook_sources(&self) -> impl Iterator<Item = crate::hooks::config::AgentHooks<'_>> {
         self.agents.values().filter_map(|d| {

@@ -6,56 +6,13 @@
 
 use futures::future::BoxFuture;
 use ractor::{ActorRef, RpcReplyPort, rpc::CallResult};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use super::catalog::Catalog;
 use super::definition::AgentDefinition;
-pub use super::resume::ResumeRequest;
 use crate::permission::delegation::{AgentProfile, Delegation, Isolation, Placement};
+pub use crate::tools::delegate::{Delegator, ResumeRequest, SpawnRequest};
 use crate::tools::{Registry, Safety};
-
-/// A request to start a subagent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SpawnRequest {
-    /// A few words on what it is for.
-    pub description: String,
-    /// The task for the subagent.
-    pub prompt: String,
-    /// The agent definition to use.
-    pub subagent_type: String,
-    /// Return at once with the task id instead of waiting for the answer.
-    pub run_in_background: bool,
-    /// `worktree` or `none` (default: the definition's, else worktree in a git repo).
-    /// The model may ask for `none` only for a read-only agent type.
-    pub isolation: Option<Isolation>,
-    /// Model override.
-    pub model: Option<String>,
-    /// A name makes the agent a long-lived teammate (messages reach it by this name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// A teammate that works in Plan mode until the lead approves its plan.
-    #[serde(default)]
-    pub plan_first: bool,
-    /// Set for `agent {fork: true}`: the caller as it was at the call; the child
-    /// inherits its conversation and configuration (`subagent_type` is then ignored).
-    #[serde(skip)]
-    pub fork: Option<std::sync::Arc<super::fork::ForkBase>>,
-}
-
-/// Starts subagents on behalf of one agent.
-pub trait Delegator: Send + Sync {
-    /// Starts a subagent; returns its task id.
-    fn spawn(&self, req: SpawnRequest) -> BoxFuture<'static, Result<String, String>>;
-
-    /// Resumes a finished subagent in the background with `req.message` on top of its
-    /// whole conversation (see `agent::resume`); returns the new task id. For the
-    /// `send_message` tool, when `to` names no teammate.
-    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, String>> {
-        let _ = req;
-        Box::pin(async { Err("this agent cannot resume subagents".to_string()) })
-    }
-}
 
 /// Builds an actor's resume message.
 pub type ResumeBuild<M> = fn(ResumeRequest, RpcReplyPort<Result<String, String>>) -> M;

@@ -6,31 +6,13 @@
 //! answered for it with a placeholder result (the API requires an answer to each), and
 //! its task is the fork's prompt. Its answer comes back as a subagent's does.
 
-use super::mode::AgentMode;
-use super::runner::AgentSpec;
+pub use crate::protocol::agent_spec::{FORK_TYPE, ForkBase};
 use crate::protocol::{ContentBlock, Message, Role, ToolResult};
 
 /// The result the child sees for each call of its parent's last turn, its own `agent`
 /// call included.
 pub const FORK_PLACEHOLDER: &str =
     "Fork started: you are the forked child, working in the background on the task below.";
-
-/// The agent type forks are registered and identified under (`fork/<task id>`).
-pub const FORK_TYPE: &str = "fork";
-
-/// What a child of the agent that called `agent {fork: true}` starts from: a copy of the
-/// caller at the moment of the call. Set by the runner on the tool context of each turn
-/// that calls `agent`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ForkBase {
-    /// The caller's configuration (system prompt, model, tools).
-    pub spec: AgentSpec,
-    /// The caller's Agent Mode for the run that made the call.
-    pub mode: AgentMode,
-    /// The caller's conversation up to and including the assistant message that called
-    /// `agent`.
-    pub messages: Vec<Message>,
-}
 
 /// The child's conversation before its run adds the task: the caller's messages and,
 /// when the last one called tools, a user message answering each call with
@@ -67,7 +49,9 @@ report (it goes back to that agent as your result); do not start further forks.{
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::runner::AgentSpec;
     use crate::protocol::ToolCall;
+    use crate::protocol::mode::AgentMode;
 
     fn base(messages: Vec<Message>) -> ForkBase {
         ForkBase {

@@ -31,15 +31,7 @@ pub struct Finished {
     pub tasks: Vec<String>,
 }
 
-/// A message to a finished subagent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResumeRequest {
-    /// Its task id (of any of its runs), its agent id (`type/task`), or its agent type
-    /// when exactly one finished subagent has that type.
-    pub target: String,
-    /// The message; it becomes the subagent's next user turn.
-    pub message: String,
-}
+pub use crate::tools::delegate::ResumeRequest;
 
 /// The finished subagents of a session, by agent id. Shared by every agent of the session.
 #[derive(Debug, Clone, Default)]

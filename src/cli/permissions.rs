@@ -126,7 +126,7 @@ fn load(
     let catalog = crate::agent::catalog::Catalog::load(&root, home);
     let tools = crate::tools::builtin_tools()
         .into_iter()
-        .chain(crate::tools::orchestration_tools(&catalog));
+        .chain(crate::tools::orchestration_tools(&catalog.agent_types()));
     if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
         let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
         policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);

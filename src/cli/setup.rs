@@ -230,7 +230,7 @@ pub async fn prepare(
     let mut registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
-            .chain(orchestration_tools(&catalog)),
+            .chain(orchestration_tools(&catalog.agent_types())),
     )?;
     // `tool_search` finds MCP tools deferred above the `toolSearch` threshold.
     let (threshold, threshold_warnings) =

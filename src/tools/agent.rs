@@ -9,9 +9,8 @@ use async_trait::async_trait;
 use ractor::rpc::CallResult;
 use serde_json::{Value, json};
 
+use super::delegate::SpawnRequest;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
-use crate::agent::catalog::Catalog;
-use crate::agent::delegate::SpawnRequest;
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 use crate::tasks::TaskStatus;
 use crate::tasks::actor::TaskMsg;
@@ -25,12 +24,11 @@ pub struct AgentTool {
 }
 
 impl AgentTool {
-    /// The tool, describing the agent types of `catalog` to the model.
-    pub fn new(catalog: &Catalog) -> Self {
-        let types: Vec<String> = catalog
-            .agents
-            .values()
-            .map(|d| format!("- {}: {}", d.name, d.description))
+    /// The tool, describing these agent types (name, description) to the model.
+    pub fn new(agent_types: &[(String, String)]) -> Self {
+        let types: Vec<String> = agent_types
+            .iter()
+            .map(|(name, description)| format!("- {name}: {description}"))
             .collect();
         Self {
             def: Definition {
@@ -128,7 +126,7 @@ impl Tool for AgentTool {
             None
         };
         let subagent_type = match &fork {
-            Some(_) => crate::agent::fork::FORK_TYPE.to_string(),
+            Some(_) => crate::protocol::agent_spec::FORK_TYPE.to_string(),
             None => required(&input, "subagent_type")?,
         };
         let request = SpawnRequest {

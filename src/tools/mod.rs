@@ -6,6 +6,7 @@ pub mod agent;
 pub mod background;
 pub mod beneath;
 pub mod deferred;
+pub mod delegate;
 pub mod edit_file;
 pub mod find_files;
 pub mod read_file;
@@ -87,7 +88,7 @@ pub struct ToolContext {
     /// OS confinement for commands.
     pub sandbox: CommandSandbox,
     /// Starts subagents on behalf of the calling agent (the `agent` tool).
-    pub delegate: Option<std::sync::Arc<dyn crate::agent::delegate::Delegator>>,
+    pub delegate: Option<std::sync::Arc<dyn delegate::Delegator>>,
     /// The session's task manager (background tasks and the `task_*` tools).
     pub tasks: Option<ractor::ActorRef<crate::tasks::actor::TaskMsg>>,
     /// What `find_files` and `search_code` may show: the session's Read deny rules and
@@ -100,7 +101,7 @@ pub struct ToolContext {
     pub mailbox: Option<std::sync::Arc<crate::team::actor::Mailbox>>,
     /// The calling agent as it was when it made this turn's calls, for `agent {fork:
     /// true}` (set by the loop only on turns that call `agent`).
-    pub fork: Option<std::sync::Arc<crate::agent::fork::ForkBase>>,
+    pub fork: Option<std::sync::Arc<crate::protocol::agent_spec::ForkBase>>,
     /// The tools deferred for the calling agent's run, which `tool_search` searches
     /// (`None`: nothing is deferred).
     pub deferred_tools: Option<std::sync::Arc<[Definition]>>,
@@ -239,13 +240,12 @@ pub fn builtin_tools() -> Vec<std::sync::Arc<dyn Tool>> {
     ]
 }
 
-/// The orchestration tools: `agent` (described with the catalog's agent types), the
-/// background-task tools and the team's work-list tools.
-pub fn orchestration_tools(
-    catalog: &crate::agent::catalog::Catalog,
-) -> Vec<std::sync::Arc<dyn Tool>> {
+/// The orchestration tools: `agent` (described with these agent types, name and
+/// description: `agent::catalog::Catalog::agent_types`), the background-task tools and the
+/// team's work-list tools.
+pub fn orchestration_tools(agent_types: &[(String, String)]) -> Vec<std::sync::Arc<dyn Tool>> {
     let tools: Vec<std::sync::Arc<dyn Tool>> = vec![
-        std::sync::Arc::new(agent::AgentTool::new(catalog)),
+        std::sync::Arc::new(agent::AgentTool::new(agent_types)),
         std::sync::Arc::new(task_tools::TaskList::new()),
         std::sync::Arc::new(task_tools::TaskOutput::new()),
         std::sync::Arc::new(task_tools::TaskStop::new()),
@@ -259,10 +259,11 @@ pub fn orchestration_tools(
 /// check`, tests, benchmarks).
 fn builtin_definitions() -> &'static [Definition] {
     static DEFS: std::sync::LazyLock<Vec<Definition>> = std::sync::LazyLock::new(|| {
-        let catalog = crate::agent::catalog::Catalog::default();
+        // Names, aliases and permission specs are what these serve; the `agent` tool's
+        // list of types belongs to a session's catalog.
         builtin_tools()
             .into_iter()
-            .chain(orchestration_tools(&catalog))
+            .chain(orchestration_tools(&[]))
             .map(|t| t.definition().clone())
             .chain([skill::definition()])
             .collect()

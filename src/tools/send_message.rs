@@ -126,7 +126,7 @@ impl Tool for SendMessage {
             _ => false,
         };
         if !on_team && let Some(delegate) = &ctx.delegate {
-            let request = crate::agent::resume::ResumeRequest {
+            let request = super::delegate::ResumeRequest {
                 target: to.clone(),
                 message: out.message.clone(),
             };

@@ -206,7 +206,7 @@ fn engine_decides_delegation_by_isolation_and_read_only_ness() {
     let registry = Registry::with_tools(
         builtin_tools()
             .into_iter()
-            .chain(orchestration_tools(&catalog)),
+            .chain(orchestration_tools(&catalog.agent_types())),
     )
     .unwrap();
     let mut policy = Policy {

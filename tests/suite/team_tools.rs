@@ -24,7 +24,7 @@ fn name(s: &str) -> MemberName {
 }
 
 fn registry() -> Registry {
-    Registry::with_tools(orchestration_tools(&Catalog::default())).unwrap()
+    Registry::with_tools(orchestration_tools(&Catalog::default().agent_types())).unwrap()
 }
 
 /// A team `t` with teammates alice and bob, and a tool context for each member.

@@ -237,7 +237,9 @@ pub async fn start(setup: Setup) -> TestSession {
         .workers
         .map(|pool| pool as Arc<dyn crewmaster::agent::host::Workers>);
     let orchestration = setup.orchestration.then(|| {
-        tools.extend(crewmaster::tools::orchestration_tools(&catalog));
+        tools.extend(crewmaster::tools::orchestration_tools(
+            &catalog.agent_types(),
+        ));
         crewmaster::session::Orchestration {
             session_dir: home.join("session"),
             catalog: catalog.clone(),

@@ -1,4 +1,5 @@
-//! crewmaster's protocol: the plain data every layer exchanges — messages and their
+//! crewmaster's protocol: the plain data every layer exchanges — an agent's configuration
+//! and a fork's snapshot of it ([`agent_spec`]), messages and their
 //! content blocks, tool calls and results, token usage and stop reasons ([`message`]),
 //! what the model is shown of a tool ([`tool`]), what a run is for ([`mode`]) and the tool
 //! list a skill or command narrows it to ([`name_limit`]); and of
@@ -12,10 +13,11 @@
 //! `crewmaster` itself; everything else depends on it, so an import that runs back up
 //! from here is a compile error. Its dependencies are `serde` and `serde_json`.
 
+pub mod agent_spec;
 pub mod decision;
 pub mod message;
-pub mod name_limit;
 pub mod mode;
+pub mod name_limit;
 pub mod permission_mode;
 pub mod permission_spec;
 pub mod sandbox_profile;

@@ -1,6 +1,5 @@
 //! What an agent and a run are configured with, and what a run gives back.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use ractor::ActorRef;
@@ -13,22 +12,8 @@ use crate::protocol::Usage;
 use crate::tasks::actor::TaskMsg;
 use crate::tools::CommandSandbox;
 
-/// The fixed configuration of one agent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentSpec {
-    /// The agent's id (`lead`, or a subagent's `type/id`).
-    pub id: String,
-    /// The model name sent to the provider.
-    pub model: String,
-    /// The system prompt.
-    pub system_prompt: String,
-    /// The tools this agent may see and call (`None`: all).
-    pub allowed_tools: Option<HashSet<String>>,
-    /// The most model turns one run may take.
-    pub max_turns: u32,
-    /// Output token limit per turn.
-    pub max_tokens: u32,
-}
+/// The fixed configuration of one agent (protocol data: a fork's snapshot carries it).
+pub use crate::protocol::agent_spec::AgentSpec;
 
 /// What one run is asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
