@@ -13,10 +13,33 @@ struct Cut {
 }
 
 const CUTS: &[Cut] = &[
-    // The engine must not import the tool catalog or auto mode's session part.
+    // The engine must not import the tool catalog, auto mode's session part, or the
+    // settings loader that builds its policy (the values it holds are `crew-config`'s).
     Cut {
         under: "permission",
-        must_not_name: &["crate::tools", "crate::auto_mode"],
+        must_not_name: &["crate::tools", "crate::auto_mode", "crate::config"],
+    },
+    // Tools are below the agents that call them: what they ask of an agent is
+    // `tools::delegate`, and a fork's snapshot is protocol data.
+    Cut {
+        under: "tools",
+        must_not_name: &["crate::agent"],
+    },
+    // Background tasks are below the tools that start them (a background command is
+    // `tools::background`); they stop process groups through the OS sandbox's processes.
+    Cut {
+        under: "tasks",
+        must_not_name: &["crate::tools", "crate::agent"],
+    },
+    // Skills are below the gate and the tool that loads them.
+    Cut {
+        under: "skills",
+        must_not_name: &["crate::gate", "crate::tools", "crate::agent"],
+    },
+    // The OS sandbox is below the tools that run commands in it.
+    Cut {
+        under: "sandbox",
+        must_not_name: &["crate::tools", "crate::agent", "crate::session"],
     },
     // Agents must not know about workers: the session hands them an `agent::host::Workers`.
     Cut {
@@ -49,10 +72,11 @@ const CUTS: &[Cut] = &[
         under: "offload",
         must_not_name: &["crate::executor"],
     },
-    // The gate reads the agent mode from the protocol, not from the agents.
+    // The gate reads the agent mode from the protocol, not from the agents, and defines
+    // what it sends the executor and what the engine answers through it.
     Cut {
         under: "gate",
-        must_not_name: &["crate::agent"],
+        must_not_name: &["crate::agent", "crate::executor", "crate::engine"],
     },
     // Hooks are configured below the agents that fire them.
     Cut {
