@@ -31,3 +31,60 @@ pub fn options(cli: &Cli) -> Options {
         workers: Some(Arc::new(cluster.owned())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn every_session_flag_reaches_the_options() {
+        let cli = Cli::try_parse_from([
+            "crew",
+            "--cwd",
+            "/tmp/p",
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            "script:/tmp/s.json",
+            "--max-turns",
+            "7",
+            "--max-budget-usd",
+            "1.5",
+            "--max-concurrent-agents",
+            "3",
+            "--resume",
+            "abc",
+            "--mcp-config",
+            "/tmp/a.json",
+            "--mcp-config",
+            "/tmp/b.json",
+            "--record-requests",
+            "/tmp/r.jsonl",
+            "--workers",
+            "127.0.0.1:9",
+        ])
+        .unwrap();
+        let o = options(&cli);
+        assert_eq!(o.cwd.as_deref(), Some(std::path::Path::new("/tmp/p")));
+        assert_eq!(o.permission_mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(o.model.as_deref(), Some("script:/tmp/s.json"));
+        assert_eq!(o.max_turns, 7);
+        assert_eq!(o.max_budget_usd, Some(1.5));
+        assert_eq!(o.max_concurrent_agents, Some(3));
+        assert_eq!(o.resume.as_deref(), Some("abc"));
+        assert!(!o.continue_session && o.session_id.is_none());
+        assert_eq!(o.mcp_config.len(), 2);
+        assert_eq!(
+            o.record_requests.as_deref(),
+            Some(std::path::Path::new("/tmp/r.jsonl"))
+        );
+        assert!(o.workers.is_some());
+        let o = options(&Cli::try_parse_from(["crew", "-c"]).unwrap());
+        assert!(o.continue_session && o.resume.is_none());
+        assert_eq!(o.max_turns, 100);
+        let o = options(&Cli::try_parse_from(["crew", "--session-id", "s1"]).unwrap());
+        assert_eq!(o.session_id.as_deref(), Some("s1"));
+    }
+}

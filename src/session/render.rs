@@ -111,3 +111,69 @@ fn render_text(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventBus;
+
+    /// A writer the test reads back after the renderer is done.
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_leads_answer_goes_to_out_and_tool_activity_to_err_with_the_agents_name() {
+        let bus = EventBus::new();
+        let (out, err) = (Shared::default(), Shared::default());
+        let printer = tokio::spawn(text(bus.subscribe(), out.clone(), err.clone()));
+        let text_delta = |t: &str| EventKind::TextDelta { text: t.into() };
+        bus.publish("lead", text_delta("Hello"));
+        // A subagent's text is its log's, not the lead's answer.
+        bus.publish("sub1", text_delta("hidden"));
+        bus.publish(
+            "sub1",
+            EventKind::ToolCallFinished {
+                call_id: "c1".into(),
+                name: "write_file".into(),
+                is_error: true,
+                error_code: Some("permission_denied".into()),
+                summary: "refused".into(),
+            },
+        );
+        bus.publish(
+            "lead",
+            EventKind::ToolCallFinished {
+                call_id: "c2".into(),
+                name: "read_file".into(),
+                is_error: false,
+                error_code: None,
+                summary: "3 lines".into(),
+            },
+        );
+        bus.publish("lead", text_delta(" world"));
+        bus.close();
+        printer.await.unwrap();
+        // The answer ends on a line of its own once the bus closes.
+        assert_eq!(out.text(), "Hello world\n");
+        assert_eq!(
+            err.text(),
+            "[sub1] ✗ write_file [permission_denied] refused\n✓ read_file 3 lines\n"
+        );
+    }
+}

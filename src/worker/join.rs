@@ -81,3 +81,71 @@ pub async fn join(
         Pool::join(&cfg.workers, cookie, rules, model, link).await?,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::Policy;
+
+    fn request<'a>(policy: &'a Policy, root: &'a Path, home: &'a Path) -> JoinRequest<'a> {
+        JoinRequest {
+            model: None,
+            policy,
+            project_root: root,
+            home: Some(home),
+        }
+    }
+
+    #[tokio::test]
+    async fn no_workers_in_the_flags_or_the_settings_joins_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let policy = Policy::default();
+        let joined = Cluster::default()
+            .join(request(&policy, root.path(), home.path()))
+            .await
+            .unwrap();
+        assert!(joined.is_none());
+    }
+
+    #[tokio::test]
+    async fn workers_without_a_cookie_stop_the_session_naming_the_flag_and_the_setting() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let policy = Policy::default();
+        let cluster = Cluster {
+            workers: Some("127.0.0.1:9".into()),
+            ..Cluster::default()
+        };
+        let Err(e) = cluster
+            .join(request(&policy, root.path(), home.path()))
+            .await
+        else {
+            panic!("workers without a cookie were joined");
+        };
+        let text = format!("{e:#}");
+        assert!(text.contains("127.0.0.1:9"), "{text}");
+        assert!(text.contains("--cookie-file"), "{text}");
+        assert!(text.contains("workerCookieFile"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_settings_workers_are_used_when_no_flag_names_any() {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".crew")).unwrap();
+        std::fs::write(
+            home.path().join(".crew/settings.json"),
+            r#"{"workers": ["127.0.0.1:9"]}"#,
+        )
+        .unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let policy = Policy::default();
+        let Err(e) = Cluster::default()
+            .join(request(&policy, root.path(), home.path()))
+            .await
+        else {
+            panic!("the settings' workers were joined without a cookie");
+        };
+        assert!(format!("{e:#}").contains("127.0.0.1:9"), "{e:#}");
+    }
+}

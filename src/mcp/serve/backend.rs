@@ -158,3 +158,33 @@ fn explain(mut result: ToolResult) -> ToolResult {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_served_session_takes_the_servers_directory_mode_and_model_and_nothing_else() {
+        let config = ServeConfig {
+            cwd: "/srv/repo".into(),
+            mode: super::super::ServeMode::parse(Some("plan")).unwrap(),
+            model: Some("openai:gpt".into()),
+            max_turns: 12,
+            workers: None,
+        };
+        let o = session_options(&config, Some(PermissionMode::AcceptEdits));
+        assert_eq!(o.cwd.as_deref(), Some(std::path::Path::new("/srv/repo")));
+        // The name `prepare` parses back to the mode it was given.
+        let name = o.permission_mode.clone().unwrap();
+        assert_eq!(
+            PermissionMode::parse_lenient(&name),
+            (PermissionMode::AcceptEdits, None)
+        );
+        assert_eq!(o.model.as_deref(), Some("openai:gpt"));
+        assert_eq!(o.max_turns, 12);
+        assert!(o.resume.is_none() && !o.continue_session && o.session_id.is_none());
+        assert!(o.mcp_config.is_empty() && o.record_requests.is_none());
+        assert!(o.max_budget_usd.is_none() && o.max_concurrent_agents.is_none());
+        assert!(session_options(&config, None).permission_mode.is_none());
+    }
+}
