@@ -69,7 +69,9 @@
 //! - [`worktree`] — git worktrees for subagents, crew's own hardened git, the manager actor.
 //! - [`worker`] — worker machines over `ractor_cluster`: remote subagents and teammates, TLS.
 //! - [`session`] — the root supervisor, its service actors and their restart from last good
-//!   state (`session::services`), and `SessionHandle`.
+//!   state (`session::services`), and `SessionHandle`; `session::build` assembles a lead's
+//!   session (settings, model, tools, MCP servers, workers, transcript) for the CLI, the
+//!   TUI and `mcp serve`.
 //! - [`supervise`] — restartable `Slot`s, restart budgets and storms, test faults: the
 //!   plumbing every actor uses, importing none of them.
 //! - [`store`] — where state lives under `~/.crew` (projects, sessions).
@@ -77,7 +79,8 @@
 //!
 //! ## Front ends
 //!
-//! - [`cli`] — clap arguments, the headless run, output formats, the subcommands.
+//! - [`cli`] — clap arguments, the headless run, output formats, the subcommands: the top
+//!   of the crate, which nothing else imports.
 //! - [`tui`] — the interactive terminal UI: one component per file, app state, event loop.
 //!
 //! ## Test support

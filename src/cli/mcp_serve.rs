@@ -49,6 +49,9 @@ pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
         mode,
         model: args.model,
         max_turns: args.max_turns,
+        // The workers of the user's settings; the command line's cluster flags are not
+        // passed to the server's sessions.
+        workers: Some(Arc::new(crate::worker::join::Cluster::default())),
     };
     let backend = Arc::new(Backend::start(config, &mut |w| eprintln!("crew: {w}")).await?);
     let served = match &args.listen {

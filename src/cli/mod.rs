@@ -11,8 +11,6 @@ pub mod hooks;
 pub mod mcp;
 pub mod mcp_serve;
 pub mod memory;
-pub mod model;
-pub mod modes;
 pub mod output;
 pub mod permissions;
 pub mod run;
@@ -306,7 +304,7 @@ async fn interactive(cli: Cli) -> i32 {
         );
         return 2;
     }
-    match crate::tui::run(cli).await {
+    match crate::tui::run(setup::options(&cli)).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("crew: {e:#}");

@@ -24,114 +24,26 @@ where
     }
 }
 
-/// Consumes events until the bus closes, rendering them in `format`.
+/// Consumes events until the bus closes, rendering them in `format` (text as
+/// `session::render::text` writes it).
 pub async fn render_events(
     mut rx: UnboundedReceiver<Event>,
     format: OutputFormat,
     mut out: impl Write + Send,
-    mut err: impl Write + Send,
+    err: impl Write + Send,
 ) {
-    let mut at_line_start = true;
+    if format == OutputFormat::Text {
+        return crate::session::render::text(rx, out, err).await;
+    }
     while let Some(event) = rx.recv().await {
         // Output errors (a closed pipe) must not stop the run; drop what cannot be written.
-        let _ = match format {
-            OutputFormat::StreamJson => serde_json::to_string(&event)
+        if format == OutputFormat::StreamJson {
+            let _ = serde_json::to_string(&event)
                 .map_err(std::io::Error::other)
-                .and_then(|line| writeln!(out, "{line}")),
-            OutputFormat::Json => Ok(()),
-            OutputFormat::Text => render_text(&event, &mut out, &mut err, &mut at_line_start),
-        };
+                .and_then(|line| writeln!(out, "{line}"));
+        }
         let _ = out.flush();
     }
-    if !at_line_start {
-        let _ = writeln!(out);
-    }
-}
-
-fn render_text(
-    event: &Event,
-    out: &mut impl Write,
-    err: &mut impl Write,
-    at_line_start: &mut bool,
-) -> std::io::Result<()> {
-    let prefix = if event.agent == "lead" {
-        String::new()
-    } else {
-        format!("[{}] ", event.agent)
-    };
-    match &event.kind {
-        // Subagents' text goes to their task logs, not into the lead's answer.
-        EventKind::TextDelta { text } if event.agent == "lead" => {
-            write!(out, "{text}")?;
-            *at_line_start = text.ends_with('\n');
-        }
-        EventKind::RunFinished { .. } if event.agent == "lead" && !*at_line_start => {
-            writeln!(out)?;
-            *at_line_start = true;
-        }
-        EventKind::ToolCallStarted { call } => {
-            if !*at_line_start {
-                writeln!(out)?;
-                *at_line_start = true;
-            }
-            out.flush()?;
-            let args: String = call.arguments.chars().take(160).collect();
-            writeln!(err, "{prefix}→ {} {args}", call.name)?;
-        }
-        EventKind::ToolCallFinished {
-            name,
-            is_error,
-            error_code,
-            summary,
-            ..
-        } => {
-            if *is_error {
-                writeln!(
-                    err,
-                    "{prefix}✗ {name} [{}] {summary}",
-                    error_code.as_deref().unwrap_or("error")
-                )?;
-            } else {
-                writeln!(err, "{prefix}✓ {name} {summary}")?;
-            }
-        }
-        EventKind::Retrying {
-            delay_ms, reason, ..
-        } => {
-            writeln!(
-                err,
-                "{prefix}retrying in {:.1}s: {reason}",
-                *delay_ms as f64 / 1000.0
-            )?;
-        }
-        EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
-        EventKind::AutoModeOff { reason } => writeln!(
-            err,
-            "auto mode is off: {reason}; calls ask again (headless: they are refused)"
-        )?,
-        EventKind::ActorRestarted { actor, reason, .. } => writeln!(
-            err,
-            "session: restarted the {actor} after it failed: {reason}"
-        )?,
-        EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
-        EventKind::Compacted {
-            trigger,
-            tokens_before,
-            tokens_after,
-            ..
-        } => writeln!(
-            err,
-            "{prefix}context compacted ({trigger}): about {tokens_before} → {tokens_after} tokens"
-        )?,
-        EventKind::TeamMemberChanged { name, status, .. } => {
-            writeln!(err, "team: {name} is {status}")?;
-        }
-        EventKind::TeamMessage {
-            from, to, summary, ..
-        } => writeln!(err, "team: {from} → {to}: {summary}")?,
-        _ => {}
-    }
-    Ok(())
 }
 
 /// Whether `event` is one `collect_requests` keeps: the lead's usage report of a request.

@@ -5,11 +5,11 @@
 use anyhow::{Context, bail};
 
 use super::output::{for_terminal, render_events, result_json};
-use super::setup::prepare;
 use super::{Cli, OutputFormat};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
+use crate::session::build::prepare;
 use crate::session::{SessionError, SessionHandle};
 use crate::tasks::actor::TaskMsg;
 
@@ -24,9 +24,11 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         (None, AgentMode::Do) => bail!("--mode do needs the approved plan: pass --plan-file FILE"),
         (None, _) => None,
     };
-    let prepared = prepare(&cli, ApproverPolicy::Headless, &mut |w| {
-        eprintln!("crew: {w}")
-    })
+    let prepared = prepare(
+        &super::setup::options(&cli),
+        ApproverPolicy::Headless,
+        &mut |w| eprintln!("crew: {w}"),
+    )
     .await?;
     if prepared.is_demo && cli.output_format == OutputFormat::Text {
         eprintln!(

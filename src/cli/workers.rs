@@ -1,22 +1,19 @@
 //! `crew worker` (run a worker node, over TLS with `--tls-cert/--tls-key`) and `crew
 //! workers list` (nodes, slots in use, tasks per node: from the running lead's snapshot,
-//! else by connecting to the workers), and joining the configured workers for a session.
+//! else by connecting to the workers), and the cluster flags a session joins its workers
+//! with (`worker::join`).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 
-use crate::permission::Policy;
-use crate::worker::config::{
-    ConfigError, LeadTls, TlsSettings, join_config, read_cookie, shipped_rules,
-};
+use crate::worker::config::{TlsSettings, read_cookie};
+use crate::worker::join::{Cluster, join};
 use crate::worker::node::{WorkerConfig, start};
-use crate::worker::pool::{LinkOptions, Pool};
 use crate::worker::snapshot::{self, NodeView};
 use crate::worker::tls::Named;
 
@@ -74,6 +71,17 @@ pub struct ClusterFlags<'a> {
     pub cookie_file: Option<&'a Path>,
     /// `--worker-ca/--worker-cert/--worker-key`.
     pub tls: &'a TlsSettings,
+}
+
+impl ClusterFlags<'_> {
+    /// The flags as the session's worker joiner holds them.
+    pub fn owned(&self) -> Cluster {
+        Cluster {
+            workers: self.workers.map(str::to_string),
+            cookie_file: self.cookie_file.map(Path::to_path_buf),
+            tls: self.tls.clone(),
+        }
+    }
 }
 
 /// The lead's TLS flags.
@@ -235,7 +243,7 @@ async fn probe_workers(
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<Vec<NodeView>> {
     let home = crate::store::home_dir();
-    let Some(pool) = join(cluster, home.as_deref(), Vec::new(), None, None).await? else {
+    let Some(pool) = join(&cluster.owned(), home.as_deref(), Vec::new(), None, None).await? else {
         bail!(
             "no lead is running here and no workers are configured: pass --workers HOST:PORT,… or set `workers` in ~/.crew/settings.json"
         );
@@ -258,54 +266,4 @@ async fn probe_workers(
             alive: true,
         })
         .collect())
-}
-
-/// Joins the workers configured for this session, if any (`--workers`, settings); the
-/// lead then keeps its snapshot under `project_root`'s state for `crew workers list`.
-pub async fn join_from_cli(
-    cli: &super::Cli,
-    home: Option<&Path>,
-    policy: &Policy,
-    project_root: &Path,
-) -> anyhow::Result<Option<Arc<Pool>>> {
-    // A script path is made absolute: the worker runs elsewhere.
-    let model = cli.model.clone().or_else(|| policy.model.clone()).map(|m| {
-        match m.strip_prefix("script:") {
-            Some(path) => match std::fs::canonicalize(path) {
-                Ok(abs) => format!("script:{}", abs.display()),
-                Err(_) => m,
-            },
-            None => m,
-        }
-    });
-    let tls = tls_flags(cli);
-    let flags = ClusterFlags {
-        workers: cli.workers.as_deref(),
-        cookie_file: cli.cookie_file.as_deref(),
-        tls: &tls,
-    };
-    let snapshot = snapshot::dir(project_root).map(|d| snapshot::own_file(&d));
-    join(flags, home, shipped_rules(policy), model, snapshot).await
-}
-
-async fn join(
-    flags: ClusterFlags<'_>,
-    home: Option<&Path>,
-    rules: Vec<crate::worker::protocol::RuleWire>,
-    model: Option<String>,
-    snapshot: Option<PathBuf>,
-) -> anyhow::Result<Option<Arc<Pool>>> {
-    let cfg = join_config(flags.workers, flags.cookie_file, flags.tls, home)?;
-    if cfg.workers.is_empty() {
-        return Ok(None);
-    }
-    let Some(file) = cfg.cookie_file else {
-        return Err(ConfigError::NoCookie(cfg.workers.join(",")).into());
-    };
-    let cookie = read_cookie(&file)?;
-    let tls = cfg.tls.as_ref().map(LeadTls::connector).transpose()?;
-    let link = LinkOptions { tls, snapshot };
-    Ok(Some(
-        Pool::join(&cfg.workers, cookie, rules, model, link).await?,
-    ))
 }

@@ -67,6 +67,21 @@ const CUTS: &[Cut] = &[
         under: "session",
         must_not_name: &["crate::worker"],
     },
+    // One `session::build` assembles a session for the command line, the terminal UI and
+    // `mcp serve`: the session is below all three, and they below the command line.
+    Cut {
+        under: "session",
+        // `crate::mcp::serve::`, not `…::serve`: `crate::mcp::server_actor` is below.
+        must_not_name: &["crate::cli", "crate::tui", "crate::mcp::serve::"],
+    },
+    Cut {
+        under: "mcp",
+        must_not_name: &["crate::cli", "crate::tui"],
+    },
+    Cut {
+        under: "tui",
+        must_not_name: &["crate::cli"],
+    },
     // Result offloading sits below the executor that applies it.
     Cut {
         under: "offload",
@@ -231,6 +246,40 @@ fn the_scanner_skips_tests_and_comments_but_sees_code() {
         .map(|(n, _)| n)
         .collect();
     assert_eq!(lines, [2, 3, 12]);
+}
+
+/// Where `crate::cli` is named outside the command line itself (`src/cli/`, the binary's
+/// `main.rs`, and these tests, whose tables name it), as `file:line: text`.
+fn names_of_the_command_line(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files(root) {
+        let rel = f.strip_prefix(root).unwrap_or(&f).to_path_buf();
+        if rel.starts_with("cli")
+            || rel.starts_with("layering_tests")
+            || rel == Path::new("main.rs")
+        {
+            continue;
+        }
+        let source = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in code_lines(&source) {
+            if line.contains("crate::cli") {
+                out.push(format!("{}:{n}: `{}`", rel.display(), line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_binary_imports_the_command_line() {
+    let root = src();
+    let found = names_of_the_command_line(&root);
+    assert!(
+        found.is_empty(),
+        "`cli` is the top of the crate: nothing below it may import it (move the piece down \
+         to the module it belongs to, or hand the value in):\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

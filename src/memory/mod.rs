@@ -30,6 +30,8 @@
 //!   the home), the same in every worktree. A fork keeps its caller's system prompt
 //!   verbatim (it is the caller again, and shares its cached prefix), and recognises the
 //!   subdirectory files its inherited conversation already holds.
+//! - **Reports** ([`report`]): what an agent here would load and why, for
+//!   `crew memory show` and the terminal UI's `/memory`.
 
 pub mod agent;
 pub mod discover;
@@ -37,6 +39,7 @@ pub mod imports;
 pub mod load;
 pub mod read;
 pub mod render;
+pub mod report;
 
 use std::path::PathBuf;
 

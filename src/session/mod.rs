@@ -30,8 +30,11 @@ use services::{Service, ServiceArgs, Services};
 use std::path::Path;
 use tokio::sync::Semaphore;
 
+pub mod build;
 mod config;
 mod handle;
+pub mod model;
+pub mod render;
 pub mod services;
 
 pub use config::{Orchestration, SessionConfig, SessionHooks};

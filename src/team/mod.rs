@@ -37,6 +37,7 @@ mod message;
 pub mod restore;
 pub mod roster;
 pub mod todos;
+pub mod view;
 pub mod watch;
 
 use std::fmt;

@@ -462,7 +462,7 @@ fn permissions_lists_the_rules_of_the_settings_files() {
 
 #[test]
 fn team_panel_keys_become_team_effects_and_leave_the_input_alone() {
-    use crate::cli::team::{MemberView, TeamView};
+    use crate::team::view::{MemberView, TeamView};
     let mut a = app();
     a.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::CONTROL));
     assert!(a.team.open);

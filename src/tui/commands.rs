@@ -201,8 +201,8 @@ impl App {
     /// the next run will), then those added as it worked in subdirectories.
     fn memory_text(&self) -> String {
         let cwd = &self.info.cwd;
-        let mut text = match crate::cli::memory::load(cwd, self.info.home.as_deref()) {
-            Ok(m) => crate::cli::memory::text(cwd, &m),
+        let mut text = match crate::memory::report::load(cwd, self.info.home.as_deref()) {
+            Ok(m) => crate::memory::report::text(cwd, &m),
             Err(e) => format!("The memory files could not be listed: {e}\n"),
         };
         if !self.memory_injected.is_empty() {

@@ -12,7 +12,7 @@ use super::app::App;
 use crate::agent::lead::LeadMsg;
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest};
-use crate::cli::setup::Prepared;
+use crate::session::build::Prepared;
 use crate::tasks::TaskRecord;
 use crate::tasks::actor::TaskMsg;
 
@@ -24,7 +24,7 @@ pub(super) enum Done {
     Log(String, String),
     TaskEnded(u64, TaskRecord),
     Stopped(Result<TaskRecord, String>),
-    Team(Option<crate::cli::team::TeamView>),
+    Team(Option<crate::team::view::TeamView>),
     Transcript(String, String),
     TeamNotice(Result<String, String>),
     Ahead(super::speculate::Report),

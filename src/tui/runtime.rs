@@ -23,22 +23,21 @@ use super::view;
 use crate::agent::catalog::Catalog;
 use crate::agent::lead::LeadMsg;
 use crate::approver::actor::ApproverPolicy;
-use crate::cli::Cli;
-use crate::cli::setup::{Prepared, prepare};
 use crate::protocol::{ContentBlock, Message, Role};
+use crate::session::build::{Options, Prepared, prepare};
 use crate::tasks::now_ms;
 
 /// Runs the interactive UI until the user quits; returns the exit code. The terminal is
 /// taken over once, before the trust prompt, and kept until the session ends (see
 /// `screen`): keys typed while the session starts wait for the main screen.
-pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+pub async fn run(opts: Options) -> anyhow::Result<i32> {
     let mut screen = Screen::enter()?;
-    ask_trust(&cli, &mut screen).await?;
+    ask_trust(&opts, &mut screen).await?;
     screen.starting()?;
     let (approval_tx, mut approvals) = mpsc::unbounded_channel();
     let network_tx = approval_tx.clone();
     let mut warnings = Vec::new();
-    let prepared = prepare(&cli, ApproverPolicy::Forward(approval_tx), &mut |w| {
+    let prepared = prepare(&opts, ApproverPolicy::Forward(approval_tx), &mut |w| {
         warnings.push(w)
     })
     .await?;
@@ -63,8 +62,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 /// The first-run trust prompt, before the session (and its settings) are loaded.
-async fn ask_trust(cli: &Cli, screen: &mut Screen) -> anyhow::Result<()> {
-    let cwd = crate::cli::setup::working_dir(cli)?;
+async fn ask_trust(opts: &Options, screen: &mut Screen) -> anyhow::Result<()> {
+    let cwd = crate::session::build::working_dir(opts)?;
     let root = crate::store::project_root(&cwd);
     let Some(prompt) = TrustPrompt::needed(&root, crate::store::home_dir().as_deref()) else {
         return Ok(());

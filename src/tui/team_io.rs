@@ -17,7 +17,7 @@ pub(super) fn load_view(session: &str, done: UnboundedSender<Done>) {
         let view = Team::find_for_session(&session)
             .ok()
             .flatten()
-            .and_then(|t| crate::cli::team::view(&t).ok());
+            .and_then(|t| crate::team::view::view(&t).ok());
         let _ = done.send(Done::Team(view));
     });
 }

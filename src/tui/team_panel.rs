@@ -2,7 +2,7 @@
 //! mail (↑/↓ select one), the shared work list (Ctrl+T switches to it), and a teammate's live
 //! transcript (Enter) with a line to type a message to it (Enter sends, Esc goes back).
 //! `x` stops the selected teammate. Pure state and drawing: the runtime loads the team's
-//! state (`crate::cli::team::view`) and carries out the returned [`TeamAction`]s.
+//! state (`crate::team::view::view`) and carries out the returned [`TeamAction`]s.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
@@ -12,8 +12,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState};
 
 use super::tasks_panel::format_elapsed;
-use crate::cli::team::{MemberView, TeamView};
 use crate::sanitize::clean_line;
+use crate::team::view::{MemberView, TeamView};
 use crate::team::{MemberStatus, TodoStatus};
 
 /// What a key in the panel asks for.
@@ -314,7 +314,7 @@ fn short(id: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::team::ItemView;
+    use crate::team::view::ItemView;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

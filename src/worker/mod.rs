@@ -13,6 +13,7 @@
 //! - [`session`]: the session a remote run gets on its worker, subagent or teammate.
 //! - [`ship`]: what the lead ships with a remote run (the commit bundle, the spawn).
 //! - [`pool`]: the lead's link to its workers, and slot placement.
+//! - [`join`]: joining the configured workers for a session (`--workers`, settings).
 //! - [`remote_task`]: a remote subagent seen from the lead.
 //! - [`remote_teammate`]: a teammate placed on a worker, seen from the lead (its proxy).
 //! - [`teammate_launch`]: starting one.
@@ -30,6 +31,7 @@
 
 pub mod bundle;
 pub mod config;
+pub mod join;
 pub mod node;
 pub mod placement;
 pub mod pool;

@@ -71,7 +71,7 @@ pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
     let home = crate::store::home_dir();
     let mut policy = policy(run, &root, home.as_deref())?;
     policy.default_mode = setup.mode;
-    let chosen = crate::cli::model::choose(Some(&run.agent.model), None)
+    let chosen = crate::session::model::choose(Some(&run.agent.model), None)
         .map_err(|e| format!("the worker cannot use model `{}`: {e:#}", run.agent.model))?;
     let replaced: HashSet<String> = setup
         .replace

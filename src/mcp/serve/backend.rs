@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
 use ractor::rpc::CallResult;
 use serde_json::Value;
 
@@ -13,10 +12,9 @@ use super::ServeConfig;
 use super::delegate::Delegates;
 use crate::agent::lead::LeadMsg;
 use crate::approver::actor::ApproverPolicy;
-use crate::cli::Cli;
-use crate::cli::setup::{Prepared, prepare};
 use crate::permission::PermissionMode;
 use crate::protocol::{ToolCall, ToolResult};
+use crate::session::build::{Options, Prepared, prepare};
 use crate::tools::Definition;
 
 /// Extra time beyond a tool's own timeout before a dispatched call counts as lost.
@@ -30,29 +28,30 @@ pub struct Backend {
     delegates: Delegates,
 }
 
-/// The command line a session of the server is prepared from: the serving side's
-/// directory, permission mode and model, nothing from a client.
-pub(crate) fn session_cli(
-    config: &ServeConfig,
-    permission: Option<PermissionMode>,
-) -> anyhow::Result<Cli> {
-    let mut argv: Vec<String> = vec!["crew".into(), "--cwd".into()];
-    argv.push(config.cwd.display().to_string());
-    argv.extend(["--max-turns".into(), config.max_turns.to_string()]);
-    if let Some(mode) = permission {
-        argv.extend(["--permission-mode".into(), mode.as_str().into()]);
+/// What a session of the server is prepared from: the serving side's directory,
+/// permission mode, model and workers, nothing from a client.
+pub(crate) fn session_options(config: &ServeConfig, permission: Option<PermissionMode>) -> Options {
+    Options {
+        cwd: Some(config.cwd.clone()),
+        permission_mode: permission.map(|mode| mode.as_str().to_string()),
+        model: config.model.clone(),
+        max_turns: config.max_turns,
+        max_budget_usd: None,
+        max_concurrent_agents: None,
+        resume: None,
+        continue_session: false,
+        session_id: None,
+        mcp_config: Vec::new(),
+        record_requests: None,
+        workers: config.workers.clone(),
     }
-    if let Some(model) = &config.model {
-        argv.extend(["--model".into(), model.clone()]);
-    }
-    Cli::try_parse_from(argv).context("cannot build the session's settings")
 }
 
 impl Backend {
     /// Starts the serving session in `config.cwd`; settings warnings go to `warn`.
     pub async fn start(config: ServeConfig, warn: &mut dyn FnMut(String)) -> anyhow::Result<Self> {
-        let cli = session_cli(&config, config.mode.permission)?;
-        let prepared = prepare(&cli, ApproverPolicy::Headless, warn).await?;
+        let opts = session_options(&config, config.mode.permission);
+        let prepared = prepare(&opts, ApproverPolicy::Headless, warn).await?;
         // The file and command tools; the orchestration tools stay inside crew (a client
         // delegates whole tasks with `delegate`).
         let tools = crate::tools::builtin_tools()
@@ -158,4 +157,34 @@ fn explain(mut result: ToolResult) -> ToolResult {
         );
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_served_session_takes_the_servers_directory_mode_and_model_and_nothing_else() {
+        let config = ServeConfig {
+            cwd: "/srv/repo".into(),
+            mode: super::super::ServeMode::parse(Some("plan")).unwrap(),
+            model: Some("openai:gpt".into()),
+            max_turns: 12,
+            workers: None,
+        };
+        let o = session_options(&config, Some(PermissionMode::AcceptEdits));
+        assert_eq!(o.cwd.as_deref(), Some(std::path::Path::new("/srv/repo")));
+        // The name `prepare` parses back to the mode it was given.
+        let name = o.permission_mode.clone().unwrap();
+        assert_eq!(
+            PermissionMode::parse_lenient(&name),
+            (PermissionMode::AcceptEdits, None)
+        );
+        assert_eq!(o.model.as_deref(), Some("openai:gpt"));
+        assert_eq!(o.max_turns, 12);
+        assert!(o.resume.is_none() && !o.continue_session && o.session_id.is_none());
+        assert!(o.mcp_config.is_empty() && o.record_requests.is_none());
+        assert!(o.max_budget_usd.is_none() && o.max_concurrent_agents.is_none());
+        assert!(session_options(&config, None).permission_mode.is_none());
+    }
 }

@@ -12,10 +12,11 @@ use ractor::rpc::CallResult;
 use tokio_util::sync::CancellationToken;
 
 use super::ServeConfig;
-use super::backend::session_cli;
+use super::backend::session_options;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
 use crate::approver::actor::ApproverPolicy;
 use crate::permission::PermissionMode;
+use crate::session::build::{Options, Prepared};
 use crate::tasks::actor::{NewTask, TaskMsg};
 use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
 
@@ -221,11 +222,10 @@ impl LeadRun {
             .open(&self.log)
             .map_err(|e| anyhow::anyhow!("cannot open the task log {}: {e}", self.log.display()))?;
         let err_log = log.try_clone()?;
-        let cli = session_cli(&self.config, Some(self.permission))?;
-        let (prepared, warnings) = prepare_session(&cli)?;
-        let printer = tokio::spawn(crate::cli::output::render_events(
+        let opts = session_options(&self.config, Some(self.permission));
+        let (prepared, warnings) = prepare_session(&opts)?;
+        let printer = tokio::spawn(crate::session::render::text(
             prepared.events.subscribe(),
-            crate::cli::OutputFormat::Text,
             log,
             err_log,
         ));
@@ -277,17 +277,15 @@ impl LeadRun {
 /// Prepares a delegated lead's session. `prepare` reports warnings through a callback
 /// that is not `Send`, so it runs to completion on this worker thread (the session's
 /// actors still go to the shared runtime); needs the multi-threaded runtime `crew` runs.
-fn prepare_session(
-    cli: &crate::cli::Cli,
-) -> anyhow::Result<(crate::cli::setup::Prepared, Vec<String>)> {
+fn prepare_session(opts: &Options) -> anyhow::Result<(Prepared, Vec<String>)> {
     let handle = tokio::runtime::Handle::current();
     if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
         anyhow::bail!("delegate needs crew's multi-threaded runtime");
     }
     tokio::task::block_in_place(|| {
         let mut warnings = Vec::new();
-        let prepared = handle.block_on(crate::cli::setup::prepare(
-            cli,
+        let prepared = handle.block_on(crate::session::build::prepare(
+            opts,
             ApproverPolicy::Headless,
             &mut |w| warnings.push(w),
         ))?;

@@ -24,15 +24,17 @@ pub mod handler;
 pub mod transport;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::agent::mode::AgentMode;
 use crate::permission::PermissionMode;
+use crate::session::build::JoinWorkers;
 
 pub use backend::Backend;
 pub use handler::CrewServer;
 
 /// What `crew mcp serve` runs with: all of it chosen by the serving side.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServeConfig {
     /// The project directory the tools and delegated leads work in.
     pub cwd: PathBuf,
@@ -42,6 +44,9 @@ pub struct ServeConfig {
     pub model: Option<String>,
     /// The most model turns a delegated lead may take.
     pub max_turns: u32,
+    /// Who joins the worker nodes for the serving session and each delegated lead
+    /// (`None`: no remote subagents).
+    pub workers: Option<Arc<dyn JoinWorkers>>,
 }
 
 /// The serving side's mode: `plan` (read-only Agent Mode under the settings' permission

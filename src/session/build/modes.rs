@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::model::{ChosenModel, choose};
 use crate::agent::transition::{ModeContext, ModeState, Target, transition};
 use crate::auto_mode::AutoMode;
 use crate::auto_mode::classifier::{ClassifierConfig, DEFAULT_TIMEOUT};
 use crate::permission::auto::suspend;
 use crate::permission::{PermissionMode, Policy};
+use crate::session::model::{ChosenModel, choose};
 
 /// The session's auto mode: its classifier, if one can be configured.
 pub fn auto_mode(

@@ -1,5 +1,6 @@
-//! Choosing the model for a run from `--model`, settings and the environment.
-//! `provider::config::resolve` decides; this adds request recording for scripted models.
+//! Choosing the model for a session from `--model` (or a worker's run), settings and the
+//! environment. `provider::config::resolve` decides; this adds request recording for
+//! scripted models.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

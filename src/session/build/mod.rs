@@ -1,0 +1,407 @@
+//! One assembly of a lead's session, for the headless run, the terminal UI and `crew mcp
+//! serve` alike: working directory, settings, permission mode, model, agent catalog,
+//! tools, MCP servers, workers, transcript and task state. The callers fill an
+//! [`Options`] (the command line from its flags, `mcp serve` from its own config) and get
+//! back a started session as a [`Prepared`].
+//!
+//! Modules: `modes` (auto mode and the starting permission mode), `resume` (the working
+//! directory and which session to run in), `sandbox` (the lead's command sandbox).
+
+mod modes;
+mod resume;
+mod sandbox;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use futures::future::BoxFuture;
+use tokio::task::JoinHandle;
+
+use crate::agent::catalog::Catalog;
+use crate::agent::host::Workers;
+use crate::agent::prompt::lead_system_prompt;
+use crate::agent::runner::AgentSpec;
+use crate::approver::actor::ApproverPolicy;
+use crate::events::EventBus;
+use crate::executor::DEFAULT_TIMEOUT;
+use crate::permission::{PermissionMode, Policy};
+use crate::protocol::Message;
+use crate::session::model;
+use crate::session::{Orchestration, SessionConfig, SessionHandle};
+use crate::tools::{Registry, builtin_tools, orchestration_tools};
+
+pub use resume::working_dir;
+
+/// What a session is assembled from besides the settings on disk: the command line's
+/// flags (or what `crew mcp serve` chooses for its sessions). Error messages name the
+/// flags (`--cwd`, `--resume`, …), so a caller that has no flags should still fill the
+/// fields from its own checked configuration.
+#[derive(Clone)]
+pub struct Options {
+    /// `--cwd`: the lead's working directory (`None`: the current directory).
+    pub cwd: Option<PathBuf>,
+    /// `--permission-mode`: the starting mode's name (`None`: `permissions.defaultMode`).
+    pub permission_mode: Option<String>,
+    /// `--model` (`None`: the settings' model, else from API keys, else the demo).
+    pub model: Option<String>,
+    /// `--max-turns`: the most model turns of a lead run (and of each subagent's).
+    pub max_turns: u32,
+    /// `--max-budget-usd` (`None`: the `maxBudgetUsd` setting).
+    pub max_budget_usd: Option<f64>,
+    /// `--max-concurrent-agents` (`None`: the `maxConcurrentAgents` setting, else 8).
+    pub max_concurrent_agents: Option<usize>,
+    /// `--resume ID`.
+    pub resume: Option<String>,
+    /// `--continue`: resume the project's newest session.
+    pub continue_session: bool,
+    /// `--session-id`: the id of a new session.
+    pub session_id: Option<String>,
+    /// `--mcp-config` files, on top of the settings' MCP servers.
+    pub mcp_config: Vec<PathBuf>,
+    /// `--record-requests`: where a `script:` model appends the requests it gets.
+    pub record_requests: Option<PathBuf>,
+    /// Who joins the worker nodes for the session (`None`: it runs no remote subagents).
+    pub workers: Option<Arc<dyn JoinWorkers>>,
+}
+
+/// What joining the workers may read of the session being assembled.
+pub struct JoinRequest<'a> {
+    /// `--model`, if given (else the settings' model applies).
+    pub model: Option<&'a str>,
+    /// The session's settings.
+    pub policy: &'a Policy,
+    /// The project root (the lead keeps its workers' snapshot under its state).
+    pub project_root: &'a Path,
+    /// The user's home directory.
+    pub home: Option<&'a Path>,
+}
+
+/// Joins the worker nodes a session runs remote subagents on. The session reaches
+/// workers only through the [`Workers`] it is handed, so the joining is passed in
+/// (`worker::join::Cluster`) rather than imported.
+pub trait JoinWorkers: Send + Sync {
+    /// The joined workers, `None` when none are configured; an error stops the session
+    /// from starting.
+    fn join<'a>(
+        &'a self,
+        request: JoinRequest<'a>,
+    ) -> BoxFuture<'a, anyhow::Result<Option<Arc<dyn Workers>>>>;
+}
+
+/// A started session and what belongs with it.
+pub struct Prepared {
+    /// The session.
+    pub session: SessionHandle,
+    /// Its events (subscribe before the first run).
+    pub events: EventBus,
+    /// Its id (for `--resume`).
+    pub session_id: String,
+    /// The lead's working directory.
+    pub cwd: PathBuf,
+    /// The lead's permission mode at start.
+    pub permission_mode: PermissionMode,
+    /// The model's name, for display.
+    pub model: String,
+    /// Whether the built-in demo plays the model.
+    pub is_demo: bool,
+    /// The conversation the session resumed with.
+    pub resumed: Vec<Message>,
+    /// The custom slash commands (`.claude/commands`, `.crew/commands`, user-level).
+    pub commands: Arc<crate::commands::CommandCatalog>,
+    /// The project root.
+    pub project_root: PathBuf,
+    /// The home directory.
+    pub home: Option<PathBuf>,
+    /// The session's MCP servers (stopped, process groups and all, by `close`).
+    pub mcp: crate::mcp::McpClients,
+    /// The session's auto mode (classifier, breaker, tally).
+    pub auto: Arc<crate::auto_mode::AutoMode>,
+    /// `permissions.disableBypassPermissionsMode: "disable"` is set.
+    pub bypass_disabled: bool,
+    /// The allow rules auto mode sets aside.
+    pub suspended_in_auto: Vec<String>,
+    recorder: JoinHandle<()>,
+}
+
+impl Prepared {
+    /// Stops the session (cancelling background work) and finishes the transcript.
+    pub async fn close(self) {
+        self.session.shutdown().await;
+        self.mcp.shutdown().await;
+        self.events.close();
+        let _ = self.recorder.await;
+        // Team inboxes are fsynced by group commit: the last window too, before exiting.
+        let _ = tokio::task::spawn_blocking(crate::team::inbox::flush_all).await;
+    }
+}
+
+/// Starts a session as `opts` asks, answering Asks with `approver`.
+/// Warnings (unknown mode, broken agent files) go to `warn`.
+pub async fn prepare(
+    opts: &Options,
+    approver: ApproverPolicy,
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<Prepared> {
+    let cwd = working_dir(opts)?;
+    let project_root = crate::store::project_root(&cwd);
+    let home = crate::store::home_dir();
+    let (mut policy, warnings) = Policy::load(&project_root, home.as_deref())?;
+    for w in warnings {
+        warn(w.to_string());
+    }
+    // Hooks from every settings layer; a project's shared hooks only in a trusted folder.
+    let (hooks, hook_warnings) = crate::hooks::config::load(&project_root, home.as_deref())?;
+    for w in hook_warnings {
+        warn(w.to_string());
+    }
+    if let Some(usd) = opts.max_budget_usd {
+        if !usd.is_finite() || usd < 0.0 {
+            bail!("--max-budget-usd {usd}: give a non-negative number of US dollars");
+        }
+        policy.max_budget_usd = Some(usd);
+    }
+    let spec = opts.model.as_deref().or(policy.model.as_deref());
+    let max_concurrent_agents = opts
+        .max_concurrent_agents
+        .or(policy.max_concurrent_agents)
+        .unwrap_or(8);
+    let chosen = model::choose(spec, opts.record_requests.clone())?;
+    // Auto mode and the starting mode: the same state machine as every later change.
+    let auto = modes::auto_mode(&policy, &chosen, opts.record_requests.clone())?;
+    let permission_mode =
+        modes::starting_mode(&policy, &auto, opts.permission_mode.as_deref(), warn)?;
+    crate::sandbox::env::set_passthrough(policy.env_passthrough.clone());
+    crate::sandbox::net::set_policy(crate::sandbox::net::NetworkPolicy::from_settings(
+        &policy.network.allowed_domains,
+        policy.network.allow_local_binding,
+    )?);
+    let sandbox = sandbox::command_sandbox(&policy, &cwd, warn)?;
+    let limits = crate::sandbox::limit_settings::resolve(&policy.limits)?;
+    crate::sandbox::limits::configure(limits.limits);
+    crate::offload::budget::configure(limits.results);
+    if limits.limits.max_processes.is_some()
+        && let crate::sandbox::limits::CgroupSupport::Unavailable(why) =
+            crate::sandbox::limits::status()
+    {
+        warn(format!(
+            "the process limit for sandboxed commands is unavailable: no pids cgroup could be made ({why}); the file-size and CPU limits still hold"
+        ));
+    }
+    let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
+    for e in &catalog.errors {
+        warn(format!("agent definition not loaded: {e}"));
+    }
+    let skills = Arc::new(crate::skills::SkillCatalog::load(
+        &project_root,
+        home.as_deref(),
+    ));
+    for e in &skills.errors {
+        warn(format!("skill not loaded: {e}"));
+    }
+    // Files beside a user's SKILL.md are readable, though outside the project.
+    policy.read_roots = skills.user_dirs();
+    let commands = Arc::new(crate::commands::CommandCatalog::load(
+        &project_root,
+        home.as_deref(),
+    ));
+    for e in &commands.errors {
+        warn(format!("slash command not loaded: {e}"));
+    }
+    let (by_agent_type, agent_warnings) =
+        crate::hooks::config::load_agents(catalog.hook_sources(), &project_root, home.as_deref());
+    for w in agent_warnings {
+        warn(w.to_string());
+    }
+    let (context, context_warnings) =
+        crate::agent::context::ContextSettings::for_project(&project_root, home.as_deref());
+    for w in context_warnings {
+        warn(w);
+    }
+    let hooks = crate::hooks::HookTable {
+        session: hooks,
+        by_agent_type,
+    };
+    // This project's directory, claimed for its root (old-layout sessions adopted when
+    // they can only be this project's), before a session is chosen from it.
+    let (_, notice) = crate::store::open_project(&project_root)?;
+    if let Some(notice) = notice {
+        warn(notice);
+    }
+    let (session_id, conversation) = resume::choose_session(opts, &project_root)?;
+    let resuming = opts.resume.is_some() || opts.continue_session;
+    let transcript = crate::transcript::transcript_path(&project_root, &session_id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let session_dir = crate::store::session_dir(&project_root, &session_id)
+        .context("cannot find the home directory for ~/.crew (set HOME)")?;
+    let agents_dir = session_dir.join("agents");
+    // Offloaded tool results are always readable, and nothing else of ~/.crew by this.
+    policy.results_dir = crate::offload::ResultsDir::of_session(&session_dir)
+        .ensure()
+        .ok();
+    // Aliases (Claude Code's `Task` for `agent`) come with the tools' definitions.
+    let mut registry = Registry::with_tools(
+        builtin_tools()
+            .into_iter()
+            .chain(orchestration_tools(&catalog.agent_types())),
+    )?;
+    // `tool_search` finds MCP tools deferred above the `toolSearch` threshold.
+    let (threshold, threshold_warnings) =
+        crate::tools::deferred::Threshold::for_project(&project_root, home.as_deref());
+    for w in threshold_warnings {
+        warn(w);
+    }
+    registry.register(Arc::new(crate::tools::tool_search::ToolSearch::new(
+        threshold,
+    )))?;
+    // The `skill` tool exists where there are skills to load.
+    if !skills.is_empty() {
+        registry = registry.with_skills(skills.clone())?;
+    }
+    // The engine decides delegation from each agent type's isolation and read-only-ness,
+    // and from whether subagents get worktrees here.
+    let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
+    policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
+    let workers = match &opts.workers {
+        Some(joiner) => {
+            joiner
+                .join(JoinRequest {
+                    model: opts.model.as_deref(),
+                    policy: &policy,
+                    project_root: &project_root,
+                    home: home.as_deref(),
+                })
+                .await?
+        }
+        None => None,
+    };
+    let events = EventBus::new();
+    let mcp = start_mcp(
+        opts,
+        &registry,
+        &events,
+        &cwd,
+        &project_root,
+        home.as_deref(),
+        warn,
+    )
+    .await;
+    let model_name = chosen.model.clone();
+    let bypass_disabled = policy.bypass_disabled;
+    let suspended_in_auto = modes::suspended(&policy);
+    let session = SessionHandle::start(SessionConfig {
+        auto: Some(auto.clone()),
+        cwd: cwd.clone(),
+        permission_mode,
+        policy,
+        provider: chosen.provider,
+        lead: AgentSpec {
+            id: "lead".into(),
+            model: chosen.model,
+            system_prompt: format!("{}{}", lead_system_prompt(&cwd), skills.prompt_section()),
+            allowed_tools: None,
+            max_turns: opts.max_turns,
+            max_tokens: 8192,
+        },
+        approver,
+        registry: Arc::new(registry),
+        sandbox,
+        default_tool_timeout: DEFAULT_TIMEOUT,
+        conversation: conversation.clone(),
+        events: events.clone(),
+        context,
+        hooks: Some(crate::session::SessionHooks {
+            hooks,
+            project_dir: project_root.clone(),
+            session_id: session_id.clone(),
+            transcript_path: transcript.clone(),
+            source: if resuming { "resume" } else { "startup" },
+        }),
+        orchestration: Some(Orchestration {
+            session_dir: session_dir.clone(),
+            catalog,
+            worktrees: true,
+            worktree_base: None,
+            max_concurrent_agents,
+            subagent_max_turns: opts.max_turns,
+            teams_dir: crate::store::teams_dir(),
+            restore_team: resuming.then(|| crate::team::restore::Transcripts {
+                lead: transcript.clone(),
+                agents_dir: agents_dir.clone(),
+            }),
+            workers,
+        }),
+    })
+    .await;
+    let session = match session {
+        Ok(s) => s,
+        Err(e) => {
+            mcp.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    let transcript = crate::transcript::record(&events, transcript, agents_dir);
+    // Each agent's spending, for `crew tasks list` and `crew team show`.
+    let ledger = crate::agent::ledger::record(&events, session_dir);
+    let recorder = tokio::spawn(async move {
+        let _ = transcript.await;
+        let _ = ledger.await;
+    });
+    Ok(Prepared {
+        session,
+        events,
+        session_id,
+        cwd,
+        permission_mode,
+        model: model_name,
+        is_demo: chosen.is_demo,
+        resumed: conversation,
+        commands,
+        project_root,
+        home,
+        mcp,
+        recorder,
+        auto,
+        bypass_disabled,
+        suspended_in_auto,
+    })
+}
+
+/// Starts the configured MCP servers (all at once, each within the connect timeout), their
+/// tools joining `registry`'s dynamic section; a server that fails is named in a warning.
+async fn start_mcp(
+    opts: &Options,
+    registry: &Registry,
+    events: &EventBus,
+    cwd: &std::path::Path,
+    project_root: &std::path::Path,
+    home: Option<&std::path::Path>,
+    warn: &mut dyn FnMut(String),
+) -> crate::mcp::McpClients {
+    let config = crate::mcp::config::load(project_root, home, &opts.mcp_config, &|v| {
+        std::env::var(v).ok()
+    });
+    for w in config.warnings {
+        warn(w);
+    }
+    for e in config.errors {
+        warn(format!("MCP server not started: {e}"));
+    }
+    let (clients, statuses) = crate::mcp::McpClients::start(
+        config.servers,
+        registry.dynamic_tools(),
+        Some(events.clone()),
+        cwd.to_path_buf(),
+        crate::mcp::CONNECT_TIMEOUT,
+    )
+    .await;
+    for (server, status) in statuses {
+        if !matches!(status, crate::mcp::server_actor::Status::Connected { .. }) {
+            warn(format!(
+                "MCP server `{}` is not available: {status}",
+                server.name
+            ));
+        }
+    }
+    clients
+}

@@ -1,0 +1,179 @@
+//! A session's events as text, as a person reads them: the lead's streamed answer on
+//! `out`; tool calls, retries, errors, hooks, compaction and team news on `err`, each
+//! subagent's lines prefixed with its name. The headless run (`crew -p`) and the logs of
+//! `crew mcp serve`'s delegated leads write this.
+
+use std::io::Write;
+
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::events::{Event, EventKind};
+
+/// Consumes events until the bus closes, writing them as text. Output errors (a closed
+/// pipe) do not stop the session: what cannot be written is dropped.
+pub async fn text(
+    mut rx: UnboundedReceiver<Event>,
+    mut out: impl Write + Send,
+    mut err: impl Write + Send,
+) {
+    let mut at_line_start = true;
+    while let Some(event) = rx.recv().await {
+        let _ = render_text(&event, &mut out, &mut err, &mut at_line_start);
+        let _ = out.flush();
+    }
+    if !at_line_start {
+        let _ = writeln!(out);
+    }
+}
+
+fn render_text(
+    event: &Event,
+    out: &mut impl Write,
+    err: &mut impl Write,
+    at_line_start: &mut bool,
+) -> std::io::Result<()> {
+    let prefix = if event.agent == "lead" {
+        String::new()
+    } else {
+        format!("[{}] ", event.agent)
+    };
+    match &event.kind {
+        // Subagents' text goes to their task logs, not into the lead's answer.
+        EventKind::TextDelta { text } if event.agent == "lead" => {
+            write!(out, "{text}")?;
+            *at_line_start = text.ends_with('\n');
+        }
+        EventKind::RunFinished { .. } if event.agent == "lead" && !*at_line_start => {
+            writeln!(out)?;
+            *at_line_start = true;
+        }
+        EventKind::ToolCallStarted { call } => {
+            if !*at_line_start {
+                writeln!(out)?;
+                *at_line_start = true;
+            }
+            out.flush()?;
+            let args: String = call.arguments.chars().take(160).collect();
+            writeln!(err, "{prefix}→ {} {args}", call.name)?;
+        }
+        EventKind::ToolCallFinished {
+            name,
+            is_error,
+            error_code,
+            summary,
+            ..
+        } => {
+            if *is_error {
+                writeln!(
+                    err,
+                    "{prefix}✗ {name} [{}] {summary}",
+                    error_code.as_deref().unwrap_or("error")
+                )?;
+            } else {
+                writeln!(err, "{prefix}✓ {name} {summary}")?;
+            }
+        }
+        EventKind::Retrying {
+            delay_ms, reason, ..
+        } => {
+            writeln!(
+                err,
+                "{prefix}retrying in {:.1}s: {reason}",
+                *delay_ms as f64 / 1000.0
+            )?;
+        }
+        EventKind::Error { message } => writeln!(err, "{prefix}error: {message}")?,
+        EventKind::AutoModeOff { reason } => writeln!(
+            err,
+            "auto mode is off: {reason}; calls ask again (headless: they are refused)"
+        )?,
+        EventKind::ActorRestarted { actor, reason, .. } => writeln!(
+            err,
+            "session: restarted the {actor} after it failed: {reason}"
+        )?,
+        EventKind::Hook { message, .. } => writeln!(err, "{prefix}hook: {message}")?,
+        EventKind::Compacted {
+            trigger,
+            tokens_before,
+            tokens_after,
+            ..
+        } => writeln!(
+            err,
+            "{prefix}context compacted ({trigger}): about {tokens_before} → {tokens_after} tokens"
+        )?,
+        EventKind::TeamMemberChanged { name, status, .. } => {
+            writeln!(err, "team: {name} is {status}")?;
+        }
+        EventKind::TeamMessage {
+            from, to, summary, ..
+        } => writeln!(err, "team: {from} → {to}: {summary}")?,
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventBus;
+
+    /// A writer the test reads back after the renderer is done.
+    #[derive(Clone, Default)]
+    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_leads_answer_goes_to_out_and_tool_activity_to_err_with_the_agents_name() {
+        let bus = EventBus::new();
+        let (out, err) = (Shared::default(), Shared::default());
+        let printer = tokio::spawn(text(bus.subscribe(), out.clone(), err.clone()));
+        let text_delta = |t: &str| EventKind::TextDelta { text: t.into() };
+        bus.publish("lead", text_delta("Hello"));
+        // A subagent's text is its log's, not the lead's answer.
+        bus.publish("sub1", text_delta("hidden"));
+        bus.publish(
+            "sub1",
+            EventKind::ToolCallFinished {
+                call_id: "c1".into(),
+                name: "write_file".into(),
+                is_error: true,
+                error_code: Some("permission_denied".into()),
+                summary: "refused".into(),
+            },
+        );
+        bus.publish(
+            "lead",
+            EventKind::ToolCallFinished {
+                call_id: "c2".into(),
+                name: "read_file".into(),
+                is_error: false,
+                error_code: None,
+                summary: "3 lines".into(),
+            },
+        );
+        bus.publish("lead", text_delta(" world"));
+        bus.close();
+        printer.await.unwrap();
+        // The answer ends on a line of its own once the bus closes.
+        assert_eq!(out.text(), "Hello world\n");
+        assert_eq!(
+            err.text(),
+            "[sub1] ✗ write_file [permission_denied] refused\n✓ read_file 3 lines\n"
+        );
+    }
+}
