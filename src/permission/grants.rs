@@ -136,13 +136,17 @@ pub fn grant_session(req: &CheckRequest, policy: &mut Policy) -> Result<Vec<Stri
     Ok(texts)
 }
 
+/// Appends allow rules to a settings file, deduplicated; returns how many were new
+/// (`config::settings::append_allow`, which the engine's actor hands in).
+pub type AppendAllow = dyn Fn(&Path, &[String]) -> Result<usize, SettingsError>;
+
 /// Appends the call's rules to `<project>/.crew/settings.local.json` with `append` (which
 /// deduplicates: `config::settings::append_allow`) and adds them to the policy's local
 /// layer at once; returns them.
 pub fn grant_forever(
     req: &CheckRequest,
     policy: &mut Policy,
-    append: &dyn Fn(&Path, &[String]) -> Result<usize, SettingsError>,
+    append: &AppendAllow,
 ) -> Result<Vec<String>, GrantError> {
     let texts = grant_rules(req, policy)?;
     let root = policy.project_root.clone().ok_or(GrantError::NoProject)?;
