@@ -174,7 +174,7 @@ mod module_layout {
             .collect()
     }
 
-    /// Whether a nested module named in the layout (`sandbox`) exists as a file.
+    /// Whether a nested module named in the layout (`sandbox::landlock`) exists as a file.
     fn nested_exists(root: &Path, path: &str) -> bool {
         let rel = path.replace("::", "/");
         root.join(format!("src/{rel}.rs")).is_file()

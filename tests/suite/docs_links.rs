@@ -296,7 +296,7 @@ fn a_renamed_test_named_in_the_docs_is_reported() {
     std::fs::write(
         root.join("README.md"),
         concat!(
-            "`t::it_holds`, `…::it_holds_too`, `sandbox`, `t::…`, `Permit::approved`\n",
+            "`t::it_holds`, `…::it_holds_too`, `tools::sandbox`, `t::…`, `Permit::approved`\n",
             "`t::it_held` and `t::it_hold`\n",
         ),
     )
