@@ -20,7 +20,6 @@ use std::time::Duration;
 use crewmaster::agent::catalog::Catalog;
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
-use crewmaster::approver::actor::ApproverPolicy;
 use crewmaster::events::{EventBus, EventKind};
 use crewmaster::offload::ResultsDir;
 use crewmaster::permission::{PermissionMode, Policy};
@@ -75,29 +74,26 @@ async fn main() -> anyhow::Result<()> {
     let provider = ScriptedProvider::new(serde_json::from_value(script)?);
     let events = EventBus::new();
     let mut rx = events.subscribe();
-    let session = SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: cwd.clone(),
-        permission_mode: PermissionMode::BypassPermissions,
-        policy,
-        provider: Arc::new(provider),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "claude-sonnet-4-5".into(),
-            system_prompt: crewmaster::agent::prompt::lead_system_prompt(&cwd),
-            allowed_tools: None,
-            max_turns: turns as u32 + 1,
-            max_tokens: 8192,
-        },
-        approver: ApproverPolicy::Headless,
-        registry: Arc::new(Registry::with_tools(builtin_tools())?),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(60),
-        conversation: Vec::new(),
-        events: events.clone(),
-        hooks: None,
-        orchestration: Some(Orchestration {
+    let session = SessionHandle::start(
+        SessionConfig::builder(
+            cwd.clone(),
+            Arc::new(provider),
+            AgentSpec {
+                id: "lead".into(),
+                model: "claude-sonnet-4-5".into(),
+                system_prompt: crewmaster::agent::prompt::lead_system_prompt(&cwd),
+                allowed_tools: None,
+                max_turns: turns as u32 + 1,
+                max_tokens: 8192,
+            },
+            Arc::new(Registry::with_tools(builtin_tools())?),
+        )
+        .permission_mode(PermissionMode::BypassPermissions)
+        .policy(policy)
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(60))
+        .events(events.clone())
+        .orchestration(Orchestration {
             session_dir,
             catalog: Arc::new(Catalog::default()),
             worktrees: false,
@@ -107,8 +103,9 @@ async fn main() -> anyhow::Result<()> {
             teams_dir: None,
             restore_team: None,
             workers: None,
-        }),
-    })
+        })
+        .build(),
+    )
     .await?;
     let outcome = session
         .run(RunRequest {

@@ -33,9 +33,7 @@ use std::time::{Duration, Instant};
 use crewmaster::agent::catalog::Catalog;
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
-use crewmaster::approver::actor::ApproverPolicy;
-use crewmaster::events::EventBus;
-use crewmaster::permission::{PermissionMode, Policy};
+use crewmaster::permission::PermissionMode;
 use crewmaster::provider::scripted::ScriptedProvider;
 use crewmaster::session::{Orchestration, SessionConfig, SessionHandle};
 use crewmaster::tasks::{TaskStatus, load_records};
@@ -426,29 +424,24 @@ async fn start_session(
     // The scripted model keeps no copy of each request: a real provider does not either.
     let provider =
         ScriptedProvider::new(ScriptedProvider::parse(script, Path::new(name))?).without_memory();
-    Ok(SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: repo.to_path_buf(),
-        permission_mode: PermissionMode::BypassPermissions,
-        policy: Policy::default(),
-        provider: Arc::new(provider),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "script".into(),
-            system_prompt: "lead".into(),
-            allowed_tools: None,
-            max_turns: 10,
-            max_tokens: 1000,
-        },
-        approver: ApproverPolicy::Headless,
-        registry: Arc::new(registry),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(60),
-        conversation: Vec::new(),
-        events: EventBus::new(),
-        hooks: None,
-        orchestration: Some(Orchestration {
+    Ok(SessionHandle::start(
+        SessionConfig::builder(
+            repo.to_path_buf(),
+            Arc::new(provider),
+            AgentSpec {
+                id: "lead".into(),
+                model: "script".into(),
+                system_prompt: "lead".into(),
+                allowed_tools: None,
+                max_turns: 10,
+                max_tokens: 1000,
+            },
+            Arc::new(registry),
+        )
+        .permission_mode(PermissionMode::BypassPermissions)
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(60))
+        .orchestration(Orchestration {
             session_dir: root.join(name),
             catalog,
             worktrees: true,
@@ -458,8 +451,9 @@ async fn start_session(
             teams_dir: Some(root.join("teams")),
             restore_team: None,
             workers: None,
-        }),
-    })
+        })
+        .build(),
+    )
     .await?)
 }
 

@@ -18,8 +18,6 @@ use std::time::Duration;
 use crewmaster::agent::catalog::Catalog;
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
-use crewmaster::approver::actor::ApproverPolicy;
-use crewmaster::events::EventBus;
 use crewmaster::offload::ResultsDir;
 use crewmaster::permission::{PermissionMode, Policy};
 use crewmaster::provider::scripted::ScriptedProvider;
@@ -63,29 +61,25 @@ async fn main() -> anyhow::Result<()> {
         {"text": "done"}
     ]});
     let provider = ScriptedProvider::new(serde_json::from_value(script)?);
-    let session = SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: cwd.clone(),
-        permission_mode: PermissionMode::BypassPermissions,
-        policy,
-        provider: Arc::new(provider.clone()),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "script".into(),
-            system_prompt: "lead".into(),
-            allowed_tools: None,
-            max_turns: 10,
-            max_tokens: 1000,
-        },
-        approver: ApproverPolicy::Headless,
-        registry: Arc::new(Registry::with_tools(builtin_tools())?),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(120),
-        conversation: Vec::new(),
-        events: EventBus::new(),
-        hooks: None,
-        orchestration: Some(Orchestration {
+    let session = SessionHandle::start(
+        SessionConfig::builder(
+            cwd.clone(),
+            Arc::new(provider.clone()),
+            AgentSpec {
+                id: "lead".into(),
+                model: "script".into(),
+                system_prompt: "lead".into(),
+                allowed_tools: None,
+                max_turns: 10,
+                max_tokens: 1000,
+            },
+            Arc::new(Registry::with_tools(builtin_tools())?),
+        )
+        .permission_mode(PermissionMode::BypassPermissions)
+        .policy(policy)
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(120))
+        .orchestration(Orchestration {
             session_dir: session_dir.clone(),
             catalog: Arc::new(Catalog::default()),
             worktrees: false,
@@ -95,8 +89,9 @@ async fn main() -> anyhow::Result<()> {
             teams_dir: None,
             restore_team: None,
             workers: None,
-        }),
-    })
+        })
+        .build(),
+    )
     .await?;
     let chat = |task: &str| RunRequest {
         mode: AgentMode::Chat,

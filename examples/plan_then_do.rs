@@ -15,9 +15,8 @@ use std::time::Duration;
 
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
-use crewmaster::approver::actor::ApproverPolicy;
 use crewmaster::events::{Event, EventBus, EventKind};
-use crewmaster::permission::{PermissionMode, Policy};
+use crewmaster::permission::PermissionMode;
 use crewmaster::provider::scripted::ScriptedProvider;
 use crewmaster::session::{SessionConfig, SessionHandle};
 use crewmaster::tools::{CommandSandbox, Registry, builtin_tools};
@@ -46,30 +45,26 @@ async fn main() -> anyhow::Result<()> {
     let provider = ScriptedProvider::new(ScriptedProvider::parse(SCRIPT, "example".as_ref())?);
     let events = EventBus::new();
     let mut rx = events.subscribe();
-    let session = SessionHandle::start(SessionConfig {
-        auto: None,
-        cwd: cwd.clone(),
-        permission_mode: PermissionMode::AcceptEdits,
-        policy: Policy::default(),
-        provider: Arc::new(provider.clone()),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "script".into(),
-            system_prompt: "You are a careful coding agent.".into(),
-            allowed_tools: None,
-            max_turns: 10,
-            max_tokens: 4096,
-        },
-        approver: ApproverPolicy::Headless,
-        registry: Arc::new(Registry::with_tools(builtin_tools())?),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(60),
-        conversation: Vec::new(),
-        events: events.clone(),
-        hooks: None,
-        context: Default::default(),
-        orchestration: None,
-    })
+    let session = SessionHandle::start(
+        SessionConfig::builder(
+            cwd.clone(),
+            Arc::new(provider.clone()),
+            AgentSpec {
+                id: "lead".into(),
+                model: "script".into(),
+                system_prompt: "You are a careful coding agent.".into(),
+                allowed_tools: None,
+                max_turns: 10,
+                max_tokens: 4096,
+            },
+            Arc::new(Registry::with_tools(builtin_tools())?),
+        )
+        .permission_mode(PermissionMode::AcceptEdits)
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(60))
+        .events(events.clone())
+        .build(),
+    )
     .await?;
 
     let task = "Fix the typo in greeting.txt".to_string();

@@ -23,9 +23,7 @@ use std::time::{Duration, Instant};
 
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
-use crewmaster::approver::actor::ApproverPolicy;
-use crewmaster::events::EventBus;
-use crewmaster::permission::{PermissionMode, Policy};
+use crewmaster::permission::PermissionMode;
 use crewmaster::provider::scripted::{Script, ScriptedProvider};
 use crewmaster::session::{SessionConfig, SessionHandle};
 use crewmaster::speculation::{Limits, Resolution, Speculation, ahead};
@@ -61,32 +59,25 @@ fn script(turn_ms: u64, cold: bool) -> Script {
 
 async fn session(dir: &std::path::Path, script: Script) -> SessionHandle {
     std::fs::write(dir.join("a.txt"), "alpha\n").expect("write a.txt");
-    SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: dir.to_path_buf(),
-        permission_mode: PermissionMode::AcceptEdits,
-        policy: Policy::default(),
-        provider: Arc::new(ScriptedProvider::new(script)),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "script".into(),
-            system_prompt: "bench".into(),
-            allowed_tools: None,
-            max_turns: 20,
-            max_tokens: 1000,
-        },
-        approver: ApproverPolicy::Headless,
-        registry: Arc::new(
-            Registry::with_tools(crewmaster::tools::builtin_tools()).expect("tools"),
-        ),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(30),
-        conversation: Vec::new(),
-        events: EventBus::new(),
-        hooks: None,
-        orchestration: None,
-    })
+    SessionHandle::start(
+        SessionConfig::builder(
+            dir.to_path_buf(),
+            Arc::new(ScriptedProvider::new(script)),
+            AgentSpec {
+                id: "lead".into(),
+                model: "script".into(),
+                system_prompt: "bench".into(),
+                allowed_tools: None,
+                max_turns: 20,
+                max_tokens: 1000,
+            },
+            Arc::new(Registry::with_tools(crewmaster::tools::builtin_tools()).expect("tools")),
+        )
+        .permission_mode(PermissionMode::AcceptEdits)
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(30))
+        .build(),
+    )
     .await
     .expect("the session starts")
 }

@@ -23,10 +23,8 @@ use std::time::{Duration, Instant};
 
 use crewmaster::agent::mode::AgentMode;
 use crewmaster::agent::runner::{AgentSpec, RunRequest};
-use crewmaster::approver::actor::ApproverPolicy;
 use crewmaster::events::EventBus;
 use crewmaster::hooks::{HookEvent, HookTable, Origin};
-use crewmaster::permission::{PermissionMode, Policy};
 use crewmaster::provider::scripted::{Script, ScriptedProvider};
 use crewmaster::provider::{ModelRequest, Provider, StreamEvent};
 use crewmaster::session::{Orchestration, SessionConfig, SessionHandle, SessionHooks};
@@ -98,40 +96,26 @@ async fn session_run(turns: usize, hooks: Option<HookTable>) -> anyhow::Result<(
         at
     });
     let provider = ScriptedProvider::new(script(turns)?).without_memory();
-    let session = SessionHandle::start(SessionConfig {
-        auto: None,
-        // No auto-compaction: its summary request would take a turn of the script, and
-        // this measures the loop, not the compaction (`tests/suite/compaction.rs` has that).
-        context: crewmaster::agent::context::ContextSettings {
-            auto_compact: None,
-            ..Default::default()
-        },
-        cwd: cwd.clone(),
-        permission_mode: PermissionMode::Default,
-        policy: Policy::default(),
-        provider: Arc::new(provider),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "script".into(),
-            system_prompt: "lead".into(),
-            allowed_tools: None,
-            max_turns: turns as u32 + 1,
-            max_tokens: 1000,
-        },
-        approver: ApproverPolicy::Headless,
-        registry: Arc::new(Registry::with_tools(builtin_tools())?),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(60),
-        conversation: Vec::new(),
-        events: events.clone(),
-        hooks: hooks.map(|hooks| SessionHooks {
-            hooks,
-            project_dir: cwd.clone(),
-            session_id: "bench".into(),
-            transcript_path: transcript.clone(),
-            source: "startup",
-        }),
-        orchestration: Some(Orchestration {
+    // No auto-compaction: its summary request would take a turn of the script, and
+    // this measures the loop, not the compaction (`tests/suite/compaction.rs` has that).
+    let session = SessionHandle::start(
+        SessionConfig::builder(
+            cwd.clone(),
+            Arc::new(provider),
+            AgentSpec {
+                id: "lead".into(),
+                model: "script".into(),
+                system_prompt: "lead".into(),
+                allowed_tools: None,
+                max_turns: turns as u32 + 1,
+                max_tokens: 1000,
+            },
+            Arc::new(Registry::with_tools(builtin_tools())?),
+        )
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(60))
+        .events(events.clone())
+        .orchestration(Orchestration {
             session_dir,
             catalog: Default::default(),
             worktrees: false,
@@ -141,8 +125,20 @@ async fn session_run(turns: usize, hooks: Option<HookTable>) -> anyhow::Result<(
             teams_dir: None,
             restore_team: None,
             workers: None,
-        }),
-    })
+        })
+        .hooks(hooks.map(|hooks| SessionHooks {
+            hooks,
+            project_dir: cwd.clone(),
+            session_id: "bench".into(),
+            transcript_path: transcript.clone(),
+            source: "startup",
+        }))
+        .context(crewmaster::agent::context::ContextSettings {
+            auto_compact: None,
+            ..Default::default()
+        })
+        .build(),
+    )
     .await?;
     let start = Instant::now();
     let outcome = session

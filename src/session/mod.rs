@@ -32,12 +32,14 @@ use tokio::sync::Semaphore;
 
 pub mod build;
 mod config;
+mod config_builder;
 mod handle;
 pub mod model;
 pub mod render;
 pub mod services;
 
 pub use config::{Orchestration, SessionConfig, SessionHooks};
+pub use config_builder::SessionConfigBuilder;
 pub use handle::SessionHandle;
 
 /// Messages the session accepts.

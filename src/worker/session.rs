@@ -111,30 +111,27 @@ pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
         root.display(),
         setup.node
     );
-    let handle = SessionHandle::start(SessionConfig {
-        auto: None,
-        context: Default::default(),
-        cwd: root.clone(),
-        permission_mode: setup.mode,
-        policy,
-        provider: chosen.provider,
-        lead: AgentSpec {
-            id: run.agent.id.clone(),
-            model: chosen.model,
-            system_prompt: format!("{}{note}", run.agent.system_prompt),
-            allowed_tools: Some(allowed),
-            max_turns: run.agent.max_turns,
-            max_tokens: run.agent.max_tokens,
-        },
-        approver: setup.approver,
-        registry: Arc::new(registry),
-        sandbox: CommandSandbox::landlock(writable_roots),
-        default_tool_timeout: crate::executor::DEFAULT_TIMEOUT,
-        conversation: Vec::new(),
-        events: events.clone(),
-        orchestration: None,
-        hooks: None,
-    })
+    let handle = SessionHandle::start(
+        SessionConfig::builder(
+            root.clone(),
+            chosen.provider,
+            AgentSpec {
+                id: run.agent.id.clone(),
+                model: chosen.model,
+                system_prompt: format!("{}{note}", run.agent.system_prompt),
+                allowed_tools: Some(allowed),
+                max_turns: run.agent.max_turns,
+                max_tokens: run.agent.max_tokens,
+            },
+            Arc::new(registry),
+        )
+        .permission_mode(setup.mode)
+        .policy(policy)
+        .approver(setup.approver)
+        .sandbox(CommandSandbox::landlock(writable_roots))
+        .events(events.clone())
+        .build(),
+    )
     .await
     .map_err(|e| e.to_string())?;
     Ok(WorkerSession {

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use crewmaster::agent::runner::AgentSpec;
 use crewmaster::approver::actor::ApproverPolicy;
 use crewmaster::events::{Event, EventBus};
-use crewmaster::permission::{PermissionMode, Policy};
+use crewmaster::permission::PermissionMode;
 use crewmaster::provider::scripted::{Script, ScriptedProvider};
 use crewmaster::session::{SessionConfig, SessionHandle};
 use crewmaster::tools::{
@@ -260,40 +260,39 @@ pub async fn start(setup: Setup) -> TestSession {
         // The recorder writes inside `publish`; the task only waits for the bus to close.
         drop(crewmaster::transcript::record(&events, lead, agents));
     }
-    let session = SessionHandle::start(SessionConfig {
-        auto: None,
-        cwd: cwd.clone(),
-        permission_mode: setup.mode,
-        policy: Policy::default(),
-        provider: Arc::new(provider.clone()),
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: "script".into(),
-            system_prompt: "test".into(),
-            allowed_tools: setup
-                .allowed_tools
-                .map(|v| v.into_iter().map(String::from).collect()),
-            max_turns: 20,
-            max_tokens: 1000,
-        },
-        approver: setup.approver,
-        registry: Arc::new({
-            let registry = Registry::with_tools(tools).unwrap();
-            if setup.skills {
-                let skills = crewmaster::skills::SkillCatalog::load(&cwd, None);
-                registry.with_skills(Arc::new(skills)).unwrap()
-            } else {
-                registry
-            }
-        }),
-        sandbox: CommandSandbox::None,
-        default_tool_timeout: Duration::from_secs(30),
-        conversation: Vec::new(),
-        events,
-        hooks: None,
-        context: setup.context,
-        orchestration,
-    })
+    let session = SessionHandle::start(
+        SessionConfig::builder(
+            cwd.clone(),
+            Arc::new(provider.clone()),
+            AgentSpec {
+                id: "lead".into(),
+                model: "script".into(),
+                system_prompt: "test".into(),
+                allowed_tools: setup
+                    .allowed_tools
+                    .map(|v| v.into_iter().map(String::from).collect()),
+                max_turns: 20,
+                max_tokens: 1000,
+            },
+            Arc::new({
+                let registry = Registry::with_tools(tools).unwrap();
+                if setup.skills {
+                    let skills = crewmaster::skills::SkillCatalog::load(&cwd, None);
+                    registry.with_skills(Arc::new(skills)).unwrap()
+                } else {
+                    registry
+                }
+            }),
+        )
+        .permission_mode(setup.mode)
+        .approver(setup.approver)
+        .sandbox(CommandSandbox::None)
+        .tool_timeout(Duration::from_secs(30))
+        .events(events)
+        .orchestration(orchestration)
+        .context(setup.context)
+        .build(),
+    )
     .await
     .unwrap();
     TestSession {

@@ -24,7 +24,6 @@ use crate::agent::prompt::lead_system_prompt;
 use crate::agent::runner::AgentSpec;
 use crate::approver::actor::ApproverPolicy;
 use crate::events::EventBus;
-use crate::executor::DEFAULT_TIMEOUT;
 use crate::permission::{PermissionMode, Policy};
 use crate::protocol::Message;
 use crate::session::model;
@@ -289,35 +288,27 @@ pub async fn prepare(
     let model_name = chosen.model.clone();
     let bypass_disabled = policy.bypass_disabled;
     let suspended_in_auto = modes::suspended(&policy);
-    let session = SessionHandle::start(SessionConfig {
-        auto: Some(auto.clone()),
-        cwd: cwd.clone(),
-        permission_mode,
-        policy,
-        provider: chosen.provider,
-        lead: AgentSpec {
-            id: "lead".into(),
-            model: chosen.model,
-            system_prompt: format!("{}{}", lead_system_prompt(&cwd), skills.prompt_section()),
-            allowed_tools: None,
-            max_turns: opts.max_turns,
-            max_tokens: 8192,
-        },
-        approver,
-        registry: Arc::new(registry),
-        sandbox,
-        default_tool_timeout: DEFAULT_TIMEOUT,
-        conversation: conversation.clone(),
-        events: events.clone(),
-        context,
-        hooks: Some(crate::session::SessionHooks {
-            hooks,
-            project_dir: project_root.clone(),
-            session_id: session_id.clone(),
-            transcript_path: transcript.clone(),
-            source: if resuming { "resume" } else { "startup" },
-        }),
-        orchestration: Some(Orchestration {
+    let session = SessionHandle::start(
+        SessionConfig::builder(
+            cwd.clone(),
+            chosen.provider,
+            AgentSpec {
+                id: "lead".into(),
+                model: chosen.model,
+                system_prompt: format!("{}{}", lead_system_prompt(&cwd), skills.prompt_section()),
+                allowed_tools: None,
+                max_turns: opts.max_turns,
+                max_tokens: 8192,
+            },
+            Arc::new(registry),
+        )
+        .permission_mode(permission_mode)
+        .policy(policy)
+        .approver(approver)
+        .sandbox(sandbox)
+        .conversation(conversation.clone())
+        .events(events.clone())
+        .orchestration(Orchestration {
             session_dir: session_dir.clone(),
             catalog,
             worktrees: true,
@@ -330,8 +321,18 @@ pub async fn prepare(
                 agents_dir: agents_dir.clone(),
             }),
             workers,
-        }),
-    })
+        })
+        .hooks(crate::session::SessionHooks {
+            hooks,
+            project_dir: project_root.clone(),
+            session_id: session_id.clone(),
+            transcript_path: transcript.clone(),
+            source: if resuming { "resume" } else { "startup" },
+        })
+        .auto(auto.clone())
+        .context(context)
+        .build(),
+    )
     .await;
     let session = match session {
         Ok(s) => s,
