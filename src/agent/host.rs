@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use super::definition::AgentDefinition;
 use super::delegate::SpawnRequest;
 use super::placement::Placement;
-use super::subagent::SubagentEnv;
+use super::subagent_actor::SubagentEnv;
 use super::team_link::TeamLink;
 use crate::permission::PermissionMode;
 use crate::team::MemberName;

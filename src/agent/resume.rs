@@ -13,7 +13,7 @@ use ractor::{ActorCell, ActorId};
 
 use super::delegate::SpawnRequest;
 use super::runner::AgentSpec;
-use super::subagent::{SubagentEnv, start};
+use super::subagent_actor::{SubagentEnv, start};
 use crate::protocol::Message;
 
 /// A subagent that ran to its end, as it can be resumed.

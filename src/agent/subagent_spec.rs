@@ -10,7 +10,7 @@ use super::delegate::SpawnRequest;
 use super::runner::{AgentSpec, Runner};
 use std::sync::Arc;
 
-use super::subagent::{MAX_DEPTH, SubagentEnv, Workspaces};
+use super::subagent_actor::{MAX_DEPTH, SubagentEnv, Workspaces};
 use crate::permission::delegation::{Isolation, Placement};
 
 /// The definition a plain subagent was asked for.

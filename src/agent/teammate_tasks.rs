@@ -8,7 +8,7 @@ use std::time::Duration;
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
 
-use super::teammate::TeammateMsg;
+use super::teammate_actor::TeammateMsg;
 use crate::tasks::actor::TaskMsg;
 
 /// The depth of a teammate's subagents: a teammate is started by the lead, as a subagent

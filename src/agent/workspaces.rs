@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::subagent::Workspaces;
+use super::subagent_actor::Workspaces;
 use crate::supervise::Slot;
 use crate::worktree::actor::WorktreeMsg;
 use crate::worktree::{Finished, Worktree};

@@ -70,7 +70,7 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("\ncrew: cancelling (Ctrl-C again to quit at once)");
-            let _ = lead.cast(crate::agent::lead::LeadMsg::Cancel);
+            let _ = lead.cast(crate::agent::lead_actor::LeadMsg::Cancel);
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
             }

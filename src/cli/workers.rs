@@ -13,7 +13,7 @@ use clap::{Args, Subcommand};
 
 use crate::worker::config::{TlsSettings, read_cookie};
 use crate::worker::join::{Cluster, join};
-use crate::worker::node::{WorkerConfig, start};
+use crate::worker::node_actor::{WorkerConfig, start};
 use crate::worker::snapshot::{self, NodeView};
 use crate::worker::tls::Named;
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::expand::{self, CallRunner, Expanded};
 use super::{CommandCatalog, SlashCommand};
-use crate::agent::lead::{LeadMsg, TurnOverrides};
+use crate::agent::lead_actor::{LeadMsg, TurnOverrides};
 use crate::agent::mode::AgentMode;
 use crate::protocol::{ToolCall, ToolResult};
 

@@ -10,20 +10,15 @@
 //! is the pure engine's (`crate::permission`, `Checked::authorize`); this module only
 //! holds its state in an actor and sends allowed calls on to the gate (`onward`).
 
+mod actor;
 pub mod onward;
 
-use std::sync::{Arc, Mutex};
+pub use actor::{EngineArgs, EngineState, PermissionEngine, PolicyMemory};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 
-use crate::gate::actor::GateMsg;
-use crate::permission::auto::suspend;
-use crate::permission::{
-    CheckRequest, Checked, Decision, HookOpinion, Layer, PermissionMode, Permit, Policy, RuleInfo,
-    check, grants,
-};
-use crate::protocol::ToolResult;
+use crate::permission::{CheckRequest, Checked, Decision, HookOpinion, Policy, RuleInfo};
 use onward::{Authorized, Onward};
 
 /// How long a grant lasts.
@@ -81,174 +76,3 @@ pub enum PermissionMsg {
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
 impl ractor::Message for PermissionMsg {}
-
-/// The actor (configuration only; state is built in `pre_start`).
-pub struct PermissionEngine;
-
-/// A copy of a supervised engine's policy, grants included, kept up to date by the
-/// engine: a restarted engine starts from it, so no grant is lost with a crash.
-pub type PolicyMemory = Arc<Mutex<Policy>>;
-
-/// What the engine starts from (`Policy::into()` for an unsupervised engine).
-pub struct EngineArgs {
-    /// The policy.
-    pub policy: Policy,
-    /// Where to keep a copy of the policy after each change (`None`: nowhere).
-    pub memory: Option<PolicyMemory>,
-}
-
-impl From<Policy> for EngineArgs {
-    fn from(policy: Policy) -> Self {
-        Self {
-            policy,
-            memory: None,
-        }
-    }
-}
-
-/// The engine's state.
-pub struct EngineState {
-    /// Loaded layers plus session-layer grants (as rules).
-    policy: Policy,
-    /// The same without the rules suspended in auto mode (`auto::suspend`), kept so
-    /// calls in auto mode do not rebuild it; rebuilt whenever `policy` changes.
-    auto_policy: Policy,
-    memory: Option<PolicyMemory>,
-}
-
-impl EngineState {
-    fn new(policy: Policy, memory: Option<PolicyMemory>) -> Self {
-        let auto_policy = suspend::effective(&policy, PermissionMode::Auto).into_owned();
-        Self {
-            policy,
-            auto_policy,
-            memory,
-        }
-    }
-
-    /// The policy a call in `mode` is decided by.
-    fn for_mode(&self, mode: PermissionMode) -> &Policy {
-        if mode == PermissionMode::Auto {
-            &self.auto_policy
-        } else {
-            &self.policy
-        }
-    }
-
-    /// After a change of `policy`: rebuilds the auto view and writes the policy through to
-    /// the memory a restarted engine starts from.
-    fn changed(&mut self) {
-        self.auto_policy = suspend::effective(&self.policy, PermissionMode::Auto).into_owned();
-        if let Some(memory) = &self.memory {
-            // A poisoned lock only means a panic mid-copy; the copy is replaced whole.
-            *memory.lock().unwrap_or_else(|e| e.into_inner()) = self.policy.clone();
-        }
-    }
-}
-
-impl Actor for PermissionEngine {
-    type Msg = PermissionMsg;
-    type State = EngineState;
-    type Arguments = EngineArgs;
-
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        args: EngineArgs,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(EngineState::new(args.policy, args.memory))
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        msg: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        if let PermissionMsg::Authorize { .. } | PermissionMsg::AuthorizeAndSubmit { .. } = &msg {
-            crate::supervise::faults::point("permission");
-        }
-        match msg {
-            PermissionMsg::Authorize {
-                agent,
-                request,
-                hook,
-                reply,
-            } => {
-                let policy = state.for_mode(request.mode);
-                // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(Checked::authorize(agent, request, &hook, policy));
-            }
-            PermissionMsg::AuthorizeAndSubmit {
-                agent,
-                request,
-                hook,
-                onward,
-                reply,
-            } => {
-                let policy = state.for_mode(request.mode);
-                match Checked::authorize(agent, request, &hook, policy) {
-                    Checked::Allowed { permit, decision } => {
-                        submit(permit, &decision, onward, reply)
-                    }
-                    // A caller that gave up (timeout) has dropped its port; nothing to do.
-                    other => drop(reply.send(Authorized::Checked(other))),
-                }
-            }
-            PermissionMsg::Check(req, reply) => {
-                // A caller that gave up (timeout) has dropped its port; nothing to do.
-                let _ = reply.send(check(&req, state.for_mode(req.mode)));
-            }
-            PermissionMsg::Grant(req, scope, reply) => {
-                let result = match scope {
-                    GrantScope::Session => grants::grant_session(&req, &mut state.policy),
-                    GrantScope::Forever => grants::grant_forever(
-                        &req,
-                        &mut state.policy,
-                        &crate::config::settings::append_allow,
-                    ),
-                };
-                state.changed();
-                let _ = reply.send(result.map(|_| ()).map_err(|e| e.to_string()));
-            }
-            PermissionMsg::Reload(mut policy) => {
-                let session = state
-                    .policy
-                    .rules
-                    .iter()
-                    .filter(|r| r.layer == Layer::Session)
-                    .cloned();
-                policy.rules.extend(session);
-                state.policy = policy;
-                state.changed();
-            }
-            PermissionMsg::ListRules(reply) => {
-                let _ = reply.send(state.policy.rule_infos());
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Publishes the allowing decision, then hands the permit to the gate with the caller's
-/// port: the gate's refusal or the tool's result is the caller's answer. A gate that is
-/// not running (and not replaced in time) answers with an error result, never silence.
-fn submit(permit: Permit, decision: &Decision, onward: Onward, reply: RpcReplyPort<Authorized>) {
-    let Onward { gate, ctx, events } = onward;
-    events.decided(permit.agent(), &permit.call().id, decision);
-    let id = permit.call().id.clone();
-    let msg = GateMsg::Submit {
-        permit,
-        ctx,
-        reply: crate::gate::port::ResultPort::Authorized(reply),
-    };
-    gate.forward(msg, move |msg| {
-        if let GateMsg::Submit { reply, .. } = msg {
-            reply.send(ToolResult::error(
-                id,
-                "tool_not_allowed",
-                "the gate is not running; the call was not run",
-            ));
-        }
-    });
-}

@@ -85,6 +85,6 @@ pub struct Orchestration {
     /// teammate's conversation) is restored from them and its teammates restarted.
     pub restore_team: Option<Transcripts>,
     /// Worker nodes joined for this session (`--workers`): where agents can run besides
-    /// this process (`crate::worker::pool::Pool` implements it).
+    /// this process (`crate::worker::pool_actor::Pool` implements it).
     pub workers: Option<Arc<dyn crate::agent::host::Workers>>,
 }

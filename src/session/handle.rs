@@ -6,7 +6,7 @@ use std::time::Duration;
 use ractor::{Actor, ActorRef, rpc::CallResult};
 
 use crate::agent::follow_up::{TASK_NEWS, TEAM_NEWS};
-use crate::agent::lead::LeadMsg;
+use crate::agent::lead_actor::LeadMsg;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
 use crate::events::EventBus;
 use crate::protocol::Message;

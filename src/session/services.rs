@@ -20,7 +20,7 @@ use crate::gate::actor::{self as gate, Gate, GateArgs, GateMemory, GateMsg};
 use crate::permission::Policy;
 use crate::supervise::Slot;
 use crate::tasks::actor::{TaskArgs, TaskManager, TaskMsg};
-use crate::tasks::front::TaskFront;
+use crate::tasks::front_actor::TaskFront;
 use crate::tools::Registry;
 use crate::worktree::actor::{WorktreeManager, WorktreeManagerArgs, WorktreeMsg};
 

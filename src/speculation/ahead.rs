@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::overlay::Overlay;
 use super::runner::{Ending, Fork, Limits, Speculated};
-use crate::agent::lead::{LeadMsg, LeadSnapshot};
+use crate::agent::lead_actor::{LeadMsg, LeadSnapshot};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunStatus};
 use crate::hooks::agent_events::Role as HookRole;

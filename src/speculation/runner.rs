@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::calls::{CallPath, Halt};
 use super::overlay::Overlay;
-use crate::agent::lead::LeadSnapshot;
+use crate::agent::lead_actor::LeadSnapshot;
 use crate::agent::mode::{self, AgentMode};
 use crate::agent::pipeline::Pipeline;
 use crate::approver::actor::{Approver, ApproverMsg, ApproverPolicy};

@@ -9,7 +9,7 @@ use ractor::rpc::CallResult;
 use tokio::sync::mpsc;
 
 use super::app::App;
-use crate::agent::lead::LeadMsg;
+use crate::agent::lead_actor::LeadMsg;
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest};
 use crate::session::build::Prepared;

@@ -21,7 +21,7 @@ use super::transcript::Entry;
 use super::trust_prompt::{self, Answer, TrustPrompt};
 use super::view;
 use crate::agent::catalog::Catalog;
-use crate::agent::lead::LeadMsg;
+use crate::agent::lead_actor::LeadMsg;
 use crate::approver::actor::ApproverPolicy;
 use crate::protocol::{ContentBlock, Message, Role};
 use crate::session::build::{Options, Prepared, prepare};

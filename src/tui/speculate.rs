@@ -15,7 +15,7 @@ use super::jobs::{self, Done};
 use super::plan::PlanStage;
 use super::runtime;
 use super::transcript::Entry;
-use crate::agent::lead::LeadMsg;
+use crate::agent::lead_actor::LeadMsg;
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest};
 use crate::speculation::{Limits, Resolution, Speculation, ahead};

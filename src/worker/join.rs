@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::config::{ConfigError, LeadTls, TlsSettings, join_config, read_cookie, shipped_rules};
-use super::pool::{LinkOptions, Pool};
+use super::pool_actor::{LinkOptions, Pool};
 use super::snapshot;
 use crate::agent::host::Workers;
 use crate::session::build::{JoinRequest, JoinWorkers};

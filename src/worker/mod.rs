@@ -32,15 +32,15 @@
 pub mod bundle;
 pub mod config;
 pub mod join;
-pub mod node;
+pub mod node_actor;
 pub mod placement;
-pub mod pool;
+pub mod pool_actor;
 pub mod protocol;
 pub mod remote_ask;
 pub mod remote_judge;
 pub mod remote_run;
 pub mod remote_task;
-pub mod remote_teammate;
+pub mod remote_teammate_actor;
 mod session;
 mod ship;
 pub mod snapshot;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::pool::Pool;
+use super::pool_actor::Pool;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::host::Workers;
 pub use crate::agent::placement::Placement;
-use crate::agent::subagent::SubagentEnv;
+use crate::agent::subagent_actor::SubagentEnv;
 use crate::agent::team_link::TeamLink;
 use crate::permission::PermissionMode;
 use crate::team::MemberName;

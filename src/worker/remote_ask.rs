@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use ractor::RpcReplyPort;
 use tokio::sync::mpsc;
 
-use super::node::lock;
+use super::node_actor::lock;
 use super::protocol::{AskWire, ToLead};
 use crate::agent::pipeline::{APPROVAL_TIMEOUT, PERMISSION_TIMEOUT, Pipeline};
 use crate::approver::actor::{ApproverMsg, PendingApproval};

@@ -148,7 +148,7 @@ async fn agent(
     let lead = session.handle.lead().clone();
     let stopper = tokio::spawn(async move {
         cancel.cancelled().await;
-        let _ = lead.cast(crate::agent::lead::LeadMsg::Cancel);
+        let _ = lead.cast(crate::agent::lead_actor::LeadMsg::Cancel);
     });
     let outcome = session
         .handle

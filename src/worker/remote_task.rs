@@ -15,13 +15,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::bundle;
-use super::pool::Pool;
+use super::pool_actor::Pool;
 use super::protocol::{AskAnswerWire, RemoteResult, RemoteStatus, TaskNews, ToWorker, WorkerMsg};
 use super::remote_judge;
 use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
-use crate::agent::subagent::SubagentEnv;
+use crate::agent::subagent_actor::SubagentEnv;
 use crate::auto_mode::classifier::Intent;
 use crate::events::EventKind;
 use crate::permission::{PermissionMode, SharedMode};

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::bundle;
-use super::pool::Pool;
+use super::pool_actor::Pool;
 use super::protocol::{AgentWire, RemoteSpawn};
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::runner::AgentSpec;

@@ -1,7 +1,7 @@
 //! Starting a teammate on a worker (issue 16): which teammates go remote (`placement:
 //! remote`, or local slots full with workers), then the lead's worktree and branch, the
 //! commit as a bundle, a worker slot, the roster entry, and the proxy actor
-//! ([`super::remote_teammate`]) adopted by the team actor like a local teammate's.
+//! ([`super::remote_teammate_actor`]) adopted by the team actor like a local teammate's.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,13 +9,13 @@ use std::sync::Arc;
 use ractor::ActorRef;
 use tokio::sync::mpsc;
 
-use super::pool::Pool;
+use super::pool_actor::Pool;
 use super::protocol::{TaskNews, TeammateSpawn, WorkerMsg};
-use super::remote_teammate::{ProxyArgs, RemoteTeammate};
+use super::remote_teammate_actor::{ProxyArgs, RemoteTeammate};
 use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
-use crate::agent::subagent::SubagentEnv;
+use crate::agent::subagent_actor::SubagentEnv;
 use crate::agent::team_launch::teammate_spec;
 use crate::agent::team_link::{TeamLink, new_ids, roster_entry};
 use crate::permission::PermissionMode;

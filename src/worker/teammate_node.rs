@@ -11,7 +11,7 @@ use ractor::ActorRef;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::node::{reporter, run_then_end};
+use super::node_actor::{reporter, run_then_end};
 use super::protocol::{AskAnswerWire, MailWire, TeammateSpawn, WorkerMsg};
 use super::remote_ask::AskRelay;
 use super::teammate_run::{self, Inputs};

@@ -547,7 +547,7 @@ fn pre_compact_hooks_run_with_the_trigger_and_their_context_reaches_the_summary_
 
 #[tokio::test]
 async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_recent_turns() {
-    use crewmaster::agent::lead::LeadMsg;
+    use crewmaster::agent::lead_actor::LeadMsg;
     use crewmaster::agent::runner::RunRequest;
     use crewmaster::tools::Safety;
     let tool = support::FakeTool::new(

@@ -335,7 +335,7 @@ async fn headless_ask_is_refused_with_a_how_to_allow_reason() {
 
 #[tokio::test]
 async fn a_mode_switch_during_a_run_applies_to_its_next_call() {
-    use crewmaster::agent::lead::LeadMsg;
+    use crewmaster::agent::lead_actor::LeadMsg;
     use crewmaster::approver::ApprovalAnswer;
     use crewmaster::approver::actor::ApproverPolicy;
     use crewmaster::tools::write_file::WriteFile;

@@ -18,7 +18,7 @@ use crewmaster::approver::actor::ApproverPolicy;
 use crewmaster::events::EventKind;
 use crewmaster::permission::{Layer, Verdict};
 use crewmaster::team::{MemberName, MemberStatus};
-use crewmaster::worker::pool::Pool;
+use crewmaster::worker::pool_actor::Pool;
 use crewmaster::worker::protocol::RuleWire;
 use support::team::{chat, requests_of, shown, team_of, team_setup, worktree};
 use support::worker::{WorkerProcess, start_worker, write_cookie};

@@ -156,7 +156,7 @@ pub struct Setup {
     /// Context windows and compaction.
     pub context: crewmaster::agent::context::ContextSettings,
     /// Worker nodes the session has joined (`--workers`; with `orchestration`).
-    pub workers: Option<Arc<crewmaster::worker::pool::Pool>>,
+    pub workers: Option<Arc<crewmaster::worker::pool_actor::Pool>>,
     /// Record the session's transcript as the binary does, under the test's home
     /// (`faults::in_process_transcript`), for the fault tests' transcript property.
     pub transcript: bool,

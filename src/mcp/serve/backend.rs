@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::ServeConfig;
 use super::delegate::Delegates;
-use crate::agent::lead::LeadMsg;
+use crate::agent::lead_actor::LeadMsg;
 use crate::approver::actor::ApproverPolicy;
 use crate::permission::PermissionMode;
 use crate::protocol::{ToolCall, ToolResult};

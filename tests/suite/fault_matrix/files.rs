@@ -140,7 +140,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
         async move {
             lead.call(
                 |r| {
-                    crewmaster::agent::lead::LeadMsg::Run(
+                    crewmaster::agent::lead_actor::LeadMsg::Run(
                         crewmaster::agent::runner::RunRequest {
                             mode: crewmaster::agent::mode::AgentMode::Chat,
                             task: "delegate".into(),

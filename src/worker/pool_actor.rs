@@ -14,7 +14,7 @@ use ractor_cluster::node::NodeServerSessionInformation;
 use ractor_cluster::{NodeEventSubscription, NodeServer, NodeServerMessage};
 use tokio::sync::{mpsc, oneshot};
 
-use super::node::{MAX_FRAME, lead_group, lock};
+use super::node_actor::{MAX_FRAME, lead_group, lock};
 use super::protocol::{
     LeadLinkMsg, PlaceRequest, RuleWire, TaskNews, ToLead, ToWorker, WORKERS_GROUP, WorkerMsg,
     WorkerStatus,

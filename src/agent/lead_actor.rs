@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
-use super::subagent::{SubagentEnv, launch, on_child_event, resume};
+use super::subagent_actor::{SubagentEnv, launch, on_child_event, resume};
 use crate::events::EventKind;
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
-use super::subagent::{SubagentEnv, Workspaces, launch, on_child_event, resume};
+use super::subagent_actor::{SubagentEnv, Workspaces, launch, on_child_event, resume};
 use super::teammate_tasks::{SUBAGENT_DEPTH, TASK_NEWS, watch};
 use crate::events::EventKind;
 use crate::gate::GatePolicy;

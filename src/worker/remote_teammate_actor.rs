@@ -16,7 +16,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::mpsc;
 
 use super::bundle;
-use super::pool::Pool;
+use super::pool_actor::Pool;
 use super::protocol::{
     AskAnswerWire, IdleWire, MailWire, RemoteResult, RemoteStatus, SentWire, TaskNews,
     TeammateSpawn, ToWorker, WorkerMsg,
@@ -24,7 +24,7 @@ use super::protocol::{
 use super::remote_ask::answer_on_lead;
 use super::remote_judge;
 use crate::agent::pipeline::Pipeline;
-use crate::agent::subagent::Workspaces;
+use crate::agent::subagent_actor::Workspaces;
 use crate::auto_mode::classifier::Intent;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::team::actor::Mailbox;
