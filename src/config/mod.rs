@@ -10,5 +10,5 @@ pub mod layers;
 pub mod settings;
 pub(crate) mod tracked;
 
-pub use crew_config::{host_pattern, loaded, sandbox_settings, settings_network};
-pub use settings::{SandboxSettings, SettingsError, Warning, find_project_root};
+pub use crew_config::{host_pattern, loaded, sandbox_settings};
+pub use settings::{SettingsError, Warning};

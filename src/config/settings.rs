@@ -22,7 +22,6 @@ use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 
-pub use crew_config::sandbox_settings::SandboxSettings;
 pub use crew_config::settings::{LayeredLimits, SettingsError, Warning};
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,9 +74,6 @@ struct RawPermissions {
 }
 
 pub use super::layers::files;
-
-/// The project root for a directory (defined with the store's paths, re-exported here).
-pub use crate::store::find_project_root;
 
 impl Policy {
     /// Loads the user, project and local settings of `project_root` (missing files are
