@@ -139,7 +139,7 @@ impl Actor for PermissionEngine {
                     ),
                 };
                 state.changed();
-                let _ = reply.send(result.map(|_| ()).map_err(|e| e.to_string()));
+                let _ = reply.send(result.map(|_| ()));
             }
             PermissionMsg::Reload(mut policy) => {
                 let session = state

@@ -18,6 +18,7 @@ pub use actor::{EngineArgs, EngineState, PermissionEngine, PolicyMemory};
 use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 
+use crate::permission::grants::GrantError;
 use crate::permission::{CheckRequest, Checked, Decision, HookOpinion, Policy, RuleInfo};
 use onward::{Authorized, Onward};
 
@@ -67,7 +68,7 @@ pub enum PermissionMsg {
     /// checked). Replies with an error the user can read when the call cannot be granted
     /// (hard-denied, denied by a rule, a system tool) or the settings file cannot be
     /// written.
-    Grant(CheckRequest, GrantScope, RpcReplyPort<Result<(), String>>),
+    Grant(CheckRequest, GrantScope, RpcReplyPort<Result<(), GrantError>>),
     /// Replace the loaded layers (after settings changed); session grants are kept.
     Reload(Policy),
     /// The effective rules, highest layer first.

@@ -98,7 +98,7 @@ impl Pipeline {
             .await;
             let problem = match granted {
                 Ok(Ok(())) => None,
-                Ok(Err(e)) => Some(e),
+                Ok(Err(e)) => Some(e.to_string()),
                 Err(e) => Some(unanswered("permission engine", e)),
             };
             if let Some(e) = problem {
