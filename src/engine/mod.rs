@@ -68,7 +68,11 @@ pub enum PermissionMsg {
     /// checked). Replies with an error the user can read when the call cannot be granted
     /// (hard-denied, denied by a rule, a system tool) or the settings file cannot be
     /// written.
-    Grant(CheckRequest, GrantScope, RpcReplyPort<Result<(), GrantError>>),
+    Grant(
+        CheckRequest,
+        GrantScope,
+        RpcReplyPort<Result<(), GrantError>>,
+    ),
     /// Replace the loaded layers (after settings changed); session grants are kept.
     Reload(Policy),
     /// The effective rules, highest layer first.

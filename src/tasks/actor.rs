@@ -37,6 +37,14 @@ pub struct NewTask {
     pub command: Option<String>,
 }
 
+/// Why a task could not be stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StopError {
+    /// No task has this id.
+    #[error("no task with id `{0}`; `task_list` shows the ids")]
+    Unknown(String),
+}
+
 /// Messages the task manager accepts.
 pub enum TaskMsg {
     /// Register a pending task; `cancel` stops it.
@@ -93,7 +101,7 @@ pub enum TaskMsg {
     /// Whether any task is pending or running.
     HasActiveAny(RpcReplyPort<bool>),
     /// Stop a task; replies when it has ended (or at once if it had).
-    Stop(String, RpcReplyPort<Result<TaskRecord, String>>),
+    Stop(String, RpcReplyPort<Result<TaskRecord, StopError>>),
     /// Stop every task still active (session shutdown).
     StopAll,
     /// Internal: check for stop requests from other processes.
@@ -143,7 +151,7 @@ pub struct TaskState {
     records: Vec<TaskRecord>,
     cancels: Cancels,
     waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
-    stop_waiters: HashMap<String, Vec<RpcReplyPort<Result<TaskRecord, String>>>>,
+    stop_waiters: HashMap<String, Vec<RpcReplyPort<Result<TaskRecord, StopError>>>>,
     next_waiters: HashMap<String, Vec<RpcReplyPort<Option<TaskRecord>>>>,
     notifications: HashMap<String, Vec<TaskRecord>>,
 }
@@ -386,9 +394,7 @@ impl Actor for TaskManager {
             }
             TaskMsg::Stop(id, reply) => match state.find(&id).cloned() {
                 None => {
-                    let _ = reply.send(Err(format!(
-                        "no task with id `{id}`; `task_list` shows the ids"
-                    )));
+                    let _ = reply.send(Err(StopError::Unknown(id)));
                 }
                 Some(rec) if rec.status.is_terminal() => {
                     let _ = reply.send(Ok(rec));

@@ -257,7 +257,7 @@ impl Tool for TaskStop {
             Duration::from_secs(60),
         )
         .await?
-        .map_err(ToolError::InvalidInput)?;
+        .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
         Ok(format!("Task {} is {}.", rec.id, rec.status.as_str()))
     }
 }

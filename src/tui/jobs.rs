@@ -149,7 +149,7 @@ pub(super) fn stop_task(tasks: ActorRef<TaskMsg>, id: String, done: mpsc::Unboun
             )
             .await
         {
-            Ok(CallResult::Success(r)) => r,
+            Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
             _ => Err(format!("task {id} did not stop in time")),
         };
         let _ = done.send(Done::Stopped(result));

@@ -135,7 +135,7 @@ impl Delegates {
             )
             .await
         {
-            Ok(CallResult::Success(result)) => result,
+            Ok(CallResult::Success(result)) => result.map_err(|e| e.to_string()),
             _ => Err(format!("task `{id}` did not stop in time")),
         }
     }
