@@ -11,7 +11,7 @@ use ractor::{Actor, ActorRef, rpc::CallResult};
 use super::definition::AgentDefinition;
 use super::delegate::SpawnRequest;
 use crate::team::actor::{Mailbox, SpawnFn, TeamMsg};
-use crate::team::{Member, MemberName, Team};
+use crate::team::{Member, MemberName, Team, TeamError};
 
 /// How long the team actor may take to start a member's actor.
 const ADOPT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -56,7 +56,9 @@ impl TeamLink {
                 Actor::spawn_linked(None, actor, args, cell)
                     .await
                     .map(|(actor, _)| actor.get_cell())
-                    .map_err(|e| format!("could not start teammate: {e}"))
+                    .map_err(|e| TeamError::StartFailed {
+                        message: e.to_string(),
+                    })
             })
         });
         let started = self
@@ -72,7 +74,7 @@ impl TeamLink {
             .await;
         match started {
             Ok(CallResult::Success(Ok(_))) => Ok(()),
-            Ok(CallResult::Success(Err(e))) => Err(e),
+            Ok(CallResult::Success(Err(e))) => Err(e.to_string()),
             _ => Err("the team did not answer; the teammate may not have started".into()),
         }
     }

@@ -24,7 +24,7 @@ use ractor::{
 
 pub use super::mailbox::{Delivery, Mailbox, render};
 use super::{Envelope, MemberName, MemberStatus, Outgoing, Recipient, Team};
-use super::{TodoId, TodoStatus};
+use super::{TeamError, TodoId, TodoStatus};
 
 /// How often the actor looks at the disk for changes it was not told about (a message from
 /// `crew team send` in another terminal, a work-list change).
@@ -57,7 +57,7 @@ pub enum TeamMsg {
         /// The message.
         out: Outgoing,
         /// What was stored, or why not.
-        reply: RpcReplyPort<Result<Vec<Envelope>, String>>,
+        reply: RpcReplyPort<Result<Vec<Envelope>, TeamError>>,
     },
     /// Internal: these members have new mail.
     Delivered(Vec<MemberName>),
@@ -77,11 +77,11 @@ pub enum TeamMsg {
         /// Spawns its actor.
         spawn: SpawnFn,
         /// Its actor id, or why it could not start.
-        reply: RpcReplyPort<Result<ActorId, String>>,
+        reply: RpcReplyPort<Result<ActorId, TeamError>>,
     },
     /// Stops a teammate (the lead or the user): its `in_progress` items return to
     /// `pending`, its roster entry says `stopped`, and the lead is told.
-    StopMember(MemberName, RpcReplyPort<Result<(), String>>),
+    StopMember(MemberName, RpcReplyPort<Result<(), TeamError>>),
     /// Internal: look at the disk again.
     Tick,
 }
@@ -115,7 +115,8 @@ pub struct TeamState {
 
 /// Spawns a teammate's actor linked under the given (team actor's) cell; returns its id.
 pub type SpawnFn = Box<
-    dyn FnOnce(ActorCell) -> futures::future::BoxFuture<'static, Result<ActorCell, String>> + Send,
+    dyn FnOnce(ActorCell) -> futures::future::BoxFuture<'static, Result<ActorCell, TeamError>>
+        + Send,
 >;
 
 impl Actor for TeamActor {
@@ -177,7 +178,7 @@ impl Actor for TeamActor {
                         cell.stop(Some("stopped by the lead".into()));
                         Ok(())
                     }
-                    None => Err(format!("{name} is not a running teammate")),
+                    None => Err(TeamError::NotRunning { name }),
                 };
                 let _ = reply.send(result);
             }
@@ -193,7 +194,7 @@ impl Actor for TeamActor {
                 let mut pending = match state.team.prepare_send(&from, &to, out) {
                     Ok(p) => p,
                     Err(e) => {
-                        let _ = reply.send(Err(e.to_string()));
+                        let _ = reply.send(Err(e));
                         return Ok(());
                     }
                 };
@@ -222,7 +223,7 @@ impl Actor for TeamActor {
                         });
                     }
                     Err(e) => {
-                        let _ = reply.send(Err(e.to_string()));
+                        let _ = reply.send(Err(e));
                     }
                 }
             }
@@ -479,12 +480,14 @@ async fn check_lead(state: &mut TeamState) {
     }
 }
 
-/// Runs a storage call on the blocking pool; errors become text.
+/// Runs a storage call on the blocking pool.
 pub(super) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> super::Result<T> + Send + 'static,
-) -> Result<T, String> {
+) -> super::Result<T> {
     match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(e) => Err(format!("the team store call failed: {e}")),
+        Ok(r) => r,
+        Err(e) => Err(TeamError::StoreCall {
+            message: e.to_string(),
+        }),
     }
 }

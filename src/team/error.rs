@@ -187,6 +187,25 @@ pub enum TeamError {
         /// How many complete messages the inbox holds.
         available: u64,
     },
+    /// A teammate that is not running (stopped, finished, or never started) was asked to
+    /// stop.
+    #[error("{name} is not a running teammate")]
+    NotRunning {
+        /// The teammate.
+        name: super::MemberName,
+    },
+    /// A teammate's actor could not be started.
+    #[error("could not start teammate: {message}")]
+    StartFailed {
+        /// What the actor system said.
+        message: String,
+    },
+    /// A storage call on the blocking pool ended without an answer (it panicked).
+    #[error("the team store call failed: {message}")]
+    StoreCall {
+        /// What the runtime said.
+        message: String,
+    },
 }
 
 /// Shorthand for results of the team store.

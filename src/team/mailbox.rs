@@ -78,7 +78,7 @@ impl Mailbox {
             )
             .await
         {
-            Ok(ractor::rpc::CallResult::Success(r)) => r,
+            Ok(ractor::rpc::CallResult::Success(r)) => r.map_err(|e| e.to_string()),
             _ => Err("the team did not answer; the message may not have been sent".into()),
         }
     }
@@ -90,7 +90,9 @@ impl Mailbox {
             Ok(Some(unread)) => Ok(unread),
             Ok(None) => {
                 let (team, me) = (self.team.clone(), self.me.clone());
-                blocking(move || team.unread(&me)).await
+                blocking(move || team.unread(&me))
+                    .await
+                    .map_err(|e| e.to_string())
             }
             Err(e) => Err(e.to_string()),
         }
@@ -129,7 +131,7 @@ impl Mailbox {
                 let (team, me) = (self.team.clone(), self.me.clone());
                 blocking(move || team.ack_later(&me, delivered)).await
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         if let Err(e) = done {
             tracing::warn!("could not acknowledge {}'s inbox: {e}", self.me);
