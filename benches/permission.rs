@@ -16,6 +16,7 @@
     reason = "a benchmark: it fails loudly and prints what it measures"
 )]
 
+use crewmaster::tools::rule_names::LoadPolicy;
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};

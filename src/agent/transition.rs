@@ -10,8 +10,8 @@
 //! while `permissions.disableBypassPermissionsMode` is `"disable"`.
 
 pub use crate::auto_mode::AFTER_BREAKER;
+use crate::auto_mode::Availability;
 use crate::permission::PermissionMode;
-use crate::permission::auto::Availability;
 
 /// Where the lead is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,13 +4,14 @@
 //!
 //! Modules: `classifier` (the model call, its prompt and the fail-closed parse; the
 //! top-level `crate::classifier`, re-exported here),
-//! `breaker` (3 denials in a row or 20 in a session switch auto off). The pure part of
-//! auto mode — its settings, whether it can be entered, and the allow rules set aside
-//! while in it — is the engine's (`permission::auto`); this module is the async part the
+//! `breaker` (3 denials in a row or 20 in a session switch auto off). `availability`
+//! (whether auto mode can be entered). The pure part of auto mode — its settings and the
+//! allow rules set aside while in it — is the engine's (`permission::auto`); this module is the async part the
 //! decision cannot hold: the model call through the provider and the session's tally.
 //! `AutoMode` is the session's one copy of the classifier, the breaker and the tally
 //! shared by the lead, its subagents and teammates.
 
+mod availability;
 pub mod breaker;
 pub use crate::classifier;
 
@@ -19,7 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::permission::auto::{AutoSettings, Availability};
+pub use availability::Availability;
+
+use crate::permission::auto::AutoSettings;
 use crate::permission::{Decision, PermissionMode, SharedMode, Verdict};
 use crate::protocol::{ToolCall, Usage};
 use breaker::Breaker;

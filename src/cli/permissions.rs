@@ -5,6 +5,7 @@
 //!
 //! Exit codes of `check`: 0 allow, 2 ask, 3 deny (errors are left to the caller).
 
+use crate::tools::rule_names::LoadPolicy;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -129,6 +129,7 @@ mod tests {
     use super::*;
     use crate::permission::Policy;
     use crate::permission::rules::{Rule, RuleKind};
+    use crate::tools::rule_names::ParseRule;
 
     struct Fx {
         _tmp: tempfile::TempDir,

@@ -2,6 +2,7 @@
 //! the files loaded under the project's deny rules, where each came from, and the files
 //! not loaded with the reason. `crew memory show` and the terminal UI's `/memory` print it.
 
+use crate::tools::rule_names::LoadPolicy;
 use std::path::Path;
 use std::sync::Arc;
 

@@ -36,10 +36,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CheckRequest, Decision, HookOpinion, Policy, check, hook, profile};
 use crate::approver::{Approval, ApprovalAnswer};
 use crate::protocol::ToolCall;
 use crate::protocol::sandbox_profile::SandboxProfile;
+use crew_policy::{CheckRequest, Decision, HookOpinion, Policy, check, hook, profile};
 
 /// Leave to run one call: issued by the permission engine for an Allow, or built from a
 /// `Pending` and a human's `Approval`. Bound to the call (id, name, arguments), the
@@ -249,7 +249,7 @@ impl Checked {
         decision: Decision,
         profile: SandboxProfile,
     ) -> Checked {
-        use super::Verdict;
+        use crew_policy::Verdict;
         match decision.verdict {
             Verdict::Allow => Checked::Allowed {
                 permit: Permit::issue(call, agent, cwd, profile),

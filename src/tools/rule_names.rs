@@ -1,9 +1,9 @@
 //! The built-in tool catalog's names for permission rules: a rule may name a tool by its
 //! own name or alias (`write_file(src/**)`, `Task(Explore)`), which stands for the tool's
 //! own rule name. The engine's parser ([`Rule::parse_with`]) and the settings loader
-//! ([`Policy::load_with`]) take that lookup as an argument, so neither imports the
-//! catalog; the catalog hands it in here: [`Rule::parse`] and [`Policy::load`] are the
-//! two with the built-in tools' names. Likewise the tool lists of agent, skill and
+//! (`config::settings::load_policy_with`) take that lookup as an argument, so neither imports the
+//! catalog; the catalog hands it in here: [`ParseRule`] (`Rule::parse`) and [`LoadPolicy`]
+//! (`Policy::load`) are the two with the built-in tools' names. Likewise the tool lists of agent, skill and
 //! command files name tools in Claude Code's words (`Read`, `Task`): [`tool_name`] maps
 //! them to ours, and [`ToolList::names`] passes it to `front_matter`.
 
@@ -47,10 +47,20 @@ impl ToolList {
     }
 }
 
-impl Rule {
+/// `Rule::parse`: the engine's rule parser with the built-in tools' names.
+pub trait ParseRule: Sized {
     /// Parses one rule; `home` expands `~/` in path specifiers. A rule naming a tool by
     /// its own name or alias resolves against the built-in tools ([`own_rule_name`]).
-    pub fn parse(
+    fn parse(
+        text: &str,
+        kind: RuleKind,
+        layer: Layer,
+        home: Option<&Path>,
+    ) -> Result<Self, RuleError>;
+}
+
+impl ParseRule for Rule {
+    fn parse(
         text: &str,
         kind: RuleKind,
         layer: Layer,
@@ -60,15 +70,24 @@ impl Rule {
     }
 }
 
-impl Policy {
+/// `Policy::load`: the settings files read into a policy, with the built-in tools' names
+/// and the user's trust list.
+pub trait LoadPolicy: Sized {
     /// Loads the user, project and local settings of `project_root` (missing files are
     /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
     /// and expands `~`. Rules naming a tool resolve against the built-in tools.
-    pub fn load(
+    fn load(
+        project_root: &Path,
+        home: Option<&Path>,
+    ) -> Result<(Self, Vec<Warning>), SettingsError>;
+}
+
+impl LoadPolicy for Policy {
+    fn load(
         project_root: &Path,
         home: Option<&Path>,
     ) -> Result<(Policy, Vec<Warning>), SettingsError> {
-        Policy::load_with(project_root, home, &own_rule_name, &|root| {
+        crate::config::settings::load_policy_with(project_root, home, &own_rule_name, &|root| {
             crate::trust::policy_trust(root, home)
         })
     }

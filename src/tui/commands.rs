@@ -7,6 +7,7 @@ use crate::agent::transition::{PlanExit, Target};
 use crate::permission::rules::RuleKind;
 use crate::permission::{Category, Policy};
 use crate::pricing::{cost_usd, total_tokens};
+use crate::tools::rule_names::LoadPolicy;
 
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use super::plan::PlanStage;
 use crate::agent::transition::{
     self, Effect as ModeEffect, ModeContext, ModeState, PlanExit, Target,
 };
+use crate::auto_mode::Availability;
 use crate::permission::PermissionMode;
-use crate::permission::auto::Availability;
 
 impl App {
     /// What mode changes depend on now.

@@ -6,6 +6,7 @@
 //! What differs between the two runs is said in a [`Setup`]: the permission mode, who
 //! answers an Ask, and the tools that replace a built-in (a teammate's `send_message`).
 
+use crate::tools::rule_names::ParseRule;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

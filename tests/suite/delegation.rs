@@ -5,6 +5,7 @@
 //! place with write tools asks (and headless refuses it).
 
 use crate::support;
+use crewmaster::tools::rule_names::ParseRule;
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,7 @@
 //! sandbox and model values.
 
 use crate::support;
+use crewmaster::tools::rule_names::LoadPolicy;
 
 use crewmaster::permission::{
     Layer, PermissionMode, Policy, RuleKind, SettingsError, find_project_root,

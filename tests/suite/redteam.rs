@@ -5,6 +5,7 @@
 //! still waiting).
 
 use crate::support;
+use crewmaster::tools::rule_names::LoadPolicy;
 
 use std::path::Path;
 use std::process::Command;

@@ -8,6 +8,7 @@
 //! opted out (`support::kernel`).
 
 use crate::support;
+use crewmaster::tools::rule_names::ParseRule;
 
 use std::io::Write;
 use std::os::unix::net::UnixListener;

@@ -5,6 +5,7 @@
 //! (`support::kernel`).
 
 use crate::support;
+use crewmaster::tools::rule_names::LoadPolicy;
 
 use std::path::Path;
 use std::process::Command;

@@ -6,6 +6,7 @@
 //! and only the explicit "run it outside the sandbox" answer runs it unconfined.
 
 use crate::support;
+use crewmaster::tools::rule_names::LoadPolicy;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! the workspace, the overlay directory, and the marker a refused command would make.
 
 use crate::support;
+use crewmaster::tools::rule_names::ParseRule;
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,7 @@
 //! files, requests, and decision tables ([`Fixture::assert_commands`]).
 #![allow(dead_code)]
 
+use crewmaster::tools::rule_names::LoadPolicy;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 

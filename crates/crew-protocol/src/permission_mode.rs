@@ -1,7 +1,11 @@
-//! Permission modes: how the calls that no rule decided are treated. The fallback table
+//! Permission modes: how the calls that no rule decided are treated, and `SharedMode`: the
+//! one copy of an agent's mode that its running loop reads at each call, so a switch
+//! (Shift+Tab in the TUI) applies to the very next call of a run. The fallback table
 //! that gives each mode its meaning is `crewmaster::permission::mode::fallback`.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -93,6 +97,48 @@ impl FromStr for PermissionMode {
     }
 }
 
+/// A permission mode shared by whoever may change it (the lead actor) and the loops that
+/// read it at each call (the lead's runs). Clones share the value.
+#[derive(Clone)]
+pub struct SharedMode(Arc<AtomicU8>);
+
+impl SharedMode {
+    /// A shared cell holding `mode`.
+    pub fn new(mode: PermissionMode) -> Self {
+        Self(Arc::new(AtomicU8::new(Self::index(mode))))
+    }
+
+    /// The current mode.
+    pub fn get(&self) -> PermissionMode {
+        let i = usize::from(self.0.load(Ordering::Acquire));
+        // Only `set`/`new` store, and they store an index into ALL; fall back to the
+        // strictest mode rather than panic should that ever change.
+        PermissionMode::ALL
+            .get(i)
+            .copied()
+            .unwrap_or(PermissionMode::Strict)
+    }
+
+    /// Switches every holder to `mode`; a running loop uses it from its next call.
+    pub fn set(&self, mode: PermissionMode) {
+        self.0.store(Self::index(mode), Ordering::Release);
+    }
+
+    fn index(mode: PermissionMode) -> u8 {
+        PermissionMode::ALL
+            .iter()
+            .position(|m| *m == mode)
+            .and_then(|i| u8::try_from(i).ok())
+            .unwrap_or(0)
+    }
+}
+
+impl std::fmt::Debug for SharedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SharedMode").field(&self.get()).finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +152,15 @@ mod tests {
             "acceptedits".parse::<PermissionMode>().unwrap(),
             PermissionMode::AcceptEdits
         );
+    }
+
+    #[test]
+    fn shared_mode_clones_see_a_switch() {
+        let a = SharedMode::new(PermissionMode::Default);
+        let b = a.clone();
+        for mode in PermissionMode::ALL {
+            a.set(mode);
+            assert_eq!(b.get(), mode);
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::permission::{Layer, Policy, Rule, RuleKind};
+use crate::tools::rule_names::ParseRule;
 
 struct Fixture {
     _tmp: tempfile::TempDir,

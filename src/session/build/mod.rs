@@ -11,6 +11,7 @@ mod modes;
 mod resume;
 mod sandbox;
 
+use crate::tools::rule_names::LoadPolicy;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -1,0 +1,171 @@
+//! A command's writes judged as writes (issue 25 item 5): each write redirect and each
+//! file a command names as written (`commands::writes`: `cp`/`mv` destinations, `tee`,
+//! `touch`, `sort -o`, `sed -i`, `dd of=`, …) must pass the write policy itself.
+//!
+//! - **Hard check, every mode** (bypassPermissions too): a target that can be located and
+//!   lies outside the sandbox roots (and the sandbox's own temp dir) is denied, as
+//!   `write_file` to the same path is. `/dev/null` and the other harmless devices are fine.
+//! - **Write policy**: a target is decided like `write_file` on it: an `Edit`/`Write` rule,
+//!   else the mode's fallback for writes. A rule that allows the *command* does not allow
+//!   its writes: `Bash(git status --short)` does not grant `git status --short > README.md`,
+//!   and `Bash(touch:*)` does not grant `touch m` in default mode (Claude Code asks too).
+//!   Only an exact grant of the whole command as written (redirects included), which a
+//!   human saw, covers its targets.
+//! - **acceptEdits** lets through a command whose only effect is editing files inside the
+//!   roots: `mkdir`, `touch`, `cp`, `mv` with known options, or a read-only command whose
+//!   output is redirected into the project (Claude Code does the same). `rm` and `sed -i`
+//!   still ask: a removal or a sed script is more than an edit the user can review.
+
+use std::path::{Path, PathBuf};
+
+use super::super::rules::RuleKind;
+use super::super::shell::Part;
+use super::super::spec::RuleName;
+use super::super::{Category, Decision, PermissionMode, Source, Verdict, sandbox};
+use super::names::{Named, PartWrites};
+use super::{Ctx, deny, from_rule};
+
+/// Where a located target really is (its name where it cannot be resolved).
+fn real(n: &Named) -> &Path {
+    n.real.as_deref().unwrap_or(&n.lexical)
+}
+
+/// The hard check: a literal write outside the sandbox roots is denied in every mode.
+pub(super) fn outside_roots(ctx: &Ctx<'_>, part: &Part, w: &PartWrites) -> Option<Decision> {
+    let temp = std::cell::OnceCell::new();
+    let t = w.targets.iter().find(|t| {
+        let Some(n) = &t.at else { return false };
+        let real = real(n);
+        if sandbox::inside(real, &ctx.roots) {
+            return false;
+        }
+        let temp: &PathBuf = temp.get_or_init(|| {
+            let dir = crew_config::places::sandbox_temp_dir();
+            std::fs::canonicalize(&dir).unwrap_or(dir)
+        });
+        !sandbox::inside(real, std::slice::from_ref(temp))
+    })?;
+    let n = t.at.as_ref()?;
+    let mut d = deny(
+        Source::Sandbox,
+        format!(
+            "`{}` writes `{}` ({}), outside the sandbox roots ({}); commands write only below the roots and the sandbox temp dir ($TMPDIR), as write_file does; add the directory to permissions.additionalDirectories in .crew/settings.local.json to allow it",
+            part.full_text(),
+            t.text,
+            real(n).display(),
+            ctx.roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        real(n).display().to_string(),
+    );
+    d.category = Some(Category::Exec);
+    Some(d)
+}
+
+/// The part's decision `d` with its writes judged as writes (see the module comment).
+/// `granted`: an exact rule granted the whole command as written. `exact`: an exact
+/// allow rule matched the part's words, which name its targets (`Bash(touch kept.txt)`
+/// grants writing `kept.txt`, not a redirect). `named_inside`: every file the part names
+/// lies inside the roots.
+pub(super) fn judge(
+    ctx: &Ctx<'_>,
+    part: &Part,
+    w: &PartWrites,
+    d: Decision,
+    granted: bool,
+    exact: bool,
+    named_inside: bool,
+) -> Decision {
+    if d.verdict == Verdict::Deny || w.targets.is_empty() || granted {
+        return d;
+    }
+    let full = part.full_text();
+    let fallback = crate::mode::fallback(ctx.mode(), Category::Write);
+    // The strongest target decision: (verdict, explicit, why).
+    let mut worst: Option<(Verdict, bool, Decision)> = None;
+    for t in w.targets.iter().filter(|t| t.redirect || !exact) {
+        let (verdict, explicit, td) = match &t.at {
+            Some(n) => match ctx.path_rule(&[RuleName::Write, RuleName::Edit], real(n)) {
+                Some(r) if r.kind != RuleKind::Allow => {
+                    (r.kind, r.kind == RuleKind::Ask, from_rule(r, &t.text))
+                }
+                Some(r) => (Verdict::Allow, false, from_rule(r, &t.text)),
+                None => (
+                    fallback,
+                    false,
+                    write_fallback(ctx, &full, &t.text, fallback),
+                ),
+            },
+            None => (
+                fallback,
+                false,
+                write_fallback(ctx, &full, &t.text, fallback),
+            ),
+        };
+        if worst
+            .as_ref()
+            .is_none_or(|(v, e, _)| (verdict, explicit) > (*v, *e))
+        {
+            worst = Some((verdict, explicit, td));
+        }
+    }
+    let Some((verdict, explicit, mut td)) = worst else {
+        return d;
+    };
+    let located = w.targets.iter().all(|t| t.at.is_some());
+    if verdict == Verdict::Allow {
+        // acceptEdits: a command that only edits files inside the roots needs no human.
+        let promote = ctx.mode() == PermissionMode::AcceptEdits
+            && d.verdict == Verdict::Ask
+            && d.source == Source::Mode
+            && !d.explicit_ask
+            && w.edits_only
+            && located
+            && named_inside
+            && part.opaque.is_none()
+            && !part.privileged;
+        if promote {
+            let mut a = Decision::new(
+                Verdict::Allow,
+                Source::Mode,
+                format!(
+                    "acceptEdits mode allows `{full}`: its only effect is editing files inside the sandbox roots"
+                ),
+            );
+            a.category = Some(Category::Write);
+            return a;
+        }
+        return d;
+    }
+    if (d.verdict, d.explicit_ask) >= (verdict, explicit) {
+        return d;
+    }
+    td.category = Some(Category::Exec);
+    td.explicit_ask = explicit;
+    if td.verdict != Verdict::Deny && d.source != Source::Mode {
+        td.reason = format!(
+            "{}; the rule allowing `{full}` does not cover the files it writes",
+            td.reason
+        );
+    }
+    td
+}
+
+fn write_fallback(ctx: &Ctx<'_>, full: &str, target: &str, verdict: Verdict) -> Decision {
+    let mode = ctx.mode();
+    let mut reason = format!(
+        "`{full}` writes `{target}`; {}",
+        super::super::mode::fallback_reason(mode, Category::Write, verdict)
+    );
+    if verdict == Verdict::Ask {
+        reason.push_str(
+            "; approve it, allow the target with an Edit(...) rule, or use acceptEdits mode",
+        );
+    }
+    let mut d = Decision::new(verdict, Source::Mode, reason);
+    d.category = Some(Category::Exec);
+    d
+}

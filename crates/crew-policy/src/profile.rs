@@ -1,0 +1,109 @@
+//! Which sandbox profile a call's commands run in, chosen from the decision that allowed
+//! it (design: "nothing runs with more power than a human granted"):
+//!
+//! - outside the sandbox only for a command in `sandbox.excludedCommands` or under
+//!   `sandbox.enabled: false` (both from the user's own settings; the latter never for
+//!   an unattended mode, dontAsk or auto), or, later, a human's explicit "run it outside
+//!   the sandbox" (`Permit::approved`);
+//! - bypassPermissions: the bypass profile;
+//! - allowed without a human as a read (the engine classified every part as a read):
+//!   the read profile, whether the mode's fallback or an allow rule allowed it;
+//! - anything else the engine allows or asks about: the write profile (a human's
+//!   approval turns it into the approved profile).
+//!
+//! A call that asks to run outside the sandbox (`run_command`'s `outside_sandbox: true`,
+//! after the sandbox stopped it) is never allowed without a human ([`require_human`]):
+//! it asks, and is refused where nobody can answer. The human's answer "run it once
+//! outside the sandbox" runs it unconfined; any other allow runs it in the approved
+//! profile, unless `sandbox.allowUnsandboxedCommands` (the user's own settings) says an
+//! approved request runs outside, as Claude Code does by default.
+
+use serde_json::Value;
+
+use super::{Category, CheckRequest, Decision, PermissionMode, Policy, TargetSpec, Verdict};
+use crew_protocol::sandbox_profile::SandboxProfile;
+
+/// The argument with which a command call asks to run outside the sandbox.
+pub const OUTSIDE_SANDBOX_ARG: &str = "outside_sandbox";
+
+/// The command text of a call whose tool runs commands, if any.
+fn command_of(req: &CheckRequest) -> Option<String> {
+    let Some(TargetSpec::Command { field }) = req.spec.as_ref().map(|s| &s.target) else {
+        return None;
+    };
+    let args: Value = serde_json::from_str(&req.call.arguments).ok()?;
+    args.get(field).and_then(Value::as_str).map(str::to_string)
+}
+
+/// Whether the call asks to run outside the sandbox.
+fn asks_outside(req: &CheckRequest) -> bool {
+    command_of(req).is_some()
+        && serde_json::from_str::<Value>(&req.call.arguments)
+            .ok()
+            .and_then(|a| a.get(OUTSIDE_SANDBOX_ARG).and_then(Value::as_bool))
+            == Some(true)
+}
+
+/// Whether nobody watches calls in `mode`.
+fn unattended(mode: PermissionMode) -> bool {
+    matches!(mode, PermissionMode::DontAsk | PermissionMode::Auto)
+}
+
+/// The profile for `req` decided as `decision` under `policy`.
+pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> SandboxProfile {
+    let command = command_of(req);
+    if command.is_some() {
+        if policy.sandbox.disabled && !unattended(req.mode) {
+            return SandboxProfile::Unsandboxed;
+        }
+        if command
+            .as_deref()
+            .is_some_and(|c| policy.sandbox.excludes(c))
+        {
+            return SandboxProfile::Unsandboxed;
+        }
+        if policy.sandbox.allow_unsandboxed_commands
+            && !unattended(req.mode)
+            && asks_outside(req)
+            && decision.verdict == Verdict::Ask
+        {
+            // Only a human's answer to this question runs it (`Permit::approved`).
+            return SandboxProfile::Unsandboxed;
+        }
+    }
+    if req.mode == PermissionMode::BypassPermissions {
+        return SandboxProfile::Bypass;
+    }
+    if decision.verdict == Verdict::Allow && decision.category == Some(Category::Read) {
+        return SandboxProfile::Read;
+    }
+    SandboxProfile::Write
+}
+
+/// A call asking to run outside the sandbox is never allowed without a human: an Allow
+/// becomes an explicit Ask in the attended modes, and an Allow or Ask a Deny under
+/// dontAsk and auto (whose classifier is no human).
+/// Other decisions, bypassPermissions (which asks nothing; the request is ignored there)
+/// and `sandbox.enabled: false` (everything runs outside already) are left unchanged.
+pub fn require_human(req: &CheckRequest, mut decision: Decision, policy: &Policy) -> Decision {
+    if !asks_outside(req)
+        || decision.verdict == Verdict::Deny
+        || policy.sandbox.disabled
+        || req.mode == PermissionMode::BypassPermissions
+    {
+        return decision;
+    }
+    // Under auto an Ask would go to the classifier, which is no human either.
+    if unattended(req.mode) {
+        decision.verdict = Verdict::Deny;
+        decision.reason = "the command asks to run outside the OS sandbox, which needs a human's approval, and nobody is asked in this mode; run it without `outside_sandbox`, or have the user add it to `sandbox.excludedCommands`".into();
+    } else if decision.verdict == Verdict::Allow {
+        decision.verdict = Verdict::Ask;
+        decision.reason = format!(
+            "the command asks to run outside the OS sandbox ({}); answer `o` to run it once outside, or allow it to run sandboxed",
+            decision.reason
+        );
+    }
+    decision.explicit_ask = true;
+    decision
+}
