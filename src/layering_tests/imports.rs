@@ -13,8 +13,9 @@ struct Cut {
 }
 
 const CUTS: &[Cut] = &[
-    // The engine must not import the tool catalog, auto mode's session part, or the
-    // settings loader that builds its policy (the values it holds are `crew-config`'s).
+    // The decision is the `crew-policy` crate, which cannot import the root crate at all;
+    // the permits minted around it here must not import the tool catalog, auto mode's
+    // session part, or the settings loader that builds the policy either.
     Cut {
         under: "permission",
         must_not_name: &["crate::tools", "crate::auto_mode", "crate::config"],
