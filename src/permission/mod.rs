@@ -12,7 +12,7 @@
 pub use crew_policy::*;
 
 #[cfg(test)]
-mod builtin_specs;
+mod builtin_spec_tests;
 mod permit;
 
 pub use permit::{ApprovalMismatch, Checked, Pending, Permit};
