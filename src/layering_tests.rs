@@ -1,6 +1,8 @@
 //! The layering of the workspace, checked on the member crates' manifests: no member
-//! depends on `crewmaster`, `crew-protocol` depends on plain-data crates only, and
-//! `crew-provider` on nothing of the engine. The crate boundary makes an import that runs
+//! depends on `crewmaster`, `crew-protocol` depends on plain-data crates only,
+//! `crew-provider` on nothing of the engine, the permission decision (`crew-policy`) on
+//! no async runtime, actor, sandbox or provider, and the OS sandbox (`crew-sandbox`) on
+//! no actor or provider. The crate boundary makes an import that runs
 //! back up a compile error; these tests keep the boundary itself from being dissolved by
 //! one added dependency line. Inside the root crate, `imports` keeps the import arrows
 //! already cut from running back up.
@@ -21,6 +23,23 @@ const PROVIDER_MUST_NOT_USE: &[&str] = &[
     "landlock",
     "nix",
 ];
+
+/// What the permission decision must never depend on: it is a pure function over plain
+/// data, below the runtime, the actors, the OS sandbox and the models.
+const POLICY_MUST_NOT_USE: &[&str] = &[
+    "tokio",
+    "ractor",
+    "ractor_cluster",
+    "crew-sandbox",
+    "crew-provider",
+    "landlock",
+    "nix",
+    "reqwest",
+];
+
+/// What the OS sandbox must never depend on: it confines processes, it neither runs
+/// actors nor talks to models.
+const SANDBOX_MUST_NOT_USE: &[&str] = &["ractor", "ractor_cluster", "crew-provider", "reqwest"];
 
 /// The crates a manifest depends on, in every dependency section (normal, dev, build,
 /// per-target), by their package name (a renamed dependency's `package = "…"` counts).
@@ -156,5 +175,34 @@ fn crew_provider_depends_on_nothing_of_the_engine() {
     assert!(
         bad.is_empty(),
         "crew-provider must not depend on {bad:?} (the model layer only turns bytes into events)"
+    );
+}
+
+/// `member` depends on none of `banned`; `why` says what the layer is.
+fn assert_avoids(member: &str, banned: &[&str], why: &str) {
+    let deps = deps_of(member);
+    let bad: Vec<&String> = deps
+        .iter()
+        .filter(|d| banned.contains(&d.as_str()))
+        .collect();
+    assert!(bad.is_empty(), "{member} must not depend on {bad:?}: {why}");
+}
+
+#[test]
+fn crew_policy_is_a_pure_decision() {
+    assert_avoids(
+        "crew-policy",
+        POLICY_MUST_NOT_USE,
+        "the permission decision is a pure function, with no async runtime and no actors",
+    );
+}
+
+#[test]
+fn crew_sandbox_runs_no_actors_and_no_models() {
+    assert!(deps_of("crew-sandbox").iter().any(|d| d == "crew-policy"));
+    assert_avoids(
+        "crew-sandbox",
+        SANDBOX_MUST_NOT_USE,
+        "the OS sandbox confines processes below the agents and the providers",
     );
 }

@@ -7,9 +7,10 @@
 //! # Module layout
 //!
 //! Every top-level module, one line each, grouped by layer from the plain types up to the
-//! front ends: the direction imports are meant to run. Until the layers are member crates
-//! some still run back up (the policy reads tool definitions; the `agent` tool reaches
-//! into agents). The `module_layout` test at the end of this file fails when a module is
+//! front ends: the direction imports are meant to run. The layers that are member crates
+//! (`crates/`: the protocol, the settings values, the permission decision, the OS sandbox,
+//! the providers) cannot import upward at all; inside this crate the cuts that hold are
+//! checked by `layering_tests`. The `module_layout` test at the end of this file fails when a module is
 //! missing here or a name listed here is no longer a module.
 //!
 //! ## Protocol and types
@@ -28,8 +29,9 @@
 //!   rules, sandbox and network settings, limits, which files git tracks.
 //! - [`classifier`] — auto mode's classifier: the model call that judges what would ask,
 //!   its fail-closed parse, and the only `ClassifierAllow` (below the engine, which takes it).
-//! - [`permission`] — the permission decision, pure: hard checks, rule layers, modes, auto
-//!   mode's rule suspension, grants, the `Permit`, the sandbox profile a decision chooses.
+//! - [`permission`] — the `crew-policy` crate, the permission decision, pure: hard checks,
+//!   rule layers, modes, auto mode's rule suspension, grants, the sandbox profile a
+//!   decision chooses; and the `Permit`, minted only here.
 //! - [`engine`] — the `PermissionEngine` actor that holds the policy and hands out the
 //!   decisions of [`permission`], and the hand-off of an allowed call to the gate.
 //! - [`auto_mode`] — auto mode in a session: the classifier's use, its circuit breaker and
@@ -40,10 +42,10 @@
 //!
 //! ## Sandbox
 //!
-//! - [`sandbox`] — the OS sandbox: profiles, Landlock (`sandbox::landlock`), mount/PID/network
+//! - [`sandbox`] — the `crew-sandbox` crate, the OS sandbox: profiles, Landlock (`sandbox::landlock`), mount/PID/network
 //!   namespaces, hidden paths, the network proxy, protected-file snapshot and restore,
 //!   resource limits, and the processes it confines (`sandbox::process`: process groups, the
-//!   guardian subreaper, crew's lifeline).
+//!   guardian subreaper, crew's lifeline), and the disk budget of kept tool results.
 //! - `tools::beneath` — `openat2(RESOLVE_BENEATH)` opening for the file tools.
 //!
 //! ## Tools and their execution
@@ -85,10 +87,10 @@
 //!
 //! ## Test support
 //!
-//! - `test_kernel` — the safety-test ledger for unit tests that need kernel features.
 //! - `layering_tests` — the member crates' manifests: none depends on the root package,
-//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine;
-//!   and the import arrows inside this crate already cut stay cut.
+//!   `crew-protocol` only on plain-data crates, `crew-provider` on nothing of the engine,
+//!   `crew-policy` on no runtime or actor, `crew-sandbox` on no actor or model; and the
+//!   import arrows inside this crate already cut stay cut.
 
 pub mod agent;
 pub mod approver;
@@ -113,7 +115,7 @@ pub mod permission;
 pub(crate) mod pricing;
 pub use crew_protocol as protocol;
 pub use crew_provider as provider;
-pub mod sandbox;
+pub use crew_sandbox as sandbox;
 pub mod sanitize;
 pub mod session;
 pub mod skills;
@@ -122,8 +124,6 @@ pub mod store;
 pub mod supervise;
 pub mod tasks;
 pub mod team;
-#[cfg(test)]
-mod test_kernel;
 pub mod tools;
 pub mod transcript;
 pub mod trust;
@@ -175,10 +175,17 @@ mod module_layout {
     }
 
     /// Whether a nested module named in the layout (`sandbox::landlock`) exists as a file.
+    /// A module of a member crate re-exported under its own name (`sandbox::landlock`
+    /// is `crates/crew-sandbox/src/landlock.rs`) counts too.
     fn nested_exists(root: &Path, path: &str) -> bool {
         let rel = path.replace("::", "/");
-        root.join(format!("src/{rel}.rs")).is_file()
-            || root.join(format!("src/{rel}/mod.rs")).is_file()
+        let (first, rest) = rel.split_once('/').unwrap_or((&rel, ""));
+        [
+            root.join(format!("src/{rel}")),
+            root.join(format!("crates/crew-{first}/src/{rest}")),
+        ]
+        .iter()
+        .any(|p| p.with_extension("rs").is_file() || p.join("mod.rs").is_file())
     }
 
     /// Compares the two lists and names every difference.

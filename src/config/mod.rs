@@ -10,5 +10,5 @@ pub mod layers;
 pub mod settings;
 pub(crate) mod tracked;
 
-pub use crew_config::{host_pattern, loaded, sandbox_settings};
+pub use crew_config::{loaded, sandbox_settings};
 pub use settings::{SettingsError, Warning};

@@ -37,11 +37,6 @@ const CUTS: &[Cut] = &[
         under: "skills",
         must_not_name: &["crate::gate", "crate::tools", "crate::agent"],
     },
-    // The OS sandbox is below the tools that run commands in it.
-    Cut {
-        under: "sandbox",
-        must_not_name: &["crate::tools", "crate::agent", "crate::session"],
-    },
     // Agents must not know about workers: the session hands them an `agent::host::Workers`.
     Cut {
         under: "agent",

@@ -6,7 +6,8 @@
 //! stub naming the file. This replaces plain truncation for every tool, MCP tools
 //! included: the executor applies it to whatever a tool returns.
 
-pub mod budget;
+pub use crate::sandbox::results_budget as budget;
+pub use crate::sandbox::results_budget::create_new;
 mod truncate;
 /// Micro-compaction lives with the requests it shapes (`crew_provider::micro`).
 pub use crate::provider::micro;
@@ -103,17 +104,6 @@ impl ResultsDir {
             ),
         ))
     }
-}
-
-/// Creates `path` for writing, owner-only, failing when it exists (a planted symlink is
-/// never followed).
-pub fn create_new(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
 }
 
 /// A file-name-safe stem for a call id.

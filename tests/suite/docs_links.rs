@@ -2,7 +2,7 @@
 //! name a file that exists, and a link with an anchor into a Markdown file must name one of
 //! its headings (as GitHub makes anchors of them). Links out of the repository
 //! (`https:`, `mailto:`) are not fetched. A repository path written as code
-//! (`` `src/sandbox/landlock.rs` ``, `` `tests/support/kernel.rs` ``) must exist too, so a
+//! (`` `crates/crew-sandbox/src/landlock.rs` ``, `` `tests/support/kernel.rs` ``) must exist too, so a
 //! moved file cannot leave its old path behind in the prose. And every cargo target a
 //! command in them runs (`--test NAME`, `--example NAME`, `--bench NAME`) must exist, and
 //! every test or item they name as code (`` `fault_matrix::actors::a_restart_storm_…` ``)

@@ -327,7 +327,7 @@ async fn a_confined_command_cannot_inject_keystrokes_into_a_terminal() {
 async fn an_unconfined_command_runs_in_its_own_session() {
     require_features!(Python3);
     let dir = tempfile::tempdir().unwrap();
-    // The command's session is led by crew's guardian for it (src/sandbox/process/
+    // The command's session is led by crew's guardian for it (crates/crew-sandbox/src/process/
     // lifeline.rs), not by the shell: what matters is that it is not crew's session.
     let ours = nix::unistd::getsid(None).unwrap();
     let out = run(

@@ -1,7 +1,8 @@
 //! The safety-test ledger, shared by the integration tests (`tests/support/kernel.rs`)
-//! and the unit tests inside `src/` (`src/test_kernel.rs`), which both include this file
-//! with `#[path]`. The including module names the crate as `krate` (`use crewmaster as
-//! krate;` outside, `use crate as krate;` inside), so one probe serves both.
+//! and the OS sandbox crate's unit tests (`crates/crew-sandbox/src/test_kernel.rs`), which
+//! both include this file with `#[path]`. The including module names the crate holding
+//! `sandbox` as `krate` (`use crewmaster as krate;` outside, a module re-exporting
+//! `crate as sandbox` inside), so one probe serves both.
 //!
 //! A safety test calls [`require_named`] with the features it needs: when they are all
 //! present it records `ran`; when one is missing it **fails**, unless the feature's

@@ -21,10 +21,10 @@ use super::{KILL_GRACE, ProcessError};
 
 /// How long a guardian asked to kill may take before its group is killed instead.
 const KILL_BOUND: Duration = Duration::from_secs(5);
-use crate::sandbox::landlock::{NOT_ENFORCED_ERRNO, SandboxError};
-use crate::sandbox::limits::LIMITS_ERRNO;
-use crate::sandbox::mount_ns::MOUNT_NS_ERRNO;
-use crate::sandbox::net::NET_NS_ERRNO;
+use crate::landlock::{NOT_ENFORCED_ERRNO, SandboxError};
+use crate::limits::LIMITS_ERRNO;
+use crate::mount_ns::MOUNT_NS_ERRNO;
+use crate::net::NET_NS_ERRNO;
 
 /// A spawned process-group leader. Dropping it kills the whole group (SIGKILL), so an
 /// aborted task leaves no processes behind.

@@ -7,8 +7,8 @@
 //! One entry's parse, [`HostPattern`], belongs to the settings (`config::host_pattern`,
 //! re-exported here); this file holds the list and the proxy's refusal texts.
 
-use crate::config::host_pattern::normalize;
-pub use crate::config::host_pattern::{HostPattern, PatternError};
+use crew_config::host_pattern::normalize;
+pub use crew_config::host_pattern::{HostPattern, PatternError};
 
 /// The parsed `allowedDomains` list. Empty: the proxy lets nothing through.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, RulesetError, RulesetStatus, path_beneath_rules,
 };
 
-use crate::sandbox::profile::SandboxProfile;
+use crate::profile::SandboxProfile;
 
 /// The newest Landlock ABI whose filesystem rights we ask for. V3 covers reading,
 /// writing, creating, removing, renaming across directories and truncating; V5 adds the
@@ -156,7 +156,7 @@ pub fn restricts_tcp() -> bool {
 
 /// The temp directory confined commands get (defined with the other state paths in
 /// `store`, re-exported here for the sandbox).
-pub use crate::store::sandbox_temp_dir;
+pub use crew_config::places::sandbox_temp_dir;
 
 /// The roots a confined command may write below: the given roots and the private sandbox
 /// temp directory (the harmless devices, `/dev/null` and kin, come on top). Roots that do not exist are
@@ -182,7 +182,7 @@ pub fn effective_writable_roots(writable_roots: &[PathBuf]) -> Vec<PathBuf> {
 /// gets no ref directory at all: its commits then fail rather than reach other refs.
 /// Empty when `worktree/.git` is a directory or missing.
 pub fn git_writable_dirs(worktree: &Path) -> Vec<PathBuf> {
-    let Some(private) = crate::sandbox::protect::private_git_dir(worktree) else {
+    let Some(private) = crate::protect::private_git_dir(worktree) else {
         return Vec::new();
     };
     let mut dirs = vec![private.clone()];
@@ -345,7 +345,7 @@ impl PreparedLandlock {
         writable_roots: &[PathBuf],
         profile: SandboxProfile,
         support: KernelSupport,
-        network: Option<&crate::sandbox::net::TcpFence>,
+        network: Option<&crate::net::TcpFence>,
     ) -> Result<Self, SandboxError> {
         if let KernelSupport::Unavailable(why) = support {
             return Err(SandboxError::Unsupported(why.to_string()));

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::limits::Limits;
-use crate::config::settings::LayeredLimits;
-use crate::offload::budget::ResultCaps;
+use crate::results_budget::ResultCaps;
+use crew_config::settings::LayeredLimits;
 
 /// A `limits` value that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

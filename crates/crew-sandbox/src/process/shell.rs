@@ -18,17 +18,17 @@ use tokio::process::Command;
 
 use super::ProcessError;
 use super::lifeline;
-use crate::permission::walk::WalkFilter;
-use crate::sandbox::hidden::{HiddenSet, HideScope};
-use crate::sandbox::landlock::{self, KernelSupport, PreparedLandlock};
-use crate::sandbox::limits::{self, PreparedLimits};
-use crate::sandbox::mount_ns::PreparedMounts;
-use crate::sandbox::net::{self, CommandNetwork, NetworkPolicy};
-use crate::sandbox::profile::NetworkAccess;
-use crate::sandbox::protect::Protected;
-use crate::sandbox::{CommandSandbox, SandboxProfile};
-use crate::sandbox::{Guard, env};
-use crate::sandbox::{extra, layers};
+use crate::hidden::{HiddenSet, HideScope};
+use crate::landlock::{self, KernelSupport, PreparedLandlock};
+use crate::limits::{self, PreparedLimits};
+use crate::mount_ns::PreparedMounts;
+use crate::net::{self, CommandNetwork, NetworkPolicy};
+use crate::profile::NetworkAccess;
+use crate::protect::Protected;
+use crate::{CommandSandbox, SandboxProfile};
+use crate::{Guard, env};
+use crate::{extra, layers};
+use crew_policy::walk::WalkFilter;
 
 /// A shell command ready to spawn, and the guard to finish once it has ended.
 #[derive(Debug)]

@@ -200,6 +200,17 @@ impl Allowance {
     }
 }
 
+/// Creates `path` for writing, owner-only, failing when it exists (a planted symlink is
+/// never followed).
+pub fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

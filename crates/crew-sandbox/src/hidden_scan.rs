@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::permission::RuleName;
-use crate::permission::rules::{Anchor, Rule, Subject};
-use crate::permission::walk::WalkFilter;
+use crew_policy::RuleName;
+use crew_policy::rules::{Anchor, Rule, Subject};
+use crew_policy::walk::WalkFilter;
 
 /// How many entries one scan visits in all (deny rules and roots together).
 pub const MAX_ENTRIES: usize = 100_000;

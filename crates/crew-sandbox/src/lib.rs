@@ -8,6 +8,14 @@
 //! ([`landlock`]) as the outer fence, and a snapshot of the protected files that is
 //! restored after it ends ([`Guard`]). Its network is loopback only, or the allow-list
 //! proxy ([`net`]).
+//!
+//! Also the disk budget of kept tool results ([`results_budget`]): a confined command's
+//! output is spilled to the session's results directory under it as it streams.
+//!
+//! Below the tools that run commands in it and above the permission decision
+//! (`crew-policy`), whose rules and credential list say what to hide: this crate must
+//! never depend on `crewmaster`, so an import that runs back up is a compile error. The
+//! root crate re-exports it as `crewmaster::sandbox`.
 
 pub mod command;
 pub mod env;
@@ -25,6 +33,9 @@ pub mod pid_ns;
 pub mod process;
 pub mod profile;
 pub mod protect;
+pub mod results_budget;
+#[cfg(test)]
+mod test_kernel;
 
 pub use command::CommandSandbox;
 pub use profile::{NetworkAccess, SandboxProfile};

@@ -28,8 +28,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::permission::sandbox::CREDENTIALS;
-use crate::permission::walk::WalkFilter;
+use crew_policy::sandbox::CREDENTIALS;
+use crew_policy::walk::WalkFilter;
 
 use super::hidden_scan;
 
@@ -89,7 +89,7 @@ impl HideScope {
         self.home
             .clone()
             .or_else(|| self.walk.homes().first().cloned())
-            .or_else(crate::store::home_dir)
+            .or_else(crew_config::places::home_dir)
     }
 }
 
@@ -120,7 +120,7 @@ impl HiddenSet {
         let home = scope.home();
         let mut homes: Vec<PathBuf> = scope.walk.homes().to_vec();
         if let Some(h) = &home {
-            homes.extend(crate::permission::sandbox::homes(Some(h)));
+            homes.extend(crew_policy::sandbox::homes(Some(h)));
         }
         for h in &homes {
             for c in CREDENTIALS {

@@ -1,8 +1,7 @@
 //! Unit tests of the hidden set: what it lists for a crafted home, project and crew home.
 
 use super::*;
-use crate::permission::{Layer, Policy, Rule, RuleKind};
-use crate::tools::rule_names::ParseRule;
+use crew_policy::{Layer, Policy, Rule, RuleKind};
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -54,7 +53,9 @@ fn filter(f: &Fixture, rules: &[&str]) -> Arc<WalkFilter> {
         home: Some(f.home.clone()),
         rules: rules
             .iter()
-            .map(|r| Rule::parse(r, RuleKind::Deny, Layer::User, Some(&f.home)).unwrap())
+            .map(|r| {
+                Rule::parse_with(r, RuleKind::Deny, Layer::User, Some(&f.home), &|_| None).unwrap()
+            })
             .collect(),
         ..Policy::default()
     };

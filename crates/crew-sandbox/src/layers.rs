@@ -10,7 +10,7 @@
 //! make crew stricter or refuse more.
 
 use super::profile::SandboxProfile;
-use crate::sandbox::landlock::{self, KernelSupport};
+use crate::landlock::{self, KernelSupport};
 
 /// The test-only switch that makes crew see no mount or PID namespaces.
 pub const SIMULATE_NO_NAMESPACES_ENV: &str = "CREW_TEST_SIMULATE_NO_NAMESPACES";

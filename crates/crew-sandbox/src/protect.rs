@@ -88,13 +88,13 @@ impl Protected {
         // list): settings files, agent definitions, skills, hooks, `.mcp.json`, the files
         // hooks and MCP servers run. The settings directories are pinned in place so they
         // cannot be renamed away; their other files (reports, memory) stay writable.
-        for dir in crate::config::loaded::SETTINGS_DIRS {
+        for dir in crew_config::loaded::SETTINGS_DIRS {
             let d = root.join(dir);
             if std::fs::symlink_metadata(&d).is_ok_and(|m| m.is_dir()) {
                 self.pins.push(d);
             }
         }
-        for path in crate::config::loaded::sandbox_paths(root) {
+        for path in crew_config::loaded::sandbox_paths(root) {
             self.watch(path);
         }
     }

@@ -86,7 +86,7 @@ pub struct PreparedMounts {
 pub fn available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
-        let probe_dir = crate::sandbox::landlock::sandbox_temp_dir();
+        let probe_dir = crate::landlock::sandbox_temp_dir();
         let protected = Protected {
             existing: vec![probe_dir.clone()],
             ..Protected::default()

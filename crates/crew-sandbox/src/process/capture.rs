@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::offload::budget::{Allowance, Cut};
+use crate::results_budget::{Allowance, Cut};
 
 /// Bytes of one output stream, kept up to a cap.
 #[derive(Debug, Clone, Default)]
@@ -83,7 +83,7 @@ impl Capture {
         {
             let path = path.clone();
             let mut allowance = Allowance::for_file(&path);
-            let opened = crate::offload::create_new(&path).and_then(|f| {
+            let opened = crate::results_budget::create_new(&path).and_then(|f| {
                 let (a, b) = self.tail.as_slices();
                 for part in [&self.head[..], a, b] {
                     write_allowed(&f, &mut allowance, part)?;

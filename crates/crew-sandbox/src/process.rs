@@ -155,7 +155,7 @@ pub async fn run_in_group_saving(
     cancel: &CancellationToken,
     sandbox: &CommandSandbox,
     save_to: Option<&Path>,
-    walk: Option<&Arc<crate::permission::walk::WalkFilter>>,
+    walk: Option<&Arc<crew_policy::walk::WalkFilter>>,
 ) -> Result<ProcessOutput, ProcessError> {
     let mut shell = shell_command_hiding(command, cwd, sandbox, walk)?;
     let captures = match save_to {
