@@ -59,26 +59,21 @@ pub const CREDENTIALS: &[&str] = &[
     ".config/crew/credentials.json",
 ];
 
-/// If `path` (lexical or real) is a credential location, its home-relative name.
+/// If `path` (lexical or real) is a credential location, its home-relative name, by
+/// comparing normalised bytes.
 pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
-    for home in homes {
-        if let Ok(rel) = path.strip_prefix(home) {
-            // Every credential location starts with a dot-name directly in the home.
-            let Some(first) = rel.components().next() else {
-                continue;
-            };
-            let first = first.as_os_str().as_encoded_bytes();
-            if first.first() != Some(&b'.') {
-                continue;
-            }
-            for c in CREDENTIALS {
-                if c.as_bytes().starts_with(first) && rel.starts_with(c) {
-                    return Some(c);
-                }
-            }
+    let path = scopes::normalised(path);
+    homes.iter().find_map(|h| {
+        let rel = scopes::rest_below(&path, &scopes::normalised(h))?;
+        // Every credential location starts with a dot-name directly in the home.
+        if rel.first() != Some(&b'.') {
+            return None;
         }
-    }
-    None
+        CREDENTIALS
+            .iter()
+            .find(|c| scopes::rest_below(rel, c.as_bytes()).is_some())
+            .copied()
+    })
 }
 
 /// The credential files to protect: their locations below the home directory (by name)
@@ -88,8 +83,6 @@ pub fn credential(path: &Path, homes: &[PathBuf]) -> Option<&'static str> {
 pub struct Credentials {
     homes: Vec<PathBuf>,
     ids: HashMap<(u64, u64), &'static str>,
-    /// `homes`, normalised (`scopes::normalised`).
-    normalised_homes: Vec<Vec<u8>>,
     /// Each home's credential locations, normalised, in order.
     locations: Vec<(Vec<u8>, &'static str)>,
 }
@@ -111,29 +104,10 @@ impl Credentials {
             }
         }
         Credentials {
-            normalised_homes: homes
-                .iter()
-                .map(|h| scopes::normalised(h).into_owned())
-                .collect(),
             homes,
             ids,
             locations,
         }
-    }
-
-    /// `credential(path, self.homes())`, by comparing normalised bytes.
-    fn by_name(&self, path: &Path) -> Option<&'static str> {
-        let path = scopes::normalised(path);
-        self.normalised_homes.iter().find_map(|h| {
-            let rel = scopes::rest_below(&path, h)?;
-            if rel.first() != Some(&b'.') {
-                return None;
-            }
-            CREDENTIALS
-                .iter()
-                .find(|c| scopes::rest_below(rel, c.as_bytes()).is_some())
-                .copied()
-        })
     }
 
     /// The first credential location at or below `dir` (real), by its home-relative name:
@@ -155,9 +129,8 @@ impl Credentials {
     /// credential location, or `real` is the same file as a credential, its home-relative
     /// name.
     pub fn matches(&self, lexical: &Path, real: Option<&Path>) -> Option<&'static str> {
-        if let Some(name) = self
-            .by_name(lexical)
-            .or_else(|| real.and_then(|r| self.by_name(r)))
+        if let Some(name) = credential(lexical, &self.homes)
+            .or_else(|| real.and_then(|r| credential(r, &self.homes)))
         {
             return Some(name);
         }
@@ -166,11 +139,8 @@ impl Credentials {
             return None;
         }
         // Only a file with more than one name can be a hard link to a credential.
-        let meta = std::fs::metadata(real).ok()?;
-        if !meta.is_file() || meta.nlink() < 2 {
-            return None;
-        }
-        self.ids.get(&(meta.dev(), meta.ino())).copied()
+        let meta = std::fs::metadata(real).ok().filter(|m| m.nlink() >= 2)?;
+        self.identity_of(&meta)
     }
 
     /// The credential that the file with metadata `meta` (read from an open descriptor)
@@ -224,33 +194,40 @@ pub fn homes(home: Option<&Path>) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
-    /// The normalised comparison names the same credential as `credential`, for paths
-    /// spelled with `.`, doubled slashes, `..` and siblings of the locations.
+    /// Credentials are named by their home-relative location, for paths spelled with
+    /// `.`, doubled slashes, `..` and siblings of the locations.
     #[test]
-    fn by_name_agrees_with_credential() {
+    fn credentials_are_named_by_location() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("h");
         std::fs::create_dir_all(&home).unwrap();
         let c = Credentials::load(Some(&home));
         let h = home.display();
-        for p in [
-            format!("{h}/.ssh"),
-            format!("{h}/.ssh/id_rsa"),
-            format!("{h}//.ssh/./id_rsa"),
-            format!("{h}/.sshx"),
-            format!("{h}/.config"),
-            format!("{h}/.config/gcloud/x"),
-            format!("{h}/.config/gcloudy"),
-            format!("{h}/.cargo/credentials"),
-            format!("{h}/.cargo/credentials.toml"),
-            format!("{h}/../h/.ssh"),
-            format!("{h}/x/.ssh"),
-            format!("{h}"),
-            "/".into(),
-            "/etc/passwd".into(),
+        for (p, want) in [
+            (format!("{h}/.ssh"), Some(".ssh")),
+            (format!("{h}/.ssh/id_rsa"), Some(".ssh")),
+            (format!("{h}//.ssh/./id_rsa"), Some(".ssh")),
+            (format!("{h}/.sshx"), None),
+            (format!("{h}/.config"), None),
+            (format!("{h}/.config/gcloud/x"), Some(".config/gcloud")),
+            (format!("{h}/.config/gcloudy"), None),
+            (
+                format!("{h}/.cargo/credentials"),
+                Some(".cargo/credentials"),
+            ),
+            (
+                format!("{h}/.cargo/credentials.toml"),
+                Some(".cargo/credentials.toml"),
+            ),
+            (format!("{h}/../h/.ssh"), None),
+            (format!("{h}/x/.ssh"), None),
+            (format!("{h}"), None),
+            ("/".into(), None),
+            ("/etc/passwd".into(), None),
         ] {
             let p = Path::new(&p);
-            assert_eq!(c.by_name(p), credential(p, c.homes()), "{p:?}");
+            assert_eq!(credential(p, c.homes()), want, "{p:?}");
+            assert_eq!(c.matches(p, None), want, "{p:?}");
         }
         assert_eq!(c.below(tmp.path()), Some(".ssh"));
         assert_eq!(c.below(&home.join(".config")), Some(".config/gcloud"));

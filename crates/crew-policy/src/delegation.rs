@@ -36,14 +36,6 @@ impl Isolation {
             )),
         }
     }
-
-    /// The name used in definitions and tool input.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Isolation::Worktree => "worktree",
-            Isolation::None => "none",
-        }
-    }
 }
 
 /// What the engine knows of one agent type.
@@ -204,6 +196,7 @@ mod tests {
         let plain = delegation(false);
         let none = r#"{"isolation":"none"}"#;
         let wt = r#"{"isolation":"worktree"}"#;
+        let vm = r#"{"isolation":"vm"}"#;
         let cases = [
             (&git, Default, "general-purpose", "{}", "Allow"),
             (&git, AcceptEdits, "general-purpose", wt, "Allow"),
@@ -214,13 +207,7 @@ mod tests {
             (&git, Default, "general-purpose", none, "refused"),
             (&git, BypassPermissions, "general-purpose", none, "refused"),
             (&git, Default, "unknown", none, "refused"),
-            (
-                &git,
-                Default,
-                "general-purpose",
-                r#"{"isolation":"vm"}"#,
-                "refused",
-            ),
+            (&git, Default, "general-purpose", vm, "refused"),
             // Read-only agents may work in place.
             (&git, Default, "explore", "{}", "Allow"),
             (&git, Default, "explore", none, "Allow"),

@@ -71,11 +71,7 @@ impl DeniedIds {
         if self.ids.is_empty() {
             return None;
         }
-        let meta = std::fs::symlink_metadata(real).ok()?;
-        if !meta.is_file() || meta.nlink() < 2 {
-            return None;
-        }
-        self.ids.get(&(meta.dev(), meta.ino())).copied()
+        self.rule_of(&std::fs::symlink_metadata(real).ok()?)
     }
 
     /// [`DeniedIds::rule`] for a file whose metadata the caller read from an open

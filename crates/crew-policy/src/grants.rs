@@ -107,13 +107,7 @@ pub fn grant_rules(req: &CheckRequest, policy: &Policy) -> Result<Vec<String>, G
 fn exact_command(cmd: &str) -> Result<String, GrantError> {
     let raw = cmd.trim();
     let text = format!("Bash(={raw})");
-    let subject = Subject::Command {
-        text: raw,
-        full: raw,
-        privileged: false,
-        forms: &[],
-        open: false,
-    };
+    let subject = Subject::command(raw);
     match Rule::parse_with(&text, RuleKind::Allow, Layer::Session, None, &no_tool_names) {
         Ok(rule) if rule.is_exact() && rule.matches(&subject) => Ok(text),
         _ => Err(GrantError::Refused(format!(

@@ -23,6 +23,12 @@ pub fn fallback(mode: PermissionMode, category: Category) -> Verdict {
     }
 }
 
+/// Whether nobody watches calls in `mode`: the modes in which no human sees a call
+/// before it runs.
+pub fn unattended(mode: PermissionMode) -> bool {
+    matches!(mode, PermissionMode::DontAsk | PermissionMode::Auto)
+}
+
 /// The reason text for a fallback decision, saying how to change it.
 pub fn fallback_reason(mode: PermissionMode, category: Category, verdict: Verdict) -> String {
     let cat = match category {

@@ -20,6 +20,7 @@
 
 use serde_json::Value;
 
+use super::mode::unattended;
 use super::{Category, CheckRequest, Decision, PermissionMode, Policy, TargetSpec, Verdict};
 use crew_protocol::sandbox_profile::SandboxProfile;
 
@@ -44,21 +45,14 @@ fn asks_outside(req: &CheckRequest) -> bool {
             == Some(true)
 }
 
-/// Whether nobody watches calls in `mode`.
-fn unattended(mode: PermissionMode) -> bool {
-    matches!(mode, PermissionMode::DontAsk | PermissionMode::Auto)
-}
-
 /// The profile for `req` decided as `decision` under `policy`.
 pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> SandboxProfile {
     let command = command_of(req);
     if command.is_some() {
-        if policy.sandbox.disabled && !unattended(req.mode) {
-            return SandboxProfile::Unsandboxed;
-        }
-        if command
-            .as_deref()
-            .is_some_and(|c| policy.sandbox.excludes(c))
+        if (policy.sandbox.disabled && !unattended(req.mode))
+            || command
+                .as_deref()
+                .is_some_and(|c| policy.sandbox.excludes(c))
         {
             return SandboxProfile::Unsandboxed;
         }

@@ -24,12 +24,6 @@ pub fn resolve(path: &Path) -> io::Result<PathBuf> {
     resolve_from(PathBuf::from("/"), path).map(|r| r.path)
 }
 
-/// `resolve` for a path relative to `base`, which must already be a real (canonical)
-/// directory: only the relative components are looked up. Absolute paths ignore `base`.
-pub fn resolve_at(base: &Path, path: &Path) -> io::Result<PathBuf> {
-    resolve_traced(base, path).map(|r| r.path)
-}
-
 /// Where a path resolved to, with what the walk learned on the way (so callers need no
 /// further `stat` of it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +38,9 @@ pub struct Resolved {
     pub links: usize,
 }
 
-/// `resolve_at`, with what the walk learned.
+/// `resolve` for a path relative to `base`, which must already be a real (canonical)
+/// directory: only the relative components are looked up. Absolute paths ignore `base`.
+/// Returns the real location with what the walk learned.
 pub fn resolve_traced(base: &Path, path: &Path) -> io::Result<Resolved> {
     let start = if path.is_absolute() {
         PathBuf::from("/")

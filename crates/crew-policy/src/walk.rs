@@ -203,7 +203,7 @@ impl WalkScope {
     /// a non-link entry's real path is its parent's real path joined with its name.
     /// `real` must be that resolved location; a wrong one defeats the check.
     pub fn allows_resolved(&self, path: &Path, real: &Path) -> bool {
-        self.judge(path, real, true)
+        self.allows_below(path, real, true)
     }
 
     /// Whether any entry below `roots` (a walk's root as given and as resolved) could be
@@ -218,10 +218,6 @@ impl WalkScope {
     /// [`WalkScope::allows_resolved`] for a non-link entry of a walk whose roots
     /// [`WalkScope::credentials_below`] judged; `credentials` is what it returned.
     pub fn allows_below(&self, path: &Path, real: &Path, credentials: bool) -> bool {
-        self.judge(path, real, credentials)
-    }
-
-    fn judge(&self, path: &Path, real: &Path, credentials: bool) -> bool {
         // A walked path is almost always plain (absolute, no `.`/`..`): no copy then.
         let lexical = if scopes::plain(path) {
             Cow::Borrowed(path)

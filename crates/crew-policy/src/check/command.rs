@@ -12,7 +12,7 @@ use super::super::{
     Category, Decision, PermissionMode, Source, Verdict, blacklist, commands, protected, shell,
 };
 use super::path::path_deny;
-use super::{Ctx, deny, fallback, from_rule, guarded};
+use super::{Ctx, deny, explicit_ask, fallback, from_rule, guarded};
 use super::{names, writes};
 
 pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
@@ -28,12 +28,10 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     let script = match ctx.policy.cache.script(command, &env) {
         Ok(s) => s,
         Err(e) => {
-            let mut d = Decision::new(
-                Verdict::Ask,
+            let mut d = explicit_ask(
                 Source::Unknown,
                 format!("{e}; a command that cannot be parsed is never run unasked"),
             );
-            d.explicit_ask = true;
             d.target = Some(command.to_string());
             return d;
         }
@@ -111,12 +109,10 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     if d.verdict != Verdict::Deny
         && let Some(why) = loaded_write(ctx, &script.parts, &names)
     {
-        d = Decision::new(
-            Verdict::Ask,
+        d = explicit_ask(
             Source::Sandbox,
             format!("{why}: {}", protected::LOADED_CONSEQUENCE),
         );
-        d.explicit_ask = true;
     }
     d.category = Some(category);
     d.target = Some(target);
@@ -201,13 +197,7 @@ fn named_denial(ctx: &Ctx<'_>, part: &Part, names: &names::Names) -> Option<Deci
 /// variables, globs or substitutions: it is matched against the raw text only).
 fn raw_grant<'r>(ctx: &'r Ctx<'_>, command: &str) -> Option<&'r Rule> {
     let raw = command.trim();
-    let subject = Subject::Command {
-        text: raw,
-        full: raw,
-        privileged: false,
-        forms: &[],
-        open: false,
-    };
+    let subject = Subject::command(raw);
     let grant = |r: &&Rule| r.kind == RuleKind::Allow && r.is_exact() && r.matches(&subject);
     match &ctx.index {
         Some(i) => i.command_candidates(&ctx.policy.rules, &[raw]).find(grant),
@@ -351,13 +341,11 @@ fn opaque(
         d.reason = format!("{}; {why}", d.reason);
         return d;
     }
-    let mut d = Decision::new(
-        Verdict::Ask,
+    let mut d = explicit_ask(
         Source::Mode,
         format!("`{full}`: {why}; confirm it, or write the command out literally"),
     );
     d.rule = Some(format!("opaque: {why}"));
-    d.explicit_ask = true;
     d.category = Some(Category::Exec);
     d
 }
@@ -372,15 +360,13 @@ fn history_ask(part: &Part, d: Decision, why: &str, granted: bool) -> Decision {
         return d;
     }
     let full = part.full_text();
-    let mut a = Decision::new(
-        Verdict::Ask,
+    let mut a = explicit_ask(
         Source::Mode,
         format!(
             "`{full}` prints file contents from git history, which the sandbox cannot hide, and {why}; limit it with `-- PATH…` to paths no Read deny rule covers, or confirm it"
         ),
     );
     a.rule = Some("git history read".into());
-    a.explicit_ask = true;
     a.category = Some(Category::Exec);
     a
 }

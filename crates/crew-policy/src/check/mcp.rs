@@ -4,6 +4,7 @@
 //! `readOnlyHint`) is denied under dontAsk and auto, where no human would see the call,
 //! and asks in default mode as before. A read-only tool falls back by mode.
 
+use super::super::mode::unattended;
 use super::super::rules::{self, Subject};
 use super::super::{Category, Decision, PermissionMode, Source, Verdict};
 use super::{Ctx, fallback, from_rule};
@@ -18,11 +19,6 @@ pub(super) fn mcp_decision(ctx: &Ctx<'_>, category: Category, name: &str) -> Dec
     };
     d.target = Some(name.to_string());
     d
-}
-
-/// The modes in which no human sees a call before it runs.
-fn unattended(mode: PermissionMode) -> bool {
-    matches!(mode, PermissionMode::DontAsk | PermissionMode::Auto)
 }
 
 /// The denial of a tool that may change things, with what would permit it.
@@ -83,18 +79,14 @@ mod tests {
         use PermissionMode::*;
         let none = Policy::default();
         let w = PermissionSpec::mcp;
-        for mode in [DontAsk, Auto] {
-            assert_eq!(
-                decide("mcp__fs__write", w(), mode, &none),
-                Verdict::Deny,
-                "{mode}"
-            );
+        for (mode, want) in [
+            (DontAsk, Verdict::Deny),
+            (Auto, Verdict::Deny),
+            (Default, Verdict::Ask),
+            (BypassPermissions, Verdict::Allow),
+        ] {
+            assert_eq!(decide("mcp__fs__write", w(), mode, &none), want, "{mode}");
         }
-        assert_eq!(decide("mcp__fs__write", w(), Default, &none), Verdict::Ask);
-        assert_eq!(
-            decide("mcp__fs__write", w(), BypassPermissions, &none),
-            Verdict::Allow
-        );
         for rule in ["mcp__fs__write", "mcp__fs", "mcp__fs__*"] {
             let p = policy(Verdict::Allow, rule);
             for mode in [DontAsk, Auto] {
@@ -114,21 +106,17 @@ mod tests {
 
     #[test]
     fn a_read_only_tool_falls_back_by_mode() {
+        use PermissionMode::*;
         let none = Policy::default();
-        let r = PermissionSpec::mcp_read_only;
-        assert_eq!(
-            decide("mcp__fs__read", r(), PermissionMode::DontAsk, &none),
-            Verdict::Allow
-        );
-        assert_eq!(
-            decide("mcp__fs__read", r(), PermissionMode::Default, &none),
-            Verdict::Ask
-        );
         let deny = policy(Verdict::Deny, "mcp__fs__read");
-        assert_eq!(
-            decide("mcp__fs__read", r(), PermissionMode::DontAsk, &deny),
-            Verdict::Deny
-        );
+        let r = PermissionSpec::mcp_read_only;
+        for (mode, policy, want) in [
+            (DontAsk, &none, Verdict::Allow),
+            (Default, &none, Verdict::Ask),
+            (DontAsk, &deny, Verdict::Deny),
+        ] {
+            assert_eq!(decide("mcp__fs__read", r(), mode, policy), want, "{mode}");
+        }
     }
 
     #[test]

@@ -138,6 +138,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The project root's real location, through the cache (re-checked by identity).
+    fn project_real(&self) -> Option<PathBuf> {
+        match self.policy.project_root.as_deref() {
+            // The cwd was resolved (and re-checked) for this very call.
+            Some(p) if p == self.req.cwd => self.cwd_real.clone(),
+            Some(p) => self.policy.cache.cwd(p),
+            None => None,
+        }
+    }
+
     fn creds(&self) -> &sandbox::Credentials {
         &self.fixed.creds
     }
@@ -163,11 +173,7 @@ impl<'a> Ctx<'a> {
 fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
     let c = match classify::classify(&req.call.name, req.spec.as_ref(), &req.call.arguments) {
         Ok(c) => c,
-        Err(e @ ClassifyError::Unknown(_)) => {
-            let mut d = Decision::new(Verdict::Ask, Source::Unknown, e.to_string());
-            d.explicit_ask = true;
-            return d;
-        }
+        Err(e @ ClassifyError::Unknown(_)) => return explicit_ask(Source::Unknown, e.to_string()),
         Err(ClassifyError::Arguments(m)) => {
             let mut d = Decision::new(Verdict::Deny, Source::Arguments, m);
             d.category = req.spec.as_ref().map(|s| s.category);
@@ -192,6 +198,13 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
 fn deny(source: Source, reason: impl Into<String>, target: impl Into<String>) -> Decision {
     let mut d = Decision::new(Verdict::Deny, source, reason);
     d.target = Some(target.into());
+    d
+}
+
+/// An ask meant for a human, whatever the mode (so dontAsk denies it).
+fn explicit_ask(source: Source, reason: impl Into<String>) -> Decision {
+    let mut d = Decision::new(Verdict::Ask, source, reason);
+    d.explicit_ask = true;
     d
 }
 
@@ -244,13 +257,11 @@ fn guarded(
     if ctx.mode() == PermissionMode::BypassPermissions || rule.is_some_and(Rule::is_exact) {
         return None;
     }
-    let mut d = Decision::new(
-        Verdict::Ask,
+    let mut d = explicit_ask(
         Source::Mode,
         format!("`{what}`: {why}; confirm it, or grant this exact call"),
     );
     d.rule = Some(format!("dangerous: {why}"));
-    d.explicit_ask = true;
     d.category = Some(category);
     Some(d)
 }

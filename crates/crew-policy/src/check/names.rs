@@ -78,23 +78,16 @@ fn path_words(part: &Part) -> Vec<Arg> {
             .iter()
             .zip(&part.argv)
             .all(|(a, t)| a.known && a.text == *t);
-    let mut words: Vec<Arg> = if literal {
-        commands::path_operands(part)
-            .into_iter()
-            .map(Arg::literal)
-            .collect()
-    } else {
-        let expanded = Part {
-            argv: part.args.iter().map(|a| a.text.clone()).collect(),
-            ..part.clone()
-        };
-        let mut words: Vec<Arg> = commands::path_operands(&expanded)
-            .into_iter()
-            .map(Arg::literal)
-            .collect();
-        words.extend(part.args.iter().skip(1).filter(|a| !a.known).cloned());
-        words
-    };
+    let expanded = (!literal).then(|| Part {
+        argv: part.args.iter().map(|a| a.text.clone()).collect(),
+        ..part.clone()
+    });
+    let mut words: Vec<Arg> = commands::path_operands(expanded.as_ref().unwrap_or(part))
+        .into_iter()
+        .map(Arg::literal)
+        .collect();
+    // A literal part has no unknown words.
+    words.extend(part.args.iter().skip(1).filter(|a| !a.known).cloned());
     words.extend(part.chdir.iter().map(|d| match &part.dir {
         // A relative `env -C DIR` was entered from where the part started.
         Dir::Known(at) => Arg::literal(at.to_string_lossy()),
@@ -168,16 +161,7 @@ fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>)
     let project = ctx.policy.project_root.as_deref();
     // The project root's real location, through the cache (re-checked by identity).
     let project_real = std::cell::OnceCell::new();
-    let project_real = || {
-        project_real
-            .get_or_init(|| match project {
-                // The cwd was resolved (and re-checked) for this very call.
-                Some(p) if p == ctx.req.cwd => ctx.cwd_real.clone(),
-                Some(p) => ctx.policy.cache.cwd(p),
-                None => None,
-            })
-            .as_deref()
-    };
+    let project_real = || project_real.get_or_init(|| ctx.project_real()).as_deref();
     let mut out = if parts.iter().any(|p| p.program() == "git") {
         let at = commands::git_repo::Places {
             cwd,

@@ -9,7 +9,7 @@ use super::super::classify::Classified;
 use super::super::rules::{Rule, RuleKind};
 use super::super::spec::RuleName;
 use super::super::{Decision, Source, Verdict, sandbox};
-use super::{Ctx, deny, fallback, from_rule};
+use super::{Ctx, deny, explicit_ask, fallback, from_rule};
 
 pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     let raw = raw.unwrap_or(".");
@@ -118,15 +118,13 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
                 false => Vec::new(),
             })
     {
-        let mut d = Decision::new(
-            Verdict::Ask,
+        let mut d = explicit_ask(
             Source::Sandbox,
             format!(
                 "`{raw}` is {what}: {}",
                 super::super::protected::LOADED_CONSEQUENCE
             ),
         );
-        d.explicit_ask = true;
         d.target = Some(target);
         return d;
     }
@@ -144,15 +142,7 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
 /// Both are real locations: the project root through the policy cache (re-checked by
 /// identity), the cwd's project found upwards from the real cwd.
 pub(super) fn code_roots(ctx: &Ctx<'_>) -> Vec<std::path::PathBuf> {
-    let project = ctx.policy.project_root.as_deref();
-    let mut roots: Vec<std::path::PathBuf> = match project {
-        // The cwd was resolved (and re-checked) for this very call.
-        Some(p) if p == ctx.req.cwd => ctx.cwd_real.clone(),
-        Some(p) => ctx.policy.cache.cwd(p),
-        None => None,
-    }
-    .into_iter()
-    .collect();
+    let mut roots: Vec<std::path::PathBuf> = ctx.project_real().into_iter().collect();
     if let Some(cwd) = &ctx.cwd_real {
         let own = crew_config::places::project_root(cwd);
         if !roots.contains(&own) {

@@ -87,18 +87,11 @@ pub(super) fn judge(
     // The strongest target decision: (verdict, explicit, why).
     let mut worst: Option<(Verdict, bool, Decision)> = None;
     for t in w.targets.iter().filter(|t| t.redirect || !exact) {
-        let (verdict, explicit, td) = match &t.at {
-            Some(n) => match ctx.path_rule(&[RuleName::Write, RuleName::Edit], real(n)) {
-                Some(r) if r.kind != RuleKind::Allow => {
-                    (r.kind, r.kind == RuleKind::Ask, from_rule(r, &t.text))
-                }
-                Some(r) => (Verdict::Allow, false, from_rule(r, &t.text)),
-                None => (
-                    fallback,
-                    false,
-                    write_fallback(ctx, &full, &t.text, fallback),
-                ),
-            },
+        let rule =
+            t.at.as_ref()
+                .and_then(|n| ctx.path_rule(&[RuleName::Write, RuleName::Edit], real(n)));
+        let (verdict, explicit, td) = match rule {
+            Some(r) => (r.kind, r.kind == RuleKind::Ask, from_rule(r, &t.text)),
             None => (
                 fallback,
                 false,

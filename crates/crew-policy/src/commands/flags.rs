@@ -174,20 +174,19 @@ fn long_option(cx: &Cx<'_>, long: &str, i: usize, out: &mut Parsed) -> Result<us
         None => (long, None),
     };
     let opt = format!("--{name}");
+    out.seen.push(opt.clone());
     let Some(entry) = cx
         .spec
         .long
         .iter()
         .find(|e| e.trim_end_matches(['=', '?', '@', '+', '>']) == name)
     else {
-        out.seen.push(opt.clone());
         let word = &cx.args[i];
         return match cx.tolerate(cx.spec.long.is_empty(), word, out) {
             true => Ok(i + 1),
             false => Err(Unknown(opt)),
         };
     };
-    out.seen.push(opt.clone());
     let kind = &entry[name.len()..];
     match kind {
         "" if glued.is_some() && !cx.lenient => Err(Unknown(format!("--{name}="))),

@@ -99,29 +99,22 @@ pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
             privileged: false,
         });
     }
-    match rest.get(i) {
-        _ if s => Some(Unwrap::Stdin {
+    let Some(file) = rest.get(i).filter(|_| !s) else {
+        return Some(Unwrap::Stdin {
             wrapper,
             privileged: false,
-        }),
-        None => Some(Unwrap::Stdin {
-            wrapper,
-            privileged: false,
-        }),
-        // `bash <(…)`, `bash /dev/fd/63`: the program comes from a pipe we cannot read.
-        Some(file)
-            if file.contains("<(") || file.starts_with("/dev/fd/") && file != "/dev/fd/0" =>
-        {
-            Some(Unwrap::Opaque {
-                wrapper: argv.join(" "),
-                reason: format!("`{prog}` runs a program read from a pipe (`{file}`)"),
-            })
-        }
-        Some(file) if STDIN_PATHS.contains(&file.as_str()) => Some(Unwrap::Stdin {
-            wrapper: argv[..=i + 1].join(" "),
-            privileged: false,
-        }),
-        // A script file: an ordinary program run.
-        Some(_) => None,
+        });
+    };
+    // `bash <(…)`, `bash /dev/fd/63`: the program comes from a pipe we cannot read.
+    if file.contains("<(") || file.starts_with("/dev/fd/") && file != "/dev/fd/0" {
+        return Some(Unwrap::Opaque {
+            wrapper: argv.join(" "),
+            reason: format!("`{prog}` runs a program read from a pipe (`{file}`)"),
+        });
     }
+    // Otherwise a script file: an ordinary program run.
+    STDIN_PATHS.contains(&file.as_str()).then(|| Unwrap::Stdin {
+        wrapper: argv[..=i + 1].join(" "),
+        privileged: false,
+    })
 }

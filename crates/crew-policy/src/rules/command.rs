@@ -97,13 +97,7 @@ mod tests {
     use super::*;
 
     fn cmd(r: &Rule, text: &str) -> bool {
-        r.matches(&Subject::Command {
-            text,
-            full: text,
-            privileged: false,
-            forms: &[],
-            open: false,
-        })
+        r.matches(&Subject::command(text))
     }
 
     #[test]

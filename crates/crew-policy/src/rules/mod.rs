@@ -108,6 +108,19 @@ pub enum Subject<'a> {
     Mcp(&'a str),
 }
 
+impl<'a> Subject<'a> {
+    /// A command written out as `text`: no wrappers, spellings or appended arguments.
+    pub fn command(text: &'a str) -> Self {
+        Subject::Command {
+            text,
+            full: text,
+            privileged: false,
+            forms: &[],
+            open: false,
+        }
+    }
+}
+
 /// Why a rule was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
@@ -446,13 +459,7 @@ mod tests {
     #[test]
     fn precedence_deny_anywhere_then_layer_then_ask() {
         let mk = |t: &str, k, l| Rule::parse(t, k, l, None).unwrap();
-        let s = Subject::Command {
-            text: "git push",
-            full: "git push",
-            privileged: false,
-            forms: &[],
-            open: false,
-        };
+        let s = Subject::command("git push");
         // A project deny beats a session allow (a cloned repo cannot be out-voted… and a
         // user deny cannot be unlocked by a project allow).
         let rules = vec![
