@@ -232,10 +232,12 @@ fn rust_sources(dir: &Path, out: &mut String) {
     }
 }
 
-/// Every test or item named as code in `files` that `src/` and `tests/` no longer have.
+/// Every test or item named as code in `files` that `src/`, the member crates in
+/// `crates/` and `tests/` no longer have.
 fn missing_items(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
     let mut sources = String::new();
     rust_sources(&root.join("src"), &mut sources);
+    rust_sources(&root.join("crates"), &mut sources);
     rust_sources(&root.join("tests"), &mut sources);
     let defined = |name: &str| {
         ["fn ", "mod "].iter().any(|kw| {
@@ -260,7 +262,7 @@ fn missing_items(root: &Path, files: &[PathBuf]) -> (Vec<String>, usize) {
             checked += 1;
             if !defined(&item.target) {
                 problems.push(format!(
-                    "{shown}:{}: `{}` is no function or module in src/ or tests/ any more: name the test or item as it is now",
+                    "{shown}:{}: `{}` is no function or module in src/, crates/ or tests/ any more: name the test or item as it is now",
                     item.line, item.target
                 ));
             }
