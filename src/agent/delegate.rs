@@ -11,11 +11,11 @@ use std::time::Duration;
 use super::catalog::Catalog;
 use super::definition::AgentDefinition;
 use crate::permission::delegation::{AgentProfile, Delegation, Isolation, Placement};
-pub use crate::tools::delegate::{Delegator, ResumeRequest, SpawnRequest};
+pub use crate::tools::delegate::{DelegateError, Delegator, ResumeRequest, SpawnRequest};
 use crate::tools::{Registry, Safety};
 
 /// Builds an actor's resume message.
-pub type ResumeBuild<M> = fn(ResumeRequest, RpcReplyPort<Result<String, String>>) -> M;
+pub type ResumeBuild<M> = fn(ResumeRequest, RpcReplyPort<Result<String, DelegateError>>) -> M;
 
 /// How long an actor may take to start a subagent (spawning, not running it).
 const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -23,7 +23,7 @@ const SPAWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A `Delegator` that sends a spawn message to an actor.
 pub struct ActorDelegate<M: ractor::Message> {
     actor: ActorRef<M>,
-    build: fn(SpawnRequest, RpcReplyPort<Result<String, String>>) -> M,
+    build: fn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>) -> M,
     resume: Option<ResumeBuild<M>>,
 }
 
@@ -31,7 +31,7 @@ impl<M: ractor::Message> ActorDelegate<M> {
     /// Delegates through `actor`, building its spawn message with `build`.
     pub fn new(
         actor: ActorRef<M>,
-        build: fn(SpawnRequest, RpcReplyPort<Result<String, String>>) -> M,
+        build: fn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>) -> M,
     ) -> Self {
         Self {
             actor,
@@ -48,7 +48,7 @@ impl<M: ractor::Message> ActorDelegate<M> {
 }
 
 impl<M: ractor::Message> Delegator for ActorDelegate<M> {
-    fn spawn(&self, req: SpawnRequest) -> BoxFuture<'static, Result<String, String>> {
+    fn spawn(&self, req: SpawnRequest) -> BoxFuture<'static, Result<String, DelegateError>> {
         let actor = self.actor.clone();
         let build = self.build;
         Box::pin(async move {
@@ -57,15 +57,19 @@ impl<M: ractor::Message> Delegator for ActorDelegate<M> {
                 .await
             {
                 Ok(CallResult::Success(r)) => r,
-                _ => Err("the agent could not start the subagent (no answer)".into()),
+                _ => Err(DelegateError::NoAnswer("the agent starting the subagent")),
             }
         })
     }
 
-    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, String>> {
+    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, DelegateError>> {
         let actor = self.actor.clone();
         let Some(build) = self.resume else {
-            return Box::pin(async { Err("this agent cannot resume subagents".to_string()) });
+            return Box::pin(async {
+                Err(DelegateError::Unsupported(
+                    "this agent cannot resume subagents".into(),
+                ))
+            });
         };
         Box::pin(async move {
             match actor
@@ -73,7 +77,7 @@ impl<M: ractor::Message> Delegator for ActorDelegate<M> {
                 .await
             {
                 Ok(CallResult::Success(r)) => r,
-                _ => Err("the agent could not resume the subagent (no answer)".into()),
+                _ => Err(DelegateError::NoAnswer("the agent resuming the subagent")),
             }
         })
     }

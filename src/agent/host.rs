@@ -15,6 +15,7 @@ use super::subagent_actor::SubagentEnv;
 use super::team_link::TeamLink;
 use crate::permission::PermissionMode;
 use crate::team::MemberName;
+use crate::tools::delegate::DelegateError;
 
 /// Where agents can run besides this process.
 #[async_trait]
@@ -27,7 +28,7 @@ pub trait Workers: Send + Sync {
         depth: u32,
         request: SpawnRequest,
         def: &AgentDefinition,
-    ) -> Result<String, String>;
+    ) -> Result<String, DelegateError>;
 
     /// Starts teammate `name` of definition `def` on a worker, in permission mode `mode`;
     /// returns its agent id.
@@ -39,7 +40,7 @@ pub trait Workers: Send + Sync {
         def: &AgentDefinition,
         mode: PermissionMode,
         name: MemberName,
-    ) -> Result<String, String>;
+    ) -> Result<String, DelegateError>;
 }
 
 /// The workers an agent of definition `def` runs on, if any: always with `placement:
@@ -50,13 +51,13 @@ pub fn choose(
     env: &SubagentEnv,
     def: &AgentDefinition,
     worktree: bool,
-) -> Result<Option<Arc<dyn Workers>>, String> {
+) -> Result<Option<Arc<dyn Workers>>, DelegateError> {
     match (def.placement, env.workers.clone()) {
         (Placement::Remote, Some(workers)) => Ok(Some(workers)),
-        (Placement::Remote, None) => Err(format!(
+        (Placement::Remote, None) => Err(DelegateError::Unsupported(format!(
             "agent type `{}` has `placement: remote`, but this session has no workers (pass --workers HOST:PORT,… and --cookie-file)",
             def.name
-        )),
+        ))),
         (Placement::Auto, Some(workers))
             if worktree
                 && def.isolation.as_deref() != Some("none")

@@ -20,6 +20,7 @@ use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::permission::PermissionMode;
 use crate::protocol::{Message, Usage};
+use crate::tools::delegate::DelegateError;
 
 /// Messages the lead accepts.
 pub enum LeadMsg {
@@ -32,9 +33,9 @@ pub enum LeadMsg {
     /// A copy of the conversation so far.
     Conversation(RpcReplyPort<Vec<Message>>),
     /// Start a subagent (the `agent` tool); replies with its task id.
-    Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    Spawn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Resume a finished subagent in the background; replies with its new task id.
-    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
+    Resume(ResumeRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// What the next `Run` gets from the slash command that starts it: its
     /// `allowed-tools` (in force for that run) and its model (for that run only).
     Prepare(TurnOverrides),
@@ -260,19 +261,25 @@ impl Actor for LeadAgent {
                             let mode = state.place.permission_mode.clone();
                             super::team_launch::launch(env, team, req, mode).await
                         }
-                        None => Err("this session has no team: leave out `name`".into()),
+                        None => Err(DelegateError::Unsupported(
+                            "this session has no team: leave out `name`".into(),
+                        )),
                     },
                     (Some(env), false) => {
                         launch(myself.get_cell(), env, 1, req, &mut state.children).await
                     }
-                    (None, _) => Err("this session cannot start subagents".into()),
+                    (None, _) => Err(DelegateError::Unsupported(
+                        "this session cannot start subagents".into(),
+                    )),
                 };
                 let _ = reply.send(result);
             }
             LeadMsg::Resume(req, reply) => {
                 let result = match &state.subagents {
                     Some(env) => resume(myself.get_cell(), env, req, &mut state.children).await,
-                    None => Err("this session has no subagents to resume".into()),
+                    None => Err(DelegateError::Unsupported(
+                        "this session has no subagents to resume".into(),
+                    )),
                 };
                 let _ = reply.send(result);
             }

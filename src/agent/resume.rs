@@ -15,6 +15,7 @@ use super::delegate::SpawnRequest;
 use super::runner::AgentSpec;
 use super::subagent_actor::{SubagentEnv, start};
 use crate::protocol::Message;
+use crate::tools::delegate::DelegateError;
 
 /// A subagent that ran to its end, as it can be resumed.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,11 +53,11 @@ impl FinishedAgents {
 
     /// Takes out the subagent `target` names (see [`ResumeRequest::target`]), or says
     /// why there is none.
-    pub fn take(&self, target: &str) -> Result<Finished, String> {
+    pub fn take(&self, target: &str) -> Result<Finished, DelegateError> {
         let mut map = self.lock();
         let key = find(&map, target)?;
         map.remove(&key)
-            .ok_or_else(|| format!("no finished subagent `{target}`"))
+            .ok_or_else(|| DelegateError::Refused(format!("no finished subagent `{target}`")))
     }
 
     /// The agent ids of the finished subagents, sorted.
@@ -69,7 +70,7 @@ impl FinishedAgents {
 
 /// The agent id `target` names among `map`'s: a task id of one of its runs, its agent
 /// id, or an agent type held by exactly one.
-fn find(map: &HashMap<String, Finished>, target: &str) -> Result<String, String> {
+fn find(map: &HashMap<String, Finished>, target: &str) -> Result<String, DelegateError> {
     let target = target.trim();
     if map.contains_key(target) {
         return Ok(target.to_string());
@@ -90,7 +91,7 @@ fn find(map: &HashMap<String, Finished>, target: &str) -> Result<String, String>
         [] => {
             let mut known: Vec<&String> = map.keys().collect();
             known.sort();
-            Err(format!(
+            Err(DelegateError::Refused(format!(
                 "no finished subagent `{target}` (it may still be running); finished: {}",
                 if known.is_empty() {
                     "none".to_string()
@@ -101,16 +102,16 @@ fn find(map: &HashMap<String, Finished>, target: &str) -> Result<String, String>
                         .collect::<Vec<_>>()
                         .join(", ")
                 }
-            ))
+            )))
         }
         many => {
             let mut ids: Vec<&str> = many.iter().map(|s| s.as_str()).collect();
             ids.sort();
-            Err(format!(
+            Err(DelegateError::Refused(format!(
                 "{} finished subagents are of type `{target}`: name one by its task or agent id ({})",
                 ids.len(),
                 ids.join(", ")
-            ))
+            )))
         }
     }
 }
@@ -122,7 +123,7 @@ pub async fn resume(
     env: &SubagentEnv,
     req: ResumeRequest,
     children: &mut HashMap<ActorId, String>,
-) -> Result<String, String> {
+) -> Result<String, DelegateError> {
     let finished = env.finished.take(&req.target)?;
     let mut request = finished.request.clone();
     request.prompt = req.message;

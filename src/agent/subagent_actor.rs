@@ -29,6 +29,7 @@ use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::actor::{NewTask, TaskMsg};
 use crate::tasks::{TaskKind, TaskStatus};
 use crate::tools::CommandSandbox;
+use crate::tools::delegate::DelegateError;
 
 /// Subagents may nest this deep (the lead is depth 0).
 pub const MAX_DEPTH: u32 = 2;
@@ -41,7 +42,7 @@ pub trait Workspaces: Send + Sync {
     /// Creates the task's working copy; returns its root.
     async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, String>;
     /// Ends the task's working copy: removed when clean, kept (and described) otherwise.
-    async fn finish(&self, task_id: &str) -> Result<String, String>;
+    async fn finish(&self, task_id: &str) -> Result<String, DelegateError>;
 }
 
 /// What every subagent of a session shares.
@@ -75,9 +76,9 @@ pub struct SubagentEnv {
 /// Messages a subagent accepts.
 pub enum SubAgentMsg {
     /// Start a nested subagent (its `agent` tool).
-    Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    Spawn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Resume a finished subagent (its `send_message` to one).
-    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
+    Resume(ResumeRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Internal: the run ended (`Err`: it crashed, with the reason).
     Ended(Result<RunOutcome, String>),
 }
@@ -116,30 +117,32 @@ pub async fn launch(
     depth: u32,
     request: SpawnRequest,
     children: &mut HashMap<ActorId, String>,
-) -> Result<String, String> {
+) -> Result<String, DelegateError> {
     if request.name.is_some() {
-        return Err("only the lead can start teammates (named agents); leave out `name`".into());
+        return Err(DelegateError::Refused(
+            "only the lead can start teammates (named agents); leave out `name`".into(),
+        ));
     }
     if depth > MAX_DEPTH {
-        return Err(format!(
+        return Err(DelegateError::Refused(format!(
             "subagents cannot start subagents beyond a depth of {MAX_DEPTH}"
-        ));
+        )));
     }
     let agent_type = match &request.fork {
         // A fork has its caller's tools, writers included: never the main checkout.
         Some(_) if request.isolation == Some(Isolation::None) => {
-            return Err(
+            return Err(DelegateError::Refused(
                 "a fork works in its own worktree: isolation `none` is refused for forks".into(),
-            );
+            ));
         }
         Some(_) => super::fork::FORK_TYPE.to_string(),
         None => {
             let Some(def) = env.catalog.get(&request.subagent_type) else {
-                return Err(format!(
+                return Err(DelegateError::Refused(format!(
                     "unknown subagent_type `{}`; available: {}",
                     request.subagent_type,
                     env.catalog.names().join(", ")
-                ));
+                )));
             };
             // Refused here as well as in the engine: the model may not move a writer
             // into the main checkout.
@@ -148,7 +151,8 @@ pub async fn launch(
                 def,
                 &env.runner.pipeline.registry,
                 env.workspaces.is_some(),
-            )?;
+            )
+            .map_err(DelegateError::Refused)?;
             let worktree = request.fork.is_none() && request.isolation != Some(Isolation::None);
             if let Some(workers) = super::host::choose(env, def, worktree)? {
                 let def = def.clone();
@@ -169,7 +173,7 @@ pub(super) async fn start(
     agent_type: String,
     resumed: Option<Box<Finished>>,
     children: &mut HashMap<ActorId, String>,
-) -> Result<String, String> {
+) -> Result<String, DelegateError> {
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Agent,
@@ -187,7 +191,7 @@ pub(super) async fn start(
         .await
     {
         Ok(ractor::rpc::CallResult::Success(rec)) => rec,
-        _ => return Err("the task manager did not answer".into()),
+        _ => return Err(DelegateError::NoAnswer("the task manager")),
     };
     let args = SubAgentArgs {
         env: env.clone(),
@@ -209,7 +213,9 @@ pub(super) async fn start(
                 status: TaskStatus::Failed,
                 result: format!("could not start: {e}"),
             });
-            Err(format!("could not start the subagent: {e}"))
+            Err(DelegateError::Failed(format!(
+                "could not start the subagent: {e}"
+            )))
         }
     }
 }
@@ -399,7 +405,8 @@ async fn work(
                 def,
                 &env.runner.pipeline.registry,
                 env.workspaces.is_some(),
-            )?;
+            )
+            .map_err(DelegateError::Refused)?;
             let isolation = request
                 .isolation
                 .or(def

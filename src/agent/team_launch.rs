@@ -34,32 +34,32 @@ pub async fn launch(
     team: &TeamLink,
     req: SpawnRequest,
     mode: SharedMode,
-) -> Result<String, String> {
+) -> Result<String, DelegateError> {
     let raw = req.name.clone().unwrap_or_default();
-    let name = MemberName::teammate(&raw).map_err(|e| e.to_string())?;
+    let name = MemberName::teammate(&raw).map_err(|e| DelegateError::Refused(e.to_string()))?;
     let def = env
         .catalog
         .get(&req.subagent_type)
         .cloned()
         .ok_or_else(|| {
-            format!(
+            DelegateError::Refused(format!(
                 "unknown subagent_type `{}`; available: {}",
                 req.subagent_type,
                 env.catalog.names().join(", ")
-            )
+            ))
         })?;
     let storage = team.storage.clone();
     let taken = name.clone();
     let exists = tokio::task::spawn_blocking(move || storage.roster())
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?
+        .map_err(|e| DelegateError::Failed(e.to_string()))?
+        .map_err(|e| DelegateError::Failed(e.to_string()))?
         .member(&taken)
         .is_some();
     if exists {
-        return Err(format!(
+        return Err(DelegateError::Refused(format!(
             "a teammate called {name} already exists: message it with send_message instead"
-        ));
+        )));
     }
     // `placement: remote` (or local slots full, with workers): on a worker node.
     if let Some(workers) = super::host::choose(env, &def, true)? {
@@ -73,11 +73,15 @@ pub async fn launch(
         &def,
         &env.runner.pipeline.registry,
         env.workspaces.is_some(),
-    )?;
+    )
+    .map_err(DelegateError::Refused)?;
     let (agent_id, work_id) = new_ids(&def, &name);
     let (cwd, note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {
-            let root = ws.create(&work_id, &req.description).await?;
+            let root = ws
+                .create(&work_id, &req.description)
+                .await
+                .map_err(DelegateError::Failed)?;
             let rel = env
                 .main_cwd
                 .strip_prefix(ws.repo_root())
@@ -94,7 +98,7 @@ pub async fn launch(
         if let Some((ws, id)) = &workspace {
             let _ = ws.finish(id).await;
         }
-        return Err(e);
+        return Err(DelegateError::Failed(e));
     }
     let first = RunRequest {
         mode: if req.plan_first {
@@ -117,7 +121,9 @@ pub async fn launch(
         restored: None,
         conversation: Vec::new(),
     };
-    start_actor(env, team, &def, mode, start).await?;
+    start_actor(env, team, &def, mode, start)
+        .await
+        .map_err(DelegateError::Failed)?;
     Ok(agent_id)
 }
 
@@ -240,6 +246,7 @@ fn worktree_note(root: &Path, repo_root: &Path) -> String {
     format!(
         "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
 use paths inside your worktree. You cannot write outside it.",
+use crate::tools::delegate::DelegateError;
         root.display(),
         repo_root.display()
     )

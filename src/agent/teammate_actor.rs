@@ -36,6 +36,7 @@ use crate::gate::actor::GateMsg;
 use crate::protocol::Message;
 use crate::team::actor::Mailbox;
 use crate::team::{
+use crate::tools::delegate::DelegateError;
     Envelope, MemberName, MemberStatus, MessageKind, Outgoing, PlanStage, Recipient, Team,
 };
 
@@ -55,9 +56,9 @@ pub enum TeammateMsg {
         conversation: Vec<Message>,
     },
     /// Start a plain subagent (its `agent` tool).
-    Spawn(SpawnRequest, RpcReplyPort<Result<String, String>>),
+    Spawn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Resume a finished subagent (its `send_message` to one).
-    Resume(ResumeRequest, RpcReplyPort<Result<String, String>>),
+    Resume(ResumeRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Internal: one of its subagents ended (`ended`), or none is running.
     TaskNews {
         /// Whether a subagent ended with its notice still unreported.

@@ -152,14 +152,20 @@ impl Tool for AgentTool {
         };
         if let Some(name) = request.name.clone() {
             // A teammate lives on: the answer is that it started, not its report.
-            let id = delegate.spawn(request).await.map_err(ToolError::Failed)?;
+            let id = delegate
+                .spawn(request)
+                .await
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
             return Ok(format!(
                 "Teammate {name} started ({id}). It works on its prompt now and stays available; message it with send_message {{to: \"{name}\"}}. You are told when it goes idle."
             ));
         }
         let background = request.run_in_background;
         let kind = request.subagent_type.clone();
-        let id = delegate.spawn(request).await.map_err(ToolError::Failed)?;
+        let id = delegate
+                .spawn(request)
+                .await
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
         if background {
             return Ok(format!(
                 "Started background task {id} (subagent `{kind}`). You will be notified when it ends; \

@@ -37,17 +37,41 @@ pub struct SpawnRequest {
     pub fork: Option<std::sync::Arc<ForkBase>>,
 }
 
+/// Why a subagent was not started or resumed. Its text is what the model reads in the
+/// tool's error; the kind says who can do something about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DelegateError {
+    /// Not as asked: a name where only the lead may name, a depth past the limit,
+    /// `isolation: none` for a writer or a fork, an unknown agent type or subagent. The
+    /// model can change the request.
+    #[error("{0}")]
+    Refused(String),
+    /// Not by this agent at all: it has no team, no subagents, or cannot resume.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A service on the way did not answer in time.
+    #[error("{0} did not answer")]
+    NoAnswer(&'static str),
+    /// Starting failed: the actor could not be spawned, a worker refused or failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Starts subagents on behalf of one agent.
 pub trait Delegator: Send + Sync {
     /// Starts a subagent; returns its task id.
-    fn spawn(&self, req: SpawnRequest) -> BoxFuture<'static, Result<String, String>>;
+    fn spawn(&self, req: SpawnRequest) -> BoxFuture<'static, Result<String, DelegateError>>;
 
     /// Resumes a finished subagent in the background with `req.message` on top of its
     /// whole conversation (see `agent::resume`); returns the new task id. For the
     /// `send_message` tool, when `to` names no teammate.
-    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, String>> {
+    fn resume(&self, req: ResumeRequest) -> BoxFuture<'static, Result<String, DelegateError>> {
         let _ = req;
-        Box::pin(async { Err("this agent cannot resume subagents".to_string()) })
+        Box::pin(async {
+            Err(DelegateError::Unsupported(
+                "this agent cannot resume subagents".into(),
+            ))
+        })
     }
 }
 

@@ -16,6 +16,7 @@ use crate::agent::subagent_actor::SubagentEnv;
 use crate::agent::team_link::TeamLink;
 use crate::permission::PermissionMode;
 use crate::team::MemberName;
+use crate::tools::delegate::DelegateError;
 
 #[async_trait]
 impl Workers for Pool {
@@ -25,7 +26,7 @@ impl Workers for Pool {
         depth: u32,
         request: SpawnRequest,
         def: &AgentDefinition,
-    ) -> Result<String, String> {
+    ) -> Result<String, DelegateError> {
         super::remote_task::launch(env, self, depth, request, def, Default::default()).await
     }
 
@@ -37,7 +38,7 @@ impl Workers for Pool {
         def: &AgentDefinition,
         mode: PermissionMode,
         name: MemberName,
-    ) -> Result<String, String> {
+    ) -> Result<String, DelegateError> {
         super::teammate_launch::launch(env, team, req, def, self, mode, name).await
     }
 }

@@ -28,6 +28,7 @@ use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::TaskKind;
 use crate::tasks::TaskStatus;
 use crate::tasks::actor::{NewTask, TaskMsg};
+use crate::tools::delegate::DelegateError;
 
 /// How long a stopped remote task may take to send its work back.
 const STOP_GRACE: Duration = Duration::from_secs(120);
@@ -40,7 +41,7 @@ pub async fn launch(
     request: SpawnRequest,
     def: &AgentDefinition,
     attempt: Attempt,
-) -> Result<String, String> {
+) -> Result<String, DelegateError> {
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Agent,
@@ -58,7 +59,7 @@ pub async fn launch(
         .await
     {
         Ok(ractor::rpc::CallResult::Success(rec)) => rec,
-        _ => return Err("the task manager did not answer".into()),
+        _ => return Err(DelegateError::NoAnswer("the task manager")),
     };
     let job = Job {
         env: env.clone(),

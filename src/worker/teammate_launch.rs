@@ -20,6 +20,7 @@ use crate::agent::team_launch::teammate_spec;
 use crate::agent::team_link::{TeamLink, new_ids, roster_entry};
 use crate::permission::PermissionMode;
 use crate::team::MemberName;
+use crate::tools::delegate::DelegateError;
 
 /// Starts teammate `name` on a worker: worktree, a worker slot, roster entry, proxy.
 /// Returns its agent id.
@@ -31,20 +32,23 @@ pub async fn launch(
     pool: Arc<Pool>,
     mode: PermissionMode,
     name: MemberName,
-) -> Result<String, String> {
+) -> Result<String, DelegateError> {
     if req.plan_first {
-        return Err(format!(
+        return Err(DelegateError::Unsupported(format!(
             "plan_first is not supported for a teammate on a worker; give `{}` `placement: local` to plan first",
             def.name
-        ));
+        )));
     }
     let Some(ws) = env.workspaces.clone() else {
-        return Err(
+        return Err(DelegateError::Unsupported(
             "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
-        );
+        ));
     };
     let (agent_id, work_id) = new_ids(def, &name);
-    let root = ws.create(&work_id, &req.description).await?;
+    let root = ws
+        .create(&work_id, &req.description)
+        .await
+        .map_err(DelegateError::Failed)?;
     let ids = (&name, agent_id.as_str(), work_id.as_str());
     let placed = match place(env, &req, def, &pool, mode, ids, ws.repo_root(), &root).await {
         Ok(p) => team
@@ -64,7 +68,7 @@ pub async fn launch(
         Err(e) => {
             pool.release(&work_id);
             let _ = ws.finish(&work_id).await;
-            return Err(e);
+            return Err(DelegateError::Failed(e));
         }
     };
     let args = ProxyArgs {
@@ -81,7 +85,9 @@ pub async fn launch(
         spawn,
         news,
     };
-    team.adopt(&name, RemoteTeammate, args).await?;
+    team.adopt(&name, RemoteTeammate, args)
+        .await
+        .map_err(DelegateError::Failed)?;
     Ok(agent_id)
 }
 
