@@ -197,10 +197,16 @@ mod tests {
         store.put(finished("writer", "t3"));
         assert_eq!(store.take("t1").unwrap().spec.id, "explore/t1");
         // Taken while it runs: not there a second time.
+        // Both are the model's to fix: refusals, not failures.
         let err = store.take("explore").unwrap_err();
-        assert!(err.contains("no finished subagent `explore`"), "{err}");
+        assert!(matches!(err, DelegateError::Refused(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("no finished subagent `explore`"),
+            "{err}"
+        );
         let err = store.take("writer").unwrap_err();
-        assert!(err.contains("writer/t2, writer/t3"), "{err}");
+        assert!(matches!(err, DelegateError::Refused(_)), "{err:?}");
+        assert!(err.to_string().contains("writer/t2, writer/t3"), "{err}");
         assert_eq!(store.take("writer/t3").unwrap().tasks, ["t3"]);
         assert_eq!(store.take("writer").unwrap().spec.id, "writer/t2");
         assert!(store.ids().is_empty());

@@ -42,7 +42,7 @@ pub trait Workspaces: Send + Sync {
     /// Creates the task's working copy; returns its root.
     async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, String>;
     /// Ends the task's working copy: removed when clean, kept (and described) otherwise.
-    async fn finish(&self, task_id: &str) -> Result<String, DelegateError>;
+    async fn finish(&self, task_id: &str) -> Result<String, String>;
 }
 
 /// What every subagent of a session shares.
@@ -405,8 +405,7 @@ async fn work(
                 def,
                 &env.runner.pipeline.registry,
                 env.workspaces.is_some(),
-            )
-            .map_err(DelegateError::Refused)?;
+            )?;
             let isolation = request
                 .isolation
                 .or(def

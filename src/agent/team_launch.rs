@@ -25,6 +25,7 @@ use crate::protocol::Message;
 use crate::team::restore::RestoredMember;
 use crate::team::{MemberName, PlanStage};
 use crate::tools::CommandSandbox;
+use crate::tools::delegate::DelegateError;
 
 /// Starts teammate `req.name` for the lead: checks, worktree, roster, actor. Returns its
 /// agent id. `mode` is the lead's permission mode: the teammate shares it (a switch applies
@@ -246,7 +247,6 @@ fn worktree_note(root: &Path, repo_root: &Path) -> String {
     format!(
         "\n\nYou work in your own git worktree at {}. Paths of the main checkout {} map into it: \
 use paths inside your worktree. You cannot write outside it.",
-use crate::tools::delegate::DelegateError;
         root.display(),
         repo_root.display()
     )

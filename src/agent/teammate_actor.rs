@@ -36,9 +36,9 @@ use crate::gate::actor::GateMsg;
 use crate::protocol::Message;
 use crate::team::actor::Mailbox;
 use crate::team::{
-use crate::tools::delegate::DelegateError;
     Envelope, MemberName, MemberStatus, MessageKind, Outgoing, PlanStage, Recipient, Team,
 };
+use crate::tools::delegate::DelegateError;
 
 /// The task a teammate cut off mid-turn is restarted with.
 const CARRY_ON: &str = "The session was stopped while you were working and has now resumed. \

@@ -163,9 +163,9 @@ impl Tool for AgentTool {
         let background = request.run_in_background;
         let kind = request.subagent_type.clone();
         let id = delegate
-                .spawn(request)
-                .await
-                .map_err(|e| ToolError::Failed(e.to_string()))?;
+            .spawn(request)
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
         if background {
             return Ok(format!(
                 "Started background task {id} (subagent `{kind}`). You will be notified when it ends; \
