@@ -22,10 +22,31 @@ use crate::permission::PermissionMode;
 use crate::protocol::{Message, Usage};
 use crate::tools::delegate::DelegateError;
 
+/// Why the lead refused a request or could not do it; its text is what the user reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeadError {
+    /// A run is going on: one request at a time.
+    #[error("the lead agent is already running a request")]
+    Running,
+    /// A compaction is going on.
+    #[error("the lead is compacting its conversation; send the request again when that ends")]
+    Compacting,
+    /// A compaction was asked for while a run or another compaction is going on.
+    #[error("the lead is busy; compact when the current turn ends")]
+    Busy,
+    /// A speculation's messages came after the conversation moved on (or while a run
+    /// is going on): they were not appended.
+    #[error("the conversation moved on since the speculation started")]
+    Moved,
+    /// The compaction itself failed (the model call, or nothing to compact).
+    #[error("{0}")]
+    CompactFailed(String),
+}
+
 /// Messages the lead accepts.
 pub enum LeadMsg {
     /// Run a request; the reply comes when the run ends.
-    Run(RunRequest, RpcReplyPort<Result<RunOutcome, String>>),
+    Run(RunRequest, RpcReplyPort<Result<RunOutcome, LeadError>>),
     /// Cancel the current run (no-op when idle).
     Cancel,
     /// Change the permission mode from the next call on (of a running run too).
@@ -62,22 +83,22 @@ pub enum LeadMsg {
         /// The messages to append.
         messages: Vec<Message>,
         /// Receives the refusal, if any.
-        reply: RpcReplyPort<Result<(), String>>,
+        reply: RpcReplyPort<Result<(), LeadError>>,
     },
     /// Compact the conversation now (`/compact [instructions]`), with what the user asks
     /// of the summary; refused while a run is going on.
     Compact(
         Option<String>,
-        RpcReplyPort<Result<super::context::Compacted, String>>,
+        RpcReplyPort<Result<super::context::Compacted, LeadError>>,
     ),
     /// Internal: a compaction ended (`conversation`: the new one, when it succeeded).
     CompactDone {
         /// The compacted conversation.
         conversation: Option<Vec<Message>>,
         /// What to answer.
-        result: Result<super::context::Compacted, String>,
+        result: Result<super::context::Compacted, LeadError>,
         /// Who asked.
-        reply: RpcReplyPort<Result<super::context::Compacted, String>>,
+        reply: RpcReplyPort<Result<super::context::Compacted, LeadError>>,
     },
     /// Internal: the run task ended.
     Finished {
@@ -131,7 +152,10 @@ pub struct LeadState {
     runner: Runner,
     place: RunPlace,
     conversation: Vec<Message>,
-    running: Option<(CancellationToken, RpcReplyPort<Result<RunOutcome, String>>)>,
+    running: Option<(
+        CancellationToken,
+        RpcReplyPort<Result<RunOutcome, LeadError>>,
+    )>,
     subagents: Option<SubagentEnv>,
     children: HashMap<ActorId, String>,
     /// What the next run gets from the slash command that starts it.
@@ -226,13 +250,11 @@ impl Actor for LeadAgent {
         match msg {
             LeadMsg::Run(req, reply) => {
                 if state.running.is_some() {
-                    let _ = reply.send(Err("the lead agent is already running a request".into()));
+                    let _ = reply.send(Err(LeadError::Running));
                     return Ok(());
                 }
                 if state.compacting {
-                    let _ = reply.send(Err(
-                        "the lead is compacting its conversation; send the request again when that ends".into(),
-                    ));
+                    let _ = reply.send(Err(LeadError::Compacting));
                     return Ok(());
                 }
                 // Before the run's first call reaches the gate (one mailbox, in order).
@@ -302,9 +324,7 @@ impl Actor for LeadAgent {
             }
             LeadMsg::Compact(instructions, reply) => {
                 if state.running.is_some() || state.compacting {
-                    let _ = reply.send(Err(
-                        "the lead is busy; compact when the current turn ends".into()
-                    ));
+                    let _ = reply.send(Err(LeadError::Busy));
                     return Ok(());
                 }
                 state.compacting = true;
@@ -321,7 +341,8 @@ impl Actor for LeadAgent {
                         custom,
                         &cancel,
                     )
-                    .await;
+                    .await
+                    .map_err(LeadError::CompactFailed);
                     let conversation = result.is_ok().then_some(conversation);
                     let _ = myself.cast(LeadMsg::CompactDone {
                         conversation,
@@ -365,9 +386,7 @@ impl Actor for LeadAgent {
                 reply,
             } => {
                 if state.running.is_some() || state.conversation.len() != after {
-                    let _ = reply.send(Err(
-                        "the conversation moved on since the speculation started".into(),
-                    ));
+                    let _ = reply.send(Err(LeadError::Moved));
                     return Ok(());
                 }
                 // Published like a run's messages: the transcript file and the UI see them.

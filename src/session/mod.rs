@@ -55,9 +55,9 @@ pub enum SessionError {
     /// An actor did not answer.
     #[error("the session's {0} did not answer")]
     NoAnswer(&'static str),
-    /// The lead refused the request.
+    /// The lead refused the request (a run already going on, a compaction).
     #[error("{0}")]
-    Refused(String),
+    Refused(crate::agent::lead_actor::LeadError),
     /// The session ended by itself.
     #[error("the session ended: {0}")]
     Ended(String),

@@ -270,7 +270,7 @@ async fn adopt(
         )
         .await
     {
-        Ok(CallResult::Success(r)) => r,
+        Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
         _ => Err("the lead did not take the speculated messages".into()),
     }
 }

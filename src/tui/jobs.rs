@@ -49,7 +49,8 @@ pub(super) fn spawn_run(
             )
             .await
         {
-            Ok(CallResult::Success(r)) => r,
+            // The TUI shows the refusal as text.
+            Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
             _ => Err("the lead agent did not answer".to_string()),
         };
         let _ = done.send(Done::Run(result));
@@ -71,7 +72,8 @@ pub(super) fn spawn_compact(
             )
             .await
         {
-            Ok(CallResult::Success(r)) => r,
+            // The TUI shows the refusal as text.
+            Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
             _ => Err("the lead agent did not answer".to_string()),
         };
         let _ = done.send(Done::Compacted(result));

@@ -607,3 +607,64 @@ async fn compact_on_request_summarises_with_the_users_instructions_and_keeps_rec
     assert!(orphans(&next).is_empty());
     assert!(next.to_string().contains("and now?"));
 }
+
+/// While a run is going on, the lead refuses a second run and a compaction, each with the
+/// kind its caller can act on (wait for the run), and the run itself goes on.
+#[tokio::test]
+async fn a_busy_lead_refuses_a_second_run_and_a_compaction_by_kind() {
+    use crewmaster::agent::lead_actor::{LeadError, LeadMsg};
+    use crewmaster::agent::runner::RunRequest;
+    use crewmaster::session::SessionError;
+    use crewmaster::tools::Safety;
+    let tool = support::FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        support::Behaviour::Hang,
+    );
+    let runs = tool.runs.clone();
+    let script = json!({ "turns": [
+        { "tool_calls": [{ "id": "h1", "name": "read_file", "input": { "path": "a" } }] },
+        { "text": "never reached" }
+    ] });
+    let t = support::start(support::Setup::new(
+        script.to_string(),
+        vec![std::sync::Arc::new(tool)],
+    ))
+    .await;
+    let chat = |task: &str| RunRequest {
+        mode: crewmaster::agent::mode::AgentMode::Chat,
+        task: task.into(),
+        plan: None,
+    };
+    let lead = t.session.lead().clone();
+    let req = chat("hang on a read");
+    let first = tokio::spawn(async move {
+        lead.call(|r| LeadMsg::Run(req, r), Some(Duration::from_secs(120)))
+            .await
+    });
+    // The first run is inside its tool call once the tool has started.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while runs.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never reached its tool"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    match t.session.run(chat("a second request")).await {
+        Err(SessionError::Refused(LeadError::Running)) => {}
+        other => panic!("a second run while one is going on: {other:?}"),
+    }
+    let compact = t
+        .session
+        .lead()
+        .call(|r| LeadMsg::Compact(None, r), Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(compact.unwrap_err(), LeadError::Busy);
+    assert!(!first.is_finished(), "the refusals must not end the run");
+    t.session.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(30), first).await;
+}
