@@ -67,10 +67,46 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// Why a server's tools cannot be called now; its text is the tool's error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// It stopped and a restart is scheduled.
+    #[error(
+        "MCP server `{name}` is not running ({reason}); it is being restarted, try again shortly"
+    )]
+    Restarting {
+        /// The server's name.
+        name: String,
+        /// Why it stopped.
+        reason: String,
+    },
+    /// It stopped and will not be restarted (too many restarts, or a failure that a
+    /// restart cannot mend).
+    #[error("MCP server `{name}` is not available: {reason}")]
+    GaveUp {
+        /// The server's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// Its HTTP connection closed just now; it is reconnecting.
+    #[error("MCP server `{name}`: the connection closed; reconnecting")]
+    Reconnecting {
+        /// The server's name.
+        name: String,
+    },
+    /// Not connected (yet).
+    #[error("MCP server `{name}` is not connected")]
+    NotConnected {
+        /// The server's name.
+        name: String,
+    },
+}
+
 /// Messages of a server's actor.
 pub enum McpMsg {
     /// The peer to call tools on, or why the server cannot be called now.
-    Peer(RpcReplyPort<Result<Peer<RoleClient>, String>>),
+    Peer(RpcReplyPort<Result<Peer<RoleClient>, Unavailable>>),
     /// The status once the current connection attempt has ended.
     Ready(RpcReplyPort<Status>),
     /// The status now.
@@ -152,7 +188,7 @@ pub struct McpServerState {
     generation: u64,
     phase: Phase,
     restarts: u32,
-    waiting_peer: Vec<RpcReplyPort<Result<Peer<RoleClient>, String>>>,
+    waiting_peer: Vec<RpcReplyPort<Result<Peer<RoleClient>, Unavailable>>>,
     waiting_ready: Vec<RpcReplyPort<Status>>,
 }
 
@@ -265,17 +301,21 @@ impl McpServerState {
         }
     }
 
-    fn unavailable(&self) -> String {
-        let name = &self.args.config.name;
+    fn unavailable(&self) -> Unavailable {
+        let name = self.args.config.name.clone();
         match &self.phase {
             Phase::Down {
                 reason,
                 retry: true,
-            } => format!(
-                "MCP server `{name}` is not running ({reason}); it is being restarted, try again shortly"
-            ),
-            Phase::Down { reason, .. } => format!("MCP server `{name}` is not available: {reason}"),
-            _ => format!("MCP server `{name}` is not connected"),
+            } => Unavailable::Restarting {
+                name,
+                reason: reason.clone(),
+            },
+            Phase::Down { reason, .. } => Unavailable::GaveUp {
+                name,
+                reason: reason.clone(),
+            },
+            _ => Unavailable::NotConnected { name },
         }
     }
 
@@ -403,10 +443,9 @@ impl Actor for McpServer {
                 }
                 Phase::Live(_) => {
                     // An HTTP server whose connection closed: reconnect, and say so now.
-                    let _ = port.send(Err(format!(
-                        "MCP server `{}`: the connection closed; reconnecting",
-                        state.args.config.name
-                    )));
+                    let _ = port.send(Err(Unavailable::Reconnecting {
+                        name: state.args.config.name.clone(),
+                    }));
                     if let Phase::Live(l) = std::mem::replace(&mut state.phase, Phase::Connecting) {
                         let _ = l.service.cancel().await;
                     }

@@ -79,7 +79,7 @@ impl Tool for McpTool {
         let peer = match self.actor.call(McpMsg::Peer, None).await {
             Ok(ractor::rpc::CallResult::Success(Ok(peer))) => peer,
             Ok(ractor::rpc::CallResult::Success(Err(reason))) => {
-                return Err(ToolError::Failed(reason));
+                return Err(ToolError::Failed(reason.to_string()));
             }
             _ => {
                 return Err(ToolError::Failed(format!(
