@@ -13,6 +13,7 @@ pub mod fork;
 pub mod host;
 pub mod lead_actor;
 pub mod ledger;
+pub mod lifecycle;
 pub mod mode;
 pub mod monitor;
 pub mod pipeline;

@@ -26,8 +26,8 @@ use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::permission::delegation::{Isolation, Placement};
 use crate::permission::{PermissionMode, SharedMode};
-use crate::tasks::actor::{NewTask, TaskMsg};
-use crate::tasks::{TaskKind, TaskStatus};
+use crate::tasks::TaskStatus;
+use crate::tasks::actor::TaskMsg;
 use crate::tools::CommandSandbox;
 use crate::tools::delegate::DelegateError;
 
@@ -174,45 +174,24 @@ pub(super) async fn start(
     resumed: Option<Box<Finished>>,
     children: &mut HashMap<ActorId, String>,
 ) -> Result<String, DelegateError> {
-    let cancel = CancellationToken::new();
-    let new = NewTask {
-        kind: TaskKind::Agent,
-        description: request.description.clone(),
-        owner: env.runner.spec.id.clone(),
-        agent_type: Some(agent_type),
-        command: None,
-    };
-    let record = match env
-        .tasks
-        .call(
-            |r| TaskMsg::Create(new, cancel.clone(), r),
-            Some(std::time::Duration::from_secs(10)),
-        )
-        .await
-    {
-        Ok(ractor::rpc::CallResult::Success(rec)) => rec,
-        _ => return Err(DelegateError::NoAnswer("the task manager")),
-    };
+    let task = super::lifecycle::register(env, &request.description, agent_type).await?;
     let args = SubAgentArgs {
         env: env.clone(),
-        task_id: record.id.clone(),
+        task_id: task.id.clone(),
         depth,
         request,
-        cancel,
-        log: record.output_file.clone(),
+        cancel: task.cancel,
+        log: task.log,
         resumed,
     };
     match Actor::spawn_linked(None, SubAgent, args, parent).await {
         Ok((actor, _)) => {
-            children.insert(actor.get_id(), record.id.clone());
-            Ok(record.id)
+            children.insert(actor.get_id(), task.id.clone());
+            Ok(task.id)
         }
         Err(e) => {
-            let _ = env.tasks.cast(TaskMsg::Finish {
-                id: record.id.clone(),
-                status: TaskStatus::Failed,
-                result: format!("could not start: {e}"),
-            });
+            let reason = format!("could not start: {e}");
+            super::lifecycle::end(env, task.id, TaskStatus::Failed, reason);
             Err(DelegateError::Failed(format!(
                 "could not start the subagent: {e}"
             )))
@@ -294,11 +273,7 @@ impl Actor for SubAgent {
                     RunStatus::Failed => TaskStatus::Failed,
                     RunStatus::BudgetExhausted => TaskStatus::Cancelled,
                 };
-                let _ = state.env.tasks.cast(TaskMsg::Finish {
-                    id: state.task_id.clone(),
-                    status,
-                    result: outcome.result,
-                });
+                super::lifecycle::end(&state.env, state.task_id.clone(), status, outcome.result);
                 myself.stop(None);
             }
             // Fail the actor so the parent's supervisor records the crash.

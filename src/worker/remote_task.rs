@@ -21,13 +21,13 @@ use super::remote_judge;
 use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
+use crate::agent::lifecycle::{end, register};
 use crate::agent::subagent_actor::SubagentEnv;
 use crate::auto_mode::classifier::Intent;
 use crate::events::EventKind;
 use crate::permission::{PermissionMode, SharedMode};
-use crate::tasks::TaskKind;
 use crate::tasks::TaskStatus;
-use crate::tasks::actor::{NewTask, TaskMsg};
+use crate::tasks::actor::TaskMsg;
 use crate::tools::delegate::DelegateError;
 
 /// How long a stopped remote task may take to send its work back.
@@ -42,47 +42,28 @@ pub async fn launch(
     def: &AgentDefinition,
     attempt: Attempt,
 ) -> Result<String, DelegateError> {
-    let cancel = CancellationToken::new();
-    let new = NewTask {
-        kind: TaskKind::Agent,
-        description: request.description.clone(),
-        owner: env.runner.spec.id.clone(),
-        agent_type: Some(def.name.clone()),
-        command: None,
-    };
-    let record = match env
-        .tasks
-        .call(
-            |r| TaskMsg::Create(new, cancel.clone(), r),
-            Some(Duration::from_secs(10)),
-        )
-        .await
-    {
-        Ok(ractor::rpc::CallResult::Success(rec)) => rec,
-        _ => return Err(DelegateError::NoAnswer("the task manager")),
-    };
+    let task = register(env, &request.description, def.name.clone()).await?;
+    let cancel = task.cancel;
     let job = Job {
         env: env.clone(),
         pool,
         depth,
         request,
         def: def.clone(),
-        task_id: record.id.clone(),
-        log: record.output_file.clone(),
+        task_id: task.id.clone(),
+        log: task.log,
         attempt,
     };
+    let env = env.clone();
     tokio::spawn(async move {
-        let (tasks, id) = (job.env.tasks.clone(), job.task_id.clone());
+        let id = job.task_id.clone();
         // A panic in the driver must still end the task.
         if let Err(e) = tokio::spawn(boxed_drive(job, cancel)).await {
-            let _ = tasks.cast(TaskMsg::Finish {
-                id,
-                status: TaskStatus::Failed,
-                result: format!("the remote task's driver crashed: {e}"),
-            });
+            let reason = format!("the remote task's driver crashed: {e}");
+            end(&env, id, TaskStatus::Failed, reason);
         }
     });
-    Ok(record.id)
+    Ok(task.id)
 }
 
 /// Which try of a piece of work this is.
@@ -119,13 +100,11 @@ fn boxed_drive(job: Job, cancel: CancellationToken) -> futures::future::BoxFutur
 }
 
 async fn drive(job: Job, cancel: CancellationToken) {
-    let tasks = job.env.tasks.clone();
-    let id = job.task_id.clone();
     let (status, result) = match run(&job, cancel).await {
         Ok(done) => done,
         Err(e) => (TaskStatus::Failed, e),
     };
-    let _ = tasks.cast(TaskMsg::Finish { id, status, result });
+    end(&job.env, job.task_id.clone(), status, result);
 }
 
 async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String), String> {
