@@ -111,9 +111,22 @@ pub fn ledger_path() -> PathBuf {
         .unwrap_or_else(|| {
             option_env!("CARGO_TARGET_TMPDIR")
                 .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp"))
+                .unwrap_or_else(|| workspace_root().join("target/tmp"))
                 .join("safety-tests.log")
         })
+}
+
+/// The workspace's root: the including crate's manifest directory, or for a member crate
+/// (`crates/crew-sandbox`) the directory above `crates/`, so unit tests of every crate
+/// write one ledger in the workspace's `target/`.
+fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    match manifest.parent() {
+        Some(crates) if crates.file_name().is_some_and(|n| n == "crates") => {
+            crates.parent().map_or(manifest.clone(), PathBuf::from)
+        }
+        _ => manifest,
+    }
 }
 
 /// The running test's name, as `crate::test` (libtest names each test's thread after it).
