@@ -73,13 +73,9 @@ const DOWNLOADERS: &[&str] = &[
 /// Checks the raw text for patterns that need not parse (fork bombs).
 pub fn check_raw(command: &str) -> Option<Hit> {
     let squeezed: String = command.chars().filter(|c| !c.is_whitespace()).collect();
-    if squeezed.contains(":(){:|:&};:") || squeezed.contains(":(){:|:&}") {
-        return Some(Hit::new(
-            "fork bomb",
-            "a fork bomb exhausts the machine's processes",
-        ));
-    }
-    None
+    // `:(){:|:&}` is the definition: with or without the call `;:` after it.
+    let bomb = squeezed.contains(":(){:|:&}");
+    bomb.then(|| Hit::new("fork bomb", "a fork bomb exhausts the machine's processes"))
 }
 
 /// Where a script runs: the caller's real cwd (for parts that did not `cd`) and the home
@@ -368,11 +364,7 @@ fn absolute(text: &str, dir: &Dir, at: &Where<'_>) -> Option<PathBuf> {
     if text.starts_with('/') {
         return Some(PathBuf::from(text));
     }
-    match dir {
-        Dir::Initial => at.cwd.map(|c| c.join(text)),
-        Dir::Known(d) => Some(d.join(text)),
-        Dir::Unknown => None,
-    }
+    dir.path(at.cwd).map(|d| d.join(text))
 }
 
 /// Whether removing `path` recursively is catastrophic: `/`, the home directory or one of

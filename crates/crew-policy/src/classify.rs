@@ -75,11 +75,7 @@ pub fn classify(
             glob_fields,
             ..
         } => {
-            let path = if *required {
-                Some(required_str(&args, field)?)
-            } else {
-                None
-            };
+            let path = required.then(|| required_str(&args, field)).transpose()?;
             for g in glob_fields {
                 if spec.required.contains(g) {
                     patterns.push(required_str(&args, g)?);

@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::shell::{Dir, Part, Script};
+use super::shell::{Part, Script};
 
 /// crew's subcommands and, for each, the subcommands that only read (`None`: the
 /// subcommand itself only reads, whatever follows).
@@ -132,12 +132,7 @@ fn locate(part: &Part, program: &str, cwd: Option<&Path>) -> Option<PathBuf> {
         if p.is_absolute() {
             return Some(p.to_path_buf());
         }
-        let dir = match &part.dir {
-            Dir::Initial => cwd?.to_path_buf(),
-            Dir::Known(d) => d.clone(),
-            Dir::Unknown => return None,
-        };
-        return Some(dir.join(p));
+        return Some(part.dir.path(cwd)?.join(p));
     }
     let path: OsString = match part.env.iter().rev().find(|(k, _)| k == "PATH") {
         Some((_, v)) => v.into(),

@@ -42,12 +42,8 @@ pub struct Resolved {
 /// directory: only the relative components are looked up. Absolute paths ignore `base`.
 /// Returns the real location with what the walk learned.
 pub fn resolve_traced(base: &Path, path: &Path) -> io::Result<Resolved> {
-    let start = if path.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        base.to_path_buf()
-    };
-    resolve_from(start, path)
+    // An absolute path's root component starts the walk over at `/`.
+    resolve_from(base.to_path_buf(), path)
 }
 
 fn resolve_from(start: PathBuf, path: &Path) -> io::Result<Resolved> {

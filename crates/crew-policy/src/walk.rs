@@ -226,12 +226,8 @@ impl WalkScope {
         };
         // The usual walked entry is its own real path: judged once.
         let both = [lexical.as_ref(), real];
-        let spellings = if lexical.as_ref() == real {
-            &both[..1]
-        } else {
-            &both[..]
-        };
-        for p in spellings {
+        let spellings = if both[0] == both[1] { 1 } else { 2 };
+        for p in &both[..spellings] {
             if (credentials && sandbox::credential(p, &self.filter.homes).is_some())
                 || self.denied(p)
             {

@@ -3,7 +3,7 @@
 
 use super::super::rules::{RuleKind, Subject};
 use super::super::{Category, Decision, Source, Verdict, delegation, rules};
-use super::{Ctx, fallback, from_rule};
+use super::{Ctx, aimed, fallback, from_rule};
 
 /// Starting a subagent (`delegation.rs`): a deny rule denies; a model-chosen
 /// `isolation: none` for an agent that is not read-only is refused whatever the rules or
@@ -17,13 +17,12 @@ pub(super) fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> D
         kind,
         &ctx.req.call.arguments,
     );
-    let mut d = match (rule, by_mode) {
+    let d = match (rule, by_mode) {
         (Some(r), _) if r.kind == RuleKind::Deny => from_rule(r, kind),
         (_, Err(why)) => Decision::new(Verdict::Deny, Source::Arguments, why),
         (Some(r), _) => from_rule(r, kind),
         (None, Ok(Some(d))) => d,
         (None, Ok(None)) => fallback(ctx.mode(), category, ""),
     };
-    d.target = Some(kind.to_string());
-    d
+    aimed(d, kind)
 }

@@ -12,7 +12,7 @@ use super::super::{
     Category, Decision, PermissionMode, Source, Verdict, blacklist, commands, protected, shell,
 };
 use super::path::path_deny;
-use super::{Ctx, deny, explicit_ask, fallback, from_rule, guarded};
+use super::{Ctx, aimed, deny, explicit_ask, fallback, from_rule, guarded};
 use super::{names, writes};
 
 pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
@@ -28,12 +28,11 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     let script = match ctx.policy.cache.script(command, &env) {
         Ok(s) => s,
         Err(e) => {
-            let mut d = explicit_ask(
+            let d = explicit_ask(
                 Source::Unknown,
                 format!("{e}; a command that cannot be parsed is never run unasked"),
             );
-            d.target = Some(command.to_string());
-            return d;
+            return aimed(d, command);
         }
     };
     let target = script
@@ -62,9 +61,8 @@ pub(super) fn command_decision(ctx: &Ctx<'_>, command: &str) -> Decision {
     // appear, files that a Read/Edit/Write deny rule protects (a shell must not walk
     // around a path deny), writes to protected paths, literal writes outside the roots.
     for (part, names) in script.parts.iter().zip(&names) {
-        if let Some(mut d) = named_denial(ctx, part, names) {
-            d.target = Some(target);
-            return d;
+        if let Some(d) = named_denial(ctx, part, names) {
+            return aimed(d, target);
         }
     }
     let grant = raw_grant(ctx, command);

@@ -7,18 +7,17 @@
 use super::super::mode::unattended;
 use super::super::rules::{self, Subject};
 use super::super::{Category, Decision, PermissionMode, Source, Verdict};
-use super::{Ctx, fallback, from_rule};
+use super::{Ctx, aimed, fallback, from_rule};
 
 /// The decision for the MCP tool `name` (`mcp__server__tool`).
 pub(super) fn mcp_decision(ctx: &Ctx<'_>, category: Category, name: &str) -> Decision {
     let read_only = ctx.req.spec.as_ref().is_some_and(|s| s.mcp_is_read_only());
-    let mut d = match rules::decide(&ctx.policy.rules, &Subject::Mcp(name)) {
+    let d = match rules::decide(&ctx.policy.rules, &Subject::Mcp(name)) {
         Some(r) => from_rule(r, name),
         None if !read_only && unattended(ctx.mode()) => unconfined(ctx.mode(), name),
         None => fallback(ctx.mode(), category, ""),
     };
-    d.target = Some(name.to_string());
-    d
+    aimed(d, name)
 }
 
 /// The denial of a tool that may change things, with what would permit it.

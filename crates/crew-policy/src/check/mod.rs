@@ -79,8 +79,7 @@ impl<'a> Ctx<'a> {
             .cache
             .fixed(shell_home.as_deref(), &policy.additional_roots);
         let cwd_real = policy.cache.cwd(&req.cwd);
-        let mut roots: Vec<PathBuf> = cwd_real.iter().cloned().collect();
-        roots.extend(fixed.roots.iter().cloned());
+        let roots: Vec<PathBuf> = cwd_real.iter().chain(&fixed.roots).cloned().collect();
         let mut bases: Vec<PathBuf> = policy.project_root.iter().cloned().collect();
         if let Some(cwd) = roots.first()
             && !bases.contains(cwd)
@@ -189,14 +188,16 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
         Target::Mcp(n) => mcp_decision(&ctx, category, n),
         Target::None => fallback(ctx.mode(), category, ""),
     };
-    if d.category.is_none() {
-        d.category = Some(category);
-    }
+    d.category.get_or_insert(category);
     d
 }
 
 fn deny(source: Source, reason: impl Into<String>, target: impl Into<String>) -> Decision {
-    let mut d = Decision::new(Verdict::Deny, source, reason);
+    aimed(Decision::new(Verdict::Deny, source, reason), target)
+}
+
+/// `d`, naming the target it decided.
+fn aimed(mut d: Decision, target: impl Into<String>) -> Decision {
     d.target = Some(target.into());
     d
 }

@@ -361,11 +361,7 @@ pub(super) fn part_writes(ctx: &Ctx<'_>, part: &Part) -> PartWrites {
         push(ctx, &arg, &shown, false);
     }
     if w.cwd {
-        let at = match &part.dir {
-            Dir::Initial => ctx.cwd_real.clone(),
-            Dir::Known(d) => Some(d.clone()),
-            Dir::Unknown => None,
-        };
+        let at = part.dir.path(ctx.cwd_real.as_deref());
         out.targets.push(Target {
             text: ".".into(),
             at: at.map(|real| Named {

@@ -9,7 +9,7 @@ use super::super::classify::Classified;
 use super::super::rules::{Rule, RuleKind};
 use super::super::spec::RuleName;
 use super::super::{Decision, Source, Verdict, sandbox};
-use super::{Ctx, deny, explicit_ask, fallback, from_rule};
+use super::{Ctx, aimed, deny, explicit_ask, fallback, from_rule};
 
 pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) -> Decision {
     let raw = raw.unwrap_or(".");
@@ -105,9 +105,7 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
         .or_else(|| denied_by_identity(ctx, &[&c.rule_names], &real))
         .or_else(read_deny)
     {
-        let mut d = from_rule(r, raw);
-        d.target = Some(target);
-        return d;
+        return aimed(from_rule(r, raw), target);
     }
     // Only an existing file can be one that a hook runs (`run_files` lists existing files
     // only), so a new file's write needs no look at the settings files.
@@ -118,23 +116,20 @@ pub(super) fn path_decision(ctx: &Ctx<'_>, c: &Classified, raw: Option<&str>) ->
                 false => Vec::new(),
             })
     {
-        let mut d = explicit_ask(
+        let d = explicit_ask(
             Source::Sandbox,
             format!(
                 "`{raw}` is {what}: {}",
                 super::super::protected::LOADED_CONSEQUENCE
             ),
         );
-        d.target = Some(target);
-        return d;
+        return aimed(d, target);
     }
-    let category = c.category;
-    let mut d = match rule {
+    let d = match rule {
         Some(r) => from_rule(r, raw),
-        None => fallback(ctx.mode(), category, ""),
+        None => fallback(ctx.mode(), c.category, ""),
     };
-    d.target = Some(target);
-    d
+    aimed(d, target)
 }
 
 /// The roots whose configuration names files that hooks and MCP servers run: the
@@ -168,9 +163,7 @@ fn offloaded_result(
     }
     let target = real.display().to_string();
     if let Some(r) = path_deny(ctx, &[&c.rule_names], real) {
-        let mut d = from_rule(r, raw);
-        d.target = Some(target);
-        return Some(d);
+        return Some(aimed(from_rule(r, raw), target));
     }
     let mut d = Decision::new(
         Verdict::Allow,

@@ -59,14 +59,9 @@ pub fn embedded(argv: &[String]) -> Vec<Embedded> {
             continue;
         }
         let begin = i + 1;
-        let mut end = begin;
-        while end < argv.len() {
-            let w = argv[end].as_str();
-            if w == ";" || (w == "+" && end > begin && argv[end - 1] == "{}") {
-                break;
-            }
-            end += 1;
-        }
+        let end = (begin..argv.len())
+            .find(|&e| argv[e] == ";" || (argv[e] == "+" && e > begin && argv[e - 1] == "{}"))
+            .unwrap_or(argv.len());
         if end > begin {
             out.push(Embedded::Command {
                 via: format!("(find {a})"),

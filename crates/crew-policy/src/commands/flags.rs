@@ -169,10 +169,9 @@ impl Cx<'_> {
 }
 
 fn long_option(cx: &Cx<'_>, long: &str, i: usize, out: &mut Parsed) -> Result<usize, Unknown> {
-    let (name, glued) = match long.split_once('=') {
-        Some((n, v)) => (n, Some(v)),
-        None => (long, None),
-    };
+    let (name, glued) = long
+        .split_once('=')
+        .map_or((long, None), |(n, v)| (n, Some(v)));
     let opt = format!("--{name}");
     out.seen.push(opt.clone());
     let Some(entry) = cx
@@ -182,10 +181,8 @@ fn long_option(cx: &Cx<'_>, long: &str, i: usize, out: &mut Parsed) -> Result<us
         .find(|e| e.trim_end_matches(['=', '?', '@', '+', '>']) == name)
     else {
         let word = &cx.args[i];
-        return match cx.tolerate(cx.spec.long.is_empty(), word, out) {
-            true => Ok(i + 1),
-            false => Err(Unknown(opt)),
-        };
+        let tolerated = cx.tolerate(cx.spec.long.is_empty(), word, out);
+        return tolerated.then_some(i + 1).ok_or(Unknown(opt));
     };
     let kind = &entry[name.len()..];
     match kind {

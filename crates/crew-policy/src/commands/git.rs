@@ -112,12 +112,7 @@ pub fn embedded(argv: &[String]) -> Vec<Embedded> {
         }
     }
     out.extend(subcommand_runs(&g, argv));
-    if let Some((via, e)) = alias_of(&g, argv) {
-        out.push(match e {
-            Alias::Shell(script) => Embedded::Script { via, script },
-            Alias::Git(argv) => Embedded::Command { via, argv },
-        });
-    }
+    out.extend(alias_of(&g, argv));
     out
 }
 
@@ -198,12 +193,8 @@ fn subcommand_runs(g: &Git, argv: &[String]) -> Vec<Embedded> {
     out
 }
 
-enum Alias {
-    Shell(String),
-    Git(Vec<String>),
-}
-
-fn alias_of(g: &Git, argv: &[String]) -> Option<(String, Alias)> {
+/// What the subcommand's alias runs, if it is one: shell source (`!…`) or git.
+fn alias_of(g: &Git, argv: &[String]) -> Option<Embedded> {
     let sub = g.sub?;
     let name = argv[sub].to_ascii_lowercase();
     let (_, value) = g
@@ -219,12 +210,12 @@ fn alias_of(g: &Git, argv: &[String]) -> Option<(String, Alias)> {
             script.push(' ');
             script.push_str(&quote(a));
         }
-        return Some((via, Alias::Shell(script)));
+        return Some(Embedded::Script { via, script });
     }
     let mut out = vec!["git".to_string()];
     out.extend(value.split_whitespace().map(String::from));
     out.extend(argv[sub + 1..].iter().cloned());
-    Some((via, Alias::Git(out)))
+    Some(Embedded::Command { via, argv: out })
 }
 
 fn quote(s: &str) -> String {
@@ -236,11 +227,7 @@ fn quote(s: &str) -> String {
 pub fn canonical(argv: &[String]) -> Option<Vec<String>> {
     let g = parse(argv);
     let sub = g.sub?;
-    (sub > 1).then(|| {
-        let mut out = vec!["git".to_string()];
-        out.extend(argv[sub..].iter().cloned());
-        out
-    })
+    (sub > 1).then(|| [&["git".to_string()], &argv[sub..]].concat())
 }
 
 /// Read-only git: global options limited to harmless ones, `-c` only with safe keys, a

@@ -25,7 +25,6 @@ fn prints_patch(a: &str) -> bool {
                 | "--dd"
                 | "--binary"
                 | "--full-diff"
-                | "--remerge-diff"
                 | "--function-context"
                 | "--pickaxe-all"
                 | "--pickaxe-regex"
@@ -77,13 +76,10 @@ fn line_range_files(rest: &[String]) -> Vec<String> {
             }
             _ => a.strip_prefix("-L"),
         };
-        if let Some(v) = value
-            && let Some((_, file)) = v.rsplit_once(':')
-        {
-            out.push(if file.is_empty() { "." } else { file }.to_string());
-        } else if value.is_some() {
+        if let Some(v) = value {
             // A range without a file: it cannot be told what it prints.
-            out.push(".".into());
+            let file = v.rsplit_once(':').map_or("", |(_, file)| file);
+            out.push(if file.is_empty() { "." } else { file }.to_string());
         }
         i += 1;
     }

@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::sandbox;
-use crate::shell::{Dir, Part};
+use crate::shell::Part;
 
 use super::git;
 
@@ -44,14 +44,11 @@ pub fn foreign(parts: &[Part], at: &Places<'_>) -> Vec<Option<String>> {
     let env_why = git_env_set(parts);
     parts
         .iter()
-        .map(|part| {
-            (part.program() == "git")
-                .then(|| {
-                    env_why
-                        .clone()
-                        .or_else(|| git_foreign(part, run_dir(part, at.cwd), &own, &memo))
-                })
-                .flatten()
+        .map(|part| match part.program() {
+            "git" => env_why
+                .clone()
+                .or_else(|| git_foreign(part, part.dir.path(Some(at.cwd)), &own, &memo)),
+            _ => None,
         })
         .collect()
 }
@@ -84,17 +81,6 @@ impl Memo<'_> {
         } else {
             discover(dir)
         }
-    }
-}
-
-/// The directory a part runs in, from the parser's one walk of the command (`Part::dir`):
-/// the caller's cwd, or where a leading literal `cd DIR` went; `None` after any other
-/// `cd`, which the engine does not follow.
-pub fn run_dir(part: &Part, cwd: &Path) -> Option<PathBuf> {
-    match &part.dir {
-        Dir::Initial => Some(cwd.to_path_buf()),
-        Dir::Known(d) => Some(d.clone()),
-        Dir::Unknown => None,
     }
 }
 

@@ -115,10 +115,7 @@ pub fn embedded(argv: &[String], env: &[(String, String)]) -> Vec<Embedded> {
             )));
         }
     }
-    let prog = argv
-        .first()
-        .map(|a| a.rsplit('/').next().unwrap_or(a))
-        .unwrap_or("");
+    let prog = super::shell::program(argv);
     match prog {
         "find" => out.extend(find::embedded(argv)),
         "git" => out.extend(git::embedded(argv)),

@@ -5,7 +5,7 @@
 
 use super::flags;
 use super::table::SU;
-use super::wrappers::{Unwrap, opaque};
+use super::wrappers::{Unwrap, opaque, source};
 
 /// Programs that run shell source.
 #[rustfmt::skip]
@@ -60,11 +60,7 @@ pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
                 "version" | "help" => return None,
                 _ => {
                     if let Some(cmd) = long.strip_prefix("command=").filter(|_| prog == "fish") {
-                        return Some(Unwrap::Script {
-                            wrapper: argv[..=i].join(" "),
-                            script: cmd.to_string(),
-                            privileged: false,
-                        });
+                        return Some(source(argv[..=i].join(" "), cmd.to_string()));
                     }
                     if long == "command" && prog == "fish" {
                         c = true;
@@ -93,11 +89,7 @@ pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
     let i = i.min(rest.len());
     let wrapper = argv[..=i].join(" ");
     if c {
-        return Some(Unwrap::Script {
-            wrapper,
-            script: rest.get(i)?.clone(),
-            privileged: false,
-        });
+        return Some(source(wrapper, rest.get(i)?.clone()));
     }
     let Some(file) = rest.get(i).filter(|_| !s) else {
         return Some(Unwrap::Stdin {

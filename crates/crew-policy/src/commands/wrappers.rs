@@ -111,11 +111,7 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         let file = rest.get(i - 1)?;
         effects.writes.push(file.clone());
         if rest.get(i).is_some_and(|a| a == "-c" || a == "--command") {
-            return Some(Unwrap::Script {
-                wrapper: argv[..=i + 1].join(" "),
-                script: rest.get(i + 1)?.clone(),
-                privileged: false,
-            });
+            return Some(source(argv[..=i + 1].join(" "), rest.get(i + 1)?.clone()));
         }
     }
     let paths = std::mem::take(&mut parsed.paths);
@@ -162,11 +158,7 @@ fn own(prog: &str, argv: &[String]) -> Option<Unwrap> {
         "watch" => watch(argv),
         "busybox" | "toybox" => busybox(prog, argv),
         "coreutils" => coreutils(argv),
-        "eval" => Some(Unwrap::Script {
-            wrapper: "eval".into(),
-            script: rest.join(" "),
-            privileged: false,
-        }),
+        "eval" => Some(source("eval".into(), rest.join(" "))),
         "source" | "." => {
             let first = rest.first()?;
             if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
@@ -229,11 +221,7 @@ fn env(argv: &[String]) -> Option<Unwrap> {
                 script.push(' ');
                 script.push_str(extra);
             }
-            return Some(Unwrap::Script {
-                wrapper: "env -S".into(),
-                script,
-                privileged: false,
-            });
+            return Some(source("env -S".into(), script));
         }
         if let Some((dir, _)) = p.value(&["-C", "--chdir"]) {
             effects.chdir = Some(dir.to_string());
@@ -275,11 +263,7 @@ fn watch(argv: &[String]) -> Option<Unwrap> {
     if parsed.seen.iter().any(|s| s == "-x" || s == "--exec") {
         return Some(plain(wrapper, rest[i..].to_vec()));
     }
-    Some(Unwrap::Script {
-        wrapper,
-        script: rest[i..].join(" "),
-        privileged: false,
-    })
+    Some(source(wrapper, rest[i..].join(" ")))
 }
 
 /// `busybox APPLET args…` (or `toybox`) runs the applet; `busybox --list` and friends
@@ -299,9 +283,17 @@ fn coreutils(argv: &[String]) -> Option<Unwrap> {
     let prog = first
         .strip_prefix("--coreutils-prog-shebang=")
         .or_else(|| first.strip_prefix("--coreutils-prog="))?;
-    let mut rest = vec![prog.to_string()];
-    rest.extend(argv[2..].iter().cloned());
+    let rest = [&[prog.to_string()], &argv[2..]].concat();
     Some(plain("coreutils".into(), rest))
+}
+
+/// A wrapper that runs `script` as shell source, raising no privileges.
+pub(super) fn source(wrapper: String, script: String) -> Unwrap {
+    Unwrap::Script {
+        wrapper,
+        script,
+        privileged: false,
+    }
 }
 
 /// A wrapper that runs `rest` as it is, with no effect of its own.

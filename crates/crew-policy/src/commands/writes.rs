@@ -35,10 +35,8 @@ fn lookup(name: &str) -> Option<(Spec, Operands, bool)> {
 
 /// What `words` (a command's words, the program first, as bash expanded them) write.
 pub fn writes(words: &[String]) -> Writes {
-    let Some(first) = words.first() else {
-        return Writes::default();
-    };
-    let name = first.rsplit('/').next().unwrap_or(first);
+    // No words: no program, in the table or out of it.
+    let name = crate::shell::program(words);
     match name {
         "dd" => return own::dd(words),
         "sed" | "gsed" => return own::sed(words),

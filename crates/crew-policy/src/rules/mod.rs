@@ -196,10 +196,8 @@ impl Rule {
             RuleTool::Mcp(Regex::new(&re).map_err(|e| pattern_err(text, e))?)
         } else {
             // A tool's own name or alias: its own rule name, from its definition.
-            match tool_rule_name(name) {
-                Some(n) => RuleTool::Named(n),
-                None => return Err(RuleError::UnknownTool(text.into())),
-            }
+            let n = tool_rule_name(name).ok_or_else(|| RuleError::UnknownTool(text.into()))?;
+            RuleTool::Named(n)
         };
         let matcher = match spec.map(str::trim) {
             None | Some("") | Some("*") => Matcher::Any,
@@ -353,14 +351,7 @@ pub(crate) fn decide_in<'a>(
             Some((names, p)) => r.covers(names) && path_matches(&r.matcher, p),
             None => r.matches(subject),
         };
-        if !matched {
-            continue;
-        }
-        let better = match best {
-            None => true,
-            Some(b) => rank(r) < rank(b),
-        };
-        if better {
+        if matched && best.is_none_or(|b| rank(r) < rank(b)) {
             best = Some(r);
         }
     }

@@ -21,7 +21,7 @@ mod unwrap;
 mod walk;
 mod words;
 
-pub use part::{Arg, Dir, Env, Part, Redirect, Script};
+pub use part::{Arg, Dir, Env, Part, Redirect, Script, program};
 
 use brush_parser::ParserOptions;
 

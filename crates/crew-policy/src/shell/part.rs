@@ -3,7 +3,7 @@
 //! (`Script`); an argument as the command receives it (`Arg`), the directory a part runs
 //! in (`Dir`) and what that needs from outside the command (`Env`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One argument as the command receives it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,6 +41,19 @@ pub enum Dir {
     Known(PathBuf),
     /// Somewhere we cannot tell (any other `cd`, `pushd`, `popd`, a missing target).
     Unknown,
+}
+
+impl Dir {
+    /// The directory a part runs in, from the parser's one walk of the command: the
+    /// caller's `cwd` (`None` when it does not exist), or where a leading literal
+    /// `cd DIR` went; `None` after any other `cd`, which the engine does not follow.
+    pub fn path(&self, cwd: Option<&Path>) -> Option<PathBuf> {
+        match self {
+            Dir::Initial => cwd.map(Path::to_path_buf),
+            Dir::Known(d) => Some(d.clone()),
+            Dir::Unknown => None,
+        }
+    }
 }
 
 /// What reading a command needs from outside it.
@@ -135,11 +148,15 @@ impl Part {
 
     /// The program name (last path component of argv[0]).
     pub fn program(&self) -> &str {
-        self.argv
-            .first()
-            .map(|a| a.rsplit('/').next().unwrap_or(a))
-            .unwrap_or("")
+        program(&self.argv)
     }
+}
+
+/// The program name of a command's words (last path component of argv[0]).
+pub fn program(argv: &[String]) -> &str {
+    argv.first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .unwrap_or("")
 }
 
 /// A parsed command line.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use brush_parser::ast;
 
+use super::words::Word;
 use super::{Arg, Ctx, Dir, Inherit, Redirect, ShellError};
 use crate::sandbox::lexical;
 
@@ -29,6 +30,13 @@ impl Acc {
             self.why.get_or_insert(why);
             self.dynamic = true;
         }
+    }
+
+    /// A word of the command's line, as written and as the command receives it.
+    fn push(&mut self, w: Word) {
+        self.outside(w.why);
+        self.argv.push(w.text);
+        self.args.push(w.arg);
     }
 }
 
@@ -56,10 +64,7 @@ impl Ctx {
             self.item(item, depth, &nested, &mut acc)?;
         }
         if let Some(name) = &cmd.word_or_name {
-            let w = self.word(&name.value, depth, &nested)?;
-            acc.outside(w.why);
-            acc.argv.push(w.text);
-            acc.args.push(w.arg);
+            acc.push(self.word(&name.value, depth, &nested)?);
         }
         for item in cmd.suffix.iter().flat_map(|s| s.0.iter()) {
             self.item(item, depth, &nested, &mut acc)?;
@@ -128,15 +133,13 @@ impl Ctx {
         let chdir = part.chdir.as_deref().map(arg_of);
         let single = part.wrappers.len() == 1;
         let dir = part.dir.clone();
-        let part_dir = match chdir {
+        let dir = match chdir {
             None => dir,
             // `env -C DIR`, `sudo -D DIR`: entered from where the part runs.
             Some(a) if a.known && single => self.enter_from(&dir, &a.text),
             Some(_) => Dir::Unknown,
         };
-        let part = &mut self.script.parts[index];
-        part.dir = part_dir.clone();
-        let dir = part_dir;
+        self.script.parts[index].dir = dir.clone();
         for child in &mut self.script.parts[index + 1..end] {
             if !child.args.is_empty() || child.argv.is_empty() {
                 continue;
@@ -197,19 +200,12 @@ impl Ctx {
     ) -> Result<(), ShellError> {
         use ast::CommandPrefixOrSuffixItem as I;
         match item {
-            I::Word(w) => {
-                let w = self.word(&w.value, depth, nested)?;
-                acc.outside(w.why);
-                acc.argv.push(w.text);
-                acc.args.push(w.arg);
-            }
+            I::Word(w) => acc.push(self.word(&w.value, depth, nested)?),
             I::AssignmentWord(a, w) => {
                 let word = self.word(&w.value, depth, nested)?;
                 if !acc.argv.is_empty() {
                     // `export A=1`, `declare x=1`: an argument.
-                    acc.outside(word.why);
-                    acc.argv.push(word.text);
-                    acc.args.push(word.arg);
+                    acc.push(word);
                 } else {
                     // `VAR=value cmd` changes the command's environment (PAGER,
                     // LD_PRELOAD…); alone it sets a shell variable.

@@ -4,7 +4,7 @@
 //! command-valued settings, `GIT_SSH_COMMAND=`). What cannot be followed (a shell
 //! reading its program from stdin, an unknown wrapper option) makes the part opaque.
 
-use super::{Ctx, Inherit, MAX_DEPTH, Redirect, ShellError};
+use super::{Ctx, Inherit, MAX_DEPTH, Redirect, ShellError, program};
 use crate::commands::{self, Embedded, Unwrap};
 
 impl Ctx {
@@ -134,12 +134,6 @@ impl Ctx {
         }
         Ok(())
     }
-}
-
-fn program(argv: &[String]) -> &str {
-    argv.first()
-        .map(|a| a.rsplit('/').next().unwrap_or(a))
-        .unwrap_or("")
 }
 
 #[cfg(test)]

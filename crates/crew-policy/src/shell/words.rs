@@ -188,6 +188,12 @@ impl Ctx {
         inh: &Inherit,
     ) -> Result<(Option<Redirect>, Option<&'static str>), ShellError> {
         use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T};
+        // `>&2`, `<&-`: a descriptor, read as written.
+        let descriptor = |target: String| Redirect {
+            write: false,
+            arg: Arg::literal(target.as_str()),
+            target,
+        };
         Ok(match r {
             ast::IoRedirect::File(_, kind, target) => {
                 let write = matches!(kind, K::Write | K::Append | K::ReadAndWrite | K::Clobber);
@@ -202,27 +208,13 @@ impl Ctx {
                         (Some(redirect), w.why)
                     }
                     T::Duplicate(w) => {
-                        let target = format!("&{}", w.value);
                         let literal = w.value.chars().all(|c| c.is_ascii_digit() || c == '-');
-                        let redirect = Redirect {
-                            write: false,
-                            arg: Arg::literal(target.as_str()),
-                            target,
-                        };
                         (
-                            Some(redirect),
+                            Some(descriptor(format!("&{}", w.value))),
                             (!literal).then_some("a computed descriptor"),
                         )
                     }
-                    T::Fd(fd) => {
-                        let target = format!("&{fd}");
-                        let redirect = Redirect {
-                            write: false,
-                            arg: Arg::literal(target.as_str()),
-                            target,
-                        };
-                        (Some(redirect), None)
-                    }
+                    T::Fd(fd) => (Some(descriptor(format!("&{fd}"))), None),
                     T::ProcessSubstitution(_, sub) => {
                         let mut inner = inh.clone();
                         inner.dynamic = true;

@@ -85,10 +85,9 @@ pub(super) fn tar(words: &[String]) -> Writes {
         let w = words[i].as_str();
         let bundle = i == 1 && !w.starts_with('-');
         if let Some(long) = w.strip_prefix("--") {
-            let (name, glued) = match long.split_once('=') {
-                Some((n, _)) => (n, true),
-                None => (long, false),
-            };
+            let (name, glued) = long
+                .split_once('=')
+                .map_or((long, false), |(n, _)| (n, true));
             let value = if glued {
                 (i, name.len() + 3)
             } else {
