@@ -13,6 +13,7 @@ pub mod mcp_serve;
 pub mod memory;
 pub mod output;
 pub mod permissions;
+pub mod ps;
 pub mod run;
 pub mod sessions;
 pub mod setup;
@@ -222,6 +223,9 @@ pub enum Command {
         #[command(subcommand)]
         cmd: workers::WorkersCmd,
     },
+    /// Every live session and, in each, every agent: what it is doing, its worktree and
+    /// branch, tokens and cost; its background commands.
+    Ps(ps::PsArgs),
     /// Trust a folder, so its shared .crew/settings.json takes effect (allow rules,
     /// defaultMode, worktree.setup); `--list` and `--revoke DIR` manage the list.
     Trust(trust::TrustArgs),
@@ -244,6 +248,7 @@ async fn subcommand(
         Command::Permissions { cmd } => permissions::run(cmd, &mut out),
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
+        Command::Ps(args) => ps::run(args, cwd, &mut out).await,
         Command::Worker(args) => workers::serve(args, cluster.cookie_file).await,
         Command::Workers { cmd } => workers::run(cmd, cwd, cluster, &mut out).await,
         Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),

@@ -1,5 +1,5 @@
 //! `crew sessions list`: the recorded sessions of this project, newest first, with the
-//! id to pass to `--resume`.
+//! id to pass to `--resume`, and which of them a crew process is running now.
 
 use std::io::Write;
 use std::path::Path;
@@ -22,6 +22,11 @@ pub fn run(cmd: SessionsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<
         writeln!(out, "note: {notice}")?;
     }
     let sessions = crate::transcript::list_sessions(&root);
+    let live: Vec<(String, u32)> = crate::session::live::registry::live()
+        .into_iter()
+        .filter(|e| e.project == root)
+        .map(|e| (e.session, e.pid))
+        .collect();
     if sessions.is_empty() {
         writeln!(out, "no sessions for {} yet", root.display())?;
     }
@@ -33,7 +38,12 @@ pub fn run(cmd: SessionsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<
             a if a < 172_800 => format!("{}h ago", a / 3600),
             a => format!("{}d ago", a / 86_400),
         };
-        writeln!(out, "{}  {:>8}  {}", s.id, age, s.title)?;
+        match live.iter().find(|(id, _)| *id == s.id) {
+            Some((_, pid)) => {
+                writeln!(out, "{}  {:>8}  {}  [live, pid {pid}]", s.id, age, s.title)?
+            }
+            None => writeln!(out, "{}  {:>8}  {}", s.id, age, s.title)?,
+        }
     }
     Ok(0)
 }

@@ -1,6 +1,8 @@
 //! `crew tasks list|logs|stop`: watch and control a session's background tasks from
 //! another terminal, during or after a run. Reads the state the running session persists;
 //! a stop is a request file the running session honours within a fraction of a second.
+//! Without `--session`, every live session of the project is looked at (then the newest
+//! finished one): task ids are unique across sessions, so an id finds its session.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -71,6 +73,41 @@ fn session_dir(cwd: &Path, session: Option<&str>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The sessions to look in: the one `--session` names; else every live session of the
+/// project (oldest first), then the newest session if it is not among them.
+fn session_dirs(cwd: &Path, session: Option<&str>) -> anyhow::Result<Vec<PathBuf>> {
+    if session.is_some() {
+        return Ok(vec![session_dir(cwd, session)?]);
+    }
+    let root = crate::store::project_root(cwd);
+    let mut dirs: Vec<PathBuf> = crate::session::live::registry::live()
+        .into_iter()
+        .filter(|e| e.project == root)
+        .map(|e| e.session_dir)
+        .collect();
+    match session_dir(cwd, None) {
+        Ok(newest) if !dirs.contains(&newest) => dirs.push(newest),
+        Ok(_) => {}
+        Err(e) if dirs.is_empty() => return Err(e),
+        Err(_) => {}
+    }
+    Ok(dirs)
+}
+
+/// The session holding task `id`, among `dirs`, and its record.
+fn find_in(dirs: &[PathBuf], id: &str) -> anyhow::Result<(PathBuf, TaskRecord)> {
+    for dir in dirs {
+        if let Some(rec) = load_records(dir)?.into_iter().find(|r| r.id == id) {
+            return Ok((dir.clone(), rec));
+        }
+    }
+    let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    bail!(
+        "no task `{id}` in {}; `crew tasks list` shows the ids",
+        searched.join(", ")
+    )
+}
+
 fn find(dir: &Path, id: &str) -> anyhow::Result<TaskRecord> {
     load_records(dir)?
         .into_iter()
@@ -87,21 +124,30 @@ fn find(dir: &Path, id: &str) -> anyhow::Result<TaskRecord> {
 pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> anyhow::Result<i32> {
     match cmd {
         TasksCmd::List { json, session } => {
-            let dir = session_dir(cwd, session.as_deref())?;
-            let records = load_records(&dir)?;
-            // Each agent task's spending, from the session's ledger.
-            let ledger = crate::agent::ledger::Ledger::load(&dir);
-            let cost =
-                |r: &TaskRecord| ledger.for_task(&r.id).filter(|_| r.kind == TaskKind::Agent);
-            if json {
-                let mut list = serde_json::to_value(&records)?;
-                for (v, r) in list.as_array_mut().into_iter().flatten().zip(&records) {
-                    v["cost_usd"] = serde_json::json!(cost(r).map(|a| a.cost_usd));
+            let dirs = session_dirs(cwd, session.as_deref())?;
+            let mut all = Vec::new();
+            for dir in &dirs {
+                let records = load_records(dir)?;
+                // Each agent task's spending, from the session's ledger.
+                let ledger = crate::agent::ledger::Ledger::load(dir);
+                let cost =
+                    |r: &TaskRecord| ledger.for_task(&r.id).filter(|_| r.kind == TaskKind::Agent);
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                if json {
+                    let mut list = serde_json::to_value(&records)?;
+                    for (v, r) in list.as_array_mut().into_iter().flatten().zip(&records) {
+                        v["cost_usd"] = serde_json::json!(cost(r).map(|a| a.cost_usd));
+                        v["session"] = serde_json::json!(name);
+                    }
+                    all.extend(list.as_array().cloned().unwrap_or_default());
+                    continue;
                 }
-                writeln!(out, "{}", serde_json::to_string_pretty(&list)?)?;
-            } else if records.is_empty() {
-                writeln!(out, "no tasks in session {}", dir.display())?;
-            } else {
+                if dirs.len() > 1 {
+                    writeln!(out, "session {}:", name.unwrap_or_default())?;
+                }
+                if records.is_empty() {
+                    writeln!(out, "no tasks in session {}", dir.display())?;
+                }
                 for r in &records {
                     match cost(r) {
                         Some(a) => writeln!(
@@ -114,6 +160,9 @@ pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> any
                     }
                 }
             }
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+            }
             Ok(0)
         }
         TasksCmd::Logs {
@@ -121,8 +170,7 @@ pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> any
             follow,
             session,
         } => {
-            let dir = session_dir(cwd, session.as_deref())?;
-            let rec = find(&dir, &id)?;
+            let (dir, rec) = find_in(&session_dirs(cwd, session.as_deref())?, &id)?;
             let mut pos = 0u64;
             loop {
                 pos = copy_from(&rec.output_file, pos, out)?;
@@ -139,8 +187,7 @@ pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> any
             }
         }
         TasksCmd::Stop { id, session } => {
-            let dir = session_dir(cwd, session.as_deref())?;
-            let rec = find(&dir, &id)?;
+            let (dir, rec) = find_in(&session_dirs(cwd, session.as_deref())?, &id)?;
             if rec.status.is_terminal() {
                 writeln!(out, "task {id} already ended ({})", rec.status.as_str())?;
                 return Ok(0);

@@ -16,6 +16,7 @@ pub mod build;
 mod config;
 mod config_builder;
 mod handle;
+pub mod live;
 pub mod model;
 pub mod render;
 pub mod services;

@@ -37,6 +37,7 @@ mod fault_matrix;
 mod file_tool_races;
 mod hooks;
 mod hooks_agents;
+mod live_sessions;
 mod long_runs;
 mod mcp_client;
 mod mcp_peers;

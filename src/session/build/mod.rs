@@ -122,11 +122,16 @@ pub struct Prepared {
     /// The allow rules auto mode sets aside.
     pub suspended_in_auto: Vec<String>,
     recorder: JoinHandle<()>,
+    /// The registration `crew ps` finds the session by (`None`: it could not be made).
+    live: Option<crate::session::live::Live>,
 }
 
 impl Prepared {
     /// Stops the session (cancelling background work) and finishes the transcript.
     pub async fn close(self) {
+        if let Some(live) = self.live {
+            live.close();
+        }
         self.session.shutdown().await;
         self.mcp.shutdown().await;
         self.events.close();
@@ -342,6 +347,13 @@ pub async fn prepare(
             return Err(e.into());
         }
     };
+    let live = crate::session::live::Live::start(&events, &project_root, &session_id, &session_dir)
+        .map_err(|e| {
+            warn(format!(
+                "`crew ps` will not list this session: cannot register it under ~/.crew/run: {e}"
+            ))
+        })
+        .ok();
     let transcript = crate::transcript::record(&events, transcript, agents_dir);
     // Each agent's spending, for `crew tasks list` and `crew team show`.
     let ledger = crate::agent::ledger::record(&events, session_dir);
@@ -363,6 +375,7 @@ pub async fn prepare(
         home,
         mcp,
         recorder,
+        live,
         auto,
         bypass_disabled,
         suspended_in_auto,
