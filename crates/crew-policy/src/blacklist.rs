@@ -456,32 +456,21 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn downloads_into_a_shell_are_hits_wherever_the_shell_reads_them() {
         for c in [
-            "curl x | sh",
-            "curl x | bash -s -- -y",
-            "curl x | bash /dev/stdin",
-            "curl x | python3.12",
-            "curl x | tee f | sh",
-            "( curl x | sh )",
-            "{ curl x | sh; }",
-            "( ls; curl x ) | sh",
-            "curl x | xargs -0 sh -c",
-            "bash <(curl x)",
-            "echo \"$(curl x)\" | sh",
-            "curl -o i.sh x && sh ./i.sh",
-            "curl x > i.sh; ./i.sh",
+            "curl x | sh", "curl x | bash -s -- -y", "curl x | bash /dev/stdin",
+            "curl x | python3.12", "curl x | tee f | sh", "( curl x | sh )", "{ curl x | sh; }",
+            "( ls; curl x ) | sh", "curl x | xargs -0 sh -c", "bash <(curl x)",
+            "echo \"$(curl x)\" | sh", "curl -o i.sh x && sh ./i.sh", "curl x > i.sh; ./i.sh",
             "curl -O https://h/i.sh && bash i.sh",
         ] {
             assert!(hit(c).is_some_and(|h| h.pattern == "curl | sh"), "{c}");
         }
         for c in [
-            "curl x | jq .",
-            "curl x | python3 -m json.tool",
+            "curl x | jq .", "curl x | python3 -m json.tool",
             "curl x | python3 -c 'import sys; print(len(sys.stdin.read()))'",
-            "curl x | sh script.sh",
-            "(curl x; ls)",
-            "curl -o i.sh x && cat i.sh",
+            "curl x | sh script.sh", "(curl x; ls)", "curl -o i.sh x && cat i.sh",
             "curl x > out.txt && sh other.sh",
         ] {
             assert_eq!(hit(c), None, "{c}");

@@ -72,33 +72,22 @@ mod tests {
     /// The candidates hold every rule a linear scan would pick, for commands as written,
     /// through wrappers, privileged, and with other spellings.
     #[test]
+    #[rustfmt::skip]
     fn candidates_decide_as_a_linear_scan() {
+        use RuleKind::{Allow, Ask, Deny};
         let specs = [
-            ("Bash(tool42 run:*)", RuleKind::Allow),
-            ("Bash(tool4*)", RuleKind::Allow),
-            ("Bash(git:*)", RuleKind::Allow),
-            ("Bash(git push:*)", RuleKind::Deny),
-            ("Bash(git  status)", RuleKind::Allow),
-            ("Bash(=npm test)", RuleKind::Allow),
-            ("Bash(npm run *test*)", RuleKind::Ask),
-            ("Bash(npm run build:*)", RuleKind::Allow),
-            ("Bash(timeout 60 tool42 run:*)", RuleKind::Allow),
-            ("Bash(~^ls )", RuleKind::Allow),
-            ("Bash( *)", RuleKind::Allow),
-            ("Bash", RuleKind::Ask),
-            ("Read(src/**)", RuleKind::Allow),
+            ("Bash(tool42 run:*)", Allow), ("Bash(tool4*)", Allow), ("Bash(git:*)", Allow),
+            ("Bash(git push:*)", Deny), ("Bash(git  status)", Allow), ("Bash(=npm test)", Allow),
+            ("Bash(npm run *test*)", Ask), ("Bash(npm run build:*)", Allow),
+            ("Bash(timeout 60 tool42 run:*)", Allow), ("Bash(~^ls )", Allow), ("Bash( *)", Allow),
+            ("Bash", Ask), ("Read(src/**)", Allow),
         ];
         let texts = [
-            ("tool42 run --fast", "timeout 60 tool42 run --fast"),
-            ("tool4", "tool4"),
-            ("tool42x run", "tool42x run"),
-            ("git push origin", "git push origin"),
-            ("git status", "git status"),
-            ("npm test", "npm test"),
-            ("npm run unit-test", "npm run unit-test"),
-            ("npm run build", "sudo npm run build"),
-            ("ls -la", "ls -la"),
-            ("", ""),
+            ("tool42 run --fast", "timeout 60 tool42 run --fast"), ("tool4", "tool4"),
+            ("tool42x run", "tool42x run"), ("git push origin", "git push origin"),
+            ("git status", "git status"), ("npm test", "npm test"),
+            ("npm run unit-test", "npm run unit-test"), ("npm run build", "sudo npm run build"),
+            ("ls -la", "ls -la"), ("", ""),
         ];
         for start in 0..specs.len() {
             let rules: Vec<Rule> = specs[start..]

@@ -192,42 +192,21 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn writes_are_controls_and_reads_are_not() {
         for s in [
-            "trust",
-            "trust .",
-            "trust --revoke .",
-            "trust --list --revoke .",
-            "mcp add evil --scope user -- sh -c x",
-            "mcp remove fs",
-            "mcp serve",
-            "--cwd /tmp mcp add x -- y",
-            "--model agents trust .",
-            "worker --listen 0.0.0.0:7400",
-            "workers tls-settings",
-            "team send --to lead hi",
-            "worktrees merge w1",
-            "worktrees discard w1",
-            "tasks stop t1",
-            "permissions allow Bash",
-            "mcp",
+            "trust", "trust .", "trust --revoke .", "trust --list --revoke .",
+            "mcp add evil --scope user -- sh -c x", "mcp remove fs", "mcp serve",
+            "--cwd /tmp mcp add x -- y", "--model agents trust .", "worker --listen 0.0.0.0:7400",
+            "workers tls-settings", "team send --to lead hi", "worktrees merge w1",
+            "worktrees discard w1", "tasks stop t1", "permissions allow Bash", "mcp",
         ] {
             assert!(control(&w(s)).is_some(), "{s}");
         }
         for s in [
-            "trust --list",
-            "mcp list",
-            "mcp get fs",
-            "permissions check read_file {}",
-            "permissions list",
-            "worktrees diff w1",
-            "tasks logs t1",
-            "team show",
-            "agents list",
-            "help trust",
-            "-p hello",
-            "",
-            "mcp list -- trust .",
+            "trust --list", "mcp list", "mcp get fs", "permissions check read_file {}",
+            "permissions list", "worktrees diff w1", "tasks logs t1", "team show", "agents list",
+            "help trust", "-p hello", "", "mcp list -- trust .",
         ] {
             assert!(control(&w(s)).is_none(), "{s}");
         }

@@ -288,51 +288,31 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn protected_paths_are_recognised() {
         for p in [
-            "/p/.git/hooks/pre-commit",
-            "/p/.git/hooks",
-            "/p/.git/config",
-            "/p/.git/modules/sub/hooks/post-checkout",
-            "/p/.git/modules/a/modules/b/config",
-            "/wt/.git",
-            "/p/.git/worktrees/t1/commondir",
-            "/p/.git/worktrees/t1/gitdir",
-            "/p/.crew/settings.local.json",
-            "/p/.claude/settings.json",
-            "/p/.crew",
-            "/p/.git/commondir",
-            "/p/.git/modules/sub/commondir",
+            "/p/.git/hooks/pre-commit", "/p/.git/hooks", "/p/.git/config",
+            "/p/.git/modules/sub/hooks/post-checkout", "/p/.git/modules/a/modules/b/config",
+            "/wt/.git", "/p/.git/worktrees/t1/commondir", "/p/.git/worktrees/t1/gitdir",
+            "/p/.crew/settings.local.json", "/p/.claude/settings.json", "/p/.crew",
+            "/p/.git/commondir", "/p/.git/modules/sub/commondir",
         ] {
             assert!(protected(Path::new(p)).is_some(), "{p}");
         }
         // The file tools may write none of git's internals.
         for p in [
-            "/p/.git/HEAD",
-            "/p/.git/refs/heads/main",
-            "/p/.git/packed-refs",
-            "/p/.git/info/attributes",
-            "/p/.git/objects/info/alternates",
-            "/p/.git/worktrees/t1/HEAD",
-            "/p/.git/commondir",
-            "/p/.crew/settings.json",
+            "/p/.git/HEAD", "/p/.git/refs/heads/main", "/p/.git/packed-refs",
+            "/p/.git/info/attributes", "/p/.git/objects/info/alternates",
+            "/p/.git/worktrees/t1/HEAD", "/p/.git/commondir", "/p/.crew/settings.json",
         ] {
             assert!(protected_from_edits(Path::new(p)).is_some(), "{p}");
         }
-        for p in [
-            "/p/src/.gitignore",
-            "/p/.github/workflows/ci.yml",
-            "/p/git/HEAD",
-        ] {
+        for p in ["/p/src/.gitignore", "/p/.github/workflows/ci.yml", "/p/git/HEAD"] {
             assert!(protected_from_edits(Path::new(p)).is_none(), "{p}");
         }
         for p in [
-            "/p/src/main.rs",
-            "/p/.git/objects/ab/cd",
-            "/p/.git/refs/heads/main",
-            "/p/.crew/agents/x.md",
-            "/p/config",
-            "/p/.gitignore",
+            "/p/src/main.rs", "/p/.git/objects/ab/cd", "/p/.git/refs/heads/main",
+            "/p/.crew/agents/x.md", "/p/config", "/p/.gitignore",
         ] {
             assert!(protected(Path::new(p)).is_none(), "{p}");
         }

@@ -91,48 +91,25 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn blanket_interpreter_and_agent_rules_are_suspended() {
         for text in [
-            "Bash",
-            "Bash(*)",
-            "Bash(python:*)",
-            "Bash(python3 *)",
-            "Bash(node:*)",
-            "Bash(bash:*)",
-            "Bash(sh:*)",
-            "Bash(sudo:*)",
-            "Bash(/usr/bin/python3:*)",
-            "Bash(npm:*)",
-            "Bash(npm *)",
-            "Bash(npm exec:*)",
-            "Bash(npm x *)",
-            "Bash(pnpm:*)",
-            "Bash(pnpm dlx:*)",
-            "Bash(yarn exec:*)",
-            "Bash(bun x:*)",
-            "Bash(uv run:*)",
-            "Bash(pipx run:*)",
-            "Bash(uvx:*)",
-            "Bash(make:*)",
-            "Bash(~^git .*)",
-            "Bash(*test*)",
-            "Agent",
-            "Agent(*)",
+            "Bash", "Bash(*)", "Bash(python:*)", "Bash(python3 *)", "Bash(node:*)", "Bash(bash:*)",
+            "Bash(sh:*)", "Bash(sudo:*)", "Bash(/usr/bin/python3:*)", "Bash(npm:*)", "Bash(npm *)",
+            "Bash(npm exec:*)", "Bash(npm x *)", "Bash(pnpm:*)", "Bash(pnpm dlx:*)",
+            "Bash(yarn exec:*)", "Bash(bun x:*)", "Bash(uv run:*)", "Bash(pipx run:*)",
+            "Bash(uvx:*)", "Bash(make:*)", "Bash(~^git .*)", "Bash(*test*)", "Agent", "Agent(*)",
         ] {
             assert!(suspended_in_auto(&allow(text)).is_some(), "{text}");
         }
     }
 
     #[test]
+    #[rustfmt::skip]
     fn specific_rules_and_non_allow_rules_stay() {
         for text in [
-            "Bash(npm test:*)",
-            "Bash(git status)",
-            "Bash(python script.py)",
-            "Bash(cargo build:*)",
-            "Agent(explore)",
-            "Edit(src/**)",
-            "Read",
+            "Bash(npm test:*)", "Bash(git status)", "Bash(python script.py)", "Bash(cargo build:*)",
+            "Agent(explore)", "Edit(src/**)", "Read",
         ] {
             assert!(suspended_in_auto(&allow(text)).is_none(), "{text}");
         }
