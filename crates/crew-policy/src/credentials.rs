@@ -197,6 +197,7 @@ mod tests {
     /// Credentials are named by their home-relative location, for paths spelled with
     /// `.`, doubled slashes, `..` and siblings of the locations.
     #[test]
+    #[rustfmt::skip]
     fn credentials_are_named_by_location() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("h");
@@ -204,26 +205,15 @@ mod tests {
         let c = Credentials::load(Some(&home));
         let h = home.display();
         for (p, want) in [
-            (format!("{h}/.ssh"), Some(".ssh")),
-            (format!("{h}/.ssh/id_rsa"), Some(".ssh")),
-            (format!("{h}//.ssh/./id_rsa"), Some(".ssh")),
-            (format!("{h}/.sshx"), None),
+            (format!("{h}/.ssh"), Some(".ssh")), (format!("{h}/.ssh/id_rsa"), Some(".ssh")),
+            (format!("{h}//.ssh/./id_rsa"), Some(".ssh")), (format!("{h}/.sshx"), None),
             (format!("{h}/.config"), None),
             (format!("{h}/.config/gcloud/x"), Some(".config/gcloud")),
             (format!("{h}/.config/gcloudy"), None),
-            (
-                format!("{h}/.cargo/credentials"),
-                Some(".cargo/credentials"),
-            ),
-            (
-                format!("{h}/.cargo/credentials.toml"),
-                Some(".cargo/credentials.toml"),
-            ),
-            (format!("{h}/../h/.ssh"), None),
-            (format!("{h}/x/.ssh"), None),
-            (format!("{h}"), None),
-            ("/".into(), None),
-            ("/etc/passwd".into(), None),
+            (format!("{h}/.cargo/credentials"), Some(".cargo/credentials")),
+            (format!("{h}/.cargo/credentials.toml"), Some(".cargo/credentials.toml")),
+            (format!("{h}/../h/.ssh"), None), (format!("{h}/x/.ssh"), None), (format!("{h}"), None),
+            ("/".into(), None), ("/etc/passwd".into(), None),
         ] {
             let p = Path::new(&p);
             assert_eq!(credential(p, c.homes()), want, "{p:?}");

@@ -164,30 +164,22 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn git_config_reads_pass_and_writes_are_caught() {
         for read in [
-            "git config --get user.name",
-            "git config user.name",
-            "git config --list",
+            "git config --get user.name", "git config user.name", "git config --list",
             "git -C . config --local --get core.bare",
-            "git config --file .git/config --get-regexp remote",
-            "git config get user.name",
-            "git config -l --show-origin",
-            "git status",
+            "git config --file .git/config --get-regexp remote", "git config get user.name",
+            "git config -l --show-origin", "git status",
         ] {
             assert_eq!(git_config_write(&part(read)), None, "{read}");
         }
         for write in [
-            "git config core.hooksPath x",
-            "git config --add core.pager cat",
-            "git config --local core.fsmonitor x",
-            "git config --file .git/config core.hooksPath x",
-            "git config --unset core.hooksPath",
-            "git config --global alias.p !sh",
-            "git config set core.hooksPath x",
-            "git -C . config core.sshCommand x",
-            "git config --edit",
-            "git config --weird-new-option k",
+            "git config core.hooksPath x", "git config --add core.pager cat",
+            "git config --local core.fsmonitor x", "git config --file .git/config core.hooksPath x",
+            "git config --unset core.hooksPath", "git config --global alias.p !sh",
+            "git config set core.hooksPath x", "git -C . config core.sshCommand x",
+            "git config --edit", "git config --weird-new-option k",
         ] {
             assert!(git_config_write(&part(write)).is_some(), "{write}");
         }
