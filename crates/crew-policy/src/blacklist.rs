@@ -33,33 +33,11 @@ impl Hit {
 }
 
 /// Top-level directories whose recursive removal or chmod breaks the system.
+#[rustfmt::skip]
 const SYSTEM_DIRS: &[&str] = &[
-    "bin",
-    "boot",
-    "dev",
-    "etc",
-    "home",
-    "lib",
-    "lib32",
-    "lib64",
-    "libx32",
-    "opt",
-    "proc",
-    "root",
-    "run",
-    "sbin",
-    "srv",
-    "sys",
-    "usr",
-    "var",
-    "mnt",
-    "media",
-    "snap",
-    "nix",
-    "System",
-    "Library",
-    "Users",
-    "Applications",
+    "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
+    "run", "sbin", "srv", "sys", "usr", "var", "mnt", "media", "snap", "nix", "System", "Library",
+    "Users", "Applications",
 ];
 
 /// Programs that download (or read from the network).

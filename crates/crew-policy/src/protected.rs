@@ -93,34 +93,17 @@ pub fn git_config_write(part: &Part) -> Option<String> {
             part.text()
         ))
     };
+    #[rustfmt::skip]
     const READS: &[&str] = &[
-        "--get",
-        "--get-all",
-        "--get-regexp",
-        "--get-urlmatch",
-        "--get-color",
-        "--get-colorbool",
-        "--list",
-        "-l",
+        "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+        "--list", "-l",
     ];
     // Options that change what is read, not whether something is written.
+    #[rustfmt::skip]
     const MODIFIERS: &[&str] = &[
-        "--local",
-        "--global",
-        "--system",
-        "--worktree",
-        "--bool",
-        "--int",
-        "--bool-or-int",
-        "--path",
-        "--expiry-date",
-        "--null",
-        "-z",
-        "--name-only",
-        "--show-origin",
-        "--show-scope",
-        "--includes",
-        "--no-includes",
+        "--local", "--global", "--system", "--worktree", "--bool", "--int", "--bool-or-int",
+        "--path", "--expiry-date", "--null", "-z", "--name-only", "--show-origin", "--show-scope",
+        "--includes", "--no-includes",
     ];
     const WITH_VALUE: &[&str] = &["--file", "-f", "--blob", "--type", "--default"];
     let mut read_action = false;

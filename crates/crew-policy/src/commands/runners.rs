@@ -11,22 +11,10 @@ use super::super::shell::Part;
 pub use super::table::Runs;
 
 /// Builtins that take variable names, whose subscripts bash evaluates.
+#[rustfmt::skip]
 const NAME_TAKERS: &[&str] = &[
-    "read",
-    "unset",
-    "printf",
-    "export",
-    "readonly",
-    "test",
-    "[",
-    "mapfile",
-    "readarray",
-    "wait",
-    "getopts",
-    "declare",
-    "typeset",
-    "local",
-    "let",
+    "read", "unset", "printf", "export", "readonly", "test", "[", "mapfile", "readarray", "wait",
+    "getopts", "declare", "typeset", "local", "let",
 ];
 
 /// Arguments that only print a version or help.
