@@ -74,7 +74,7 @@ mod tests {
     #[test]
     #[rustfmt::skip]
     fn candidates_decide_as_a_linear_scan() {
-        use RuleKind::{Allow, Ask, Deny};
+        use crate::Verdict::{Allow, Ask, Deny};
         let specs = [
             ("Bash(tool42 run:*)", Allow), ("Bash(tool4*)", Allow), ("Bash(git:*)", Allow),
             ("Bash(git push:*)", Deny), ("Bash(git  status)", Allow), ("Bash(=npm test)", Allow),

@@ -224,7 +224,7 @@ mod tests {
     #[test]
     #[rustfmt::skip]
     fn picks_the_same_rule_as_a_linear_scan() {
-        use {Layer::*, RuleKind::*};
+        use {Layer::*, crate::Verdict::*};
         let home = Path::new("/home/u");
         let mut rules: Vec<Rule> = [
             ("Read(secrets/**)", Deny, User), ("Read(*.pem)", Deny, User),

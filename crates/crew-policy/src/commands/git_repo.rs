@@ -235,7 +235,7 @@ mod tests {
         let run = |c: &str| {
             let env = shell::Env { cwd: Some(proj.clone()), home: None };
             let s = shell::parse_in(c, &env).unwrap();
-            let (cwd, project_root, home) = (&proj, Some(&proj), None);
+            let (cwd, project_root, home) = (proj.as_path(), Some(proj.as_path()), None);
             let at = Places { cwd, cwd_is_real: true, project_root, project_gone: false, home };
             foreign(&s.parts, &at).into_iter().flatten().collect::<Vec<_>>()
         };
