@@ -78,14 +78,9 @@ impl WalkFilter {
         static CREDS: std::sync::LazyLock<Arc<Credentials>> =
             std::sync::LazyLock::new(|| Arc::new(Credentials::load(None)));
         Self {
-            denies: Vec::new(),
             homes: home_dirs(None),
-            project_root: None,
-            ids: Arc::default(),
-            extra_roots: Vec::new(),
-            read_only_roots: Vec::new(),
             creds: CREDS.clone(),
-            results_dir: None,
+            ..Self::default()
         }
     }
 

@@ -216,30 +216,23 @@ fn part_rule<'r>(
     full: &str,
     grant: Option<&'r Rule>,
 ) -> Option<&'r Rule> {
-    let forms = commands::match_forms(part);
-    let subject = Subject::Command {
-        text,
-        full,
-        privileged: part.privileged,
-        forms: &forms,
-        open: part.open,
+    // The expanded words are judged with the part's own privileges and openness.
+    let rule_of = |p: &Part, text: &str, full: &str| {
+        let forms = commands::match_forms(p);
+        let (privileged, open, forms) = (part.privileged, part.open, &forms);
+        ctx.command_rule(&Subject::Command {
+            text,
+            full,
+            privileged,
+            forms,
+            open,
+        })
     };
-    let expanded_part = part.expanded();
-    let rule = ctx
-        .command_rule(&subject)
-        .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
+    let rule = rule_of(part, text, full)
+        .filter(|r| !(part.expanded() && r.kind == RuleKind::Allow && r.is_exact()));
     let by_expansion = expanded.and_then(|e| {
         let text = e.text();
-        let forms = commands::match_forms(e);
-        let subject = Subject::Command {
-            text: &text,
-            full: &text,
-            privileged: part.privileged,
-            forms: &forms,
-            open: part.open,
-        };
-        ctx.command_rule(&subject)
-            .filter(|r| r.kind != RuleKind::Allow)
+        rule_of(e, &text, &text).filter(|r| r.kind != RuleKind::Allow)
     });
     match (rule, by_expansion) {
         (Some(r), _) if r.kind == RuleKind::Deny => Some(r),
@@ -282,18 +275,13 @@ fn part_decision(
     } else {
         Category::Exec
     };
-    let mut d = match rule {
-        Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
-        _ => match commands::dangerous(part)
-            .or_else(|| expanded.and_then(commands::dangerous))
-            .and_then(|why| guarded(ctx, rule, why, category, &full))
-        {
-            Some(d) => d,
-            None => match rule {
-                Some(r) => from_rule(r, &full),
-                None => fallback(ctx.mode(), category, &full),
-            },
-        },
+    let dangerous = commands::dangerous(part).or_else(|| expanded.and_then(commands::dangerous));
+    let guard = dangerous.and_then(|why| guarded(ctx, rule, why, category, &full));
+    let mut d = match (rule, guard) {
+        (Some(r), _) if r.kind != RuleKind::Allow => from_rule(r, &full),
+        (_, Some(g)) => g,
+        (Some(r), None) => from_rule(r, &full),
+        (None, None) => fallback(ctx.mode(), category, &full),
     };
     d.category = Some(category);
     let exact = d.verdict == Verdict::Allow

@@ -14,32 +14,26 @@
 use super::git;
 use super::search::object_path;
 
+/// Options of the log family that print (or search) blob contents, as written.
+#[rustfmt::skip]
+const PATCH_OPTIONS: &[&str] = &[
+    "-c", "-m", "--cc", "--dd", "--binary", "--full-diff", "--function-context", "--pickaxe-all",
+    "--pickaxe-regex",
+];
+
+/// Such options that take a glued value (`--unified=5`), as prefixes.
+#[rustfmt::skip]
+const PATCH_PREFIXES: &[&str] = &[
+    "--patch", "--unified", "--word-diff", "--color-words", "--diff-merges", "--remerge-diff",
+    "--line-range",
+];
+
 /// Options of the log family that make it print (or search) blob contents.
 fn prints_patch(a: &str) -> bool {
     let short = a.strip_prefix('-').filter(|s| !s.starts_with('-'));
     short.is_some_and(|s| s.starts_with(['p', 'u', 'U', 'W', 'L', 'S', 'G']))
-        || matches!(
-            a,
-            "-c" | "-m"
-                | "--cc"
-                | "--dd"
-                | "--binary"
-                | "--full-diff"
-                | "--function-context"
-                | "--pickaxe-all"
-                | "--pickaxe-regex"
-        )
-        || [
-            "--patch",
-            "--unified",
-            "--word-diff",
-            "--color-words",
-            "--diff-merges",
-            "--remerge-diff",
-            "--line-range",
-        ]
-        .iter()
-        .any(|p| a.starts_with(p))
+        || PATCH_OPTIONS.contains(&a)
+        || PATCH_PREFIXES.iter().any(|p| a.starts_with(p))
 }
 
 /// Whether `git SUB REST…` prints file contents (or reveals them through a search).
