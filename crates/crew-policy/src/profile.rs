@@ -1,22 +1,14 @@
 //! Which sandbox profile a call's commands run in, chosen from the decision that allowed
-//! it (design: "nothing runs with more power than a human granted"):
+//! it (design: "nothing runs with more power than a human granted"): unsandboxed only for
+//! `sandbox.excludedCommands`, `sandbox.enabled: false` outside the unattended modes, or
+//! a human's "run it outside the sandbox" (`Permit::approved`); bypassPermissions the
+//! bypass profile; a read allowed without a human the read profile; anything else the
+//! write profile (a human's approval makes it the approved one).
 //!
-//! - outside the sandbox only for a command in `sandbox.excludedCommands` or under
-//!   `sandbox.enabled: false` (both from the user's own settings; the latter never for
-//!   an unattended mode, dontAsk or auto), or, later, a human's explicit "run it outside
-//!   the sandbox" (`Permit::approved`);
-//! - bypassPermissions: the bypass profile;
-//! - allowed without a human as a read (the engine classified every part as a read):
-//!   the read profile, whether the mode's fallback or an allow rule allowed it;
-//! - anything else the engine allows or asks about: the write profile (a human's
-//!   approval turns it into the approved profile).
-//!
-//! A call that asks to run outside the sandbox (`run_command`'s `outside_sandbox: true`,
-//! after the sandbox stopped it) is never allowed without a human ([`require_human`]):
-//! it asks, and is refused where nobody can answer. The human's answer "run it once
-//! outside the sandbox" runs it unconfined; any other allow runs it in the approved
-//! profile, unless `sandbox.allowUnsandboxedCommands` (the user's own settings) says an
-//! approved request runs outside, as Claude Code does by default.
+//! A call asking to run outside the sandbox (`outside_sandbox: true`) is never allowed
+//! without a human ([`require_human`]). Approved, it runs unconfined only if the human
+//! said so, or if `sandbox.allowUnsandboxedCommands` says an approved request runs
+//! outside, as Claude Code does by default.
 
 use serde_json::Value;
 

@@ -1,20 +1,15 @@
 //! A command's writes judged as writes (issue 25 item 5): each write redirect and each
-//! file a command names as written (`commands::writes`: `cp`/`mv` destinations, `tee`,
-//! `touch`, `sort -o`, `sed -i`, `dd of=`, …) must pass the write policy itself.
+//! file a command names as written (`commands::writes`) must pass the write policy.
 //!
-//! - **Hard check, every mode** (bypassPermissions too): a target that can be located and
-//!   lies outside the sandbox roots (and the sandbox's own temp dir) is denied, as
-//!   `write_file` to the same path is. `/dev/null` and the other harmless devices are fine.
-//! - **Write policy**: a target is decided like `write_file` on it: an `Edit`/`Write` rule,
-//!   else the mode's fallback for writes. A rule that allows the *command* does not allow
-//!   its writes: `Bash(git status --short)` does not grant `git status --short > README.md`,
-//!   and `Bash(touch:*)` does not grant `touch m` in default mode (Claude Code asks too).
-//!   Only an exact grant of the whole command as written (redirects included), which a
-//!   human saw, covers its targets.
-//! - **acceptEdits** lets through a command whose only effect is editing files inside the
-//!   roots: `mkdir`, `touch`, `cp`, `mv` with known options, or a read-only command whose
-//!   output is redirected into the project (Claude Code does the same). `rm` and `sed -i`
-//!   still ask: a removal or a sed script is more than an edit the user can review.
+//! - **Hard check, every mode**: a located target outside the sandbox roots (and the
+//!   sandbox temp dir) is denied, as `write_file` to it is; harmless devices are fine.
+//! - **Write policy**: a target is decided like `write_file` on it (an `Edit`/`Write`
+//!   rule, else the mode's fallback for writes). A rule allowing the *command* does not
+//!   allow its writes (`Bash(touch:*)` does not grant `touch m`); only an exact grant of
+//!   the whole command as written, which a human saw, covers its targets.
+//! - **acceptEdits** lets through a command that only edits files inside the roots
+//!   (`mkdir`, `touch`, `cp`, `mv`, a read-only command redirected into the project);
+//!   `rm` and `sed -i` still ask: they are more than an edit the user can review.
 
 use std::path::{Path, PathBuf};
 

@@ -3,17 +3,14 @@
 //! commands ("parts") it would run, so that `rm -r -f /`, `bash -c 'rm -rf /'`, `a && b`,
 //! `x | sh` and `$(…)` are all seen.
 //!
-//! Only a small literal subset is analysed: words and quotes (and a leading `~`);
-//! `&&`, `||`, `;` and `|`; literal redirects; a leading literal `cd DIR`; and known
-//! wrappers with known options (`commands::unwrap`), unwrapped recursively, with the
-//! commands a command runs besides itself (`find -exec`, git aliases) as parts of their
-//! own. Everything else makes the part opaque (`Part::opaque`): variables, command and
-//! process substitutions (whose commands still become parts, so deny rules and the
-//! blacklist see them), arithmetic, globs, braces, assignments, background jobs,
-//! compound commands (groups, subshells, `if`, loops, `case`, `[[ ]]`, `(( ))`),
-//! functions and whatever follows an alias or function definition, other `cd`s, and
-//! shells reading their program from stdin. The engine decides opaque parts by rule
-//! and mode alone; the OS sandbox confines what they do.
+//! Only a small literal subset is analysed: words and quotes (and a leading `~`); `&&`,
+//! `||`, `;` and `|`; literal redirects; a leading literal `cd DIR`; known wrappers with
+//! known options, unwrapped recursively; and what a command runs besides itself
+//! (`find -exec`, git aliases) as parts of their own. Everything else makes the part
+//! opaque (`Part::opaque`): expansions, substitutions (whose commands still become parts),
+//! globs, assignments, background jobs, compound commands, functions and what follows an
+//! alias, other `cd`s, shells reading stdin. Opaque parts are decided by rule and mode
+//! alone; the OS sandbox confines what they do.
 
 mod part;
 mod simple;
