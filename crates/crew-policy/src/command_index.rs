@@ -1,11 +1,8 @@
 //! The command rules of one rule list, indexed, so a command part is matched against the
-//! few rules that could match it rather than every rule of a rule-heavy settings file
-//! (most are path rules, and most command allow rules name another program). An allow
-//! rule whose literal head has a complete first word (`tool42 run` of
-//! `Bash(tool42 run:*)`) can only match a text starting with that word, so it is kept
-//! under that word; every other command rule — deny and ask rules, which also see other
-//! spellings and unknown words, and allow rules without such a head — is always a
-//! candidate. Candidates come back in list order, so ties break as in a linear scan.
+//! few rules that could match it. An allow rule whose literal head has a complete first
+//! word (`tool42` of `Bash(tool42 run:*)`) is kept under that word; every other command
+//! rule (deny and ask rules see other spellings too) is always a candidate. Candidates
+//! come back in list order, so ties break as in a linear scan.
 
 use std::collections::HashMap;
 

@@ -1,15 +1,11 @@
 //! Git commands that print file contents from the object store or the work tree
-//! (issue 25 item 3): `show`, `diff`, `cat-file`, `archive`, `grep`, `blame`,
-//! `format-patch`, `fast-export`, and `log`/`whatchanged`/`diff-tree`/`reflog` with a
-//! patch (`-p`, `-u`, `-U3`, `--binary`, `--dd`, `--remerge-diff`, `--cc`, `-c`, `-m`,
-//! `-W`, `--word-diff`, `-L…`) or a content search (`-S`, `-G`). `--stat`, `--name-only`,
-//! `--oneline` and the like print no content.
+//! (issue 25 item 3): `show`, `diff`, `cat-file`, `blame`, `archive` …, and the log family
+//! with a patch or a content search (`-p`, `-L…`, `-S`); `--stat` and the like print none.
 //!
-//! `scopes` says which paths such a command may print (relative to the cwd, or to the
-//! repository root for object paths): its pathspecs after `--`, the files of `-L`, the
-//! object paths of `show REV:path`, else everything (`.`). The OS sandbox cannot hide a
-//! blob in `.git/objects`, so the caller asks before any of these runs while a Read deny
-//! rule may match below a scope.
+//! `scopes` says which paths such a command may print: its pathspecs after `--`, the files
+//! of `-L`, the object paths of `show REV:path`, else everything (`.`). The OS sandbox
+//! cannot hide a blob in `.git/objects`, so the caller asks before any of these runs while
+//! a Read deny rule may match below a scope.
 
 use super::git;
 use super::search::object_path;
