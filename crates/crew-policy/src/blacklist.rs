@@ -115,11 +115,12 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
     }
     let prog = first.text.rsplit('/').next().unwrap_or(&first.text);
     // `xargs` appends arguments nobody has seen yet.
-    let hidden = part.wrappers.iter().any(|w| {
+    let xargs = |w: &String| {
         w.split_whitespace()
             .next()
             .is_some_and(|p| p.ends_with("xargs"))
-    });
+    };
+    let hidden = part.wrappers.iter().any(xargs);
     let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
     let (flags, operands, unknown_flags) = split_options(args);
     match prog {
@@ -167,14 +168,8 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
                 if roots.is_empty() {
                     roots.push(&dot);
                 }
-                return destructive(
-                    "find / -delete",
-                    "`find` with -delete/-exec",
-                    &roots,
-                    hidden,
-                    part,
-                    at,
-                );
+                let what = "`find` with -delete/-exec";
+                return destructive("find / -delete", what, &roots, hidden, part, at);
             }
         }
         "dd" => {
