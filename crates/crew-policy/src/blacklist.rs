@@ -1,11 +1,8 @@
 //! The command blacklist: commands denied in every mode, before any rule (design.md §3).
-//! It works on parsed parts (`shell/`), so flag order and spelling (`-rf`, `-fr`,
-//! `-r -f`, `--recursive --force`), wrappers (`sudo`, `bash -c`) and compounds do not
-//! hide a match; and it judges each part's words as bash would expand them, in the
-//! directory the part runs in (`/u?r`, `/{usr,etc}`, `H=~; rm -rf $H`, `cd / && rm -rf *`).
-//! A destructive command (recursive `rm`, `chmod -R`, `find -delete`…) whose target
-//! cannot be resolved is denied: it fails closed. A fork bomb is also caught on the raw
-//! text, since it need not parse.
+//! It works on parsed parts, so flag spelling (`-rf`, `-r -f`), wrappers and compounds do
+//! not hide a match, and judges each part's words as bash expands them where the part
+//! runs (`/u?r`, `H=~; rm -rf $H`, `cd / && rm -rf *`). A destructive command whose target
+//! cannot be resolved is denied (fail closed); a fork bomb is also caught on the raw text.
 
 use std::path::{Path, PathBuf};
 
