@@ -19,27 +19,24 @@ use crew_protocol::sandbox_profile::SandboxProfile;
 /// The argument with which a command call asks to run outside the sandbox.
 pub const OUTSIDE_SANDBOX_ARG: &str = "outside_sandbox";
 
-/// The command text of a call whose tool runs commands, if any.
-fn command_of(req: &CheckRequest) -> Option<String> {
+/// The command text of a call whose tool runs commands, with the call's arguments.
+fn command_of(req: &CheckRequest) -> Option<(String, Value)> {
     let Some(TargetSpec::Command { field }) = req.spec.as_ref().map(|s| &s.target) else {
         return None;
     };
     let args: Value = serde_json::from_str(&req.call.arguments).ok()?;
-    args.get(field).and_then(Value::as_str).map(str::to_string)
+    Some((args.get(field)?.as_str()?.to_string(), args))
 }
 
 /// Whether the call asks to run outside the sandbox.
 fn asks_outside(req: &CheckRequest) -> bool {
-    command_of(req).is_some()
-        && serde_json::from_str::<Value>(&req.call.arguments)
-            .ok()
-            .and_then(|a| a.get(OUTSIDE_SANDBOX_ARG).and_then(Value::as_bool))
-            == Some(true)
+    command_of(req)
+        .is_some_and(|(_, a)| a.get(OUTSIDE_SANDBOX_ARG).and_then(Value::as_bool) == Some(true))
 }
 
 /// The profile for `req` decided as `decision` under `policy`.
 pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> SandboxProfile {
-    let command = command_of(req);
+    let command = command_of(req).map(|(c, _)| c);
     if command.is_some() {
         if (policy.sandbox.disabled && !unattended(req.mode))
             || command

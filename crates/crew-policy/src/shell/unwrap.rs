@@ -41,16 +41,15 @@ impl Ctx {
                     part.chdir = effects.chdir.or(part.chdir);
                     let writes = effects.writes.into_iter().map(|target| (true, target));
                     let reads = effects.reads.into_iter().map(|target| (false, target));
-                    part.redirects.extend(
-                        writes
-                            .chain(reads)
-                            // The expanded target is filled in by the caller.
-                            .map(|(write, target)| Redirect {
-                                write,
-                                target,
-                                ..Redirect::default()
-                            }),
-                    );
+                    // The expanded target is filled in by the caller.
+                    for (write, target) in writes.chain(reads) {
+                        let r = Redirect {
+                            write,
+                            target,
+                            ..Redirect::default()
+                        };
+                        part.redirects.push(r);
+                    }
                     argv = rest;
                 }
                 Unwrap::Script {
