@@ -295,15 +295,11 @@ fn guarded_commands(ctx: &Ctx<'_>) -> bool {
     ctx.policy.rules.iter().any(Rule::guards_commands)
 }
 
-/// An opaque part (`Part::opaque`: `cat f | bash`, a construct outside the literal
-/// subset, an unknown wrapper option; or a program that runs programs while a Bash deny
-/// or ask rule exists) runs code nobody can see. A deny rule matching what is visible
-/// denies it. Only an exact allow rule naming the whole command as written (a human
-/// approved that very text) allows it; no other rule or read-only class can: in default and
-/// acceptEdits it asks. Under dontAsk, auto and bypassPermissions it goes to the mode's
-/// fallback for commands (dontAsk runs it in the write profile, where the OS confines
-/// it) only while no Bash deny or ask rule exists; otherwise it asks explicitly, so
-/// dontAsk denies it: any of those rules might be what the unseen code runs.
+/// An opaque part (`Part::opaque`, or a program that runs programs while a Bash deny or
+/// ask rule exists) runs code nobody can see. A deny rule on what is visible denies it;
+/// only an exact grant of the whole command as written allows it. Otherwise it asks, but
+/// under dontAsk, auto and bypassPermissions it takes the mode's fallback for commands
+/// (the OS confines it) while no Bash deny or ask rule exists: any might be what it runs.
 fn opaque(
     ctx: &Ctx<'_>,
     rule: Option<&Rule>,
