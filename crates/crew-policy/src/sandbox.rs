@@ -167,13 +167,11 @@ pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
 
 pub use super::credentials::{CREDENTIALS, Credentials, credential, homes};
 
-/// Files whose change would alter permissions or run code later, outside any sandbox:
-/// `.git/hooks`, `.git/config` (and `config.worktree`), `.git/commondir` (it says where
-/// git reads config and hooks from), the same in `.git/modules/*`, a
-/// `.git` entry itself (a linked worktree's `.git` file says where its git dir is), a
-/// worktree's private `commondir`/`gitdir` links, and `.crew`/`.claude` settings files
-/// (and those directories themselves). Writes to them are denied in every mode. Returns
-/// what kind of protected path `path` (lexical or real) is.
+/// What kind of protected path `path` (lexical or real) is: one whose change would alter
+/// permissions or run code later, outside any sandbox (`.git/hooks`, `.git/config`,
+/// `.git/commondir`, the same in `.git/modules/*`, a `.git` entry itself, a worktree's
+/// `commondir`/`gitdir` links, `.crew`/`.claude` and their settings files). Writes to
+/// them are denied in every mode.
 pub fn protected(path: &Path) -> Option<&'static str> {
     // Every protected path has a `.git`, `.crew` or `.claude` component.
     let bytes = path.as_os_str().as_encoded_bytes();
@@ -225,11 +223,9 @@ pub fn protected(path: &Path) -> Option<&'static str> {
     None
 }
 
-/// What the file tools (`write_file`, `edit_file`) may not write: every protected path,
-/// and anything inside a `.git` directory (HEAD, refs, packed-refs, `info/attributes`,
-/// `objects/info/alternates`, …). Agents never need to edit git's internals by hand, and
-/// they redirect what the user's git reads and runs; git itself still writes them when a
-/// command runs it. Returns what kind of path `path` (lexical or real) is.
+/// What kind of path the file tools may not write `path` (lexical or real) is: a
+/// protected path, or anything inside a `.git` directory (refs, `info/attributes` …),
+/// which redirects what the user's git reads and runs; git itself still writes them.
 pub fn protected_from_edits(path: &Path) -> Option<&'static str> {
     protected(path).or_else(|| {
         let mut comps = path.components().skip_while(|c| c.as_os_str() != ".git");

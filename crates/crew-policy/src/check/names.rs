@@ -1,10 +1,8 @@
-//! What a command names, walked once (issue 25 item 7): for each part of a parsed
-//! command, the files it names (operands, file option values, a wrapper's directory and
-//! redirect targets, each located where the part runs), the files it writes (write
-//! redirects and named destinations, `commands::writes`), and why a part that looks like a
-//! read is not one (git on a foreign repository, a recursive read or git history over a
-//! scope where a Read deny rule or a credential may lie). Every check of
-//! `command_decision` reads this one structure instead of walking the parts itself.
+//! What a command names, walked once (issue 25 item 7): for each part, the files it names
+//! (located where the part runs), the files it writes, and why a part that looks like a
+//! read is not one (a foreign repository, a recursive read or git history over a scope
+//! where a Read deny rule or a credential may lie). Every check of `command_decision`
+//! reads this one structure instead of walking the parts itself.
 
 use std::path::{Path, PathBuf};
 
