@@ -62,34 +62,15 @@ fn classify_builtin(name: &str, args: &str) -> Result<Classified, ClassifyError>
 }
 
 #[test]
+#[rustfmt::skip]
 fn arguments_classify_by_each_tools_spec() {
     let ok = [
-        (
-            "read_file",
-            r#"{"path":"a"}"#,
-            Target::Path(Some("a".into())),
-        ),
+        ("read_file", r#"{"path":"a"}"#, Target::Path(Some("a".into()))),
         ("find_files", r#"{"pattern":"*.rs"}"#, Target::Path(None)),
-        (
-            "search_code",
-            r#"{"pattern":"x","path":"src"}"#,
-            Target::Path(Some("src".into())),
-        ),
-        (
-            "run_command",
-            r#"{"command":"ls"}"#,
-            Target::Command("ls".into()),
-        ),
-        (
-            "agent",
-            r#"{"prompt":"p","subagent_type":"Explore"}"#,
-            Target::Agent("Explore".into()),
-        ),
-        (
-            "Task",
-            r#"{"prompt":"p"}"#,
-            Target::Agent("general-purpose".into()),
-        ),
+        ("search_code", r#"{"pattern":"x","path":"src"}"#, Target::Path(Some("src".into()))),
+        ("run_command", r#"{"command":"ls"}"#, Target::Command("ls".into())),
+        ("agent", r#"{"prompt":"p","subagent_type":"Explore"}"#, Target::Agent("Explore".into())),
+        ("Task", r#"{"prompt":"p"}"#, Target::Agent("general-purpose".into())),
         ("mcp__gh__issue", "{}", Target::Mcp("mcp__gh__issue".into())),
         ("task_list", "{}", Target::None),
     ];
@@ -113,70 +94,38 @@ fn arguments_classify_by_each_tools_spec() {
         assert!(matches!(e, ClassifyError::Arguments(_)), "{name} {args}");
         assert!(e.to_string().contains(want), "{e}");
     }
-    assert!(matches!(
-        classify_builtin("web_fetch", "{}"),
-        Err(ClassifyError::Unknown(_))
-    ));
+    assert!(matches!(classify_builtin("web_fetch", "{}"), Err(ClassifyError::Unknown(_))));
 }
 
 #[test]
+#[rustfmt::skip]
 fn every_tool_agrees_with_itself_safety_and_category() {
     // One source of truth: a read-only tool falls back as a read, a side-effecting
     // one never does (task_stop is task control, not a read).
     for name in [
-        "read_file",
-        "find_files",
-        "search_code",
-        "write_file",
-        "edit_file",
-        "run_command",
-        "agent",
-        "task_list",
-        "task_output",
-        "task_stop",
-        "todo_add",
-        "todo_update",
-        "todo_get",
-        "todo_list",
+        "read_file", "find_files", "search_code", "write_file", "edit_file", "run_command", "agent",
+        "task_list", "task_output", "task_stop", "todo_add", "todo_update", "todo_get", "todo_list",
     ] {
         let def = crate::tools::builtin_definition(name).unwrap();
         let spec = def.permission.as_ref().unwrap();
         let reads = spec.category == Category::Read;
-        assert_eq!(
-            reads,
-            def.safety == crate::tools::Safety::ReadOnly,
-            "{name}: {:?} vs {:?}",
-            spec.category,
-            def.safety
-        );
+        let read_only = def.safety == crate::tools::Safety::ReadOnly;
+        assert_eq!(reads, read_only, "{name}: {:?} vs {:?}", spec.category, def.safety);
     }
     let stop = builtin_permission("task_stop").unwrap();
     assert_eq!(stop.category, Category::Control);
 }
 
 #[test]
+#[rustfmt::skip]
 fn path_patterns() {
     let bases = vec![PathBuf::from("/p")];
     let spec = |tool: &str| crate::tools::builtin_permission(tool).unwrap().rule_names;
-    let (read_file, search_code, write_file, edit_file) = (
-        spec("read_file"),
-        spec("search_code"),
-        spec("write_file"),
-        spec("edit_file"),
-    );
+    let (read_file, search_code, write_file, edit_file) =
+        (spec("read_file"), spec("search_code"), spec("write_file"), spec("edit_file"));
     let m = |r: &str, names: &[RuleName], path: &str| {
-        Rule::parse(
-            r,
-            RuleKind::Allow,
-            Layer::Project,
-            Some(Path::new("/home/u")),
-        )
-        .unwrap()
-        .matches(&Subject::Path {
-            names,
-            real: Path::new(path),
-            bases: &bases,
-        })
+        let rule = Rule::parse(r, RuleKind::Allow, Layer::Project, Some(Path::new("/home/u")));
+        rule.unwrap().matches(&Subject::Path { names, real: Path::new(path), bases: &bases })
     };
     let table = [
         ("Read(src/**)", &read_file, "/p/src/a/b.rs", true),

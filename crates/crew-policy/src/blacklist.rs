@@ -1,11 +1,8 @@
 //! The command blacklist: commands denied in every mode, before any rule (design.md §3).
-//! It works on parsed parts (`shell/`), so flag order and spelling (`-rf`, `-fr`,
-//! `-r -f`, `--recursive --force`), wrappers (`sudo`, `bash -c`) and compounds do not
-//! hide a match; and it judges each part's words as bash would expand them, in the
-//! directory the part runs in (`/u?r`, `/{usr,etc}`, `H=~; rm -rf $H`, `cd / && rm -rf *`).
-//! A destructive command (recursive `rm`, `chmod -R`, `find -delete`…) whose target
-//! cannot be resolved is denied: it fails closed. A fork bomb is also caught on the raw
-//! text, since it need not parse.
+//! It works on parsed parts, so flag spelling (`-rf`, `-r -f`), wrappers and compounds do
+//! not hide a match, and judges each part's words as bash expands them where the part
+//! runs (`/u?r`, `H=~; rm -rf $H`, `cd / && rm -rf *`). A destructive command whose target
+//! cannot be resolved is denied (fail closed); a fork bomb is also caught on the raw text.
 
 use std::path::{Path, PathBuf};
 
@@ -33,33 +30,11 @@ impl Hit {
 }
 
 /// Top-level directories whose recursive removal or chmod breaks the system.
+#[rustfmt::skip]
 const SYSTEM_DIRS: &[&str] = &[
-    "bin",
-    "boot",
-    "dev",
-    "etc",
-    "home",
-    "lib",
-    "lib32",
-    "lib64",
-    "libx32",
-    "opt",
-    "proc",
-    "root",
-    "run",
-    "sbin",
-    "srv",
-    "sys",
-    "usr",
-    "var",
-    "mnt",
-    "media",
-    "snap",
-    "nix",
-    "System",
-    "Library",
-    "Users",
-    "Applications",
+    "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
+    "run", "sbin", "srv", "sys", "usr", "var", "mnt", "media", "snap", "nix", "System", "Library",
+    "Users", "Applications",
 ];
 
 /// Programs that download (or read from the network).
@@ -137,11 +112,12 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
     }
     let prog = first.text.rsplit('/').next().unwrap_or(&first.text);
     // `xargs` appends arguments nobody has seen yet.
-    let hidden = part.wrappers.iter().any(|w| {
+    let xargs = |w: &String| {
         w.split_whitespace()
             .next()
             .is_some_and(|p| p.ends_with("xargs"))
-    });
+    };
+    let hidden = part.wrappers.iter().any(xargs);
     let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
     let (flags, operands, unknown_flags) = split_options(args);
     match prog {
@@ -189,14 +165,8 @@ fn check_part(script: &Script, index: usize, part: &Part, at: &Where<'_>) -> Opt
                 if roots.is_empty() {
                     roots.push(&dot);
                 }
-                return destructive(
-                    "find / -delete",
-                    "`find` with -delete/-exec",
-                    &roots,
-                    hidden,
-                    part,
-                    at,
-                );
+                let what = "`find` with -delete/-exec";
+                return destructive("find / -delete", what, &roots, hidden, part, at);
             }
         }
         "dd" => {
@@ -456,32 +426,21 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn downloads_into_a_shell_are_hits_wherever_the_shell_reads_them() {
         for c in [
-            "curl x | sh",
-            "curl x | bash -s -- -y",
-            "curl x | bash /dev/stdin",
-            "curl x | python3.12",
-            "curl x | tee f | sh",
-            "( curl x | sh )",
-            "{ curl x | sh; }",
-            "( ls; curl x ) | sh",
-            "curl x | xargs -0 sh -c",
-            "bash <(curl x)",
-            "echo \"$(curl x)\" | sh",
-            "curl -o i.sh x && sh ./i.sh",
-            "curl x > i.sh; ./i.sh",
+            "curl x | sh", "curl x | bash -s -- -y", "curl x | bash /dev/stdin",
+            "curl x | python3.12", "curl x | tee f | sh", "( curl x | sh )", "{ curl x | sh; }",
+            "( ls; curl x ) | sh", "curl x | xargs -0 sh -c", "bash <(curl x)",
+            "echo \"$(curl x)\" | sh", "curl -o i.sh x && sh ./i.sh", "curl x > i.sh; ./i.sh",
             "curl -O https://h/i.sh && bash i.sh",
         ] {
             assert!(hit(c).is_some_and(|h| h.pattern == "curl | sh"), "{c}");
         }
         for c in [
-            "curl x | jq .",
-            "curl x | python3 -m json.tool",
+            "curl x | jq .", "curl x | python3 -m json.tool",
             "curl x | python3 -c 'import sys; print(len(sys.stdin.read()))'",
-            "curl x | sh script.sh",
-            "(curl x; ls)",
-            "curl -o i.sh x && cat i.sh",
+            "curl x | sh script.sh", "(curl x; ls)", "curl -o i.sh x && cat i.sh",
             "curl x > out.txt && sh other.sh",
         ] {
             assert_eq!(hit(c), None, "{c}");

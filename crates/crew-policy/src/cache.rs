@@ -1,11 +1,8 @@
-//! File-system facts that every decision needs and that need not be recomputed per call:
-//! the canonical extra sandbox roots, the home directory's spellings, the credential
-//! identities (`sandbox::Credentials`), the rule index (`PathIndex`: the path rules' globs,
-//! the command rules by first word, the Read deny rules' scopes),
-//! each cwd's real location, and the parses of recent commands whose expansion did not
-//! read the file system (no glob, no `cd`), which are the same every time. A cwd is re-checked
-//! on every use by its device and inode (one `stat`), so a directory replaced under the
-//! same name is resolved again; the rest is computed once per policy contents.
+//! File-system facts every decision needs, computed once per policy contents: the
+//! canonical extra roots, the home's spellings, credential identities, the rule index
+//! (`PathIndex`), each cwd's real location, and the parses of recent commands whose
+//! expansion read nothing from the file system. A cwd is re-checked on every use by its
+//! device and inode (one `stat`), so a directory replaced under its name is resolved again.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;

@@ -1,11 +1,8 @@
 //! The command rules of one rule list, indexed, so a command part is matched against the
-//! few rules that could match it rather than every rule of a rule-heavy settings file
-//! (most are path rules, and most command allow rules name another program). An allow
-//! rule whose literal head has a complete first word (`tool42 run` of
-//! `Bash(tool42 run:*)`) can only match a text starting with that word, so it is kept
-//! under that word; every other command rule — deny and ask rules, which also see other
-//! spellings and unknown words, and allow rules without such a head — is always a
-//! candidate. Candidates come back in list order, so ties break as in a linear scan.
+//! few rules that could match it. An allow rule whose literal head has a complete first
+//! word (`tool42` of `Bash(tool42 run:*)`) is kept under that word; every other command
+//! rule (deny and ask rules see other spellings too) is always a candidate. Candidates
+//! come back in list order, so ties break as in a linear scan.
 
 use std::collections::HashMap;
 
@@ -72,33 +69,22 @@ mod tests {
     /// The candidates hold every rule a linear scan would pick, for commands as written,
     /// through wrappers, privileged, and with other spellings.
     #[test]
+    #[rustfmt::skip]
     fn candidates_decide_as_a_linear_scan() {
+        use crate::Verdict::{Allow, Ask, Deny};
         let specs = [
-            ("Bash(tool42 run:*)", RuleKind::Allow),
-            ("Bash(tool4*)", RuleKind::Allow),
-            ("Bash(git:*)", RuleKind::Allow),
-            ("Bash(git push:*)", RuleKind::Deny),
-            ("Bash(git  status)", RuleKind::Allow),
-            ("Bash(=npm test)", RuleKind::Allow),
-            ("Bash(npm run *test*)", RuleKind::Ask),
-            ("Bash(npm run build:*)", RuleKind::Allow),
-            ("Bash(timeout 60 tool42 run:*)", RuleKind::Allow),
-            ("Bash(~^ls )", RuleKind::Allow),
-            ("Bash( *)", RuleKind::Allow),
-            ("Bash", RuleKind::Ask),
-            ("Read(src/**)", RuleKind::Allow),
+            ("Bash(tool42 run:*)", Allow), ("Bash(tool4*)", Allow), ("Bash(git:*)", Allow),
+            ("Bash(git push:*)", Deny), ("Bash(git  status)", Allow), ("Bash(=npm test)", Allow),
+            ("Bash(npm run *test*)", Ask), ("Bash(npm run build:*)", Allow),
+            ("Bash(timeout 60 tool42 run:*)", Allow), ("Bash(~^ls )", Allow), ("Bash( *)", Allow),
+            ("Bash", Ask), ("Read(src/**)", Allow),
         ];
         let texts = [
-            ("tool42 run --fast", "timeout 60 tool42 run --fast"),
-            ("tool4", "tool4"),
-            ("tool42x run", "tool42x run"),
-            ("git push origin", "git push origin"),
-            ("git status", "git status"),
-            ("npm test", "npm test"),
-            ("npm run unit-test", "npm run unit-test"),
-            ("npm run build", "sudo npm run build"),
-            ("ls -la", "ls -la"),
-            ("", ""),
+            ("tool42 run --fast", "timeout 60 tool42 run --fast"), ("tool4", "tool4"),
+            ("tool42x run", "tool42x run"), ("git push origin", "git push origin"),
+            ("git status", "git status"), ("npm test", "npm test"),
+            ("npm run unit-test", "npm run unit-test"), ("npm run build", "sudo npm run build"),
+            ("ls -la", "ls -la"), ("", ""),
         ];
         for start in 0..specs.len() {
             let rules: Vec<Rule> = specs[start..]

@@ -1,18 +1,13 @@
 //! crew's own controls are the user's, not the agent's (design invariant 11): a command
 //! that changes crew's trust, settings, MCP or worker configuration (`crew trust DIR`,
-//! `crew mcp add`/`remove`, `crew worker`, `crew team send`, `crew worktrees merge` …) is
-//! denied in every mode, bypassPermissions included, before any rule. It is a hard check,
-//! beside the blacklist.
+//! `crew mcp add`, `crew worktrees merge` …) is denied in every mode, before any rule,
+//! beside the blacklist. Only the read forms pass (`list`, `get`, `show`, `check`, `diff`,
+//! `logs`, `trust --list`, `help`).
 //!
-//! Only the read forms pass (`list`, `get`, `show`, `check`, `diff`, `logs`,
-//! `trust --list`, `help`); every other subcommand is a control. A part counts as running
-//! crew when its program word is `crew` or a path whose file name is `crew`, or when the
-//! file it runs is the running binary (same device and inode, i.e. a hard or symbolic
-//! link) or a byte-for-byte copy of it. When the arguments form a control and the program
-//! cannot be resolved (computed at run time, a relative path from an unknown directory, a
-//! missing file), the part is denied too: fail closed. The OS side — crew's configuration
-//! and state read-only in every sandbox profile — holds what the engine cannot see (an
-//! interpreter calling crew, say).
+//! A part runs crew when its program is named `crew`, or is the running binary (by
+//! identity, or a byte-for-byte copy). A control whose program cannot be resolved is
+//! denied too (fail closed); the OS keeps crew's configuration read-only in every sandbox
+//! profile for what the engine cannot see (an interpreter calling crew).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -192,42 +187,21 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn writes_are_controls_and_reads_are_not() {
         for s in [
-            "trust",
-            "trust .",
-            "trust --revoke .",
-            "trust --list --revoke .",
-            "mcp add evil --scope user -- sh -c x",
-            "mcp remove fs",
-            "mcp serve",
-            "--cwd /tmp mcp add x -- y",
-            "--model agents trust .",
-            "worker --listen 0.0.0.0:7400",
-            "workers tls-settings",
-            "team send --to lead hi",
-            "worktrees merge w1",
-            "worktrees discard w1",
-            "tasks stop t1",
-            "permissions allow Bash",
-            "mcp",
+            "trust", "trust .", "trust --revoke .", "trust --list --revoke .",
+            "mcp add evil --scope user -- sh -c x", "mcp remove fs", "mcp serve",
+            "--cwd /tmp mcp add x -- y", "--model agents trust .", "worker --listen 0.0.0.0:7400",
+            "workers tls-settings", "team send --to lead hi", "worktrees merge w1",
+            "worktrees discard w1", "tasks stop t1", "permissions allow Bash", "mcp",
         ] {
             assert!(control(&w(s)).is_some(), "{s}");
         }
         for s in [
-            "trust --list",
-            "mcp list",
-            "mcp get fs",
-            "permissions check read_file {}",
-            "permissions list",
-            "worktrees diff w1",
-            "tasks logs t1",
-            "team show",
-            "agents list",
-            "help trust",
-            "-p hello",
-            "",
-            "mcp list -- trust .",
+            "trust --list", "mcp list", "mcp get fs", "permissions check read_file {}",
+            "permissions list", "worktrees diff w1", "tasks logs t1", "team show", "agents list",
+            "help trust", "-p hello", "", "mcp list -- trust .",
         ] {
             assert!(control(&w(s)).is_none(), "{s}");
         }

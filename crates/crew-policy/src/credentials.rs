@@ -15,47 +15,26 @@ use super::scopes;
 /// directory entry covers everything below it. Programs that need one of them (`gh`,
 /// `aws`, `kubectl`, `docker`) find it hidden inside the sandbox; `sandbox.excludedCommands`
 /// or `sandbox.filesystem.allowRead` is the user's explicit way out.
+#[rustfmt::skip]
 pub const CREDENTIALS: &[&str] = &[
     // Remote shells, signing and encryption keys.
-    ".ssh",
-    ".gnupg",
+    ".ssh", ".gnupg",
     // Cloud providers and cluster access.
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".oci",
-    ".config/doctl",
-    ".terraform.d/credentials.tfrc.json",
-    ".vault-token",
+    ".aws", ".azure", ".config/gcloud", ".kube", ".oci", ".config/doctl",
+    ".terraform.d/credentials.tfrc.json", ".vault-token",
     // Container registries.
-    ".docker/config.json",
-    ".config/containers/auth.json",
+    ".docker/config.json", ".config/containers/auth.json",
     // Forges and git.
-    ".git-credentials",
-    ".config/git/credentials",
-    ".config/gh",
-    ".config/hub",
-    ".config/glab-cli",
+    ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub", ".config/glab-cli",
     ".netrc",
     // Package registries.
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials.toml",
-    ".cargo/credentials",
-    ".gem/credentials",
+    ".npmrc", ".pypirc", ".cargo/credentials.toml", ".cargo/credentials", ".gem/credentials",
     // Password stores and keyrings.
-    ".password-store",
-    ".local/share/keyrings",
-    ".config/op",
+    ".password-store", ".local/share/keyrings", ".config/op",
     // Databases.
-    ".pgpass",
-    ".my.cnf",
+    ".pgpass", ".my.cnf",
     // Model providers (Claude Code's login) and crew's own secrets.
-    ".claude/.credentials.json",
-    ".crew/credentials.json",
-    ".crew/cluster.cookie",
-    ".crew/tls",
+    ".claude/.credentials.json", ".crew/credentials.json", ".crew/cluster.cookie", ".crew/tls",
     ".config/crew/credentials.json",
 ];
 
@@ -197,6 +176,7 @@ mod tests {
     /// Credentials are named by their home-relative location, for paths spelled with
     /// `.`, doubled slashes, `..` and siblings of the locations.
     #[test]
+    #[rustfmt::skip]
     fn credentials_are_named_by_location() {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("h");
@@ -204,26 +184,15 @@ mod tests {
         let c = Credentials::load(Some(&home));
         let h = home.display();
         for (p, want) in [
-            (format!("{h}/.ssh"), Some(".ssh")),
-            (format!("{h}/.ssh/id_rsa"), Some(".ssh")),
-            (format!("{h}//.ssh/./id_rsa"), Some(".ssh")),
-            (format!("{h}/.sshx"), None),
+            (format!("{h}/.ssh"), Some(".ssh")), (format!("{h}/.ssh/id_rsa"), Some(".ssh")),
+            (format!("{h}//.ssh/./id_rsa"), Some(".ssh")), (format!("{h}/.sshx"), None),
             (format!("{h}/.config"), None),
             (format!("{h}/.config/gcloud/x"), Some(".config/gcloud")),
             (format!("{h}/.config/gcloudy"), None),
-            (
-                format!("{h}/.cargo/credentials"),
-                Some(".cargo/credentials"),
-            ),
-            (
-                format!("{h}/.cargo/credentials.toml"),
-                Some(".cargo/credentials.toml"),
-            ),
-            (format!("{h}/../h/.ssh"), None),
-            (format!("{h}/x/.ssh"), None),
-            (format!("{h}"), None),
-            ("/".into(), None),
-            ("/etc/passwd".into(), None),
+            (format!("{h}/.cargo/credentials"), Some(".cargo/credentials")),
+            (format!("{h}/.cargo/credentials.toml"), Some(".cargo/credentials.toml")),
+            (format!("{h}/../h/.ssh"), None), (format!("{h}/x/.ssh"), None), (format!("{h}"), None),
+            ("/".into(), None), ("/etc/passwd".into(), None),
         ] {
             let p = Path::new(&p);
             assert_eq!(credential(p, c.homes()), want, "{p:?}");

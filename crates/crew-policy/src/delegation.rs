@@ -1,9 +1,8 @@
 //! Delegation: where a subagent would work, and whether starting it needs approval
-//! (design.md §3). A worktree-isolated subagent needs none in default or acceptEdits mode:
-//! its own calls are checked, confined to its worktree, and land on its own branch. A
-//! subagent that would work in place (the main checkout) asks, unless its definition is
-//! read-only. The model may not choose `isolation: "none"` for a definition that is not
-//! read-only: that is refused in the engine and again by the delegator (fail closed).
+//! (design.md §3). A worktree-isolated subagent needs none in default or acceptEdits mode
+//! (its calls are checked and confined to its own branch); one working in place asks,
+//! unless read-only. The model may not choose `isolation: "none"` for a definition that is
+//! not read-only: the engine refuses it, and again the delegator (fail closed).
 //!
 //! The engine cannot see the agent catalog or the registry; the session fills a
 //! [`Delegation`] (agent type → [`AgentProfile`], worktrees possible) once at set-up.

@@ -1,14 +1,11 @@
-//! Read deny rules by file identity. `Read(./secrets/**)` names files, but a hard link
-//! elsewhere in the project is the same file under another name, and reading it reads
-//! the secret. So the files each Read deny rule covers are identified (device and inode)
-//! once per policy and cwd, by walking below the rule's literal prefix (bounded), and a
-//! path that no rule denies by name is still denied when it is one of those files. Like
-//! `sandbox::Credentials`, only a file with more than one name can be such a link, so a
-//! check costs one `stat` and only when some Read deny rule covers an existing file.
+//! Read deny rules by file identity: a hard link to `secrets/key` elsewhere is the same
+//! file, so the files each Read deny rule covers are identified (device and inode) once
+//! per policy and cwd, by a bounded walk below the rule's literal prefix, and a path no
+//! rule denies by name is still denied when it is one of them. Only a file with more
+//! than one name can be such a link, so a check costs one `stat`.
 //!
 //! Limits: a denied file created after the walk, or replaced by a new inode, is matched
-//! by name only until the policy is loaded again; a walk stops after
-//! [`MAX_ENTRIES`] entries.
+//! by name only until the policy is loaded again; a walk stops after [`MAX_ENTRIES`].
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;

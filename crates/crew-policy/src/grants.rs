@@ -2,13 +2,11 @@
 //! derived from the call; "always allow" also appends them, deduplicated, to
 //! `<project>/.crew/settings.local.json`, where the next engine loads them.
 //!
-//! Derived rules are as narrow as the call: `Write(/src/main.rs)` (path relative to the
-//! project root, `//abs` outside it), one `Bash(<exact part>)` per part of a literal
-//! command, `Agent(<type>)`, `mcp__server__tool`. A command with variables, globs,
-//! braces or substitutions is granted only as itself: `Bash(=<the whole command as
-//! written>)`, which matches the raw command text and nothing else (a per-part rule like
-//! `Bash(cat $VAR)` would also allow `X=~/.ssh/id_rsa; cat $X`). Calls that a hard check
-//! or a deny rule refuses cannot be granted.
+//! Derived rules are as narrow as the call: `Write(/src/main.rs)`, one `Bash(<exact
+//! part>)` per part of a literal command, `Agent(<type>)`, `mcp__server__tool`. A command
+//! with expansions is granted only as itself, `Bash(=<the whole command>)` (a per-part
+//! `Bash(cat $VAR)` would also allow `X=~/.ssh/id_rsa; cat $X`). What a hard check or a
+//! deny rule refuses cannot be granted.
 
 use std::path::Path;
 

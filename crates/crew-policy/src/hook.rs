@@ -1,12 +1,8 @@
-//! What PreToolUse hooks said about a call, as the permission engine receives it, and the
-//! one place it changes a decision. The engine stays the only issuer of permits: a hook
-//! cannot hand the gate anything, it can only move the engine's verdict — an `allow`
-//! turns the mode fallback's Ask into Allow (never a Deny — a deny rule, a hard check,
-//! protected paths, credentials, the sandbox — and never an explicit Ask: an `ask` rule,
-//! a dangerous command, an unknown tool); an `ask` turns an Allow into an explicit Ask
-//! (which dontAsk denies, nobody being there). A hook's `deny` never reaches the engine:
-//! the call is refused before it. The gate and Plan Mode come after the engine, so no
-//! verdict here can pass them.
+//! What PreToolUse hooks said about a call, and the one place it changes a decision. A
+//! hook only moves the engine's verdict, which still issues every permit: `allow` turns
+//! the mode fallback's Ask into Allow (never a Deny, never an explicit Ask), `ask` turns
+//! an Allow into an explicit Ask (which dontAsk denies). A hook's `deny` refuses the call
+//! before the engine; the gate and Plan Mode come after it.
 
 use super::{Decision, PermissionMode, Source, Verdict};
 

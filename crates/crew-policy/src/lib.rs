@@ -4,27 +4,16 @@
 //! ([`check`]), with no async runtime and no actors: this crate must never depend on
 //! `crewmaster`, so an import that runs back up from here is a compile error.
 //!
-//! Around it, in the root crate: the `PermissionEngine` actor that holds its state and
-//! routes (`engine`); the permits the engine hands out (`permission::Permit`,
-//! `permission::Checked::authorize`, with the approver's and the classifier's tokens);
-//! the settings files and `Policy::load_with` (`config`); `Policy::load` and
-//! `Rule::parse` with the built-in tools' names handed in (`tools::rule_names`); auto
-//! mode's classifier (`classifier`); trusted folders (`trust`). The root crate's
-//! `permission` module re-exports everything here.
+//! Around it, in the root crate: the `PermissionEngine` actor (`engine`), the permits it
+//! hands out (`permission::Permit`, `permission::Checked::authorize`), the settings files
+//! (`config`), `Rule::parse` with the built-in tools' names (`tools::rule_names`), auto
+//! mode's classifier (`classifier`), trusted folders (`trust`) and the mode changes
+//! (`agent::transition`). The root crate's `permission` module re-exports this crate.
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
-//!
-//! The types every layer sees — `Verdict`, `Decision`, `PermissionMode`, a tool's
-//! `PermissionSpec` — are `crew_protocol`'s, re-exported here. Modules: `classify`
-//! (spec + arguments → category, target), `shell` (bash parsing, wrappers), `commands`
-//! (read-only and dangerous commands), `blacklist`, `sandbox` (real paths, roots,
-//! credentials), `rules` (rule syntax, layer precedence), `grants` (approvals → rules),
-//! `delegation` (starting subagents), `walk` (what directory walkers may show), `check`
-//! (the decision), `hook` (what PreToolUse hooks may move), `profile` (which sandbox
-//! profile a decision runs in), `auto` (auto mode's settings, availability and suspended
-//! rules). The one state machine for a lead's mode changes, which the TUI and the CLI
-//! drive, is the root crate's `agent::transition`.
+//! The types every layer sees (`Verdict`, `Decision`, `PermissionMode`, `PermissionSpec`)
+//! are `crew_protocol`'s, re-exported here; each module opens with what it decides.
 
 pub mod auto;
 pub mod blacklist;

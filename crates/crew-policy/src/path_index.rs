@@ -222,40 +222,27 @@ mod tests {
     use crate::Layer;
 
     #[test]
+    #[rustfmt::skip]
     fn picks_the_same_rule_as_a_linear_scan() {
+        use {Layer::*, crate::Verdict::*};
         let home = Path::new("/home/u");
         let mut rules: Vec<Rule> = [
-            ("Read(secrets/**)", RuleKind::Deny, Layer::User),
-            ("Read(*.pem)", RuleKind::Deny, Layer::User),
-            ("Edit(src/**)", RuleKind::Allow, Layer::Local),
-            ("Edit(src/**)", RuleKind::Ask, Layer::Local),
-            ("Read(//etc/**)", RuleKind::Allow, Layer::Project),
-            ("Edit(!docs/**)", RuleKind::Allow, Layer::Project),
-            ("Read(=/p/x.txt)", RuleKind::Allow, Layer::Project),
-            ("Read", RuleKind::Ask, Layer::User),
-            ("Bash(ls:*)", RuleKind::Allow, Layer::User),
-            ("Read(~/.env)", RuleKind::Deny, Layer::Local),
+            ("Read(secrets/**)", Deny, User), ("Read(*.pem)", Deny, User),
+            ("Edit(src/**)", Allow, Local), ("Edit(src/**)", Ask, Local),
+            ("Read(//etc/**)", Allow, Project), ("Edit(!docs/**)", Allow, Project),
+            ("Read(=/p/x.txt)", Allow, Project), ("Read", Ask, User), ("Bash(ls:*)", Allow, User),
+            ("Read(~/.env)", Deny, Local),
         ]
         .iter()
         .map(|(t, k, l)| Rule::parse(t, *k, *l, Some(home)).unwrap())
         .collect();
         let index = PathIndex::build(&rules).unwrap();
-        rules.push(
-            Rule::parse("Write(/src/new.rs)", RuleKind::Allow, Layer::Session, None).unwrap(),
-        );
+        rules.push(Rule::parse("Write(/src/new.rs)", Allow, Session, None).unwrap());
         assert!(index.fresh(&rules));
         let bases = vec![PathBuf::from("/p")];
         for path in [
-            "/p/secrets/a",
-            "/p/a/b.pem",
-            "/p/src/x.rs",
-            "/etc/hosts",
-            "/p/docs/a",
-            "/p/x.txt",
-            "/home/u/.env",
-            "/p/src/new.rs",
-            "/p",
-            "/elsewhere",
+            "/p/secrets/a", "/p/a/b.pem", "/p/src/x.rs", "/etc/hosts", "/p/docs/a", "/p/x.txt",
+            "/home/u/.env", "/p/src/new.rs", "/p", "/elsewhere",
         ] {
             for names in PATH_NAMES
                 .iter()

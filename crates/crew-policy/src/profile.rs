@@ -1,22 +1,14 @@
 //! Which sandbox profile a call's commands run in, chosen from the decision that allowed
-//! it (design: "nothing runs with more power than a human granted"):
+//! it (design: "nothing runs with more power than a human granted"): unsandboxed only for
+//! `sandbox.excludedCommands`, `sandbox.enabled: false` outside the unattended modes, or
+//! a human's "run it outside the sandbox" (`Permit::approved`); bypassPermissions the
+//! bypass profile; a read allowed without a human the read profile; anything else the
+//! write profile (a human's approval makes it the approved one).
 //!
-//! - outside the sandbox only for a command in `sandbox.excludedCommands` or under
-//!   `sandbox.enabled: false` (both from the user's own settings; the latter never for
-//!   an unattended mode, dontAsk or auto), or, later, a human's explicit "run it outside
-//!   the sandbox" (`Permit::approved`);
-//! - bypassPermissions: the bypass profile;
-//! - allowed without a human as a read (the engine classified every part as a read):
-//!   the read profile, whether the mode's fallback or an allow rule allowed it;
-//! - anything else the engine allows or asks about: the write profile (a human's
-//!   approval turns it into the approved profile).
-//!
-//! A call that asks to run outside the sandbox (`run_command`'s `outside_sandbox: true`,
-//! after the sandbox stopped it) is never allowed without a human ([`require_human`]):
-//! it asks, and is refused where nobody can answer. The human's answer "run it once
-//! outside the sandbox" runs it unconfined; any other allow runs it in the approved
-//! profile, unless `sandbox.allowUnsandboxedCommands` (the user's own settings) says an
-//! approved request runs outside, as Claude Code does by default.
+//! A call asking to run outside the sandbox (`outside_sandbox: true`) is never allowed
+//! without a human ([`require_human`]). Approved, it runs unconfined only if the human
+//! said so, or if `sandbox.allowUnsandboxedCommands` says an approved request runs
+//! outside, as Claude Code does by default.
 
 use serde_json::Value;
 
@@ -27,27 +19,24 @@ use crew_protocol::sandbox_profile::SandboxProfile;
 /// The argument with which a command call asks to run outside the sandbox.
 pub const OUTSIDE_SANDBOX_ARG: &str = "outside_sandbox";
 
-/// The command text of a call whose tool runs commands, if any.
-fn command_of(req: &CheckRequest) -> Option<String> {
+/// The command text of a call whose tool runs commands, with the call's arguments.
+fn command_of(req: &CheckRequest) -> Option<(String, Value)> {
     let Some(TargetSpec::Command { field }) = req.spec.as_ref().map(|s| &s.target) else {
         return None;
     };
     let args: Value = serde_json::from_str(&req.call.arguments).ok()?;
-    args.get(field).and_then(Value::as_str).map(str::to_string)
+    Some((args.get(field)?.as_str()?.to_string(), args))
 }
 
 /// Whether the call asks to run outside the sandbox.
 fn asks_outside(req: &CheckRequest) -> bool {
-    command_of(req).is_some()
-        && serde_json::from_str::<Value>(&req.call.arguments)
-            .ok()
-            .and_then(|a| a.get(OUTSIDE_SANDBOX_ARG).and_then(Value::as_bool))
-            == Some(true)
+    command_of(req)
+        .is_some_and(|(_, a)| a.get(OUTSIDE_SANDBOX_ARG).and_then(Value::as_bool) == Some(true))
 }
 
 /// The profile for `req` decided as `decision` under `policy`.
 pub fn choose(req: &CheckRequest, decision: &Decision, policy: &Policy) -> SandboxProfile {
-    let command = command_of(req);
+    let command = command_of(req).map(|(c, _)| c);
     if command.is_some() {
         if (policy.sandbox.disabled && !unattended(req.mode))
             || command

@@ -93,34 +93,17 @@ pub fn git_config_write(part: &Part) -> Option<String> {
             part.text()
         ))
     };
+    #[rustfmt::skip]
     const READS: &[&str] = &[
-        "--get",
-        "--get-all",
-        "--get-regexp",
-        "--get-urlmatch",
-        "--get-color",
-        "--get-colorbool",
-        "--list",
-        "-l",
+        "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+        "--list", "-l",
     ];
     // Options that change what is read, not whether something is written.
+    #[rustfmt::skip]
     const MODIFIERS: &[&str] = &[
-        "--local",
-        "--global",
-        "--system",
-        "--worktree",
-        "--bool",
-        "--int",
-        "--bool-or-int",
-        "--path",
-        "--expiry-date",
-        "--null",
-        "-z",
-        "--name-only",
-        "--show-origin",
-        "--show-scope",
-        "--includes",
-        "--no-includes",
+        "--local", "--global", "--system", "--worktree", "--bool", "--int", "--bool-or-int",
+        "--path", "--expiry-date", "--null", "-z", "--name-only", "--show-origin", "--show-scope",
+        "--includes", "--no-includes",
     ];
     const WITH_VALUE: &[&str] = &["--file", "-f", "--blob", "--type", "--default"];
     let mut read_action = false;
@@ -164,30 +147,22 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn git_config_reads_pass_and_writes_are_caught() {
         for read in [
-            "git config --get user.name",
-            "git config user.name",
-            "git config --list",
+            "git config --get user.name", "git config user.name", "git config --list",
             "git -C . config --local --get core.bare",
-            "git config --file .git/config --get-regexp remote",
-            "git config get user.name",
-            "git config -l --show-origin",
-            "git status",
+            "git config --file .git/config --get-regexp remote", "git config get user.name",
+            "git config -l --show-origin", "git status",
         ] {
             assert_eq!(git_config_write(&part(read)), None, "{read}");
         }
         for write in [
-            "git config core.hooksPath x",
-            "git config --add core.pager cat",
-            "git config --local core.fsmonitor x",
-            "git config --file .git/config core.hooksPath x",
-            "git config --unset core.hooksPath",
-            "git config --global alias.p !sh",
-            "git config set core.hooksPath x",
-            "git -C . config core.sshCommand x",
-            "git config --edit",
-            "git config --weird-new-option k",
+            "git config core.hooksPath x", "git config --add core.pager cat",
+            "git config --local core.fsmonitor x", "git config --file .git/config core.hooksPath x",
+            "git config --unset core.hooksPath", "git config --global alias.p !sh",
+            "git config set core.hooksPath x", "git -C . config core.sshCommand x",
+            "git config --edit", "git config --weird-new-option k",
         ] {
             assert!(git_config_write(&part(write)).is_some(), "{write}");
         }

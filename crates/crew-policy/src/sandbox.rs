@@ -167,13 +167,11 @@ pub fn inside(real: &Path, roots: &[PathBuf]) -> bool {
 
 pub use super::credentials::{CREDENTIALS, Credentials, credential, homes};
 
-/// Files whose change would alter permissions or run code later, outside any sandbox:
-/// `.git/hooks`, `.git/config` (and `config.worktree`), `.git/commondir` (it says where
-/// git reads config and hooks from), the same in `.git/modules/*`, a
-/// `.git` entry itself (a linked worktree's `.git` file says where its git dir is), a
-/// worktree's private `commondir`/`gitdir` links, and `.crew`/`.claude` settings files
-/// (and those directories themselves). Writes to them are denied in every mode. Returns
-/// what kind of protected path `path` (lexical or real) is.
+/// What kind of protected path `path` (lexical or real) is: one whose change would alter
+/// permissions or run code later, outside any sandbox (`.git/hooks`, `.git/config`,
+/// `.git/commondir`, the same in `.git/modules/*`, a `.git` entry itself, a worktree's
+/// `commondir`/`gitdir` links, `.crew`/`.claude` and their settings files). Writes to
+/// them are denied in every mode.
 pub fn protected(path: &Path) -> Option<&'static str> {
     // Every protected path has a `.git`, `.crew` or `.claude` component.
     let bytes = path.as_os_str().as_encoded_bytes();
@@ -225,11 +223,9 @@ pub fn protected(path: &Path) -> Option<&'static str> {
     None
 }
 
-/// What the file tools (`write_file`, `edit_file`) may not write: every protected path,
-/// and anything inside a `.git` directory (HEAD, refs, packed-refs, `info/attributes`,
-/// `objects/info/alternates`, …). Agents never need to edit git's internals by hand, and
-/// they redirect what the user's git reads and runs; git itself still writes them when a
-/// command runs it. Returns what kind of path `path` (lexical or real) is.
+/// What kind of path the file tools may not write `path` (lexical or real) is: a
+/// protected path, or anything inside a `.git` directory (refs, `info/attributes` …),
+/// which redirects what the user's git reads and runs; git itself still writes them.
 pub fn protected_from_edits(path: &Path) -> Option<&'static str> {
     protected(path).or_else(|| {
         let mut comps = path.components().skip_while(|c| c.as_os_str() != ".git");
@@ -288,51 +284,31 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn protected_paths_are_recognised() {
         for p in [
-            "/p/.git/hooks/pre-commit",
-            "/p/.git/hooks",
-            "/p/.git/config",
-            "/p/.git/modules/sub/hooks/post-checkout",
-            "/p/.git/modules/a/modules/b/config",
-            "/wt/.git",
-            "/p/.git/worktrees/t1/commondir",
-            "/p/.git/worktrees/t1/gitdir",
-            "/p/.crew/settings.local.json",
-            "/p/.claude/settings.json",
-            "/p/.crew",
-            "/p/.git/commondir",
-            "/p/.git/modules/sub/commondir",
+            "/p/.git/hooks/pre-commit", "/p/.git/hooks", "/p/.git/config",
+            "/p/.git/modules/sub/hooks/post-checkout", "/p/.git/modules/a/modules/b/config",
+            "/wt/.git", "/p/.git/worktrees/t1/commondir", "/p/.git/worktrees/t1/gitdir",
+            "/p/.crew/settings.local.json", "/p/.claude/settings.json", "/p/.crew",
+            "/p/.git/commondir", "/p/.git/modules/sub/commondir",
         ] {
             assert!(protected(Path::new(p)).is_some(), "{p}");
         }
         // The file tools may write none of git's internals.
         for p in [
-            "/p/.git/HEAD",
-            "/p/.git/refs/heads/main",
-            "/p/.git/packed-refs",
-            "/p/.git/info/attributes",
-            "/p/.git/objects/info/alternates",
-            "/p/.git/worktrees/t1/HEAD",
-            "/p/.git/commondir",
-            "/p/.crew/settings.json",
+            "/p/.git/HEAD", "/p/.git/refs/heads/main", "/p/.git/packed-refs",
+            "/p/.git/info/attributes", "/p/.git/objects/info/alternates",
+            "/p/.git/worktrees/t1/HEAD", "/p/.git/commondir", "/p/.crew/settings.json",
         ] {
             assert!(protected_from_edits(Path::new(p)).is_some(), "{p}");
         }
-        for p in [
-            "/p/src/.gitignore",
-            "/p/.github/workflows/ci.yml",
-            "/p/git/HEAD",
-        ] {
+        for p in ["/p/src/.gitignore", "/p/.github/workflows/ci.yml", "/p/git/HEAD"] {
             assert!(protected_from_edits(Path::new(p)).is_none(), "{p}");
         }
         for p in [
-            "/p/src/main.rs",
-            "/p/.git/objects/ab/cd",
-            "/p/.git/refs/heads/main",
-            "/p/.crew/agents/x.md",
-            "/p/config",
-            "/p/.gitignore",
+            "/p/src/main.rs", "/p/.git/objects/ab/cd", "/p/.git/refs/heads/main",
+            "/p/.crew/agents/x.md", "/p/config", "/p/.gitignore",
         ] {
             assert!(protected(Path::new(p)).is_none(), "{p}");
         }

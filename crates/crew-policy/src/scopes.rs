@@ -193,45 +193,19 @@ mod tests {
     /// The index finds the rule a linear `could_match_below` scan finds, for rules of
     /// every anchor kind and directories above, at, below and beside the bases.
     #[test]
+    #[rustfmt::skip]
     fn finds_the_rule_a_linear_scan_finds() {
         let home = Path::new("/home/u");
         let specs = [
-            "Read(secrets/**)",
-            "Read(/src/gen/*.rs)",
-            "Read(//etc/ssl/**)",
-            "Read(~/.env)",
-            "Read(=/p/exact.txt)",
-            "Read(=docs/x.md)",
-            "Read(./a/../b/**)",
-            "Read(//*)",
-            "Read(deep/dir/file)",
-            "Read(*.pem)",
-            "Read(~^/p/.*$)",
-            "Read(!src/**)",
-            "Read",
+            "Read(secrets/**)", "Read(/src/gen/*.rs)", "Read(//etc/ssl/**)", "Read(~/.env)",
+            "Read(=/p/exact.txt)", "Read(=docs/x.md)", "Read(./a/../b/**)", "Read(//*)",
+            "Read(deep/dir/file)", "Read(*.pem)", "Read(~^/p/.*$)", "Read(!src/**)", "Read",
         ];
         let bases = vec![PathBuf::from("/p"), PathBuf::from("/p/sub")];
         let dirs = [
-            "/",
-            "/p",
-            "/p/src",
-            "/p/src/gen",
-            "/p/src/gen/x",
-            "/p/secrets",
-            "/p/secretsx",
-            "/p/sub",
-            "/p/sub/secrets/a",
-            "/etc",
-            "/etc/ssl/certs",
-            "/etc/sslx",
-            "/home",
-            "/home/u/.env",
-            "/p/docs",
-            "/p/a",
-            "/p/b/c",
-            "/q",
-            "/p/deep/dir",
-            "/pq",
+            "/", "/p", "/p/src", "/p/src/gen", "/p/src/gen/x", "/p/secrets", "/p/secretsx",
+            "/p/sub", "/p/sub/secrets/a", "/etc", "/etc/ssl/certs", "/etc/sslx", "/home",
+            "/home/u/.env", "/p/docs", "/p/a", "/p/b/c", "/q", "/p/deep/dir", "/pq",
         ];
         // Every suffix of the list, so each rule kind gets to be the first that matches.
         for start in 0..specs.len() {

@@ -1,12 +1,10 @@
 //! What a directory walker (`find_files`, `search_code`) may show or open. The engine
 //! decides on the directory a walk starts from; everything found below it must pass here
-//! too, or `search_code TOPSECRET` prints a file that `Read(./secrets/**)` denies, and a
-//! walk of the home directory (or a symlink inside the project) reaches `~/.ssh/id_rsa`.
+//! too, or `search_code TOPSECRET` prints a file that `Read(./secrets/**)` denies.
 //!
-//! Built once per session from the `Policy` ([`WalkFilter::new`]) and shared through an
-//! `Arc`; each walk takes a [`WalkScope`] for the calling agent's cwd. The file tools use
-//! the same scope for the roots they open paths beneath and for the identity check of
-//! what they opened (`tools::beneath`).
+//! Built once per session ([`WalkFilter::new`]); each walk takes a [`WalkScope`] for the
+//! agent's cwd, which the file tools also use for the roots they open paths beneath and
+//! the identity check of what they opened (`tools::beneath`).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -78,14 +76,9 @@ impl WalkFilter {
         static CREDS: std::sync::LazyLock<Arc<Credentials>> =
             std::sync::LazyLock::new(|| Arc::new(Credentials::load(None)));
         Self {
-            denies: Vec::new(),
             homes: home_dirs(None),
-            project_root: None,
-            ids: Arc::default(),
-            extra_roots: Vec::new(),
-            read_only_roots: Vec::new(),
             creds: CREDS.clone(),
-            results_dir: None,
+            ..Self::default()
         }
     }
 

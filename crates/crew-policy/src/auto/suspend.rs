@@ -1,10 +1,8 @@
 //! Which allow rules are set aside while in auto mode: the ones that would let code run
-//! unchecked, so the classifier never sees those calls (seed 003). `Bash` and `Bash(*)`,
-//! a command rule with a wildcard whose first word is an interpreter or a wrapper that
-//! runs its arguments (`python:*`, `node *`, `bash:*`, `sudo:*`, `xargs:*` …: the
-//! engine's table, `commands::code_running_programs`; `npm:*` and `npm exec:*` as well as
-//! `npx:*`, from `commands::runners`), a regex or negation command rule
-//! (what it admits cannot be read off), and a whole `Agent` rule.
+//! unchecked, past the classifier (seed 003). `Bash` and `Bash(*)`, a wildcard command
+//! rule whose first word runs code (`python:*`, `sudo:*`, `npm exec:*` …:
+//! `commands::code_running_programs`, `commands::runners`), a regex or negation command
+//! rule (what it admits cannot be read off), and a whole `Agent` rule.
 //!
 //! Suspension is keyed on the calling agent's mode, not stored: `effective` hands `check`
 //! the policy without those rules when the mode is auto, so leaving auto restores them by
@@ -91,48 +89,25 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn blanket_interpreter_and_agent_rules_are_suspended() {
         for text in [
-            "Bash",
-            "Bash(*)",
-            "Bash(python:*)",
-            "Bash(python3 *)",
-            "Bash(node:*)",
-            "Bash(bash:*)",
-            "Bash(sh:*)",
-            "Bash(sudo:*)",
-            "Bash(/usr/bin/python3:*)",
-            "Bash(npm:*)",
-            "Bash(npm *)",
-            "Bash(npm exec:*)",
-            "Bash(npm x *)",
-            "Bash(pnpm:*)",
-            "Bash(pnpm dlx:*)",
-            "Bash(yarn exec:*)",
-            "Bash(bun x:*)",
-            "Bash(uv run:*)",
-            "Bash(pipx run:*)",
-            "Bash(uvx:*)",
-            "Bash(make:*)",
-            "Bash(~^git .*)",
-            "Bash(*test*)",
-            "Agent",
-            "Agent(*)",
+            "Bash", "Bash(*)", "Bash(python:*)", "Bash(python3 *)", "Bash(node:*)", "Bash(bash:*)",
+            "Bash(sh:*)", "Bash(sudo:*)", "Bash(/usr/bin/python3:*)", "Bash(npm:*)", "Bash(npm *)",
+            "Bash(npm exec:*)", "Bash(npm x *)", "Bash(pnpm:*)", "Bash(pnpm dlx:*)",
+            "Bash(yarn exec:*)", "Bash(bun x:*)", "Bash(uv run:*)", "Bash(pipx run:*)",
+            "Bash(uvx:*)", "Bash(make:*)", "Bash(~^git .*)", "Bash(*test*)", "Agent", "Agent(*)",
         ] {
             assert!(suspended_in_auto(&allow(text)).is_some(), "{text}");
         }
     }
 
     #[test]
+    #[rustfmt::skip]
     fn specific_rules_and_non_allow_rules_stay() {
         for text in [
-            "Bash(npm test:*)",
-            "Bash(git status)",
-            "Bash(python script.py)",
-            "Bash(cargo build:*)",
-            "Agent(explore)",
-            "Edit(src/**)",
-            "Read",
+            "Bash(npm test:*)", "Bash(git status)", "Bash(python script.py)", "Bash(cargo build:*)",
+            "Agent(explore)", "Edit(src/**)", "Read",
         ] {
             assert!(suspended_in_auto(&allow(text)).is_none(), "{text}");
         }

@@ -1,14 +1,12 @@
-//! Starting a subagent: deny rules, the delegation policy's refusals, ask/allow rules,
-//! then the delegation fallback (`delegation.rs`) by mode.
+//! Starting a subagent: deny rules, the delegation policy's refusals (a model-chosen
+//! `isolation: none` for an agent that is not read-only, whatever the rules or mode),
+//! ask/allow rules, then the delegation fallback (`delegation.rs`) by mode.
 
 use super::super::rules::{RuleKind, Subject};
 use super::super::{Category, Decision, Source, Verdict, delegation, rules};
 use super::{Ctx, aimed, fallback, from_rule};
 
-/// Starting a subagent (`delegation.rs`): a deny rule denies; a model-chosen
-/// `isolation: none` for an agent that is not read-only is refused whatever the rules or
-/// mode; then ask/allow rules; then a worktree-isolated or read-only subagent starts
-/// without approval in default/acceptEdits while an in-place writer asks.
+/// Starting a subagent of type `kind`, in the order the module comment gives.
 pub(super) fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> Decision {
     let rule = rules::decide(&ctx.policy.rules, &Subject::Agent(kind));
     let by_mode = delegation::fallback(

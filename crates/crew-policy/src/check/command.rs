@@ -216,30 +216,23 @@ fn part_rule<'r>(
     full: &str,
     grant: Option<&'r Rule>,
 ) -> Option<&'r Rule> {
-    let forms = commands::match_forms(part);
-    let subject = Subject::Command {
-        text,
-        full,
-        privileged: part.privileged,
-        forms: &forms,
-        open: part.open,
+    // The expanded words are judged with the part's own privileges and openness.
+    let rule_of = |p: &Part, text: &str, full: &str| {
+        let forms = commands::match_forms(p);
+        let (privileged, open, forms) = (part.privileged, part.open, &forms);
+        ctx.command_rule(&Subject::Command {
+            text,
+            full,
+            privileged,
+            forms,
+            open,
+        })
     };
-    let expanded_part = part.expanded();
-    let rule = ctx
-        .command_rule(&subject)
-        .filter(|r| !(expanded_part && r.kind == RuleKind::Allow && r.is_exact()));
+    let rule = rule_of(part, text, full)
+        .filter(|r| !(part.expanded() && r.kind == RuleKind::Allow && r.is_exact()));
     let by_expansion = expanded.and_then(|e| {
         let text = e.text();
-        let forms = commands::match_forms(e);
-        let subject = Subject::Command {
-            text: &text,
-            full: &text,
-            privileged: part.privileged,
-            forms: &forms,
-            open: part.open,
-        };
-        ctx.command_rule(&subject)
-            .filter(|r| r.kind != RuleKind::Allow)
+        rule_of(e, &text, &text).filter(|r| r.kind != RuleKind::Allow)
     });
     match (rule, by_expansion) {
         (Some(r), _) if r.kind == RuleKind::Deny => Some(r),
@@ -282,18 +275,13 @@ fn part_decision(
     } else {
         Category::Exec
     };
-    let mut d = match rule {
-        Some(r) if r.kind != RuleKind::Allow => from_rule(r, &full),
-        _ => match commands::dangerous(part)
-            .or_else(|| expanded.and_then(commands::dangerous))
-            .and_then(|why| guarded(ctx, rule, why, category, &full))
-        {
-            Some(d) => d,
-            None => match rule {
-                Some(r) => from_rule(r, &full),
-                None => fallback(ctx.mode(), category, &full),
-            },
-        },
+    let dangerous = commands::dangerous(part).or_else(|| expanded.and_then(commands::dangerous));
+    let guard = dangerous.and_then(|why| guarded(ctx, rule, why, category, &full));
+    let mut d = match (rule, guard) {
+        (Some(r), _) if r.kind != RuleKind::Allow => from_rule(r, &full),
+        (_, Some(g)) => g,
+        (Some(r), None) => from_rule(r, &full),
+        (None, None) => fallback(ctx.mode(), category, &full),
     };
     d.category = Some(category);
     let exact = d.verdict == Verdict::Allow
@@ -307,15 +295,11 @@ fn guarded_commands(ctx: &Ctx<'_>) -> bool {
     ctx.policy.rules.iter().any(Rule::guards_commands)
 }
 
-/// An opaque part (`Part::opaque`: `cat f | bash`, a construct outside the literal
-/// subset, an unknown wrapper option; or a program that runs programs while a Bash deny
-/// or ask rule exists) runs code nobody can see. A deny rule matching what is visible
-/// denies it. Only an exact allow rule naming the whole command as written (a human
-/// approved that very text) allows it; no other rule or read-only class can: in default and
-/// acceptEdits it asks. Under dontAsk, auto and bypassPermissions it goes to the mode's
-/// fallback for commands (dontAsk runs it in the write profile, where the OS confines
-/// it) only while no Bash deny or ask rule exists; otherwise it asks explicitly, so
-/// dontAsk denies it: any of those rules might be what the unseen code runs.
+/// An opaque part (`Part::opaque`, or a program that runs programs while a Bash deny or
+/// ask rule exists) runs code nobody can see. A deny rule on what is visible denies it;
+/// only an exact grant of the whole command as written allows it. Otherwise it asks, but
+/// under dontAsk, auto and bypassPermissions it takes the mode's fallback for commands
+/// (the OS confines it) while no Bash deny or ask rule exists: any might be what it runs.
 fn opaque(
     ctx: &Ctx<'_>,
     rule: Option<&Rule>,

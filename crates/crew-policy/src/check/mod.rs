@@ -147,6 +147,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The sandbox roots as a message lists them.
+    fn roots_text(&self) -> String {
+        let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        roots.join(", ")
+    }
+
     fn creds(&self) -> &sandbox::Credentials {
         &self.fixed.creds
     }

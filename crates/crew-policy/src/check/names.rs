@@ -1,10 +1,8 @@
-//! What a command names, walked once (issue 25 item 7): for each part of a parsed
-//! command, the files it names (operands, file option values, a wrapper's directory and
-//! redirect targets, each located where the part runs), the files it writes (write
-//! redirects and named destinations, `commands::writes`), and why a part that looks like a
-//! read is not one (git on a foreign repository, a recursive read or git history over a
-//! scope where a Read deny rule or a credential may lie). Every check of
-//! `command_decision` reads this one structure instead of walking the parts itself.
+//! What a command names, walked once (issue 25 item 7): for each part, the files it names
+//! (located where the part runs), the files it writes, and why a part that looks like a
+//! read is not one (a foreign repository, a recursive read or git history over a scope
+//! where a Read deny rule or a credential may lie). Every check of `command_decision`
+//! reads this one structure instead of walking the parts itself.
 
 use std::path::{Path, PathBuf};
 
@@ -65,12 +63,9 @@ pub(super) fn walk(ctx: &Ctx<'_>, parts: &[Part]) -> Vec<Names> {
         .collect()
 }
 
-/// Words of a part that may name files, as bash expands them: the operands and file
-/// option values of its command (`commands::path_operands`, which knows the allow-listed
-/// programs' options and values glued to flags, `-oFILE`), the directory a wrapper runs
-/// it in, and redirect targets. Where expansion changed the words, the operands are
-/// taken from the expanded words, and every word that cannot be known is kept as
-/// unknown (it cannot be located).
+/// Words of a part that may name files, as bash expands them: its command's operands and
+/// file option values (`commands::path_operands`), the directory a wrapper runs it in, and
+/// redirect targets. A word that cannot be known is kept as unknown (it cannot be located).
 fn path_words(part: &Part) -> Vec<Arg> {
     let literal = part.args.len() == part.argv.len()
         && part
@@ -151,11 +146,10 @@ impl Ctx<'_> {
 }
 
 /// Why each part that may look like a read is not one (`None` when nothing says so): git
-/// that may use a repository other than the project's (`commands::git_repo`), or a search
-/// that reads everything below a directory where a Read deny rule may match or a
-/// credential location lies (`commands::search_scopes`).
-/// The second list marks git commands that print contents from git's objects (which
-/// the OS cannot hide) over a scope where a denied file may lie (`history_ask`).
+/// on a repository other than the project's (`commands::git_repo`), or a search reading
+/// everything below where a Read deny rule may match or a credential lies
+/// (`commands::search_scopes`). The second list marks git printing such contents from its
+/// objects, which the OS cannot hide (`history_ask`).
 fn not_a_read(ctx: &Ctx<'_>, parts: &[Part]) -> (Vec<Option<String>>, Vec<bool>) {
     let cwd = ctx.cwd_real.as_deref().unwrap_or(&ctx.req.cwd);
     let project = ctx.policy.project_root.as_deref();

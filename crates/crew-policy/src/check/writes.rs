@@ -1,24 +1,18 @@
 //! A command's writes judged as writes (issue 25 item 5): each write redirect and each
-//! file a command names as written (`commands::writes`: `cp`/`mv` destinations, `tee`,
-//! `touch`, `sort -o`, `sed -i`, `dd of=`, …) must pass the write policy itself.
+//! file a command names as written (`commands::writes`) must pass the write policy.
 //!
-//! - **Hard check, every mode** (bypassPermissions too): a target that can be located and
-//!   lies outside the sandbox roots (and the sandbox's own temp dir) is denied, as
-//!   `write_file` to the same path is. `/dev/null` and the other harmless devices are fine.
-//! - **Write policy**: a target is decided like `write_file` on it: an `Edit`/`Write` rule,
-//!   else the mode's fallback for writes. A rule that allows the *command* does not allow
-//!   its writes: `Bash(git status --short)` does not grant `git status --short > README.md`,
-//!   and `Bash(touch:*)` does not grant `touch m` in default mode (Claude Code asks too).
-//!   Only an exact grant of the whole command as written (redirects included), which a
-//!   human saw, covers its targets.
-//! - **acceptEdits** lets through a command whose only effect is editing files inside the
-//!   roots: `mkdir`, `touch`, `cp`, `mv` with known options, or a read-only command whose
-//!   output is redirected into the project (Claude Code does the same). `rm` and `sed -i`
-//!   still ask: a removal or a sed script is more than an edit the user can review.
+//! - **Hard check, every mode**: a located target outside the sandbox roots (and the
+//!   sandbox temp dir) is denied, as `write_file` to it is; harmless devices are fine.
+//! - **Write policy**: a target is decided like `write_file` on it (an `Edit`/`Write`
+//!   rule, else the mode's fallback for writes). A rule allowing the *command* does not
+//!   allow its writes (`Bash(touch:*)` does not grant `touch m`); only an exact grant of
+//!   the whole command as written, which a human saw, covers its targets.
+//! - **acceptEdits** lets through a command that only edits files inside the roots
+//!   (`mkdir`, `touch`, `cp`, `mv`, a read-only command redirected into the project);
+//!   `rm` and `sed -i` still ask: they are more than an edit the user can review.
 
 use std::path::{Path, PathBuf};
 
-use super::super::rules::RuleKind;
 use super::super::shell::Part;
 use super::super::spec::RuleName;
 use super::super::{Category, Decision, PermissionMode, Source, Verdict, sandbox};
@@ -53,11 +47,7 @@ pub(super) fn outside_roots(ctx: &Ctx<'_>, part: &Part, w: &PartWrites) -> Optio
             part.full_text(),
             t.text,
             real(n).display(),
-            ctx.roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            ctx.roots_text()
         ),
         real(n).display().to_string(),
     );
@@ -84,32 +74,26 @@ pub(super) fn judge(
     }
     let full = part.full_text();
     let fallback = crate::mode::fallback(ctx.mode(), Category::Write);
-    // The strongest target decision: (verdict, explicit, why).
-    let mut worst: Option<(Verdict, bool, Decision)> = None;
+    // The strongest target decision (an ask rule's ask is explicit, a fallback's is not).
+    let strength = |d: &Decision| (d.verdict, d.explicit_ask);
+    let mut worst: Option<Decision> = None;
     for t in w.targets.iter().filter(|t| t.redirect || !exact) {
         let rule =
             t.at.as_ref()
                 .and_then(|n| ctx.path_rule(&[RuleName::Write, RuleName::Edit], real(n)));
-        let (verdict, explicit, td) = match rule {
-            Some(r) => (r.kind, r.kind == RuleKind::Ask, from_rule(r, &t.text)),
-            None => (
-                fallback,
-                false,
-                write_fallback(ctx, &full, &t.text, fallback),
-            ),
+        let td = match rule {
+            Some(r) => from_rule(r, &t.text),
+            None => write_fallback(ctx, &full, &t.text, fallback),
         };
-        if worst
-            .as_ref()
-            .is_none_or(|(v, e, _)| (verdict, explicit) > (*v, *e))
-        {
-            worst = Some((verdict, explicit, td));
+        if worst.as_ref().is_none_or(|w| strength(&td) > strength(w)) {
+            worst = Some(td);
         }
     }
-    let Some((verdict, explicit, mut td)) = worst else {
+    let Some(mut td) = worst else {
         return d;
     };
     let located = w.targets.iter().all(|t| t.at.is_some());
-    if verdict == Verdict::Allow {
+    if td.verdict == Verdict::Allow {
         // acceptEdits: a command that only edits files inside the roots needs no human.
         let promote = ctx.mode() == PermissionMode::AcceptEdits
             && d.verdict == Verdict::Ask
@@ -133,11 +117,10 @@ pub(super) fn judge(
         }
         return d;
     }
-    if (d.verdict, d.explicit_ask) >= (verdict, explicit) {
+    if strength(&d) >= strength(&td) {
         return d;
     }
     td.category = Some(Category::Exec);
-    td.explicit_ask = explicit;
     if td.verdict != Verdict::Deny && d.source != Source::Mode {
         td.reason = format!(
             "{}; the rule allowing `{full}` does not cover the files it writes",

@@ -1,10 +1,7 @@
-//! A small getopt-style option parser driven by allow-lists: a program's known options,
-//! which of them take a value, and which values name files it reads or writes. The one
-//! grammar of every program table (read-only programs, wrappers, file writers).
-//! Strictly (`parse`), anything not listed makes the parse fail, so callers fail closed
-//! ("not read-only", "opaque wrapper"); leniently (`lenient`, for finding written files),
-//! an unlisted option is remembered and taken as a flag (as any option is when the
-//! program's list of that kind is empty).
+//! A small getopt-style option parser driven by allow-lists (a program's known options,
+//! which take a value, which values name files): the one grammar of the program table.
+//! Strictly (`parse`), anything not listed fails the parse, so callers fail closed;
+//! leniently (`lenient`, for finding written files), it is remembered and taken as a flag.
 //!
 //! Long option table entries use a tiny notation: `name` takes no value, `name=` takes
 //! one (`--name=v` or `--name v`), `name?` takes an optional glued value (`--color`,

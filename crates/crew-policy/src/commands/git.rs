@@ -33,6 +33,13 @@ const PLAIN_GLOBALS: &[&str] = &[
     "-v", "--version", "-h", "--help",
 ];
 
+/// Global options that take a value (glued with `=` or in the next word).
+#[rustfmt::skip]
+const VALUED_GLOBALS: &[&str] = &[
+    "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--attr-source",
+    "--config-env", "--list-cmds",
+];
+
 /// Parses git's global options (everything before the subcommand).
 pub fn parse(argv: &[String]) -> Git {
     let mut g = Git::default();
@@ -47,18 +54,7 @@ pub fn parse(argv: &[String]) -> Git {
             Some((n, v)) if a.starts_with("--") => (n, Some(v.to_string())),
             _ => (a, None),
         };
-        let takes_value = matches!(
-            name,
-            "-C" | "-c"
-                | "--git-dir"
-                | "--work-tree"
-                | "--namespace"
-                | "--super-prefix"
-                | "--attr-source"
-                | "--config-env"
-                | "--list-cmds"
-        );
-        let value = if takes_value && glued.is_none() {
+        let value = if VALUED_GLOBALS.contains(&name) && glued.is_none() {
             i += 1;
             argv.get(i).cloned()
         } else {
@@ -116,6 +112,13 @@ pub fn embedded(argv: &[String]) -> Vec<Embedded> {
     out
 }
 
+/// Subcommand options whose value is a command git runs: `--long` (and a short form).
+#[rustfmt::skip]
+const COMMAND_OPTIONS: &[(&str, Option<&str>)] = &[
+    ("exec", Some("-x")), ("extcmd", None), ("upload-pack", None), ("receive-pack", None),
+    ("tool-cmd", None),
+];
+
 /// Commands a subcommand's own options run: `submodule foreach CMD`, `rebase -x CMD`,
 /// `bisect run CMD`, `difftool -x CMD`, `--upload-pack=CMD`, and `ext::` URLs.
 fn subcommand_runs(g: &Git, argv: &[String]) -> Vec<Embedded> {
@@ -155,12 +158,7 @@ fn subcommand_runs(g: &Git, argv: &[String]) -> Vec<Embedded> {
             let separate = a == &format!("--{long}") || short.is_some_and(|s| a == s);
             separate.then(|| rest.get(i + 1).cloned()).flatten()
         };
-        let found = value("exec", Some("-x"))
-            .or_else(|| value("extcmd", None))
-            .or_else(|| value("upload-pack", None))
-            .or_else(|| value("receive-pack", None))
-            .or_else(|| value("tool-cmd", None));
-        if let Some(script) = found {
+        if let Some(script) = COMMAND_OPTIONS.iter().find_map(|&(l, s)| value(l, s)) {
             out.push(Embedded::Script {
                 via: via(a.split('=').next().unwrap_or(a)),
                 script,

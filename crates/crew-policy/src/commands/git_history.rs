@@ -1,45 +1,35 @@
 //! Git commands that print file contents from the object store or the work tree
-//! (issue 25 item 3): `show`, `diff`, `cat-file`, `archive`, `grep`, `blame`,
-//! `format-patch`, `fast-export`, and `log`/`whatchanged`/`diff-tree`/`reflog` with a
-//! patch (`-p`, `-u`, `-U3`, `--binary`, `--dd`, `--remerge-diff`, `--cc`, `-c`, `-m`,
-//! `-W`, `--word-diff`, `-L…`) or a content search (`-S`, `-G`). `--stat`, `--name-only`,
-//! `--oneline` and the like print no content.
+//! (issue 25 item 3): `show`, `diff`, `cat-file`, `blame`, `archive` …, and the log family
+//! with a patch or a content search (`-p`, `-L…`, `-S`); `--stat` and the like print none.
 //!
-//! `scopes` says which paths such a command may print (relative to the cwd, or to the
-//! repository root for object paths): its pathspecs after `--`, the files of `-L`, the
-//! object paths of `show REV:path`, else everything (`.`). The OS sandbox cannot hide a
-//! blob in `.git/objects`, so the caller asks before any of these runs while a Read deny
-//! rule may match below a scope.
+//! `scopes` says which paths such a command may print: its pathspecs after `--`, the files
+//! of `-L`, the object paths of `show REV:path`, else everything (`.`). The OS sandbox
+//! cannot hide a blob in `.git/objects`, so the caller asks before any of these runs while
+//! a Read deny rule may match below a scope.
 
 use super::git;
 use super::search::object_path;
+
+/// Options of the log family that print (or search) blob contents, as written.
+#[rustfmt::skip]
+const PATCH_OPTIONS: &[&str] = &[
+    "-c", "-m", "--cc", "--dd", "--binary", "--full-diff", "--function-context", "--pickaxe-all",
+    "--pickaxe-regex",
+];
+
+/// Such options that take a glued value (`--unified=5`), as prefixes.
+#[rustfmt::skip]
+const PATCH_PREFIXES: &[&str] = &[
+    "--patch", "--unified", "--word-diff", "--color-words", "--diff-merges", "--remerge-diff",
+    "--line-range",
+];
 
 /// Options of the log family that make it print (or search) blob contents.
 fn prints_patch(a: &str) -> bool {
     let short = a.strip_prefix('-').filter(|s| !s.starts_with('-'));
     short.is_some_and(|s| s.starts_with(['p', 'u', 'U', 'W', 'L', 'S', 'G']))
-        || matches!(
-            a,
-            "-c" | "-m"
-                | "--cc"
-                | "--dd"
-                | "--binary"
-                | "--full-diff"
-                | "--function-context"
-                | "--pickaxe-all"
-                | "--pickaxe-regex"
-        )
-        || [
-            "--patch",
-            "--unified",
-            "--word-diff",
-            "--color-words",
-            "--diff-merges",
-            "--remerge-diff",
-            "--line-range",
-        ]
-        .iter()
-        .any(|p| a.starts_with(p))
+        || PATCH_OPTIONS.contains(&a)
+        || PATCH_PREFIXES.iter().any(|p| a.starts_with(p))
 }
 
 /// Whether `git SUB REST…` prints file contents (or reveals them through a search).

@@ -223,6 +223,7 @@ mod tests {
     use crate::shell;
 
     #[test]
+    #[rustfmt::skip]
     fn nested_bare_and_cd_repositories_are_foreign() {
         let tmp = tempfile::tempdir().unwrap();
         let proj = std::fs::canonicalize(tmp.path()).unwrap();
@@ -232,45 +233,22 @@ mod tests {
         std::fs::create_dir_all(proj.join("bare/objects")).unwrap();
         std::fs::write(proj.join("bare/HEAD"), "ref: refs/heads/main\n").unwrap();
         let run = |c: &str| {
-            let env = shell::Env {
-                cwd: Some(proj.clone()),
-                home: None,
-            };
+            let env = shell::Env { cwd: Some(proj.clone()), home: None };
             let s = shell::parse_in(c, &env).unwrap();
-            let at = Places {
-                cwd: &proj,
-                cwd_is_real: true,
-                project_root: Some(&proj),
-                project_gone: false,
-                home: None,
-            };
-            foreign(&s.parts, &at)
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
+            let (cwd, project_root, home) = (proj.as_path(), Some(proj.as_path()), None);
+            let at = Places { cwd, cwd_is_real: true, project_root, project_gone: false, home };
+            foreign(&s.parts, &at).into_iter().flatten().collect::<Vec<_>>()
         };
         for ok in [
-            "git status",
-            "git -C . status",
-            "git -C src log",
-            "cd src && git diff",
-            "ls; git log",
+            "git status", "git -C . status", "git -C src log", "cd src && git diff", "ls; git log",
         ] {
             assert!(run(ok).is_empty(), "{ok}: {:?}", run(ok));
         }
         for bad in [
-            "git -C sub status",
-            "cd sub && git diff",
-            "(cd sub) ; git status",
-            "git -C src -C ../sub log",
-            "git -C bare log",
-            "git --git-dir=sub/.git log",
-            "git --bare log",
-            "cd $X && git status",
-            "export GIT_DIR=sub/.git; git status",
-            "GIT_DIR=sub/.git; git status",
-            "git -C /nonexistent status",
-            "cd / && git status",
+            "git -C sub status", "cd sub && git diff", "(cd sub) ; git status",
+            "git -C src -C ../sub log", "git -C bare log", "git --git-dir=sub/.git log",
+            "git --bare log", "cd $X && git status", "export GIT_DIR=sub/.git; git status",
+            "GIT_DIR=sub/.git; git status", "git -C /nonexistent status", "cd / && git status",
         ] {
             assert!(!run(bad).is_empty(), "{bad}");
         }

@@ -1,14 +1,9 @@
 //! What the engine knows about individual programs. The facts live in one table
-//! (`table`: per program, its options, whether it is read-only, what it writes, whether
-//! it wraps a command or runs programs it does not show); generic code reads it:
-//! `wrappers` (unwrapped before any decision), `read_only` (such commands count as
-//! reads), `writes` (files named as written), `runners` (programs that run programs,
-//! shared with auto mode). Programs with a syntax of their own have modules: `git`
-//! (global options, `-c` settings, aliases), `find` (`-exec`), `sed`, `programs` (options
-//! and program text that run commands: `rsync -e`, awk, vim), `dangerous` (ask in every
-//! mode but bypassPermissions). Here: the commands a command runs besides itself
-//! (`embedded`) and the spellings a deny rule must see (`match_forms`). The blacklist
-//! (deny everywhere) is `blacklist.rs`.
+//! (`table`), which generic code reads: `wrappers`, `read_only`, `writes`, `runners`.
+//! Programs with a syntax of their own have modules (`git`, `find`, `sed`, `programs` for
+//! options and program text that run commands); `dangerous` asks in every mode but
+//! bypassPermissions. Here: the commands a command runs besides itself (`embedded`) and
+//! the spellings a deny rule must see (`match_forms`).
 
 mod dangerous;
 mod find;

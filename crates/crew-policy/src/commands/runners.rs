@@ -1,32 +1,17 @@
-//! Programs that run programs (`runs` in the program table): commands whose visible
-//! words do not say what they will run (interpreters given code, build tools reading a makefile, package
-//! runners fetching and running a package, `xargs`, `find -exec`, `env -S`, `eval`,
-//! `source`, aliases). While any Bash deny or ask rule exists, such a part is opaque for
-//! it: the rule cannot see what runs, so the part asks (and is denied under dontAsk).
-//! Auto mode's rule suspension reads the same entries: a wildcard allow rule on one of
-//! these programs would let the classifier's blind spot run anything.
+//! Programs that run programs their words do not show (`runs` in the program table):
+//! interpreters, build tools, package runners, `xargs`, `find -exec`, `eval`, aliases.
+//! While any Bash deny or ask rule exists, such a part is opaque (the rule cannot see what
+//! runs). Auto mode sets aside wildcard allow rules on the same programs.
 
 use super::super::shell::Part;
 
 pub use super::table::Runs;
 
 /// Builtins that take variable names, whose subscripts bash evaluates.
+#[rustfmt::skip]
 const NAME_TAKERS: &[&str] = &[
-    "read",
-    "unset",
-    "printf",
-    "export",
-    "readonly",
-    "test",
-    "[",
-    "mapfile",
-    "readarray",
-    "wait",
-    "getopts",
-    "declare",
-    "typeset",
-    "local",
-    "let",
+    "read", "unset", "printf", "export", "readonly", "test", "[", "mapfile", "readarray", "wait",
+    "getopts", "declare", "typeset", "local", "let",
 ];
 
 /// Arguments that only print a version or help.

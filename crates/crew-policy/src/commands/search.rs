@@ -27,12 +27,15 @@ fn diff_scopes(argv: &[String]) -> Option<Vec<String>> {
     let recursive = args.iter().any(|a| {
         a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('r'))
     });
-    recursive.then(|| {
-        args.iter()
-            .filter(|a| !a.starts_with('-'))
-            .cloned()
-            .collect()
-    })
+    recursive.then(|| non_options(args))
+}
+
+/// The words of `args` that are not options.
+fn non_options(args: &[String]) -> Vec<String> {
+    args.iter()
+        .filter(|a| !a.starts_with('-'))
+        .cloned()
+        .collect()
 }
 
 fn search_scopes(part: &Part) -> Option<Vec<String>> {
@@ -50,11 +53,7 @@ fn search_scopes(part: &Part) -> Option<Vec<String>> {
     }
     // Unparsed (an option we do not know): every word may be a directory.
     let Some(p) = &p else {
-        let mut out: Vec<String> = args
-            .iter()
-            .filter(|a| !a.starts_with('-'))
-            .cloned()
-            .collect();
+        let mut out = non_options(args);
         out.push(".".into());
         return Some(out);
     };

@@ -99,10 +99,8 @@ pub(super) fn shell(argv: &[String]) -> Option<Unwrap> {
     };
     // `bash <(…)`, `bash /dev/fd/63`: the program comes from a pipe we cannot read.
     if file.contains("<(") || file.starts_with("/dev/fd/") && file != "/dev/fd/0" {
-        return Some(Unwrap::Opaque {
-            wrapper: argv.join(" "),
-            reason: format!("`{prog}` runs a program read from a pipe (`{file}`)"),
-        });
+        let why = format!("`{prog}` runs a program read from a pipe (`{file}`)");
+        return Some(super::wrappers::opaque_because(argv, why));
     }
     // Otherwise a script file: an ordinary program run.
     STDIN_PATHS.contains(&file.as_str()).then(|| Unwrap::Stdin {

@@ -84,10 +84,8 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
         Wrap::No => return None,
         Wrap::Own => return own(prog, argv),
         Wrap::Opaque => {
-            return Some(Unwrap::Opaque {
-                wrapper: argv.join(" "),
-                reason: format!("`{prog}` runs a command in a way the engine does not follow"),
-            });
+            let why = format!("`{prog}` runs a command in a way the engine does not follow");
+            return Some(opaque_because(argv, why));
         }
         // `command -v x` only looks a name up.
         Wrap::Options { .. }
@@ -162,10 +160,8 @@ fn own(prog: &str, argv: &[String]) -> Option<Unwrap> {
         "source" | "." => {
             let first = rest.first()?;
             if first.contains("<(") || first.starts_with("/dev/fd/") && first != "/dev/fd/0" {
-                return Some(Unwrap::Opaque {
-                    wrapper: argv.join(" "),
-                    reason: format!("`{prog}` runs a program read from a pipe (`{first}`)"),
-                });
+                let why = format!("`{prog}` runs a program read from a pipe (`{first}`)");
+                return Some(opaque_because(argv, why));
             }
             STDIN_PATHS
                 .contains(&first.as_str())
@@ -180,11 +176,16 @@ fn own(prog: &str, argv: &[String]) -> Option<Unwrap> {
 }
 
 pub(super) fn opaque(argv: &[String], prog: &str, opt: &str) -> Unwrap {
+    let why =
+        format!("`{prog}` option `{opt}` is not one the engine knows, so what it runs is unknown");
+    opaque_because(argv, why)
+}
+
+/// The whole of `argv` as an opaque wrapper, for `reason`.
+pub(super) fn opaque_because(argv: &[String], reason: String) -> Unwrap {
     Unwrap::Opaque {
         wrapper: argv.join(" "),
-        reason: format!(
-            "`{prog}` option `{opt}` is not one the engine knows, so what it runs is unknown"
-        ),
+        reason,
     }
 }
 

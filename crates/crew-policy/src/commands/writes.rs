@@ -1,12 +1,7 @@
-//! Which files a command writes by naming them: `cp`/`mv`/`install`/`ln` destinations,
-//! `tee`, `touch`, `mkdir`, `rm` operands, `sort -o`, `sed -i` files, `dd of=`, `curl -o`,
-//! `git … --output`, `tar -C` and the like. The caller (`check/writes.rs`) judges each
-//! target as a write: sandbox roots, protected paths, write rules and the mode. Redirects
-//! are the caller's too (they are on the part, not in its words).
-//!
-//! The options are parsed leniently (`flags::lenient`): only the words that name written
-//! files must be found. An option not in the table means the command does not count as
-//! "only edits files" on a guess.
+//! Which files a command writes by naming them (`cp` destinations, `tee`, `touch`, `rm`,
+//! `sort -o`, `sed -i`, `dd of=`, `curl -o`, `tar -C` …), for `check/writes.rs` to judge
+//! as writes (redirects are on the part, not in its words). Options are parsed leniently
+//! (`flags::lenient`); an unknown one means the command does not "only edit files".
 
 mod own;
 

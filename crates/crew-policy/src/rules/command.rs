@@ -101,67 +101,41 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn the_literal_prefix_only_skips_what_could_not_match() {
         let patterns = [
-            "Bash(git push:*)",
-            "Bash(ls *)",
-            "Bash(ls :*)",
-            "Bash(a::*)",
-            "Bash(npm  run *test*)",
-            "Bash(git status)",
-            "Bash(*push*)",
-            "Bash(=ls *.rs)",
-            "Bash(~^rm )",
-            "Bash(!git *)",
+            "Bash(git push:*)", "Bash(ls *)", "Bash(ls :*)", "Bash(a::*)", "Bash(npm  run *test*)",
+            "Bash(git status)", "Bash(*push*)", "Bash(=ls *.rs)", "Bash(~^rm )", "Bash(!git *)",
         ];
         let texts = [
-            "git push",
-            "git push origin",
-            "git pushx",
-            "ls",
-            "ls -la",
-            "lsx",
-            "a:",
-            "a: x",
-            "npm run my-test x",
-            "git status",
-            "/usr/bin/git push",
-            "ls *.rs",
-            "rm -rf x",
-            "",
+            "git push", "git push origin", "git pushx", "ls", "ls -la", "lsx", "a:", "a: x",
+            "npm run my-test x", "git status", "/usr/bin/git push", "ls *.rs", "rm -rf x", "",
         ];
         for p in patterns {
             let r = rule(p);
             for t in texts {
-                assert_eq!(
-                    r.command_text_matches(t),
-                    str_matches(&r.matcher, t),
-                    "{p} on `{t}`"
-                );
+                assert_eq!(r.command_text_matches(t), str_matches(&r.matcher, t), "{p} on `{t}`");
             }
         }
     }
 
     #[test]
+    #[rustfmt::skip]
     fn command_patterns() {
         let table = [
-            ("Bash", "anything at all", true),
-            ("Bash(*)", "rm x", true),
+            ("Bash", "anything at all", true), ("Bash(*)", "rm x", true),
             ("Bash(npm run test:*)", "npm run test", true),
             ("Bash(npm run test:*)", "npm run test -- --watch", true),
             ("Bash(npm run test:*)", "npm run testx", false),
             ("Bash(npm run build)", "npm run build", true),
             ("Bash(npm run build)", "npm run build && rm -rf x", false),
-            ("Bash(git * main)", "git push origin main", true),
-            ("Bash(ls *)", "ls", true),
-            ("Bash(ls *)", "ls -la", true),
-            ("Bash(ls *)", "lsof", false),
+            ("Bash(git * main)", "git push origin main", true), ("Bash(ls *)", "ls", true),
+            ("Bash(ls *)", "ls -la", true), ("Bash(ls *)", "lsof", false),
             ("Bash(=git status)", "git status", true),
             ("Bash(=git status)", "git status -s", false),
             ("Bash(~^cargo (test|check)\\b)", "cargo test --lib", true),
             ("Bash(~^cargo (test|check)\\b)", "cargo publish", false),
-            ("Bash(!git *)", "rm x", true),
-            ("Bash(!git *)", "git log", false),
+            ("Bash(!git *)", "rm x", true), ("Bash(!git *)", "git log", false),
         ];
         for (r, c, want) in table {
             assert_eq!(cmd(&rule(r), c), want, "{r} vs {c}");

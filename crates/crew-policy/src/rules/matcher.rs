@@ -40,9 +40,8 @@ pub(super) fn parse_matcher(
     home: Option<&Path>,
 ) -> Result<Matcher, RuleError> {
     if let Some(rest) = spec.strip_prefix('!') {
-        return Ok(Matcher::Not(Box::new(parse_matcher(
-            rule, rest, path, home,
-        )?)));
+        let inner = parse_matcher(rule, rest, path, home)?;
+        return Ok(Matcher::Not(Box::new(inner)));
     }
     if let Some(rest) = spec.strip_prefix('=') {
         return Ok(Matcher::Exact(rest.to_string()));
@@ -73,12 +72,10 @@ pub(super) fn parse_matcher(
 
 /// An anchored regex for a command/agent pattern (see the module comment).
 pub(super) fn wildcard_regex(spec: &str, command: bool) -> String {
-    let (body, tail) = if let Some(p) = spec.strip_suffix(":*").filter(|_| command) {
-        (p, "( .*)?")
-    } else if let Some(p) = spec.strip_suffix(" *").filter(|_| command) {
-        (p, "( .*)?")
-    } else {
-        (spec, "")
+    let prefix = spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *"));
+    let (body, tail) = match prefix.filter(|_| command) {
+        Some(p) => (p, "( .*)?"),
+        None => (spec, ""),
     };
     let parts: Vec<String> = body.split('*').map(regex::escape).collect();
     format!("(?s)^{}{}$", parts.join(".*"), tail)
@@ -92,12 +89,8 @@ fn path_matcher(rule: &str, spec: &str, home: Option<&Path>) -> Result<Matcher, 
     let (pattern, absolute) = if let Some(abs) = spec.strip_prefix("//") {
         (format!("/{abs}"), true)
     } else if let Some(rest) = spec.strip_prefix("~/") {
-        let Some(h) = home else {
-            return Err(pattern_err(
-                rule,
-                "`~/` needs a home directory (HOME is not set)",
-            ));
-        };
+        let no_home = || pattern_err(rule, "`~/` needs a home directory (HOME is not set)");
+        let h = home.ok_or_else(no_home)?;
         (format!("{}/{rest}", h.display()), true)
     } else if let Some(rel) = spec.strip_prefix('/') {
         (rel.to_string(), false)

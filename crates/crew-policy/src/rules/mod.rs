@@ -4,10 +4,8 @@
 //!
 //! Rule names (`spec::RuleName`): `Read`, `Write`, `Edit`, `Glob`, `Grep`, `Bash`,
 //! `Agent` (specifier = subagent type), `mcp__server[__tool]` (globs allowed). Which tools
-//! a name covers is said by each tool's permission spec (its `Definition`), not here: today
-//! `Read` covers read_file, find_files and search_code, `Edit` covers write_file and
-//! edit_file (Claude Code's Edit rules "apply to all built-in tools that edit files"). A
-//! tool's own name or alias (`write_file`, `Task`) stands for its own rule name.
+//! a name covers is each tool's permission spec's to say (its `Definition`); a tool's own
+//! name or alias (`write_file`, `Task`) stands for its own rule name.
 //!
 //! Path specifiers are gitignore-style: `//abs` absolute, `~/x` home, `/x` relative to the
 //! project root, `x` or `./x` relative to the project root (or the agent's cwd), matching at

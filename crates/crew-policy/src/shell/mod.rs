@@ -3,17 +3,14 @@
 //! commands ("parts") it would run, so that `rm -r -f /`, `bash -c 'rm -rf /'`, `a && b`,
 //! `x | sh` and `$(…)` are all seen.
 //!
-//! Only a small literal subset is analysed: words and quotes (and a leading `~`);
-//! `&&`, `||`, `;` and `|`; literal redirects; a leading literal `cd DIR`; and known
-//! wrappers with known options (`commands::unwrap`), unwrapped recursively, with the
-//! commands a command runs besides itself (`find -exec`, git aliases) as parts of their
-//! own. Everything else makes the part opaque (`Part::opaque`): variables, command and
-//! process substitutions (whose commands still become parts, so deny rules and the
-//! blacklist see them), arithmetic, globs, braces, assignments, background jobs,
-//! compound commands (groups, subshells, `if`, loops, `case`, `[[ ]]`, `(( ))`),
-//! functions and whatever follows an alias or function definition, other `cd`s, and
-//! shells reading their program from stdin. The engine decides opaque parts by rule
-//! and mode alone; the OS sandbox confines what they do.
+//! Only a small literal subset is analysed: words and quotes (and a leading `~`); `&&`,
+//! `||`, `;` and `|`; literal redirects; a leading literal `cd DIR`; known wrappers with
+//! known options, unwrapped recursively; and what a command runs besides itself
+//! (`find -exec`, git aliases) as parts of their own. Everything else makes the part
+//! opaque (`Part::opaque`): expansions, substitutions (whose commands still become parts),
+//! globs, assignments, background jobs, compound commands, functions and what follows an
+//! alias, other `cd`s, shells reading stdin. Opaque parts are decided by rule and mode
+//! alone; the OS sandbox confines what they do.
 
 mod part;
 mod simple;
@@ -198,80 +195,36 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn the_literal_subset_is_read() {
+        let env = Env { cwd: None, home: Some("/home/u".into()) };
         for cmd in [
-            "git log --oneline -5",
-            "ls -la src && grep -rn main src | wc -l",
-            "git -C . status",
-            "sort f | uniq -c",
-            "cargo build && git diff",
-            "a; b || c",
-            r#"grep -n "a b" 'c d' e\ f > out 2>&1 < in"#,
-            "timeout 5 nice -n 3 git status",
-            "bash -c 'git status'",
-            "find . -name '*.rs'",
-            "[ -f x ]",
-            "cat ~/x",
-            "cd src && ls",
+            "git log --oneline -5", "ls -la src && grep -rn main src | wc -l", "git -C . status",
+            "sort f | uniq -c", "cargo build && git diff", "a; b || c",
+            r#"grep -n "a b" 'c d' e\ f > out 2>&1 < in"#, "timeout 5 nice -n 3 git status",
+            "bash -c 'git status'", "find . -name '*.rs'", "[ -f x ]", "cat ~/x", "cd src && ls",
             "echo {}",
         ] {
-            let env = Env {
-                cwd: None,
-                home: Some("/home/u".into()),
-            };
             let s = parse_in(cmd, &env).unwrap();
-            assert!(
-                s.parts.iter().all(|p| p.opaque.is_none()),
-                "{cmd}: {:?}",
-                s.parts
-            );
-            assert!(
-                s.parts.iter().all(|p| p.args.iter().all(|a| a.known)),
-                "{cmd}"
-            );
+            assert!(s.parts.iter().all(|p| p.opaque.is_none()), "{cmd}: {:?}", s.parts);
+            assert!(s.parts.iter().all(|p| p.args.iter().all(|a| a.known)), "{cmd}");
         }
     }
 
     #[test]
+    #[rustfmt::skip]
     fn everything_else_is_opaque() {
         for cmd in [
-            "echo $X",
-            "echo \"$X\"",
-            "echo ${X:-$(id)}",
-            "echo $(id)",
-            "echo `id`",
-            "echo $((1+2))",
-            "x=$((1+2))",
-            "x=1",
-            "A=1 git status",
-            "ls *.rs",
-            "ls src/?.rs",
-            "ls [ab]",
-            "echo {a,b}",
-            "echo {1..3}",
-            "cat <(ls)",
-            "ls > $OUT",
-            "cat <<EOF\n$(id)\nEOF",
-            "make &",
-            "(ls)",
-            "{ ls; }",
-            "if true; then ls; fi",
-            "for f in a b; do ls $f; done",
-            "while true; do ls; done",
-            "case x in x) ls;; esac",
-            "[[ -f x ]]",
-            "(( x++ ))",
-            "f() { ls; }; f",
-            "shopt -s expand_aliases; alias g=git; g push",
-            "ls ~root",
-            "echo 'git push' | bash",
+            "echo $X", "echo \"$X\"", "echo ${X:-$(id)}", "echo $(id)", "echo `id`",
+            "echo $((1+2))", "x=$((1+2))", "x=1", "A=1 git status", "ls *.rs", "ls src/?.rs",
+            "ls [ab]", "echo {a,b}", "echo {1..3}", "cat <(ls)", "ls > $OUT",
+            "cat <<EOF\n$(id)\nEOF", "make &", "(ls)", "{ ls; }", "if true; then ls; fi",
+            "for f in a b; do ls $f; done", "while true; do ls; done", "case x in x) ls;; esac",
+            "[[ -f x ]]", "(( x++ ))", "f() { ls; }; f",
+            "shopt -s expand_aliases; alias g=git; g push", "ls ~root", "echo 'git push' | bash",
         ] {
             let s = parse(cmd).unwrap();
-            assert!(
-                s.parts.iter().any(|p| p.opaque.is_some()),
-                "{cmd}: {:?}",
-                s.parts
-            );
+            assert!(s.parts.iter().any(|p| p.opaque.is_some()), "{cmd}: {:?}", s.parts);
         }
         // After an alias is defined, every later word may be it.
         let s = parse("alias g=git; g push").unwrap();
@@ -279,21 +232,15 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn only_a_leading_literal_cd_is_followed() {
         let tmp = std::env::temp_dir().canonicalize().unwrap();
-        let env = Env {
-            cwd: Some(tmp.clone()),
-            home: None,
-        };
+        let env = Env { cwd: Some(tmp.clone()), home: None };
         let s = parse_in("cd . && ls", &env).unwrap();
         assert_eq!(s.parts[1].dir, Dir::Known(tmp.clone()));
         for cmd in [
-            "ls && cd . && ls",
-            "cd $X && ls",
-            "cd - && ls",
-            "cd /no/such/dir && ls",
-            "pushd . && ls",
-            "bash -c 'cd . && ls'",
+            "ls && cd . && ls", "cd $X && ls", "cd - && ls", "cd /no/such/dir && ls",
+            "pushd . && ls", "bash -c 'cd . && ls'",
         ] {
             let s = parse_in(cmd, &env).unwrap();
             let last = s.parts.last().unwrap();

@@ -41,16 +41,15 @@ impl Ctx {
                     part.chdir = effects.chdir.or(part.chdir);
                     let writes = effects.writes.into_iter().map(|target| (true, target));
                     let reads = effects.reads.into_iter().map(|target| (false, target));
-                    part.redirects.extend(
-                        writes
-                            .chain(reads)
-                            // The expanded target is filled in by the caller.
-                            .map(|(write, target)| Redirect {
-                                write,
-                                target,
-                                ..Redirect::default()
-                            }),
-                    );
+                    // The expanded target is filled in by the caller.
+                    for (write, target) in writes.chain(reads) {
+                        let r = Redirect {
+                            write,
+                            target,
+                            ..Redirect::default()
+                        };
+                        part.redirects.push(r);
+                    }
                     argv = rest;
                 }
                 Unwrap::Script {
@@ -149,34 +148,21 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn a_shell_reading_its_program_from_stdin_is_opaque() {
         // What stdin holds is not read, literal or not: the shell is opaque.
         for cmd in [
-            "echo 'git push' | bash",
-            "printf 'git push\\n' | sh",
-            "bash <<< 'git push'",
-            "bash <<'EOF'\ngit push\nEOF",
-            "cat <<EOF | sh -s\ngit push\nEOF",
-            "echo 'git push' | bash /dev/stdin",
-            "echo 'git push' | source /dev/stdin",
-            "{ bash; } <<< 'git push'",
-            "cat f | bash",
-            "bash <<< \"$X\"",
-            "bash <<EOF\n$(cat f)\nEOF",
-            "f() { bash; }",
-            "echo 'x' | xargs sh -c",
-            "echo 'git push' | { cat | bash; }",
-            "bash",
+            "echo 'git push' | bash", "printf 'git push\\n' | sh", "bash <<< 'git push'",
+            "bash <<'EOF'\ngit push\nEOF", "cat <<EOF | sh -s\ngit push\nEOF",
+            "echo 'git push' | bash /dev/stdin", "echo 'git push' | source /dev/stdin",
+            "{ bash; } <<< 'git push'", "cat f | bash", "bash <<< \"$X\"",
+            "bash <<EOF\n$(cat f)\nEOF", "f() { bash; }", "echo 'x' | xargs sh -c",
+            "echo 'git push' | { cat | bash; }", "bash",
         ] {
             let ps = parts(cmd);
-            assert!(
-                ps.iter().any(|p| p.opaque.is_some()
-                    && crate::commands::SHELLS
-                        .iter()
-                        .chain(&["source"])
-                        .any(|s| p.program() == *s)),
-                "{cmd}: {ps:?}"
-            );
+            let shells = crate::commands::SHELLS.iter().chain(&["source"]);
+            let shell = |p: &Part| shells.clone().any(|s| p.program() == *s);
+            assert!(ps.iter().any(|p| p.opaque.is_some() && shell(p)), "{cmd}: {ps:?}");
         }
     }
 
