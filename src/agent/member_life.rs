@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use ractor::{ActorProcessingErr, ActorRef};
 
+use super::lifecycle;
 use super::subagent_actor::Workspaces;
 use crate::team::actor::Mailbox;
 use crate::team::{Envelope, MemberName, MemberStatus, Outgoing, Recipient};
@@ -96,10 +97,7 @@ impl MemberLife {
     /// none or it was finished already.
     pub async fn finish_worktree(&mut self) -> Option<String> {
         let (ws, id) = self.workspace.take()?;
-        Some(match ws.finish(&id).await {
-            Ok(summary) => format!("[worktree] {summary}"),
-            Err(e) => format!("[worktree] could not be finished: {e}"),
-        })
+        Some(lifecycle::finish_worktree(ws.as_ref(), &id).await)
     }
 
     /// Ends its worktree and returns the failure to fail its actor with: `reason`, and
