@@ -3,13 +3,15 @@
 //! ([`end`]), whether the subagent runs here (`subagent_actor::start`) or on a worker
 //! (`worker::remote_task::launch`). Its worktree is made and brought back through the one
 //! `Workspaces` of the session in both cases; the worker side only ships it as a bundle.
+//! What became of a worktree is told in one wording ([`finish_worktree`]), by subagents
+//! and teammates alike.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::subagent_actor::SubagentEnv;
+use super::subagent_actor::{SubagentEnv, Workspaces};
 use crate::tasks::TaskKind;
 use crate::tasks::TaskStatus;
 use crate::tasks::actor::{NewTask, TaskMsg};
@@ -64,4 +66,13 @@ pub async fn register(
 /// Ends task `id` with `status` and `result` (what the parent and `task_output` read).
 pub fn end(env: &SubagentEnv, id: String, status: TaskStatus, result: String) {
     let _ = env.tasks.cast(TaskMsg::Finish { id, status, result });
+}
+
+/// Ends worktree `id` of `ws` (removed when it holds nothing, kept otherwise) and says
+/// what became of it, `[worktree] …`: where kept work is, or why it could not be finished.
+pub async fn finish_worktree(ws: &dyn Workspaces, id: &str) -> String {
+    match ws.finish(id).await {
+        Ok(summary) => format!("[worktree] {summary}"),
+        Err(e) => format!("[worktree] could not be finished: {e}"),
+    }
 }

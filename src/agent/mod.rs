@@ -14,6 +14,7 @@ pub mod host;
 pub mod lead_actor;
 pub mod ledger;
 pub mod lifecycle;
+pub mod member_life;
 pub mod mode;
 pub mod monitor;
 pub mod pipeline;

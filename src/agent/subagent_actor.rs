@@ -327,10 +327,10 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
             // The run died before it could tidy up: keep or remove its worktree now, and
             // say where work that was kept is (the parent cannot know otherwise).
             match workspaces {
-                Some(ws) => match ws.finish(&id).await {
-                    Ok(summary) => Err(format!("{reason}\n\n[worktree] {summary}")),
-                    Err(e) => Err(format!("{reason}\n\n[worktree] could not be finished: {e}")),
-                },
+                Some(ws) => Err(format!(
+                    "{reason}\n\n{}",
+                    super::lifecycle::finish_worktree(ws.as_ref(), &id).await
+                )),
                 None => Err(reason),
             }
         }
@@ -493,15 +493,8 @@ async fn work(
     });
     watcher.finish().await;
     if let Some((ws, _)) = workspace {
-        match ws.finish(&task_id).await {
-            Ok(summary) => outcome.result = format!("{}\n\n[worktree] {summary}", outcome.result),
-            Err(e) => {
-                outcome.result = format!(
-                    "{}\n\n[worktree] could not be finished: {e}",
-                    outcome.result
-                )
-            }
-        }
+        let worktree = super::lifecycle::finish_worktree(ws.as_ref(), &task_id).await;
+        outcome.result = format!("{}\n\n{worktree}", outcome.result);
     }
     Ok(outcome)
 }

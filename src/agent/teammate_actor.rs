@@ -10,7 +10,9 @@
 //! `shutdown_response` and ends the actor; a `plan_first` teammate works in Plan mode until
 //! a `plan_approval_response {approve: true}` arrives, then carries its plan out in Do mode.
 //! A crash of its run, or a run that ends on a provider error, fails the actor, and the
-//! team actor's supervision releases its items and tells the lead.
+//! team actor's supervision releases its items and tells the lead why, and where its
+//! kept work is. Its place on the team and its worktree are a [`MemberLife`], shared with
+//! the lead's proxy of a teammate on a worker.
 //!
 //! A teammate may start plain subagents (not teammates) through its own actor, which
 //! links them under itself, with the subagents' depth and concurrency limits; it is idle
@@ -26,6 +28,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
+use super::member_life::MemberLife;
 use super::mode::AgentMode;
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent_actor::{SubagentEnv, Workspaces, launch, on_child_event, resume};
@@ -35,9 +38,7 @@ use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
 use crate::protocol::Message;
 use crate::team::actor::Mailbox;
-use crate::team::{
-    Envelope, MemberName, MemberStatus, MessageKind, Outgoing, PlanStage, Recipient, Team,
-};
+use crate::team::{Envelope, MemberName, MessageKind, Outgoing, PlanStage, Team};
 use crate::tools::delegate::DelegateError;
 
 /// The task a teammate cut off mid-turn is restarted with.
@@ -100,17 +101,16 @@ pub struct Restored {
 
 /// A teammate's state.
 pub struct TeammateState {
-    name: MemberName,
+    /// Its mailbox and worktree: joining, status, acknowledgement, leaving, failing.
+    life: MemberLife,
     runner: Runner,
     place: RunPlace,
-    mailbox: Mailbox,
     conversation: Vec<Message>,
     first: Option<RunRequest>,
     running: Option<CancellationToken>,
     mode: AgentMode,
     /// The plan sent for approval (plan_first), until approved.
     plan: Option<String>,
-    workspace: Option<(Arc<dyn Workspaces>, String)>,
     /// The session's agent slots: a teammate holds one while it runs, not while idle.
     slots: Arc<Semaphore>,
     /// Restored mid-turn: the next look at an empty inbox carries on with the task.
@@ -135,7 +135,8 @@ impl Actor for Teammate {
         myself: ActorRef<Self::Msg>,
         args: TeammateArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        args.mailbox.join(myself.clone(), || TeammateMsg::Wake);
+        let life = MemberLife::new(args.mailbox, args.workspace);
+        life.join(myself.clone(), || TeammateMsg::Wake);
         let (plan_stage, interrupted) = args
             .restored
             .map_or((None, false), |r| (r.plan, r.interrupted));
@@ -156,16 +157,14 @@ impl Actor for Teammate {
         ));
         place.tasks = Some(args.env.tasks.clone());
         Ok(TeammateState {
-            name: args.mailbox.me.clone(),
+            life,
             runner: args.runner,
             place,
-            mailbox: args.mailbox,
             conversation: args.conversation,
             mode,
             first: args.first,
             running: None,
             plan,
-            workspace: args.workspace,
             slots: args.slots,
             interrupted,
             env: args.env,
@@ -193,7 +192,8 @@ impl Actor for Teammate {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        tidy(state).await;
+        halt(state);
+        state.life.finish_worktree().await;
         Ok(())
     }
 
@@ -253,7 +253,7 @@ impl Actor for Teammate {
             // woken it already).
             TeammateMsg::TaskNews { ended: false } => {
                 state.watching = false;
-                state.mailbox.set_status(MemberStatus::Idle);
+                state.life.idle();
             }
             // A run that ends on a provider error fails like a crash: its items go back
             // to the list and the lead hears of it, instead of a silent idle teammate.
@@ -262,8 +262,8 @@ impl Actor for Teammate {
                 ..
             } if outcome.status == RunStatus::Failed => {
                 state.running = None;
-                let worktree = tidy(state).await;
-                return Err(failure(outcome.result, worktree));
+                halt(state);
+                return Err(state.life.fail(outcome.result).await);
             }
             TeammateMsg::Finished {
                 outcome: Ok(outcome),
@@ -276,23 +276,16 @@ impl Actor for Teammate {
                     // first so a restored teammate still awaits the answer.
                     let plan = outcome.result.clone();
                     set_plan(
-                        &state.mailbox.team,
-                        &state.name,
+                        &state.life,
                         Some(PlanStage::Awaiting { plan: plan.clone() }),
                     )
                     .await;
                     let out = Outgoing {
                         message: plan.clone(),
-                        summary: Some(format!("plan from {}", state.name)),
+                        summary: Some(format!("plan from {}", state.life.name())),
                         kind: MessageKind::PlanApprovalRequest,
                     };
-                    if let Err(e) = state
-                        .mailbox
-                        .send(Recipient::Member(MemberName::lead()), out)
-                        .await
-                    {
-                        tracing::warn!("{} could not send its plan: {e}", state.name);
-                    }
+                    state.life.tell_lead(out, "its plan").await;
                     state.plan = Some(plan);
                 }
                 next(myself, state).await;
@@ -304,8 +297,8 @@ impl Actor for Teammate {
                 ..
             } => {
                 state.running = None;
-                let worktree = tidy(state).await;
-                return Err(failure(reason, worktree));
+                halt(state);
+                return Err(state.life.fail(reason).await);
             }
         }
         Ok(())
@@ -314,7 +307,7 @@ impl Actor for Teammate {
 
 /// After a run, or on a wake while idle: act on the inbox, or go idle.
 async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
-    let unread: Vec<Envelope> = state.mailbox.unread().await.unwrap_or_default();
+    let unread: Vec<Envelope> = state.life.unread().await;
     if unread.is_empty() && std::mem::take(&mut state.interrupted) {
         let req = RunRequest {
             mode: chat_unless_planning(state.mode),
@@ -338,7 +331,7 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         return;
     }
     if unread.is_empty() {
-        state.mailbox.set_status(MemberStatus::Idle);
+        state.life.idle();
         return;
     }
     let from_lead = |e: &&Envelope| e.from.is_lead();
@@ -357,7 +350,7 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
     let req = match (state.mode, verdict, &state.plan) {
         (AgentMode::Plan, Some(true), Some(plan)) => {
             let plan = plan.clone();
-            set_plan(&state.mailbox.team, &state.name, None).await;
+            set_plan(&state.life, None).await;
             RunRequest {
                 mode: AgentMode::Do,
                 task: "The lead approved your plan: carry it out.".into(),
@@ -367,7 +360,7 @@ async fn next(myself: ActorRef<TeammateMsg>, state: &mut TeammateState) {
         (AgentMode::Plan, Some(false), _) => {
             // Revise: the next plan goes for approval again.
             state.plan = None;
-            set_plan(&state.mailbox.team, &state.name, Some(PlanStage::Drafting)).await;
+            set_plan(&state.life, Some(PlanStage::Drafting)).await;
             RunRequest {
                 mode: AgentMode::Plan,
                 task: "The lead did not approve your plan (its answer is below). Revise it.".into(),
@@ -392,10 +385,10 @@ fn chat_unless_planning(mode: AgentMode) -> AgentMode {
     }
 }
 
-/// Records `name`'s plan stage in the roster (for `crew --continue`); a failure is only
-/// logged: the live teammate goes on either way.
-async fn set_plan(team: &Team, name: &MemberName, stage: Option<PlanStage>) {
-    let (team, name) = (team.clone(), name.clone());
+/// Records the teammate's plan stage in the roster (for `crew --continue`); a failure is
+/// only logged: the live teammate goes on either way.
+async fn set_plan(life: &MemberLife, stage: Option<PlanStage>) {
+    let (team, name): (Team, MemberName) = (life.mailbox().team.clone(), life.name().clone());
     let saved =
         tokio::task::spawn_blocking(move || team.update_member(&name, |m| m.plan = stage)).await;
     if let Ok(Err(e)) = saved {
@@ -408,23 +401,21 @@ async fn set_plan(team: &Team, name: &MemberName, stage: Option<PlanStage>) {
 async fn shut_down(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, unread: &[Envelope]) {
     // Busy until it has left (the team actor handles these in order), so the team cannot
     // look quiet before the lead has the answer.
-    state.mailbox.set_status(MemberStatus::Working);
-    if let Some(last) = unread.last() {
-        state.mailbox.ack(last.index + 1).await;
-    }
+    state.life.working();
+    state
+        .life
+        .ack_through(unread.last().map_or(0, |last| last.index + 1))
+        .await;
     let out = Outgoing {
-        message: format!("{} is shutting down.", state.name),
+        message: format!("{} is shutting down.", state.life.name()),
         summary: None,
         kind: MessageKind::ShutdownResponse { approve: true },
     };
-    if let Err(e) = state
-        .mailbox
-        .send(Recipient::Member(MemberName::lead()), out)
-        .await
-    {
-        tracing::warn!("{} could not answer the shutdown request: {e}", state.name);
-    }
-    state.mailbox.leave(MemberStatus::Finished);
+    state
+        .life
+        .tell_lead(out, "its answer to the shutdown request")
+        .await;
+    state.life.leave();
     myself.stop(Some("shutdown approved".into()));
 }
 
@@ -435,7 +426,7 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
         agent: state.runner.spec.id.clone(),
         policy: GatePolicy::new(req.mode, state.runner.spec.allowed_tools.clone()),
     });
-    state.mailbox.set_status(MemberStatus::Working);
+    state.life.working();
     let cancel = CancellationToken::new();
     state.running = Some(cancel.clone());
     let runner = state.runner.clone();
@@ -481,27 +472,13 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
     });
 }
 
-/// Cancels a running turn, unregisters the gate policy and ends the worktree (kept when
-/// it holds work). Safe to call twice. Returns what became of the worktree, if it had one
-/// still (`[worktree] …`: where work that was kept is).
-async fn tidy(state: &mut TeammateState) -> Option<String> {
+/// Cancels a running turn and unregisters the gate policy (its worktree is ended by
+/// its [`MemberLife`]). Safe to call twice.
+fn halt(state: &mut TeammateState) {
     if let Some(cancel) = state.running.take() {
         cancel.cancel();
     }
     state.runner.pipeline.gate.cast(GateMsg::Unregister {
         agent: state.runner.spec.id.clone(),
     });
-    let (ws, id) = state.workspace.take()?;
-    Some(match ws.finish(&id).await {
-        Ok(summary) => format!("[worktree] {summary}"),
-        Err(e) => format!("[worktree] could not be finished: {e}"),
-    })
-}
-
-/// The reason a teammate failed with, and where its kept work is (the lead hears both).
-fn failure(reason: String, worktree: Option<String>) -> ActorProcessingErr {
-    match worktree {
-        Some(worktree) => format!("{reason}; {worktree}").into(),
-        None => reason.into(),
-    }
 }

@@ -21,7 +21,7 @@ use super::remote_judge;
 use super::ship;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
-use crate::agent::lifecycle::{end, register};
+use crate::agent::lifecycle::{end, finish_worktree, register};
 use crate::agent::subagent_actor::SubagentEnv;
 use crate::auto_mode::classifier::Intent;
 use crate::events::EventKind;
@@ -259,10 +259,7 @@ checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}
                 started.elapsed().as_millis(),
                 fetched.unwrap_or_default(),
             );
-            let summary = match ws.finish(&job.task_id).await {
-                Ok(s) => s,
-                Err(e) => format!("could not be finished: {e}"),
-            };
+            let worktree = finish_worktree(ws.as_ref(), &job.task_id).await;
             let _ = worker.cast(WorkerMsg::Remote(ToWorker::Handback {
                 task_id: job.task_id.clone(),
             }));
@@ -272,10 +269,7 @@ checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}
                 RemoteStatus::Cancelled => TaskStatus::Cancelled,
                 RemoteStatus::Failed => TaskStatus::Failed,
             };
-            Ok((
-                status,
-                format!("{}{note}\n\n[worktree] {summary}", r.result),
-            ))
+            Ok((status, format!("{}{note}\n\n{worktree}", r.result)))
         }
         End::Refused(reason) => {
             let _ = ws.finish(&job.task_id).await;

@@ -7,7 +7,9 @@
 //! to the lead's approver ([`super::remote_ask`]), and brings its branch back — checked to
 //! be a fast-forward — each time it goes idle and when it shuts down, so the branch is
 //! diffable and mergeable like a local teammate's. A lost worker fails the teammate with
-//! "worker lost" and the lead is told. It is started by [`super::teammate_launch`].
+//! "worker lost" and the lead is told. Joining, status, acknowledgement, leaving, the
+//! worktree's end and the failure notice (which names the kept worktree) are the local
+//! teammate's, through [`MemberLife`]. It is started by [`super::teammate_launch`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,12 +25,13 @@ use super::protocol::{
 };
 use super::remote_ask::answer_on_lead;
 use super::remote_judge;
+use crate::agent::member_life::{MemberLife, failure};
 use crate::agent::pipeline::Pipeline;
 use crate::agent::subagent_actor::Workspaces;
 use crate::auto_mode::classifier::Intent;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::team::actor::Mailbox;
-use crate::team::{MemberName, MemberStatus, Outgoing, Recipient};
+use crate::team::{Outgoing, Recipient};
 use tokio_util::sync::CancellationToken;
 
 /// The proxy's messages (local only).
@@ -63,8 +66,9 @@ pub struct ProxyArgs {
 
 /// The proxy's state.
 pub struct ProxyState {
-    mailbox: Mailbox,
-    name: MemberName,
+    /// Its mailbox and worktree (under `work_id`): joining, status, acknowledgement,
+    /// leaving, failing — as for a local teammate.
+    life: MemberLife,
     agent_id: String,
     pipeline: Pipeline,
     pool: Arc<Pool>,
@@ -73,8 +77,6 @@ pub struct ProxyState {
     work_id: String,
     root: PathBuf,
     branch: String,
-    /// The worktree to finish when it ends (taken then).
-    workspace: Option<Arc<dyn Workspaces>>,
     /// Mail up to this inbox index went to the worker.
     relayed: u64,
     /// The worker's run is over (finished, refused or lost).
@@ -96,8 +98,9 @@ impl Actor for RemoteTeammate {
         myself: ActorRef<Self::Msg>,
         args: ProxyArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        args.mailbox.join(myself.clone(), || ProxyMsg::Wake);
-        args.mailbox.set_status(MemberStatus::Working);
+        let life = MemberLife::new(args.mailbox, Some((args.workspace, args.work_id.clone())));
+        life.join(myself.clone(), || ProxyMsg::Wake);
+        life.working();
         let mut news = args.news;
         let me = myself.clone();
         tokio::spawn(async move {
@@ -107,7 +110,7 @@ impl Actor for RemoteTeammate {
                 }
             }
         });
-        tracing::info!("teammate {} runs on worker {}", args.mailbox.me, args.node);
+        tracing::info!("teammate {} runs on worker {}", life.name(), args.node);
         let mode = SharedMode::new(args.spawn.mode);
         let intent = Arc::new(Intent::new(&args.spawn.run.prompt, false, &[]));
         args.worker
@@ -116,8 +119,7 @@ impl Actor for RemoteTeammate {
             ))))
             .map_err(|e| format!("worker {} cannot be reached: {e}", args.node))?;
         Ok(ProxyState {
-            name: args.mailbox.me.clone(),
-            mailbox: args.mailbox,
+            life,
             agent_id: args.agent_id,
             pipeline: args.pipeline,
             pool: args.pool,
@@ -126,7 +128,6 @@ impl Actor for RemoteTeammate {
             work_id: args.work_id,
             root: args.root,
             branch: args.branch,
-            workspace: Some(args.workspace),
             relayed: 0,
             ended: false,
             mode,
@@ -154,7 +155,7 @@ impl Actor for RemoteTeammate {
             }));
             state.pool.release(&state.work_id);
         }
-        finish(state).await;
+        state.life.finish_worktree().await;
         Ok(())
     }
 
@@ -184,7 +185,7 @@ impl Actor for RemoteTeammate {
                 let (pipeline, worker) = (state.pipeline.clone(), state.worker.clone());
                 let (agent, name, cwd) = (
                     state.agent_id.clone(),
-                    state.name.to_string(),
+                    state.life.name().to_string(),
                     state.root.clone(),
                 );
                 let task_id = state.work_id.clone();
@@ -214,20 +215,24 @@ impl Actor for RemoteTeammate {
             ProxyMsg::News(TaskNews::Finished(result)) => {
                 state.ended = true;
                 let failed = (result.status == RemoteStatus::Failed).then(|| result.result.clone());
-                on_finished(state, *result, failed.is_none()).await;
+                let worktree = on_finished(state, *result, failed.is_none()).await;
                 if let Some(reason) = failed {
-                    // Its work is back; the failure is the team's to report.
-                    return Err(format!("its run failed on worker {}: {reason}", state.node).into());
+                    // Its work is back; the failure is the team's to report, naming where
+                    // the work was kept.
+                    let reason = format!("its run failed on worker {}: {reason}", state.node);
+                    return Err(failure(reason, worktree));
                 }
                 myself.stop(Some("shut down".into()));
             }
             ProxyMsg::News(TaskNews::Refused(reason)) => {
                 state.ended = true;
-                return Err(format!("worker {} refused the teammate: {reason}", state.node).into());
+                let reason = format!("worker {} refused the teammate: {reason}", state.node);
+                return Err(state.life.fail(reason).await);
             }
             ProxyMsg::News(TaskNews::Lost(node)) => {
                 state.ended = true;
-                return Err(format!("worker lost: {node} disconnected while it ran").into());
+                let reason = format!("worker lost: {node} disconnected while it ran");
+                return Err(state.life.fail(reason).await);
             }
         }
         Ok(())
@@ -239,14 +244,14 @@ async fn relay(state: &mut ProxyState) {
     if state.ended {
         return;
     }
-    let unread = state.mailbox.unread().await.unwrap_or_default();
+    let unread = state.life.unread().await;
     let fresh: Vec<_> = unread
         .into_iter()
         .filter(|e| e.index >= state.relayed)
         .collect();
     let Some(newest) = fresh.last() else { return };
     state.relayed = newest.index + 1;
-    state.mailbox.set_status(MemberStatus::Working);
+    state.life.working();
     let _ = state
         .worker
         .cast(WorkerMsg::Remote(ToWorker::Mail(MailWire {
@@ -260,7 +265,11 @@ async fn send(state: &ProxyState, sent: SentWire) {
     let to = match Recipient::parse(&sent.to) {
         Ok(to) => to,
         Err(e) => {
-            tracing::warn!("{}'s message to `{}` dropped: {e}", state.name, sent.to);
+            tracing::warn!(
+                "{}'s message to `{}` dropped: {e}",
+                state.life.name(),
+                sent.to
+            );
             return;
         }
     };
@@ -269,10 +278,10 @@ async fn send(state: &ProxyState, sent: SentWire) {
         summary: sent.summary,
         kind: sent.kind,
     };
-    if let Err(e) = state.mailbox.send(to, out).await {
+    if let Err(e) = state.life.mailbox().send(to, out).await {
         tracing::warn!(
             "{}'s message to `{}` was not delivered: {e}",
-            state.name,
+            state.life.name(),
             sent.to
         );
     }
@@ -284,34 +293,34 @@ async fn on_idle(state: &mut ProxyState, idle: IdleWire) {
     if let Some(head) = &idle.head {
         fetch(state, &idle.bundle, head).await;
     }
-    let through = idle.through.min(state.relayed);
-    if through > 0 {
-        state.mailbox.ack(through).await;
-    }
+    state
+        .life
+        .ack_through(idle.through.min(state.relayed))
+        .await;
     if idle.through >= state.relayed {
-        state.mailbox.set_status(MemberStatus::Idle);
+        state.life.idle();
     }
     // Mail that came while the worker wrapped up goes out now.
     relay(state).await;
 }
 
 /// The final branch, the worktree finished (kept: it holds the work), the worker told it
-/// may drop its copy, and (`left`) the teammate gone from the team.
-async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) {
+/// may drop its copy, and (`left`) the teammate gone from the team. Returns what became
+/// of the worktree, for a failure notice.
+async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) -> Option<String> {
     if let Some(head) = &result.head {
         fetch(state, &result.bundle, head).await;
     }
-    if state.relayed > 0 {
-        state.mailbox.ack(state.relayed).await;
-    }
+    state.life.ack_through(state.relayed).await;
     state.pool.release(&state.work_id);
-    finish(state).await;
+    let worktree = state.life.finish_worktree().await;
     let _ = state.worker.cast(WorkerMsg::Remote(ToWorker::Handback {
         task_id: state.work_id.clone(),
     }));
     if left {
-        state.mailbox.leave(MemberStatus::Finished);
+        state.life.leave();
     }
+    worktree
 }
 
 /// Fast-forwards the teammate's worktree here to the worker's `head`.
@@ -319,7 +328,7 @@ async fn fetch(state: &ProxyState, bytes: &[u8], head: &str) {
     if let Err(e) = bundle::fetch_into(&state.root, bytes, &state.branch, head).await {
         tracing::warn!(
             "{}'s branch from {} was not applied: {e}",
-            state.name,
+            state.life.name(),
             state.node
         );
         state.pipeline.events.publish(
@@ -328,12 +337,5 @@ async fn fetch(state: &ProxyState, bytes: &[u8], head: &str) {
                 message: format!("the branch from worker {} was not applied: {e}", state.node),
             },
         );
-    }
-}
-
-/// Ends the worktree (the worktree manager keeps one that holds work). Safe twice.
-async fn finish(state: &mut ProxyState) {
-    if let Some(ws) = state.workspace.take() {
-        let _ = ws.finish(&state.work_id).await;
     }
 }

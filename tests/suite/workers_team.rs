@@ -1,8 +1,10 @@
 //! Teammates on worker machines (issue 16), end to end: `crew worker` processes on
 //! loopback sharing a cookie file, an in-process scripted lead whose session has joined
 //! them, real git. A remote teammate is woken by the lead's mail, writes in its worktree
-//! on the worker, replies by mail, and its branch comes back to the lead; a lost worker
-//! fails it with "worker lost" and keeps that branch. An explicit `ask` rule on a remote
+//! on the worker, replies by mail, and its branch comes back to the lead; idle, it is
+//! announced and its mail acknowledged as a local teammate's is; a lost worker fails it
+//! with "worker lost" and keeps that branch, and a run that fails on the worker is
+//! reported naming the kept worktree, as a local teammate's failure is. An explicit `ask` rule on a remote
 //! teammate reaches the lead's approver: approved, the call runs on the worker (once —
 //! a "for the session" answer does not widen the worker's rules); refused by the
 //! headless policy, nothing is written. Waits are on files and events, each bounded.
@@ -89,8 +91,10 @@ fn ask_rule() -> Vec<RuleWire> {
 /// The lead starts alice on the worker and mails her; only that mail makes her write
 /// (her first run just waits). Her note is written on the worker, her reply reaches the
 /// lead's conversation, and her branch comes back with the file — none in the lead's
-/// checkout. Then her worker is killed: she is failed with "worker lost", the lead is
-/// told, and the branch that came back is still there.
+/// checkout. Idle, she is announced to the lead and the mail she read is acknowledged in
+/// her inbox on the lead, as for a local teammate. Then her worker is killed: she is
+/// failed with "worker lost", the lead is told where her kept worktree is, and the branch
+/// that came back is still there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_remote_teammate_is_woken_by_mail_writes_replies_and_its_branch_comes_back() {
     let _one = ONE_CLUSTER.lock().await;
@@ -149,6 +153,17 @@ async fn a_remote_teammate_is_woken_by_mail_writes_replies_and_its_branch_comes_
     );
     let roster = team.roster().unwrap();
     assert_eq!(roster.member(&alice).unwrap().status, MemberStatus::Idle);
+    // The shared lifecycle: idle is announced, and what she read is acknowledged (an
+    // idle team's inbox cursors are on disk).
+    assert!(
+        told(&t, "Teammate alice is idle").await.is_some(),
+        "the lead is told alice is idle"
+    );
+    assert_eq!(
+        team.unread(&alice).unwrap(),
+        Vec::new(),
+        "the mail relayed to alice is acknowledged on the lead"
+    );
 
     // The worker dies: alice fails with "worker lost"; her returned branch stays.
     c.worker.child.kill().unwrap();
@@ -160,18 +175,12 @@ async fn a_remote_teammate_is_woken_by_mail_writes_replies_and_its_branch_comes_
             .is_some_and(|m| m.status == MemberStatus::Failed)
     })
     .await;
-    let inbox = std::fs::read_to_string(
-        t.home
-            .path()
-            .canonicalize()
-            .unwrap()
-            .join("teams/session/inboxes/lead.jsonl"),
-    )
-    .unwrap_or_default();
-    let notices = team_notices(&t).await;
+    let notice = told(&t, "worker lost")
+        .await
+        .expect("the lead is told alice's worker was lost");
     assert!(
-        notices.iter().any(|n| n.contains("worker lost")) || inbox.contains("worker lost"),
-        "the lead is told: {notices:?}"
+        notice.contains(&format!("kept at {} on branch {branch}", dir.display())),
+        "the notice names her kept worktree: {notice}"
     );
     assert_eq!(
         git(&t.cwd(), &["show", &format!("{branch}:note.txt")]),
@@ -180,6 +189,31 @@ async fn a_remote_teammate_is_woken_by_mail_writes_replies_and_its_branch_comes_
     );
     t.session.shutdown().await;
     drop(c.home);
+}
+
+/// What the lead was told containing `needle`: in a request it was sent, its pending
+/// notices (taking them) or its inbox — the notice of a teammate's failure, as the lead
+/// sees it wherever it is in its way.
+async fn told(t: &support::TestSession, needle: &str) -> Option<String> {
+    let all = t.provider.requests();
+    let shown_to_lead = requests_of(&all, "lead").into_iter().map(shown);
+    let inbox = std::fs::read_to_string(
+        t.home
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("teams/session/inboxes/lead.jsonl"),
+    )
+    .unwrap_or_default();
+    let found = shown_to_lead
+        .chain(team_notices(t).await)
+        .chain(inbox.lines().map(str::to_string))
+        .find(|s| s.contains(needle));
+    found.map(|s| {
+        // The part from the needle on (a request holds the whole conversation).
+        let from = s.find(needle).unwrap_or(0);
+        s[from..].to_string()
+    })
 }
 
 /// The lead's pending notices (what its next turn boundary would show).
@@ -394,5 +428,75 @@ async fn a_remote_teammate_shuts_down_on_request_and_its_final_branch_comes_back
         find(&c.worker.workdir, "done.txt").is_empty()
     })
     .await;
+    t.session.shutdown().await;
+}
+
+/// alice writes a file on the worker and then her model fails there: her branch comes
+/// back with the file, she is failed, and the lead's notice gives the reason and names
+/// her kept worktree and branch — the same notice a local teammate's failure gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_teammate_whose_run_fails_is_reported_naming_its_kept_worktree() {
+    let _one = ONE_CLUSTER.lock().await;
+    let worker_script = r#"{"agents": {"alice": {"turns": [
+        {"tool_calls": [{"name": "write_file", "input": {"path": "part.txt", "content": "half done"}}]},
+        {"error": "REMOTE-UPSTREAM-EXPLODED"}
+    ]}}}"#;
+    let c = cluster(worker_script, Vec::new()).await;
+    let lead_script = r#"{"turns": [
+        {"tool_calls": [
+          {"name": "agent", "input": {"description": "part", "prompt": "Write part.txt.", "subagent_type": "w", "name": "alice"}}]},
+        {"text": "started"},
+        {"text": "read"}, {"text": "read"}, {"text": "read"}
+    ]}"#;
+    let mut setup = team_setup(lead_script, vec![(".crew/agents/w.md", REMOTE.to_string())]);
+    setup.workers = Some(c.pool.clone());
+    let t = start(setup).await;
+    tokio::time::timeout(
+        Duration::from_secs(180),
+        t.session.run_until_quiet(chat("go"), 10),
+    )
+    .await
+    .expect("the team goes quiet")
+    .unwrap();
+    let team = team_of(t.home.path());
+    let alice = MemberName::parse("alice").unwrap();
+    support::wait_until("alice to be failed", || {
+        team.roster()
+            .unwrap()
+            .member(&alice)
+            .is_some_and(|m| m.status == MemberStatus::Failed)
+    })
+    .await;
+    let dir = worktree(&team, "alice");
+    let branch = git(
+        &t.cwd(),
+        &[
+            "branch",
+            "--list",
+            "crew/alice-*",
+            "--format=%(refname:short)",
+        ],
+    );
+    assert!(branch.starts_with("crew/alice-"), "{branch}");
+    assert_eq!(
+        git(&t.cwd(), &["show", &format!("{branch}:part.txt")]),
+        "half done",
+        "her work came back before she was failed"
+    );
+    let notice = told(&t, "Teammate alice failed")
+        .await
+        .expect("the lead is told alice failed");
+    assert!(
+        notice.contains("REMOTE-UPSTREAM-EXPLODED"),
+        "the notice gives the reason: {notice}"
+    );
+    assert!(
+        notice.contains(&format!(
+            "[worktree] kept at {} on branch {branch}",
+            dir.display()
+        )),
+        "the notice names her kept worktree: {notice}"
+    );
+    assert!(!t.cwd().join("part.txt").exists());
     t.session.shutdown().await;
 }
