@@ -7,7 +7,7 @@ use crate::agent::ledger::{AgentSpend, Ledger};
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Subcommand;
 
 use crate::team::view::{MemberView, TeamView, view};
@@ -22,7 +22,8 @@ pub enum TeamCmd {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
-        /// The session id (default: this project's newest session that has a team).
+        /// The session id (default: a live session of this project, else its newest
+        /// session that has a team).
         #[arg(long)]
         session: Option<String>,
     },
@@ -35,7 +36,8 @@ pub enum TeamCmd {
         /// A short preview for notifications and the team panel.
         #[arg(long)]
         summary: Option<String>,
-        /// The session id (default: this project's newest session that has a team).
+        /// The session id (default: a live session of this project, else its newest
+        /// session that has a team).
         #[arg(long)]
         session: Option<String>,
     },
@@ -90,29 +92,49 @@ pub fn write_text(v: &TeamView, ledger: &Ledger, out: &mut dyn Write) -> std::io
     Ok(())
 }
 
-/// The team of `--session ID`, or of this project's newest session that has one.
-fn find_team(cwd: &Path, session: Option<&str>) -> anyhow::Result<Team> {
+/// The team of `--session ID`; else of a live session of this project (the newest first;
+/// for `send`, the one whose team has the recipient), else of its newest session that has
+/// one. A quick second session therefore does not hide a running team.
+fn find_team(cwd: &Path, session: Option<&str>, member: Option<&str>) -> anyhow::Result<Team> {
     if let Some(id) = session {
         return Team::find_for_session(id)?
             .with_context(|| format!("--session {id}: that session has no team"));
     }
     let root = crate::store::project_root(cwd);
-    for s in crate::transcript::list_sessions(&root) {
-        if let Ok(Some(team)) = Team::find_for_session(&s.id) {
-            return Ok(team);
+    let live = crate::session::live::registry::live()
+        .into_iter()
+        .rev()
+        .filter(|e| e.project == root)
+        .map(|e| e.session);
+    let recorded = crate::transcript::list_sessions(&root)
+        .into_iter()
+        .map(|s| s.id);
+    let teams = live
+        .chain(recorded)
+        .filter_map(|id| Team::find_for_session(&id).ok().flatten());
+    let mut first = None;
+    for team in teams {
+        let has = |name: &str| view(&team).is_ok_and(|v| v.members.iter().any(|m| m.name == name));
+        match member {
+            Some(name) if !has(name) => {
+                first.get_or_insert(team);
+            }
+            _ => return Ok(team),
         }
     }
-    bail!(
-        "no session of {} has a team yet; start one with `crew`, or pass --session ID",
-        root.display()
-    )
+    first.with_context(|| {
+        format!(
+            "no session of {} has a team yet; start one with `crew`, or pass --session ID",
+            root.display()
+        )
+    })
 }
 
 /// Runs a team subcommand; returns the exit code.
 pub fn run(cmd: TeamCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
         TeamCmd::Show { json, session } => {
-            let team = find_team(cwd, session.as_deref())?;
+            let team = find_team(cwd, session.as_deref(), None)?;
             let v = view(&team)?;
             // Each member's spending, from the ledger of the team's session.
             let ledger = crate::store::session_dir(&crate::store::project_root(cwd), team.name())
@@ -136,7 +158,7 @@ pub fn run(cmd: TeamCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32>
             summary,
             session,
         } => {
-            let team = find_team(cwd, session.as_deref())?;
+            let team = find_team(cwd, session.as_deref(), Some(name.trim()))?;
             let to = Recipient::parse(name.trim())?;
             let sent = team.send(
                 &MemberName::user(),

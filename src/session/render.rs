@@ -1,5 +1,6 @@
 //! A session's events as text, as a person reads them: the lead's streamed answer on
-//! `out`; tool calls, retries, errors, hooks, compaction and team news on `err`, each
+//! `out`; tool calls, retries, errors, hooks, compaction, task endings (with the worktree
+//! each kept) and team news on `err`, each
 //! subagent's lines prefixed with its name. The headless run (`crew -p`) and the logs of
 //! `crew mcp serve`'s delegated leads write this.
 
@@ -101,6 +102,33 @@ fn render_text(
             err,
             "{prefix}context compacted ({trigger}): about {tokens_before} → {tokens_after} tokens"
         )?,
+        EventKind::TaskChanged {
+            id,
+            kind,
+            status,
+            description,
+            result,
+        } if matches!(
+            &**status,
+            "completed" | "failed" | "cancelled" | "max_turns"
+        ) =>
+        {
+            let result = result.as_deref().unwrap_or_default();
+            let first = result
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default();
+            let first: String = first.chars().take(300).collect();
+            let sep = if first.is_empty() { "" } else { ": " };
+            writeln!(
+                err,
+                "{prefix}task {id} ({kind} \"{description}\") {status}{sep}{first}"
+            )?;
+            // What became of its worktree: where the work waits for review.
+            for line in result.lines().filter(|l| l.starts_with("[worktree]")) {
+                writeln!(err, "{prefix}  {line}")?;
+            }
+        }
         EventKind::TeamMemberChanged { name, status, .. } => {
             writeln!(err, "team: {name} is {status}")?;
         }
@@ -167,13 +195,26 @@ mod tests {
             },
         );
         bus.publish("lead", text_delta(" world"));
+        let task = |status: &str, result: Option<&str>| EventKind::TaskChanged {
+            id: "t1234567".into(),
+            kind: "agent".into(),
+            status: status.into(),
+            description: "fix the bug".into(),
+            result: result.map(str::to_string),
+        };
+        // A task's start is not news; its end is, with the worktree it kept.
+        bus.publish("lead", task("running", None));
+        let kept = "Fixed it.\n\n[worktree] kept at /w/t1 on branch crew/t1/fix";
+        bus.publish("lead", task("completed", Some(kept)));
         bus.close();
         printer.await.unwrap();
         // The answer ends on a line of its own once the bus closes.
         assert_eq!(out.text(), "Hello world\n");
         assert_eq!(
             err.text(),
-            "[sub1] ✗ write_file [permission_denied] refused\n✓ read_file 3 lines\n"
+            "[sub1] ✗ write_file [permission_denied] refused\n✓ read_file 3 lines\n\
+             task t1234567 (agent \"fix the bug\") completed: Fixed it.\n  \
+             [worktree] kept at /w/t1 on branch crew/t1/fix\n"
         );
     }
 }

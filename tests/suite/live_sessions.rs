@@ -1,7 +1,7 @@
 //! `crew ps` and the registry of live sessions: a headless run with two background
 //! subagents busy in a tool is listed, with each agent's state, tool, description and
 //! tokens, from another process; a second, quick session in the same project neither hides
-//! it from `crew tasks list` nor from `crew ps`; entries of dead crews are reconciled away;
+//! it from `crew tasks list`, `crew team show` nor `crew ps`; entries of dead crews are reconciled away;
 //! the registration and its socket are gone once the run ends.
 
 use crate::support;
