@@ -534,6 +534,20 @@ impl App {
             plan: None,
         });
     }
+
+    /// Teammates wrote to the lead: an idle lead starts a run that reads their mail (as a
+    /// headless lead does); a busy one reads it when its run ends.
+    pub fn on_team_mail(&mut self) {
+        if self.running.is_some() || self.quit {
+            return;
+        }
+        self.notice("Your team wrote to the lead; the lead continues.".to_string());
+        self.start_run(RunRequest {
+            mode: AgentMode::Chat,
+            task: crate::agent::follow_up::TEAM_NEWS.into(),
+            plan: None,
+        });
+    }
 }
 
 #[cfg(test)]

@@ -428,6 +428,21 @@ fn a_background_completion_starts_a_follow_up_only_when_idle() {
 }
 
 #[test]
+fn team_mail_wakes_an_idle_lead_and_waits_for_a_busy_one() {
+    let mut a = app();
+    type_line(&mut a, "busy");
+    a.take_effects();
+    a.on_team_mail();
+    assert!(runs(a.take_effects()).is_empty());
+    a.on_run_finished(completed("ok"));
+    a.on_team_mail();
+    assert_eq!(
+        runs(a.take_effects())[0].task,
+        crate::agent::follow_up::TEAM_NEWS
+    );
+}
+
+#[test]
 fn permissions_lists_the_rules_of_the_settings_files() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".crew")).unwrap();

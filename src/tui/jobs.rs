@@ -23,6 +23,7 @@ pub(super) enum Done {
     Tasks(Vec<TaskRecord>),
     Log(String, String),
     TaskEnded(u64, TaskRecord),
+    TeamMail,
     Stopped(Result<TaskRecord, String>),
     Team(Option<crate::team::view::TeamView>),
     Transcript(String, String),

@@ -166,6 +166,9 @@ async fn event_loop(
     let mut tick = tokio::time::interval(Duration::from_millis(300));
     let lead = prepared.session.lead().clone();
     let tasks = prepared.session.tasks().cloned();
+    let team = prepared.session.team().cloned();
+    // Wakes the lead for team mail; re-armed after each run.
+    let mut mail_watch: Option<tokio::task::JoinHandle<()>> = None;
     // Only the newest completion watcher counts; older ones may answer late.
     let mut watch_generation = 0u64;
     let mut ahead = super::speculate::Ahead::new(
@@ -215,6 +218,12 @@ async fn event_loop(
                         watch_generation += 1;
                         watch_completion(t.clone(), watch_generation, done_tx.clone());
                     }
+                    if let Some(t) = &team {
+                        if let Some(old) = mail_watch.take() {
+                            old.abort();
+                        }
+                        mail_watch = Some(team_io::watch_mail(t.clone(), done_tx.clone()));
+                    }
                     ahead.after_run(app, &lead, report(done_tx.clone()));
                 }
                 Done::Ahead(super::speculate::Report::Ready(generation, spec)) => {
@@ -227,6 +236,7 @@ async fn event_loop(
                 Done::CommandExpanded(text) => app.on_command_expanded(text),
                 Done::Tasks(records) => app.tasks.set_records(records),
                 Done::Log(id, text) => app.tasks.log = Some((id, text)),
+                Done::TeamMail => app.on_team_mail(),
                 Done::TaskEnded(generation, rec) => {
                     if generation == watch_generation {
                         app.on_task_completed(&rec);

@@ -1,11 +1,38 @@
 //! The team panel's I/O: the team's state, a teammate's transcript, and mail from the user,
-//! all read and written through the team's files on the blocking pool.
+//! all read and written through the team's files on the blocking pool; and the watch that
+//! wakes the lead when its teammates write to it.
 
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app::App;
 use super::jobs::Done;
 use crate::team::{MemberName, MessageKind, Outgoing, Recipient, Team};
+
+/// Reports `Done::TeamMail` once the lead has team mail or notices to read. A quiet team
+/// (every teammate idle) is asked again every second, so mail that comes later (a
+/// teammate woken by `crew team send`) still wakes the lead. Abort it to stop watching.
+pub(super) fn watch_mail(
+    team: ractor::ActorRef<crate::team::actor::TeamMsg>,
+    done: UnboundedSender<Done>,
+) -> tokio::task::JoinHandle<()> {
+    use crate::team::actor::{LeadWake, TeamMsg};
+    use std::time::Duration;
+    tokio::spawn(async move {
+        loop {
+            let asked = team.call(TeamMsg::WaitLead, Some(Duration::from_secs(24 * 3600)));
+            match asked.await {
+                Ok(ractor::rpc::CallResult::Success(LeadWake::Mail)) => {
+                    let _ = done.send(Done::TeamMail);
+                    return;
+                }
+                Ok(ractor::rpc::CallResult::Success(LeadWake::Quiet)) => {
+                    tokio::time::sleep(Duration::from_secs(1)).await
+                }
+                _ => return,
+            }
+        }
+    })
+}
 
 /// The largest transcript tail the panel loads.
 const TRANSCRIPT_TAIL_BYTES: usize = 64 * 1024;

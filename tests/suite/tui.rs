@@ -335,6 +335,45 @@ fn typing_echoes_while_a_turn_streams_and_three_subagents_run() {
 }
 
 #[test]
+fn the_lead_wakes_when_a_teammate_writes_to_it() {
+    // The teammate writes only once the test has seen the lead go idle, so the mail
+    // arrives while nobody types: the lead must wake for it by itself.
+    let (dir, _) = setup("{}");
+    let gate = dir.path().join("alice-go").display().to_string();
+    let script = format!(
+        r#"{{"turns":[
+        {{"text":"Asking alice.","tool_calls":[{{"name":"agent","input":{{"description":"helper","prompt":"Greet the lead.","subagent_type":"general-purpose","name":"alice"}}}}]}},
+        {{"text":"LEAD-IDLE"}},
+        {{"text":"MAIL-READ-BY-LEAD"}}],
+        "agents":{{"general-purpose":{{"turns":[
+            {{"text":"holding","wait_for":"{gate}","wait_timeout_ms":600000,
+              "tool_calls":[{{"name":"send_message","input":{{"to":"lead","message":"hello from alice"}}}}]}},
+            {{"text":"alice done"}}]}}}}}}"#
+    );
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script).unwrap();
+    let mut tui = Tui::start(
+        dir.path(),
+        &script_path,
+        &["--permission-mode", "bypassPermissions"],
+    );
+    tui.wait_for(&["type a task"]);
+    tui.line("ask alice");
+    let screen = tui.wait_for(&["LEAD-IDLE"]);
+    assert!(!screen.contains("MAIL-READ-BY-LEAD"), "{screen}");
+    std::fs::write(&gate, b"").unwrap();
+    tui.wait_for(&["MAIL-READ-BY-LEAD"]);
+    // The lead's wake-up run is the one that was handed alice's message.
+    let woken = requests(dir.path())
+        .into_iter()
+        .filter(|r| r["agent"] == "lead")
+        .last()
+        .expect("the lead's requests are recorded")
+        .to_string();
+    assert!(woken.contains("hello from alice"), "{woken}");
+}
+
+#[test]
 fn crew_without_a_terminal_says_to_use_print_mode() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
