@@ -443,11 +443,22 @@ impl App {
             EventKind::ToolCallFinished {
                 call_id,
                 is_error,
+                error_code,
                 summary,
                 ..
-            } => self
-                .transcript
-                .tool_finished(agent, &call_id, is_error, &summary),
+            } => {
+                // Refused after the engine allowed it (not in the mode's or the agent's
+                // tools): "allow by mode" would say the opposite of what happened.
+                if matches!(
+                    error_code.as_deref(),
+                    Some("tool_not_allowed" | "unknown_tool")
+                ) {
+                    self.transcript
+                        .tool_decided(agent, &call_id, "refused", "the gate");
+                }
+                self.transcript
+                    .tool_finished(agent, &call_id, is_error, &summary)
+            }
             EventKind::TurnFinished { usage, .. } => {
                 self.usage.add(&usage);
                 if lead {
@@ -456,7 +467,16 @@ impl App {
             }
             EventKind::RunStarted { .. } if !lead => self.notice(format!("[{agent}] started")),
             EventKind::RunFinished { status, .. } if !lead => {
-                self.notice(format!("[{agent}] {status}"))
+                // A teammate whose run ends waits for mail: idle, not done.
+                let teammate = self.team.view.as_ref().is_some_and(|v| {
+                    v.members
+                        .iter()
+                        .any(|m| m.agent_id.as_deref() == Some(agent))
+                });
+                match &*status {
+                    "completed" if teammate => self.notice(format!("[{agent}] idle")),
+                    _ => self.notice(format!("[{agent}] {status}")),
+                }
             }
             EventKind::Retrying {
                 attempt, reason, ..

@@ -374,6 +374,71 @@ fn events_stream_into_the_transcript_and_usage_adds_up() {
 }
 
 #[test]
+fn a_call_refused_after_the_engine_allowed_it_reads_refused_and_an_idle_teammate_idle() {
+    let mut a = app();
+    let ev = |agent: &str, kind| Event {
+        agent: agent.into(),
+        kind,
+    };
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "edit_file".into(),
+        arguments: r#"{"path":"main.rs"}"#.into(),
+    };
+    a.on_event(ev("lead", EventKind::ToolCallStarted { call }));
+    a.on_event(ev(
+        "lead",
+        EventKind::PermissionDecided {
+            call_id: "c1".into(),
+            verdict: crate::protocol::decision::Verdict::Allow,
+            source: crate::protocol::decision::Source::Mode,
+            reason: "mode".into(),
+        },
+    ));
+    a.on_event(ev(
+        "lead",
+        EventKind::ToolCallFinished {
+            call_id: "c1".into(),
+            name: "edit_file".into(),
+            is_error: true,
+            error_code: Some("tool_not_allowed".into()),
+            summary: "tool is not available in the current mode".into(),
+        },
+    ));
+    let shown = a.transcript.tool("lead", "c1").unwrap().decision.clone();
+    assert_eq!(shown, Some(("refused".into(), "the gate".into())));
+    // A teammate's run ending means it waits for mail; a subagent's means it is done.
+    let member = |name: &str, id: &str| crate::team::view::MemberView {
+        name: name.into(),
+        agent_type: "general-purpose".into(),
+        agent_id: Some(id.into()),
+        status: None,
+        current_item: None,
+        last_activity_ms: None,
+        unread: 0,
+        worktree: None,
+    };
+    a.team.set_view(crate::team::view::TeamView {
+        team: "s1".into(),
+        dir: "/t".into(),
+        members: vec![member("alice", "general-purpose/alice")],
+        items: Vec::new(),
+    });
+    for agent in ["general-purpose/alice", "general-purpose/t1"] {
+        let end = EventKind::RunFinished {
+            result: String::new(),
+            status: "completed".into(),
+            usage: Usage::default(),
+            turns: 1,
+        };
+        a.on_event(ev(agent, end));
+    }
+    let text = notices(&a);
+    assert!(text.contains("[general-purpose/alice] idle"), "{text}");
+    assert!(text.contains("[general-purpose/t1] completed"), "{text}");
+}
+
+#[test]
 fn commands_print_help_status_permissions_agents_worktrees() {
     let mut a = app();
     for c in [

@@ -213,6 +213,11 @@ async fn event_loop(
             Some(p) = approvals.recv() => app.approvals.push(p),
             Some(d) = done.recv() => match d {
                 Done::Run(result) => {
+                    // The run's last events (the end of a plan's text) come first.
+                    while let Ok(ev) = events.try_recv() {
+                        app.on_event(ev);
+                    }
+                    held = false;
                     app.on_run_finished(result);
                     if let Some(t) = &tasks {
                         watch_generation += 1;

@@ -148,7 +148,7 @@ impl Transcript {
         if let Some((verdict, source)) = &t.decision {
             let color = match verdict.as_str() {
                 "allow" => Color::Green,
-                "deny" => Color::Red,
+                "deny" | "refused" => Color::Red,
                 _ => Color::Yellow,
             };
             spans.push(Span::styled(
