@@ -366,8 +366,8 @@ fn the_lead_wakes_when_a_teammate_writes_to_it() {
     // The lead's wake-up run is the one that was handed alice's message.
     let woken = requests(dir.path())
         .into_iter()
-        .filter(|r| r["agent"] == "lead")
-        .last()
+        .rev()
+        .find(|r| r["agent"] == "lead")
         .expect("the lead's requests are recorded")
         .to_string();
     assert!(woken.contains("hello from alice"), "{woken}");
