@@ -49,6 +49,10 @@ pub enum Effect {
     LoadTeammateTranscript(String),
     /// Show the MCP servers' status and tools (`/mcp`).
     McpStatus,
+    /// Load the worktrees for the worktrees panel.
+    LoadWorktrees,
+    /// Diff, merge, squash or discard a task's worktree.
+    Worktree(super::worktrees_panel::Review, String),
     /// Compact the lead's conversation (`/compact [what to keep]`).
     Compact(Option<String>),
     /// Expand a custom slash command and run it on the lead (in a spawned task).
@@ -104,6 +108,8 @@ pub struct App {
     pub tasks: TasksPanel,
     /// The agent team.
     pub team: TeamPanel,
+    /// The worktrees left for review.
+    pub worktrees: super::worktrees_panel::WorktreesPanel,
     /// The Plan → approve → Do flow.
     pub plan: PlanStage,
     /// The lead's permission mode.
@@ -146,6 +152,7 @@ impl App {
             approvals: ApprovalQueue::default(),
             tasks: TasksPanel::default(),
             team: TeamPanel::default(),
+            worktrees: Default::default(),
             plan: PlanStage::Off,
             permission,
             usage: Usage::default(),
@@ -216,6 +223,17 @@ impl App {
                 PanelAction::OpenLog(id) => self.effects.push(Effect::LoadLog(id)),
                 PanelAction::Stop(id) => self.effects.push(Effect::StopTask(id)),
                 PanelAction::None | PanelAction::Close => {}
+            }
+            return;
+        }
+        if self.worktrees.open {
+            use super::worktrees_panel::WorktreeAction;
+            match self.worktrees.on_key(key) {
+                WorktreeAction::Act(review, id) => self.effects.push(Effect::Worktree(review, id)),
+                WorktreeAction::Keep(id) => self.notice(format!(
+                    "Worktree {id} is kept for later: `crew worktrees` or /worktrees."
+                )),
+                WorktreeAction::None => {}
             }
             return;
         }

@@ -446,8 +446,9 @@ fn commands_print_help_status_permissions_agents_worktrees() {
         "/status",
         "/permissions",
         "/agents",
-        "/worktrees",
         "/bogus",
+        // Last: it opens the worktrees panel, which then has the keyboard.
+        "/worktrees",
     ] {
         type_line(&mut a, c);
     }
@@ -459,9 +460,14 @@ fn commands_print_help_status_permissions_agents_worktrees() {
     assert!(text.contains("Session s1"));
     assert!(text.contains("Permission mode: default (read: allow, write: ask, exec: ask"));
     assert!(text.contains("general-purpose: does things"));
-    assert!(text.contains("crew worktrees list"));
     assert!(text.contains("Unknown command /bogus"));
-    assert!(runs(a.take_effects()).is_empty());
+    assert!(a.worktrees.open, "/worktrees opens the review panel");
+    let effects = a.take_effects();
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::LoadWorktrees)),
+        "{effects:?}"
+    );
+    assert!(runs(effects).is_empty());
 }
 
 #[test]

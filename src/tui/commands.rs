@@ -86,7 +86,7 @@ Commands:
                 its breaker switched it off)
   /tasks        background tasks and subagents (Enter: live log, x: stop)
   /team         teammates (Enter: live transcript and a line to write to it, x: stop)
-  /worktrees    subagent worktrees
+  /worktrees    review worktrees: diff, merge, squash, keep, discard
   /permissions  the permission mode and what it allows
   /agents       the agent definitions
   /memory       the memory files (CLAUDE.md, AGENTS.md, CREW.md) loaded and where from
@@ -131,21 +131,8 @@ impl App {
                 self.team.tab = super::team_panel::TeamTab::Members;
             }
             SlashCommand::Worktrees => {
-                let lines: Vec<String> = self
-                    .tasks
-                    .records
-                    .iter()
-                    .filter_map(|r| {
-                        r.worktree
-                            .as_ref()
-                            .map(|w| format!("  {} {} {}", r.id, r.status.as_str(), w.display()))
-                    })
-                    .collect();
-                self.notice(if lines.is_empty() {
-                    "No subagent worktrees in this session; see `crew worktrees list`.".into()
-                } else {
-                    format!("Subagent worktrees:\n{}", lines.join("\n"))
-                });
+                self.worktrees.open = true;
+                self.effect(super::app::Effect::LoadWorktrees);
             }
             SlashCommand::Permissions => {
                 let text = self.permissions_text();

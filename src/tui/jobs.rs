@@ -24,6 +24,12 @@ pub(super) enum Done {
     Log(String, String),
     TaskEnded(u64, TaskRecord),
     TeamMail,
+    Worktrees(Result<Vec<crate::worktree::Listing>, String>),
+    Reviewed(
+        super::worktrees_panel::Review,
+        String,
+        Result<String, String>,
+    ),
     Stopped(Result<TaskRecord, String>),
     Team(Option<crate::team::view::TeamView>),
     Transcript(String, String),

@@ -1,8 +1,8 @@
 //! The interactive terminal UI (`crew` with no `-p`): a streaming transcript, an input
 //! box, a status line, approval dialogs, a tasks panel and the Plan → approve → Do flow.
 //! Each component is its own module and renders itself; `app` holds the state and turns
-//! input into effects; `runtime` runs the non-blocking event loop, `jobs` and
-//! `team_io` the work it starts without waiting.
+//! input into effects; `runtime` runs the non-blocking event loop, `jobs`, `team_io` and
+//! `worktree_io` the work it starts without waiting.
 
 pub mod app;
 pub mod approval;
@@ -24,5 +24,7 @@ pub mod team_panel;
 pub mod transcript;
 pub mod trust_prompt;
 pub mod view;
+mod worktree_io;
+pub mod worktrees_panel;
 
 pub use runtime::run;

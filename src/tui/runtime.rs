@@ -242,6 +242,14 @@ async fn event_loop(
                 Done::Tasks(records) => app.tasks.set_records(records),
                 Done::Log(id, text) => app.tasks.log = Some((id, text)),
                 Done::TeamMail => app.on_team_mail(),
+                Done::Worktrees(Ok(listings)) => app.worktrees.set_listings(listings),
+                Done::Worktrees(Err(e)) => {
+                    app.worktrees.open = false;
+                    app.transcript.push(Entry::Error(e));
+                }
+                Done::Reviewed(review, id, outcome) => {
+                    super::worktree_io::reviewed(app, review, id, outcome, &prepared.cwd, &done_tx)
+                }
                 Done::TaskEnded(generation, rec) => {
                     if generation == watch_generation {
                         app.on_task_completed(&rec);
@@ -316,6 +324,10 @@ async fn event_loop(
                     team_io::load_transcript(app, name, done_tx.clone())
                 }
                 // Each actor answers at once (bounded by `statuses`), so this is inline.
+                Effect::LoadWorktrees => super::worktree_io::load(&prepared.cwd, done_tx.clone()),
+                Effect::Worktree(review, id) => {
+                    super::worktree_io::review(&prepared.cwd, review, id, done_tx.clone())
+                }
                 Effect::McpStatus => {
                     let statuses = prepared.mcp.statuses().await;
                     app.transcript

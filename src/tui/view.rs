@@ -61,8 +61,11 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     ])
     .areas(area);
     app.transcript.render(frame, main);
-    let dialog_open =
-        app.approvals.is_open() || app.confirm_quit || app.tasks.open || app.team.open;
+    let dialog_open = app.approvals.is_open()
+        || app.confirm_quit
+        || app.tasks.open
+        || app.team.open
+        || app.worktrees.open;
     app.input
         .render(frame, input, input_title(app), !dialog_open);
     status(app).render(frame, status_row);
@@ -70,6 +73,8 @@ pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
         app.tasks.render(frame, main, now_ms);
     } else if app.team.open {
         app.team.render(frame, main, now_ms);
+    } else if app.worktrees.open {
+        app.worktrees.render(frame, main);
     }
     if app.approvals.is_open() {
         app.approvals.render(frame, dialog);

@@ -374,6 +374,109 @@ fn the_lead_wakes_when_a_teammate_writes_to_it() {
 }
 
 #[test]
+fn worktrees_are_reviewed_in_the_tui_diff_then_merge_and_discard_after_asking() {
+    let (dir, _) = setup("{}");
+    let work = dir.path().join("work");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "t"]);
+    git(&["config", "user.email", "t@t"]);
+    std::fs::write(work.join("README.md"), "base\n").unwrap();
+    git(&["add", "."]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "base",
+    ]);
+    let agent = |d: &str| {
+        format!(
+            r#"{{"name":"agent","input":{{"description":"{d}","prompt":"write {d}","subagent_type":"general-purpose"}}}}"#
+        )
+    };
+    let script = format!(
+        r#"{{"turns":[
+        {{"text":"Delegating.","tool_calls":[{}]}},
+        {{"tool_calls":[{}]}},
+        {{"text":"BOTH-DONE"}}],
+        "agents":{{"general-purpose":{{"turns":[
+            {{"tool_calls":[{{"name":"write_file","input":{{"path":"{{agent}}.txt","content":"REVIEW-ME"}}}}]}},
+            {{"text":"wrote it"}}]}}}}}}"#,
+        agent("keeper"),
+        agent("loser"),
+    );
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, script).unwrap();
+    let mut tui = Tui::start(
+        dir.path(),
+        &script_path,
+        &["--permission-mode", "bypassPermissions"],
+    );
+    tui.wait_for(&["type a task"]);
+    tui.line("delegate two writes");
+    tui.wait_for(&["BOTH-DONE"]);
+    tui.line("/worktrees");
+    let screen = tui.wait_for(&["Worktrees (", "keeper", "loser"]);
+    assert!(screen.contains("dirty"), "{screen}");
+    // The first is keeper's: its diff, then merge it.
+    let first_keeper = screen.find("keeper") < screen.find("loser");
+    if !first_keeper {
+        tui.send("\x1b[B");
+    }
+    tui.send("\r");
+    tui.wait_for(&["diff of", "+REVIEW-ME"]);
+    tui.send("\x1b");
+    tui.wait_for(&["Worktrees ("]);
+    tui.send("m");
+    tui.wait("the merge's notice", |s| s.contains("merged into main"));
+    // Now only loser's is left: x asks first, y discards it.
+    tui.wait("keeper's worktree gone from the list", |s| {
+        !s.contains("/keeper")
+    });
+    tui.send("x");
+    tui.wait_for(&["with the work it holds?"]);
+    tui.send("y");
+    tui.wait_for(&["discarded"]);
+    let merged: Vec<_> = std::fs::read_dir(&work)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".txt"))
+        .collect();
+    assert_eq!(
+        merged.len(),
+        1,
+        "one worktree's file was merged into the checkout: {merged:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join(&merged[0])).unwrap(),
+        "REVIEW-ME"
+    );
+    let list = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["worktrees", "list", "--json"])
+        .current_dir(&work)
+        .env("HOME", dir.path().join("home"))
+        .output()
+        .unwrap();
+    let left: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(left, serde_json::json!([]), "none is left to review");
+}
+
+#[test]
 fn crew_without_a_terminal_says_to_use_print_mode() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_crew"))
