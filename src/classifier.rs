@@ -134,20 +134,43 @@ short sentence what the call does and why that is or is not within the task.
 Answer with exactly one JSON object and nothing else:
 {\"decision\": \"allow\" or \"deny\", \"reason\": \"one short sentence\"}";
 
+/// Who gave a run its task: the classifier weighs the user's own words above an agent's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSource {
+    /// The user (the lead's runs).
+    User,
+    /// Another agent (a subagent's, teammate's or remote run's prompt).
+    #[default]
+    Agent,
+}
+
+/// `true` is [`TaskSource::User`]. Kept only while a caller that is edited elsewhere
+/// (`worker::remote_teammate_actor`) still passes a bool; remove it once it passes the enum.
+impl From<bool> for TaskSource {
+    fn from(from_user: bool) -> Self {
+        if from_user {
+            TaskSource::User
+        } else {
+            TaskSource::Agent
+        }
+    }
+}
+
 /// What the classifier is told the agent is working on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Intent {
     /// The run's task: the user's request for the lead, the lead's prompt for others.
     pub task: String,
     /// Whether the task came from the user (the lead's runs) or from another agent.
-    pub from_user: bool,
+    pub source: TaskSource,
     /// The user's most recent earlier messages, oldest first.
     pub recent: Vec<String>,
 }
 
 impl Intent {
-    /// The intent of a run of `task` after `conversation` (the messages before it).
-    pub fn new(task: &str, from_user: bool, conversation: &[Message]) -> Intent {
+    /// The intent of a run of `task`, given by `source`, after `conversation` (the
+    /// messages before it).
+    pub fn new(task: &str, source: impl Into<TaskSource>, conversation: &[Message]) -> Intent {
         let mut recent: Vec<String> = conversation
             .iter()
             .rev()
@@ -171,7 +194,7 @@ impl Intent {
         recent.reverse();
         Intent {
             task: clip(task),
-            from_user,
+            source: source.into(),
             recent,
         }
     }
@@ -250,7 +273,7 @@ pub fn unseen(call: &ToolCall, decision: &Decision) -> Option<String> {
 /// The classifier request for one call.
 pub fn request(model: &str, call: &ToolCall, decision: &Decision, intent: &Intent) -> ModelRequest {
     let mut text = String::new();
-    let who = if intent.from_user {
+    let who = if intent.source == TaskSource::User {
         "the user's request"
     } else {
         "the task another agent gave this agent"

@@ -129,7 +129,7 @@ fn load(
         .into_iter()
         .chain(crate::tools::orchestration_tools(&catalog.agent_types()));
     if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
-        let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
+        let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
         policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     }
     Ok((

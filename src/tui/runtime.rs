@@ -172,8 +172,11 @@ async fn event_loop(
         crate::speculation::enabled(
             &prepared.project_root,
             prepared.home.as_deref(),
-            &prepared.model,
-            prepared.is_demo,
+            if prepared.is_demo {
+                crate::speculation::SessionModel::Demo
+            } else {
+                crate::speculation::SessionModel::Named(&prepared.model)
+            },
         ),
         crate::store::session_dir(&prepared.project_root, &prepared.session_id)
             .map(|d| d.join("speculation")),

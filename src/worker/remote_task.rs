@@ -23,7 +23,7 @@ use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::lifecycle::{end, register};
 use crate::agent::subagent_actor::SubagentEnv;
-use crate::auto_mode::classifier::Intent;
+use crate::auto_mode::classifier::{Intent, TaskSource};
 use crate::events::EventKind;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::TaskStatus;
@@ -172,7 +172,7 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         PermissionMode::DontAsk
     });
     spawn.mode = mode.get();
-    let intent = Arc::new(Intent::new(&job.request.prompt, false, &[]));
+    let intent = Arc::new(Intent::new(&job.request.prompt, TaskSource::Agent, &[]));
     let shipped = base.bundle.len();
     let watcher = crate::agent::monitor::watch_agent(
         &runner.pipeline.events,
