@@ -186,13 +186,38 @@ pub fn connector(ca: &Named, client: Option<(&Named, &Named)>) -> Result<TlsConn
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
+/// Why the lead could not connect to a worker over TLS.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConnectError {
+    /// The host of the worker's address cannot be a certificate's name.
+    #[error("`{host}` cannot name a TLS certificate: {reason}")]
+    Name {
+        /// The host as given.
+        host: String,
+        /// Why it is not a name.
+        reason: rustls::pki_types::InvalidDnsNameError,
+    },
+    /// The TLS handshake failed (most often: the certificate does not match).
+    #[error(
+        "the TLS handshake failed ({0}): the worker's certificate must be signed by \
+         the --worker-ca CA and name the host as given in --workers, and the worker \
+         must run with --tls-cert/--tls-key"
+    )]
+    Handshake(String),
+    /// The connection failed otherwise.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+}
+
 /// The name a worker's certificate must carry: the host of `addr` (`host:port`) as the
 /// lead was given it, an IP address or a DNS name.
-pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
+pub fn server_name(addr: &str) -> Result<ServerName<'static>, TlsConnectError> {
     let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(host.to_string())
-        .map_err(|e| format!("`{host}` cannot name a TLS certificate: {e}"))
+    ServerName::try_from(host.to_string()).map_err(|reason| TlsConnectError::Name {
+        host: host.to_string(),
+        reason,
+    })
 }
 
 /// Connects the lead's node `server` to the worker at `sock` (given as `addr`) over TLS,
@@ -202,20 +227,16 @@ pub async fn connect(
     sock: SocketAddr,
     addr: &str,
     connector: &TlsConnector,
-) -> Result<(), String> {
+) -> Result<(), TlsConnectError> {
     let name = server_name(addr)?;
     ractor_cluster::client_connect_enc(server, sock, connector.clone(), name)
         .await
         .map_err(|e| match e {
             ractor_cluster::ClientConnectErr::Encryption(e) => {
                 tracing::warn!("worker {addr}: TLS handshake failed: {e}");
-                format!(
-                    "the TLS handshake failed ({e}): the worker's certificate must be signed by \
-                     the --worker-ca CA and name the host as given in --workers, and the worker \
-                     must run with --tls-cert/--tls-key"
-                )
+                TlsConnectError::Handshake(e.to_string())
             }
-            e => format!("cannot connect: {e}"),
+            e => TlsConnectError::Connect(e.to_string()),
         })
 }
 
