@@ -369,9 +369,31 @@ struct Answer {
     reason: String,
 }
 
+/// Why the classifier's answer could not be used (the call is then denied).
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// Nothing but whitespace (or an empty code fence).
+    #[error("it was empty")]
+    Empty,
+    /// Not the JSON object asked for (its start, and the parser's error).
+    #[error("expected {{\"decision\", \"reason\"}} JSON, got `{shown}` ({reason})")]
+    NotJson {
+        /// The answer's first 120 characters.
+        shown: String,
+        /// The parser's error.
+        reason: serde_json::Error,
+    },
+    /// A blank reason.
+    #[error("its reason was empty")]
+    NoReason,
+    /// A decision other than allow or deny.
+    #[error("unknown decision `{0}` (expected allow or deny)")]
+    UnknownDecision(String),
+}
+
 /// Parses an answer: exactly one JSON object (a Markdown code fence around it is
 /// tolerated) whose `decision` is `allow` or `deny` and whose `reason` is a string.
-pub fn parse(text: &str) -> Result<(Verdict, String), String> {
+pub fn parse(text: &str) -> Result<(Verdict, String), AnswerError> {
     let t = text.trim();
     let t = t
         .strip_prefix("```json")
@@ -380,22 +402,20 @@ pub fn parse(text: &str) -> Result<(Verdict, String), String> {
         .unwrap_or(t)
         .trim();
     if t.is_empty() {
-        return Err("it was empty".into());
+        return Err(AnswerError::Empty);
     }
-    let answer: Answer = serde_json::from_str(t).map_err(|e| {
-        let shown: String = t.chars().take(120).collect();
-        format!("expected {{\"decision\", \"reason\"}} JSON, got `{shown}` ({e})")
+    let answer: Answer = serde_json::from_str(t).map_err(|reason| AnswerError::NotJson {
+        shown: t.chars().take(120).collect(),
+        reason,
     })?;
     let reason = answer.reason.trim().to_string();
     if reason.is_empty() {
-        return Err("its reason was empty".into());
+        return Err(AnswerError::NoReason);
     }
     match answer.decision.trim().to_ascii_lowercase().as_str() {
         "allow" => Ok((Verdict::Allow, reason)),
         "deny" => Ok((Verdict::Deny, reason)),
-        other => Err(format!(
-            "unknown decision `{other}` (expected allow or deny)"
-        )),
+        other => Err(AnswerError::UnknownDecision(other.to_string())),
     }
 }
 

@@ -58,9 +58,8 @@ pub enum PermissionsCmd {
     },
 }
 
-fn parse_mode(s: &str) -> Result<PermissionMode, String> {
+fn parse_mode(s: &str) -> Result<PermissionMode, crate::permission::mode::UnknownMode> {
     s.parse()
-        .map_err(|e: crate::permission::mode::UnknownMode| e.to_string())
 }
 
 /// Runs a `crew permissions` subcommand, writing to `out`; returns the exit code.

@@ -238,7 +238,7 @@ async fn event_loop(
                 Done::Stopped(Ok(rec)) => app.transcript.push(Entry::Notice(format!(
                     "Stopped task {} ({}).", rec.id, rec.status.as_str()
                 ))),
-                Done::Stopped(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::Stopped(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
                 Done::Team(Some(view)) => app.team.set_view(view),
                 Done::Team(None) => {}
                 Done::Transcript(name, text) => {
@@ -247,12 +247,12 @@ async fn event_loop(
                     }
                 }
                 Done::TeamNotice(Ok(text)) => app.transcript.push(Entry::Notice(text)),
-                Done::TeamNotice(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::TeamNotice(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
                 Done::Compacted(Ok(c)) => app.transcript.push(Entry::Notice(format!(
                     "Compacted: about {} → {} tokens of context.",
                     c.tokens_before, c.tokens_after
                 ))),
-                Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
             },
             _ = tick.tick() => {
                 if let Some(t) = &tasks {
