@@ -163,7 +163,8 @@ async fn agent(
         approver,
         replace: Vec::new(),
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     let lead = session.handle.lead().clone();
     let stopper = tokio::spawn(async move {
         cancel.cancelled().await;
