@@ -45,6 +45,15 @@ pub struct TlsError {
     pub message: String,
 }
 
+/// What a PEM file holds, which decides how it must be kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pem {
+    /// Certificates (public): any mode will do.
+    Public,
+    /// A private key: refused when others can read it.
+    PrivateKey,
+}
+
 /// A file given for a flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named {
@@ -71,10 +80,10 @@ impl Named {
         }
     }
 
-    fn read(&self, secret: bool) -> Result<Vec<u8>, TlsError> {
+    fn read(&self, kind: Pem) -> Result<Vec<u8>, TlsError> {
         let meta = std::fs::metadata(&self.path).map_err(|e| self.err(e.to_string()))?;
         #[cfg(unix)]
-        if secret {
+        if kind == Pem::PrivateKey {
             use std::os::unix::fs::PermissionsExt;
             let mode = meta.permissions().mode();
             if mode & 0o077 != 0 {
@@ -92,7 +101,7 @@ impl Named {
     }
 
     fn certs(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-        let pem = self.read(false)?;
+        let pem = self.read(Pem::Public)?;
         let certs = CertificateDer::pem_slice_iter(&pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(format!("not a PEM certificate file: {e}")))?;
@@ -103,7 +112,7 @@ impl Named {
     }
 
     fn key(&self) -> Result<PrivateKeyDer<'static>, TlsError> {
-        let pem = self.read(true)?;
+        let pem = self.read(Pem::PrivateKey)?;
         PrivateKeyDer::from_pem_slice(&pem)
             .map_err(|e| self.err(format!("no PEM private key found ({e})")))
     }
