@@ -134,20 +134,31 @@ short sentence what the call does and why that is or is not within the task.
 Answer with exactly one JSON object and nothing else:
 {\"decision\": \"allow\" or \"deny\", \"reason\": \"one short sentence\"}";
 
+/// Who gave a run its task: the classifier weighs the user's own words above an agent's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSource {
+    /// The user (the lead's runs).
+    User,
+    /// Another agent (a subagent's, teammate's or remote run's prompt).
+    #[default]
+    Agent,
+}
+
 /// What the classifier is told the agent is working on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Intent {
     /// The run's task: the user's request for the lead, the lead's prompt for others.
     pub task: String,
     /// Whether the task came from the user (the lead's runs) or from another agent.
-    pub from_user: bool,
+    pub source: TaskSource,
     /// The user's most recent earlier messages, oldest first.
     pub recent: Vec<String>,
 }
 
 impl Intent {
-    /// The intent of a run of `task` after `conversation` (the messages before it).
-    pub fn new(task: &str, from_user: bool, conversation: &[Message]) -> Intent {
+    /// The intent of a run of `task`, given by `source`, after `conversation` (the
+    /// messages before it).
+    pub fn new(task: &str, source: TaskSource, conversation: &[Message]) -> Intent {
         let mut recent: Vec<String> = conversation
             .iter()
             .rev()
@@ -171,7 +182,7 @@ impl Intent {
         recent.reverse();
         Intent {
             task: clip(task),
-            from_user,
+            source,
             recent,
         }
     }
@@ -250,7 +261,7 @@ pub fn unseen(call: &ToolCall, decision: &Decision) -> Option<String> {
 /// The classifier request for one call.
 pub fn request(model: &str, call: &ToolCall, decision: &Decision, intent: &Intent) -> ModelRequest {
     let mut text = String::new();
-    let who = if intent.from_user {
+    let who = if intent.source == TaskSource::User {
         "the user's request"
     } else {
         "the task another agent gave this agent"
@@ -346,9 +357,31 @@ struct Answer {
     reason: String,
 }
 
+/// Why the classifier's answer could not be used (the call is then denied).
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// Nothing but whitespace (or an empty code fence).
+    #[error("it was empty")]
+    Empty,
+    /// Not the JSON object asked for (its start, and the parser's error).
+    #[error("expected {{\"decision\", \"reason\"}} JSON, got `{shown}` ({reason})")]
+    NotJson {
+        /// The answer's first 120 characters.
+        shown: String,
+        /// The parser's error.
+        reason: serde_json::Error,
+    },
+    /// A blank reason.
+    #[error("its reason was empty")]
+    NoReason,
+    /// A decision other than allow or deny.
+    #[error("unknown decision `{0}` (expected allow or deny)")]
+    UnknownDecision(String),
+}
+
 /// Parses an answer: exactly one JSON object (a Markdown code fence around it is
 /// tolerated) whose `decision` is `allow` or `deny` and whose `reason` is a string.
-pub fn parse(text: &str) -> Result<(Verdict, String), String> {
+pub fn parse(text: &str) -> Result<(Verdict, String), AnswerError> {
     let t = text.trim();
     let t = t
         .strip_prefix("```json")
@@ -357,22 +390,20 @@ pub fn parse(text: &str) -> Result<(Verdict, String), String> {
         .unwrap_or(t)
         .trim();
     if t.is_empty() {
-        return Err("it was empty".into());
+        return Err(AnswerError::Empty);
     }
-    let answer: Answer = serde_json::from_str(t).map_err(|e| {
-        let shown: String = t.chars().take(120).collect();
-        format!("expected {{\"decision\", \"reason\"}} JSON, got `{shown}` ({e})")
+    let answer: Answer = serde_json::from_str(t).map_err(|reason| AnswerError::NotJson {
+        shown: t.chars().take(120).collect(),
+        reason,
     })?;
     let reason = answer.reason.trim().to_string();
     if reason.is_empty() {
-        return Err("its reason was empty".into());
+        return Err(AnswerError::NoReason);
     }
     match answer.decision.trim().to_ascii_lowercase().as_str() {
         "allow" => Ok((Verdict::Allow, reason)),
         "deny" => Ok((Verdict::Deny, reason)),
-        other => Err(format!(
-            "unknown decision `{other}` (expected allow or deny)"
-        )),
+        other => Err(AnswerError::UnknownDecision(other.to_string())),
     }
 }
 

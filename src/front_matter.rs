@@ -10,36 +10,53 @@ use serde::Deserialize;
 /// files are).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
 
+/// Why a definition file (agent, skill or command) could not be read or split. The
+/// callers add the file's name; the text says what is wrong and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum FrontMatterError {
+    /// A directory, FIFO or device where a file was expected.
+    #[error("not a regular file")]
+    NotAFile,
+    /// Reading failed (or the text is not UTF-8).
+    #[error("cannot read: {0}")]
+    Read(std::io::Error),
+    /// Over [`MAX_FILE_BYTES`].
+    #[error("larger than {} KiB; shorten it", MAX_FILE_BYTES / 1024)]
+    TooLarge,
+    /// No leading `---` line.
+    #[error("missing YAML front matter: the file must start with a `---` line")]
+    Missing,
+    /// No closing `---` line.
+    #[error("unterminated front matter: add a closing `---` line")]
+    Unterminated,
+    /// The head is not the YAML expected.
+    #[error("front matter: {0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+}
+
 /// Reads a definition file: a regular file (through symbolic links; not a FIFO or a
 /// device) of at most [`MAX_FILE_BYTES`] of UTF-8.
-pub fn read(path: &std::path::Path) -> Result<String, String> {
+pub fn read(path: &std::path::Path) -> Result<String, FrontMatterError> {
     use std::io::Read;
     if !path.is_file() {
-        return Err("not a regular file".into());
+        return Err(FrontMatterError::NotAFile);
     }
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
-        .map_err(|e| format!("cannot read: {e}"))?;
+        .map_err(FrontMatterError::Read)?;
     if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "larger than {} KiB; shorten it",
-            MAX_FILE_BYTES / 1024
-        ));
+        return Err(FrontMatterError::TooLarge);
     }
     Ok(text)
 }
 
 /// Splits `---\n<yaml>\n---\n<body>` into the YAML and the trimmed body. The error says
 /// what is wrong and what to do.
-pub fn split(text: &str) -> Result<(&str, &str), String> {
+pub fn split(text: &str) -> Result<(&str, &str), FrontMatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text
-        .strip_prefix("---")
-        .ok_or("missing YAML front matter: the file must start with a `---` line")?;
-    let end = rest
-        .find("\n---")
-        .ok_or("unterminated front matter: add a closing `---` line")?;
+    let rest = text.strip_prefix("---").ok_or(FrontMatterError::Missing)?;
+    let end = rest.find("\n---").ok_or(FrontMatterError::Unterminated)?;
     let yaml = &rest[..end];
     let body = rest[end + 4..].trim_start_matches(['-']).trim();
     Ok((yaml, body))
@@ -47,7 +64,7 @@ pub fn split(text: &str) -> Result<(&str, &str), String> {
 
 /// Splits optional front matter: a file without a leading `---` is all body (Claude Code's
 /// slash commands need no front matter).
-pub fn split_optional(text: &str) -> Result<(Option<&str>, &str), String> {
+pub fn split_optional(text: &str) -> Result<(Option<&str>, &str), FrontMatterError> {
     let trimmed = text.strip_prefix('\u{feff}').unwrap_or(text);
     if trimmed.starts_with("---") {
         split(trimmed).map(|(yaml, body)| (Some(yaml), body))
@@ -169,8 +186,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("big.md");
         std::fs::write(&big, "x".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
-        assert!(read(&big).unwrap_err().contains("KiB"));
-        assert!(read(dir.path()).unwrap_err().contains("regular"));
+        assert!(read(&big).unwrap_err().to_string().contains("KiB"));
+        assert!(
+            read(dir.path())
+                .unwrap_err()
+                .to_string()
+                .contains("regular")
+        );
         assert!(read(std::path::Path::new("/dev/zero")).is_err());
         std::fs::write(&big, "ok").unwrap();
         assert_eq!(read(&big).unwrap(), "ok");
@@ -178,13 +200,24 @@ mod tests {
 
     #[test]
     fn splits_front_matter_and_body() {
-        assert_eq!(split("---\na: 1\n---\n\nBody\n"), Ok(("\na: 1", "Body")));
-        assert!(split("Body").unwrap_err().contains("---"));
-        assert!(split("---\na: 1\n").unwrap_err().contains("closing"));
-        assert_eq!(split_optional("Just text\n"), Ok((None, "Just text")));
         assert_eq!(
-            split_optional("---\ndescription: d\n---\nX"),
-            Ok((Some("\ndescription: d"), "X"))
+            split("---\na: 1\n---\n\nBody\n").ok(),
+            Some(("\na: 1", "Body"))
+        );
+        assert!(split("Body").unwrap_err().to_string().contains("---"));
+        assert!(
+            split("---\na: 1\n")
+                .unwrap_err()
+                .to_string()
+                .contains("closing")
+        );
+        assert_eq!(
+            split_optional("Just text\n").ok(),
+            Some((None, "Just text"))
+        );
+        assert_eq!(
+            split_optional("---\ndescription: d\n---\nX").ok(),
+            Some((Some("\ndescription: d"), "X"))
         );
     }
 }

@@ -72,9 +72,9 @@ impl Catalog {
             let origin = file.display().to_string();
             // A cloned repository decides what these files are: only small regular files.
             let parsed = crate::front_matter::read(&file)
-                .map_err(|message| DefinitionError {
+                .map_err(|e| DefinitionError {
                     origin: origin.clone(),
-                    message,
+                    message: e.to_string(),
                 })
                 .and_then(|text| parse(&text, &origin));
             match parsed {

@@ -106,7 +106,7 @@ pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionErro
         origin: origin.to_string(),
         message,
     };
-    let (yaml, body) = front_matter::split(text).map_err(err)?;
+    let (yaml, body) = front_matter::split(text).map_err(|e| err(e.to_string()))?;
     let fm: FrontMatter =
         serde_yaml_ng::from_str(yaml).map_err(|e| err(format!("front matter: {e}")))?;
     let _ = fm.color;

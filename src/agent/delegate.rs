@@ -102,16 +102,35 @@ pub fn profile(def: &AgentDefinition, registry: &Registry) -> AgentProfile {
     }
 }
 
-/// The engine's view of a session's agent types; `worktrees` says whether subagents get
-/// worktrees (a git repository and a session that gives them).
-pub fn delegation(catalog: &Catalog, registry: &Registry, worktrees: bool) -> Delegation {
+/// Whether a session's subagents can get worktrees of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worktrees {
+    /// The session runs in a git repository and gives subagents worktrees.
+    Available,
+    /// No repository (or no worktrees): subagents work in the session's directory.
+    Unavailable,
+}
+
+impl Worktrees {
+    /// Available when `cwd` is in a git repository whose main checkout can be opened.
+    pub fn at(cwd: &std::path::Path) -> Self {
+        if crate::worktree::git::open_main(cwd).is_ok() {
+            Worktrees::Available
+        } else {
+            Worktrees::Unavailable
+        }
+    }
+}
+
+/// The engine's view of a session's agent types, given whether subagents get worktrees.
+pub fn delegation(catalog: &Catalog, registry: &Registry, worktrees: Worktrees) -> Delegation {
     Delegation {
         agents: catalog
             .agents
             .iter()
             .map(|(name, def)| (name.clone(), profile(def, registry)))
             .collect(),
-        worktrees,
+        worktrees: worktrees == Worktrees::Available,
     }
 }
 

@@ -39,8 +39,8 @@ pub enum LeadError {
     #[error("the conversation moved on since the speculation started")]
     Moved,
     /// The compaction itself failed (the model call, or nothing to compact).
-    #[error("{0}")]
-    CompactFailed(String),
+    #[error(transparent)]
+    CompactFailed(#[from] super::context::CompactNowError),
 }
 
 /// Messages the lead accepts.

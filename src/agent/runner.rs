@@ -81,7 +81,11 @@ impl Runner {
         // Auto mode's classifier sees the task and the user's latest words, nothing more.
         caller.intent = Arc::new(crate::auto_mode::classifier::Intent::new(
             &req.task,
-            agent == "lead",
+            if agent == "lead" {
+                crate::auto_mode::classifier::TaskSource::User
+            } else {
+                crate::auto_mode::classifier::TaskSource::Agent
+            },
             conversation,
         ));
         // Memory files: the cwd's and above go into this run's system prompt; those of

@@ -34,15 +34,29 @@ use crate::tools::delegate::DelegateError;
 /// Subagents may nest this deep (the lead is depth 0).
 pub const MAX_DEPTH: u32 = 2;
 
+/// Why a subagent's working copy could not be made or ended.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// The worktree manager refused to create it.
+    #[error("could not create the worktree: {0}")]
+    Create(crate::worktree::WorktreeError),
+    /// The worktree manager could not end it.
+    #[error(transparent)]
+    Finish(crate::worktree::WorktreeError),
+    /// The worktree manager did not answer (its actor is gone or timed out).
+    #[error("the worktree manager {0}")]
+    Manager(crate::supervise::CallError),
+}
+
 /// Where subagents get isolated working copies (git worktrees).
 #[async_trait]
 pub trait Workspaces: Send + Sync {
     /// The repository's root (the main checkout).
     fn repo_root(&self) -> &Path;
     /// Creates the task's working copy; returns its root.
-    async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, String>;
+    async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, WorkspaceError>;
     /// Ends the task's working copy: removed when clean, kept (and described) otherwise.
-    async fn finish(&self, task_id: &str) -> Result<String, String>;
+    async fn finish(&self, task_id: &str) -> Result<String, WorkspaceError>;
 }
 
 /// What every subagent of a session shares.
@@ -374,7 +388,7 @@ async fn work(
     let (placement, isolation) = match &request.fork {
         Some(_) => (Placement::Worktree, Isolation::Worktree),
         None => {
-            let def = definition(&env, &request)?;
+            let def = definition(&env, &request).map_err(|e| e.to_string())?;
             let placement = super::delegate::placement(
                 &request,
                 def,
@@ -392,7 +406,9 @@ async fn work(
         }
     };
     let (cwd, worktree_note, workspace) =
-        working_copy(&env, &task_id, &request.description, placement, isolation).await?;
+        working_copy(&env, &task_id, &request.description, placement, isolation)
+            .await
+            .map_err(|e| e.to_string())?;
     let _ = env.tasks.cast(TaskMsg::Running {
         id: task_id.clone(),
         pgid: None,
@@ -428,7 +444,7 @@ async fn work(
             (runner, super::fork::seed(base), req)
         }
         (None, None) => {
-            let def = definition(&env, &request)?;
+            let def = definition(&env, &request).map_err(|e| e.to_string())?;
             let runner = defined_runner(&env, def, &request, &task_id, depth, &worktree_note);
             let req = RunRequest {
                 mode: AgentMode::Chat,

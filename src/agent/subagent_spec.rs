@@ -10,17 +10,29 @@ use super::delegate::SpawnRequest;
 use super::runner::{AgentSpec, Runner};
 use std::sync::Arc;
 
-use super::subagent_actor::{MAX_DEPTH, SubagentEnv, Workspaces};
+use super::subagent_actor::{MAX_DEPTH, SubagentEnv, WorkspaceError, Workspaces};
 use crate::permission::delegation::{Isolation, Placement};
+
+/// Why a subagent could not be configured or given its working copy.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpecError {
+    /// No agent type of that name (it was checked at the spawn; the catalog may differ on
+    /// a resume).
+    #[error("unknown subagent_type `{0}`")]
+    UnknownType(String),
+    /// Its worktree could not be made.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+}
 
 /// The definition a plain subagent was asked for.
 pub(super) fn definition<'a>(
     env: &'a SubagentEnv,
     request: &SpawnRequest,
-) -> Result<&'a AgentDefinition, String> {
+) -> Result<&'a AgentDefinition, SpecError> {
     env.catalog
         .get(&request.subagent_type)
-        .ok_or_else(|| format!("unknown subagent_type `{}`", request.subagent_type))
+        .ok_or_else(|| SpecError::UnknownType(request.subagent_type.clone()))
 }
 
 /// The loop of a plain subagent: the lead's, re-specified from its definition.
@@ -99,7 +111,7 @@ pub(super) async fn working_copy(
     description: &str,
     placement: Placement,
     isolation: Isolation,
-) -> Result<(PathBuf, String, Option<(Arc<dyn Workspaces>, PathBuf)>), String> {
+) -> Result<(PathBuf, String, Option<(Arc<dyn Workspaces>, PathBuf)>), SpecError> {
     Ok(match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {
             let root = ws.create(task_id, description).await?;

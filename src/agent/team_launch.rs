@@ -14,10 +14,10 @@ use super::definition::AgentDefinition;
 use super::delegate::SpawnRequest;
 use super::mode::AgentMode;
 use super::runner::{AgentSpec, RunPlace, RunRequest};
-use super::subagent_actor::{SubagentEnv, Workspaces};
+use super::subagent_actor::{SubagentEnv, WorkspaceError, Workspaces};
 use super::subagent_spec::subagent_model;
 pub use super::team_link::TeamLink;
-use super::team_link::{new_ids, roster_entry};
+use super::team_link::{TeamLinkError, new_ids, roster_entry};
 use super::teammate_actor::{Restored, Teammate, TeammateArgs};
 use crate::permission::delegation::Placement;
 use crate::permission::{PermissionMode, SharedMode};
@@ -82,7 +82,7 @@ pub async fn launch(
             let root = ws
                 .create(&work_id, &req.description)
                 .await
-                .map_err(DelegateError::Failed)?;
+                .map_err(|e| DelegateError::Failed(e.to_string()))?;
             let rel = env
                 .main_cwd
                 .strip_prefix(ws.repo_root())
@@ -99,7 +99,7 @@ pub async fn launch(
         if let Some((ws, id)) = &workspace {
             let _ = ws.finish(id).await;
         }
-        return Err(DelegateError::Failed(e));
+        return Err(DelegateError::Failed(e.to_string()));
     }
     let first = RunRequest {
         mode: if req.plan_first {
@@ -124,8 +124,47 @@ pub async fn launch(
     };
     start_actor(env, team, &def, mode, start)
         .await
-        .map_err(DelegateError::Failed)?;
+        .map_err(|e| DelegateError::Failed(e.to_string()))?;
     Ok(agent_id)
+}
+
+/// Why a teammate of a resumed session was not restarted.
+#[derive(Debug, thiserror::Error)]
+pub enum RelaunchError {
+    /// Its agent type is no longer defined.
+    #[error(
+        "teammate {name} was not restarted: its definition `{agent_type}` is no longer available"
+    )]
+    NoDefinition {
+        /// The teammate.
+        name: MemberName,
+        /// The agent type the roster names.
+        agent_type: String,
+    },
+    /// Its worktree is gone (and cannot be made again under its id).
+    #[error("teammate {name} was not restarted: its worktree {} is gone", .dir.display())]
+    WorktreeGone {
+        /// The teammate.
+        name: MemberName,
+        /// The worktree the roster names.
+        dir: PathBuf,
+    },
+    /// Its worktree is gone and making it again failed.
+    #[error(
+        "teammate {name} was not restarted: its worktree {} is gone and could not be made again: {reason}",
+        .dir.display()
+    )]
+    WorktreeNotMade {
+        /// The teammate.
+        name: MemberName,
+        /// The worktree the roster names.
+        dir: PathBuf,
+        /// Why it could not be made.
+        reason: WorkspaceError,
+    },
+    /// The team did not start its actor.
+    #[error(transparent)]
+    Start(#[from] TeamLinkError),
 }
 
 /// Restarts a teammate of a resumed session (`crew --continue`) holding its restored
@@ -141,24 +180,20 @@ pub async fn relaunch(
     team: &TeamLink,
     restored: RestoredMember,
     mode: SharedMode,
-) -> Result<(), String> {
+) -> Result<(), RelaunchError> {
     let member = restored.member;
     let name = member.name.clone();
     let def = env
         .catalog
         .get(&member.agent_type)
         .cloned()
-        .ok_or_else(|| {
-            format!(
-                "teammate {name} was not restarted: its definition `{}` is no longer available",
-                member.agent_type
-            )
+        .ok_or_else(|| RelaunchError::NoDefinition {
+            name: name.clone(),
+            agent_type: member.agent_type.clone(),
         })?;
-    let gone = |dir: &Path, why: &str| {
-        format!(
-            "teammate {name} was not restarted: its worktree {} is gone{why}",
-            dir.display()
-        )
+    let gone = |dir: &Path| RelaunchError::WorktreeGone {
+        name: name.clone(),
+        dir: dir.to_path_buf(),
     };
     let (cwd, note, workspace) = match (&member.worktree, &env.workspaces) {
         (Some(dir), Some(ws)) => {
@@ -180,13 +215,16 @@ pub async fn relaunch(
             let (dir, root) = match &id {
                 _ if dir.is_dir() => (dir.clone(), root),
                 Some(id) => {
-                    let made = ws
-                        .create(id, &member.description)
-                        .await
-                        .map_err(|e| gone(dir, &format!(" and could not be made again: {e}")))?;
+                    let made = ws.create(id, &member.description).await.map_err(|reason| {
+                        RelaunchError::WorktreeNotMade {
+                            name: name.clone(),
+                            dir: dir.clone(),
+                            reason,
+                        }
+                    })?;
                     (made.join(rel), made)
                 }
-                None => return Err(gone(dir, "")),
+                None => return Err(gone(dir)),
             };
             if Some(&dir) != member.worktree.as_ref() {
                 let (storage, who, at) = (team.storage.clone(), name.clone(), dir.clone());
@@ -201,7 +239,7 @@ pub async fn relaunch(
             let note = worktree_note(&root, ws.repo_root());
             (dir, note, id.map(|id| (ws.clone(), id)))
         }
-        (Some(dir), None) if !dir.is_dir() => return Err(gone(dir, "")),
+        (Some(dir), None) if !dir.is_dir() => return Err(gone(dir)),
         (Some(dir), None) => (dir.clone(), String::new(), None),
         (None, _) => (env.main_cwd.clone(), String::new(), None),
     };
@@ -220,7 +258,7 @@ pub async fn relaunch(
         }),
         conversation: restored.conversation,
     };
-    start_actor(env, team, &def, mode, start).await
+    Ok(start_actor(env, team, &def, mode, start).await?)
 }
 
 /// What sets a teammate's actor going, new or restored.
@@ -260,7 +298,7 @@ async fn start_actor(
     def: &AgentDefinition,
     mode: SharedMode,
     start: Start,
-) -> Result<(), String> {
+) -> Result<(), TeamLinkError> {
     let name = start.name;
     let mut runner = env.runner.clone();
     runner.spec = teammate_spec(

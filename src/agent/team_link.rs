@@ -25,6 +25,21 @@ pub struct TeamLink {
     pub storage: Team,
 }
 
+/// Why the team did not take a member or start its actor.
+#[derive(Debug, thiserror::Error)]
+pub enum TeamLinkError {
+    /// The team refused or failed (the roster could not be written, the actor did not
+    /// start).
+    #[error(transparent)]
+    Team(#[from] TeamError),
+    /// The blocking roster write did not finish (it panicked or was cancelled).
+    #[error(transparent)]
+    Join(#[from] tokio::task::JoinError),
+    /// The team actor did not answer in time.
+    #[error("the team did not answer; the teammate may not have started")]
+    NoAnswer,
+}
+
 impl TeamLink {
     /// The mailbox of member `me`.
     pub fn mailbox(&self, me: MemberName) -> Mailbox {
@@ -36,12 +51,9 @@ impl TeamLink {
     }
 
     /// Adds `member` to the roster (on disk when this returns `Ok`).
-    pub async fn add_member(&self, member: Member) -> Result<(), String> {
+    pub async fn add_member(&self, member: Member) -> Result<(), TeamLinkError> {
         let storage = self.storage.clone();
-        tokio::task::spawn_blocking(move || storage.add_member(member))
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())
+        Ok(tokio::task::spawn_blocking(move || storage.add_member(member)).await??)
     }
 
     /// Has the team actor spawn `actor` for member `name`, linked under itself.
@@ -50,7 +62,7 @@ impl TeamLink {
         name: &MemberName,
         actor: A,
         args: A::Arguments,
-    ) -> Result<(), String> {
+    ) -> Result<(), TeamLinkError> {
         let spawn: SpawnFn = Box::new(move |cell| {
             Box::pin(async move {
                 Actor::spawn_linked(None, actor, args, cell)
@@ -74,8 +86,8 @@ impl TeamLink {
             .await;
         match started {
             Ok(CallResult::Success(Ok(_))) => Ok(()),
-            Ok(CallResult::Success(Err(e))) => Err(e.to_string()),
-            _ => Err("the team did not answer; the teammate may not have started".into()),
+            Ok(CallResult::Success(Err(e))) => Err(e.into()),
+            _ => Err(TeamLinkError::NoAnswer),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::subagent_actor::Workspaces;
+use super::subagent_actor::{WorkspaceError, Workspaces};
 use crate::supervise::Slot;
 use crate::worktree::actor::WorktreeMsg;
 use crate::worktree::{Finished, Worktree};
@@ -49,7 +49,7 @@ impl Workspaces for WorktreeWorkspaces {
         &self.repo_root
     }
 
-    async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, String> {
+    async fn create(&self, task_id: &str, description: &str) -> Result<PathBuf, WorkspaceError> {
         let (id, desc) = (task_id.to_string(), description.to_string());
         let wt = match self
             .actor
@@ -65,17 +65,15 @@ impl Workspaces for WorktreeWorkspaces {
             .await
         {
             Ok(Ok(wt)) => wt,
-            Ok(Err(e)) => {
-                return Err(format!("could not create the worktree: {e}"));
-            }
-            Err(e) => return Err(format!("the worktree manager {e}")),
+            Ok(Err(e)) => return Err(WorkspaceError::Create(e)),
+            Err(e) => return Err(WorkspaceError::Manager(e)),
         };
         let path = wt.path.clone();
         self.remember().insert(task_id.to_string(), wt);
         Ok(path)
     }
 
-    async fn finish(&self, task_id: &str) -> Result<String, String> {
+    async fn finish(&self, task_id: &str) -> Result<String, WorkspaceError> {
         let id = task_id.to_string();
         let finished = match self
             .actor
@@ -86,8 +84,8 @@ impl Workspaces for WorktreeWorkspaces {
             .await
         {
             Ok(Ok(f)) => f,
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(e) => return Err(format!("the worktree manager {e}")),
+            Ok(Err(e)) => return Err(WorkspaceError::Finish(e)),
+            Err(e) => return Err(WorkspaceError::Manager(e)),
         };
         let wt = self.remember().remove(task_id);
         Ok(match finished {

@@ -114,46 +114,113 @@ impl HostAsker for NetworkAsker {
         })
     }
 
-    fn save(&self, host: &str, port: u16) -> Result<(), String> {
-        save_allowed_domain(&self.settings, &format!("{host}:{port}"))
+    fn save(&self, host: &str, port: u16) -> Result<(), ask::SaveError> {
+        Ok(save_allowed_domain(
+            &self.settings,
+            &format!("{host}:{port}"),
+        )?)
     }
+}
+
+/// Why an "always" answer could not be written to the settings file.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveDomainError {
+    /// The file holds something that is not JSON.
+    #[error("{} is not valid JSON ({reason}); fix it and answer again", .path.display())]
+    NotJson {
+        /// The settings file.
+        path: PathBuf,
+        /// The parser's error.
+        reason: serde_json::Error,
+    },
+    /// The file could not be read.
+    #[error("cannot read {}: {reason}", .path.display())]
+    Read {
+        /// The settings file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: std::io::Error,
+    },
+    /// The file's JSON is not an object.
+    #[error("{} does not hold a JSON object", .path.display())]
+    NotAnObject {
+        /// The settings file.
+        path: PathBuf,
+    },
+    /// A key on the way to `allowedDomains` holds the wrong kind of value.
+    #[error("`{key}` in {} is not {kind}", .path.display())]
+    WrongKind {
+        /// The dotted key.
+        key: &'static str,
+        /// The settings file.
+        path: PathBuf,
+        /// What it should be (`an object`, `an array`).
+        kind: &'static str,
+    },
+    /// The settings directory could not be created.
+    #[error("cannot create {}: {reason}", .dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// The I/O error.
+        reason: std::io::Error,
+    },
+    /// The settings could not be written out as JSON.
+    #[error("{0}")]
+    Serialize(serde_json::Error),
+    /// The file could not be written.
+    #[error("cannot write {}: {reason}", .path.display())]
+    Write {
+        /// The settings file.
+        path: PathBuf,
+        /// The I/O error.
+        reason: std::io::Error,
+    },
 }
 
 /// Adds `entry` to `sandbox.network.allowedDomains` of the settings file at `path`
 /// (created when missing), keeping everything else in it.
-pub fn save_allowed_domain(path: &Path, entry: &str) -> Result<(), String> {
-    let shown = path.display();
+pub fn save_allowed_domain(path: &Path, entry: &str) -> Result<(), SaveDomainError> {
+    let at = || path.to_path_buf();
+    let wrong = |key, kind| SaveDomainError::WrongKind {
+        key,
+        path: at(),
+        kind,
+    };
     let mut root: Value = match std::fs::read_to_string(path) {
         Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
-            .map_err(|e| format!("{shown} is not valid JSON ({e}); fix it and answer again"))?,
+            .map_err(|reason| SaveDomainError::NotJson { path: at(), reason })?,
         Ok(_) => json!({}),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
-        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+        Err(reason) => return Err(SaveDomainError::Read { path: at(), reason }),
     };
     let list = root
         .as_object_mut()
-        .ok_or_else(|| format!("{shown} does not hold a JSON object"))?
+        .ok_or_else(|| SaveDomainError::NotAnObject { path: at() })?
         .entry("sandbox")
         .or_insert_with(|| json!({}))
         .as_object_mut()
-        .ok_or_else(|| format!("`sandbox` in {shown} is not an object"))?
+        .ok_or_else(|| wrong("sandbox", "an object"))?
         .entry("network")
         .or_insert_with(|| json!({}))
         .as_object_mut()
-        .ok_or_else(|| format!("`sandbox.network` in {shown} is not an object"))?
+        .ok_or_else(|| wrong("sandbox.network", "an object"))?
         .entry("allowedDomains")
         .or_insert_with(|| json!([]))
         .as_array_mut()
-        .ok_or_else(|| format!("`sandbox.network.allowedDomains` in {shown} is not an array"))?;
+        .ok_or_else(|| wrong("sandbox.network.allowedDomains", "an array"))?;
     if !list.iter().any(|v| v.as_str() == Some(entry)) {
         list.push(json!(entry));
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|reason| SaveDomainError::CreateDir {
+            dir: dir.to_path_buf(),
+            reason,
+        })?;
     }
-    let text = serde_json::to_string_pretty(&root).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {shown}: {e}"))
+    let text = serde_json::to_string_pretty(&root).map_err(SaveDomainError::Serialize)?;
+    std::fs::write(path, text + "\n")
+        .map_err(|reason| SaveDomainError::Write { path: at(), reason })
 }
 
 #[cfg(test)]
@@ -185,7 +252,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.local.json");
         std::fs::write(&path, "{ not json").unwrap();
-        let err = save_allowed_domain(&path, "x.example").unwrap_err();
+        let err = save_allowed_domain(&path, "x.example")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("settings.local.json") && err.contains("not valid JSON"),
             "{err}"

@@ -40,7 +40,7 @@ pub struct ServeArgs {
 
 /// Runs the server until the client disconnects (stdio) or Ctrl-C or SIGTERM (HTTP).
 pub async fn run(args: ServeArgs, cwd: &Path) -> anyhow::Result<i32> {
-    let mode = ServeMode::parse(args.mode.as_deref()).map_err(anyhow::Error::msg)?;
+    let mode = ServeMode::parse(args.mode.as_deref())?;
     let cwd = std::fs::canonicalize(cwd)
         .with_context(|| format!("--cwd {}: no such directory", cwd.display()))?;
     let project_root = crate::store::project_root(&cwd);

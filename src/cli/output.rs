@@ -11,13 +11,13 @@ use super::OutputFormat;
 use crate::agent::runner::RunOutcome;
 use crate::events::{Event, EventKind};
 
-/// `w` as headless output writes it: through the sanitizer when `text` is rendered as
-/// text and `w` is a terminal, else unchanged (pipes and files get the exact bytes).
-pub fn for_terminal<W>(w: W, text: bool) -> Box<dyn Write + Send>
+/// `w` as headless output writes it: through the sanitizer when `format` renders text
+/// and `w` is a terminal, else unchanged (pipes, files and JSON get the exact bytes).
+pub fn for_terminal<W>(w: W, format: OutputFormat) -> Box<dyn Write + Send>
 where
     W: Write + std::io::IsTerminal + Send + 'static,
 {
-    if text && w.is_terminal() {
+    if format == OutputFormat::Text && w.is_terminal() {
         Box::new(crate::sanitize::TerminalWriter::new(w))
     } else {
         Box::new(w)

@@ -58,9 +58,8 @@ pub enum PermissionsCmd {
     },
 }
 
-fn parse_mode(s: &str) -> Result<PermissionMode, String> {
+fn parse_mode(s: &str) -> Result<PermissionMode, crate::permission::mode::UnknownMode> {
     s.parse()
-        .map_err(|e: crate::permission::mode::UnknownMode| e.to_string())
 }
 
 /// Runs a `crew permissions` subcommand, writing to `out`; returns the exit code.
@@ -129,7 +128,7 @@ fn load(
         .into_iter()
         .chain(crate::tools::orchestration_tools(&catalog.agent_types()));
     if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
-        let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
+        let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
         policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     }
     Ok((

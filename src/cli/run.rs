@@ -60,8 +60,9 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     let printer = tokio::spawn(render_events(
         rx,
         format,
-        for_terminal(std::io::stdout(), format == OutputFormat::Text),
-        for_terminal(std::io::stderr(), true),
+        for_terminal(std::io::stdout(), format),
+        // Diagnostics on stderr are text whatever the output format.
+        for_terminal(std::io::stderr(), OutputFormat::Text),
     ));
 
     let session = &prepared.session;

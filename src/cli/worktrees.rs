@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::worktree::{Manager, WorktreeError};
+use crate::worktree::{Manager, MergeStyle, WorktreeError};
 
 /// The `crew worktrees` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -55,21 +55,30 @@ pub fn run_in(
         WorktreesCmd::Diff { id } => manager
             .diff(&id)
             .map(|text| out.write_all(text.as_bytes()).map_err(Into::into)),
-        WorktreesCmd::Merge { id, squash } => manager.merge(&id, squash).map(|m| {
-            let how = if m.squash {
-                "squashed into"
-            } else {
-                "merged into"
-            };
-            writeln!(
-                out,
-                "{id} {how} {} as {} ({} file(s)); worktree and branch removed",
-                m.into,
-                &m.commit[..m.commit.len().min(12)],
-                m.files.len()
+        WorktreesCmd::Merge { id, squash } => manager
+            .merge(
+                &id,
+                if squash {
+                    MergeStyle::Squash
+                } else {
+                    MergeStyle::Merge
+                },
             )
-            .map_err(Into::into)
-        }),
+            .map(|m| {
+                let how = if m.squash {
+                    "squashed into"
+                } else {
+                    "merged into"
+                };
+                writeln!(
+                    out,
+                    "{id} {how} {} as {} ({} file(s)); worktree and branch removed",
+                    m.into,
+                    &m.commit[..m.commit.len().min(12)],
+                    m.files.len()
+                )
+                .map_err(Into::into)
+            }),
         WorktreesCmd::Discard { id } => manager.discard(&id).map(|s| {
             let held = s.map_or_else(
                 || "its directory was already gone".into(),

@@ -79,7 +79,7 @@ pub fn parse(
     namespace: Option<String>,
     file: &Path,
     scope: Scope,
-) -> Result<SlashCommand, String> {
+) -> Result<SlashCommand, front_matter::FrontMatterError> {
     let (yaml, body) = front_matter::split_optional(text)?;
     // Claude Code's own examples write `argument-hint: [pr-number] [priority]`, which is
     // not YAML: the hint is taken as written, and the rest parsed.
@@ -89,7 +89,7 @@ pub fn parse(
     };
     let front: CommandFront = match yaml.trim() {
         "" => CommandFront::default(),
-        y => serde_yaml_ng::from_str(y).map_err(|e| format!("front matter: {e}"))?,
+        y => serde_yaml_ng::from_str(y)?,
     };
     let description = front
         .description
@@ -167,9 +167,9 @@ impl CommandCatalog {
                 }
                 self.by_name.insert(cmd.name.clone(), cmd);
             }
-            Err(message) => self.errors.push(CommandError {
+            Err(e) => self.errors.push(CommandError {
                 file: file.to_path_buf(),
-                message,
+                message: e.to_string(),
             }),
         }
     }

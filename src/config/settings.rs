@@ -22,7 +22,7 @@ use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 
-pub use crew_config::settings::{LayeredLimits, SettingsError, Warning};
+pub use crew_config::settings::{LayeredLimits, SettingsError, Source, Warning};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -156,6 +156,7 @@ pub fn load_policy_with(
             }
         }
         let own = !shared;
+        let source = if own { Source::Own } else { Source::Shared };
         if let Some(name) = &raw.permissions.default_mode
             && !mode_set
         {
@@ -206,20 +207,20 @@ pub fn load_policy_with(
         if let Some(sb) = &raw.sandbox {
             let origin = super::sandbox_settings::Origin {
                 file: &path,
-                own,
+                source,
                 root: &root,
                 home,
             };
             policy.sandbox.merge(sb, &origin, &mut warnings)?;
         }
         let doc: Value = file.parse()?;
-        for w in policy.network.merge(&doc, &path, own)? {
+        for w in policy.network.merge(&doc, &path, source)? {
             warn(&mut warnings, w);
         }
         if let Some(value) = &raw.limits {
             policy.limits.push(LayeredLimits {
                 file: path.clone(),
-                own,
+                source,
                 value: value.clone(),
             });
         }

@@ -97,7 +97,7 @@ async fn run_tool(
         }
     };
     if let Err(e) = registry.validate(&tool, &input) {
-        return ToolResult::error(&call.id, "invalid_arguments", e);
+        return ToolResult::error(&call.id, "invalid_arguments", e.to_string());
     }
     let timeout = tool.definition().timeout.unwrap_or(default_timeout);
     let cancel = ctx.cancel.clone();

@@ -37,7 +37,7 @@ use std::collections::HashSet;
 use crate::permission::Permit;
 use crate::protocol::mode::AgentMode;
 use crate::protocol::{ToolCall, ToolResult};
-use crate::tools::{Registry, Safety, ToolContext};
+use crate::tools::{Definition, Registry, Safety, ToolContext};
 
 /// What one agent may run: a safety set (Plan Mode: read-only), a name set (the agent
 /// definition's tools) and, for the rest of a turn, the name sets of the active skill and
@@ -88,15 +88,16 @@ impl GatePolicy {
         self.command = None;
     }
 
-    /// The limit in force that refuses a tool of this name, if any (System tools pass).
-    fn refusing_limit(&self, name: &str, system: bool) -> Option<&NameLimit> {
-        if system {
+    /// The limit in force that refuses the tool `def` describes, if any (System tools
+    /// pass).
+    fn refusing_limit(&self, def: &Definition) -> Option<&NameLimit> {
+        if def.system {
             return None;
         }
         [&self.command, &self.skill]
             .into_iter()
             .flatten()
-            .find(|l| l.names.as_ref().is_some_and(|n| !n.contains(name)))
+            .find(|l| l.names.as_ref().is_some_and(|n| !n.contains(&def.name)))
     }
 
     /// Whether a tool of this safety may run.
@@ -106,11 +107,14 @@ impl GatePolicy {
             .is_none_or(|s| s.contains(&safety))
     }
 
-    /// Whether a tool of this name (and system flag) may run.
-    pub fn allows_name(&self, name: &str, system: bool) -> bool {
-        system
-            || (self.allowed_names.as_ref().is_none_or(|n| n.contains(name))
-                && self.refusing_limit(name, system).is_none())
+    /// Whether the tool `def` describes may run by its name (System tools always may).
+    pub fn allows_name(&self, def: &Definition) -> bool {
+        def.system
+            || (self
+                .allowed_names
+                .as_ref()
+                .is_none_or(|n| n.contains(&def.name))
+                && self.refusing_limit(def).is_none())
     }
 }
 
@@ -171,7 +175,7 @@ pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Opt
             ),
         ));
     }
-    if let Some(limit) = policy.refusing_limit(&def.name, def.system) {
+    if let Some(limit) = policy.refusing_limit(def) {
         let mut allowed: Vec<&str> = limit.names.iter().flatten().map(String::as_str).collect();
         allowed.sort_unstable();
         return Some(ToolResult::error(
@@ -189,7 +193,7 @@ pub fn refusal(registry: &Registry, policy: &GatePolicy, call: &ToolCall) -> Opt
             ),
         ));
     }
-    if !policy.allows_name(&def.name, def.system) {
+    if !policy.allows_name(def) {
         return Some(ToolResult::error(
             &call.id,
             "tool_not_allowed",
@@ -244,7 +248,7 @@ fn clear(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{Definition, Tool, ToolError};
+    use crate::tools::{Tool, ToolError};
     use async_trait::async_trait;
     use serde_json::{Value, json};
     use std::sync::Arc;

@@ -242,7 +242,9 @@ pub fn parse_entry(
     let string = |field: &str| -> Result<Option<String>, ConfigError> {
         match obj.get(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => expand(s, env).map(Some).map_err(|m| err(Some(field), m)),
+            Some(Value::String(s)) => expand(s, env)
+                .map(Some)
+                .map_err(|m| err(Some(field), m.to_string())),
             Some(_) => Err(err(Some(field), "must be a string".into())),
         }
     };
@@ -256,7 +258,7 @@ pub fn parse_entry(
                     match v {
                         Value::String(s) => expand(s, env)
                             .map(|s| (k.clone(), s))
-                            .map_err(|m| err(Some(&field), m)),
+                            .map_err(|m| err(Some(&field), m.to_string())),
                         _ => Err(err(Some(&field), "must be a string".into())),
                     }
                 })
@@ -281,7 +283,7 @@ pub fn parse_entry(
                     .iter()
                     .enumerate()
                     .map(|(i, v)| match v {
-                        Value::String(s) => expand(s, env).map_err(|m| err(Some(&format!("args[{i}]")), m)),
+                        Value::String(s) => expand(s, env).map_err(|m| err(Some(&format!("args[{i}]")), m.to_string())),
                         _ => Err(err(Some(&format!("args[{i}]")), "must be a string".into())),
                     })
                     .collect::<Result<_, _>>()?,
@@ -315,16 +317,30 @@ pub fn parse_entry(
     }
 }
 
+/// Why `${…}` in a server's configuration could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// `${` with no `}` after it (the whole text).
+    #[error("`${{` without a closing `}}` in `{0}`")]
+    Unclosed(String),
+    /// What is inside `${…}` is not a variable name.
+    #[error("`${{{0}}}` is not a variable name")]
+    NotAName(String),
+    /// The variable is unset and there is no default.
+    #[error("environment variable `{0}` is not set; set it or write `${{{0}:-default}}`")]
+    Unset(String),
+}
+
 /// Expands `${VAR}` and `${VAR:-default}` in `text`. An unset variable without a default
 /// is an error naming it (a server started with a half-expanded token fails obscurely).
-pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("`${{` without a closing `}}` in `{text}`"));
+            return Err(ExpandError::Unclosed(text.to_string()));
         };
         let inner = &after[..end];
         let (var, default) = match inner.split_once(":-") {
@@ -332,7 +348,7 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
             None => (inner, None),
         };
         if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("`${{{inner}}}` is not a variable name"));
+            return Err(ExpandError::NotAName(inner.to_string()));
         }
         match (
             env(var).filter(|v| !v.is_empty() || default.is_none()),
@@ -341,9 +357,7 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
             (Some(v), _) => out.push_str(&v),
             (None, Some(d)) => out.push_str(d),
             (None, None) => {
-                return Err(format!(
-                    "environment variable `{var}` is not set; set it or write `${{{var}:-default}}`"
-                ));
+                return Err(ExpandError::Unset(var.to_string()));
             }
         }
         rest = &after[end + 1..];
@@ -374,6 +388,7 @@ mod tests {
         assert!(
             expand("${NOPE}", &env)
                 .unwrap_err()
+                .to_string()
                 .contains("`NOPE` is not set")
         );
         assert!(expand("${oops", &env).is_err());

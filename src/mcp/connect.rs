@@ -59,6 +59,119 @@ pub fn finish(guard: &Guard) {
     }
 }
 
+/// Why a connection to an MCP server could not be opened (or its tools not listed).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The confined command could not be prepared.
+    #[error("cannot start `{command}` in the sandbox a project's server runs in: {reason}")]
+    Sandbox {
+        /// The server's command.
+        command: String,
+        /// The sandbox's error.
+        reason: String,
+    },
+    /// The program could not be spawned (not installed, not executable).
+    #[error(
+        "cannot start `{command}`: {reason} (check the server's `command` and that it is installed)"
+    )]
+    Spawn {
+        /// The server's command.
+        command: String,
+        /// The spawn error.
+        reason: std::io::Error,
+    },
+    /// Starting the process failed after the spawn.
+    #[error("cannot start `{command}`: {reason}")]
+    Start {
+        /// The server's command.
+        command: String,
+        /// The process error.
+        reason: ProcessError,
+    },
+    /// The child came without the pipes rmcp talks over.
+    #[error("the child's stdin/stdout were not piped")]
+    NotPiped,
+    /// The stdio server answered the handshake with an error.
+    #[error("the MCP handshake with `{command}` failed: {reason}{tail}")]
+    Handshake {
+        /// The server's command.
+        command: String,
+        /// rmcp's error.
+        reason: String,
+        /// `; its stderr ended with: …`, or empty.
+        tail: String,
+    },
+    /// The stdio server did not finish the handshake in time.
+    #[error("`{command}` did not complete the MCP handshake within {secs}s{tail}")]
+    HandshakeTimeout {
+        /// The server's command.
+        command: String,
+        /// The bound, in seconds.
+        secs: f32,
+        /// `; its stderr ended with: …`, or empty.
+        tail: String,
+    },
+    /// A configured header name is not a valid HTTP header name.
+    #[error("header `{name}` is not a valid header name: {reason}")]
+    HeaderName {
+        /// The header.
+        name: String,
+        /// Why it is invalid.
+        reason: reqwest::header::InvalidHeaderName,
+    },
+    /// A configured header value is not a valid HTTP header value.
+    #[error("header `{name}` has an invalid value: {reason}")]
+    HeaderValue {
+        /// The header.
+        name: String,
+        /// Why it is invalid.
+        reason: reqwest::header::InvalidHeaderValue,
+    },
+    /// The HTTP server refused us for want of authorisation.
+    #[error(
+        "{url} requires authorisation ({reason}); OAuth sign-in is not supported yet: pass a token in the server's `headers`, e.g. \"headers\": {{\"Authorization\": \"Bearer ${{MY_TOKEN}}\"}}"
+    )]
+    Unauthorised {
+        /// The server's URL.
+        url: String,
+        /// rmcp's error.
+        reason: String,
+    },
+    /// The HTTP connection failed otherwise.
+    #[error("cannot connect to {url}: {reason}")]
+    Http {
+        /// The server's URL.
+        url: String,
+        /// rmcp's error.
+        reason: String,
+    },
+    /// The HTTP server did not finish the handshake in time.
+    #[error("{url} did not complete the MCP handshake within {secs}s")]
+    HttpTimeout {
+        /// The server's URL.
+        url: String,
+        /// The bound, in seconds.
+        secs: f32,
+    },
+    /// Connected, but listing the server's tools failed.
+    #[error("listing its tools failed: {0}")]
+    ListTools(String),
+    /// Connected, but the server did not list its tools in time.
+    #[error("it did not list its tools in time")]
+    ListTimeout,
+}
+
+/// Why listing a live server's tools again (after `tools/list_changed`) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The server answered with an error (rmcp's message).
+    #[error("{0}")]
+    Failed(String),
+    /// The server did not answer in time.
+    #[error("timed out")]
+    TimedOut,
+}
+
 /// The stdio server's command: as the user (`CommandSandbox::None`: the program itself,
 /// in a process group of its own that dies with crew), or confined like an agent's
 /// command (`bash -c 'exec PROGRAM ARGS…'` through the command spawner: the scrubbed
@@ -69,7 +182,7 @@ fn stdio_command(
     args: &[String],
     cwd: &Path,
     sandbox: &CommandSandbox,
-) -> Result<(tokio::process::Command, Guard), String> {
+) -> Result<(tokio::process::Command, Guard), ConnectError> {
     if matches!(sandbox, CommandSandbox::None) {
         let mut cmd = tokio::process::Command::new(command);
         for name in crate::sandbox::env::withheld() {
@@ -86,8 +199,9 @@ fn stdio_command(
         .collect::<Vec<_>>()
         .join(" ");
     let shell = crate::sandbox::process::shell_command(&format!("exec {line}"), cwd, sandbox)
-        .map_err(|e| {
-            format!("cannot start `{command}` in the sandbox a project's server runs in: {e}")
+        .map_err(|e| ConnectError::Sandbox {
+            command: command.to_string(),
+            reason: e.to_string(),
         })?;
     Ok((shell.cmd, shell.guard))
 }
@@ -106,7 +220,7 @@ pub async fn connect(
     cwd: &Path,
     sandbox: &CommandSandbox,
     timeout: Duration,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     match transport {
         Transport::Stdio { command, args, env } => {
             let (mut cmd, guard) = stdio_command(command, args, cwd, sandbox)?;
@@ -117,10 +231,14 @@ pub async fn connect(
                 // explains a failed start.
                 .stderr(std::process::Stdio::piped());
             let mut child = GroupChild::spawn(&mut cmd, cwd).map_err(|e| match e {
-                ProcessError::Spawn { source, .. } => format!(
-                    "cannot start `{command}`: {source} (check the server's `command` and that it is installed)"
-                ),
-                other => format!("cannot start `{command}`: {other}"),
+                ProcessError::Spawn { source, .. } => ConnectError::Spawn {
+                    command: command.clone(),
+                    reason: source,
+                },
+                other => ConnectError::Start {
+                    command: command.clone(),
+                    reason: other,
+                },
             })?;
             let stdin = child.child_mut().stdin.take();
             let stdout = child.child_mut().stdout.take();
@@ -128,7 +246,7 @@ pub async fn connect(
             let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
                 child.terminate().await;
                 finish(&guard);
-                return Err("the child's stdin/stdout were not piped".into());
+                return Err(ConnectError::NotPiped);
             };
             match tokio::time::timeout(timeout, handler.serve((stdout, stdin))).await {
                 Ok(Ok(service)) => Ok(Connection {
@@ -139,19 +257,20 @@ pub async fn connect(
                 Ok(Err(e)) => {
                     child.terminate().await;
                     finish(&guard);
-                    Err(format!(
-                        "the MCP handshake with `{command}` failed: {e}{}",
-                        tail_note(stderr_tail).await
-                    ))
+                    Err(ConnectError::Handshake {
+                        command: command.clone(),
+                        reason: e.to_string(),
+                        tail: tail_note(stderr_tail).await,
+                    })
                 }
                 Err(_) => {
                     child.terminate().await;
                     finish(&guard);
-                    Err(format!(
-                        "`{command}` did not complete the MCP handshake within {}s{}",
-                        timeout.as_secs_f32(),
-                        tail_note(stderr_tail).await
-                    ))
+                    Err(ConnectError::HandshakeTimeout {
+                        command: command.clone(),
+                        secs: timeout.as_secs_f32(),
+                        tail: tail_note(stderr_tail).await,
+                    })
                 }
             }
         }
@@ -167,10 +286,19 @@ pub async fn connect(
                     config = config.auth_header(token);
                     continue;
                 }
-                let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|e| format!("header `{k}` is not a valid header name: {e}"))?;
-                let value = reqwest::header::HeaderValue::from_str(v)
-                    .map_err(|e| format!("header `{k}` has an invalid value: {e}"))?;
+                let name =
+                    reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|reason| {
+                        ConnectError::HeaderName {
+                            name: k.clone(),
+                            reason,
+                        }
+                    })?;
+                let value = reqwest::header::HeaderValue::from_str(v).map_err(|reason| {
+                    ConnectError::HeaderValue {
+                        name: k.clone(),
+                        reason,
+                    }
+                })?;
                 custom.insert(name, value);
             }
             let config = config.custom_headers(custom);
@@ -182,10 +310,10 @@ pub async fn connect(
                     guard: Guard::none(),
                 }),
                 Ok(Err(e)) => Err(http_failure(url, &e.to_string())),
-                Err(_) => Err(format!(
-                    "{url} did not complete the MCP handshake within {}s",
-                    timeout.as_secs_f32()
-                )),
+                Err(_) => Err(ConnectError::HttpTimeout {
+                    url: url.clone(),
+                    secs: timeout.as_secs_f32(),
+                }),
             }
         }
     }
@@ -238,18 +366,17 @@ async fn tail_note(tail: Option<Tail>) -> String {
 }
 
 /// Why an HTTP connection failed; an authorisation failure says how to pass a token.
-fn http_failure(url: &str, error: &str) -> String {
+fn http_failure(url: &str, error: &str) -> ConnectError {
     let lower = error.to_ascii_lowercase();
+    let (url, reason) = (url.to_string(), error.to_string());
     if lower.contains("401")
         || lower.contains("403")
         || lower.contains("unauthorized")
         || lower.contains("auth")
     {
-        format!(
-            "{url} requires authorisation ({error}); OAuth sign-in is not supported yet: pass a token in the server's `headers`, e.g. \"headers\": {{\"Authorization\": \"Bearer ${{MY_TOKEN}}\"}}"
-        )
+        ConnectError::Unauthorised { url, reason }
     } else {
-        format!("cannot connect to {url}: {error}")
+        ConnectError::Http { url, reason }
     }
 }
 
@@ -287,7 +414,8 @@ mod tests {
         )
         .await
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
         assert!(e.contains("requires authorisation"), "{e}");
         assert!(
             e.contains("\"Authorization\": \"Bearer ${MY_TOKEN}\""),

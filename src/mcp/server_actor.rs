@@ -18,7 +18,7 @@ use rmcp::service::Peer;
 use tokio::sync::oneshot;
 
 use super::config::ServerConfig;
-use super::connect::{Connection, Handler, Service, connect};
+use super::connect::{ConnectError, Connection, Handler, RefreshError, Service, connect};
 use super::tool::McpTool;
 use crate::events::{EventBus, EventKind};
 use crate::sandbox::process::{GroupChild, KILL_GRACE, terminate_group};
@@ -116,7 +116,7 @@ pub enum McpMsg {
         /// Which attempt.
         generation: u64,
         /// The connection and its tools, or why it failed.
-        result: Box<Result<(Connection, Vec<rmcp::model::Tool>), String>>,
+        result: Box<Result<(Connection, Vec<rmcp::model::Tool>), ConnectError>>,
     },
     /// The stdio server's process exited (internal).
     Exited {
@@ -140,7 +140,7 @@ pub enum McpMsg {
         /// Which connection.
         generation: u64,
         /// The tools, or why listing failed.
-        result: Result<Vec<rmcp::model::Tool>, String>,
+        result: Result<Vec<rmcp::model::Tool>, RefreshError>,
     },
     /// Close the connection, end the process group, drop the tools, then stop.
     Shutdown(RpcReplyPort<()>),
@@ -242,11 +242,11 @@ impl McpServerState {
                         Ok(Ok(tools)) => Ok((conn, tools)),
                         Ok(Err(e)) => {
                             close(conn).await;
-                            Err(format!("listing its tools failed: {e}"))
+                            Err(ConnectError::ListTools(e.to_string()))
                         }
                         Err(_) => {
                             close(conn).await;
-                            Err("it did not list its tools in time".to_string())
+                            Err(ConnectError::ListTimeout)
                         }
                     }
                 }
@@ -489,7 +489,8 @@ impl Actor for McpServer {
                             tools,
                         }));
                     }
-                    Err(reason) if state.generation == 1 => {
+                    Err(e) if state.generation == 1 => {
+                        let reason = e.to_string();
                         // The first attempt: a configuration problem more often than a
                         // crash, so report it and do not retry.
                         state.report(format!(
@@ -501,7 +502,7 @@ impl Actor for McpServer {
                             retry: false,
                         };
                     }
-                    Err(reason) => state.went_down(&myself, reason),
+                    Err(e) => state.went_down(&myself, e.to_string()),
                 }
                 state.answer_waiters();
             }
@@ -536,8 +537,8 @@ impl Actor for McpServer {
                     tokio::spawn(async move {
                         let result =
                             match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-                                Ok(r) => r.map_err(|e| e.to_string()),
-                                Err(_) => Err("timed out".to_string()),
+                                Ok(r) => r.map_err(|e| RefreshError::Failed(e.to_string())),
+                                Err(_) => Err(RefreshError::TimedOut),
                             };
                         let _ = myself.cast(McpMsg::ToolsListed { generation, result });
                     });

@@ -364,7 +364,7 @@ async fn restore_team_members(
             continue;
         }
         if let Err(e) = crate::agent::team_launch::relaunch(env, link, member, mode.clone()).await {
-            report(e);
+            report(e.to_string());
         }
     }
 }

@@ -106,29 +106,41 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
+/// Why a `SKILL.md` could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillParseError {
+    /// The file could not be read, or its front matter split or parsed.
+    #[error(transparent)]
+    FrontMatter(#[from] front_matter::FrontMatterError),
+    /// The name (given or the directory's) is not a skill name.
+    #[error("field `name`: `{0}` is not a skill name (use letters, digits and `-`, at most 64)")]
+    BadName(String),
+    /// No description.
+    #[error("field `description` is missing: say when the skill should be used")]
+    NoDescription,
+}
+
 /// Parses one `SKILL.md` (`dir` is its directory; its name is the default skill name).
-pub fn parse(text: &str, dir: &Path, scope: Scope) -> Result<Skill, String> {
+pub fn parse(text: &str, dir: &Path, scope: Scope) -> Result<Skill, SkillParseError> {
     let (yaml, body) = front_matter::split(text)?;
     // `argument-hint: [a] [b]` is not YAML, but Claude Code accepts it; skills carry no
     // arguments here, so it is dropped before parsing.
     let (_, yaml) = front_matter::take_raw(yaml, "argument-hint");
     let front: SkillFront =
-        serde_yaml_ng::from_str(&yaml).map_err(|e| format!("front matter: {e}"))?;
+        serde_yaml_ng::from_str(&yaml).map_err(front_matter::FrontMatterError::from)?;
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let name = front
         .name
         .map(|n| n.trim().to_string())
         .unwrap_or_else(|| dir_name.to_string());
     if !valid_name(&name) {
-        return Err(format!(
-            "field `name`: `{name}` is not a skill name (use letters, digits and `-`, at most 64)"
-        ));
+        return Err(SkillParseError::BadName(name));
     }
     let description = front
         .description
         .map(|d| d.trim().to_string())
         .filter(|d| !d.is_empty())
-        .ok_or("field `description` is missing: say when the skill should be used")?;
+        .ok_or(SkillParseError::NoDescription)?;
     Ok(Skill {
         name,
         description,
@@ -169,12 +181,17 @@ impl SkillCatalog {
         dirs.sort();
         for dir in dirs {
             let file = dir.join("SKILL.md");
-            let parsed = front_matter::read(&file).and_then(|text| parse(&text, &dir, scope));
+            let parsed = front_matter::read(&file)
+                .map_err(SkillParseError::from)
+                .and_then(|text| parse(&text, &dir, scope));
             match parsed {
                 Ok(skill) => {
                     self.skills.insert(skill.name.clone(), skill);
                 }
-                Err(message) => self.errors.push(SkillError { file, message }),
+                Err(e) => self.errors.push(SkillError {
+                    file,
+                    message: e.to_string(),
+                }),
             }
         }
     }
@@ -287,16 +304,21 @@ mod tests {
 
     #[test]
     fn bad_files_say_which_field() {
-        let e = parse("---\nname: x\n---\nB", Path::new("/s/x"), Scope::Project).unwrap_err();
+        let e = parse("---\nname: x\n---\nB", Path::new("/s/x"), Scope::Project)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("description"), "{e}");
         let e = parse(
             "---\nname: a b\ndescription: d\n---\n",
             Path::new("/s/x"),
             Scope::Project,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("`name`"), "{e}");
-        let e = parse("no front matter", Path::new("/s/x"), Scope::Project).unwrap_err();
+        let e = parse("no front matter", Path::new("/s/x"), Scope::Project)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("---"), "{e}");
     }
 

@@ -89,6 +89,45 @@ pub async fn suggest(snapshot: &LeadSnapshot) -> Option<String> {
     .await
 }
 
+/// Why a speculation did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Its overlay directory could not be made.
+    #[error(transparent)]
+    Overlay(#[from] super::overlay::OverlayError),
+    /// The lead could not be forked.
+    #[error(transparent)]
+    Fork(#[from] super::runner::ForkError),
+}
+
+/// Why a finished speculation cannot stand in for the run (the
+/// [`Resolution::NotAdopted`] reason).
+#[derive(Debug, thiserror::Error)]
+enum NotAdopted {
+    #[error("the speculation stopped: {0}")]
+    Halted(super::calls::Halt),
+    #[error("the speculation reached {0}")]
+    Limit(String),
+    #[error("the speculation was cancelled")]
+    Cancelled,
+    #[error("the speculation failed: {0}")]
+    Failed(String),
+    #[error("a UserPromptSubmit hook adds context to this prompt")]
+    HookContext,
+    #[error("a UserPromptSubmit hook blocked it: {0}")]
+    HookBlocked(String),
+    #[error(transparent)]
+    Overlay(#[from] super::overlay::OverlayError),
+    #[error("writing {} was refused: {reason}", .path.display())]
+    Refused { path: PathBuf, reason: String },
+    #[error("writing {} got no answer", .0.display())]
+    NoAnswer(PathBuf),
+    #[error(transparent)]
+    Lead(#[from] crate::agent::lead_actor::LeadError),
+    #[error("the lead did not take the speculated messages")]
+    NotTaken,
+}
+
 impl Speculation {
     /// Starts running `prompt` ahead of the user, as agent `agent` (`speculation/<n>`),
     /// with its overlay in a new directory below `overlay_parent`.
@@ -99,9 +138,8 @@ impl Speculation {
         agent: &str,
         overlay_parent: &Path,
         limits: Limits,
-    ) -> Result<Self, String> {
-        let mut overlay =
-            Overlay::create(overlay_parent, &snapshot.place.cwd).map_err(|e| e.to_string())?;
+    ) -> Result<Self, StartError> {
+        let mut overlay = Overlay::create(overlay_parent, &snapshot.place.cwd)?;
         let overlay_dir = overlay.root().to_path_buf();
         let cancel = CancellationToken::new();
         let fork = Fork::new(snapshot.clone(), agent, &cancel).await?;
@@ -187,7 +225,9 @@ impl Speculation {
                 },
                 messages: speculated.messages,
             },
-            Err(reason) => Resolution::NotAdopted { reason },
+            Err(e) => Resolution::NotAdopted {
+                reason: e.to_string(),
+            },
         }
     }
 }
@@ -199,13 +239,13 @@ async fn adopt(
     prompt: &str,
     speculated: &Speculated,
     overlay: &Overlay,
-) -> Result<(), String> {
+) -> Result<(), NotAdopted> {
     match &speculated.ending {
         Ending::Completed => {}
-        Ending::Halted(halt) => return Err(format!("the speculation stopped: {halt}")),
-        Ending::Limit(limit) => return Err(format!("the speculation reached {limit}")),
-        Ending::Cancelled => return Err("the speculation was cancelled".into()),
-        Ending::Failed(e) => return Err(format!("the speculation failed: {e}")),
+        Ending::Halted(halt) => return Err(NotAdopted::Halted(halt.clone())),
+        Ending::Limit(limit) => return Err(NotAdopted::Limit(limit.clone())),
+        Ending::Cancelled => return Err(NotAdopted::Cancelled),
+        Ending::Failed(e) => return Err(NotAdopted::Failed(e.clone())),
     }
     // The user's prompt hooks judge the prompt now that the user submitted it; a hook
     // that blocks it or adds context means the speculation ran without its say.
@@ -225,10 +265,10 @@ async fn adopt(
         .await;
     match started {
         Ok(context) if context.is_empty() => {}
-        Ok(_) => return Err("a UserPromptSubmit hook adds context to this prompt".into()),
-        Err(reason) => return Err(format!("a UserPromptSubmit hook blocked it: {reason}")),
+        Ok(_) => return Err(NotAdopted::HookContext),
+        Err(reason) => return Err(NotAdopted::HookBlocked(reason.to_string())),
     }
-    let files = overlay.files().map_err(|e| e.to_string())?;
+    let files = overlay.files()?;
     for (n, (path, content)) in files.into_iter().enumerate() {
         let call = ToolCall {
             id: format!("speculation-write-{n}"),
@@ -248,13 +288,12 @@ async fn adopt(
         match answer {
             Ok(CallResult::Success(r)) if !r.is_error => {}
             Ok(CallResult::Success(r)) => {
-                return Err(format!(
-                    "writing {} was refused: {}",
-                    path.display(),
-                    r.content
-                ));
+                return Err(NotAdopted::Refused {
+                    path,
+                    reason: r.content,
+                });
             }
-            _ => return Err(format!("writing {} got no answer", path.display())),
+            _ => return Err(NotAdopted::NoAnswer(path)),
         }
     }
     let after = snapshot.conversation.len();
@@ -270,7 +309,7 @@ async fn adopt(
         )
         .await
     {
-        Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
-        _ => Err("the lead did not take the speculated messages".into()),
+        Ok(CallResult::Success(r)) => Ok(r?),
+        _ => Err(NotAdopted::NotTaken),
     }
 }

@@ -22,12 +22,21 @@ use std::path::Path;
 pub use ahead::{Resolution, Speculation};
 pub use runner::{Ending, Limits, Speculated};
 
-/// Whether speculation is on for a session in `project_root` with model `model` (its
-/// name as the provider reports it: `demo`, `script`, or a real model's id). A settings
+/// The model a session runs, as far as speculation's default cares: the built-in demo
+/// and scripted models replay fixed answers, so guessing ahead only spends their script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionModel<'a> {
+    /// The built-in demo.
+    Demo,
+    /// Any other model, by the name its provider reports (`script`, or a real model's id).
+    Named(&'a str),
+}
+
+/// Whether speculation is on for a session in `project_root` with `model`. A settings
 /// file that cannot be read or parsed turns it off: it is an optimisation, and doing
 /// less is safe.
-pub fn enabled(project_root: &Path, home: Option<&Path>, model: &str, is_demo: bool) -> bool {
-    let default = !is_demo && model != "script";
+pub fn enabled(project_root: &Path, home: Option<&Path>, model: SessionModel<'_>) -> bool {
+    let default = !matches!(model, SessionModel::Demo | SessionModel::Named("script"));
     for (_, path) in crate::config::layers::files(project_root, home) {
         match setting(&path) {
             Ok(Some(on)) => return on,
@@ -61,23 +70,23 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let home = tempfile::tempdir().unwrap();
         let (r, h) = (root.path(), Some(home.path()));
-        assert!(enabled(r, h, "claude-x", false));
-        assert!(!enabled(r, h, "demo", true));
-        assert!(!enabled(r, h, "script", false));
+        assert!(enabled(r, h, SessionModel::Named("claude-x")));
+        assert!(!enabled(r, h, SessionModel::Demo));
+        assert!(!enabled(r, h, SessionModel::Named("script")));
         let put = |dir: &Path, text: &str| {
             std::fs::create_dir_all(dir.join(".crew")).unwrap();
             std::fs::write(dir.join(".crew/settings.json"), text).unwrap();
         };
         put(home.path(), r#"{"speculation": false}"#);
-        assert!(!enabled(r, h, "claude-x", false));
+        assert!(!enabled(r, h, SessionModel::Named("claude-x")));
         put(home.path(), r#"{"speculation": true}"#);
-        assert!(enabled(r, h, "script", false));
+        assert!(enabled(r, h, SessionModel::Named("script")));
         // The project layer is above the user's.
         put(root.path(), r#"{"speculation": false}"#);
-        assert!(!enabled(r, h, "script", false));
+        assert!(!enabled(r, h, SessionModel::Named("script")));
         put(root.path(), r#"{"speculation": "yes"}"#);
         assert!(
-            !enabled(r, h, "claude-x", false),
+            !enabled(r, h, SessionModel::Named("claude-x")),
             "a malformed value turns it off"
         );
     }

@@ -80,6 +80,14 @@ pub struct Fork {
     approver: ActorRef<ApproverMsg>,
 }
 
+/// Why a speculation's fork of the lead could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ForkError {
+    /// Its headless approver did not start.
+    #[error("cannot start the speculation's approver: {0}")]
+    Approver(ractor::SpawnErr),
+}
+
 impl Fork {
     /// Forks the lead as agent `agent` (`speculation/<n>`); `cancel` also stops the
     /// tools it runs.
@@ -87,10 +95,10 @@ impl Fork {
         snapshot: LeadSnapshot,
         agent: &str,
         cancel: &CancellationToken,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ForkError> {
         let (approver, _) = Actor::spawn(None, Approver, ApproverPolicy::Headless)
             .await
-            .map_err(|e| format!("cannot start the speculation's approver: {e}"))?;
+            .map_err(ForkError::Approver)?;
         let mut pipeline: Pipeline = snapshot.runner.pipeline.clone();
         pipeline.approver = crate::supervise::Slot::new(approver.clone());
         pipeline.events = EventBus::new();

@@ -28,10 +28,15 @@ impl Default for RestartLimit {
     }
 }
 
+/// A restart limit that is not `N/Ts` with T at least 1 (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{RESTART_LIMIT_VAR}={0:?}: expected N/Ts, e.g. 20/10s")]
+pub struct BadRestartLimit(pub String);
+
 impl RestartLimit {
     /// Parses `N/Ts` (`20/10s`, `5/1s`).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let bad = || format!("{RESTART_LIMIT_VAR}={text:?}: expected N/Ts, e.g. 20/10s");
+    pub fn parse(text: &str) -> Result<Self, BadRestartLimit> {
+        let bad = || BadRestartLimit(text.to_string());
         let (max, window) = text.trim().split_once('/').ok_or_else(bad)?;
         let max: usize = max.trim().parse().map_err(|_| bad())?;
         let secs: u64 = window
@@ -55,7 +60,7 @@ impl RestartLimit {
         match std::env::var(RESTART_LIMIT_VAR) {
             Ok(text) => match Self::parse(&text) {
                 Ok(limit) => (limit, None),
-                Err(e) => (Self::default(), Some(e)),
+                Err(e) => (Self::default(), Some(e.to_string())),
             },
             Err(_) => (Self::default(), None),
         }
@@ -150,7 +155,7 @@ mod tests {
     #[test]
     fn malformed_limits_are_refused_with_the_expected_form() {
         for bad in ["", "20", "x/10s", "20/10", "20/0s", "20/-1s"] {
-            let e = RestartLimit::parse(bad).unwrap_err();
+            let e = RestartLimit::parse(bad).unwrap_err().to_string();
             assert!(e.contains("N/Ts"), "{bad}: {e}");
         }
         assert_eq!(

@@ -84,11 +84,24 @@ pub const PANIC_TARGETS: [&str; 7] = [
     "gate.register",
 ];
 
+/// A `CREW_FAULTS` rule that does not parse: the rule and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{FAULTS_VAR}: `{rule}`: {why} (e.g. kill:gate@every2)")]
+pub struct BadFault {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
 /// Parses a `CREW_FAULTS` value.
-pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
+pub fn parse(text: &str) -> Result<Vec<Fault>, BadFault> {
     let mut faults = Vec::new();
     for rule in text.split(';').map(str::trim).filter(|r| !r.is_empty()) {
-        let bad = |why: &str| format!("{FAULTS_VAR}: `{rule}`: {why} (e.g. kill:gate@every2)");
+        let bad = |why: &str| BadFault {
+            rule: rule.to_string(),
+            why: why.to_string(),
+        };
         let (kind, rest) = rule.split_once(':').ok_or_else(|| bad("no `:`"))?;
         let kind = match kind {
             "panic" => FaultKind::Panic,
@@ -273,7 +286,7 @@ mod tests {
             "panic:transcript@1",
             "kill:gate.register@1",
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{bad}: {e}");
         }
     }

@@ -293,15 +293,25 @@ impl Drop for Held<'_> {
     }
 }
 
+/// What [`Held::data`] does when the inbox file does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IfAbsent {
+    /// Create it (a send).
+    Create,
+    /// Answer `None` (a read: no file is no messages).
+    Skip,
+}
+
 impl Held<'_> {
     /// The inbox file.
     pub(crate) fn path(&self) -> &Path {
         &self.inbox.path
     }
 
-    /// The inbox file and its length; `None` when it does not exist and `create` is false.
-    /// Opened again (and re-read) when the file at the path is not the one held open.
-    pub(crate) fn data(&mut self, create: bool) -> Result<Option<(Arc<File>, u64)>> {
+    /// The inbox file and its length; `None` when it does not exist and `absent` is
+    /// [`IfAbsent::Skip`]. Opened again (and re-read) when the file at the path is not the
+    /// one held open.
+    pub(crate) fn data(&mut self, absent: IfAbsent) -> Result<Option<(Arc<File>, u64)>> {
         let path = &self.inbox.path;
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
@@ -316,7 +326,7 @@ impl Held<'_> {
         self.state.file = None;
         self.state.appended = None;
         self.state.read_hint = None;
-        if meta.is_none() && !create {
+        if meta.is_none() && absent == IfAbsent::Skip {
             return Ok(None);
         }
         let file = OpenOptions::new()
@@ -406,7 +416,7 @@ impl Held<'_> {
     /// The complete messages after the cursor, in inbox order.
     pub(crate) fn unread(&mut self) -> Result<Vec<Envelope>> {
         let cursor = self.cursor()?;
-        let Some((file, len)) = self.data(false)? else {
+        let Some((file, len)) = self.data(IfAbsent::Skip)? else {
             return Ok(Vec::new());
         };
         let scan = scan(
@@ -428,7 +438,7 @@ impl Held<'_> {
     /// How many complete messages follow the cursor.
     pub(crate) fn unread_count(&mut self) -> Result<u64> {
         let cursor = self.cursor()?;
-        let Some((file, len)) = self.data(false)? else {
+        let Some((file, len)) = self.data(IfAbsent::Skip)? else {
             return Ok(0);
         };
         check_cursor(&self.inbox.path, cursor, len)?;
@@ -455,7 +465,7 @@ impl Held<'_> {
     /// The cursor after `delivered` messages, found by reading from `cursor`.
     fn find(&mut self, cursor: Cursor, delivered: u64) -> Result<Cursor> {
         let path = &self.inbox.path;
-        let messages = match self.data(false)? {
+        let messages = match self.data(IfAbsent::Skip)? {
             Some((file, len)) => scan(path, &file, cursor.offset, cursor.delivered, len)?.messages,
             None => Vec::new(),
         };

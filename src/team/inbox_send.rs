@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::error::{Result, TeamError, io_at};
-use super::inbox_file::{Held, Wait, relock};
+use super::inbox_file::{Held, IfAbsent, Wait, relock};
 use super::inbox_read::Stamp;
 use super::message::{Envelope, MessageKind, Outgoing};
 use super::{MemberName, Recipient, Roster, Team, USER, now_ms};
@@ -149,7 +149,7 @@ fn append(
     broadcast: bool,
 ) -> Result<Envelope> {
     let path = held.path().to_path_buf();
-    let (file, len) = held.data(true)?.ok_or_else(|| TeamError::Io {
+    let (file, len) = held.data(IfAbsent::Create)?.ok_or_else(|| TeamError::Io {
         path: path.clone(),
         source: std::io::Error::other("the inbox vanished while it was being opened"),
     })?;

@@ -10,10 +10,23 @@ use std::time::Duration;
 use ractor::ActorRef;
 
 use super::actor::{TeamMsg, blocking};
-use super::{Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team};
+use super::{
+    Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team, TeamError,
+};
 
 /// How long a mailbox waits for the team actor to answer.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why [`Mailbox::send`] did not deliver.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// The team refused or failed the send.
+    #[error(transparent)]
+    Team(#[from] TeamError),
+    /// The team actor did not answer in time.
+    #[error("the team did not answer; the message may not have been sent")]
+    NoAnswer,
+}
 
 /// One member's connection to its team: sends through the team actor, reads and
 /// acknowledges its own inbox. The runner injects mail through it at turn boundaries; the
@@ -63,7 +76,7 @@ impl Mailbox {
     }
 
     /// Sends a message; returns once it is on disk in every recipient's inbox.
-    pub async fn send(&self, to: Recipient, out: Outgoing) -> Result<Vec<Envelope>, String> {
+    pub async fn send(&self, to: Recipient, out: Outgoing) -> Result<Vec<Envelope>, SendError> {
         let from = self.me.clone();
         match self
             .actor
@@ -78,23 +91,21 @@ impl Mailbox {
             )
             .await
         {
-            Ok(ractor::rpc::CallResult::Success(r)) => r.map_err(|e| e.to_string()),
-            _ => Err("the team did not answer; the message may not have been sent".into()),
+            Ok(ractor::rpc::CallResult::Success(r)) => Ok(r?),
+            _ => Err(SendError::NoAnswer),
         }
     }
 
     /// The unread mail, in inbox order (read on the caller's task unless the inbox lock is
     /// taken elsewhere).
-    pub async fn unread(&self) -> Result<Vec<Envelope>, String> {
+    pub async fn unread(&self) -> Result<Vec<Envelope>, TeamError> {
         match self.team.try_unread(&self.me) {
             Ok(Some(unread)) => Ok(unread),
             Ok(None) => {
                 let (team, me) = (self.team.clone(), self.me.clone());
-                blocking(move || team.unread(&me))
-                    .await
-                    .map_err(|e| e.to_string())
+                blocking(move || team.unread(&me)).await
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         }
     }
 

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use std::io::Read;
 
-use super::beneath::Beneath;
+use super::beneath::{Beneath, Missing};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
@@ -70,7 +70,9 @@ impl Tool for EditFile {
             // The directory is opened beneath the roots first, then the file inside it:
             // what is read is what gets replaced, and a path that cannot be written is
             // refused before its content is looked at.
-            let parent = beneath.parent(&resolved, &path, false).map_err(not_found)?;
+            let parent = beneath
+                .parent(&resolved, &path, Missing::Fail)
+                .map_err(not_found)?;
             let opened = beneath.open_in(&parent, &path).map_err(not_found)?;
             if opened.meta.is_dir() {
                 return Err(ToolError::Failed(format!(

@@ -206,7 +206,11 @@ impl Registry {
     }
 
     /// Validates a call's `input` against `tool`'s schema (compiled once per tool).
-    pub fn validate(&self, tool: &Arc<dyn Tool>, input: &serde_json::Value) -> Result<(), String> {
+    pub fn validate(
+        &self,
+        tool: &Arc<dyn Tool>,
+        input: &serde_json::Value,
+    ) -> Result<(), super::schema::ArgumentsError> {
         self.validators.validate(tool, input)
     }
 

@@ -9,8 +9,23 @@ use serde_json::Value;
 
 use super::Tool;
 
+/// Why a call's arguments were refused before the tool ran. Its text goes back to the
+/// model as the call's result, so it names the offending fields.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentsError {
+    /// The arguments are not a JSON object (the kind they are instead).
+    #[error("arguments must be a JSON object, got {0}")]
+    NotAnObject(&'static str),
+    /// The tool's own schema does not compile (the compiler's message).
+    #[error("the tool's own schema is invalid: {0}")]
+    BadSchema(String),
+    /// The arguments break the schema: the first few violations, each naming its field.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+}
+
 /// Validates `input` against `schema`. The error names the first offending field.
-pub fn validate(schema: &Value, input: &Value) -> Result<(), String> {
+pub fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsError> {
     object_input(input)?;
     check(&compile(schema)?, input)
 }
@@ -29,7 +44,7 @@ type Compiled = (Weak<dyn Tool>, Arc<jsonschema::Validator>);
 
 impl Validators {
     /// Validates `input` against `tool`'s schema, as [`validate`] does.
-    pub fn validate(&self, tool: &Arc<dyn Tool>, input: &Value) -> Result<(), String> {
+    pub fn validate(&self, tool: &Arc<dyn Tool>, input: &Value) -> Result<(), ArgumentsError> {
         object_input(input)?;
         let def = tool.definition();
         let cached = self
@@ -55,22 +70,19 @@ impl Validators {
     }
 }
 
-fn object_input(input: &Value) -> Result<(), String> {
+fn object_input(input: &Value) -> Result<(), ArgumentsError> {
     if input.is_object() {
         Ok(())
     } else {
-        Err(format!(
-            "arguments must be a JSON object, got {}",
-            kind(input)
-        ))
+        Err(ArgumentsError::NotAnObject(kind(input)))
     }
 }
 
-fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::validator_for(schema).map_err(|e| format!("the tool's own schema is invalid: {e}"))
+fn compile(schema: &Value) -> Result<jsonschema::Validator, ArgumentsError> {
+    jsonschema::validator_for(schema).map_err(|e| ArgumentsError::BadSchema(e.to_string()))
 }
 
-fn check(validator: &jsonschema::Validator, input: &Value) -> Result<(), String> {
+fn check(validator: &jsonschema::Validator, input: &Value) -> Result<(), ArgumentsError> {
     let errors: Vec<String> = validator
         .iter_errors(input)
         .take(3)
@@ -89,7 +101,7 @@ fn check(validator: &jsonschema::Validator, input: &Value) -> Result<(), String>
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(errors.join("; "))
+        Err(ArgumentsError::Invalid(errors))
     }
 }
 
@@ -140,11 +152,15 @@ mod tests {
 
     #[test]
     fn names_missing_and_mistyped_fields() {
-        let err = validate(&schema(), &json!({})).unwrap_err();
+        let err = validate(&schema(), &json!({})).unwrap_err().to_string();
         assert!(err.contains("path"), "{err}");
-        let err = validate(&schema(), &json!({"path": "a", "limit": "x"})).unwrap_err();
+        let err = validate(&schema(), &json!({"path": "a", "limit": "x"}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`limit`"), "{err}");
-        let err = validate(&schema(), &json!({"path": "a", "bogus": 1})).unwrap_err();
+        let err = validate(&schema(), &json!({"path": "a", "bogus": 1}))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bogus"), "{err}");
     }
 
@@ -153,6 +169,7 @@ mod tests {
         assert!(
             validate(&schema(), &json!([1]))
                 .unwrap_err()
+                .to_string()
                 .contains("an array")
         );
     }
@@ -213,12 +230,14 @@ mod tests {
             cache
                 .validate(&broken, &json!({}))
                 .unwrap_err()
+                .to_string()
                 .contains("own schema")
         );
         assert!(
             cache
                 .validate(&broken, &json!({}))
                 .unwrap_err()
+                .to_string()
                 .contains("own schema")
         );
     }

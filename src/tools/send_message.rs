@@ -147,7 +147,7 @@ impl Tool for SendMessage {
         let stored = mailbox
             .send(recipient, out)
             .await
-            .map_err(ToolError::Failed)?;
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
         let names: Vec<String> = stored.iter().map(|e| e.to.to_string()).collect();
         Ok(format!("Message delivered to {}.", names.join(", ")))
     }

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::beneath::Beneath;
+use super::beneath::{Beneath, Missing};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
@@ -51,7 +51,7 @@ impl Tool for WriteFile {
         let resolved = ctx.resolve(&path);
         let beneath = Beneath::writes(&ctx);
         tokio::task::spawn_blocking(move || {
-            let parent = beneath.parent(&resolved, &path, true)?;
+            let parent = beneath.parent(&resolved, &path, Missing::Create)?;
             let existed = parent
                 .existing()
                 .map_err(|e| ToolError::Failed(format!("cannot write `{path}`: {e}")))?

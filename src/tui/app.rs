@@ -527,7 +527,7 @@ impl App {
     }
 
     /// The lead's run ended.
-    pub fn on_run_finished(&mut self, result: Result<RunOutcome, String>) {
+    pub fn on_run_finished(&mut self, result: Result<RunOutcome, super::jobs::JobError>) {
         self.running = None;
         let plan = match &result {
             Ok(o) if o.status == RunStatus::Completed => Some(o.result.clone()),
@@ -542,7 +542,7 @@ impl App {
                     .transcript
                     .push(Entry::Error(format!("The run failed: {}", o.result))),
             },
-            Err(e) => self.transcript.push(Entry::Error(e.clone())),
+            Err(e) => self.transcript.push(Entry::Error(e.to_string())),
         }
         if matches!(self.plan, PlanStage::Planning { .. }) {
             self.plan.planned(plan, self.permission);

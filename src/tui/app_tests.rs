@@ -38,7 +38,7 @@ fn runs(effects: Vec<Effect>) -> Vec<RunRequest> {
         .collect()
 }
 
-fn completed(result: &str) -> Result<RunOutcome, String> {
+fn completed(result: &str) -> Result<RunOutcome, crate::tui::jobs::JobError> {
     Ok(RunOutcome {
         result: result.into(),
         status: RunStatus::Completed,

@@ -9,33 +9,63 @@ use ractor::rpc::CallResult;
 use tokio::sync::mpsc;
 
 use super::app::App;
-use crate::agent::lead_actor::LeadMsg;
+use crate::agent::lead_actor::{LeadError, LeadMsg};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest};
 use crate::session::build::Prepared;
 use crate::tasks::TaskRecord;
-use crate::tasks::actor::TaskMsg;
+use crate::tasks::actor::{StopError, TaskMsg};
+use crate::team::TeamError;
+
+/// Why work the loop started failed; the TUI shows its text in the transcript.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The lead refused or failed the request.
+    #[error(transparent)]
+    Lead(#[from] LeadError),
+    /// The lead did not answer (its actor is gone, or the reply was lost).
+    #[error("the lead agent did not answer")]
+    NoAnswer,
+    /// `/name` is neither built in nor a custom command.
+    #[error("unknown command /{0}")]
+    UnknownCommand(String),
+    /// The task manager refused to stop the task.
+    #[error(transparent)]
+    Stop(#[from] StopError),
+    /// The task did not stop within the bound.
+    #[error("task {0} did not stop in time")]
+    StopTimeout(String),
+    /// The team refused or failed a message.
+    #[error(transparent)]
+    Team(#[from] TeamError),
+    /// The session has no team to message.
+    #[error("session {0} has no team yet")]
+    NoTeam(String),
+    /// The worktree manager refused or failed (a conflict, nothing to merge, no such id).
+    #[error(transparent)]
+    Worktree(#[from] crate::worktree::WorktreeError),
+}
 
 /// Work that finished off the loop.
 pub(super) enum Done {
-    Run(Result<RunOutcome, String>),
+    Run(Result<RunOutcome, JobError>),
     CommandExpanded(String),
     Tasks(Vec<TaskRecord>),
     Log(String, String),
     TaskEnded(u64, TaskRecord),
     TeamMail,
-    Worktrees(Result<Vec<crate::worktree::Listing>, String>),
+    Worktrees(Result<Vec<crate::worktree::Listing>, JobError>),
     Reviewed(
         super::worktrees_panel::Review,
         String,
-        Result<String, String>,
+        Result<String, JobError>,
     ),
-    Stopped(Result<TaskRecord, String>),
+    Stopped(Result<TaskRecord, JobError>),
     Team(Option<crate::team::view::TeamView>),
     Transcript(String, String),
-    TeamNotice(Result<String, String>),
+    TeamNotice(Result<String, JobError>),
     Ahead(super::speculate::Report),
-    Compacted(Result<crate::agent::context::Compacted, String>),
+    Compacted(Result<crate::agent::context::Compacted, JobError>),
 }
 
 /// The largest log tail the log view loads.
@@ -57,8 +87,8 @@ pub(super) fn spawn_run(
             .await
         {
             // The TUI shows the refusal as text.
-            Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
-            _ => Err("the lead agent did not answer".to_string()),
+            Ok(CallResult::Success(r)) => r.map_err(JobError::from),
+            _ => Err(JobError::NoAnswer),
         };
         let _ = done.send(Done::Run(result));
     });
@@ -80,8 +110,8 @@ pub(super) fn spawn_compact(
             .await
         {
             // The TUI shows the refusal as text.
-            Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
-            _ => Err("the lead agent did not answer".to_string()),
+            Ok(CallResult::Success(r)) => r.map_err(JobError::from),
+            _ => Err(JobError::NoAnswer),
         };
         let _ = done.send(Done::Compacted(result));
     });
@@ -97,7 +127,7 @@ pub(super) fn spawn_command(
     done: mpsc::UnboundedSender<Done>,
 ) {
     let Some(cmd) = p.commands.get(&name).cloned() else {
-        let _ = done.send(Done::Run(Err(format!("unknown command /{name}"))));
+        let _ = done.send(Done::Run(Err(JobError::UnknownCommand(name))));
         return;
     };
     let lead = p.session.lead().clone();
@@ -158,8 +188,8 @@ pub(super) fn stop_task(tasks: ActorRef<TaskMsg>, id: String, done: mpsc::Unboun
             )
             .await
         {
-            Ok(CallResult::Success(r)) => r.map_err(|e| e.to_string()),
-            _ => Err(format!("task {id} did not stop in time")),
+            Ok(CallResult::Success(r)) => r.map_err(JobError::from),
+            _ => Err(JobError::StopTimeout(id)),
         };
         let _ = done.send(Done::Stopped(result));
     });

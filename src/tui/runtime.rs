@@ -175,8 +175,11 @@ async fn event_loop(
         crate::speculation::enabled(
             &prepared.project_root,
             prepared.home.as_deref(),
-            &prepared.model,
-            prepared.is_demo,
+            if prepared.is_demo {
+                crate::speculation::SessionModel::Demo
+            } else {
+                crate::speculation::SessionModel::Named(&prepared.model)
+            },
         ),
         crate::store::session_dir(&prepared.project_root, &prepared.session_id)
             .map(|d| d.join("speculation")),
@@ -245,7 +248,8 @@ async fn event_loop(
                 Done::Worktrees(Ok(listings)) => app.worktrees.set_listings(listings),
                 Done::Worktrees(Err(e)) => {
                     app.worktrees.open = false;
-                    app.transcript.push(Entry::Error(e));
+                    app.transcript
+                        .push(Entry::Error(format!("cannot list the worktrees: {e}")));
                 }
                 Done::Reviewed(review, id, outcome) => {
                     super::worktree_io::reviewed(app, review, id, outcome, &prepared.cwd, &done_tx)
@@ -258,7 +262,7 @@ async fn event_loop(
                 Done::Stopped(Ok(rec)) => app.transcript.push(Entry::Notice(format!(
                     "Stopped task {} ({}).", rec.id, rec.status.as_str()
                 ))),
-                Done::Stopped(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::Stopped(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
                 Done::Team(Some(view)) => app.team.set_view(view),
                 Done::Team(None) => {}
                 Done::Transcript(name, text) => {
@@ -267,12 +271,12 @@ async fn event_loop(
                     }
                 }
                 Done::TeamNotice(Ok(text)) => app.transcript.push(Entry::Notice(text)),
-                Done::TeamNotice(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::TeamNotice(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
                 Done::Compacted(Ok(c)) => app.transcript.push(Entry::Notice(format!(
                     "Compacted: about {} → {} tokens of context.",
                     c.tokens_before, c.tokens_after
                 ))),
-                Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e)),
+                Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
             },
             _ = tick.tick() => {
                 if let Some(t) = &tasks {

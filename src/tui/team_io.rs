@@ -5,7 +5,7 @@
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app::App;
-use super::jobs::Done;
+use super::jobs::{Done, JobError};
 use crate::team::{MemberName, MessageKind, Outgoing, Recipient, Team};
 
 /// Reports `Done::TeamMail` once the lead has team mail or notices to read. A quiet team
@@ -54,13 +54,10 @@ fn deliver(
     to: String,
     out: Outgoing,
     what: &'static str,
-) -> Result<String, String> {
-    let team = Team::find_for_session(&session)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("session {session} has no team yet"))?;
-    let recipient = Recipient::parse(&to).map_err(|e| e.to_string())?;
-    team.send(&MemberName::user(), &recipient, out)
-        .map_err(|e| e.to_string())?;
+) -> Result<String, JobError> {
+    let team = Team::find_for_session(&session)?.ok_or(JobError::NoTeam(session))?;
+    let recipient = Recipient::parse(&to)?;
+    team.send(&MemberName::user(), &recipient, out)?;
     Ok(format!("{what} {to}."))
 }
 

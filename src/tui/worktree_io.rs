@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::app::App;
-use super::jobs::Done;
+use super::jobs::{Done, JobError};
 use super::transcript::Entry;
 use super::worktrees_panel::Review;
-use crate::worktree::Manager;
+use crate::worktree::{Manager, MergeStyle};
 
 /// Reports the worktrees of the repository at `cwd`.
 pub(super) fn load(cwd: &Path, done: UnboundedSender<Done>) {
@@ -18,7 +18,7 @@ pub(super) fn load(cwd: &Path, done: UnboundedSender<Done>) {
     tokio::task::spawn_blocking(move || {
         let listed = Manager::open(&cwd, None)
             .and_then(|m| m.list())
-            .map_err(|e| format!("cannot list the worktrees: {e}"));
+            .map_err(JobError::from);
         let _ = done.send(Done::Worktrees(listed));
     });
 }
@@ -29,7 +29,7 @@ pub(super) fn review(cwd: &Path, review: Review, id: String, done: UnboundedSend
     tokio::task::spawn_blocking(move || {
         let outcome = Manager::open(&cwd, None)
             .and_then(|m| act(&m, review, &id))
-            .map_err(|e| e.to_string());
+            .map_err(JobError::from);
         let _ = done.send(Done::Reviewed(review, id, outcome));
     });
 }
@@ -38,7 +38,11 @@ fn act(m: &Manager, review: Review, id: &str) -> Result<String, crate::worktree:
     Ok(match review {
         Review::Diff => m.diff(id)?,
         Review::Merge | Review::Squash => {
-            let merged = m.merge(id, review == Review::Squash)?;
+            let style = match review {
+                Review::Squash => MergeStyle::Squash,
+                _ => MergeStyle::Merge,
+            };
+            let merged = m.merge(id, style)?;
             let how = if merged.squash {
                 "squashed into"
             } else {
@@ -67,7 +71,7 @@ pub(super) fn reviewed(
     app: &mut App,
     review: Review,
     id: String,
-    outcome: Result<String, String>,
+    outcome: Result<String, JobError>,
     cwd: &Path,
     done: &UnboundedSender<Done>,
 ) {

@@ -114,10 +114,29 @@ impl LeadTls {
     }
 }
 
+/// Why the lead's TLS files do not make a whole: TLS is all or nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeadTlsError {
+    /// A client certificate without its key (the flag or setting that gave it).
+    #[error("{0} is given without a key (--worker-key or workerTls.key)")]
+    NoKey(String),
+    /// A client key without its certificate (the flag or setting that gave it).
+    #[error("{0} is given without a certificate (--worker-cert or workerTls.cert)")]
+    NoCert(String),
+    /// A client certificate without a CA to check the workers with.
+    #[error(
+        "a client certificate is given without --worker-ca: the lead must verify the workers' certificates too"
+    )]
+    NoCa,
+}
+
 /// Merges `--worker-ca/--worker-cert/--worker-key` (each wins over its setting) with
 /// `workerTls`; `None` when no CA is given. A client certificate without a key (or the
 /// reverse), or without a CA, is an error: TLS is all or nothing.
-pub fn lead_tls(cli: &TlsSettings, settings: &TlsSettings) -> Result<Option<LeadTls>, String> {
+pub fn lead_tls(
+    cli: &TlsSettings,
+    settings: &TlsSettings,
+) -> Result<Option<LeadTls>, LeadTlsError> {
     let pick = |c: &Option<PathBuf>, s: &Option<PathBuf>, flag: &str, field: &str| {
         c.as_ref()
             .map(|p| Named::new(flag, p))
@@ -129,25 +148,13 @@ pub fn lead_tls(cli: &TlsSettings, settings: &TlsSettings) -> Result<Option<Lead
     let client = match (cert, key) {
         (Some(c), Some(k)) => Some((c, k)),
         (None, None) => None,
-        (Some(c), None) => {
-            return Err(format!(
-                "{} is given without a key (--worker-key or workerTls.key)",
-                c.flag
-            ));
-        }
-        (None, Some(k)) => {
-            return Err(format!(
-                "{} is given without a certificate (--worker-cert or workerTls.cert)",
-                k.flag
-            ));
-        }
+        (Some(c), None) => return Err(LeadTlsError::NoKey(c.flag)),
+        (None, Some(k)) => return Err(LeadTlsError::NoCert(k.flag)),
     };
     match (ca, client) {
         (Some(ca), client) => Ok(Some(LeadTls { ca, client })),
         (None, None) => Ok(None),
-        (None, Some(_)) => Err(
-            "a client certificate is given without --worker-ca: the lead must verify the workers' certificates too".into(),
-        ),
+        (None, Some(_)) => Err(LeadTlsError::NoCa),
     }
 }
 
@@ -215,13 +222,12 @@ pub fn join_config(
             });
         }
     };
-    let tls = lead_tls(tls, &user.worker_tls.unwrap_or_default()).map_err(|message| {
-        ConfigError::Settings {
+    let tls =
+        lead_tls(tls, &user.worker_tls.unwrap_or_default()).map_err(|e| ConfigError::Settings {
             path: path.clone().unwrap_or_default(),
             field: "workerTls",
-            message,
-        }
-    })?;
+            message: e.to_string(),
+        })?;
     Ok(JoinConfig {
         tls,
         workers: workers.map(split_workers).unwrap_or(from_settings),
@@ -326,7 +332,9 @@ mod tests {
             cert: p("/c"),
             key: None,
         };
-        let e = lead_tls(&half, &TlsSettings::default()).unwrap_err();
+        let e = lead_tls(&half, &TlsSettings::default())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--worker-cert") && e.contains("without a key"),
             "{e}"
@@ -339,6 +347,7 @@ mod tests {
         assert!(
             lead_tls(&no_ca, &TlsSettings::default())
                 .unwrap_err()
+                .to_string()
                 .contains("--worker-ca")
         );
     }

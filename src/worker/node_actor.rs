@@ -225,7 +225,8 @@ fn begin(
     spawn: &RemoteSpawn,
     what: &str,
 ) -> Option<(PathBuf, CancellationToken)> {
-    if let Err(reason) = admit(state, spawn) {
+    if let Err(refusal) = admit(state, spawn) {
+        let reason = refusal.to_string();
         tracing::warn!("refused {what} {}: {reason}", spawn.task_id);
         to_lead(
             &spawn.lead,
@@ -277,23 +278,37 @@ pub(super) fn run_then_end(
     });
 }
 
+/// Why this node refuses a spawn (sent to the lead as the refusal's reason).
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    /// The spawn names something invalid.
+    #[error(transparent)]
+    Spawn(#[from] remote_run::BadSpawn),
+    /// Every slot is in use.
+    #[error("no free slot on {node} ({slots} in use)")]
+    NoSlot { node: String, slots: u32 },
+    /// The task id was seen before.
+    #[error("task {task_id} already exists on {node}")]
+    Exists { task_id: String, node: String },
+}
+
 /// Whether this node takes `spawn`: valid names, a free slot, a task id not seen before.
-fn admit(state: &WorkerState, spawn: &RemoteSpawn) -> Result<(), String> {
+fn admit(state: &WorkerState, spawn: &RemoteSpawn) -> Result<(), Refusal> {
     remote_run::check_spawn(spawn)?;
     if state.running.len() >= state.cfg.slots as usize {
-        return Err(format!(
-            "no free slot on {} ({} in use)",
-            state.node, state.cfg.slots
-        ));
+        return Err(Refusal::NoSlot {
+            node: state.node.clone(),
+            slots: state.cfg.slots,
+        });
     }
     if state.running.contains_key(&spawn.task_id)
         || state.kept.contains_key(&spawn.task_id)
         || state.cfg.workdir.join(&spawn.task_id).exists()
     {
-        return Err(format!(
-            "task {} already exists on {}",
-            spawn.task_id, state.node
-        ));
+        return Err(Refusal::Exists {
+            task_id: spawn.task_id.clone(),
+            node: state.node.clone(),
+        });
     }
     Ok(())
 }
@@ -367,11 +382,45 @@ pub struct WorkerHandle {
     pub worker: ActorRef<WorkerMsg>,
 }
 
+/// Why a worker node did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The work directory cannot be created.
+    #[error("--workdir {}: {reason}", .path.display())]
+    Workdir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        reason: std::io::Error,
+    },
+    /// The listening address cannot be bound.
+    #[error("--listen {addr}: {reason}")]
+    Listen {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The I/O error.
+        reason: std::io::Error,
+    },
+    /// The node server actor did not start.
+    #[error("cannot start the node server on {addr}: {reason}")]
+    NodeServer {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The spawn error.
+        reason: ractor::SpawnErr,
+    },
+    /// The worker actor did not start.
+    #[error("cannot start the worker actor: {0}")]
+    Worker(ractor::SpawnErr),
+}
+
 /// Starts a worker node: the node server listening on `cfg.listen` (behind a TLS accept
 /// loop when `cfg.tls` is set), and the worker actor.
-pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, String> {
-    std::fs::create_dir_all(&cfg.workdir)
-        .map_err(|e| format!("--workdir {}: {e}", cfg.workdir.display()))?;
+pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, StartError> {
+    std::fs::create_dir_all(&cfg.workdir).map_err(|reason| StartError::Workdir {
+        path: cfg.workdir.clone(),
+        reason,
+    })?;
     let host = cfg.listen.ip().to_string();
     // With TLS, our own loop owns the public port; the node server's listener is moved to
     // a loopback port the OS picks, and it too accepts only TLS.
@@ -379,7 +428,10 @@ pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, String> {
         Some(_) => {
             let listener = tokio::net::TcpListener::bind(cfg.listen)
                 .await
-                .map_err(|e| format!("--listen {}: {e}", cfg.listen))?;
+                .map_err(|reason| StartError::Listen {
+                    addr: cfg.listen,
+                    reason,
+                })?;
             (
                 0,
                 std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
@@ -400,16 +452,20 @@ pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, String> {
     )
     .with_listen_addr(listen_ip)
     .with_max_inbound_frame_size(MAX_FRAME);
-    let (server, _) = Actor::spawn(None, server, ())
-        .await
-        .map_err(|e| format!("cannot start the node server on {}: {e}", cfg.listen))?;
+    let (server, _) =
+        Actor::spawn(None, server, ())
+            .await
+            .map_err(|reason| StartError::NodeServer {
+                addr: cfg.listen,
+                reason,
+            })?;
     if let (Some(listener), Some(tls)) = (listener, cfg.tls.clone()) {
         tokio::spawn(super::tls::accept_loop(listener, tls.0, server.clone()));
     }
     let node = format!("{}@{host}", cfg.name);
     let (worker, _) = Actor::spawn(None, WorkerNode, (cfg, node))
         .await
-        .map_err(|e| format!("cannot start the worker actor: {e}"))?;
+        .map_err(StartError::Worker)?;
     let _ = server.cast(NodeServerMessage::SubscribeToEvents {
         id: "crew-worker-log".into(),
         subscription: Box::new(ConnectionLog {

@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::node_actor::{MAX_FRAME, lead_group, lock};
 use super::protocol::{
-    LeadLinkMsg, PlaceRequest, RuleWire, TaskNews, ToLead, ToWorker, WORKERS_GROUP, WorkerMsg,
-    WorkerStatus,
+    LeadLinkMsg, PlaceError, PlaceRequest, RuleWire, TaskNews, ToLead, ToWorker, WORKERS_GROUP,
+    WorkerMsg, WorkerStatus,
 };
 use super::snapshot::{self, NodeView, Snapshot};
 
@@ -81,9 +81,7 @@ impl LinkState {
                     if usable {
                         still.push_back(req);
                     } else {
-                        let _ = req.reply.send(Err(
-                            "no worker is connected (see `crew workers list`)".to_string(),
-                        ));
+                        let _ = req.reply.send(Err(PlaceError::NoWorker));
                     }
                 }
             }
@@ -412,7 +410,7 @@ impl Pool {
         match tls {
             Some(connector) => super::tls::connect(server, sock, addr, connector)
                 .await
-                .map_err(fail)?,
+                .map_err(|e| fail(e.to_string()))?,
             None => ractor_cluster::client_connect(server, sock)
                 .await
                 .map_err(|e| fail(format!("cannot connect: {e}")))?,
@@ -489,7 +487,7 @@ impl Pool {
         task_id: &str,
         exclude: Vec<String>,
         news: mpsc::UnboundedSender<TaskNews>,
-    ) -> Result<(String, ActorRef<WorkerMsg>), String> {
+    ) -> Result<(String, ActorRef<WorkerMsg>), PlaceError> {
         let (reply, rx) = oneshot::channel();
         self.link
             .cast(LeadLinkMsg::Place(PlaceRequest {
@@ -498,9 +496,8 @@ impl Pool {
                 reply,
                 news,
             }))
-            .map_err(|_| "the cluster link is gone".to_string())?;
-        rx.await
-            .map_err(|_| "the cluster link did not answer".to_string())?
+            .map_err(|_| PlaceError::LinkGone)?;
+        rx.await.map_err(|_| PlaceError::NoAnswer)?
     }
 
     /// Frees a task's slot (when the lead gives up on it).

@@ -337,6 +337,20 @@ impl ractor::Message for WorkerMsg {
     }
 }
 
+/// Why no worker slot could be had.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlaceError {
+    /// No live worker is left that may take the task.
+    #[error("no worker is connected (see `crew workers list`)")]
+    NoWorker,
+    /// The lead's cluster link actor is gone.
+    #[error("the cluster link is gone")]
+    LinkGone,
+    /// The cluster link dropped the request.
+    #[error("the cluster link did not answer")]
+    NoAnswer,
+}
+
 /// A lead's request for a worker slot.
 pub struct PlaceRequest {
     /// The task id.
@@ -344,7 +358,7 @@ pub struct PlaceRequest {
     /// Nodes not to use (one that already lost this work).
     pub exclude: Vec<String>,
     /// Receives the chosen node and its actor, or why none can be had.
-    pub reply: oneshot::Sender<Result<(String, ractor::ActorRef<WorkerMsg>), String>>,
+    pub reply: oneshot::Sender<Result<(String, ractor::ActorRef<WorkerMsg>), PlaceError>>,
     /// Receives what the worker reports about this task.
     pub news: tokio::sync::mpsc::UnboundedSender<TaskNews>,
 }

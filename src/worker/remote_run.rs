@@ -31,15 +31,37 @@ pub fn valid_task_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// What is wrong with a spawn a lead sent (the names come from the network).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadSpawn {
+    /// The task id cannot be a directory name.
+    #[error("invalid task id `{0}`")]
+    TaskId(String),
+    /// The base commit is not a full hex object id.
+    #[error("invalid base commit `{0}`")]
+    BaseCommit(String),
+    /// The branch is not the task's own `crew/<task>/…`.
+    #[error("invalid branch `{branch}` (expected crew/{task_id}/…)")]
+    Branch {
+        /// The branch sent.
+        branch: String,
+        /// The task id.
+        task_id: String,
+    },
+    /// A mode other than dontAsk or auto.
+    #[error("invalid permission mode `{0}` for a remote subagent (expected dontAsk or auto)")]
+    Mode(&'static str),
+}
+
 /// Checks what a spawn names before anything touches the disk.
-pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
+pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), BadSpawn> {
     if !valid_task_id(&spawn.task_id) {
-        return Err(format!("invalid task id `{}`", spawn.task_id));
+        return Err(BadSpawn::TaskId(spawn.task_id.clone()));
     }
     let hex =
         |s: &str| (s.len() == 40 || s.len() == 64) && s.chars().all(|c| c.is_ascii_hexdigit());
     if !hex(&spawn.base_commit) {
-        return Err(format!("invalid base commit `{}`", spawn.base_commit));
+        return Err(BadSpawn::BaseCommit(spawn.base_commit.clone()));
     }
     let own = format!("crew/{}/", spawn.task_id);
     let ok_branch = spawn.branch.starts_with(&own)
@@ -50,18 +72,15 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
     if !ok_branch {
-        return Err(format!(
-            "invalid branch `{}` (expected crew/{}/…)",
-            spawn.branch, spawn.task_id
-        ));
+        return Err(BadSpawn::Branch {
+            branch: spawn.branch.clone(),
+            task_id: spawn.task_id.clone(),
+        });
     }
     // A subagent runs unattended (dontAsk) or with the lead's classifier (auto), never
     // in a mode that would let it write or run without either.
     if !matches!(spawn.mode, PermissionMode::DontAsk | PermissionMode::Auto) {
-        return Err(format!(
-            "invalid permission mode `{}` for a remote subagent (expected dontAsk or auto)",
-            spawn.mode.as_str()
-        ));
+        return Err(BadSpawn::Mode(spawn.mode.as_str()));
     }
     Ok(())
 }
@@ -144,7 +163,8 @@ async fn agent(
         approver,
         replace: Vec::new(),
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     let lead = session.handle.lead().clone();
     let stopper = tokio::spawn(async move {
         cancel.cancelled().await;

@@ -23,7 +23,7 @@ use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::lifecycle::{end, finish_worktree, register};
 use crate::agent::subagent_actor::SubagentEnv;
-use crate::auto_mode::classifier::Intent;
+use crate::auto_mode::classifier::{Intent, TaskSource};
 use crate::events::EventKind;
 use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::TaskStatus;
@@ -102,17 +102,32 @@ fn boxed_drive(job: Job, cancel: CancellationToken) -> futures::future::BoxFutur
 async fn drive(job: Job, cancel: CancellationToken) {
     let (status, result) = match run(&job, cancel).await {
         Ok(done) => done,
-        Err(e) => (TaskStatus::Failed, e),
+        Err(e) => (TaskStatus::Failed, e.to_string()),
     };
     end(&job.env, job.task_id.clone(), status, result);
 }
 
-async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String), String> {
+/// Why a remote subagent's task failed before or instead of a run on a worker.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    /// There is no repository to make a worktree in and bundle from.
+    #[error("placement `remote` needs a git repository (the work travels as a git bundle)")]
+    NoRepository,
+    /// Its worktree could not be made.
+    #[error(transparent)]
+    Workspace(#[from] crate::agent::subagent_actor::WorkspaceError),
+    /// Its work could not be shipped or placed.
+    #[error(transparent)]
+    Ship(#[from] ship::ShipError),
+    /// The worker refused the spawn.
+    #[error("worker {node} refused the task: {reason}")]
+    Refused { node: String, reason: String },
+}
+
+async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String), RunError> {
     let env = &job.env;
     let Some(ws) = env.workspaces.clone() else {
-        return Err(
-            "placement `remote` needs a git repository (the work travels as a git bundle)".into(),
-        );
+        return Err(RunError::NoRepository);
     };
     let root = ws.create(&job.task_id, &job.request.description).await?;
     let base = ship::base(&job.pool, ws.repo_root(), &root).await?;
@@ -139,7 +154,7 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         Ok(p) => p,
         Err(e) => {
             let _ = ws.finish(&job.task_id).await;
-            return Err(e);
+            return Err(ship::ShipError::from(e).into());
         }
     };
     let _ = env.tasks.cast(TaskMsg::Placed {
@@ -172,7 +187,7 @@ async fn run(job: &Job, cancel: CancellationToken) -> Result<(TaskStatus, String
         PermissionMode::DontAsk
     });
     spawn.mode = mode.get();
-    let intent = Arc::new(Intent::new(&job.request.prompt, false, &[]));
+    let intent = Arc::new(Intent::new(&job.request.prompt, TaskSource::Agent, &[]));
     let shipped = base.bundle.len();
     let watcher = crate::agent::monitor::watch_agent(
         &runner.pipeline.events,
@@ -273,7 +288,7 @@ checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}
         }
         End::Refused(reason) => {
             let _ = ws.finish(&job.task_id).await;
-            Err(format!("worker {node} refused the task: {reason}"))
+            Err(RunError::Refused { node, reason })
         }
         End::Cancelled => {
             let _ = ws.finish(&job.task_id).await;

@@ -112,7 +112,11 @@ impl Actor for RemoteTeammate {
         });
         tracing::info!("teammate {} runs on worker {}", life.name(), args.node);
         let mode = SharedMode::new(args.spawn.mode);
-        let intent = Arc::new(Intent::new(&args.spawn.run.prompt, false, &[]));
+        let intent = Arc::new(Intent::new(
+            &args.spawn.run.prompt,
+            crate::classifier::TaskSource::Agent,
+            &[],
+        ));
         args.worker
             .cast(WorkerMsg::Remote(ToWorker::SpawnTeammate(Box::new(
                 args.spawn,

@@ -61,19 +61,61 @@ impl WorkerSession {
     }
 }
 
+/// Why a task's session could not be set up on this worker (the run's failed result).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionError {
+    /// The task's worktree cannot be resolved.
+    #[error("{}: {reason}", .path.display())]
+    Worktree {
+        /// The worktree.
+        path: PathBuf,
+        /// The I/O error.
+        reason: std::io::Error,
+    },
+    /// A rule the lead sent does not parse on this node (skipping it could drop a deny).
+    #[error("the lead's rule `{text}` does not parse here: {reason}")]
+    Rule {
+        /// The rule as sent.
+        text: String,
+        /// The parser's message.
+        reason: String,
+    },
+    /// The model the lead named is not usable here (with its causes).
+    #[error("the worker cannot use model `{model}`: {reason}")]
+    Model {
+        /// The model.
+        model: String,
+        /// Why, with its causes.
+        reason: String,
+    },
+    /// The worker's tool set is inconsistent.
+    #[error("the worker's tools: {0}")]
+    Tools(String),
+    /// The session did not build.
+    #[error("{0}")]
+    Build(String),
+}
+
 /// Starts the session `setup` describes in the task's worktree.
-pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
+pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, SessionError> {
     let run = setup.run;
     let root = setup
         .copy
         .worktree
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", setup.copy.worktree.display()))?;
+        .map_err(|reason| SessionError::Worktree {
+            path: setup.copy.worktree.clone(),
+            reason,
+        })?;
     let home = crate::store::home_dir();
     let mut policy = policy(run, &root, home.as_deref())?;
     policy.default_mode = setup.mode;
-    let chosen = crate::session::model::choose(Some(&run.agent.model), None)
-        .map_err(|e| format!("the worker cannot use model `{}`: {e:#}", run.agent.model))?;
+    let chosen = crate::session::model::choose(Some(&run.agent.model), None).map_err(|e| {
+        SessionError::Model {
+            model: run.agent.model.clone(),
+            reason: format!("{e:#}"),
+        }
+    })?;
     let replaced: HashSet<String> = setup
         .replace
         .iter()
@@ -84,7 +126,7 @@ pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
         .filter(|t| !replaced.contains(&t.definition().name))
         .collect();
     tools.extend(setup.replace);
-    let registry = Registry::with_tools(tools).map_err(|e| format!("the worker's tools: {e}"))?;
+    let registry = Registry::with_tools(tools).map_err(|e| SessionError::Tools(e.to_string()))?;
     let mut allowed: HashSet<String> = match &run.agent.allowed_tools {
         Some(list) => list.iter().cloned().collect(),
         None => registry.definitions().map(|d| d.name.clone()).collect(),
@@ -134,7 +176,7 @@ pub(super) async fn start(setup: Setup<'_>) -> Result<WorkerSession, String> {
         .build(),
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| SessionError::Build(e.to_string()))?;
     Ok(WorkerSession {
         handle,
         events,
@@ -148,11 +190,13 @@ pub(super) fn policy(
     spawn: &RemoteSpawn,
     root: &Path,
     home: Option<&Path>,
-) -> Result<Policy, String> {
+) -> Result<Policy, SessionError> {
     let mut rules = Vec::with_capacity(spawn.rules.len());
     for r in &spawn.rules {
-        let rule = Rule::parse(&r.text, r.kind, r.layer, home)
-            .map_err(|e| format!("the lead's rule `{}` does not parse here: {e}", r.text))?;
+        let rule = Rule::parse(&r.text, r.kind, r.layer, home).map_err(|e| SessionError::Rule {
+            text: r.text.clone(),
+            reason: e.to_string(),
+        })?;
         rules.push(rule);
     }
     Ok(Policy {

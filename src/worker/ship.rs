@@ -21,14 +21,28 @@ pub(super) struct Base {
     pub bundle: Arc<Vec<u8>>,
 }
 
+/// Why the work could not be prepared for, or placed on, a worker.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ShipError {
+    /// No worker slot could be had.
+    #[error(transparent)]
+    Place(#[from] super::protocol::PlaceError),
+    /// The worktree's HEAD could not be read.
+    #[error(transparent)]
+    Head(bundle::BundleError),
+    /// The commit could not be bundled.
+    #[error("cannot bundle the commit for the worker: {0}")]
+    Bundle(bundle::BundleError),
+}
+
 /// The commit checked out in the worktree at `root` (of the repository at `repo_root`),
 /// bundled for the worker.
-pub(super) async fn base(pool: &Pool, repo_root: &Path, root: &Path) -> Result<Base, String> {
-    let (commit, branch) = bundle::head_of(root).await.map_err(|e| e.to_string())?;
+pub(super) async fn base(pool: &Pool, repo_root: &Path, root: &Path) -> Result<Base, ShipError> {
+    let (commit, branch) = bundle::head_of(root).await.map_err(ShipError::Head)?;
     let bundle = pool
         .base_bundle(repo_root, &branch, &commit)
         .await
-        .map_err(|e| format!("cannot bundle the commit for the worker: {e}"))?;
+        .map_err(ShipError::Bundle)?;
     Ok(Base {
         commit,
         branch,

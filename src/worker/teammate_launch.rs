@@ -48,7 +48,7 @@ pub async fn launch(
     let root = ws
         .create(&work_id, &req.description)
         .await
-        .map_err(DelegateError::Failed)?;
+        .map_err(|e| DelegateError::Failed(e.to_string()))?;
     let ids = (&name, agent_id.as_str(), work_id.as_str());
     let placed = match place(env, &req, def, &pool, mode, ids, ws.repo_root(), &root).await {
         Ok(p) => team
@@ -60,7 +60,8 @@ pub async fn launch(
                 &req,
             ))
             .await
-            .map(|()| p),
+            .map(|()| p)
+            .map_err(PlaceFailure::from),
         Err(e) => Err(e),
     };
     let (spawn, node, worker, news) = match placed {
@@ -68,7 +69,7 @@ pub async fn launch(
         Err(e) => {
             pool.release(&work_id);
             let _ = ws.finish(&work_id).await;
-            return Err(DelegateError::Failed(e));
+            return Err(DelegateError::Failed(e.to_string()));
         }
     };
     let args = ProxyArgs {
@@ -87,8 +88,20 @@ pub async fn launch(
     };
     team.adopt(&name, RemoteTeammate, args)
         .await
-        .map_err(DelegateError::Failed)?;
+        .map_err(|e| DelegateError::Failed(e.to_string()))?;
     Ok(agent_id)
+}
+
+/// Why a remote teammate could not be placed: shipping its work, or adding it to the
+/// roster.
+#[derive(Debug, thiserror::Error)]
+enum PlaceFailure {
+    /// The work could not be shipped or no worker slot could be had.
+    #[error(transparent)]
+    Ship(#[from] ship::ShipError),
+    /// The roster did not take it.
+    #[error(transparent)]
+    Roster(#[from] crate::agent::team_link::TeamLinkError),
 }
 
 type Placed = (
@@ -110,10 +123,13 @@ async fn place(
     (name, agent_id, work_id): (&MemberName, &str, &str),
     repo_root: &Path,
     root: &Path,
-) -> Result<Placed, String> {
+) -> Result<Placed, PlaceFailure> {
     let base = ship::base(pool, repo_root, root).await?;
     let (tx, news) = mpsc::unbounded_channel();
-    let (node, worker) = pool.place(work_id, Vec::new(), tx).await?;
+    let (node, worker) = pool
+        .place(work_id, Vec::new(), tx)
+        .await
+        .map_err(ship::ShipError::from)?;
     let note = format!("\n\nYou work on worker {node}, in your own git worktree.");
     let spec = teammate_spec(
         env,

@@ -87,7 +87,9 @@ async fn live(
     asks: &Arc<AskRelay>,
     mut inputs: Inputs,
 ) -> Result<(RemoteStatus, String), String> {
-    let session = start_session(spawn, copy, node, report, asks).await?;
+    let session = start_session(spawn, copy, node, report, asks)
+        .await
+        .map_err(|e| e.to_string())?;
     let task_id = spawn.run.task_id.clone();
     // The lead-side inbox index through which mail has reached the conversation.
     let mut through = 0u64;
@@ -182,7 +184,7 @@ async fn start_session(
     node: &str,
     report: &Report,
     asks: &Arc<AskRelay>,
-) -> Result<WorkerSession, String> {
+) -> Result<WorkerSession, super::session::SessionError> {
     let (questions_tx, questions) = mpsc::unbounded_channel();
     asks.serve(questions);
     // Its `send_message` relays to the lead's team instead of a team on this node.

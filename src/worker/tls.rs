@@ -45,6 +45,15 @@ pub struct TlsError {
     pub message: String,
 }
 
+/// What a PEM file holds, which decides how it must be kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pem {
+    /// Certificates (public): any mode will do.
+    Public,
+    /// A private key: refused when others can read it.
+    PrivateKey,
+}
+
 /// A file given for a flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named {
@@ -71,10 +80,10 @@ impl Named {
         }
     }
 
-    fn read(&self, secret: bool) -> Result<Vec<u8>, TlsError> {
+    fn read(&self, kind: Pem) -> Result<Vec<u8>, TlsError> {
         let meta = std::fs::metadata(&self.path).map_err(|e| self.err(e.to_string()))?;
         #[cfg(unix)]
-        if secret {
+        if kind == Pem::PrivateKey {
             use std::os::unix::fs::PermissionsExt;
             let mode = meta.permissions().mode();
             if mode & 0o077 != 0 {
@@ -92,7 +101,7 @@ impl Named {
     }
 
     fn certs(&self) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-        let pem = self.read(false)?;
+        let pem = self.read(Pem::Public)?;
         let certs = CertificateDer::pem_slice_iter(&pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(format!("not a PEM certificate file: {e}")))?;
@@ -103,7 +112,7 @@ impl Named {
     }
 
     fn key(&self) -> Result<PrivateKeyDer<'static>, TlsError> {
-        let pem = self.read(true)?;
+        let pem = self.read(Pem::PrivateKey)?;
         PrivateKeyDer::from_pem_slice(&pem)
             .map_err(|e| self.err(format!("no PEM private key found ({e})")))
     }
@@ -186,13 +195,38 @@ pub fn connector(ca: &Named, client: Option<(&Named, &Named)>) -> Result<TlsConn
     Ok(TlsConnector::from(Arc::new(config)))
 }
 
+/// Why the lead could not connect to a worker over TLS.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConnectError {
+    /// The host of the worker's address cannot be a certificate's name.
+    #[error("`{host}` cannot name a TLS certificate: {reason}")]
+    Name {
+        /// The host as given.
+        host: String,
+        /// Why it is not a name.
+        reason: rustls::pki_types::InvalidDnsNameError,
+    },
+    /// The TLS handshake failed (most often: the certificate does not match).
+    #[error(
+        "the TLS handshake failed ({0}): the worker's certificate must be signed by \
+         the --worker-ca CA and name the host as given in --workers, and the worker \
+         must run with --tls-cert/--tls-key"
+    )]
+    Handshake(String),
+    /// The connection failed otherwise.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+}
+
 /// The name a worker's certificate must carry: the host of `addr` (`host:port`) as the
 /// lead was given it, an IP address or a DNS name.
-pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
+pub fn server_name(addr: &str) -> Result<ServerName<'static>, TlsConnectError> {
     let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    ServerName::try_from(host.to_string())
-        .map_err(|e| format!("`{host}` cannot name a TLS certificate: {e}"))
+    ServerName::try_from(host.to_string()).map_err(|reason| TlsConnectError::Name {
+        host: host.to_string(),
+        reason,
+    })
 }
 
 /// Connects the lead's node `server` to the worker at `sock` (given as `addr`) over TLS,
@@ -202,20 +236,16 @@ pub async fn connect(
     sock: SocketAddr,
     addr: &str,
     connector: &TlsConnector,
-) -> Result<(), String> {
+) -> Result<(), TlsConnectError> {
     let name = server_name(addr)?;
     ractor_cluster::client_connect_enc(server, sock, connector.clone(), name)
         .await
         .map_err(|e| match e {
             ractor_cluster::ClientConnectErr::Encryption(e) => {
                 tracing::warn!("worker {addr}: TLS handshake failed: {e}");
-                format!(
-                    "the TLS handshake failed ({e}): the worker's certificate must be signed by \
-                     the --worker-ca CA and name the host as given in --workers, and the worker \
-                     must run with --tls-cert/--tls-key"
-                )
+                TlsConnectError::Handshake(e.to_string())
             }
-            e => format!("cannot connect: {e}"),
+            e => TlsConnectError::Connect(e.to_string()),
         })
 }
 

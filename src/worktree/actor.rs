@@ -23,7 +23,8 @@ use tokio::sync::{RwLock, Semaphore};
 
 use super::include::run_setup;
 use super::{
-    DiffSummary, Finished, Listing, Manager, Merged, ReconcileReport, Worktree, WorktreeError,
+    DiffSummary, Finished, Listing, Manager, MergeStyle, Merged, ReconcileReport, Worktree,
+    WorktreeError,
 };
 
 /// Messages the worktree manager accepts. Every reply is the operation's result.
@@ -63,8 +64,8 @@ pub enum WorktreeMsg {
     Merge {
         /// The task id.
         task_id: String,
-        /// One squashed commit instead of a merge commit.
-        squash: bool,
+        /// A merge commit or one squashed commit.
+        style: MergeStyle,
         /// Receives the merge result or the refusal (conflicts, dirty files).
         reply: RpcReplyPort<Result<Merged, WorktreeError>>,
     },
@@ -229,10 +230,10 @@ impl Actor for WorktreeManager {
             }
             WorktreeMsg::Merge {
                 task_id,
-                squash,
+                style,
                 reply,
             } => {
-                let _ = reply.send(blocking(manager, move |m| m.merge(&task_id, squash)).await);
+                let _ = reply.send(blocking(manager, move |m| m.merge(&task_id, style)).await);
             }
             WorktreeMsg::Discard { task_id, reply } => {
                 let _ = reply.send(blocking(manager, move |m| m.discard(&task_id)).await);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{BranchType, DiffOptions, Oid, Repository, StatusOptions, WorktreePruneOptions};
 
-use super::{DiffSummary, WorktreeError, git_err, io_err};
+use super::{DiffSummary, MergeStyle, WorktreeError, git_err, io_err};
 
 /// The main checkout of the repository containing `start` (also when `start` is inside a
 /// linked worktree: worktrees of worktrees belong to the same repository), canonical.
@@ -312,7 +312,7 @@ pub struct MergePlan {
 }
 
 /// Merges `tip` into the main checkout's HEAD in memory and, if that is clean, writes the
-/// resulting commit object (a merge commit, or with `squash` a single-parent commit)
+/// resulting commit object (a merge commit, or for [`MergeStyle::Squash`] a single-parent commit)
 /// without moving any ref. Refuses on conflicts or when the main checkout has uncommitted
 /// changes to a file the merge touches; in both cases nothing was changed.
 pub fn plan_merge(
@@ -321,7 +321,7 @@ pub fn plan_merge(
     id: &str,
     branch: &str,
     tip: Oid,
-    squash: bool,
+    style: MergeStyle,
     message: &str,
 ) -> Result<MergePlan, WorktreeError> {
     let head = main
@@ -387,10 +387,9 @@ pub fn plan_merge(
         "commit (it needs user.name and user.email: set them with `git config`)",
         root.display(),
     ))?;
-    let parents = if squash {
-        vec![&ours]
-    } else {
-        vec![&ours, &theirs]
+    let parents = match style {
+        MergeStyle::Squash => vec![&ours],
+        MergeStyle::Merge => vec![&ours, &theirs],
     };
     let commit = main
         .commit(None, &sig, &sig, message, &tree, &parents)

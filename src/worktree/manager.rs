@@ -17,7 +17,7 @@ use super::include::{self, WorktreeSettings};
 use super::naming::{branch_name, check_task_id, default_base_dir, repo_dir};
 use super::registry::{self, Record, Registry};
 use super::{
-    DiffSummary, Finished, Listing, Merged, Pruned, ReconcileReport, Status, Worktree,
+    DiffSummary, Finished, Listing, MergeStyle, Merged, Pruned, ReconcileReport, Status, Worktree,
     WorktreeError, git, io_err,
 };
 
@@ -245,7 +245,7 @@ impl Manager {
     /// nothing, if the worktree has uncommitted changes (we never commit on the user's
     /// behalf), if the merge would conflict, or if the main checkout has uncommitted
     /// changes to files the merge touches.
-    pub fn merge(&self, id: &str, squash: bool) -> Result<Merged, WorktreeError> {
+    pub fn merge(&self, id: &str, style: MergeStyle) -> Result<Merged, WorktreeError> {
         let rec = self.record(&self.load()?, id)?;
         let main = self.repo()?;
         let summary = self.summary_of(&main, &rec)?;
@@ -282,20 +282,19 @@ impl Manager {
                 branch: rec.branch,
             });
         }
-        let message = if squash {
-            format!(
+        let message = match style {
+            MergeStyle::Squash => format!(
                 "{}\n\nSquashed from {} (crew task {}, {commits} commit(s)).\n",
                 first_line(&rec.description, &rec.id),
                 rec.branch,
                 rec.id
-            )
-        } else {
-            format!(
+            ),
+            MergeStyle::Merge => format!(
                 "Merge crew task {}: {}\n\nBranch {}.\n",
                 rec.id,
                 first_line(&rec.description, &rec.id),
                 rec.branch
-            )
+            ),
         };
         let plan = git::plan_merge(
             &main,
@@ -303,7 +302,7 @@ impl Manager {
             &rec.id,
             &rec.branch,
             tip,
-            squash,
+            style,
             &message,
         )?;
         git::fast_forward(&self.root, plan.commit)?;
@@ -312,7 +311,7 @@ impl Manager {
         Ok(Merged {
             commit: plan.commit.to_string(),
             into: plan.into,
-            squash,
+            squash: style == MergeStyle::Squash,
             files: plan.files,
         })
     }

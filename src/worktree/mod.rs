@@ -152,6 +152,15 @@ impl Listing {
     }
 }
 
+/// How a task's branch lands on the main checkout's branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MergeStyle {
+    /// A merge commit with the branch as its second parent.
+    Merge,
+    /// One single-parent commit holding all of the branch's changes.
+    Squash,
+}
+
 /// The result of a successful merge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Merged {

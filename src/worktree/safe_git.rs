@@ -158,10 +158,14 @@ impl SafeGit {
     pub fn for_trees(trees: &[&Path]) -> Result<Self, SafeGitError> {
         let mut names: Vec<(String, String)> = Vec::new();
         for tree in trees.iter().filter(|t| t.exists()) {
-            let mut repos = vec![(tree.to_path_buf(), false)];
-            repos.extend(nested_repositories(tree)?.into_iter().map(|r| (r, true)));
-            for (repo, nested) in repos {
-                for found in drivers(&repo, nested)? {
+            let mut repos = vec![(tree.to_path_buf(), Repo::Tree)];
+            repos.extend(
+                nested_repositories(tree)?
+                    .into_iter()
+                    .map(|r| (r, Repo::Nested)),
+            );
+            for (repo, kind) in repos {
+                for found in drivers(&repo, kind)? {
                     if !names.contains(&found) {
                         names.push(found);
                     }
@@ -283,13 +287,22 @@ fn base_command(cwd: &Path) -> Command {
     cmd
 }
 
+/// Which kind of repository [`drivers`] asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repo {
+    /// A tree crew was given (a work tree or a bare repository).
+    Tree,
+    /// A repository nested below one.
+    Nested,
+}
+
 /// The (section, driver name) pairs that `repo`'s repository-level configuration defines
 /// (`local` and `worktree` scope, includes followed), asked of git itself so every file
-/// git would read is covered. A `nested` repository is asked the way git asks it for
-/// its status (`GIT_DIR=.git` in its directory), so both read the same files.
-fn drivers(repo: &Path, nested: bool) -> Result<Vec<(String, String)>, SafeGitError> {
+/// git would read is covered. A [`Repo::Nested`] repository is asked the way git asks it
+/// for its status (`GIT_DIR=.git` in its directory), so both read the same files.
+fn drivers(repo: &Path, kind: Repo) -> Result<Vec<(String, String)>, SafeGitError> {
     let mut cmd = base_command(repo);
-    if nested {
+    if kind == Repo::Nested {
         cmd.env("GIT_DIR", ".git");
     }
     let out = cmd

@@ -211,7 +211,11 @@ fn engine_decides_delegation_by_isolation_and_read_only_ness() {
     )
     .unwrap();
     let mut policy = Policy {
-        delegation: crewmaster::agent::delegate::delegation(&catalog, &registry, true),
+        delegation: crewmaster::agent::delegate::delegation(
+            &catalog,
+            &registry,
+            crewmaster::agent::delegate::Worktrees::Available,
+        ),
         ..Policy::default()
     };
     let decide = |policy: &Policy, mode, args: &str| {

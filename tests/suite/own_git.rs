@@ -11,7 +11,7 @@ use crate::support;
 use std::path::{Path, PathBuf};
 
 use crewmaster::worker::bundle::{self, TaskCopy};
-use crewmaster::worktree::Manager;
+use crewmaster::worktree::{Manager, MergeStyle};
 use support::git;
 use support::worktree::write;
 
@@ -318,7 +318,7 @@ fn merging_a_subagents_worktree_runs_no_driver_or_hook_of_the_repository() {
     scene.plant_config(&lead.join(".git/config"), "main");
     scene.plant_hooks(&lead.join(".git/hooks"), HOOKS);
 
-    let merged = mgr.merge("t1", false);
+    let merged = mgr.merge("t1", MergeStyle::Merge);
     scene.assert_nothing_ran();
     let merged = merged.unwrap();
     assert!(merged.files.iter().any(|f| f == "work.txt"), "{merged:?}");
@@ -350,7 +350,7 @@ fn merging_runs_no_driver_of_a_nested_repository_in_the_main_checkout() {
     write(&sub.join("f.txt"), "two\n");
 
     // The worktree's base is the commit before the gitlink: a real merge.
-    mgr.merge("t1", false).unwrap();
+    mgr.merge("t1", MergeStyle::Merge).unwrap();
     assert_eq!(
         std::fs::read_to_string(lead.join("work.txt")).unwrap(),
         "done\n"

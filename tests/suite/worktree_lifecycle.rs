@@ -4,7 +4,7 @@
 
 use crate::support;
 
-use crewmaster::worktree::{Finished, Worktree, WorktreeError, WorktreeMsg};
+use crewmaster::worktree::{Finished, MergeStyle, Worktree, WorktreeError, WorktreeMsg};
 use ractor::ActorRef;
 use support::git;
 use support::worktree::{Fixture, call, commit_all, write};
@@ -29,12 +29,12 @@ async fn finish(actor: &ActorRef<WorktreeMsg>, id: &str) -> Result<Finished, Wor
 async fn merge(
     actor: &ActorRef<WorktreeMsg>,
     id: &str,
-    squash: bool,
+    style: MergeStyle,
 ) -> Result<crewmaster::worktree::Merged, WorktreeError> {
     let task_id = id.to_string();
     call(actor, |reply| WorktreeMsg::Merge {
         task_id,
-        squash,
+        style,
         reply,
     })
     .await
@@ -140,7 +140,7 @@ async fn merge_brings_the_commit_into_the_main_branch_and_removes_the_worktree()
     write(&wt.path.join("feature.txt"), "feature\n");
     commit_all(&wt.path, "add feature file");
     let before = fx.head();
-    let merged = merge(&actor, "m1", false).await.unwrap();
+    let merged = merge(&actor, "m1", MergeStyle::Merge).await.unwrap();
     assert_eq!(merged.into, "main");
     assert_eq!(merged.files, vec!["feature.txt".to_string()]);
     assert!(git(&fx.repo, &["log", "--format=%s", "main"]).contains("add feature file"));
@@ -173,7 +173,7 @@ async fn squash_merge_makes_one_commit_and_keeps_unrelated_local_changes() {
     // The user is editing a file the merge does not touch: it must survive.
     write(&fx.repo.join("README.md"), "hello, edited\n");
     let before = fx.head();
-    let merged = merge(&actor, "sq", true).await.unwrap();
+    let merged = merge(&actor, "sq", MergeStyle::Squash).await.unwrap();
     assert!(merged.squash);
     let log = git(
         &fx.repo,
@@ -201,7 +201,7 @@ async fn a_conflicting_merge_is_refused_and_the_main_checkout_is_untouched() {
     write(&fx.repo.join("src/lib.txt"), "one\nuser\nthree\n");
     commit_all(&fx.repo, "user edit");
     let head = fx.head();
-    let err = merge(&actor, "c1", false).await.unwrap_err();
+    let err = merge(&actor, "c1", MergeStyle::Merge).await.unwrap_err();
     let WorktreeError::Conflict { paths, into, .. } = &err else {
         panic!("expected a conflict, got {err}");
     };
@@ -230,7 +230,7 @@ async fn merge_is_refused_when_the_main_checkout_has_changes_to_a_file_it_touche
     commit_all(&wt.path, "readme");
     write(&fx.repo.join("README.md"), "user's unsaved work\n");
     let head = fx.head();
-    let err = merge(&actor, "d1", false).await.unwrap_err();
+    let err = merge(&actor, "d1", MergeStyle::Merge).await.unwrap_err();
     assert!(
         matches!(&err, WorktreeError::MainCheckoutDirty { paths, .. } if paths == &["README.md"]),
         "{err}"
@@ -253,7 +253,7 @@ async fn merge_commits_work_left_uncommitted_then_merges_it() {
     commit_all(&wt.path, "a");
     write(&wt.path.join("b.txt"), "not committed\n");
     let head = fx.head();
-    merge(&actor, "u1", false).await.unwrap();
+    merge(&actor, "u1", MergeStyle::Merge).await.unwrap();
     assert_ne!(fx.head(), head);
     assert_eq!(
         std::fs::read_to_string(fx.repo.join("a.txt")).unwrap(),
@@ -268,7 +268,7 @@ async fn merge_commits_work_left_uncommitted_then_merges_it() {
     let log = git(&fx.repo, &["log", "--format=%s", "-3"]);
     assert!(log.contains("half done"), "{log}");
     let nothing = create(&actor, "n1", "idle").await;
-    let err = merge(&actor, "n1", false).await.unwrap_err();
+    let err = merge(&actor, "n1", MergeStyle::Merge).await.unwrap_err();
     assert!(matches!(err, WorktreeError::NothingToMerge { .. }), "{err}");
     assert!(nothing.path.exists());
 }
@@ -289,7 +289,7 @@ async fn merge_refuses_when_a_subagent_repointed_its_head_at_the_users_branch() 
     )
     .unwrap();
     let head = fx.head();
-    let err = merge(&actor, "h1", false).await.unwrap_err();
+    let err = merge(&actor, "h1", MergeStyle::Merge).await.unwrap_err();
     assert!(
         err.to_string().contains("HEAD is no longer branch"),
         "{err}"
@@ -478,7 +478,7 @@ async fn commits_on_a_detached_head_are_kept_and_block_merge() {
     git(&wt.path, &["checkout", "-q", "--detach"]);
     write(&wt.path.join("d.txt"), "d\n");
     commit_all(&wt.path, "on a detached head");
-    let err = merge(&actor, "det", false).await.unwrap_err();
+    let err = merge(&actor, "det", MergeStyle::Merge).await.unwrap_err();
     assert!(matches!(err, WorktreeError::HeadMoved { .. }), "{err}");
     let Finished::Kept { summary, .. } = finish(&actor, "det").await.unwrap() else {
         panic!("a detached commit was deleted");

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::paths::absolute;
-use crate::settings::{SettingsError, Warning};
+use crate::settings::{SettingsError, Source, Warning};
 
 /// The OS sandbox settings, merged over every layer; the command runner applies them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -58,18 +58,24 @@ pub struct SandboxSettings {
 pub struct RawNetwork {
     /// The settings file.
     pub file: PathBuf,
-    /// Whether the file is the user's own (user or untracked local settings).
-    pub own: bool,
+    /// Whose file it is (shown as `own: true|false`, as before there was a type for it).
+    #[serde(rename = "own", serialize_with = "own")]
+    pub source: Source,
     /// The object as written.
     pub value: Value,
+}
+
+/// Writes a [`Source`] as the boolean `own` that `crew permissions --json` has always shown.
+fn own<S: serde::Serializer>(source: &Source, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bool(source.is_own())
 }
 
 /// Where a `sandbox` object came from, for resolving and judging its values.
 pub struct Origin<'a> {
     /// The settings file.
     pub file: &'a Path,
-    /// Whether it is the user's own (user or untracked local settings).
-    pub own: bool,
+    /// Whose file it is.
+    pub source: Source,
     /// The project root (base of relative paths).
     pub root: &'a Path,
     /// The home directory (for `~`).
@@ -133,7 +139,7 @@ impl SandboxSettings {
         let path = |p: &String| absolute(p, origin.root, origin.home);
         match boolean(value, "enabled", origin)? {
             Some(true) => self.enabled = true,
-            Some(false) if origin.own => self.disabled = true,
+            Some(false) if origin.source.is_own() => self.disabled = true,
             Some(false) => ignored.push("sandbox.enabled: false".into()),
             None => {}
         }
@@ -141,12 +147,12 @@ impl SandboxSettings {
             self.fail_if_unavailable = true;
         }
         match boolean(value, "allowUnsandboxedCommands", origin)? {
-            Some(true) if origin.own => self.allow_unsandboxed_commands = true,
+            Some(true) if origin.source.is_own() => self.allow_unsandboxed_commands = true,
             Some(true) => ignored.push("sandbox.allowUnsandboxedCommands: true".into()),
             _ => {}
         }
         let excluded = strings(value, "excludedCommands", origin)?;
-        if origin.own {
+        if origin.source.is_own() {
             self.excluded_commands.extend(excluded);
         } else if !excluded.is_empty() {
             ignored.push("sandbox.excludedCommands".into());
@@ -169,7 +175,7 @@ impl SandboxSettings {
                 .iter()
                 .map(path),
         );
-        if origin.own {
+        if origin.source.is_own() {
             self.writable_roots
                 .extend(roots.iter().chain(&allow_write).map(path));
             self.allow_read.extend(allow_read.iter().map(path));
@@ -188,7 +194,7 @@ impl SandboxSettings {
             None | Some(Value::Null) => {}
             Some(v @ Value::Object(_)) => self.network.push(RawNetwork {
                 file: origin.file.to_path_buf(),
-                own: origin.own,
+                source: origin.source,
                 value: v.clone(),
             }),
             Some(_) => return Err(malformed(origin, "network", "an object")),
@@ -255,12 +261,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn merge(v: Value, own: bool) -> (Result<SandboxSettings, SettingsError>, Vec<Warning>) {
+    fn merge(v: Value, source: Source) -> (Result<SandboxSettings, SettingsError>, Vec<Warning>) {
         let mut s = SandboxSettings::default();
         let mut w = Vec::new();
         let origin = Origin {
             file: Path::new("/p/.claude/settings.json"),
-            own,
+            source,
             root: Path::new("/p"),
             home: Some(Path::new("/h")),
         };
@@ -272,13 +278,13 @@ mod tests {
     fn widening_values_count_only_from_the_users_own_files() {
         let v = json!({"enabled": false, "excludedCommands": ["docker"], "allowUnsandboxedCommands": true,
             "filesystem": {"allowWrite": ["~/.cache/x"], "denyWrite": ["secrets"], "denyRead": ["~/.vault"], "allowRead": ["~/.config/gh"]}});
-        let (own, w) = merge(v.clone(), true);
+        let (own, w) = merge(v.clone(), Source::Own);
         let own = own.unwrap();
         assert!(own.disabled && own.allow_unsandboxed_commands && w.is_empty());
         assert_eq!(own.excluded_commands, ["docker"]);
         assert_eq!(own.writable_roots, [PathBuf::from("/h/.cache/x")]);
         assert_eq!(own.allow_read, [PathBuf::from("/h/.config/gh")]);
-        let (shared, w) = merge(v, false);
+        let (shared, w) = merge(v, Source::Shared);
         let shared = shared.unwrap();
         assert!(!shared.disabled && !shared.allow_unsandboxed_commands);
         assert!(shared.excluded_commands.is_empty() && shared.writable_roots.is_empty());
@@ -318,7 +324,7 @@ mod tests {
             (json!({"network": 1}), "sandbox.network"),
             (json!("on"), "sandbox"),
         ] {
-            let err = merge(v, true).0.unwrap_err().to_string();
+            let err = merge(v, Source::Own).0.unwrap_err().to_string();
             assert!(err.contains("/p/.claude/settings.json"), "{err}");
             assert!(err.contains(&format!("`{field}`")), "{field}: {err}");
         }

@@ -1,6 +1,7 @@
 //! What reading a settings file can end in besides its values: a [`Warning`] (a problem
 //! that does not stop loading) or a [`SettingsError`] (a file that cannot be used, naming
-//! the file and the field), and one layer's `limits` object as written ([`LayeredLimits`]).
+//! the file and the field), one layer's `limits` object as written ([`LayeredLimits`]), and
+//! whose file a layer is ([`Source`]), which decides what its values may do.
 
 use std::path::PathBuf;
 
@@ -72,14 +73,31 @@ pub enum SettingsError {
     },
 }
 
-/// A `limits` object as one settings file wrote it; `own` is false for shared (project)
-/// files, whose values may only tighten (`sandbox::limits::resolve`).
+/// Whose a settings file is. The user's own files may widen what crew may do; a shared
+/// (project) file may only tighten it, since a cloned repository must not lower the guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The user's own: user settings or untracked local settings.
+    Own,
+    /// Shared project settings (tracked, or not trusted).
+    Shared,
+}
+
+impl Source {
+    /// Whether the file is the user's own.
+    pub fn is_own(self) -> bool {
+        self == Source::Own
+    }
+}
+
+/// A `limits` object as one settings file wrote it; values of a [`Source::Shared`] file
+/// may only tighten (`sandbox::limits::resolve`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayeredLimits {
     /// The file it came from.
     pub file: PathBuf,
-    /// Whether the file is the user's own (user or untracked local settings).
-    pub own: bool,
+    /// Whose file it is.
+    pub source: Source,
     /// The object as written.
     pub value: Value,
 }

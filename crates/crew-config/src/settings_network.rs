@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::host_pattern::HostPattern;
+use crate::settings::Source;
 
 /// The `sandbox.network` settings of the user's own layers, merged.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,17 +42,17 @@ struct FileNetwork {
 }
 
 impl NetworkSettings {
-    /// Adds the `sandbox.network` of the file at `path` (its JSON is `doc`): merged when `own` (the user's files), else
+    /// Adds the `sandbox.network` of the file at `path` (its JSON is `doc`): merged when it is the user's own ([`Source::Own`]), else
     /// returned as warnings (what was ignored and where to put it instead).
     pub fn merge(
         &mut self,
         doc: &Value,
         path: &Path,
-        own: bool,
+        source: Source,
     ) -> Result<Vec<String>, NetworkSettingsError> {
         let parsed = parse(doc, path)?;
         let mut warnings = Vec::new();
-        if !own {
+        if !source.is_own() {
             if !parsed.allowed_domains.is_empty() {
                 warnings.push(format!(
                     "sandbox.network.allowedDomains {:?} is ignored in project settings (a \
@@ -198,7 +199,7 @@ mod tests {
         let doc = json!({"sandbox": {"network": {
             "allowedDomains": ["evil.example"], "allowLocalBinding": true}}});
         let mut n = NetworkSettings::default();
-        let warnings = n.merge(&doc, path, false).unwrap();
+        let warnings = n.merge(&doc, path, Source::Shared).unwrap();
         assert_eq!(
             n,
             NetworkSettings::default(),
@@ -207,12 +208,12 @@ mod tests {
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[0].contains("evil.example") && warnings[0].contains("ignored"));
         let own = json!({"sandbox": {"network": {"allowedDomains": ["github.com", "github.com"]}}});
-        assert!(n.merge(&own, path, true).unwrap().is_empty());
-        assert!(n.merge(&doc, path, true).unwrap().is_empty());
+        assert!(n.merge(&own, path, Source::Own).unwrap().is_empty());
+        assert!(n.merge(&doc, path, Source::Own).unwrap().is_empty());
         assert_eq!(n.allowed_domains, ["github.com", "evil.example"]);
         assert!(n.allow_local_binding);
         // A malformed value is an error even in a file that would be ignored.
         let bad = json!({"sandbox": {"network": {"allowedDomains": [1]}}});
-        assert!(n.merge(&bad, path, false).is_err());
+        assert!(n.merge(&bad, path, Source::Shared).is_err());
     }
 }

@@ -39,7 +39,11 @@ impl OpenAiProvider {
     pub fn api_request(&self, request: &ModelRequest) -> ApiRequest {
         // OpenAI's own newer models reject `max_tokens`; compatible servers do not all
         // know `max_completion_tokens`.
-        let official = self.base_url.starts_with(DEFAULT_BASE_URL);
+        let limit = if self.base_url.starts_with(DEFAULT_BASE_URL) {
+            LimitKey::MaxCompletionTokens
+        } else {
+            LimitKey::MaxTokens
+        };
         ApiRequest {
             url: format!("{}/chat/completions", self.base_url),
             headers: self
@@ -47,7 +51,7 @@ impl OpenAiProvider {
                 .iter()
                 .map(|k| ("authorization".to_string(), format!("Bearer {k}")))
                 .collect(),
-            body: request_body(request, official),
+            body: request_body(request, limit),
             auth_hint: "check OPENAI_API_KEY".into(),
         }
     }
@@ -64,19 +68,27 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The JSON body for `request`. `max_completion_tokens` names the output limit when
-/// true, else the older `max_tokens`.
-pub fn request_body(request: &ModelRequest, max_completion_tokens: bool) -> Value {
+/// The key that carries a request's output limit: OpenAI's own newer models reject
+/// `max_tokens`; compatible servers do not all know `max_completion_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKey {
+    /// The older `max_tokens`, which compatible servers know.
+    MaxTokens,
+    /// `max_completion_tokens`, which OpenAI's own API wants.
+    MaxCompletionTokens,
+}
+
+/// The JSON body for `request`, its output limit named by `limit`.
+pub fn request_body(request: &ModelRequest, limit: LimitKey) -> Value {
     let mut body = json!({
         "model": request.model,
         "stream": true,
         "stream_options": { "include_usage": true },
         "messages": messages(&request.system, &request.messages),
     });
-    let limit_key = if max_completion_tokens {
-        "max_completion_tokens"
-    } else {
-        "max_tokens"
+    let limit_key = match limit {
+        LimitKey::MaxCompletionTokens => "max_completion_tokens",
+        LimitKey::MaxTokens => "max_tokens",
     };
     body[limit_key] = json!(request.max_tokens);
     if !request.tools.is_empty() {

@@ -45,7 +45,7 @@ fn body_has_stream_options_tools_and_limit() {
         max_tokens: 77,
         agent: "lead".into(),
     };
-    let body = request_body(&r, false);
+    let body = request_body(&r, LimitKey::MaxTokens);
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"]["include_usage"], true);
     assert_eq!(body["max_tokens"], 77);
@@ -57,7 +57,10 @@ fn body_has_stream_options_tools_and_limit() {
         body["messages"][0],
         json!({"role":"system","content":"sys"})
     );
-    assert_eq!(request_body(&r, true)["max_completion_tokens"], 77);
+    assert_eq!(
+        request_body(&r, LimitKey::MaxCompletionTokens)["max_completion_tokens"],
+        77
+    );
 }
 
 #[test]

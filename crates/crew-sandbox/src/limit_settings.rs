@@ -96,13 +96,13 @@ pub fn resolve(layers: &[LayeredLimits]) -> Result<Resolved, LimitsError> {
             })?;
             let n = n.saturating_mul(*unit);
             // The highest own layer decides; shared layers only tighten.
-            let slot = if layer.own {
+            let slot = if layer.source.is_own() {
                 &mut own[i]
             } else {
                 &mut shared[i]
             };
             *slot = Some(match *slot {
-                Some(prev) if !layer.own => prev.min(n),
+                Some(prev) if !layer.source.is_own() => prev.min(n),
                 Some(prev) => prev,
                 None => n,
             });
@@ -138,16 +138,16 @@ pub fn resolve(layers: &[LayeredLimits]) -> Result<Resolved, LimitsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crew_config::settings::Source;
     use serde_json::json;
 
-    fn layer(own: bool, value: Value) -> LayeredLimits {
+    fn layer(source: Source, value: Value) -> LayeredLimits {
         LayeredLimits {
-            file: PathBuf::from(if own {
-                "/h/.crew/settings.json"
-            } else {
-                "/p/.crew/settings.json"
+            file: PathBuf::from(match source {
+                Source::Own => "/h/.crew/settings.json",
+                Source::Shared => "/p/.crew/settings.json",
             }),
-            own,
+            source,
             value,
         }
     }
@@ -162,8 +162,11 @@ mod tests {
     #[test]
     fn the_users_own_files_set_any_value_and_the_highest_wins() {
         let r = resolve(&[
-            layer(true, json!({"maxProcesses": 64, "maxResultMiB": 100})),
-            layer(true, json!({"maxProcesses": 9000})),
+            layer(
+                Source::Own,
+                json!({"maxProcesses": 64, "maxResultMiB": 100}),
+            ),
+            layer(Source::Own, json!({"maxProcesses": 9000})),
         ])
         .unwrap();
         assert_eq!(r.limits.max_processes, Some(64));
@@ -173,15 +176,15 @@ mod tests {
     #[test]
     fn a_project_file_only_tightens() {
         let r = resolve(&[layer(
-            false,
+            Source::Shared,
             json!({"maxProcesses": 1_000_000, "maxFileSizeMiB": 10}),
         )])
         .unwrap();
         assert_eq!(r.limits.max_processes, Limits::default().max_processes);
         assert_eq!(r.limits.max_file_size, Some(10 * MIB));
         let r = resolve(&[
-            layer(true, json!({"maxProcesses": 5000})),
-            layer(false, json!({"maxProcesses": 100})),
+            layer(Source::Own, json!({"maxProcesses": 5000})),
+            layer(Source::Shared, json!({"maxProcesses": 100})),
         ])
         .unwrap();
         assert_eq!(r.limits.max_processes, Some(100));
@@ -195,12 +198,12 @@ mod tests {
             (json!({"maxProcesses": -3}), "maxProcesses"),
             (json!({"maxProceses": 3}), "maxProceses"),
         ] {
-            let e = resolve(&[layer(true, value)]).unwrap_err();
+            let e = resolve(&[layer(Source::Own, value)]).unwrap_err();
             assert_eq!(e.field, field);
             let text = e.to_string();
             assert!(text.contains("/h/.crew/settings.json"), "{text}");
             assert!(text.contains(&format!("limits.{field}")), "{text}");
         }
-        assert!(resolve(&[layer(true, json!(5))]).is_err());
+        assert!(resolve(&[layer(Source::Own, json!(5))]).is_err());
     }
 }

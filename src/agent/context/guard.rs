@@ -157,6 +157,17 @@ pub struct Compacted {
     pub usage: Usage,
 }
 
+/// Why `/compact` left the conversation as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompactNowError {
+    /// Fewer than two messages: there is nothing to summarise.
+    #[error("there is nothing to compact yet")]
+    Nothing,
+    /// The summary turn failed (its error).
+    #[error("compaction failed: {0}; the conversation is unchanged")]
+    Failed(String),
+}
+
 /// Compacts an idle agent's `conversation` now (`/compact [instructions]`), as a Chat
 /// run of it would send it. On failure the conversation is unchanged.
 pub async fn compact_now(
@@ -165,9 +176,9 @@ pub async fn compact_now(
     place: &RunPlace,
     custom: Option<&str>,
     cancel: &CancellationToken,
-) -> Result<Compacted, String> {
+) -> Result<Compacted, CompactNowError> {
     if conversation.len() < 2 {
-        return Err("there is nothing to compact yet".into());
+        return Err(CompactNowError::Nothing);
     }
     let (system, tools) = request_prefix(runner, place, conversation);
     // Crew's own facts for an idle agent: an earlier summary's, else its first message.
@@ -182,7 +193,7 @@ pub async fn compact_now(
     };
     let c = compact(runner, &system, tools, conversation, ask, cancel)
         .await
-        .map_err(|e| format!("compaction failed: {e}; the conversation is unchanged"))?;
+        .map_err(|e| CompactNowError::Failed(e.to_string()))?;
     let done = Compacted {
         tokens_before: c.tokens_before,
         tokens_after: c.tokens_after,

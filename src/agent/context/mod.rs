@@ -13,5 +13,5 @@ pub mod summarize;
 pub mod window;
 
 pub use compact::Trigger;
-pub use guard::{Compacted, Guard, compact_now};
+pub use guard::{CompactNowError, Compacted, Guard, compact_now};
 pub use window::ContextSettings;

@@ -31,6 +31,50 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 /// At most this much of a task's log comes back from `task_output`.
 const OUTPUT_LIMIT: usize = 64 * 1024;
 
+/// Why a delegation tool call was refused or failed. Its text is the tool's error result,
+/// shown to the MCP client.
+#[derive(Debug, thiserror::Error)]
+pub enum DelegationError {
+    /// `delegate` without a `task` string.
+    #[error("`task` is required: a string saying what the crew lead should do")]
+    NoTask,
+    /// `delegate` with a blank task.
+    #[error("`task` is empty: say what the crew lead should do")]
+    EmptyTask,
+    /// `agents` that is not a list of strings.
+    #[error("`agents` must be a list of agent type names")]
+    BadAgents,
+    /// An agent type this project does not have.
+    #[error("`agents`: no agent type `{name}` in this project (known: {})", .known.join(", "))]
+    UnknownAgent {
+        /// The name asked for.
+        name: String,
+        /// The project's agent types.
+        known: Vec<String>,
+    },
+    /// A task call without a `task_id` string.
+    #[error("`task_id` is required: the id `delegate` returned")]
+    NoTaskId,
+    /// The task manager did not answer a request to start a task.
+    #[error("the task manager did not answer; nothing was started")]
+    NotStarted,
+    /// The task manager did not answer a question.
+    #[error("the task manager did not answer")]
+    NoAnswer,
+    /// No task of this server has that id.
+    #[error("no delegated task `{0}` on this server")]
+    UnknownTask(String),
+    /// The wait for a task lost its reply.
+    #[error("lost track of task `{0}`")]
+    Lost(String),
+    /// The task manager refused to stop the task.
+    #[error(transparent)]
+    Stop(#[from] crate::tasks::actor::StopError),
+    /// The task did not stop within the bound.
+    #[error("task `{0}` did not stop in time")]
+    StopTimeout(String),
+}
+
 /// The delegated leads of one server.
 pub struct Delegates {
     tasks: ActorRef<TaskMsg>,
@@ -65,9 +109,9 @@ impl Delegates {
     }
 
     /// Starts a lead on `req` in the background; returns its task record.
-    pub async fn start(&self, req: DelegateRequest) -> Result<TaskRecord, String> {
+    pub async fn start(&self, req: DelegateRequest) -> Result<TaskRecord, DelegationError> {
         if req.task.trim().is_empty() {
-            return Err("`task` is empty: say what the crew lead should do".into());
+            return Err(DelegationError::EmptyTask);
         }
         let task = self.task_text(&req)?;
         let cancel = CancellationToken::new();
@@ -84,7 +128,7 @@ impl Delegates {
             .await
         {
             Ok(CallResult::Success(rec)) => rec,
-            _ => return Err("the task manager did not answer; nothing was started".into()),
+            _ => return Err(DelegationError::NotStarted),
         };
         let run = LeadRun {
             tasks: self.tasks.clone(),
@@ -98,21 +142,21 @@ impl Delegates {
     }
 
     /// The record of a delegated task; an id of anything else is unknown.
-    pub async fn get(&self, id: &str) -> Result<TaskRecord, String> {
+    pub async fn get(&self, id: &str) -> Result<TaskRecord, DelegationError> {
         let rec = match self
             .tasks
             .call(|r| TaskMsg::Get(id.to_string(), r), Some(ASK))
             .await
         {
             Ok(CallResult::Success(rec)) => rec,
-            _ => return Err("the task manager did not answer".into()),
+            _ => return Err(DelegationError::NoAnswer),
         };
         rec.filter(|r| r.owner == OWNER)
-            .ok_or_else(|| format!("no delegated task `{id}` on this server"))
+            .ok_or_else(|| DelegationError::UnknownTask(id.to_string()))
     }
 
     /// Waits until the task has ended; its final record.
-    pub async fn wait(&self, id: &str) -> Result<TaskRecord, String> {
+    pub async fn wait(&self, id: &str) -> Result<TaskRecord, DelegationError> {
         self.get(id).await?;
         match self
             .tasks
@@ -120,12 +164,12 @@ impl Delegates {
             .await
         {
             Ok(CallResult::Success(Some(rec))) => Ok(rec),
-            _ => Err(format!("lost track of task `{id}`")),
+            _ => Err(DelegationError::Lost(id.to_string())),
         }
     }
 
     /// Stops the task (cancelling its lead's run); its final record.
-    pub async fn stop(&self, id: &str) -> Result<TaskRecord, String> {
+    pub async fn stop(&self, id: &str) -> Result<TaskRecord, DelegationError> {
         self.get(id).await?;
         match self
             .tasks
@@ -135,8 +179,8 @@ impl Delegates {
             )
             .await
         {
-            Ok(CallResult::Success(result)) => result.map_err(|e| e.to_string()),
-            _ => Err(format!("task `{id}` did not stop in time")),
+            Ok(CallResult::Success(result)) => Ok(result?),
+            _ => Err(DelegationError::StopTimeout(id.to_string())),
         }
     }
 
@@ -161,18 +205,17 @@ impl Delegates {
     }
 
     /// The lead's task, naming the agent types asked for (each must exist here).
-    fn task_text(&self, req: &DelegateRequest) -> Result<String, String> {
+    fn task_text(&self, req: &DelegateRequest) -> Result<String, DelegationError> {
         if req.agents.is_empty() {
             return Ok(req.task.clone());
         }
         let home = crate::store::home_dir();
         let catalog = crate::agent::catalog::Catalog::load(&self.project_root, home.as_deref());
-        let known = catalog.names();
         if let Some(bad) = req.agents.iter().find(|a| catalog.get(a).is_none()) {
-            return Err(format!(
-                "`agents`: no agent type `{bad}` in this project (known: {})",
-                known.join(", ")
-            ));
+            return Err(DelegationError::UnknownAgent {
+                name: bad.clone(),
+                known: catalog.names().into_iter().map(str::to_string).collect(),
+            });
         }
         Ok(format!(
             "{}\n\nUse these agent types for the work: {}.",

@@ -16,7 +16,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use super::Backend;
-use super::delegate::DelegateRequest;
+use super::delegate::{DelegateRequest, DelegationError};
 use crate::tasks::TaskRecord;
 use crate::tools::Safety;
 
@@ -205,19 +205,19 @@ fn delegation_tools() -> Vec<Tool> {
     ]
 }
 
-fn delegate_request(args: &JsonObject) -> Result<DelegateRequest, String> {
+fn delegate_request(args: &JsonObject) -> Result<DelegateRequest, DelegationError> {
     let task = args
         .get("task")
         .and_then(Value::as_str)
-        .ok_or("`task` is required: a string saying what the crew lead should do")?;
+        .ok_or(DelegationError::NoTask)?;
     let agents = match args.get("agents") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
-            .ok_or("`agents` must be a list of agent type names")?,
-        Some(_) => return Err("`agents` must be a list of agent type names".into()),
+            .ok_or(DelegationError::BadAgents)?,
+        Some(_) => return Err(DelegationError::BadAgents),
     };
     Ok(DelegateRequest {
         task: task.to_string(),
@@ -225,10 +225,10 @@ fn delegate_request(args: &JsonObject) -> Result<DelegateRequest, String> {
     })
 }
 
-fn task_id(args: &JsonObject) -> Result<&str, String> {
+fn task_id(args: &JsonObject) -> Result<&str, DelegationError> {
     args.get("task_id")
         .and_then(Value::as_str)
-        .ok_or_else(|| "`task_id` is required: the id `delegate` returned".to_string())
+        .ok_or(DelegationError::NoTaskId)
 }
 
 fn status_json(rec: &TaskRecord) -> Value {
@@ -265,6 +265,6 @@ fn success(text: String, structured: Option<Value>) -> CallToolResult {
     result
 }
 
-fn error(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message.into())])
+fn error(e: DelegationError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(e.to_string())])
 }

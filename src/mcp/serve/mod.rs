@@ -59,10 +59,20 @@ pub struct ServeMode {
     pub permission: Option<PermissionMode>,
 }
 
+/// A `--mode` that is neither `plan` nor a permission mode.
+#[derive(Debug, thiserror::Error)]
+#[error("--mode {name}: {reason}, or plan")]
+pub struct UnknownServeMode {
+    /// The name given.
+    pub name: String,
+    /// Why it is not a permission mode.
+    pub reason: crate::protocol::permission_mode::UnknownMode,
+}
+
 impl ServeMode {
     /// Parses `--mode`; `None` is the settings' `defaultMode` in Chat. An unknown name is
     /// an error (the server does not start with a guessed mode).
-    pub fn parse(name: Option<&str>) -> Result<Self, String> {
+    pub fn parse(name: Option<&str>) -> Result<Self, UnknownServeMode> {
         let Some(name) = name else {
             return Ok(Self {
                 agent: AgentMode::Chat,
@@ -80,7 +90,10 @@ impl ServeMode {
                 agent: AgentMode::Chat,
                 permission: Some(mode),
             }),
-            Err(e) => Err(format!("--mode {name}: {e}, or plan")),
+            Err(e) => Err(UnknownServeMode {
+                name: name.to_string(),
+                reason: e,
+            }),
         }
     }
 }
@@ -96,7 +109,7 @@ mod tests {
         let accept = ServeMode::parse(Some("acceptEdits")).unwrap();
         assert_eq!(accept.permission, Some(PermissionMode::AcceptEdits));
         assert_eq!(ServeMode::parse(None).unwrap().permission, None);
-        let err = ServeMode::parse(Some("yolo")).unwrap_err();
+        let err = ServeMode::parse(Some("yolo")).unwrap_err().to_string();
         assert!(err.contains("--mode yolo"), "{err}");
     }
 }

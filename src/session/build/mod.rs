@@ -265,7 +265,7 @@ pub async fn prepare(
     }
     // The engine decides delegation from each agent type's isolation and read-only-ness,
     // and from whether subagents get worktrees here.
-    let worktrees = crate::worktree::git::open_main(&cwd).is_ok();
+    let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     let workers = match &opts.workers {
         Some(joiner) => {

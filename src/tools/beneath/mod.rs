@@ -52,6 +52,15 @@ pub struct Opened {
     pub meta: std::fs::Metadata,
 }
 
+/// What [`Beneath::parent`] does with a directory on the way that does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// Create it (a write may make new directories).
+    Create,
+    /// Fail (an edit needs the file, so its directory, to exist).
+    Fail,
+}
+
 /// The directory a write lands in, opened beneath a root.
 #[derive(Debug)]
 pub struct Parent {
@@ -156,8 +165,8 @@ impl Beneath {
     }
 
     /// Opens the directory a write of `abs` lands in, creating missing directories on the
-    /// way when `create` is set; each is created and opened beneath the root.
-    pub fn parent(&self, abs: &Path, shown: &str, create: bool) -> Result<Parent, ToolError> {
+    /// way when `missing` says so; each is created and opened beneath the root.
+    pub fn parent(&self, abs: &Path, shown: &str, missing: Missing) -> Result<Parent, ToolError> {
         let (real, root, rel) = self.locate(abs, shown)?;
         self.judge_name(abs, &real, shown)?;
         let (Some(name), Some(dir_rel)) = (rel.file_name(), rel.parent()) else {
@@ -172,7 +181,7 @@ impl Beneath {
             };
             let flags = OFlags::RDONLY | OFlags::DIRECTORY;
             dir = match openat2(&dir, Path::new(part), flags, shown) {
-                Err(_) if create => {
+                Err(_) if missing == Missing::Create => {
                     match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o777)) {
                         Ok(()) | Err(Errno::EXIST) => {}
                         Err(e) => {

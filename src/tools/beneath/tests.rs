@@ -14,7 +14,7 @@ fn root() -> (tempfile::TempDir, PathBuf, ToolContext) {
 
 fn write(ctx: &ToolContext, p: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     Beneath::writes(ctx)
-        .parent(p, "f", false)?
+        .parent(p, "f", Missing::Fail)?
         .write_atomic(bytes, "f")
 }
 
@@ -55,7 +55,9 @@ fn a_missing_directory_fails_cleanly_unless_created() {
     let p = root.join("missing/deeper/a.txt");
     assert!(write(&ctx, &p, b"x").is_err());
     assert!(!p.exists());
-    let parent = Beneath::writes(&ctx).parent(&p, "f", true).unwrap();
+    let parent = Beneath::writes(&ctx)
+        .parent(&p, "f", Missing::Create)
+        .unwrap();
     parent.write_atomic(b"x", "f").unwrap();
     assert_eq!(fs::read_to_string(&p).unwrap(), "x");
 }
@@ -74,7 +76,7 @@ fn nothing_outside_the_roots_is_opened_or_written() {
     }
     for p in ["out/new.txt", "key", "out/sub/new.txt"] {
         let err = Beneath::writes(&ctx)
-            .parent(&root.join(p), p, true)
+            .parent(&root.join(p), p, Missing::Create)
             .unwrap_err()
             .to_string();
         assert!(err.contains("outside the sandbox roots"), "{p}: {err}");

@@ -45,8 +45,12 @@ pub trait HostAsker: Send + Sync {
 
     /// Saves an "always" answer (to the settings). Called once the command has ended and
     /// its protected files were restored, so the save is not undone with them.
-    fn save(&self, host: &str, port: u16) -> Result<(), String>;
+    fn save(&self, host: &str, port: u16) -> Result<(), SaveError>;
 }
+
+/// Why saving an "always" answer failed: the implementation's own error (it lives above
+/// this crate, with the settings files), kept whole for the warning that reports it.
+pub type SaveError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One "always" answer waiting to be saved: who saves it, the host and the port.
 type Save = (Arc<dyn HostAsker>, String, u16);
