@@ -70,7 +70,10 @@ impl Ledger {
                 continue;
             };
             // Only usage lines are parsed: a transcript is mostly messages.
-            for line in text.lines().filter(|l| l.contains(r#""type":"request_usage""#)) {
+            for line in text
+                .lines()
+                .filter(|l| l.contains(r#""type":"request_usage""#))
+            {
                 if let Ok(event) = serde_json::from_str::<Event>(line) {
                     ledger.add_event(&event);
                 }
@@ -238,7 +241,11 @@ mod tests {
         let bus = EventBus::new();
         let transcript = crate::transcript::record(&bus, main.clone(), agents.clone());
         let ledger = record(&bus, session.clone(), Ledger::default());
-        for (agent, cost) in [("lead", Some(0.5)), ("explore/t1", Some(0.25)), ("lead", None)] {
+        for (agent, cost) in [
+            ("lead", Some(0.5)),
+            ("explore/t1", Some(0.25)),
+            ("lead", None),
+        ] {
             bus.publish(
                 agent,
                 EventKind::RequestUsage {
