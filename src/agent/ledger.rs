@@ -147,9 +147,13 @@ pub fn record(bus: &EventBus, session_dir: PathBuf, start: Ledger) -> JoinHandle
     let mut rx = bus.subscribe_where(|e| matches!(e.kind, EventKind::RequestUsage { .. }));
     tokio::spawn(async move {
         let path = Ledger::path(&session_dir);
+        // A killed run may have left the file behind what the transcript records.
+        let mut changed = start != Ledger::load(&session_dir);
         let mut ledger = start;
         let mut throttle = Throttle::new(behind::window());
-        let mut changed = false;
+        if changed && throttle.changed(Instant::now()) {
+            write(&path, &ledger, Flush::Derived).await;
+        }
         loop {
             let due = throttle.due();
             let event = tokio::select! {
