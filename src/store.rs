@@ -3,9 +3,11 @@
 //! named by [`project_slug`], which no two canonical paths share, and records the root it
 //! belongs to (`project-root`): only a directory whose record is this root's gives up its
 //! sessions. Directories of the old, colliding layout are adopted by [`open_project`]
-//! (see `legacy`). Also the one atomic-write helper every persisted file uses, the project
-//! root of a directory, and the private temp directory of sandboxed commands.
+//! (see `legacy`). Also the one atomic-write helper every persisted file uses (`behind`:
+//! written now or group-committed), the project root of a directory, and the private temp
+//! directory of sandboxed commands.
 
+pub mod behind;
 mod legacy;
 
 use std::path::{Path, PathBuf};
@@ -130,17 +132,11 @@ pub fn newest_session(project_root: &Path) -> Option<(String, PathBuf)> {
         .map(|(_, id, path)| (id, path))
 }
 
-/// Writes `bytes` to `path` atomically (temp file in the same directory, then rename), so
-/// a crash never leaves a half-written file behind.
+/// Writes `bytes` to `path` atomically (temp file in the same directory, `fdatasync`,
+/// then rename), so a crash never leaves a half-written file behind. Files rewritten on a
+/// turn's path use [`behind::write_replace`] instead, which leaves the sync to group commit.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    behind::write_replace(path, bytes, behind::Flush::Now)
 }
 
 #[cfg(test)]

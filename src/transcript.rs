@@ -1,7 +1,7 @@
 //! Session transcripts: every event of a session (but streamed text deltas, whose text
 //! arrives whole in `message_appended`) is appended as one JSON line to
-//! `~/.crew/projects/<slug>/<session-id>.jsonl` and written through at once, so a crash
-//! loses at most the line being written; subagents' events go beside it, to
+//! `~/.crew/projects/<slug>/<session-id>.jsonl` and written through at once (fsynced by
+//! group commit, `store::behind`), so a crash loses at most the line being written; subagents' events go beside it, to
 //! `<session-id>/agents/<agent>.jsonl`. Loading rebuilds the lead's conversation (a
 //! `compacted` event replaces it whole: one line, so never half a compaction), skipping a
 //! torn last line and closing tool calls that never got their results.
@@ -28,8 +28,9 @@ pub fn transcript_path(project_root: &Path, session_id: &str) -> Option<PathBuf>
 /// Durability: each line is written to the OS (one `write`) inside `publish`, before it
 /// returns, so the assistant message with a call's `tool_use` and its `tool_call_started`
 /// line are in the file before the tool runs, and survive a crash (SIGKILL) of crew. The
-/// files are `fdatasync`ed at the end of each run (`run_finished`) and when the bus closes,
-/// not per line: a power loss can lose the current run's tail, a crash of crew cannot.
+/// files are `fdatasync`ed by group commit (`store::behind`: at most once per flush
+/// window, 1 s) and when the bus closes, never on a turn's path: a power loss can lose the
+/// last window, a crash of crew nothing.
 ///
 /// A failed write (a full disk) never leaves a torn line in the middle of a file: the
 /// file is cut back to its last whole line, the lines are held in memory and written,
@@ -94,10 +95,6 @@ impl Recorder for Transcripts {
             },
         };
         let notice = sink.append(line.as_bytes());
-        if matches!(event.kind, EventKind::RunFinished { .. }) {
-            // The run's end: its lines go to the disk, not only to the OS.
-            let _ = sink.file.sync_data();
-        }
         notice.map(|message| Event {
             agent: "session".into(),
             kind: EventKind::Error { message },
@@ -110,8 +107,9 @@ impl Recorder for Transcripts {
             if let Some(message) = sink.append(b"") {
                 tracing::warn!("{message}");
             }
-            let _ = sink.file.sync_data();
         }
+        // Failures are logged by the flusher (and retried if anything runs on).
+        let _ = crate::store::behind::flush_all();
         let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(closed) = closed {
             let _ = closed.send(());
@@ -122,7 +120,8 @@ impl Recorder for Transcripts {
 /// One transcript file, with the lines a failed write held back.
 struct Sink {
     path: PathBuf,
-    file: File,
+    /// Shared with the flusher, which syncs it.
+    file: Arc<File>,
     /// The length of the file's whole lines.
     len: u64,
     /// Lines not yet written, in order.
@@ -141,9 +140,13 @@ impl Sink {
             .append(true)
             .open(path)?;
         let len = file.metadata()?.len();
+        if len == 0 {
+            // Maybe a new file: its directory entry must reach the disk too.
+            crate::store::behind::created(path);
+        }
         Ok(Self {
             path: path.to_path_buf(),
-            file,
+            file: Arc::new(file),
             len,
             held: Vec::new(),
             told: false,
@@ -158,9 +161,10 @@ impl Sink {
                 return None;
             }
             // The common case: nothing held, the line is written from where it is.
-            return match write_through(&mut self.file, line) {
+            return match write_through(&self.file, line) {
                 Ok(()) => {
                     self.len += line.len() as u64;
+                    crate::store::behind::written(&self.path, &self.file);
                     None
                 }
                 Err(e) => {
@@ -170,10 +174,11 @@ impl Sink {
             };
         }
         self.held.extend_from_slice(line);
-        match write_through(&mut self.file, &self.held) {
+        match write_through(&self.file, &self.held) {
             Ok(()) => {
                 self.len += self.held.len() as u64;
                 self.held.clear();
+                crate::store::behind::written(&self.path, &self.file);
                 std::mem::take(&mut self.told).then(|| {
                     format!(
                         "the transcript {} caught up; no line was lost",
@@ -199,7 +204,8 @@ impl Sink {
 
 /// One `write_all`; under the test-only fault injector a write may fail part-way, as on a
 /// full disk.
-fn write_through(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+fn write_through(file: &File, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = file;
     if crate::supervise::faults::disk_full("transcript") {
         file.write_all(&bytes[..bytes.len() / 2])?;
         return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC

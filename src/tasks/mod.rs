@@ -183,10 +183,16 @@ pub fn load_records(session_dir: &Path) -> Result<Vec<TaskRecord>, RecordsError>
     })
 }
 
-/// Writes a session's task records atomically.
+/// Writes a session's task records atomically (a crash leaves the old list or the new
+/// one); the `fdatasync` is left to group commit (`store::behind`), so a task's change
+/// never waits for the disk.
 pub fn save_records(session_dir: &Path, records: &[TaskRecord]) -> std::io::Result<()> {
     let json = serde_json::to_vec_pretty(records).map_err(std::io::Error::other)?;
-    crate::store::write_atomic(&records_path(session_dir), &json)
+    crate::store::behind::write_replace(
+        &records_path(session_dir),
+        &json,
+        crate::store::behind::Flush::Behind,
+    )
 }
 
 /// Whether a process with this pid is alive.

@@ -30,6 +30,7 @@ mod confinement;
 mod delegation;
 mod denied_oracles;
 mod docs_links;
+mod durability;
 mod envelopes;
 mod escaped_processes;
 mod fault_helpers;

@@ -136,8 +136,10 @@ impl Prepared {
         self.mcp.shutdown().await;
         self.events.close();
         let _ = self.recorder.await;
-        // Team inboxes are fsynced by group commit: the last window too, before exiting.
+        // Team inboxes and crew's files are fsynced by group commit: the last window too,
+        // before exiting.
         let _ = tokio::task::spawn_blocking(crate::team::inbox::flush_all).await;
+        let _ = tokio::task::spawn_blocking(crate::store::behind::flush_all).await;
     }
 }
 
@@ -354,9 +356,12 @@ pub async fn prepare(
             ))
         })
         .ok();
+    // Each agent's spending, for `crew tasks list` and `crew team show`: what the
+    // transcripts record it spent so far (costs.json is a copy written behind), then this
+    // run's requests.
+    let spent = crate::agent::ledger::Ledger::replay(&transcript, &agents_dir);
+    let ledger = crate::agent::ledger::record(&events, session_dir, spent);
     let transcript = crate::transcript::record(&events, transcript, agents_dir);
-    // Each agent's spending, for `crew tasks list` and `crew team show`.
-    let ledger = crate::agent::ledger::record(&events, session_dir);
     let recorder = tokio::spawn(async move {
         let _ = transcript.await;
         let _ = ledger.await;
