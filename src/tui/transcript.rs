@@ -55,7 +55,8 @@ pub struct Transcript {
     pub scroll_up: usize,
 }
 
-/// The most telling argument of a call: its path, command, pattern or description.
+/// The most telling argument of a call: its path, command, pattern or description; a
+/// message's recipient; a work-list item's subject or id.
 pub fn call_target(call: &ToolCall) -> String {
     let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
     [
@@ -65,11 +66,18 @@ pub fn call_target(call: &ToolCall) -> String {
         "description",
         "task_id",
         "prompt",
+        "to",
+        "subject",
+        "id",
+        "taskId",
     ]
     .iter()
-    .find_map(|k| args.get(*k).and_then(Value::as_str))
-    .unwrap_or("")
-    .to_string()
+    .find_map(|k| match args.get(*k)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+    .unwrap_or_default()
 }
 
 impl Transcript {
@@ -325,6 +333,24 @@ mod tests {
         let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
         term.draw(|f| t.render(f, f.area())).unwrap();
         format!("{}", term.backend())
+    }
+
+    #[test]
+    fn team_and_work_list_calls_name_their_target() {
+        let target = |name: &str, args: &str| call_target(&call("c", name, args));
+        assert_eq!(
+            target("send_message", r#"{"to":"alice","message":"hi"}"#),
+            "alice"
+        );
+        assert_eq!(
+            target("todo_update", r#"{"id":3,"status":"completed"}"#),
+            "3"
+        );
+        assert_eq!(target("todo_update", r#"{"taskId":"4"}"#), "4");
+        assert_eq!(
+            target("todo_add", r#"{"subject":"write the docs"}"#),
+            "write the docs"
+        );
     }
 
     #[test]
