@@ -31,8 +31,15 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "crew", version, about, long_about = None)]
 pub struct Cli {
-    /// Run one task headless and exit (print mode).
-    #[arg(short = 'p', long = "print", value_name = "TASK")]
+    /// Run one task headless and exit (print mode). Without TASK, or with `-`, the task
+    /// is read from standard input (`echo TASK | crew -p`).
+    #[arg(
+        short = 'p',
+        long = "print",
+        value_name = "TASK",
+        num_args = 0..=1,
+        default_missing_value = "-"
+    )]
     pub print: Option<String>,
 
     /// Agent mode: chat, plan (read-only investigation) or do (carry out --plan-file).
@@ -43,9 +50,19 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub plan_file: Option<PathBuf>,
 
-    /// Permission mode: strict, default, acceptEdits, bypassPermissions, dontAsk or auto.
+    /// Permission mode: strict, default, acceptEdits, bypassPermissions, dontAsk or auto;
+    /// `plan` (Claude Code's) is `--mode plan` in default mode. An unknown mode is an error.
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,
+
+    /// Claude Code's spelling of `--permission-mode bypassPermissions`.
+    #[arg(long, conflicts_with = "permission_mode")]
+    pub dangerously_skip_permissions: bool,
+
+    /// Accepted as Claude Code accepts it; crew's text output shows every tool call and
+    /// its outcome on stderr anyway.
+    #[arg(long)]
+    pub verbose: bool,
 
     /// Model: anthropic:NAME, openai:NAME or script:PATH (default: from settings or
     /// API keys; with neither, the built-in demo).
@@ -288,15 +305,39 @@ pub async fn main() -> i32 {
         };
     }
     match cli.print.clone() {
-        Some(task) => match run::headless(cli, task).await {
-            Ok(code) => code,
-            Err(e) => {
+        Some(task) => {
+            let ran = match read_task(task) {
+                Ok(task) => run::headless(cli, task).await,
+                Err(e) => Err(e),
+            };
+            ran.unwrap_or_else(|e| {
                 eprintln!("crew: {e:#}");
                 2
-            }
-        },
+            })
+        }
         None => interactive(cli).await,
     }
+}
+
+/// The task of `-p`: as given, or read from standard input when it is `-` (or absent).
+fn read_task(task: String) -> anyhow::Result<String> {
+    use std::io::{IsTerminal, Read};
+    if task != "-" {
+        return Ok(task);
+    }
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        anyhow::bail!("-p: give the task after -p, or pipe it in (`echo TASK | crew -p`)");
+    }
+    let mut text = String::new();
+    stdin
+        .read_to_string(&mut text)
+        .map_err(|e| anyhow::anyhow!("-p: cannot read the task from standard input: {e}"))?;
+    let text = text.trim_end().to_string();
+    if text.trim().is_empty() {
+        anyhow::bail!("-p: standard input held no task; give the task after -p, or pipe it in");
+    }
+    Ok(text)
 }
 
 /// `crew` without `-p`: the terminal UI when both ends are a terminal; otherwise a hint

@@ -13,10 +13,10 @@ use crate::session::build::prepare;
 use crate::session::{SessionError, SessionHandle};
 use crate::tasks::actor::TaskMsg;
 
-/// Runs `task` headless; returns the exit code (0 success, 1 the run failed or was
-/// cancelled).
+/// Runs `task` headless; returns the exit code (0 success, 1 the run failed, was
+/// cancelled or was stopped by its budget).
 pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
-    let mode: AgentMode = cli.mode.parse().map_err(anyhow::Error::msg)?;
+    let mode: AgentMode = super::setup::agent_mode(&cli).map_err(anyhow::Error::msg)?;
     let plan = match (&cli.plan_file, mode) {
         (Some(f), _) => Some(
             std::fs::read_to_string(f).with_context(|| format!("--plan-file {}", f.display()))?,
@@ -127,8 +127,9 @@ pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         }
     }
     Ok(match outcome.status {
-        RunStatus::Completed | RunStatus::MaxTurns | RunStatus::BudgetExhausted => 0,
-        RunStatus::Cancelled | RunStatus::Failed => 1,
+        RunStatus::Completed | RunStatus::MaxTurns => 0,
+        // The work was cut short: a script must not take it for done.
+        RunStatus::BudgetExhausted | RunStatus::Cancelled | RunStatus::Failed => 1,
     })
 }
 

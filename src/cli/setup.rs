@@ -18,7 +18,12 @@ pub fn options(cli: &Cli) -> Options {
     };
     Options {
         cwd: cli.cwd.clone(),
-        permission_mode: cli.permission_mode.clone(),
+        permission_mode: match cli.permission_mode.as_deref() {
+            _ if cli.dangerously_skip_permissions => Some("bypassPermissions".into()),
+            // Claude Code's `plan` is an agent mode here (see `agent_mode`).
+            Some("plan") => None,
+            other => other.map(str::to_string),
+        },
         model: cli.model.clone(),
         max_turns: cli.max_turns,
         max_budget_usd: cli.max_budget_usd,
@@ -29,6 +34,19 @@ pub fn options(cli: &Cli) -> Options {
         mcp_config: cli.mcp_config.clone(),
         record_requests: cli.record_requests.clone(),
         workers: Some(Arc::new(cluster.owned())),
+    }
+}
+
+/// The agent mode a headless run starts in: `--mode`, or plan for Claude Code's
+/// `--permission-mode plan`.
+pub fn agent_mode(cli: &Cli) -> Result<crate::agent::mode::AgentMode, String> {
+    match cli.permission_mode.as_deref() {
+        Some("plan") if cli.mode == "chat" => Ok(crate::agent::mode::AgentMode::Plan),
+        Some("plan") => Err(format!(
+            "--permission-mode plan asks for plan mode; it cannot be combined with --mode {}",
+            cli.mode
+        )),
+        _ => cli.mode.parse(),
     }
 }
 

@@ -113,9 +113,17 @@ fn run_json(proj: &std::path::Path, home: &std::path::Path, extra: &[&str]) -> s
         "json",
     ];
     args.extend_from_slice(extra);
-    let (out, _) = crew_scripted(proj, home, &writing_script(), &args);
+    let (out, _) = support::crew_scripted_output(proj, home, &writing_script(), &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    // A run its budget stopped is cut short: it must not exit as if done.
+    let expected = if json["status"] == "budget_exhausted" {
+        1
+    } else {
+        0
+    };
+    assert_eq!(out.status.code(), Some(expected), "{json}");
+    json
 }
 
 #[test]

@@ -24,6 +24,7 @@ mod auto_llama;
 mod auto_mode;
 mod claude_code_differential;
 mod cli;
+mod cli_claude_flags;
 mod cli_providers;
 mod compaction;
 mod confinement;

@@ -86,10 +86,10 @@ pub fn starting_mode(
             }
         });
     };
-    let (wanted, warning) = PermissionMode::parse_lenient(name);
-    if let Some(w) = warning {
-        warn(format!("--permission-mode: {w}"));
-    }
+    // A typo on the command line is an error (exit 2); only a settings file falls back.
+    let wanted: PermissionMode = name
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--permission-mode: {e}"))?;
     transition(start, Target::Mode(wanted), &ctx)
         .map(|fx| fx.state.permission())
         .map_err(|refused| anyhow::anyhow!("--permission-mode {wanted}: {refused}"))
