@@ -64,6 +64,31 @@ pub struct Cli {
     #[arg(long)]
     pub verbose: bool,
 
+    /// Allow rules for this session only, as in Claude Code: `"Bash(git log:*) Edit"`
+    /// (separated by spaces or commas; may be given more than once).
+    #[arg(
+        long = "allowedTools",
+        visible_alias = "allowed-tools",
+        value_name = "RULES"
+    )]
+    pub allowed_tools: Vec<String>,
+
+    /// Deny rules for this session only, in the same syntax.
+    #[arg(
+        long = "disallowedTools",
+        visible_alias = "disallowed-tools",
+        value_name = "RULES"
+    )]
+    pub disallowed_tools: Vec<String>,
+
+    /// The lead's system prompt, instead of crew's.
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+
+    /// Text added at the end of the lead's system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+
     /// Model: anthropic:NAME, openai:NAME or script:PATH (default: from settings or
     /// API keys; with neither, the built-in demo).
     #[arg(long, value_name = "MODEL")]

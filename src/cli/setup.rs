@@ -34,6 +34,12 @@ pub fn options(cli: &Cli) -> Options {
         mcp_config: cli.mcp_config.clone(),
         record_requests: cli.record_requests.clone(),
         workers: Some(Arc::new(cluster.owned())),
+        tool_rules: crate::session::build::ToolRules {
+            allow: cli.allowed_tools.clone(),
+            deny: cli.disallowed_tools.clone(),
+        },
+        system_prompt: cli.system_prompt.clone(),
+        append_system_prompt: cli.append_system_prompt.clone(),
     }
 }
 

@@ -167,3 +167,83 @@ fn permission_mode_plan_plans_with_read_only_tools() {
         "{tools:?}"
     );
 }
+
+#[test]
+fn allowed_and_disallowed_tools_are_rules_of_this_session() {
+    let write = json!({"turns": [
+        {"tool_calls": [{"name": "write_file", "input": {"path": "notes.txt", "content": "kept"}}]},
+        {"text": "done"}]});
+    // Default mode headless: nobody approves the write.
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = crew_with_stdin(dir.path(), &write, &["-p", "write"], "");
+    assert!(out.status.success());
+    assert!(!dir.path().join("notes.txt").exists());
+    // `--allowedTools Write` allows it, for this run only.
+    for flag in ["--allowedTools", "--allowed-tools"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, _) = crew_with_stdin(
+            dir.path(),
+            &write,
+            &["-p", "write", flag, "Bash(git log:*), Write"],
+            "",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+            "kept",
+            "{flag}"
+        );
+        assert!(
+            !dir.path().join(".crew/settings.local.json").exists(),
+            "nothing is saved"
+        );
+    }
+    // `--disallowedTools` denies, even under bypassPermissions.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "-p",
+        "write",
+        "--permission-mode",
+        "bypassPermissions",
+        "--disallowedTools",
+        "Write(notes.txt)",
+    ];
+    let (out, _) = crew_with_stdin(dir.path(), &write, &args, "");
+    assert!(
+        !dir.path().join("notes.txt").exists(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("✗ write_file"));
+    // A rule that does not parse is refused before anything runs.
+    let (out, requests) = crew_with_stdin(
+        dir.path(),
+        &write,
+        &["-p", "x", "--disallowedTools", "Bash("],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--disallowedTools `Bash(`"));
+    assert!(requests.is_empty());
+}
+
+#[test]
+fn the_system_prompt_can_be_replaced_or_appended_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"turns": [{"text": "ok"}]});
+    let args = ["-p", "hi", "--append-system-prompt", "EXTRA-HOUSE-RULE"];
+    let (_, requests) = crew_with_stdin(dir.path(), &script, &args, "");
+    let system = requests[0]["system"].as_str().unwrap();
+    assert!(system.ends_with("EXTRA-HOUSE-RULE"), "{system}");
+    assert!(
+        system.len() > 200,
+        "crew's own prompt is still there: {system}"
+    );
+    let args = ["-p", "hi", "--system-prompt", "ONLY-THIS-PROMPT"];
+    let (_, requests) = crew_with_stdin(dir.path(), &script, &args, "");
+    assert_eq!(requests[0]["system"], "ONLY-THIS-PROMPT");
+}

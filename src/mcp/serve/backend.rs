@@ -44,6 +44,9 @@ pub(crate) fn session_options(config: &ServeConfig, permission: Option<Permissio
         mcp_config: Vec::new(),
         record_requests: None,
         workers: config.workers.clone(),
+        tool_rules: Default::default(),
+        system_prompt: None,
+        append_system_prompt: None,
     }
 }
 

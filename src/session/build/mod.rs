@@ -5,11 +5,13 @@
 //! back a started session as a [`Prepared`].
 //!
 //! Modules: `modes` (auto mode and the starting permission mode), `resume` (the working
-//! directory and which session to run in), `sandbox` (the lead's command sandbox).
+//! directory and which session to run in), `sandbox` (the lead's command sandbox),
+//! `tool_rules` (`--allowedTools` and `--disallowedTools`).
 
 mod modes;
 mod resume;
 mod sandbox;
+mod tool_rules;
 
 use crate::tools::rule_names::LoadPolicy;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,7 @@ use crate::session::{Orchestration, SessionConfig, SessionHandle};
 use crate::tools::{Registry, builtin_tools, orchestration_tools};
 
 pub use resume::working_dir;
+pub use tool_rules::{ToolRules, split_rules};
 
 /// What a session is assembled from besides the settings on disk: the command line's
 /// flags (or what `crew mcp serve` chooses for its sessions). Error messages name the
@@ -63,6 +66,13 @@ pub struct Options {
     pub record_requests: Option<PathBuf>,
     /// Who joins the worker nodes for the session (`None`: it runs no remote subagents).
     pub workers: Option<Arc<dyn JoinWorkers>>,
+    /// `--allowedTools` and `--disallowedTools`: rules of this session only, on top of
+    /// the settings' (Claude Code's syntax: `Bash(git log:*)`, `Read`, `mcp__server__tool`).
+    pub tool_rules: ToolRules,
+    /// `--system-prompt`: the lead's system prompt instead of crew's.
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt`: text added at the end of the lead's system prompt.
+    pub append_system_prompt: Option<String>,
 }
 
 /// What joining the workers may read of the session being assembled.
@@ -157,6 +167,7 @@ pub async fn prepare(
     for w in warnings {
         warn(w.to_string());
     }
+    opts.tool_rules.add_to(&mut policy, home.as_deref())?;
     // Hooks from every settings layer; a project's shared hooks only in a trusted folder.
     let (hooks, hook_warnings) = crate::hooks::config::load(&project_root, home.as_deref())?;
     for w in hook_warnings {
@@ -303,7 +314,18 @@ pub async fn prepare(
             AgentSpec {
                 id: "lead".into(),
                 model: chosen.model,
-                system_prompt: format!("{}{}", lead_system_prompt(&cwd), skills.prompt_section()),
+                system_prompt: format!(
+                    "{}{}",
+                    opts.system_prompt.clone().unwrap_or_else(|| format!(
+                        "{}{}",
+                        lead_system_prompt(&cwd),
+                        skills.prompt_section()
+                    )),
+                    opts.append_system_prompt
+                        .as_deref()
+                        .map(|a| format!("\n\n{a}"))
+                        .unwrap_or_default()
+                ),
                 allowed_tools: None,
                 max_turns: opts.max_turns,
                 max_tokens: 8192,

@@ -1,0 +1,79 @@
+//! `--allowedTools` and `--disallowedTools`: Claude Code's per-session rule lists, added to
+//! the session layer of the lead's policy.
+
+use std::path::Path;
+
+use crate::permission::Policy;
+
+/// Allow and deny rules given on the command line, for one session.
+#[derive(Clone, Debug, Default)]
+pub struct ToolRules {
+    /// `--allowedTools`.
+    pub allow: Vec<String>,
+    /// `--disallowedTools`.
+    pub deny: Vec<String>,
+}
+
+impl ToolRules {
+    /// Adds the rules to `policy`'s session layer; a rule that does not parse is an error
+    /// naming its flag (skipping a deny would be unsafe).
+    pub(super) fn add_to(&self, policy: &mut Policy, home: Option<&Path>) -> anyhow::Result<()> {
+        use crate::permission::rules::{Rule, RuleKind};
+        use crate::protocol::decision::Layer;
+        use crate::tools::rule_names::ParseRule;
+        let flags = [
+            ("--allowedTools", RuleKind::Allow, &self.allow),
+            ("--disallowedTools", RuleKind::Deny, &self.deny),
+        ];
+        for (flag, kind, texts) in flags {
+            for text in texts.iter().flat_map(|t| split_rules(t)) {
+                let rule = Rule::parse(&text, kind, Layer::Session, home)
+                    .map_err(|e| anyhow::anyhow!("{flag} `{text}`: {e}"))?;
+                policy.rules.push(rule);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Claude Code's rule lists: separated by commas or spaces, except inside parentheses
+/// (`Bash(git log:*) Edit,Read` is three rules).
+pub fn split_rules(list: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0usize);
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' | ' ' | '\t' | '\n' if depth == 0 => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_split_on_commas_and_spaces_but_not_inside_parentheses() {
+        assert_eq!(
+            split_rules("Bash(git log:*) Edit,Read  mcp__s__t"),
+            ["Bash(git log:*)", "Edit", "Read", "mcp__s__t"]
+        );
+        assert_eq!(
+            split_rules("Bash(npm run test:*),Write(src/**)"),
+            ["Bash(npm run test:*)", "Write(src/**)"]
+        );
+        assert!(split_rules(" , ").is_empty());
+    }
+}
