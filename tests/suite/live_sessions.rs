@@ -170,8 +170,11 @@ fn ps_lists_every_live_session_and_what_each_agent_is_doing() {
     let stale = run_dir.join(format!("{dead}.0.json"));
     let stale_socket = run_dir.join(format!("{dead}.0.sock"));
     std::fs::write(&stale_socket, "").unwrap();
+    // The entry names another file as its socket: the reader must not delete that one.
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
     let entry = serde_json::json!({"session": "s-dead", "project": dir, "session_dir": dir.join("nowhere"),
-        "pid": dead, "pid_start": null, "started_ms": 1, "socket": stale_socket});
+        "pid": dead, "pid_start": null, "started_ms": 1, "socket": victim});
     std::fs::write(&stale, entry.to_string()).unwrap();
     assert_eq!(
         ps(&dir, &home, &[])["sessions"].as_array().unwrap().len(),
@@ -180,6 +183,11 @@ fn ps_lists_every_live_session_and_what_each_agent_is_doing() {
     assert!(
         !stale.exists() && !stale_socket.exists(),
         "the dead crew's entry is reconciled away"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "keep",
+        "a crafted entry makes the reader delete nothing else"
     );
 
     // Released, the run ends; its registration goes with it.

@@ -20,7 +20,6 @@ use registry::Entry;
 /// This process's registration, removed by [`Live::close`].
 pub struct Live {
     entry_file: PathBuf,
-    socket: Option<PathBuf>,
     server: Option<JoinHandle<()>>,
 }
 
@@ -58,11 +57,7 @@ impl Live {
             }
         };
         registry::register(&entry_file, &entry)?;
-        Ok(Live {
-            entry_file,
-            socket: entry.socket,
-            server,
-        })
+        Ok(Live { entry_file, server })
     }
 
     /// Stops answering and removes the registration.
@@ -70,6 +65,6 @@ impl Live {
         if let Some(server) = self.server {
             server.abort();
         }
-        registry::unregister(&self.entry_file, self.socket.as_deref());
+        registry::unregister(&self.entry_file);
     }
 }

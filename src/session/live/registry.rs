@@ -64,12 +64,16 @@ pub fn register(file: &Path, entry: &Entry) -> io::Result<()> {
     std::fs::rename(&tmp, file)
 }
 
+/// The socket beside an entry file: `<pid>.<n>.json` → `<pid>.<n>.sock`. Derived, never
+/// read from the entry, so a crafted entry cannot point crew at another file.
+fn socket_of(entry_file: &Path) -> PathBuf {
+    entry_file.with_extension("sock")
+}
+
 /// Removes an entry and its socket (what is already gone is fine).
-pub fn unregister(entry_file: &Path, socket: Option<&Path>) {
+pub fn unregister(entry_file: &Path) {
     let _ = std::fs::remove_file(entry_file);
-    if let Some(socket) = socket {
-        let _ = std::fs::remove_file(socket);
-    }
+    let _ = std::fs::remove_file(socket_of(entry_file));
 }
 
 /// The live sessions, oldest first. Entries of processes that are gone are removed, with
@@ -86,13 +90,14 @@ pub fn live() -> Vec<Entry> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .filter_map(|path| {
-            let entry: Entry = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-            if alive(&entry) {
-                Some(entry)
-            } else {
-                unregister(&path, entry.socket.as_deref());
-                None
+            let mut entry: Entry = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
+            if !alive(&entry) {
+                unregister(&path);
+                return None;
             }
+            // Only the socket beside the entry is the session's.
+            entry.socket = entry.socket.map(|_| socket_of(&path));
+            Some(entry)
         })
         .collect();
     entries.sort_by_key(|e| (e.started_ms, e.pid));
@@ -123,6 +128,40 @@ pub fn start_time(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crafted_entry_cannot_make_a_reader_delete_or_reach_another_file() {
+        let home = tempfile::tempdir().unwrap();
+        let run = home.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let victim = home.path().join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        let (file, sock) = paths(&run, dead, 0);
+        let entry = Entry {
+            session: "s".into(),
+            project: "/p".into(),
+            session_dir: "/p/s".into(),
+            pid: dead,
+            pid_start: None,
+            started_ms: 0,
+            socket: Some(victim.clone()),
+        };
+        register(&file, &entry).unwrap();
+        std::fs::write(&sock, "").unwrap();
+        unregister(&file);
+        assert!(
+            !file.exists() && !sock.exists(),
+            "the entry and its own socket go"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "keep",
+            "the named file stays"
+        );
+    }
 
     #[test]
     fn start_time_tells_this_process_from_a_reused_pid() {
