@@ -9,7 +9,7 @@
 //! and spacing aside — so code in a message (`Vec<String>`, `a < b`) reads as written.
 
 /// Every envelope tag crew writes around text that others control.
-pub const TAGS: &[&str] = &[
+pub(crate) const TAGS: &[&str] = &[
     "team-message",
     "team-notice",
     "task-notification",
@@ -22,7 +22,7 @@ pub const TAGS: &[&str] = &[
 /// `text` made safe to place inside an envelope: each `<` that would open or close an
 /// envelope tag becomes `&lt;`, and each `&lt;`/`&amp;` already there keeps its meaning by
 /// escaping `&` in front of those (so a body cannot smuggle a decoded tag either).
-pub fn body(text: &str) -> String {
+pub(crate) fn body(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find(['<', '&']) {
@@ -51,7 +51,7 @@ pub fn body(text: &str) -> String {
 
 /// `value` made safe as a double-quoted attribute value: `&`, `"`, `<`, `>` and line
 /// breaks are escaped.
-pub fn attr(value: &str) -> String {
+pub(crate) fn attr(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
         match c {

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 /// The largest agent, skill or command file read (a cloned repository decides what these
 /// files are).
-pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 * 1024;
 
 /// Why a definition file (agent, skill or command) could not be read or split. The
 /// callers add the file's name; the text says what is wrong and what to do.
@@ -36,7 +36,7 @@ pub enum FrontMatterError {
 
 /// Reads a definition file: a regular file (through symbolic links; not a FIFO or a
 /// device) of at most [`MAX_FILE_BYTES`] of UTF-8.
-pub fn read(path: &std::path::Path) -> Result<String, FrontMatterError> {
+pub(crate) fn read(path: &std::path::Path) -> Result<String, FrontMatterError> {
     use std::io::Read;
     if !path.is_file() {
         return Err(FrontMatterError::NotAFile);
@@ -53,7 +53,7 @@ pub fn read(path: &std::path::Path) -> Result<String, FrontMatterError> {
 
 /// Splits `---\n<yaml>\n---\n<body>` into the YAML and the trimmed body. The error says
 /// what is wrong and what to do.
-pub fn split(text: &str) -> Result<(&str, &str), FrontMatterError> {
+pub(crate) fn split(text: &str) -> Result<(&str, &str), FrontMatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text.strip_prefix("---").ok_or(FrontMatterError::Missing)?;
     let end = rest.find("\n---").ok_or(FrontMatterError::Unterminated)?;
@@ -64,7 +64,7 @@ pub fn split(text: &str) -> Result<(&str, &str), FrontMatterError> {
 
 /// Splits optional front matter: a file without a leading `---` is all body (Claude Code's
 /// slash commands need no front matter).
-pub fn split_optional(text: &str) -> Result<(Option<&str>, &str), FrontMatterError> {
+pub(crate) fn split_optional(text: &str) -> Result<(Option<&str>, &str), FrontMatterError> {
     let trimmed = text.strip_prefix('\u{feff}').unwrap_or(text);
     if trimmed.starts_with("---") {
         split(trimmed).map(|(yaml, body)| (Some(yaml), body))
@@ -75,7 +75,7 @@ pub fn split_optional(text: &str) -> Result<(Option<&str>, &str), FrontMatterErr
 
 /// The value of a one-line `key:` in `yaml` as written (quotes dropped), and the YAML
 /// without that line.
-pub fn take_raw(yaml: &str, key: &str) -> (Option<String>, String) {
+pub(crate) fn take_raw(yaml: &str, key: &str) -> (Option<String>, String) {
     let mut value = None;
     let mut rest = String::with_capacity(yaml.len());
     for line in yaml.lines() {
@@ -102,7 +102,7 @@ pub fn take_raw(yaml: &str, key: &str) -> (Option<String>, String) {
 /// list.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum ToolList {
+pub(crate) enum ToolList {
     /// One string, comma or space separated.
     Text(String),
     /// A YAML list.
@@ -117,7 +117,7 @@ impl ToolList {
     /// pattern narrows to its tool (`run_command`) — the gate filters by name only, the
     /// permission engine judges the command. Names that are no tool stay as written
     /// (they allow nothing).
-    pub fn names_with(&self, tool_name: &dyn Fn(&str) -> &str) -> BTreeSet<String> {
+    pub(crate) fn names_with(&self, tool_name: &dyn Fn(&str) -> &str) -> BTreeSet<String> {
         let items: Vec<String> = match self {
             ToolList::Text(s) => items(s),
             ToolList::List(v) => v.iter().flat_map(|s| items(s)).collect(),

@@ -92,6 +92,11 @@
 //!   `crew-policy` on no runtime or actor, `crew-sandbox` on no actor or model; and the
 //!   import arrows inside this crate already cut stay cut.
 
+// `pub(crate)` by default: the public face is only what the `crew` binary, the integration
+// tests and the examples name; a `pub` item nothing outside can reach is flagged (and
+// `.ci/run` denies warnings).
+#![warn(unreachable_pub)]
+
 pub mod agent;
 pub mod approver;
 pub mod auto_mode;
@@ -116,7 +121,7 @@ pub(crate) mod pricing;
 pub use crew_protocol as protocol;
 pub use crew_provider as provider;
 pub use crew_sandbox as sandbox;
-pub mod sanitize;
+pub(crate) mod sanitize;
 pub mod session;
 pub mod skills;
 pub mod speculation;

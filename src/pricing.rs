@@ -68,7 +68,7 @@ fn price(model: &str) -> Option<Price> {
 }
 
 /// The cost in US dollars of `usage` on `model`; `None` when the model's price is unknown.
-pub fn cost_usd(model: &str, usage: &Usage) -> Option<f64> {
+pub(crate) fn cost_usd(model: &str, usage: &Usage) -> Option<f64> {
     let p = price(model)?;
     let m = 1_000_000.0;
     Some(
@@ -80,7 +80,7 @@ pub fn cost_usd(model: &str, usage: &Usage) -> Option<f64> {
 }
 
 /// All tokens of a usage, for display.
-pub fn total_tokens(usage: &Usage) -> u64 {
+pub(crate) fn total_tokens(usage: &Usage) -> u64 {
     usage.input_tokens
         + usage.output_tokens
         + usage.cache_creation_input_tokens

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 /// How the caller treats line breaks and tabs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Keep {
+pub(crate) struct Keep {
     /// Pass `\n` through (a multi-line view); otherwise it shows as `␊`.
     pub newlines: bool,
     /// Pass `\t` through (the view expands tabs itself); otherwise a tab becomes four
@@ -25,12 +25,13 @@ pub struct Keep {
 
 impl Keep {
     /// Multi-line text whose view does not expand tabs.
-    pub const LINES: Keep = Keep {
+    #[cfg(test)]
+    pub(crate) const LINES: Keep = Keep {
         newlines: true,
         tabs: false,
     };
     /// One line: newlines and tabs never pass.
-    pub const LINE: Keep = Keep {
+    pub(crate) const LINE: Keep = Keep {
         newlines: false,
         tabs: false,
     };
@@ -38,7 +39,7 @@ impl Keep {
 
 /// Sanitized text, and whether anything in it was replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sanitized<'a> {
+pub(crate) struct Sanitized<'a> {
     /// The text, safe to draw.
     pub text: Cow<'a, str>,
     /// Whether a character was shown in its visible form (tabs expanded do not count).
@@ -46,7 +47,7 @@ pub struct Sanitized<'a> {
 }
 
 /// Whether `c` changes how text displays and so must not reach a terminal as it is.
-pub fn is_unsafe(c: char) -> bool {
+pub(crate) fn is_unsafe(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
         // Soft hyphen, combining grapheme joiner, Arabic letter mark, Hangul fillers,
@@ -77,7 +78,7 @@ fn visible(c: char, out: &mut String) {
 }
 
 /// Sanitizes `text` for drawing; newlines and tabs are treated as `keep` says.
-pub fn clean(text: &str, keep: Keep) -> Sanitized<'_> {
+pub(crate) fn clean(text: &str, keep: Keep) -> Sanitized<'_> {
     let passes = |c: char| (c == '\n' && keep.newlines) || !is_unsafe(c);
     if text.chars().all(passes) {
         return Sanitized {
@@ -105,27 +106,22 @@ pub fn clean(text: &str, keep: Keep) -> Sanitized<'_> {
 }
 
 /// `text` for one row of a view: newlines show as `␊`, tabs as spaces.
-pub fn clean_line(text: &str) -> String {
+pub(crate) fn clean_line(text: &str) -> String {
     clean(text, Keep::LINE).text.into_owned()
-}
-
-/// `text` for a multi-line view: newlines pass, tabs become spaces.
-pub fn clean_lines(text: &str) -> String {
-    clean(text, Keep::LINES).text.into_owned()
 }
 
 /// A writer that sanitizes what passes through it ([`clean`], newlines and tabs kept),
 /// for headless text output when it goes to a terminal. Writes may split a character
 /// anywhere: an incomplete UTF-8 tail waits for the next write; bytes that are not UTF-8
 /// show as `\u{fffd}`.
-pub struct TerminalWriter<W: std::io::Write> {
+pub(crate) struct TerminalWriter<W: std::io::Write> {
     inner: W,
     pending: Vec<u8>,
 }
 
 impl<W: std::io::Write> TerminalWriter<W> {
     /// Sanitizes what is written to `inner`.
-    pub fn new(inner: W) -> Self {
+    pub(crate) fn new(inner: W) -> Self {
         TerminalWriter {
             inner,
             pending: Vec::new(),

@@ -7,7 +7,7 @@
 //! written now or group-committed), the project root of a directory, and the private temp
 //! directory of sandboxed commands.
 
-pub mod behind;
+pub(crate) mod behind;
 mod legacy;
 
 use std::path::{Path, PathBuf};

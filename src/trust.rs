@@ -17,7 +17,7 @@
 //! executable configuration of their own. `crew trust` and the TUI's first-run prompt add
 //! entries; `crew trust --list` / `--diff` / `--revoke DIR` manage them.
 
-pub mod pin;
+pub(crate) mod pin;
 
 use std::path::{Path, PathBuf};
 

@@ -97,11 +97,8 @@ struct FrontMatter {
     reschedule: Option<bool>,
 }
 
-/// Maps Claude Code's tool names to ours (the tool catalog's mapping, re-exported).
-pub use crate::tools::rule_names::tool_name;
-
 /// Parses one definition file's text.
-pub fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionError> {
+pub(crate) fn parse(text: &str, origin: &str) -> Result<AgentDefinition, DefinitionError> {
     let err = |message: String| DefinitionError {
         origin: origin.to_string(),
         message,
@@ -156,7 +153,7 @@ const BUILT_INS: [(&str, &str); 3] = [
 ];
 
 /// The built-in definitions, embedded in the binary.
-pub fn built_ins() -> Vec<AgentDefinition> {
+pub(crate) fn built_ins() -> Vec<AgentDefinition> {
     BUILT_INS
         .iter()
         // The embedded files are tested below, so parsing cannot fail at run time; a
@@ -168,6 +165,7 @@ pub fn built_ins() -> Vec<AgentDefinition> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::rule_names::tool_name;
 
     #[test]
     fn built_ins_all_parse() {

@@ -6,18 +6,18 @@
 //! answered for it with a placeholder result (the API requires an answer to each), and
 //! its task is the fork's prompt. Its answer comes back as a subagent's does.
 
-pub use crate::protocol::agent_spec::{FORK_TYPE, ForkBase};
+pub(crate) use crate::protocol::agent_spec::{FORK_TYPE, ForkBase};
 use crate::protocol::{ContentBlock, Message, Role, ToolResult};
 
 /// The result the child sees for each call of its parent's last turn, its own `agent`
 /// call included.
-pub const FORK_PLACEHOLDER: &str =
+pub(crate) const FORK_PLACEHOLDER: &str =
     "Fork started: you are the forked child, working in the background on the task below.";
 
 /// The child's conversation before its run adds the task: the caller's messages and,
 /// when the last one called tools, a user message answering each call with
 /// [`FORK_PLACEHOLDER`].
-pub fn seed(base: &ForkBase) -> Vec<Message> {
+pub(crate) fn seed(base: &ForkBase) -> Vec<Message> {
     let mut conversation = base.messages.clone();
     let answers: Vec<ContentBlock> = conversation
         .last()
@@ -39,7 +39,7 @@ pub fn seed(base: &ForkBase) -> Vec<Message> {
 
 /// The child's task: the fork's prompt, with where it works (kept out of the system
 /// prompt, which must stay the caller's for the shared prefix).
-pub fn task(prompt: &str, worktree_note: &str) -> String {
+pub(crate) fn task(prompt: &str, worktree_note: &str) -> String {
     format!(
         "You are a fork of the agent whose conversation is above. Do only this task, then answer with a short \
 report (it goes back to that agent as your result); do not start further forks.{worktree_note}\n\nTask: {prompt}"

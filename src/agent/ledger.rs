@@ -17,7 +17,7 @@ use crate::store::behind::{self, Flush, Throttle};
 
 /// One agent's spending.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct AgentSpend {
+pub(crate) struct AgentSpend {
     /// The model of its latest request.
     pub model: String,
     /// Summed usage.
@@ -34,19 +34,19 @@ pub struct AgentSpend {
 /// Spending per agent id (`lead`, `type/task-id` for subagents, `type/name` for
 /// teammates).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     /// By agent id.
     pub agents: BTreeMap<String, AgentSpend>,
 }
 
 impl Ledger {
     /// `<session>/costs.json`.
-    pub fn path(session_dir: &Path) -> PathBuf {
+    pub(crate) fn path(session_dir: &Path) -> PathBuf {
         session_dir.join("costs.json")
     }
 
     /// The session's ledger (empty when it has none or it cannot be read).
-    pub fn load(session_dir: &Path) -> Self {
+    pub(crate) fn load(session_dir: &Path) -> Self {
         std::fs::read(Self::path(session_dir))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -57,7 +57,7 @@ impl Ledger {
     /// lead's transcript and of each agent's (`agents_dir/*.jsonl`) added up. This is the
     /// ledger's source of truth; `costs.json` is a copy that may lag behind it. Torn or
     /// unreadable lines are skipped.
-    pub fn replay(transcript: &Path, agents_dir: &Path) -> Self {
+    pub(crate) fn replay(transcript: &Path, agents_dir: &Path) -> Self {
         let mut ledger = Ledger::default();
         let agents = std::fs::read_dir(agents_dir)
             .into_iter()
@@ -83,7 +83,7 @@ impl Ledger {
     }
 
     /// Adds the request a `request_usage` event reports; `false` for any other event.
-    pub fn add_event(&mut self, event: &Event) -> bool {
+    pub(crate) fn add_event(&mut self, event: &Event) -> bool {
         let EventKind::RequestUsage {
             model,
             cached,
@@ -107,7 +107,7 @@ impl Ledger {
     }
 
     /// Adds one request.
-    pub fn add(&mut self, agent: &str, model: &str, usage: &Usage, cost: Option<f64>) {
+    pub(crate) fn add(&mut self, agent: &str, model: &str, usage: &Usage, cost: Option<f64>) {
         let a = self.agents.entry(agent.to_string()).or_default();
         a.model = model.to_string();
         a.usage.add(usage);
@@ -119,7 +119,7 @@ impl Ledger {
     }
 
     /// The spending of the subagent that ran task `task_id` (its id ends `/<task_id>`).
-    pub fn for_task(&self, task_id: &str) -> Option<&AgentSpend> {
+    pub(crate) fn for_task(&self, task_id: &str) -> Option<&AgentSpend> {
         let suffix = format!("/{task_id}");
         self.agents
             .iter()
@@ -128,7 +128,7 @@ impl Ledger {
     }
 
     /// An agent's cost for display: `$0.0123`, or `-` when nothing priced was spent.
-    pub fn cost_text(spend: Option<&AgentSpend>) -> String {
+    pub(crate) fn cost_text(spend: Option<&AgentSpend>) -> String {
         match spend {
             Some(a) if a.requests > a.unpriced_requests => format!("${:.4}", a.cost_usd),
             _ => "-".to_string(),
@@ -142,7 +142,7 @@ impl Ledger {
 /// The file is derived: it is rewritten at most once per flush window (the first change
 /// at once) without `fsync`, and once more, synced, when the bus closes; a write lost to a
 /// crash or a power loss costs nothing, as resuming computes it again from the transcript.
-pub fn record(bus: &EventBus, session_dir: PathBuf, start: Ledger) -> JoinHandle<()> {
+pub(crate) fn record(bus: &EventBus, session_dir: PathBuf, start: Ledger) -> JoinHandle<()> {
     // Woken by usage reports only, not by every streamed token and tool event.
     let mut rx = bus.subscribe_where(|e| matches!(e.kind, EventKind::RequestUsage { .. }));
     tokio::spawn(async move {

@@ -22,7 +22,7 @@ const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A subagent's task, registered and not yet started.
 #[derive(Debug)]
-pub struct Registered {
+pub(crate) struct Registered {
     /// The task id the model and the user see.
     pub id: String,
     /// The file its output is logged to.
@@ -33,7 +33,7 @@ pub struct Registered {
 
 /// Registers a running agent task of `agent_type` for `description`, owned by the agent
 /// of `env`.
-pub async fn register(
+pub(crate) async fn register(
     env: &SubagentEnv,
     description: &str,
     agent_type: String,
@@ -64,13 +64,13 @@ pub async fn register(
 }
 
 /// Ends task `id` with `status` and `result` (what the parent and `task_output` read).
-pub fn end(env: &SubagentEnv, id: String, status: TaskStatus, result: String) {
+pub(crate) fn end(env: &SubagentEnv, id: String, status: TaskStatus, result: String) {
     let _ = env.tasks.cast(TaskMsg::Finish { id, status, result });
 }
 
 /// Ends worktree `id` of `ws` (removed when it holds nothing, kept otherwise) and says
 /// what became of it, `[worktree] …`: where kept work is, or why it could not be finished.
-pub async fn finish_worktree(ws: &dyn Workspaces, id: &str) -> String {
+pub(crate) async fn finish_worktree(ws: &dyn Workspaces, id: &str) -> String {
     match ws.finish(id).await {
         Ok(summary) => format!("[worktree] {summary}"),
         Err(e) => format!("[worktree] could not be finished: {e}"),

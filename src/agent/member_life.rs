@@ -18,7 +18,7 @@ use crate::team::{Envelope, MemberName, MemberStatus, Outgoing, Recipient};
 
 /// A teammate's place in the team and its worktree: the one way its actor joins, reports
 /// its status, acknowledges its inbox, leaves, and ends its worktree.
-pub struct MemberLife {
+pub(crate) struct MemberLife {
     mailbox: Mailbox,
     /// The worktree and the id it was created under; taken when it is finished, so it
     /// is finished once.
@@ -28,39 +28,39 @@ pub struct MemberLife {
 impl MemberLife {
     /// The life of the member whose mailbox is `mailbox`, working in the worktree
     /// `workspace` created under its id (`None`: it has none).
-    pub fn new(mailbox: Mailbox, workspace: Option<(Arc<dyn Workspaces>, String)>) -> Self {
+    pub(crate) fn new(mailbox: Mailbox, workspace: Option<(Arc<dyn Workspaces>, String)>) -> Self {
         Self { mailbox, workspace }
     }
 
     /// Its name on the team.
-    pub fn name(&self) -> &MemberName {
+    pub(crate) fn name(&self) -> &MemberName {
         &self.mailbox.me
     }
 
     /// Its mailbox, for what only one kind of teammate sends (plans, relayed messages)
     /// and the team's files.
-    pub fn mailbox(&self) -> &Mailbox {
+    pub(crate) fn mailbox(&self) -> &Mailbox {
         &self.mailbox
     }
 
     /// Joins the team: from now on mail for it sends `wake()` to `member`.
-    pub fn join<M: ractor::Message>(&self, member: ActorRef<M>, wake: fn() -> M) {
+    pub(crate) fn join<M: ractor::Message>(&self, member: ActorRef<M>, wake: fn() -> M) {
         self.mailbox.join(member, wake);
     }
 
     /// Tells the team it is working.
-    pub fn working(&self) {
+    pub(crate) fn working(&self) {
         self.mailbox.set_status(MemberStatus::Working);
     }
 
     /// Tells the team it is idle (the team actor tells the lead).
-    pub fn idle(&self) {
+    pub(crate) fn idle(&self) {
         self.mailbox.set_status(MemberStatus::Idle);
     }
 
     /// Its unread mail in inbox order; an inbox that cannot be read counts as empty (and
     /// is logged), so a teammate goes idle rather than failing on it.
-    pub async fn unread(&self) -> Vec<Envelope> {
+    pub(crate) async fn unread(&self) -> Vec<Envelope> {
         self.mailbox.unread().await.unwrap_or_else(|e| {
             tracing::warn!("could not read {}'s inbox: {e}", self.name());
             Vec::new()
@@ -68,7 +68,7 @@ impl MemberLife {
     }
 
     /// Acknowledges its inbox through `through` messages (nothing when `through` is 0).
-    pub async fn ack_through(&self, through: u64) {
+    pub(crate) async fn ack_through(&self, through: u64) {
         if through > 0 {
             self.mailbox.ack(through).await;
         }
@@ -76,7 +76,7 @@ impl MemberLife {
 
     /// Sends `out` to the lead; a failure is logged (`what` says what was being sent):
     /// the teammate goes on either way.
-    pub async fn tell_lead(&self, out: Outgoing, what: &str) {
+    pub(crate) async fn tell_lead(&self, out: Outgoing, what: &str) {
         if let Err(e) = self
             .mailbox
             .send(Recipient::Member(MemberName::lead()), out)
@@ -88,21 +88,21 @@ impl MemberLife {
 
     /// Tells the team it has left, finished (after its last message: the team actor
     /// handles these in order).
-    pub fn leave(&self) {
+    pub(crate) fn leave(&self) {
         self.mailbox.leave(MemberStatus::Finished);
     }
 
     /// Ends its worktree: removed when it holds nothing, kept otherwise. Returns what
     /// became of it (`[worktree] …`, naming where kept work is), or `None` when it had
     /// none or it was finished already.
-    pub async fn finish_worktree(&mut self) -> Option<String> {
+    pub(crate) async fn finish_worktree(&mut self) -> Option<String> {
         let (ws, id) = self.workspace.take()?;
         Some(lifecycle::finish_worktree(ws.as_ref(), &id).await)
     }
 
     /// Ends its worktree and returns the failure to fail its actor with: `reason`, and
     /// where its kept work is (the team actor's supervision tells the lead both).
-    pub async fn fail(&mut self, reason: String) -> ActorProcessingErr {
+    pub(crate) async fn fail(&mut self, reason: String) -> ActorProcessingErr {
         let worktree = self.finish_worktree().await;
         failure(reason, worktree)
     }
@@ -110,7 +110,7 @@ impl MemberLife {
 
 /// The reason a teammate failed with, and what became of its worktree (from
 /// [`MemberLife::finish_worktree`]): one shape for every teammate's failure notice.
-pub fn failure(reason: String, worktree: Option<String>) -> ActorProcessingErr {
+pub(crate) fn failure(reason: String, worktree: Option<String>) -> ActorProcessingErr {
     match worktree {
         Some(worktree) => format!("{reason}; {worktree}").into(),
         None => reason.into(),

@@ -14,21 +14,21 @@ use crate::protocol::Usage;
 use crate::tasks::actor::TaskMsg;
 
 /// A running watcher; `finish` drains what is left and stops it.
-pub struct Watcher {
+pub(crate) struct Watcher {
     done: CancellationToken,
     handle: JoinHandle<()>,
 }
 
 impl Watcher {
     /// Stops watching after writing every event already published.
-    pub async fn finish(self) {
+    pub(crate) async fn finish(self) {
         self.done.cancel();
         let _ = self.handle.await;
     }
 }
 
 /// Starts watching `agent`'s events on `bus` for task `task_id`, logging to `log`.
-pub fn watch_agent(
+pub(crate) fn watch_agent(
     bus: &EventBus,
     agent: &str,
     task_id: &str,

@@ -32,7 +32,7 @@ pub struct Finished {
     pub tasks: Vec<String>,
 }
 
-pub use crate::tools::delegate::ResumeRequest;
+pub(crate) use crate::tools::delegate::ResumeRequest;
 
 /// The finished subagents of a session, by agent id. Shared by every agent of the session.
 #[derive(Debug, Clone, Default)]
@@ -118,7 +118,7 @@ fn find(map: &HashMap<String, Finished>, target: &str) -> Result<String, Delegat
 
 /// Resumes the finished subagent `req` names under `parent`, as a new background task
 /// owned by `parent`'s agent; returns the task id.
-pub async fn resume(
+pub(crate) async fn resume(
     parent: ActorCell,
     env: &SubagentEnv,
     req: ResumeRequest,
@@ -149,7 +149,7 @@ pub async fn resume(
 }
 
 /// The resumed run's user turn: the message, and where the subagent now works.
-pub fn resumed_task(message: &str, worktree_note: &str) -> String {
+pub(crate) fn resumed_task(message: &str, worktree_note: &str) -> String {
     if worktree_note.is_empty() {
         return message.to_string();
     }

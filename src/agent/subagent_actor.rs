@@ -18,7 +18,7 @@ use super::catalog::Catalog;
 use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
-pub use super::resume::resume;
+pub(crate) use super::resume::resume;
 use super::resume::{Finished, FinishedAgents};
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent_spec::{commit_dirs, defined_runner, definition, subagent_model, working_copy};
@@ -32,7 +32,7 @@ use crate::tools::CommandSandbox;
 use crate::tools::delegate::DelegateError;
 
 /// Subagents may nest this deep (the lead is depth 0).
-pub const MAX_DEPTH: u32 = 2;
+pub(crate) const MAX_DEPTH: u32 = 2;
 
 /// Why a subagent's working copy could not be made or ended.
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +88,7 @@ pub struct SubagentEnv {
 }
 
 /// Messages a subagent accepts.
-pub enum SubAgentMsg {
+pub(crate) enum SubAgentMsg {
     /// Start a nested subagent (its `agent` tool).
     Spawn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Resume a finished subagent (its `send_message` to one).
@@ -101,10 +101,10 @@ pub enum SubAgentMsg {
 impl ractor::Message for SubAgentMsg {}
 
 /// The subagent actor (configuration only).
-pub struct SubAgent;
+pub(crate) struct SubAgent;
 
 /// What a subagent starts from.
-pub struct SubAgentArgs {
+pub(crate) struct SubAgentArgs {
     env: SubagentEnv,
     task_id: String,
     depth: u32,
@@ -116,7 +116,7 @@ pub struct SubAgentArgs {
 }
 
 /// A subagent's state.
-pub struct SubAgentState {
+pub(crate) struct SubAgentState {
     env: SubagentEnv,
     task_id: String,
     depth: u32,
@@ -125,7 +125,7 @@ pub struct SubAgentState {
 
 /// Registers a task and spawns its subagent under `parent`; returns the task id.
 /// Called from the parent's handler: it only registers and spawns (both quick).
-pub async fn launch(
+pub(crate) async fn launch(
     parent: ActorCell,
     env: &SubagentEnv,
     depth: u32,
@@ -215,7 +215,7 @@ pub(super) async fn start(
 
 /// What a supervisor does when one of its subagents stops: a failure becomes a `failed`
 /// task with the reason (the task manager ignores it if the task already ended).
-pub fn on_child_event(
+pub(crate) fn on_child_event(
     children: &mut HashMap<ActorId, String>,
     tasks: &ActorRef<TaskMsg>,
     evt: &SupervisionEvent,

@@ -16,7 +16,7 @@ use super::mode::AgentMode;
 use super::runner::{AgentSpec, RunPlace, RunRequest};
 use super::subagent_actor::{SubagentEnv, WorkspaceError, Workspaces};
 use super::subagent_spec::subagent_model;
-pub use super::team_link::TeamLink;
+pub(crate) use super::team_link::TeamLink;
 use super::team_link::{TeamLinkError, new_ids, roster_entry};
 use super::teammate_actor::{Restored, Teammate, TeammateArgs};
 use crate::permission::delegation::Placement;
@@ -30,7 +30,7 @@ use crate::tools::delegate::DelegateError;
 /// Starts teammate `req.name` for the lead: checks, worktree, roster, actor. Returns its
 /// agent id. `mode` is the lead's permission mode: the teammate shares it (a switch applies
 /// to the teammate too) unless its definition narrows it to a stricter one.
-pub async fn launch(
+pub(crate) async fn launch(
     env: &SubagentEnv,
     team: &TeamLink,
     req: SpawnRequest,
@@ -130,7 +130,7 @@ pub async fn launch(
 
 /// Why a teammate of a resumed session was not restarted.
 #[derive(Debug, thiserror::Error)]
-pub enum RelaunchError {
+pub(crate) enum RelaunchError {
     /// Its agent type is no longer defined.
     #[error(
         "teammate {name} was not restarted: its definition `{agent_type}` is no longer available"
@@ -175,7 +175,7 @@ pub enum RelaunchError {
 /// `plan_first` teammate not yet approved, Plan mode (with the plan it awaits an answer on).
 /// A teammate whose definition is gone, or whose worktree can be neither found nor made,
 /// is not restarted: the error says why.
-pub async fn relaunch(
+pub(crate) async fn relaunch(
     env: &SubagentEnv,
     team: &TeamLink,
     restored: RestoredMember,

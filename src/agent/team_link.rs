@@ -94,14 +94,14 @@ impl TeamLink {
 
 /// A new teammate's ids: its agent id (`<definition>/<name>`), and the work id that names
 /// its worktree (and its task on a worker): the name and a random suffix.
-pub fn new_ids(def: &AgentDefinition, name: &MemberName) -> (String, String) {
+pub(crate) fn new_ids(def: &AgentDefinition, name: &MemberName) -> (String, String) {
     let agent_id = format!("{}/{name}", def.name);
     let work_id = format!("{name}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
     (agent_id, work_id)
 }
 
 /// A new teammate's roster entry: who it is, where it works, and what it was asked for.
-pub fn roster_entry(
+pub(crate) fn roster_entry(
     name: &MemberName,
     agent_id: &str,
     def: &AgentDefinition,

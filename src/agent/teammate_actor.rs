@@ -46,7 +46,7 @@ const CARRY_ON: &str = "The session was stopped while you were working and has n
 Carry on with your task from where you left off (tool calls cut off by the stop were not run).";
 
 /// Messages a teammate accepts.
-pub enum TeammateMsg {
+pub(crate) enum TeammateMsg {
     /// Mail arrived (or may have): run if idle.
     Wake,
     /// Internal: the run ended (`Err`: it crashed, with the reason).
@@ -71,10 +71,10 @@ pub enum TeammateMsg {
 impl ractor::Message for TeammateMsg {}
 
 /// The teammate actor (configuration only).
-pub struct Teammate;
+pub(crate) struct Teammate;
 
 /// What a teammate starts from (built by [`super::team_launch::launch`]).
-pub struct TeammateArgs {
+pub(crate) struct TeammateArgs {
     pub(super) runner: Runner,
     pub(super) place: RunPlace,
     pub(super) mailbox: Mailbox,
@@ -92,7 +92,7 @@ pub struct TeammateArgs {
 }
 
 /// Where a restored teammate was when the session stopped.
-pub struct Restored {
+pub(crate) struct Restored {
     /// Its plan stage (`plan_first` teammates not yet approved).
     pub plan: Option<PlanStage>,
     /// Cut off mid-turn: carry on with the task.
@@ -100,7 +100,7 @@ pub struct Restored {
 }
 
 /// A teammate's state.
-pub struct TeammateState {
+pub(crate) struct TeammateState {
     /// Its mailbox and worktree: joining, status, acknowledgement, leaving, failing.
     life: MemberLife,
     runner: Runner,

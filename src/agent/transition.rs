@@ -9,13 +9,13 @@
 //! auto is unavailable (disabled, no classifier, breaker tripped) and bypassPermissions
 //! while `permissions.disableBypassPermissionsMode` is `"disable"`.
 
-pub use crate::auto_mode::AFTER_BREAKER;
+pub(crate) use crate::auto_mode::AFTER_BREAKER;
 use crate::auto_mode::Availability;
 use crate::permission::PermissionMode;
 
 /// Where the lead is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModeState {
+pub(crate) enum ModeState {
     /// A permission mode.
     Mode(PermissionMode),
     /// Plan Mode (read-only investigation), on top of the permission mode in use before
@@ -28,7 +28,7 @@ pub enum ModeState {
 
 impl ModeState {
     /// The permission mode calls are checked in.
-    pub fn permission(self) -> PermissionMode {
+    pub(crate) fn permission(self) -> PermissionMode {
         match self {
             ModeState::Mode(m) | ModeState::Plan { before: m } => m,
         }
@@ -37,7 +37,7 @@ impl ModeState {
 
 /// How Plan Mode is left other than by picking another mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PlanExit {
+pub(crate) enum PlanExit {
     /// The plan was approved; the Do run uses the picked mode (`None`: the one before).
     Approved(Option<PermissionMode>),
     /// The plan was rejected.
@@ -48,7 +48,7 @@ pub enum PlanExit {
 
 /// What is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// A permission mode (leaving Plan, if in it).
     Mode(PermissionMode),
     /// Plan Mode.
@@ -59,7 +59,7 @@ pub enum Target {
 
 /// What the transition depends on besides the two modes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModeContext {
+pub(crate) struct ModeContext {
     /// `permissions.disableBypassPermissionsMode: "disable"` is set.
     pub bypass_disabled: bool,
     /// Whether auto mode can be entered.
@@ -80,7 +80,7 @@ impl Default for ModeContext {
 
 /// One side effect of a transition.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Switch the permission mode of the lead (and of what shares it) to this.
     SetPermission(PermissionMode),
     /// Plan Mode starts; the mode before it is saved.
@@ -103,7 +103,7 @@ pub enum Effect {
 
 /// The outcome of an allowed transition.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Effects {
+pub(crate) struct Effects {
     /// Where the lead is afterwards.
     pub state: ModeState,
     /// What to do, in order.
@@ -112,7 +112,7 @@ pub struct Effects {
 
 /// Why a transition was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// bypassPermissions is disabled by settings.
     #[error(
         "bypassPermissions is disabled by `permissions.disableBypassPermissionsMode: \"disable\"` in the settings"
@@ -127,7 +127,11 @@ pub enum Refused {
 }
 
 /// Decides one mode change.
-pub fn transition(from: ModeState, to: Target, ctx: &ModeContext) -> Result<Effects, Refused> {
+pub(crate) fn transition(
+    from: ModeState,
+    to: Target,
+    ctx: &ModeContext,
+) -> Result<Effects, Refused> {
     let before = from.permission();
     match (from, to) {
         (ModeState::Plan { .. }, Target::Plan) => Ok(Effects {
@@ -179,7 +183,7 @@ pub fn transition(from: ModeState, to: Target, ctx: &ModeContext) -> Result<Effe
 /// The next stop of the Shift+Tab cycle: default → acceptEdits → plan →
 /// bypassPermissions (only if allowed) → auto (only if available) → default. Modes
 /// outside the cycle (strict, dontAsk) go to default.
-pub fn cycle_target(from: ModeState, ctx: &ModeContext) -> Target {
+pub(crate) fn cycle_target(from: ModeState, ctx: &ModeContext) -> Target {
     use PermissionMode::*;
     let after_bypass = if ctx.auto == Availability::Available {
         Target::Mode(Auto)
@@ -202,7 +206,7 @@ pub fn cycle_target(from: ModeState, ctx: &ModeContext) -> Target {
 
 /// The next permission mode for a Do run picked in the plan review: the cycle without
 /// Plan.
-pub fn cycle_permission(from: PermissionMode, ctx: &ModeContext) -> PermissionMode {
+pub(crate) fn cycle_permission(from: PermissionMode, ctx: &ModeContext) -> PermissionMode {
     let state = match cycle_target(ModeState::Mode(from), ctx) {
         Target::Plan => cycle_target(ModeState::Plan { before: from }, ctx),
         t => t,

@@ -20,7 +20,7 @@ const CREATE_TIMEOUT: Duration = Duration::from_secs(11 * 60);
 const FINISH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Worktrees through the session's `WorktreeManager`.
-pub struct WorktreeWorkspaces {
+pub(crate) struct WorktreeWorkspaces {
     actor: Slot<WorktreeMsg>,
     repo_root: PathBuf,
     created: Mutex<HashMap<String, Worktree>>,
@@ -29,7 +29,7 @@ pub struct WorktreeWorkspaces {
 impl WorktreeWorkspaces {
     /// Workspaces in the repository at `repo_root`, managed by the actor in `actor` (the
     /// session swaps in a restarted manager).
-    pub fn new(actor: Slot<WorktreeMsg>, repo_root: PathBuf) -> Self {
+    pub(crate) fn new(actor: Slot<WorktreeMsg>, repo_root: PathBuf) -> Self {
         Self {
             actor,
             repo_root,

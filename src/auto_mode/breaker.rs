@@ -7,9 +7,9 @@
 use serde::Serialize;
 
 /// Denials in a row that trip the breaker.
-pub const CONSECUTIVE_LIMIT: u32 = 3;
+pub(crate) const CONSECUTIVE_LIMIT: u32 = 3;
 /// Denials in a session that trip the breaker.
-pub const TOTAL_LIMIT: u32 = 20;
+pub(crate) const TOTAL_LIMIT: u32 = 20;
 
 /// The breaker's counters and whether it tripped.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

@@ -12,7 +12,7 @@
 //! shared by the lead, its subagents and teammates.
 
 mod availability;
-pub mod breaker;
+pub(crate) mod breaker;
 pub use crate::classifier;
 
 use std::sync::{Arc, Mutex, MutexGuard};

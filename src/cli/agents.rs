@@ -16,7 +16,7 @@ pub enum AgentsCmd {
 }
 
 /// Runs an agents subcommand; returns the exit code.
-pub fn run(cmd: AgentsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: AgentsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let AgentsCmd::List = cmd;
     let root = crate::store::project_root(cwd);
     let home = crate::store::crew_home().and_then(|h| h.parent().map(Path::to_path_buf));

@@ -37,7 +37,7 @@ fn roots(cwd: &Path) -> (std::path::PathBuf, Option<std::path::PathBuf>) {
 }
 
 /// Runs a skills subcommand; returns the exit code (1 when a file did not load).
-pub fn skills(cmd: SkillsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn skills(cmd: SkillsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let SkillsCmd::List = cmd;
     let (root, home) = roots(cwd);
     let catalog = SkillCatalog::load(&root, home.as_deref());
@@ -67,7 +67,7 @@ pub fn skills(cmd: SkillsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result
 }
 
 /// Runs a commands subcommand; returns the exit code (1 when a file did not load).
-pub fn commands(cmd: CommandsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn commands(cmd: CommandsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let CommandsCmd::List = cmd;
     let (root, home) = roots(cwd);
     let catalog = CommandCatalog::load(&root, home.as_deref());

@@ -21,7 +21,7 @@ pub enum HooksCmd {
 }
 
 /// Runs a hooks subcommand; returns the exit code.
-pub fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let HooksCmd::List { json } = cmd;
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let root = crate::store::project_root(&cwd);

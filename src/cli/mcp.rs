@@ -98,7 +98,7 @@ pub enum TransportArg {
 }
 
 /// Runs a `crew mcp` subcommand in `cwd`.
-pub async fn run(
+pub(crate) async fn run(
     cmd: McpCmd,
     cwd: &Path,
     flags: &[PathBuf],

@@ -23,7 +23,7 @@ pub enum MemoryCmd {
 }
 
 /// Runs a memory subcommand; returns the exit code.
-pub fn run(cmd: MemoryCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: MemoryCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let MemoryCmd::Show { json } = cmd;
     let cwd =
         std::fs::canonicalize(cwd).map_err(|e| anyhow::anyhow!("--cwd {}: {e}", cwd.display()))?;

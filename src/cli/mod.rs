@@ -5,23 +5,23 @@
     reason = "the command line prints its results (answers, listings, JSON) to stdout"
 )]
 
-pub mod agents;
-pub mod extensions;
-pub mod hooks;
-pub mod mcp;
+pub(crate) mod agents;
+pub(crate) mod extensions;
+pub(crate) mod hooks;
+pub(crate) mod mcp;
 pub mod mcp_serve;
-pub mod memory;
-pub mod output;
+pub(crate) mod memory;
+pub(crate) mod output;
 pub mod permissions;
-pub mod ps;
-pub mod run;
-pub mod sessions;
-pub mod setup;
-pub mod tasks;
-pub mod team;
-pub mod trust;
-pub mod workers;
-pub mod worktrees;
+pub(crate) mod ps;
+pub(crate) mod run;
+pub(crate) mod sessions;
+pub(crate) mod setup;
+pub(crate) mod tasks;
+pub(crate) mod team;
+pub(crate) mod trust;
+pub(crate) mod workers;
+pub(crate) mod worktrees;
 
 use std::path::PathBuf;
 

@@ -13,7 +13,7 @@ use crate::events::{Event, EventKind};
 
 /// `w` as headless output writes it: through the sanitizer when `format` renders text
 /// and `w` is a terminal, else unchanged (pipes, files and JSON get the exact bytes).
-pub fn for_terminal<W>(w: W, format: OutputFormat) -> Box<dyn Write + Send>
+pub(crate) fn for_terminal<W>(w: W, format: OutputFormat) -> Box<dyn Write + Send>
 where
     W: Write + std::io::IsTerminal + Send + 'static,
 {
@@ -26,7 +26,7 @@ where
 
 /// Consumes events until the bus closes, rendering them in `format` (text as
 /// `session::render::text` writes it).
-pub async fn render_events(
+pub(crate) async fn render_events(
     mut rx: UnboundedReceiver<Event>,
     format: OutputFormat,
     mut out: impl Write + Send,
@@ -47,13 +47,13 @@ pub async fn render_events(
 }
 
 /// Whether `event` is one `collect_requests` keeps: the lead's usage report of a request.
-pub fn is_lead_request(event: &Event) -> bool {
+pub(crate) fn is_lead_request(event: &Event) -> bool {
     event.agent == "lead" && matches!(event.kind, EventKind::RequestUsage { .. })
 }
 
 /// The lead's `RequestUsage` events of a run, as JSON objects, until the bus closes
 /// (subscribe with `is_lead_request`; other events are skipped).
-pub async fn collect_requests(mut rx: UnboundedReceiver<Event>) -> Vec<serde_json::Value> {
+pub(crate) async fn collect_requests(mut rx: UnboundedReceiver<Event>) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
     while let Some(event) = rx.recv().await {
         if event.agent == "lead"
@@ -71,7 +71,7 @@ pub async fn collect_requests(mut rx: UnboundedReceiver<Event>) -> Vec<serde_jso
 
 /// Adds each request's cache figures (`requests`), the run's totals (`cache`) and why
 /// the run stopped when a budget stopped it (`stop_reason`) to the result object.
-pub fn add_spend(
+pub(crate) fn add_spend(
     json: &mut serde_json::Value,
     outcome: &RunOutcome,
     requests: Vec<serde_json::Value>,
@@ -90,7 +90,7 @@ pub fn add_spend(
 }
 
 /// The final JSON object of `--output-format json` (and the last line of stream-json).
-pub fn result_json(
+pub(crate) fn result_json(
     outcome: &RunOutcome,
     session_id: &str,
     model: &str,

@@ -28,7 +28,7 @@ pub struct PsArgs {
 }
 
 /// The live sessions, each as its control socket (or, failing that, its files) shows it.
-pub async fn sessions(project: Option<&Path>) -> Vec<Value> {
+pub(crate) async fn sessions(project: Option<&Path>) -> Vec<Value> {
     let mut out = Vec::new();
     for entry in registry::live() {
         if project.is_some_and(|p| p != entry.project) {
@@ -44,7 +44,11 @@ pub async fn sessions(project: Option<&Path>) -> Vec<Value> {
 }
 
 /// Runs `crew ps`; returns the exit code.
-pub async fn run(args: PsArgs, cwd: &Path, out: &mut (dyn Write + Send)) -> anyhow::Result<i32> {
+pub(crate) async fn run(
+    args: PsArgs,
+    cwd: &Path,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<i32> {
     let project = match &args.project {
         Some(dir) => {
             let dir = cwd.join(dir);

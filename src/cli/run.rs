@@ -15,7 +15,7 @@ use crate::tasks::actor::TaskMsg;
 
 /// Runs `task` headless; returns the exit code (0 success, 1 the run failed, was
 /// cancelled or was stopped by its budget).
-pub async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
+pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     let mode: AgentMode = super::setup::agent_mode(&cli).map_err(anyhow::Error::msg)?;
     let plan = match (&cli.plan_file, mode) {
         (Some(f), _) => Some(

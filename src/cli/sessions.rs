@@ -14,7 +14,7 @@ pub enum SessionsCmd {
 }
 
 /// Runs a sessions subcommand; returns the exit code.
-pub fn run(cmd: SessionsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: SessionsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let SessionsCmd::List = cmd;
     let root = crate::store::project_root(cwd);
     let (_, notice) = crate::store::open_project(&root)?;

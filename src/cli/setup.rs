@@ -9,7 +9,7 @@ use crate::session::build::Options;
 
 /// What `cli` asks of the session: its directory, mode, model, limits, the session to
 /// resume, MCP config files and the workers to join.
-pub fn options(cli: &Cli) -> Options {
+pub(crate) fn options(cli: &Cli) -> Options {
     let tls = tls_flags(cli);
     let cluster = ClusterFlags {
         workers: cli.workers.as_deref(),
@@ -45,7 +45,7 @@ pub fn options(cli: &Cli) -> Options {
 
 /// The agent mode a headless run starts in: `--mode`, or plan for Claude Code's
 /// `--permission-mode plan`.
-pub fn agent_mode(cli: &Cli) -> Result<crate::agent::mode::AgentMode, String> {
+pub(crate) fn agent_mode(cli: &Cli) -> Result<crate::agent::mode::AgentMode, String> {
     match cli.permission_mode.as_deref() {
         Some("plan") if cli.mode == "chat" => Ok(crate::agent::mode::AgentMode::Plan),
         Some("plan") => Err(format!(

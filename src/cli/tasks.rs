@@ -121,7 +121,11 @@ fn find(dir: &Path, id: &str) -> anyhow::Result<TaskRecord> {
 }
 
 /// Runs a tasks subcommand; returns the exit code.
-pub async fn run(cmd: TasksCmd, cwd: &Path, out: &mut (dyn Write + Send)) -> anyhow::Result<i32> {
+pub(crate) async fn run(
+    cmd: TasksCmd,
+    cwd: &Path,
+    out: &mut (dyn Write + Send),
+) -> anyhow::Result<i32> {
     match cmd {
         TasksCmd::List { json, session } => {
             let dirs = session_dirs(cwd, session.as_deref())?;

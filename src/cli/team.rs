@@ -49,7 +49,11 @@ fn member_spend<'l>(ledger: &'l Ledger, m: &MemberView) -> Option<&'l AgentSpend
 }
 
 /// Writes the view as text, with each member's cost from `ledger`.
-pub fn write_text(v: &TeamView, ledger: &Ledger, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn write_text(
+    v: &TeamView,
+    ledger: &Ledger,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     writeln!(out, "team {}  ({})", v.team, v.dir.display())?;
     writeln!(out, "members:")?;
     let now = now_ms();
@@ -131,7 +135,7 @@ fn find_team(cwd: &Path, session: Option<&str>, member: Option<&str>) -> anyhow:
 }
 
 /// Runs a team subcommand; returns the exit code.
-pub fn run(cmd: TeamCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: TeamCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cmd {
         TeamCmd::Show { json, session } => {
             let team = find_team(cwd, session.as_deref(), None)?;

@@ -30,7 +30,7 @@ pub struct TrustArgs {
 }
 
 /// Runs `crew trust` from `cwd`; returns the exit code.
-pub fn run(args: TrustArgs, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(args: TrustArgs, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let store =
         TrustStore::user().context("cannot find the home directory for ~/.crew (set HOME)")?;
     if args.list {

@@ -64,7 +64,7 @@ pub enum WorkersCmd {
 
 /// The cluster flags every subcommand sees.
 #[derive(Debug, Clone, Copy)]
-pub struct ClusterFlags<'a> {
+pub(crate) struct ClusterFlags<'a> {
     /// `--workers`.
     pub workers: Option<&'a str>,
     /// `--cookie-file`.
@@ -75,7 +75,7 @@ pub struct ClusterFlags<'a> {
 
 impl ClusterFlags<'_> {
     /// The flags as the session's worker joiner holds them.
-    pub fn owned(&self) -> Cluster {
+    pub(crate) fn owned(&self) -> Cluster {
         Cluster {
             workers: self.workers.map(str::to_string),
             cookie_file: self.cookie_file.map(Path::to_path_buf),
@@ -85,7 +85,7 @@ impl ClusterFlags<'_> {
 }
 
 /// The lead's TLS flags.
-pub fn tls_flags(cli: &super::Cli) -> TlsSettings {
+pub(crate) fn tls_flags(cli: &super::Cli) -> TlsSettings {
     TlsSettings {
         ca: cli.worker_ca.clone(),
         cert: cli.worker_cert.clone(),
@@ -94,7 +94,7 @@ pub fn tls_flags(cli: &super::Cli) -> TlsSettings {
 }
 
 /// Runs a worker node until Ctrl-C or SIGTERM.
-pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Result<i32> {
+pub(crate) async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Result<i32> {
     let Some(cookie_file) = cookie_file else {
         bail!(
             "crew worker needs --cookie-file FILE (the cookie is never taken from the command line)"
@@ -164,7 +164,7 @@ pub async fn serve(args: WorkerArgs, cookie_file: Option<&Path>) -> anyhow::Resu
 
 /// `crew workers list`: the running lead's view (its newest live snapshot for this
 /// project), else a direct probe of the configured workers, with a note saying so.
-pub async fn run(
+pub(crate) async fn run(
     cmd: WorkersCmd,
     cwd: &Path,
     cluster: ClusterFlags<'_>,

@@ -38,12 +38,12 @@ pub enum WorktreesCmd {
 /// Runs a `crew worktrees` subcommand for the repository containing `cwd`, with worktrees
 /// under `~/.crew/worktrees`. Returns the exit code: 0 done, 1 refused (conflict, dirty,
 /// nothing to merge, unknown id); other failures are errors.
-pub fn run(cmd: WorktreesCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(cmd: WorktreesCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     run_in(cmd, cwd, None, out)
 }
 
 /// [`run`] with the worktrees folder given (`None` for `~/.crew/worktrees`).
-pub fn run_in(
+pub(crate) fn run_in(
     cmd: WorktreesCmd,
     cwd: &Path,
     base_dir: Option<&Path>,

@@ -21,14 +21,14 @@ use crate::protocol::ToolResult;
 
 /// Runs one tool call as the lead, through the permission engine, gate and executor.
 #[async_trait]
-pub trait CallRunner: Send + Sync {
+pub(crate) trait CallRunner: Send + Sync {
     /// Runs `tool` with `input`; a refusal comes back as an error result.
     async fn run(&self, tool: &str, input: Value) -> ToolResult;
 }
 
 /// An invocation, `/name args`, when `text` is one: the name must be a command name
 /// (`/etc/hosts is slow` is not an invocation, it is text).
-pub fn invocation(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn invocation(text: &str) -> Option<(&str, &str)> {
     let rest = text.trim_start().strip_prefix('/')?;
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let (name, args) = rest.split_at(end);
@@ -37,7 +37,7 @@ pub fn invocation(text: &str) -> Option<(&str, &str)> {
 
 /// A command ready to run: the first user message and what applies to its turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Expanded {
+pub(crate) struct Expanded {
     /// The first user message.
     pub text: String,
     /// The command's `allowed-tools` for the turn (`None`: it does not narrow).
@@ -47,7 +47,7 @@ pub struct Expanded {
 }
 
 /// The command's limit, if its front matter sets `allowed-tools`.
-pub fn limit(cmd: &SlashCommand) -> Option<NameLimit> {
+pub(crate) fn limit(cmd: &SlashCommand) -> Option<NameLimit> {
     cmd.allowed_tools.as_ref().map(|names| NameLimit {
         owner: LimitOwner::Command(cmd.name.clone()),
         names: Some(names.iter().cloned().collect()),
@@ -56,7 +56,7 @@ pub fn limit(cmd: &SlashCommand) -> Option<NameLimit> {
 
 /// Expands `cmd` invoked with `args`; `cwd` and `home` locate `@path` files. The
 /// caller has put the command's limit in force before (so `!` commands obey it too).
-pub async fn expand(
+pub(crate) async fn expand(
     cmd: &SlashCommand,
     args: &str,
     cwd: &Path,
@@ -152,7 +152,7 @@ fn has_positional(body: &str) -> bool {
 }
 
 /// The arguments split as a shell would split plain words (`"two words"` is one).
-pub fn split_args(args: &str) -> Vec<String> {
+pub(crate) fn split_args(args: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
@@ -182,7 +182,7 @@ pub fn split_args(args: &str) -> Vec<String> {
 
 /// Substitutes `$ARGUMENTS` (all of `args`) and `$1`, `$2`… (its words; missing ones
 /// are empty). Other `$` text is left alone.
-pub fn substitute(text: &str, args: &str) -> String {
+pub(crate) fn substitute(text: &str, args: &str) -> String {
     let words = split_args(args);
     let mut out = String::with_capacity(text.len() + args.len());
     let mut rest = text;
@@ -212,7 +212,7 @@ pub fn substitute(text: &str, args: &str) -> String {
 
 /// The `@path` references in `text`: an `@` at the start or after white space or `(`,
 /// followed by a path (trailing punctuation dropped). `user@example.com` is not one.
-pub fn file_refs(text: &str) -> Vec<String> {
+pub(crate) fn file_refs(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut prev: Option<char> = None;
     for (i, ch) in text.char_indices() {

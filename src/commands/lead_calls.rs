@@ -22,7 +22,7 @@ use crate::protocol::{ToolCall, ToolResult};
 const CALL_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// Runs calls as the lead (`LeadMsg::Dispatch`).
-pub struct LeadCalls {
+pub(crate) struct LeadCalls {
     lead: ActorRef<LeadMsg>,
     mode: AgentMode,
     next_id: AtomicU64,
@@ -30,7 +30,7 @@ pub struct LeadCalls {
 
 impl LeadCalls {
     /// Calls of the lead under the gate policy of a run in `mode`.
-    pub fn new(lead: ActorRef<LeadMsg>, mode: AgentMode) -> Self {
+    pub(crate) fn new(lead: ActorRef<LeadMsg>, mode: AgentMode) -> Self {
         Self {
             lead,
             mode,
@@ -68,7 +68,7 @@ impl CallRunner for LeadCalls {
 }
 
 /// What went wrong with `/name`: the error lists the commands there are.
-pub fn unknown(name: &str, catalog: &CommandCatalog) -> String {
+pub(crate) fn unknown(name: &str, catalog: &CommandCatalog) -> String {
     let names = catalog.names();
     format!(
         "unknown command /{name}; available: {} (custom commands live in .claude/commands/ or .crew/commands/)",
@@ -86,7 +86,7 @@ pub fn unknown(name: &str, catalog: &CommandCatalog) -> String {
 
 /// Prepares `cmd` (its limit and model) for the lead's next run and expands it with
 /// `args`; the returned text is that run's task.
-pub async fn start(
+pub(crate) async fn start(
     lead: &ActorRef<LeadMsg>,
     cmd: &SlashCommand,
     args: &str,

@@ -7,8 +7,8 @@
 //! `argument-hint`, `model`. Expanding an invocation into the first user message is
 //! `expand.rs`.
 
-pub mod expand;
-pub mod lead_calls;
+pub(crate) mod expand;
+pub(crate) mod lead_calls;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ use crate::skills::{Scope, search_dirs, valid_name};
 
 /// One custom slash command.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SlashCommand {
+pub(crate) struct SlashCommand {
     /// Its name, without the `/`.
     pub name: String,
     /// The subdirectories it sits in, joined with `:` (`None` at the top).
@@ -43,7 +43,7 @@ pub struct SlashCommand {
 
 impl SlashCommand {
     /// How it is shown in lists: `(project:frontend)`, `(user)`.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         match &self.namespace {
             Some(ns) => format!("{}:{ns}", self.scope.as_str()),
             None => self.scope.as_str().to_string(),
@@ -65,7 +65,7 @@ struct CommandFront {
 /// A command file that could not be loaded.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{file}: {message}")]
-pub struct CommandError {
+pub(crate) struct CommandError {
     /// The file.
     pub file: PathBuf,
     /// What is wrong and what to do.
@@ -73,7 +73,7 @@ pub struct CommandError {
 }
 
 /// Parses one command file.
-pub fn parse(
+pub(crate) fn parse(
     text: &str,
     name: &str,
     namespace: Option<String>,
@@ -122,7 +122,7 @@ pub fn parse(
 
 /// The commands found and the files that could not be loaded.
 #[derive(Debug, Clone, Default)]
-pub struct CommandCatalog {
+pub(crate) struct CommandCatalog {
     /// By bare name.
     by_name: BTreeMap<String, SlashCommand>,
     /// By `namespace:name`, for commands in subdirectories.
@@ -136,7 +136,7 @@ const MAX_DEPTH: usize = 4;
 
 impl CommandCatalog {
     /// Loads the commands of `project_root` and `home` (see `skills::search_dirs`).
-    pub fn load(project_root: &Path, home: Option<&Path>) -> Self {
+    pub(crate) fn load(project_root: &Path, home: Option<&Path>) -> Self {
         let mut catalog = Self::default();
         for (scope, dir) in search_dirs(project_root, home, "commands") {
             let mut files = Vec::new();
@@ -175,19 +175,19 @@ impl CommandCatalog {
     }
 
     /// The command invoked as `/name` (or `/namespace:name`).
-    pub fn get(&self, name: &str) -> Option<&SlashCommand> {
+    pub(crate) fn get(&self, name: &str) -> Option<&SlashCommand> {
         self.by_name
             .get(name)
             .or_else(|| self.by_qualified.get(name))
     }
 
     /// The commands, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &SlashCommand> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &SlashCommand> {
         self.by_name.values()
     }
 
     /// Every name that invokes a command (bare and qualified), sorted.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .by_name
             .keys()

@@ -24,7 +24,7 @@ use super::tracked;
 use crate::protocol::decision::Layer;
 
 /// The settings files of a project, highest precedence first (missing ones included).
-pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
+pub(crate) fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> {
     let mut out = vec![
         (Layer::Local, project_root.join(".crew/settings.local.json")),
         (
@@ -43,7 +43,7 @@ pub fn files(project_root: &Path, home: Option<&Path>) -> Vec<(Layer, PathBuf)> 
 
 /// One settings file that exists, read.
 #[derive(Debug, Clone)]
-pub struct SettingsFile {
+pub(crate) struct SettingsFile {
     /// Its layer.
     pub layer: Layer,
     /// Its path.
@@ -57,7 +57,7 @@ pub struct SettingsFile {
 
 impl SettingsFile {
     /// Whether this is one of Claude Code's files (`.claude/…`) rather than ours.
-    pub fn is_claude(&self) -> bool {
+    pub(crate) fn is_claude(&self) -> bool {
         self.path
             .parent()
             .and_then(Path::file_name)
@@ -65,7 +65,7 @@ impl SettingsFile {
     }
 
     /// Parses the file as `T`; a syntax or type error names the file, line and column.
-    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, SettingsError> {
+    pub(crate) fn parse<T: DeserializeOwned>(&self) -> Result<T, SettingsError> {
         serde_json::from_str(&self.text).map_err(|e| SettingsError::Malformed {
             path: self.path.clone(),
             line: e.line(),
@@ -78,7 +78,7 @@ impl SettingsFile {
 /// Reads every existing settings file of `project_root` (which should be canonical),
 /// highest precedence first. A file that exists but cannot be read is an error naming it:
 /// skipping it could skip a deny rule.
-pub fn read_all(
+pub(crate) fn read_all(
     project_root: &Path,
     home: Option<&Path>,
 ) -> Result<Vec<SettingsFile>, SettingsError> {

@@ -6,9 +6,9 @@
 //! policy, which the engine, the OS sandbox and the trust pin all protect), and `settings::load_policy_with`, which hands the parsed rules and values to the permission engine.
 //! The engine (`crate::permission`) decides; this module only reads and validates files.
 
-pub mod layers;
-pub mod settings;
+pub(crate) mod layers;
+pub(crate) mod settings;
 pub(crate) mod tracked;
 
-pub use crew_config::{loaded, sandbox_settings};
-pub use settings::{SettingsError, Warning};
+pub(crate) use crew_config::{loaded, sandbox_settings};
+pub(crate) use settings::{SettingsError, Warning};

@@ -22,7 +22,7 @@ use super::layers;
 use crate::permission::rules::{Rule, RuleKind};
 use crate::permission::{Layer, PermissionMode, Policy, RuleName, sandbox};
 
-pub use crew_config::settings::{LayeredLimits, SettingsError, Source, Warning};
+pub(crate) use crew_config::settings::{LayeredLimits, SettingsError, Source, Warning};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -73,7 +73,7 @@ struct RawPermissions {
     disable_bypass_permissions_mode: Option<String>,
 }
 
-pub use super::layers::files;
+pub(crate) use super::layers::files;
 
 /// Loads the user, project and local settings of `project_root` (missing files are
 /// fine). `home` decides the user file, the trust list (`home/.crew/trusted.json`)
@@ -82,7 +82,7 @@ pub use super::layers::files;
 /// is trusted, with what the check has to report (`crate::trust::policy_trust`).
 /// `Policy::load` (`crate::tools::rule_names::LoadPolicy`) passes the built-in tools' lookup and
 /// the trust list of `home`.
-pub fn load_policy_with(
+pub(crate) fn load_policy_with(
     project_root: &Path,
     home: Option<&Path>,
     tool_rule_name: &dyn Fn(&str) -> Option<RuleName>,
@@ -309,7 +309,7 @@ pub fn load_policy_with(
 /// Appends `rules` to `permissions.allow` of a settings file, skipping rules already
 /// there, creating the file and its directory if needed and keeping every other key.
 /// Returns how many rules were added.
-pub fn append_allow(path: &Path, rules: &[String]) -> Result<usize, SettingsError> {
+pub(crate) fn append_allow(path: &Path, rules: &[String]) -> Result<usize, SettingsError> {
     let werr = |message: String| SettingsError::Write {
         path: path.to_path_buf(),
         message,

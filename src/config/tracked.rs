@@ -10,7 +10,7 @@ use git2::{ErrorCode, Repository};
 
 /// Why a file counts as shared content rather than the user's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shared {
+pub(crate) enum Shared {
     /// The file is not tracked (or there is no repository): it is the user's own.
     No,
     /// The index or HEAD tree of the repository holds it.
@@ -21,7 +21,7 @@ pub enum Shared {
 
 /// Whether the repository that contains `file` (discovered from its directory upwards,
 /// ignoring `GIT_DIR`) tracks it in its index or its HEAD commit.
-pub fn is_shared(file: &Path) -> Shared {
+pub(crate) fn is_shared(file: &Path) -> Shared {
     let Some(dir) = file.parent() else {
         return Shared::No;
     };

@@ -11,7 +11,7 @@
 //! holds its state in an actor and sends allowed calls on to the gate (`onward`).
 
 mod actor;
-pub mod onward;
+pub(crate) mod onward;
 
 pub use actor::{EngineArgs, EngineState, PermissionEngine, PolicyMemory};
 

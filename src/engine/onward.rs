@@ -13,7 +13,7 @@ use crate::tools::ToolContext;
 
 /// The engine's answer to `AuthorizeAndSubmit` (defined with the gate's result port, which
 /// sends it).
-pub use crate::gate::port::Authorized;
+pub(crate) use crate::gate::port::Authorized;
 
 /// Where an allowed call goes on to, and how it runs there.
 pub struct Onward {

@@ -30,7 +30,7 @@
 //! ```
 
 pub mod actor;
-pub mod port;
+pub(crate) mod port;
 
 use std::collections::HashSet;
 

@@ -118,7 +118,7 @@ pub struct HooksState {
 }
 
 /// The hooks of `hooks` that `event` with `subject` runs, each command once.
-pub fn select<'a>(
+pub(crate) fn select<'a>(
     hooks: impl Iterator<Item = &'a Hook>,
     event: HookEvent,
     subject: &[String],

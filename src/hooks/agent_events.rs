@@ -36,17 +36,17 @@ impl Role {
 }
 
 /// A subagent's or teammate's type from its id (`type/task`, `type/name`).
-pub fn agent_type(agent: &str) -> &str {
+pub(crate) fn agent_type(agent: &str) -> &str {
     agent.split('/').next().unwrap_or(agent)
 }
 
 /// A teammate's name from its id (`type/name`).
-pub fn member_name(agent: &str) -> &str {
+pub(crate) fn member_name(agent: &str) -> &str {
     agent.rsplit_once('/').map_or(agent, |(_, name)| name)
 }
 
 /// Wraps hook context for the model.
-pub fn context_text(event: HookEvent, context: &str) -> String {
+pub(crate) fn context_text(event: HookEvent, context: &str) -> String {
     format!(
         "<hook event=\"{event}\" context>\n{}\n</hook>",
         crate::envelope::body(context)

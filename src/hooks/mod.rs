@@ -10,17 +10,17 @@
 //! `tool_events` (PreToolUse/PostToolUse on the call path), `agent_events` (the agent
 //! loop's and session's events).
 
-pub mod actor;
-pub mod agent_events;
-pub mod client;
+pub(crate) mod actor;
+pub(crate) mod agent_events;
+pub(crate) mod client;
 pub mod config;
-pub mod event;
-pub mod matcher;
-pub mod names;
-pub mod process;
-pub mod protocol;
-pub mod report;
-pub mod tool_events;
+pub(crate) mod event;
+pub(crate) mod matcher;
+pub(crate) mod names;
+pub(crate) mod process;
+pub(crate) mod protocol;
+pub(crate) mod report;
+pub(crate) mod tool_events;
 
 pub use actor::{Configured, HookTable, Hooks, HooksMsg};
 pub use client::{Firing, HookClient};

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 /// Every name a matcher may use for the tool called `name` (ours first).
-pub fn tool_names(name: &str) -> Vec<String> {
+pub(crate) fn tool_names(name: &str) -> Vec<String> {
     let mut out = vec![name.to_string()];
     if let Some(def) = crate::tools::builtin_definition(name) {
         if def.name != name {
@@ -33,7 +33,7 @@ pub fn tool_names(name: &str) -> Vec<String> {
 
 /// The name sent as `tool_name`: Claude Code's (its settings rule name, else its first
 /// alias), or ours when it has none (MCP tools are named alike).
-pub fn claude_name(name: &str) -> String {
+pub(crate) fn claude_name(name: &str) -> String {
     let Some(def) = crate::tools::builtin_definition(name) else {
         return name.to_string();
     };
@@ -51,7 +51,7 @@ fn takes_file_path(name: &str) -> bool {
 }
 
 /// The arguments as sent in `tool_input`: ours, plus `file_path` for file tools.
-pub fn hook_input(name: &str, arguments: &Value) -> Value {
+pub(crate) fn hook_input(name: &str, arguments: &Value) -> Value {
     let mut v = arguments.clone();
     if takes_file_path(name)
         && let Some(obj) = v.as_object_mut()
@@ -65,7 +65,7 @@ pub fn hook_input(name: &str, arguments: &Value) -> Value {
 /// An `updatedInput` turned back into our arguments: a file tool's `file_path` becomes
 /// `path`. A hook may have changed either (it was shown both): the one that differs from
 /// `original`'s path wins, `file_path` when both do.
-pub fn from_hook_input(name: &str, original: &Value, updated: Value) -> Value {
+pub(crate) fn from_hook_input(name: &str, original: &Value, updated: Value) -> Value {
     let mut v = updated;
     if takes_file_path(name)
         && let Some(obj) = v.as_object_mut()

@@ -24,7 +24,7 @@ use crate::sandbox::CommandSandbox;
 use crate::sandbox::process::{ProcessError, run_command_in_group, shell_command};
 
 /// Runs `command` with `input` on stdin; never fails, a problem is a `HookRun::Failed`.
-pub async fn run_hook(
+pub(crate) async fn run_hook(
     command: &str,
     cwd: &Path,
     project_dir: &Path,

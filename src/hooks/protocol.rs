@@ -100,7 +100,7 @@ pub enum PermissionDecision {
 /// `hookSpecificOutput`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SpecificOutput {
+pub(crate) struct SpecificOutput {
     /// Which event the output is meant for (ignored when it names another event).
     pub hook_event_name: Option<String>,
     /// PreToolUse: allow, deny or ask.
@@ -116,7 +116,7 @@ pub struct SpecificOutput {
 /// The old `decision` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LegacyDecision {
+pub(crate) enum LegacyDecision {
     /// Block (PreToolUse: deny; others: feed `reason` back).
     Block,
     /// PreToolUse: allow.
@@ -126,13 +126,15 @@ pub enum LegacyDecision {
 /// What a hook may print on stdout (every field optional).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HookOutput {
+pub(crate) struct HookOutput {
     /// `false`: the agent stops after this step; `stopReason` is shown to the user.
     #[serde(rename = "continue")]
     pub continue_: Option<bool>,
     /// Shown to the user when `continue` is false.
     pub stop_reason: Option<String>,
-    /// Keep the hook's stdout out of the display.
+    /// Keep the hook's stdout out of the display. Accepted for Claude Code's format;
+    /// crew never displays a hook's raw stdout, so there is nothing for it to hide.
+    #[allow(dead_code)]
     pub suppress_output: Option<bool>,
     /// A warning shown to the user.
     pub system_message: Option<String>,
@@ -146,7 +148,7 @@ pub struct HookOutput {
 
 /// How one hook process ended.
 #[derive(Debug, Clone)]
-pub enum HookRun {
+pub(crate) enum HookRun {
     /// It exited with this code.
     Exited {
         /// The exit code.
@@ -163,7 +165,7 @@ pub enum HookRun {
 
 /// What one hook said.
 #[derive(Debug, Clone)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// Exit 0: parsed output (empty when stdout held none) and plain stdout text.
     Success {
         /// The JSON output, if stdout held some.
@@ -178,7 +180,7 @@ pub enum Answer {
 }
 
 /// Reads one hook's run.
-pub fn answer(run: HookRun) -> Answer {
+pub(crate) fn answer(run: HookRun) -> Answer {
     let (code, stdout, stderr) = match run {
         HookRun::Failed(m) => return Answer::Error(m),
         HookRun::Exited {
@@ -227,7 +229,7 @@ pub fn answer(run: HookRun) -> Answer {
 }
 
 /// Whether plain stdout of a successful hook is context for the model at this event.
-pub fn stdout_is_context(event: HookEvent) -> bool {
+pub(crate) fn stdout_is_context(event: HookEvent) -> bool {
     matches!(event, HookEvent::UserPromptSubmit | HookEvent::SessionStart)
 }
 

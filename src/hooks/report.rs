@@ -31,7 +31,7 @@ pub struct Report {
 }
 
 /// Whether the event acts on a block (elsewhere exit code 2 only shows stderr).
-pub fn can_block(event: HookEvent) -> bool {
+pub(crate) fn can_block(event: HookEvent) -> bool {
     matches!(
         event,
         HookEvent::PreToolUse
@@ -45,7 +45,7 @@ pub fn can_block(event: HookEvent) -> bool {
 }
 
 /// Combines the answers of `event`'s hooks, each labelled with its command.
-pub fn combine(event: HookEvent, answers: Vec<(String, Answer)>) -> Report {
+pub(crate) fn combine(event: HookEvent, answers: Vec<(String, Answer)>) -> Report {
     let mut r = Report::default();
     let mut blocks: Vec<String> = Vec::new();
     let mut updates: Vec<Value> = Vec::new();

@@ -208,7 +208,7 @@ impl HookClient {
 }
 
 /// Appends hook context for the model to a tool result.
-pub fn append_context(result: &mut ToolResult, event: HookEvent, context: &[String]) {
+pub(crate) fn append_context(result: &mut ToolResult, event: HookEvent, context: &[String]) {
     for c in context {
         result.content.push_str(&format!(
             "\n\n<hook event=\"{event}\" context>\n{}\n</hook>",

@@ -10,7 +10,7 @@ use super::config::Scope;
 
 /// Why a configuration file could not be changed.
 #[derive(Debug, thiserror::Error)]
-pub enum EditError {
+pub(crate) enum EditError {
     /// Reading or writing failed.
     #[error("{path}: {source}")]
     Io {
@@ -34,7 +34,7 @@ pub enum EditError {
 
 /// The file `scope` is written to: local `.crew/settings.local.json`, project `.mcp.json`
 /// (Claude Code's shared file), user `~/.crew/settings.json`.
-pub fn file_for(
+pub(crate) fn file_for(
     scope: Scope,
     project_root: &Path,
     home: Option<&Path>,
@@ -96,7 +96,7 @@ fn servers<'a>(
 }
 
 /// Sets server `name` in `path` to `entry`; returns whether it replaced one.
-pub fn add(path: &Path, name: &str, entry: Value) -> Result<bool, EditError> {
+pub(crate) fn add(path: &Path, name: &str, entry: Value) -> Result<bool, EditError> {
     let mut map = read(path)?;
     let replaced = servers(path, &mut map)?
         .insert(name.to_string(), entry)
@@ -106,7 +106,7 @@ pub fn add(path: &Path, name: &str, entry: Value) -> Result<bool, EditError> {
 }
 
 /// Removes server `name` from `path`; returns whether it was there.
-pub fn remove(path: &Path, name: &str) -> Result<bool, EditError> {
+pub(crate) fn remove(path: &Path, name: &str) -> Result<bool, EditError> {
     if !path.exists() {
         return Ok(false);
     }

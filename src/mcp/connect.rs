@@ -38,7 +38,7 @@ impl ClientHandler for Handler {
 }
 
 /// A running connection.
-pub type Service = RunningService<RoleClient, Handler>;
+pub(crate) type Service = RunningService<RoleClient, Handler>;
 
 /// A live connection, and the stdio server's process group (none for HTTP).
 pub struct Connection {
@@ -53,7 +53,7 @@ pub struct Connection {
 
 /// Restores what a sandboxed server changed among the protected files (a warning names
 /// each); nothing for a server that ran as the user.
-pub fn finish(guard: &Guard) {
+pub(crate) fn finish(guard: &Guard) {
     if let Some(note) = guard.finish() {
         tracing::warn!("an MCP server changed protected files, which were restored: {note}");
     }
@@ -214,7 +214,7 @@ fn shell_quote(word: &str) -> String {
 /// Connects to `transport` within `timeout`. A stdio server runs in `cwd`, in a process
 /// group of its own, confined by `sandbox` (a project's server) or not (the user's own);
 /// if the handshake fails the group is killed before returning.
-pub async fn connect(
+pub(crate) async fn connect(
     transport: &Transport,
     handler: Handler,
     cwd: &Path,

@@ -5,12 +5,12 @@
 //! together and stops them together. The server side, `crew mcp serve`, is `serve`.
 
 pub mod config;
-pub mod config_edit;
-pub mod connect;
-pub mod names;
-pub mod serve;
+pub(crate) mod config_edit;
+pub(crate) mod connect;
+pub(crate) mod names;
+pub(crate) mod serve;
 pub mod server_actor;
-pub mod tool;
+pub(crate) mod tool;
 
 use std::path::PathBuf;
 use std::time::Duration;

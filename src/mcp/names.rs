@@ -3,10 +3,10 @@
 //! `[A-Za-z0-9_-]` becomes `_`), so rules written for Claude Code match here too.
 
 /// The prefix of every MCP tool name.
-pub const PREFIX: &str = "mcp__";
+pub(crate) const PREFIX: &str = "mcp__";
 
 /// `name` with every character outside `[A-Za-z0-9_-]` replaced by `_`.
-pub fn normalize(name: &str) -> String {
+pub(crate) fn normalize(name: &str) -> String {
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -19,7 +19,7 @@ pub fn normalize(name: &str) -> String {
 }
 
 /// The registry name of `tool` on `server`: `mcp__<server>__<tool>`, both normalised.
-pub fn tool_name(server: &str, tool: &str) -> String {
+pub(crate) fn tool_name(server: &str, tool: &str) -> String {
     format!("{PREFIX}{}__{}", normalize(server), normalize(tool))
 }
 

@@ -16,7 +16,7 @@ use crate::permission::PermissionSpec;
 use crate::tools::{Definition, Safety, Tool, ToolContext, ToolError};
 
 /// One tool of one MCP server.
-pub struct McpTool {
+pub(crate) struct McpTool {
     definition: Definition,
     server: String,
     remote: String,
@@ -25,7 +25,7 @@ pub struct McpTool {
 
 impl McpTool {
     /// The tool `tool` of `server`, called through the server's actor.
-    pub fn new(server: &str, tool: rmcp::model::Tool, actor: ActorRef<McpMsg>) -> Self {
+    pub(crate) fn new(server: &str, tool: rmcp::model::Tool, actor: ActorRef<McpMsg>) -> Self {
         let read_only = tool
             .annotations
             .as_ref()
@@ -124,7 +124,7 @@ impl Tool for McpTool {
 
 /// The text the model sees for a `CallToolResult` (as JSON): each content block in order,
 /// text as is and everything else described; `structuredContent` when there is no content.
-pub fn render(result: &Value) -> String {
+pub(crate) fn render(result: &Value) -> String {
     let blocks = result
         .get("content")
         .and_then(Value::as_array)

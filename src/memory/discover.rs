@@ -8,7 +8,7 @@ use super::Scope;
 
 /// The names looked for in each project directory, in the order they are loaded.
 /// `CLAUDE.local.md` comes last: personal notes refine the shared ones.
-pub const PROJECT_NAMES: [&str; 6] = [
+pub(crate) const PROJECT_NAMES: [&str; 6] = [
     "CLAUDE.md",
     ".claude/CLAUDE.md",
     "AGENTS.md",
@@ -27,7 +27,7 @@ pub struct Candidate {
 }
 
 /// The user's memory files that exist: `~/.claude/CLAUDE.md`, then `~/.crew/CREW.md`.
-pub fn user_files(home: Option<&Path>) -> Vec<Candidate> {
+pub(crate) fn user_files(home: Option<&Path>) -> Vec<Candidate> {
     let Some(home) = home else {
         return Vec::new();
     };
@@ -43,7 +43,7 @@ pub fn user_files(home: Option<&Path>) -> Vec<Candidate> {
 
 /// The memory files of one directory (those that exist), as `scope` (`CLAUDE.local.md`
 /// is always `Local`).
-pub fn files_in(dir: &Path, scope: Scope) -> Vec<Candidate> {
+pub(crate) fn files_in(dir: &Path, scope: Scope) -> Vec<Candidate> {
     PROJECT_NAMES
         .iter()
         .map(|name| Candidate {
@@ -60,7 +60,7 @@ pub fn files_in(dir: &Path, scope: Scope) -> Vec<Candidate> {
 
 /// The directories from `root` down to `cwd`, both included, outermost first. When `cwd`
 /// is not below `root`, only `cwd`.
-pub fn dirs_between(root: &Path, cwd: &Path) -> Vec<PathBuf> {
+pub(crate) fn dirs_between(root: &Path, cwd: &Path) -> Vec<PathBuf> {
     let Ok(rel) = cwd.strip_prefix(root) else {
         return vec![cwd.to_path_buf()];
     };
@@ -75,7 +75,7 @@ pub fn dirs_between(root: &Path, cwd: &Path) -> Vec<PathBuf> {
 
 /// The memory files of the session's start: the user's, then each directory's from
 /// `root` down to `cwd`.
-pub fn start_files(home: Option<&Path>, root: &Path, cwd: &Path) -> Vec<Candidate> {
+pub(crate) fn start_files(home: Option<&Path>, root: &Path, cwd: &Path) -> Vec<Candidate> {
     let mut out = user_files(home);
     for dir in dirs_between(root, cwd) {
         out.extend(files_in(&dir, Scope::Project));
@@ -85,7 +85,7 @@ pub fn start_files(home: Option<&Path>, root: &Path, cwd: &Path) -> Vec<Candidat
 
 /// The directories strictly below `cwd` down to the one holding `file`, outermost
 /// first; empty when `file` is not below `cwd`. Both are absolute and lexically clean.
-pub fn dirs_below(cwd: &Path, file: &Path) -> Vec<PathBuf> {
+pub(crate) fn dirs_below(cwd: &Path, file: &Path) -> Vec<PathBuf> {
     let Some(parent) = file.parent() else {
         return Vec::new();
     };

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 /// The `@path` references of `text`, in order, as written (escapes undone).
-pub fn references(text: &str) -> Vec<String> {
+pub(crate) fn references(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut fence: Option<(char, usize)> = None;
     for line in text.lines() {
@@ -34,7 +34,7 @@ pub fn references(text: &str) -> Vec<String> {
 /// Where `raw` points when written in a file inside `dir`: `~/…` below `home`, an
 /// absolute path as is, anything else relative to `dir`. `None` for `~` alone, or `~/…`
 /// without a home.
-pub fn resolve(raw: &str, dir: &Path, home: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn resolve(raw: &str, dir: &Path, home: Option<&Path>) -> Option<PathBuf> {
     let path = if let Some(rest) = raw.strip_prefix("~/") {
         home?.join(rest)
     } else if raw.starts_with('~') {

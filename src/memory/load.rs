@@ -14,10 +14,10 @@ use super::{Memory, MemoryFile, Scope, SkipReason, Skipped, imports};
 use crate::permission::walk::WalkFilter;
 
 /// How many imports deep a chain may go (Claude Code's limit).
-pub const MAX_DEPTH: usize = 5;
+pub(crate) const MAX_DEPTH: usize = 5;
 
 /// The most bytes all of one agent's memory files may have together.
-pub const MAX_TOTAL_BYTES: u64 = 512 * 1024;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 512 * 1024;
 
 /// Loads memory files for one agent, remembering what it loaded.
 #[derive(Debug, Clone)]

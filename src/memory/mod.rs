@@ -33,13 +33,13 @@
 //! - **Reports** ([`report`]): what an agent here would load and why, for
 //!   `crew memory show` and the terminal UI's `/memory`.
 
-pub mod agent;
-pub mod discover;
-pub mod imports;
-pub mod load;
-pub mod read;
+pub(crate) mod agent;
+pub(crate) mod discover;
+pub(crate) mod imports;
+pub(crate) mod load;
+pub(crate) mod read;
 pub mod render;
-pub mod report;
+pub(crate) mod report;
 
 use std::path::PathBuf;
 

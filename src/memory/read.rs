@@ -15,11 +15,11 @@ use crate::permission::spec::RuleName;
 use crate::permission::walk::{WalkFilter, WalkScope};
 
 /// The most bytes one memory file may have.
-pub const MAX_FILE_BYTES: u64 = 128 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 128 * 1024;
 
 /// What may be read, from one agent's place.
 #[derive(Debug, Clone)]
-pub struct Access {
+pub(crate) struct Access {
     scope: WalkScope,
     creds: Credentials,
     /// Where a project's memory files may import from (canonical project root and cwd).
@@ -32,7 +32,12 @@ pub struct Access {
 impl Access {
     /// The access of an agent in `cwd` of the project at `root`, under the session's
     /// deny rules (`walk`) and with the user's home `home`.
-    pub fn new(walk: &Arc<WalkFilter>, root: &Path, cwd: &Path, home: Option<&Path>) -> Self {
+    pub(crate) fn new(
+        walk: &Arc<WalkFilter>,
+        root: &Path,
+        cwd: &Path,
+        home: Option<&Path>,
+    ) -> Self {
         let personal = sandbox::homes(home)
             .into_iter()
             .flat_map(|h| [h.join(".claude"), h.join(".crew")])
@@ -46,7 +51,7 @@ impl Access {
     }
 
     /// The text of `path` (absolute, lexically clean) for a file of `scope`, or why not.
-    pub fn read(&self, path: &Path, scope: Scope) -> Result<String, SkipReason> {
+    pub(crate) fn read(&self, path: &Path, scope: Scope) -> Result<String, SkipReason> {
         let real = match std::fs::canonicalize(path) {
             Ok(real) => real,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -12,14 +12,14 @@ use crate::permission::walk::WalkFilter;
 
 /// The memory files for an agent in `cwd` (canonical) with the user's home `home`, under
 /// the project's deny rules.
-pub fn load(cwd: &Path, home: Option<&Path>) -> anyhow::Result<Memory> {
+pub(crate) fn load(cwd: &Path, home: Option<&Path>) -> anyhow::Result<Memory> {
     let root = crate::store::project_root(cwd);
     let (policy, _) = Policy::load(&root, home)?;
     Ok(inspect(&Arc::new(WalkFilter::new(&policy)), cwd, home))
 }
 
 /// The report as text (`crew memory show` and the TUI's `/memory`).
-pub fn text(cwd: &Path, memory: &Memory) -> String {
+pub(crate) fn text(cwd: &Path, memory: &Memory) -> String {
     let mut s = String::new();
     if memory.files.is_empty() {
         s.push_str(&format!(

@@ -12,13 +12,13 @@ use crate::tasks::actor::TaskMsg;
 use crate::team::actor::TeamMsg;
 
 mod actor;
-pub mod build;
+pub(crate) mod build;
 mod config;
 mod config_builder;
 mod handle;
-pub mod live;
-pub mod model;
-pub mod render;
+pub(crate) mod live;
+pub(crate) mod model;
+pub(crate) mod render;
 pub mod services;
 
 pub use actor::{EndReason, Session, SessionState};

@@ -12,7 +12,7 @@ use crate::provider::config;
 use crate::provider::scripted::{DEMO_SCRIPT, ScriptedProvider};
 
 /// The chosen model.
-pub struct ChosenModel {
+pub(crate) struct ChosenModel {
     /// The provider.
     pub provider: Arc<dyn Provider>,
     /// The model name sent to it.
@@ -22,7 +22,7 @@ pub struct ChosenModel {
 }
 
 /// Resolves `--model` (or its absence) to a provider.
-pub fn choose(spec: Option<&str>, record: Option<PathBuf>) -> anyhow::Result<ChosenModel> {
+pub(crate) fn choose(spec: Option<&str>, record: Option<PathBuf>) -> anyhow::Result<ChosenModel> {
     // The binary keeps no request in memory; `--record-requests` appends them to a file.
     let with_record = |p: ScriptedProvider| match &record {
         Some(path) => p.without_memory().record_to(path.clone()),

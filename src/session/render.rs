@@ -12,7 +12,7 @@ use crate::events::{Event, EventKind};
 
 /// Consumes events until the bus closes, writing them as text. Output errors (a closed
 /// pipe) do not stop the session: what cannot be written is dropped.
-pub async fn text(
+pub(crate) async fn text(
     mut rx: UnboundedReceiver<Event>,
     mut out: impl Write + Send,
     mut err: impl Write + Send,

@@ -71,7 +71,7 @@ impl std::fmt::Display for Halt {
 
 /// The speculation's call path: the lead's pipeline with a headless approver and a
 /// private event bus, under the speculation's own agent id.
-pub struct CallPath {
+pub(crate) struct CallPath {
     /// The pipeline.
     pub pipeline: Pipeline,
     /// The caller (the speculation's agent id, the lead's cwd, mode and sandbox).
@@ -81,7 +81,11 @@ pub struct CallPath {
 impl CallPath {
     /// Decides and, when allowed, runs one call (its name already canonical). `Err`:
     /// the speculation stops here, and the call did not run.
-    pub async fn run(&self, call: ToolCall, overlay: &mut Overlay) -> Result<ToolResult, Halt> {
+    pub(crate) async fn run(
+        &self,
+        call: ToolCall,
+        overlay: &mut Overlay,
+    ) -> Result<ToolResult, Halt> {
         let tool = call.name.clone();
         let mode = self.caller.mode.get();
         let safety = self.pipeline.registry.safety(&tool);

@@ -12,10 +12,10 @@
 //! `suggestion` and `speculation` under `agents`.
 
 pub mod ahead;
-pub mod calls;
+pub(crate) mod calls;
 pub mod overlay;
 pub mod runner;
-pub mod suggest;
+pub(crate) mod suggest;
 
 use std::path::Path;
 

@@ -11,13 +11,13 @@ use crate::protocol::{ContentBlock, Message, Role};
 use crate::provider::{ModelRequest, Provider, StreamEvent};
 
 /// The agent name suggestion requests carry (a scripted model can answer them apart).
-pub const SUGGEST_AGENT: &str = "suggestion";
+pub(crate) const SUGGEST_AGENT: &str = "suggestion";
 
 /// The longest suggestion kept, in characters.
-pub const MAX_CHARS: usize = 200;
+pub(crate) const MAX_CHARS: usize = 200;
 
 /// How long the suggestion request may take.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The instruction appended to the conversation for the suggestion request.
 const ASK: &str = "[suggestion mode] Predict the user's next message to you in this conversation: \
@@ -27,7 +27,7 @@ no quotes and no explanation. If you cannot tell, answer NONE.";
 /// Asks the model for the user's likely next prompt after `conversation` (which ends
 /// with the lead's finished turn). `system` and `model` are the lead's, so a provider's
 /// prompt cache serves the shared prefix.
-pub async fn suggest(
+pub(crate) async fn suggest(
     provider: &dyn Provider,
     model: &str,
     system: &str,
@@ -70,7 +70,7 @@ pub async fn suggest(
 
 /// The suggestion in a model's answer, if it is one: the first non-empty line, trimmed
 /// of quotes, without control characters, at most [`MAX_CHARS`].
-pub fn clean(answer: &str) -> Option<String> {
+pub(crate) fn clean(answer: &str) -> Option<String> {
     let line = answer.lines().map(str::trim).find(|l| !l.is_empty())?;
     let line = line
         .trim_matches(|c| c == '"' || c == '\'' || c == '`')

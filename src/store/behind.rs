@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 /// How long writes gather before one `fdatasync` covers them all, unless
 /// `CREW_FLUSH_WINDOW_MS` says otherwise; also the shortest interval between two rewrites
 /// of a derived file.
-pub const FLUSH_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const FLUSH_WINDOW: Duration = Duration::from_secs(1);
 
 /// The flush window in force (read once per process).
-pub fn window() -> Duration {
+pub(crate) fn window() -> Duration {
     static WINDOW: LazyLock<Duration> = LazyLock::new(|| {
         std::env::var("CREW_FLUSH_WINDOW_MS")
             .ok()
@@ -39,7 +39,7 @@ pub fn window() -> Duration {
 
 /// When a whole-file replacement reaches the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flush {
+pub(crate) enum Flush {
     /// `fdatasync` before the rename returns: for files written once, or at exit.
     Now,
     /// By group commit within the flush window (the file and its directory entry).
@@ -52,7 +52,7 @@ pub enum Flush {
 /// Replaces `path` with `bytes`: a temporary file in the same directory, renamed over it,
 /// so a crash leaves the old file or the new one, never half of one. `flush` says when it
 /// reaches the disk.
-pub fn write_replace(path: &Path, bytes: &[u8], flush: Flush) -> std::io::Result<()> {
+pub(crate) fn write_replace(path: &Path, bytes: &[u8], flush: Flush) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -72,7 +72,7 @@ pub fn write_replace(path: &Path, bytes: &[u8], flush: Flush) -> std::io::Result
 /// ones gathered until the window since the last write has passed. The owner writes;
 /// this only decides when.
 #[derive(Debug)]
-pub struct Throttle {
+pub(crate) struct Throttle {
     window: Duration,
     last: Option<Instant>,
     pending: bool,
@@ -80,7 +80,7 @@ pub struct Throttle {
 
 impl Throttle {
     /// A throttle allowing one write per `window`.
-    pub fn new(window: Duration) -> Self {
+    pub(crate) fn new(window: Duration) -> Self {
         Self {
             window,
             last: None,
@@ -90,7 +90,7 @@ impl Throttle {
 
     /// The file's contents changed at `now`: `true` when the owner should write it now
     /// (and it counts as written), `false` when the write waits for [`Throttle::due`].
-    pub fn changed(&mut self, now: Instant) -> bool {
+    pub(crate) fn changed(&mut self, now: Instant) -> bool {
         match self.last {
             Some(last) if now < last + self.window => {
                 self.pending = true;
@@ -104,7 +104,7 @@ impl Throttle {
     }
 
     /// When the change held back must be written; `None` when nothing is held back.
-    pub fn due(&self) -> Option<Instant> {
+    pub(crate) fn due(&self) -> Option<Instant> {
         match (self.pending, self.last) {
             (true, Some(last)) => Some(last + self.window),
             _ => None,
@@ -112,7 +112,7 @@ impl Throttle {
     }
 
     /// The owner wrote the file's current contents at `now`.
-    pub fn written(&mut self, now: Instant) {
+    pub(crate) fn written(&mut self, now: Instant) {
         self.last = Some(now);
         self.pending = false;
     }
@@ -177,7 +177,7 @@ fn enqueue(add: impl FnOnce(&mut Pending) -> bool) {
 
 /// `file` (at `path`, opened for appending) was written to: its data is synced within
 /// the window. Cheap enough to call on every append.
-pub fn written(path: &Path, file: &Arc<File>) {
+pub(crate) fn written(path: &Path, file: &Arc<File>) {
     enqueue(|p| {
         if p.files.iter().any(|(_, f)| Arc::ptr_eq(f, file)) {
             return false;
@@ -188,7 +188,7 @@ pub fn written(path: &Path, file: &Arc<File>) {
 }
 
 /// `path` was created: its directory entry is synced within the window.
-pub fn created(path: &Path) {
+pub(crate) fn created(path: &Path) {
     if let Some(dir) = path.parent() {
         enqueue(|p| push_new(&mut p.dirs, dir));
     }
@@ -196,7 +196,7 @@ pub fn created(path: &Path) {
 
 /// `path` was replaced by a rename: the file and its directory entry are synced within
 /// the window.
-pub fn replaced(path: &Path) {
+pub(crate) fn replaced(path: &Path) {
     enqueue(|p| {
         let file = push_new(&mut p.paths, path);
         let dir = path.parent().is_some_and(|d| push_new(&mut p.dirs, d));
@@ -215,7 +215,7 @@ fn push_new(list: &mut Vec<PathBuf>, path: &Path) -> bool {
 /// Makes everything written so far durable, now: called at exit (and by the flusher once
 /// per window). Returns the first failure; a failed item is listed again for the next
 /// flush.
-pub fn flush_all() -> std::io::Result<()> {
+pub(crate) fn flush_all() -> std::io::Result<()> {
     let queue = &*QUEUE;
     let _syncing = relock(&queue.syncing);
     let batch = std::mem::take(&mut *relock(&queue.pending));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 /// The environment variable that sets the limit: `N/Ts`, e.g. `20/10s` (at most 20
 /// restarts in any 10 seconds).
-pub const RESTART_LIMIT_VAR: &str = "CREW_RESTART_LIMIT";
+pub(crate) const RESTART_LIMIT_VAR: &str = "CREW_RESTART_LIMIT";
 
 /// At most `max` restarts in any `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

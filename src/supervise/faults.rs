@@ -19,11 +19,11 @@
 //! Example: `CREW_FAULTS='kill:gate+executor@every1;panic:permission@7'`.
 
 /// The environment variable read by the injector.
-pub const FAULTS_VAR: &str = "CREW_FAULTS";
+pub(crate) const FAULTS_VAR: &str = "CREW_FAULTS";
 
 /// What kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// Panic inside the actor's handler.
     Panic,
     /// Kill the actor from outside.
@@ -34,7 +34,7 @@ pub enum FaultKind {
 
 /// When a fault fires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum When {
+pub(crate) enum When {
     /// On the N-th occurrence.
     Nth(u64),
     /// On every K-th occurrence.
@@ -43,7 +43,7 @@ pub enum When {
 
 impl When {
     /// Whether the `count`-th occurrence (from 1) fires.
-    pub fn fires(self, count: u64) -> bool {
+    pub(crate) fn fires(self, count: u64) -> bool {
         match self {
             When::Nth(n) => count == n,
             When::Every(k) => count % k == 0,
@@ -53,7 +53,7 @@ impl When {
 
 /// One fault of the plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fault {
+pub(crate) struct Fault {
     /// Panic or kill.
     pub kind: FaultKind,
     /// The actors it hits.
@@ -63,7 +63,7 @@ pub struct Fault {
 }
 
 /// The actors a fault may name.
-pub const ACTORS: [&str; 6] = [
+pub(crate) const ACTORS: [&str; 6] = [
     "permission",
     "approver",
     "gate",
@@ -74,7 +74,7 @@ pub const ACTORS: [&str; 6] = [
 
 /// What a `panic` may name: an actor, or `gate.register` (the gate panics as it handles
 /// the matching `Register`, counted apart from its calls).
-pub const PANIC_TARGETS: [&str; 7] = [
+pub(crate) const PANIC_TARGETS: [&str; 7] = [
     "permission",
     "approver",
     "gate",
@@ -87,7 +87,7 @@ pub const PANIC_TARGETS: [&str; 7] = [
 /// A `CREW_FAULTS` rule that does not parse: the rule and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{FAULTS_VAR}: `{rule}`: {why} (e.g. kill:gate@every2)")]
-pub struct BadFault {
+pub(crate) struct BadFault {
     /// The rule as written.
     pub rule: String,
     /// What is wrong with it.
@@ -95,7 +95,7 @@ pub struct BadFault {
 }
 
 /// Parses a `CREW_FAULTS` value.
-pub fn parse(text: &str) -> Result<Vec<Fault>, BadFault> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Fault>, BadFault> {
     let mut faults = Vec::new();
     for rule in text.split(';').map(str::trim).filter(|r| !r.is_empty()) {
         let bad = |why: &str| BadFault {
@@ -174,7 +174,7 @@ mod live {
     }
 
     /// Counts one call-carrying message of `actor` and panics when a `panic` fault says so.
-    pub fn point(actor: &str) {
+    pub(crate) fn point(actor: &str) {
         if let Some(count) = fires(FaultKind::Panic, actor) {
             panic!(
                 "{}: injected panic in {actor} at message {count}",
@@ -184,12 +184,12 @@ mod live {
     }
 
     /// Counts one write to `target`; whether it is to fail as on a full disk.
-    pub fn disk_full(target: &str) -> bool {
+    pub(crate) fn disk_full(target: &str) -> bool {
         fires(FaultKind::Full, target).is_some()
     }
 
     /// The actors to kill as the `call`-th tool call (from 1) starts.
-    pub fn kills_at(call: u64) -> Vec<String> {
+    pub(crate) fn kills_at(call: u64) -> Vec<String> {
         plan()
             .iter()
             .filter(|f| f.kind == FaultKind::Kill && f.when.fires(call))
@@ -198,19 +198,19 @@ mod live {
     }
 
     /// Whether any kill fault is planned.
-    pub fn kills_planned() -> bool {
+    pub(crate) fn kills_planned() -> bool {
         plan().iter().any(|f| f.kind == FaultKind::Kill)
     }
 }
 
 #[cfg(feature = "faults")]
-pub use live::{disk_full, kills_at, kills_planned, point};
+pub(crate) use live::{disk_full, kills_at, kills_planned, point};
 
 /// Starts the `kill` faults of a session: counts its tool calls on the bus and, as each
 /// matching call starts, hands the planned actors' names to `kill` (the session asks
 /// itself to kill them; `false`: the session is gone, and counting stops). Nothing
 /// without the `faults` feature or without a planned kill.
-pub fn start_killer(
+pub(crate) fn start_killer(
     kill: impl Fn(Vec<String>) -> bool + Send + 'static,
     events: &crate::events::EventBus,
 ) {
@@ -235,24 +235,24 @@ pub fn start_killer(
 /// Without the `faults` feature: no fault is ever injected.
 #[cfg(not(feature = "faults"))]
 #[inline(always)]
-pub fn point(_actor: &str) {}
+pub(crate) fn point(_actor: &str) {}
 
 /// Without the `faults` feature: no write fails on purpose.
 #[cfg(not(feature = "faults"))]
 #[inline(always)]
-pub fn disk_full(_target: &str) -> bool {
+pub(crate) fn disk_full(_target: &str) -> bool {
     false
 }
 
 /// Without the `faults` feature: nothing to kill.
 #[cfg(not(feature = "faults"))]
-pub fn kills_at(_call: u64) -> Vec<String> {
+pub(crate) fn kills_at(_call: u64) -> Vec<String> {
     Vec::new()
 }
 
 /// Without the `faults` feature: no kill is planned.
 #[cfg(not(feature = "faults"))]
-pub fn kills_planned() -> bool {
+pub(crate) fn kills_planned() -> bool {
     false
 }
 

@@ -4,8 +4,10 @@
 //! (`budget`), and, for tests only, faults can be injected on command (`faults`,
 //! `CREW_FAULTS`). The plumbing every actor uses, so it imports none of them.
 
-pub mod budget;
-pub mod faults;
+pub(crate) mod budget;
+// Without the `faults` feature only the no-op `point` is used.
+#[cfg_attr(not(feature = "faults"), allow(dead_code))]
+pub(crate) mod faults;
 mod slot;
 
 pub use budget::{RestartBudget, RestartLimit, Storm};

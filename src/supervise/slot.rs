@@ -23,7 +23,7 @@ use tokio::time::Instant;
 pub const REPLACEMENT_WAIT: Duration = Duration::from_secs(10);
 
 /// How long a caller whose answer was lost with a dying actor waits before it goes on.
-pub const SETTLE: Duration = Duration::from_millis(50);
+pub(super) const SETTLE: Duration = Duration::from_millis(50);
 
 /// Why a call through a slot got no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +38,7 @@ pub enum CallError {
 }
 
 /// Sees each message sent through a journaled slot, before it is sent.
-pub type Journal<M> = Arc<dyn Fn(&M) + Send + Sync>;
+pub(super) type Journal<M> = Arc<dyn Fn(&M) + Send + Sync>;
 
 /// The current reference to a supervised actor (cheap to clone; clones share it).
 pub struct Slot<M: ractor::Message> {

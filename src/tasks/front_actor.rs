@@ -9,7 +9,7 @@ use super::actor::TaskMsg;
 use crate::supervise::Slot;
 
 /// The forwarding actor (configuration only).
-pub struct TaskFront;
+pub(crate) struct TaskFront;
 
 impl Actor for TaskFront {
     type Msg = TaskMsg;

@@ -3,7 +3,7 @@
 //! another terminal. The `TaskManager` actor (`actor.rs`) owns the live state.
 
 pub mod actor;
-pub mod front_actor;
+pub(crate) mod front_actor;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -145,7 +145,7 @@ impl TeamHandle {
 }
 
 /// The `team_member_changed` event for a teammate as the roster holds it.
-pub fn member_event(member: &super::Member) -> EventKind {
+pub(crate) fn member_event(member: &super::Member) -> EventKind {
     EventKind::TeamMemberChanged {
         name: member.name.to_string(),
         status: member.status.to_string(),
@@ -154,7 +154,7 @@ pub fn member_event(member: &super::Member) -> EventKind {
 }
 
 /// The `todo_changed` event for an item as saved.
-pub fn todo_event(item: &TodoItem) -> EventKind {
+pub(crate) fn todo_event(item: &TodoItem) -> EventKind {
     EventKind::TodoChanged {
         id: item.id.to_string(),
         subject: item.subject.clone(),
@@ -165,7 +165,7 @@ pub fn todo_event(item: &TodoItem) -> EventKind {
 }
 
 /// The `team_message` event for a message appended to an inbox.
-pub fn message_event(envelope: &Envelope) -> EventKind {
+pub(crate) fn message_event(envelope: &Envelope) -> EventKind {
     EventKind::TeamMessage {
         from: envelope.from.to_string(),
         to: envelope.to.to_string(),
@@ -179,7 +179,7 @@ pub fn message_event(envelope: &Envelope) -> EventKind {
 }
 
 /// The snake_case name of a message kind.
-pub fn kind_name(kind: &super::MessageKind) -> &'static str {
+pub(crate) fn kind_name(kind: &super::MessageKind) -> &'static str {
     use super::MessageKind::*;
     match kind {
         Text => "text",
@@ -191,7 +191,7 @@ pub fn kind_name(kind: &super::MessageKind) -> &'static str {
 }
 
 /// The first line of `text`, cut to 80 characters.
-pub fn preview(text: &str) -> String {
+pub(crate) fn preview(text: &str) -> String {
     let line = text.lines().next().unwrap_or("").trim();
     let mut out: String = line.chars().take(80).collect();
     if line.chars().count() > 80 || text.trim().lines().count() > 1 {

@@ -42,7 +42,6 @@ use super::flusher;
 use super::inbox_file::{Held, Wait};
 use super::inbox_read::scan;
 use super::inbox_registry;
-pub use super::inbox_send::PendingSend;
 pub use super::message::{Envelope, MessageKind, Outgoing};
 use super::{MemberName, Team};
 
@@ -173,7 +172,7 @@ impl Team {
 
 /// Makes every inbox this process has open durable now (fsyncs appends, writes cursors):
 /// call it before the process exits. Failures are logged, one per inbox.
-pub fn flush_all() {
+pub(crate) fn flush_all() {
     for inbox in inbox_registry::every_open() {
         if let Err(e) = inbox.flush() {
             tracing::warn!("could not make {} durable: {e}", inbox.path().display());

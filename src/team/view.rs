@@ -8,7 +8,7 @@ use super::{MemberName, MemberStatus, Team, TodoItem, TodoStatus, open_blockers}
 
 /// What `crew team show --json` prints.
 #[derive(Debug, Serialize)]
-pub struct TeamView {
+pub(crate) struct TeamView {
     /// The team's name (its session id).
     pub team: String,
     /// Its directory.
@@ -21,7 +21,7 @@ pub struct TeamView {
 
 /// One member in [`TeamView`].
 #[derive(Debug, Serialize)]
-pub struct MemberView {
+pub(crate) struct MemberView {
     /// Its name.
     pub name: String,
     /// `lead` for the lead, else the agent definition it runs.
@@ -42,7 +42,7 @@ pub struct MemberView {
 
 /// One work-list item in [`TeamView`].
 #[derive(Debug, Serialize)]
-pub struct ItemView {
+pub(crate) struct ItemView {
     /// Its id.
     pub id: String,
     /// What it is.
@@ -58,7 +58,7 @@ pub struct ItemView {
 }
 
 /// Reads the team's state for display.
-pub fn view(team: &Team) -> anyhow::Result<TeamView> {
+pub(crate) fn view(team: &Team) -> anyhow::Result<TeamView> {
     let roster = team.roster()?;
     let items = team.list_todos()?;
     let held = |name: &MemberName| {

@@ -16,16 +16,16 @@ use crate::tasks::TaskStatus;
 use crate::tasks::actor::TaskMsg;
 
 /// The longest a foreground subagent may run before the call gives up.
-pub const FOREGROUND_LIMIT: Duration = Duration::from_secs(2 * 3600);
+pub(crate) const FOREGROUND_LIMIT: Duration = Duration::from_secs(2 * 3600);
 
 /// The `agent` tool.
-pub struct AgentTool {
+pub(crate) struct AgentTool {
     def: Definition,
 }
 
 impl AgentTool {
     /// The tool, describing these agent types (name, description) to the model.
-    pub fn new(agent_types: &[(String, String)]) -> Self {
+    pub(crate) fn new(agent_types: &[(String, String)]) -> Self {
         let types: Vec<String> = agent_types
             .iter()
             .map(|(name, description)| format!("- {name}: {description}"))

@@ -21,7 +21,7 @@ use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
 use capped_log::CappedLog;
 
 /// Starts `command` in the background for the agent of `ctx`; returns its task record.
-pub async fn start(
+pub(crate) async fn start(
     tasks: &ActorRef<TaskMsg>,
     ctx: &ToolContext,
     command: &str,

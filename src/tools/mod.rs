@@ -2,25 +2,25 @@
 //! (`ToolContext`), and what it returns. Each tool lives in its own file; the registry
 //! holds them in a stable order.
 
-pub mod agent;
-pub mod background;
-pub mod beneath;
+pub(crate) mod agent;
+pub(crate) mod background;
+pub(crate) mod beneath;
 pub mod deferred;
-pub mod delegate;
+pub(crate) mod delegate;
 pub mod edit_file;
 pub mod find_files;
 pub mod read_file;
-pub mod registry;
+pub(crate) mod registry;
 pub mod rule_names;
 pub mod run_command;
-pub mod schema;
+pub(crate) mod schema;
 pub mod search_code;
-pub mod send_message;
-pub mod skill;
-pub mod task_tools;
-pub mod todo_tools;
+pub(crate) mod send_message;
+pub(crate) mod skill;
+pub(crate) mod task_tools;
+pub(crate) mod todo_tools;
 pub mod tool_search;
-pub mod walk;
+pub(crate) mod walk;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -216,14 +216,16 @@ mod opt_millis {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_some(&(d.as_millis() as u64)),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
     }
 }

@@ -42,7 +42,7 @@ pub fn tool_name(name: &str) -> &str {
 impl ToolList {
     /// The registry names of the listed tools, Claude Code's names mapped to ours by
     /// [`tool_name`] (see [`ToolList::names_with`]).
-    pub fn names(&self) -> BTreeSet<String> {
+    pub(crate) fn names(&self) -> BTreeSet<String> {
         self.names_with(&tool_name)
     }
 }

@@ -25,7 +25,8 @@ pub enum ArgumentsError {
 }
 
 /// Validates `input` against `schema`. The error names the first offending field.
-pub fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsError> {
+#[cfg(test)]
+pub(crate) fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsError> {
     object_input(input)?;
     check(&compile(schema)?, input)
 }
@@ -35,7 +36,7 @@ pub fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsError> {
 /// tool object it was compiled from (a replaced MCP tool of the same name is compiled
 /// anew); a schema that does not compile is not kept, so every call reports it.
 #[derive(Default)]
-pub struct Validators {
+pub(crate) struct Validators {
     compiled: Mutex<HashMap<String, Compiled>>,
 }
 
@@ -44,7 +45,11 @@ type Compiled = (Weak<dyn Tool>, Arc<jsonschema::Validator>);
 
 impl Validators {
     /// Validates `input` against `tool`'s schema, as [`validate`] does.
-    pub fn validate(&self, tool: &Arc<dyn Tool>, input: &Value) -> Result<(), ArgumentsError> {
+    pub(crate) fn validate(
+        &self,
+        tool: &Arc<dyn Tool>,
+        input: &Value,
+    ) -> Result<(), ArgumentsError> {
         object_input(input)?;
         let def = tool.definition();
         let cached = self
@@ -117,7 +122,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// Builds an object schema from `(name, schema)` properties and the required names.
-pub fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
+pub(crate) fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
     let mut map = serde_json::Map::new();
     for (name, schema) in props {
         map.insert((*name).to_string(), schema.clone());

@@ -12,7 +12,7 @@ use crate::permission::{Category, PermissionSpec, TargetSpec};
 use crate::team::{MessageKind, Outgoing, Recipient};
 
 /// The `send_message` tool.
-pub struct SendMessage {
+pub(crate) struct SendMessage {
     def: Definition,
 }
 
@@ -24,7 +24,7 @@ impl Default for SendMessage {
 
 impl SendMessage {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             def: Definition {
                 name: "send_message".into(),

@@ -14,17 +14,17 @@ use crate::permission::{Category, PermissionSpec, TargetSpec};
 use crate::skills::SkillCatalog;
 
 /// The tool's registry name.
-pub const NAME: &str = crate::skills::TOOL_NAME;
+pub(crate) const NAME: &str = crate::skills::TOOL_NAME;
 
 /// The `skill` tool.
-pub struct SkillTool {
+pub(crate) struct SkillTool {
     def: Definition,
     skills: Arc<SkillCatalog>,
 }
 
 impl SkillTool {
     /// The tool over these skills.
-    pub fn new(skills: Arc<SkillCatalog>) -> Self {
+    pub(crate) fn new(skills: Arc<SkillCatalog>) -> Self {
         Self {
             def: definition(),
             skills,
@@ -33,7 +33,7 @@ impl SkillTool {
 }
 
 /// The tool's definition (the skills themselves are listed in the system prompt).
-pub fn definition() -> Definition {
+pub(crate) fn definition() -> Definition {
     Definition {
         name: NAME.into(),
         aliases: vec!["Skill".into()],
@@ -54,7 +54,7 @@ pub fn definition() -> Definition {
 
 /// The skill a call asks for (`name`, or Claude Code's `skill`; a leading `/` is
 /// dropped).
-pub fn requested(input: &Value) -> Result<String, ToolError> {
+pub(crate) fn requested(input: &Value) -> Result<String, ToolError> {
     let name: Option<String> = match field(input, "name")? {
         Some(n) => Some(n),
         None => field(input, "skill")?,

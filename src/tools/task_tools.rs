@@ -54,7 +54,7 @@ async fn ask<T: Send + 'static>(
 }
 
 /// One line describing a task.
-pub fn describe(rec: &TaskRecord) -> String {
+pub(crate) fn describe(rec: &TaskRecord) -> String {
     let end = rec.ended_ms.unwrap_or_else(now_ms);
     let elapsed = rec
         .started_ms
@@ -81,11 +81,11 @@ pub fn describe(rec: &TaskRecord) -> String {
 }
 
 /// `task_list`.
-pub struct TaskList(Definition);
+pub(crate) struct TaskList(Definition);
 
 impl TaskList {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "task_list",
             "List background tasks (subagents and commands) with status, elapsed time, tool calls, tokens and last activity.",
@@ -117,11 +117,11 @@ impl Tool for TaskList {
 }
 
 /// `task_output`.
-pub struct TaskOutput(Definition);
+pub(crate) struct TaskOutput(Definition);
 
 impl TaskOutput {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "task_output",
             "Show a background task's status, the end of its output log, and its result once it has ended. With wait=true, wait (up to timeout_ms, default 120000) for it to end first.",
@@ -223,11 +223,11 @@ fn tail(path: &std::path::Path, max: u64) -> String {
 }
 
 /// `task_stop`.
-pub struct TaskStop(Definition);
+pub(crate) struct TaskStop(Definition);
 
 impl TaskStop {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "task_stop",
             "Stop a background task: cancels a subagent's work or kills a command's whole process group.",

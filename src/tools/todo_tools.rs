@@ -19,7 +19,7 @@ use crate::team::{
 };
 
 /// The four work-list tools, in the order the model sees them.
-pub fn todo_tools() -> Vec<std::sync::Arc<dyn Tool>> {
+pub(crate) fn todo_tools() -> Vec<std::sync::Arc<dyn Tool>> {
     vec![
         std::sync::Arc::new(TodoAdd::new()),
         std::sync::Arc::new(TodoUpdateTool::new()),
@@ -106,11 +106,11 @@ fn line(items: &std::collections::BTreeMap<TodoId, TodoItem>, item: &TodoItem) -
 }
 
 /// `todo_add`.
-pub struct TodoAdd(Definition);
+pub(crate) struct TodoAdd(Definition);
 
 impl TodoAdd {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "todo_add",
             "TaskCreate",
@@ -157,11 +157,11 @@ impl Tool for TodoAdd {
 }
 
 /// `todo_update`.
-pub struct TodoUpdateTool(Definition);
+pub(crate) struct TodoUpdateTool(Definition);
 
 impl TodoUpdateTool {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "todo_update",
             "TaskUpdate",
@@ -248,11 +248,11 @@ impl Tool for TodoUpdateTool {
 }
 
 /// `todo_get`.
-pub struct TodoGet(Definition);
+pub(crate) struct TodoGet(Definition);
 
 impl TodoGet {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "todo_get",
             "TaskGet",
@@ -310,11 +310,11 @@ impl Tool for TodoGet {
 }
 
 /// `todo_list`.
-pub struct TodoList(Definition);
+pub(crate) struct TodoList(Definition);
 
 impl TodoList {
     /// The tool.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(def(
             "todo_list",
             "TaskList",

@@ -69,7 +69,7 @@ impl std::fmt::Display for Change {
 }
 
 /// `sha256:<hex>` of `bytes`.
-pub fn sha256(bytes: &[u8]) -> String {
+pub(crate) fn sha256(bytes: &[u8]) -> String {
     let out = Sha256::digest(bytes);
     let mut s = String::with_capacity(7 + 64);
     s.push_str("sha256:");
@@ -80,7 +80,7 @@ pub fn sha256(bytes: &[u8]) -> String {
 }
 
 /// One digest over a whole manifest.
-pub fn digest(files: &Manifest) -> String {
+pub(crate) fn digest(files: &Manifest) -> String {
     let mut text = String::new();
     for (path, d) in files {
         text.push_str(path);
@@ -92,7 +92,7 @@ pub fn digest(files: &Manifest) -> String {
 }
 
 /// The differences between `pinned` and `now`, in path order.
-pub fn compare(pinned: &Manifest, now: &Manifest) -> Vec<Change> {
+pub(crate) fn compare(pinned: &Manifest, now: &Manifest) -> Vec<Change> {
     let mut out = Vec::new();
     for (path, d) in pinned {
         match now.get(path) {
@@ -118,7 +118,7 @@ pub fn compare(pinned: &Manifest, now: &Manifest) -> Vec<Change> {
 }
 
 /// The project's executable configuration below `root` (canonical), as it is now.
-pub fn manifest(root: &Path) -> Manifest {
+pub(crate) fn manifest(root: &Path) -> Manifest {
     let mut m = Manifest::new();
     let rel = |p: &Path| {
         p.strip_prefix(root)

@@ -25,7 +25,7 @@ use crate::tasks::TaskRecord;
 
 /// Something the runtime must do for the app.
 #[derive(Debug)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Run a request on the lead (in a spawned task).
     Run(RunRequest),
     /// Cancel the lead's current run.
@@ -68,7 +68,7 @@ pub enum Effect {
 
 /// Facts about the session, for commands and the status line.
 #[derive(Debug, Clone, Default)]
-pub struct SessionInfo {
+pub(crate) struct SessionInfo {
     /// The session id (for `--resume`).
     pub session_id: String,
     /// The working directory.
@@ -92,10 +92,10 @@ pub struct SessionInfo {
 }
 
 /// The prompt a follow-up run gets when background work has ended.
-pub const FOLLOW_UP: &str = crate::agent::follow_up::TASK_NEWS;
+pub(crate) const FOLLOW_UP: &str = crate::agent::follow_up::TASK_NEWS;
 
 /// The whole TUI state.
-pub struct App {
+pub(crate) struct App {
     /// Facts about the session.
     pub info: SessionInfo,
     /// The conversation view.
@@ -144,7 +144,7 @@ pub(super) fn verdict_str(v: Verdict) -> &'static str {
 
 impl App {
     /// A fresh app for a session.
-    pub fn new(info: SessionInfo, permission: PermissionMode) -> Self {
+    pub(crate) fn new(info: SessionInfo, permission: PermissionMode) -> Self {
         Self {
             info,
             transcript: Transcript::default(),
@@ -169,12 +169,12 @@ impl App {
     }
 
     /// Takes the effects queued so far.
-    pub fn take_effects(&mut self) -> Vec<Effect> {
+    pub(crate) fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
     }
 
     /// The agent mode shown: the running request's, else the plan flow's.
-    pub fn agent_mode(&self) -> AgentMode {
+    pub(crate) fn agent_mode(&self) -> AgentMode {
         self.running.unwrap_or_else(|| self.plan.agent_mode())
     }
 
@@ -195,7 +195,7 @@ impl App {
     }
 
     /// Handles a key press.
-    pub fn on_key(&mut self, key: KeyEvent) {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
             return self.ctrl_c();
@@ -344,7 +344,7 @@ impl App {
     }
 
     /// Quits, first asking when background tasks are still running.
-    pub fn request_quit(&mut self) {
+    pub(crate) fn request_quit(&mut self) {
         let running = self.tasks.running();
         if running > 0 && !self.confirm_quit {
             self.confirm_quit = true;
@@ -357,7 +357,7 @@ impl App {
     }
 
     /// Handles submitted input: a command, an edited plan, or a request.
-    pub fn submit(&mut self, text: String) {
+    pub(crate) fn submit(&mut self, text: String) {
         if text.trim().is_empty() {
             return;
         }
@@ -395,7 +395,7 @@ impl App {
     }
 
     /// The commands offered for what is typed (while the first word starts with `/`).
-    pub fn completions(&self) -> Vec<(String, String)> {
+    pub(crate) fn completions(&self) -> Vec<(String, String)> {
         completion::candidates(&self.input.text(), &self.info.commands)
     }
 
@@ -422,14 +422,14 @@ impl App {
 
     /// A custom command's text was expanded: a plan made for it is carried out with the
     /// expanded task, not the `/name args` line.
-    pub fn on_command_expanded(&mut self, text: String) {
+    pub(crate) fn on_command_expanded(&mut self, text: String) {
         if let PlanStage::Planning { task } = &mut self.plan {
             *task = text;
         }
     }
 
     /// Applies a session event.
-    pub fn on_event(&mut self, event: Event) {
+    pub(crate) fn on_event(&mut self, event: Event) {
         let agent = event.agent.as_str();
         let lead = agent == "lead";
         match event.kind {
@@ -527,7 +527,7 @@ impl App {
     }
 
     /// The lead's run ended.
-    pub fn on_run_finished(&mut self, result: Result<RunOutcome, super::jobs::JobError>) {
+    pub(crate) fn on_run_finished(&mut self, result: Result<RunOutcome, super::jobs::JobError>) {
         self.running = None;
         let plan = match &result {
             Ok(o) if o.status == RunStatus::Completed => Some(o.result.clone()),
@@ -556,7 +556,7 @@ impl App {
     }
 
     /// A background task of the lead ended while the lead is idle: the lead continues.
-    pub fn on_task_completed(&mut self, rec: &TaskRecord) {
+    pub(crate) fn on_task_completed(&mut self, rec: &TaskRecord) {
         if self.running.is_some() || self.quit {
             return;
         }
@@ -575,7 +575,7 @@ impl App {
 
     /// Teammates wrote to the lead: an idle lead starts a run that reads their mail (as a
     /// headless lead does); a busy one reads it when its run ends.
-    pub fn on_team_mail(&mut self) {
+    pub(crate) fn on_team_mail(&mut self) {
         if self.running.is_some() || self.quit {
             return;
         }

@@ -14,7 +14,7 @@ const MAX_BREAKS: usize = 2;
 
 /// Text as the dialog shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shown {
+pub(super) struct Shown {
     /// The text to wrap and draw.
     pub text: String,
     /// Warnings for the dialog, one line each.
@@ -22,7 +22,7 @@ pub struct Shown {
 }
 
 /// The dialog's form of `raw`.
-pub fn show(raw: &str) -> Shown {
+pub(super) fn show(raw: &str) -> Shown {
     let keep = Keep {
         newlines: true,
         tabs: true,
@@ -80,7 +80,7 @@ pub fn show(raw: &str) -> Shown {
 
 /// `text` in rows of at most `width` display columns; each `\n` starts a row. Never
 /// empty.
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(super) fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut rows = Vec::new();
     for line in text.split('\n') {

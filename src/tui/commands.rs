@@ -11,7 +11,7 @@ use crate::tools::rule_names::LoadPolicy;
 
 /// A slash command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SlashCommand {
+pub(crate) enum SlashCommand {
     /// Switch to Plan Mode.
     Plan,
     /// Enter auto mode (`/auto`), or close its breaker (`/auto reset`).
@@ -45,7 +45,7 @@ pub enum SlashCommand {
 }
 
 /// Parses `/name …`; `None` when the text is not a command.
-pub fn parse(text: &str) -> Option<SlashCommand> {
+pub(crate) fn parse(text: &str) -> Option<SlashCommand> {
     let text = text.trim();
     let name = text.strip_prefix('/')?.split_whitespace().next()?;
     Some(match name {
@@ -78,7 +78,7 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
 }
 
 /// The `/help` text.
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 Commands:
   /plan         Plan Mode: the next input is investigated read-only and planned
   /do           carry out the plan under review (without one: back to chat)

@@ -3,7 +3,7 @@
 //! being typed, and Tab to complete it.
 
 /// The built-in commands and what they do (what `commands::parse` knows).
-pub const BUILT_IN: [(&str, &str); 14] = [
+pub(crate) const BUILT_IN: [(&str, &str); 14] = [
     ("plan", "Plan Mode: investigate read-only and plan"),
     (
         "auto",
@@ -25,7 +25,7 @@ pub const BUILT_IN: [(&str, &str); 14] = [
 
 /// The commands whose name starts with what is typed after `/` (while no space is typed
 /// yet), built-ins first, as `(name, description)`.
-pub fn candidates(text: &str, custom: &[(String, String)]) -> Vec<(String, String)> {
+pub(crate) fn candidates(text: &str, custom: &[(String, String)]) -> Vec<(String, String)> {
     let Some(prefix) = text.strip_prefix('/') else {
         return Vec::new();
     };
@@ -44,7 +44,7 @@ pub fn candidates(text: &str, custom: &[(String, String)]) -> Vec<(String, Strin
 
 /// What Tab makes of the typed text: the one candidate's name followed by a space, or the
 /// longest prefix all candidates share; `None` when that adds nothing.
-pub fn complete(text: &str, custom: &[(String, String)]) -> Option<String> {
+pub(crate) fn complete(text: &str, custom: &[(String, String)]) -> Option<String> {
     let found = candidates(text, custom);
     let first = &found.first()?.0;
     if found.len() == 1 {

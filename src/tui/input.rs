@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 /// What a key did to the input box.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputOutcome {
+pub(crate) enum InputOutcome {
     /// The key was handled (text or cursor changed).
     Handled,
     /// The user submitted this text.
@@ -20,7 +20,7 @@ pub enum InputOutcome {
 
 /// The input box's state.
 #[derive(Debug, Default)]
-pub struct InputBox {
+pub(crate) struct InputBox {
     lines: Vec<String>,
     row: usize,
     /// Cursor column, in characters.
@@ -40,7 +40,7 @@ fn byte_at(s: &str, col: usize) -> usize {
 
 impl InputBox {
     /// The current text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         if self.lines.is_empty() {
             String::new()
         } else {
@@ -49,24 +49,24 @@ impl InputBox {
     }
 
     /// Replaces the text (cursor at the end).
-    pub fn set_text(&mut self, text: &str) {
+    pub(crate) fn set_text(&mut self, text: &str) {
         self.lines = text.split('\n').map(str::to_string).collect();
         self.row = self.lines.len() - 1;
         self.col = self.lines[self.row].chars().count();
     }
 
     /// Shows (or, with `None`, removes) a suggested next prompt.
-    pub fn set_suggestion(&mut self, suggestion: Option<String>) {
+    pub(crate) fn set_suggestion(&mut self, suggestion: Option<String>) {
         self.suggestion = suggestion;
     }
 
     /// The suggestion on show: there is one and nothing is typed.
-    pub fn suggestion(&self) -> Option<&str> {
+    pub(crate) fn suggestion(&self) -> Option<&str> {
         self.suggestion.as_deref().filter(|_| self.is_empty())
     }
 
     /// Whether nothing is typed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lines.iter().all(String::is_empty)
     }
 
@@ -143,7 +143,7 @@ impl InputBox {
     }
 
     /// Inserts pasted text at the cursor (newlines start new lines).
-    pub fn paste(&mut self, text: &str) {
+    pub(crate) fn paste(&mut self, text: &str) {
         for ch in text.chars() {
             match ch {
                 '\n' => self.newline(),
@@ -154,7 +154,7 @@ impl InputBox {
     }
 
     /// Takes the text out (for submitting), recording it in the history.
-    pub fn take(&mut self) -> String {
+    pub(crate) fn take(&mut self) -> String {
         let text = self.text();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
             self.history.push(text.clone());
@@ -167,7 +167,7 @@ impl InputBox {
     }
 
     /// Handles a key.
-    pub fn on_key(&mut self, key: KeyEvent) -> InputOutcome {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) -> InputOutcome {
         self.ensure_line();
         match key.code {
             KeyCode::Enter
@@ -207,13 +207,13 @@ impl InputBox {
     }
 
     /// Rows the box needs for its text (plus borders), at most `max`.
-    pub fn height(&self, max: u16) -> u16 {
+    pub(crate) fn height(&self, max: u16) -> u16 {
         let rows = u16::try_from(self.lines.len().max(1)).unwrap_or(u16::MAX);
         rows.saturating_add(2).min(max)
     }
 
     /// Draws the box with `title` and places the terminal cursor in it.
-    pub fn render(&self, frame: &mut Frame, area: Rect, title: &str, focused: bool) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect, title: &str, focused: bool) {
         let color = if focused {
             Color::Cyan
         } else {

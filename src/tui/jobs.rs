@@ -19,7 +19,7 @@ use crate::team::TeamError;
 
 /// Why work the loop started failed; the TUI shows its text in the transcript.
 #[derive(Debug, thiserror::Error)]
-pub enum JobError {
+pub(crate) enum JobError {
     /// The lead refused or failed the request.
     #[error(transparent)]
     Lead(#[from] LeadError),

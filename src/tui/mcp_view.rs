@@ -8,7 +8,7 @@ use crate::sanitize::clean_line;
 use crate::tools::Safety;
 
 /// The `/mcp` text for the servers' current statuses.
-pub fn render(servers: &[(ServerConfig, Status)]) -> String {
+pub(crate) fn render(servers: &[(ServerConfig, Status)]) -> String {
     if servers.is_empty() {
         return "No MCP servers in this session. Add one with `crew mcp add NAME -- COMMAND …` \
                 or a project `.mcp.json`; `crew mcp list` shows them all."

@@ -4,27 +4,27 @@
 //! input into effects; `runtime` runs the non-blocking event loop, `jobs`, `team_io` and
 //! `worktree_io` the work it starts without waiting.
 
-pub mod app;
+pub(crate) mod app;
 pub mod approval;
 mod approval_view;
-pub mod commands;
-pub mod completion;
-pub mod input;
+pub(crate) mod commands;
+pub(crate) mod completion;
+pub(crate) mod input;
 mod jobs;
-pub mod mcp_view;
-pub mod modes;
-pub mod plan;
-pub mod runtime;
+pub(crate) mod mcp_view;
+pub(crate) mod modes;
+pub(crate) mod plan;
+pub(crate) mod runtime;
 mod screen;
 mod speculate;
-pub mod status;
-pub mod tasks_panel;
+pub(crate) mod status;
+pub(crate) mod tasks_panel;
 mod team_io;
-pub mod team_panel;
-pub mod transcript;
-pub mod trust_prompt;
-pub mod view;
+pub(crate) mod team_panel;
+pub(crate) mod transcript;
+pub(crate) mod trust_prompt;
+pub(crate) mod view;
 mod worktree_io;
-pub mod worktrees_panel;
+pub(crate) mod worktrees_panel;
 
 pub use runtime::run;

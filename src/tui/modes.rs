@@ -13,7 +13,7 @@ use crate::permission::PermissionMode;
 
 impl App {
     /// What mode changes depend on now.
-    pub fn mode_ctx(&self) -> ModeContext {
+    pub(crate) fn mode_ctx(&self) -> ModeContext {
         ModeContext {
             bypass_disabled: self.info.bypass_disabled,
             auto: match &self.info.auto {
@@ -25,7 +25,7 @@ impl App {
     }
 
     /// Where the lead is: Plan Mode (over the permission mode) or a permission mode.
-    pub fn mode_state(&self) -> ModeState {
+    pub(crate) fn mode_state(&self) -> ModeState {
         match self.plan {
             PlanStage::Off => ModeState::Mode(self.permission),
             _ => ModeState::Plan {

@@ -17,7 +17,7 @@ use crate::permission::PermissionMode;
 
 /// Where the flow is.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum PlanStage {
+pub(crate) enum PlanStage {
     /// Not planning: inputs are chat requests.
     #[default]
     Off,
@@ -48,7 +48,7 @@ pub enum PlanStage {
 
 impl PlanStage {
     /// The agent mode this stage shows in the status line.
-    pub fn agent_mode(&self) -> AgentMode {
+    pub(crate) fn agent_mode(&self) -> AgentMode {
         match self {
             PlanStage::Off => AgentMode::Chat,
             _ => AgentMode::Plan,
@@ -56,7 +56,7 @@ impl PlanStage {
     }
 
     /// The request for an input typed while Plan Mode is ready.
-    pub fn start(&mut self, task: String) -> RunRequest {
+    pub(crate) fn start(&mut self, task: String) -> RunRequest {
         *self = PlanStage::Planning { task: task.clone() };
         RunRequest {
             mode: AgentMode::Plan,
@@ -66,7 +66,7 @@ impl PlanStage {
     }
 
     /// A Plan run ended: with a plan, it goes to review; without one, back to ready.
-    pub fn planned(&mut self, plan: Option<String>, mode: PermissionMode) {
+    pub(crate) fn planned(&mut self, plan: Option<String>, mode: PermissionMode) {
         let PlanStage::Planning { task } = std::mem::take(self) else {
             return;
         };
@@ -77,7 +77,7 @@ impl PlanStage {
     }
 
     /// Approves the plan under review: the Do request and the permission mode it runs in.
-    pub fn approve(&mut self) -> Option<(RunRequest, PermissionMode)> {
+    pub(crate) fn approve(&mut self) -> Option<(RunRequest, PermissionMode)> {
         let PlanStage::Review { task, plan, mode } = std::mem::take(self) else {
             return None;
         };
@@ -92,7 +92,7 @@ impl PlanStage {
     }
 
     /// Opens the plan for editing; returns its text for the input box.
-    pub fn edit(&mut self) -> Option<String> {
+    pub(crate) fn edit(&mut self) -> Option<String> {
         let PlanStage::Review { task, plan, mode } = std::mem::take(self) else {
             return None;
         };
@@ -101,20 +101,21 @@ impl PlanStage {
     }
 
     /// The edited plan was submitted: back to review with it.
-    pub fn edited(&mut self, plan: String) {
+    pub(crate) fn edited(&mut self, plan: String) {
         if let PlanStage::Editing { task, mode } = std::mem::take(self) {
             *self = PlanStage::Review { task, plan, mode };
         }
     }
 
     /// Rejects the plan: Plan Mode ends (the app restores the mode from before it).
-    pub fn reject(&mut self) {
+    #[cfg(test)]
+    pub(crate) fn reject(&mut self) {
         *self = PlanStage::Off;
     }
 
     /// Cycles the permission mode the Do run will use (in review), skipping the modes
     /// `ctx` forbids.
-    pub fn cycle_mode(&mut self, ctx: &ModeContext) -> bool {
+    pub(crate) fn cycle_mode(&mut self, ctx: &ModeContext) -> bool {
         match self {
             PlanStage::Review { mode, .. } => {
                 *mode = cycle_permission(*mode, ctx);
@@ -125,7 +126,7 @@ impl PlanStage {
     }
 
     /// Rows the review dialog wants (0 outside review).
-    pub fn height(&self) -> u16 {
+    pub(crate) fn height(&self) -> u16 {
         match self {
             PlanStage::Review { plan, .. } => {
                 u16::try_from(plan.lines().count() + 5).unwrap_or(u16::MAX)
@@ -135,7 +136,7 @@ impl PlanStage {
     }
 
     /// Draws the review dialog at the bottom of `area` (only in review).
-    pub fn render(&self, frame: &mut Frame, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect) {
         let PlanStage::Review { plan, mode, .. } = self else {
             return;
         };

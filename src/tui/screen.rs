@@ -19,7 +19,7 @@ use ratatui::widgets::Paragraph;
 
 /// The terminal in raw mode on the alternate screen, and its input; restored when dropped
 /// (on every way out, errors included).
-pub struct Screen {
+pub(super) struct Screen {
     /// Where frames are drawn.
     pub terminal: DefaultTerminal,
     /// Every key, paste and resize, for the trust prompt and then the main screen.
@@ -28,7 +28,7 @@ pub struct Screen {
 
 impl Screen {
     /// Takes over the terminal.
-    pub fn enter() -> io::Result<Screen> {
+    pub(super) fn enter() -> io::Result<Screen> {
         let terminal = ratatui::try_init()?;
         // Paste arrives as one event instead of a stream of keys (and Enters).
         let _ = execute!(io::stdout(), EnableBracketedPaste);
@@ -39,7 +39,7 @@ impl Screen {
     }
 
     /// Says the session is starting, while it loads (keys typed meanwhile wait).
-    pub fn starting(&mut self) -> io::Result<()> {
+    pub(super) fn starting(&mut self) -> io::Result<()> {
         self.terminal.draw(|f| {
             let area = f.area();
             let line = Rect {

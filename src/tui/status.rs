@@ -13,7 +13,7 @@ use crate::protocol::Usage;
 
 /// What the status line shows.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Status {
+pub(crate) struct Status {
     /// `chat`, `plan` or `do`.
     pub agent_mode: &'static str,
     /// The lead's permission mode.
@@ -33,7 +33,7 @@ pub struct Status {
 }
 
 /// The colour a permission mode is shown in: the more it allows, the warmer.
-pub fn mode_color(mode: PermissionMode) -> Color {
+pub(crate) fn mode_color(mode: PermissionMode) -> Color {
     match mode {
         PermissionMode::Strict => Color::Blue,
         PermissionMode::Default => Color::Green,
@@ -46,7 +46,7 @@ pub fn mode_color(mode: PermissionMode) -> Color {
 }
 
 /// Compact token count: `950`, `12.3k`, `4.1M`.
-pub fn format_tokens(n: u64) -> String {
+pub(crate) fn format_tokens(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
@@ -72,7 +72,7 @@ fn cache_text(u: &Usage) -> String {
 
 impl Status {
     /// The status as one line of spans.
-    pub fn line(&self) -> Line<'static> {
+    pub(crate) fn line(&self) -> Line<'static> {
         let sep = || Span::styled(" │ ", Style::default().fg(Color::DarkGray));
         let agent_color = match self.agent_mode {
             "plan" => Color::Cyan,
@@ -129,7 +129,7 @@ impl Status {
     }
 
     /// Draws the status line into `area` (one row).
-    pub fn render(&self, frame: &mut Frame, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect) {
         frame.render_widget(Paragraph::new(self.line()), area);
     }
 }

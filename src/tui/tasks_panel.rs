@@ -15,7 +15,7 @@ use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
 
 /// What a key in the panel asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PanelAction {
+pub(crate) enum PanelAction {
     /// Nothing beyond redrawing.
     None,
     /// Load the log of this task.
@@ -28,7 +28,7 @@ pub enum PanelAction {
 
 /// The panel's state.
 #[derive(Debug, Default)]
-pub struct TasksPanel {
+pub(crate) struct TasksPanel {
     /// The latest records, oldest first.
     pub records: Vec<TaskRecord>,
     /// Whether the panel is shown (and has the keyboard).
@@ -39,7 +39,7 @@ pub struct TasksPanel {
 }
 
 /// `1m05s`-style duration.
-pub fn format_elapsed(ms: u64) -> String {
+pub(crate) fn format_elapsed(ms: u64) -> String {
     let s = ms / 1000;
     if s >= 60 {
         format!("{}m{:02}s", s / 60, s % 60)
@@ -60,7 +60,7 @@ fn status_color(status: TaskStatus) -> Color {
 
 impl TasksPanel {
     /// Tasks still pending or running.
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.records
             .iter()
             .filter(|r| !r.status.is_terminal())
@@ -68,18 +68,18 @@ impl TasksPanel {
     }
 
     /// The selected task's id.
-    pub fn selected_id(&self) -> Option<&str> {
+    pub(crate) fn selected_id(&self) -> Option<&str> {
         self.records.get(self.selected).map(|r| r.id.as_str())
     }
 
     /// Replaces the records, keeping the selection in range.
-    pub fn set_records(&mut self, records: Vec<TaskRecord>) {
+    pub(crate) fn set_records(&mut self, records: Vec<TaskRecord>) {
         self.records = records;
         self.selected = self.selected.min(self.records.len().saturating_sub(1));
     }
 
     /// Handles a key while the panel is open.
-    pub fn on_key(&mut self, key: KeyEvent) -> PanelAction {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) -> PanelAction {
         if self.log.is_some() {
             if matches!(key.code, KeyCode::Esc | KeyCode::Char('q')) {
                 self.log = None;
@@ -142,7 +142,7 @@ impl TasksPanel {
 
     /// Draws the panel (or the open log) over `area`; `now_ms` is the clock for elapsed
     /// times of running tasks.
-    pub fn render(&self, frame: &mut Frame, area: Rect, now_ms: u64) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect, now_ms: u64) {
         frame.render_widget(Clear, area);
         if let Some((id, text)) = &self.log {
             let height = usize::from(area.height.saturating_sub(2));

@@ -18,7 +18,7 @@ use crate::team::{MemberStatus, TodoStatus};
 
 /// What a key in the panel asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TeamAction {
+pub(crate) enum TeamAction {
     /// Nothing beyond redrawing.
     None,
     /// Load (and keep following) this teammate's transcript.
@@ -38,7 +38,7 @@ pub enum TeamAction {
 
 /// Which view the panel shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TeamTab {
+pub(crate) enum TeamTab {
     /// The teammates.
     #[default]
     Members,
@@ -48,7 +48,7 @@ pub enum TeamTab {
 
 /// The panel's state.
 #[derive(Debug, Default)]
-pub struct TeamPanel {
+pub(crate) struct TeamPanel {
     /// The latest state of the team, if it has one.
     pub view: Option<TeamView>,
     /// Whether the panel is shown (and has the keyboard).
@@ -83,7 +83,7 @@ fn item_color(status: TodoStatus) -> Color {
 
 impl TeamPanel {
     /// The teammates (the lead is not selectable).
-    pub fn teammates(&self) -> Vec<&MemberView> {
+    pub(crate) fn teammates(&self) -> Vec<&MemberView> {
         self.view
             .iter()
             .flat_map(|v| v.members.iter())
@@ -92,18 +92,18 @@ impl TeamPanel {
     }
 
     /// The selected teammate's name.
-    pub fn selected_name(&self) -> Option<String> {
+    pub(crate) fn selected_name(&self) -> Option<String> {
         self.teammates().get(self.selected).map(|m| m.name.clone())
     }
 
     /// Replaces the team state, keeping the selection in range.
-    pub fn set_view(&mut self, view: TeamView) {
+    pub(crate) fn set_view(&mut self, view: TeamView) {
         self.view = Some(view);
         self.selected = self.selected.min(self.teammates().len().saturating_sub(1));
     }
 
     /// Handles a key while the panel is open.
-    pub fn on_key(&mut self, key: KeyEvent) -> TeamAction {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) -> TeamAction {
         if let Some((name, _)) = &self.transcript {
             let name = name.clone();
             match key.code {
@@ -158,7 +158,7 @@ impl TeamPanel {
     }
 
     /// Draws the panel over `area`; `now_ms` is the clock for "active … ago".
-    pub fn render(&self, frame: &mut Frame, area: Rect, now_ms: u64) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect, now_ms: u64) {
         frame.render_widget(Clear, area);
         if let Some((name, text)) = &self.transcript {
             return self.render_transcript(frame, area, name, text);

@@ -57,7 +57,7 @@ pub struct Transcript {
 
 /// The most telling argument of a call: its path, command, pattern or description; a
 /// message's recipient; a work-list item's subject or id.
-pub fn call_target(call: &ToolCall) -> String {
+pub(crate) fn call_target(call: &ToolCall) -> String {
     let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
     [
         "path",

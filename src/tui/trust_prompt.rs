@@ -20,7 +20,7 @@ use crate::trust::{TrustState, TrustStore};
 
 /// The user's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub(crate) enum Answer {
     /// Trust the folder.
     Trust,
     /// Start without the folder's shared settings.
@@ -29,7 +29,7 @@ pub enum Answer {
 
 /// A pending question for one folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrustPrompt {
+pub(crate) struct TrustPrompt {
     /// The project root to trust.
     pub dir: PathBuf,
     /// What its shared settings would switch on, one line each.
@@ -44,7 +44,7 @@ impl TrustPrompt {
     /// The question to ask for `project_root`, if any: only when it has a shared
     /// `.crew/settings.json` or `.claude/settings.json` and is not trusted. An unreadable
     /// trust list asks too.
-    pub fn needed(project_root: &Path, home: Option<&Path>) -> Option<TrustPrompt> {
+    pub(crate) fn needed(project_root: &Path, home: Option<&Path>) -> Option<TrustPrompt> {
         let mut unlocked = Vec::new();
         for (rel, prefix) in [
             (".crew/settings.json", ""),
@@ -79,12 +79,12 @@ impl TrustPrompt {
     }
 
     /// Records the user's trust.
-    pub fn grant(&self) -> Result<(), crate::trust::TrustError> {
+    pub(crate) fn grant(&self) -> Result<(), crate::trust::TrustError> {
         self.store.trust(&self.dir).map(|_| ())
     }
 
     /// The answer a key gives, if any.
-    pub fn on_key(&self, key: KeyEvent) -> Option<Answer> {
+    pub(crate) fn on_key(&self, key: KeyEvent) -> Option<Answer> {
         match key.code {
             KeyCode::Char('y' | 'Y') => Some(Answer::Trust),
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
@@ -96,7 +96,7 @@ impl TrustPrompt {
     }
 
     /// Draws the question centred in `area`.
-    pub fn render(&self, frame: &mut Frame, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect) {
         let bold = Style::default().add_modifier(Modifier::BOLD);
         let mut lines = vec![
             Line::from(Span::styled("Trust this folder?", bold)),
@@ -195,7 +195,7 @@ fn unlocks(text: &str) -> Vec<String> {
 
 /// Shows `prompt` until the user answers. `keys` is the main screen's input too: keys
 /// typed after the answer stay in it for the session.
-pub async fn ask(
+pub(crate) async fn ask(
     terminal: &mut ratatui::DefaultTerminal,
     keys: &mut EventStream,
     prompt: &TrustPrompt,

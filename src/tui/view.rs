@@ -16,7 +16,7 @@ use crate::sanitize::clean_line;
 const MAX_HINTS: usize = 8;
 
 /// The status line's contents for the app.
-pub fn status(app: &App) -> Status {
+pub(crate) fn status(app: &App) -> Status {
     Status {
         agent_mode: app.agent_mode().as_str(),
         permission: app.permission,
@@ -39,7 +39,7 @@ fn input_title(app: &App) -> &'static str {
 }
 
 /// Draws the whole app; `now_ms` is the clock for task elapsed times.
-pub fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
+pub(crate) fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
     let area = frame.area();
     let input_height = app.input.height(area.height / 3 + 2);
     // Dialogs take rows below the transcript rather than covering its newest lines.

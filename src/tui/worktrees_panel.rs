@@ -16,7 +16,7 @@ use crate::worktree::Listing;
 
 /// What the user chose to do with a worktree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Review {
+pub(crate) enum Review {
     /// Show its diff against its base.
     Diff,
     /// Merge its branch into the current branch.
@@ -29,7 +29,7 @@ pub enum Review {
 
 /// What a key in the panel asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorktreeAction {
+pub(crate) enum WorktreeAction {
     /// Nothing beyond redrawing.
     None,
     /// Do this to the worktree of that task.
@@ -40,7 +40,7 @@ pub enum WorktreeAction {
 
 /// The panel's state.
 #[derive(Debug, Default)]
-pub struct WorktreesPanel {
+pub(crate) struct WorktreesPanel {
     /// The latest listing.
     pub listings: Vec<Listing>,
     /// Whether the panel is shown (and has the keyboard).
@@ -56,7 +56,7 @@ pub struct WorktreesPanel {
 
 impl WorktreesPanel {
     /// Replaces the listing, keeping the selection in range.
-    pub fn set_listings(&mut self, listings: Vec<Listing>) {
+    pub(crate) fn set_listings(&mut self, listings: Vec<Listing>) {
         self.listings = listings;
         self.selected = self.selected.min(self.listings.len().saturating_sub(1));
     }
@@ -66,7 +66,7 @@ impl WorktreesPanel {
     }
 
     /// Handles a key while the panel is open.
-    pub fn on_key(&mut self, key: KeyEvent) -> WorktreeAction {
+    pub(crate) fn on_key(&mut self, key: KeyEvent) -> WorktreeAction {
         if let Some((_, text, top)) = &mut self.diff {
             let last = text.lines().count().saturating_sub(1);
             match key.code {
@@ -112,7 +112,7 @@ impl WorktreesPanel {
     }
 
     /// Draws the panel (or the open diff) over `area`.
-    pub fn render(&self, frame: &mut Frame, area: Rect) {
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect) {
         frame.render_widget(Clear, area);
         if let Some((id, text, top)) = &self.diff {
             let lines: Vec<Line> = text

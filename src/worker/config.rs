@@ -13,7 +13,7 @@ use crate::permission::Policy;
 
 /// Why the cluster configuration could not be read; names the file or field.
 #[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
+pub(crate) enum ConfigError {
     /// The cookie file could not be read.
     #[error("cookie file {path}: {message}")]
     Cookie {
@@ -41,7 +41,7 @@ pub enum ConfigError {
 
 /// Reads the cookie: the file's first line, trimmed. Refused when empty, or when the
 /// file's mode lets the group or others read it (`chmod 600 FILE`).
-pub fn read_cookie(path: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read_cookie(path: &Path) -> Result<String, ConfigError> {
     let err = |message: String| ConfigError::Cookie {
         path: path.to_path_buf(),
         message,
@@ -86,7 +86,7 @@ struct UserSettings {
 /// a client certificate and key for workers that demand mutual TLS.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TlsSettings {
+pub(crate) struct TlsSettings {
     /// `workerTls.ca` / `--worker-ca`.
     #[serde(default)]
     pub ca: Option<PathBuf>,
@@ -100,7 +100,7 @@ pub struct TlsSettings {
 
 /// The lead's TLS files, each named with the flag or setting it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeadTls {
+pub(crate) struct LeadTls {
     /// The CA the workers' certificates are checked against.
     pub ca: Named,
     /// A client certificate and its key (mutual TLS).
@@ -109,31 +109,31 @@ pub struct LeadTls {
 
 impl LeadTls {
     /// The connector for these files.
-    pub fn connector(&self) -> Result<tokio_rustls::TlsConnector, super::tls::TlsError> {
+    pub(crate) fn connector(&self) -> Result<tokio_rustls::TlsConnector, super::tls::TlsError> {
         super::tls::connector(&self.ca, self.client.as_ref().map(|(c, k)| (c, k)))
     }
 }
 
 /// Why the lead's TLS files do not make a whole: TLS is all or nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LeadTlsError {
+pub(crate) enum LeadTlsError {
     /// A client certificate without its key (the flag or setting that gave it).
     #[error("{0} is given without a key (--worker-key or workerTls.key)")]
-    NoKey(String),
+    CertWithoutKey(String),
     /// A client key without its certificate (the flag or setting that gave it).
     #[error("{0} is given without a certificate (--worker-cert or workerTls.cert)")]
-    NoCert(String),
+    KeyWithoutCert(String),
     /// A client certificate without a CA to check the workers with.
     #[error(
         "a client certificate is given without --worker-ca: the lead must verify the workers' certificates too"
     )]
-    NoCa,
+    CertWithoutCa,
 }
 
 /// Merges `--worker-ca/--worker-cert/--worker-key` (each wins over its setting) with
 /// `workerTls`; `None` when no CA is given. A client certificate without a key (or the
 /// reverse), or without a CA, is an error: TLS is all or nothing.
-pub fn lead_tls(
+pub(crate) fn lead_tls(
     cli: &TlsSettings,
     settings: &TlsSettings,
 ) -> Result<Option<LeadTls>, LeadTlsError> {
@@ -148,19 +148,19 @@ pub fn lead_tls(
     let client = match (cert, key) {
         (Some(c), Some(k)) => Some((c, k)),
         (None, None) => None,
-        (Some(c), None) => return Err(LeadTlsError::NoKey(c.flag)),
-        (None, Some(k)) => return Err(LeadTlsError::NoCert(k.flag)),
+        (Some(c), None) => return Err(LeadTlsError::CertWithoutKey(c.flag)),
+        (None, Some(k)) => return Err(LeadTlsError::KeyWithoutCert(k.flag)),
     };
     match (ca, client) {
         (Some(ca), client) => Ok(Some(LeadTls { ca, client })),
         (None, None) => Ok(None),
-        (None, Some(_)) => Err(LeadTlsError::NoCa),
+        (None, Some(_)) => Err(LeadTlsError::CertWithoutCa),
     }
 }
 
 /// The workers to join and the cookie file, from the command line or the user's settings.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct JoinConfig {
+pub(crate) struct JoinConfig {
     /// `host:port` of each worker.
     pub workers: Vec<String>,
     /// The cookie file.
@@ -170,7 +170,7 @@ pub struct JoinConfig {
 }
 
 /// Splits `a:1,b:2` into addresses.
-pub fn split_workers(list: &str) -> Vec<String> {
+pub(crate) fn split_workers(list: &str) -> Vec<String> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -180,7 +180,7 @@ pub fn split_workers(list: &str) -> Vec<String> {
 
 /// `--workers`/`--cookie-file` when given, else `workers`/`workerCookieFile` from
 /// `~/.crew/settings.json` (`home`).
-pub fn join_config(
+pub(crate) fn join_config(
     workers: Option<&str>,
     cookie_file: Option<&Path>,
     tls: &TlsSettings,
@@ -238,7 +238,7 @@ pub fn join_config(
 }
 
 /// The lead's rules as shipped to workers (every layer; the worker adds none).
-pub fn shipped_rules(policy: &Policy) -> Vec<RuleWire> {
+pub(crate) fn shipped_rules(policy: &Policy) -> Vec<RuleWire> {
     policy
         .rules
         .iter()

@@ -17,7 +17,7 @@ use crate::session::build::{JoinRequest, JoinWorkers};
 
 /// The cluster flags of a lead: each `None` (or empty) falls back to the user's settings.
 #[derive(Debug, Clone, Default)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     /// `--workers host:port,…`.
     pub workers: Option<String>,
     /// `--cookie-file`.
@@ -55,7 +55,7 @@ impl JoinWorkers for Cluster {
 /// Joins the workers `cluster` (or the settings under `home`) names, shipping `rules` and
 /// `model` with each remote run; `None` when no workers are configured. With `snapshot`,
 /// the lead keeps its view of the workers in that file for `crew workers list`.
-pub async fn join(
+pub(crate) async fn join(
     cluster: &Cluster,
     home: Option<&Path>,
     rules: Vec<super::protocol::RuleWire>,

@@ -30,22 +30,22 @@
 //! - [`snapshot`]: the lead's view of its workers, for `crew workers list`.
 
 pub mod bundle;
-pub mod config;
-pub mod join;
-pub mod node_actor;
-pub mod placement;
+pub(crate) mod config;
+pub(crate) mod join;
+pub(crate) mod node_actor;
+pub(crate) mod placement;
 pub mod pool_actor;
 pub mod protocol;
-pub mod remote_ask;
-pub mod remote_judge;
-pub mod remote_run;
-pub mod remote_task;
-pub mod remote_teammate_actor;
+pub(crate) mod remote_ask;
+pub(crate) mod remote_judge;
+pub(crate) mod remote_run;
+pub(crate) mod remote_task;
+pub(crate) mod remote_teammate_actor;
 mod session;
 mod ship;
-pub mod snapshot;
-pub mod team_wire;
-pub mod teammate_launch;
-pub mod teammate_node;
-pub mod teammate_run;
-pub mod tls;
+pub(crate) mod snapshot;
+pub(crate) mod team_wire;
+pub(crate) mod teammate_launch;
+pub(crate) mod teammate_node;
+pub(crate) mod teammate_run;
+pub(crate) mod tls;

@@ -27,11 +27,11 @@ use super::remote_ask::Report;
 use super::remote_run;
 
 /// The largest frame a node accepts (a bundle travels in one frame).
-pub const MAX_FRAME: u64 = 1 << 30;
+pub(crate) const MAX_FRAME: u64 = 1 << 30;
 
 /// What a worker node is started with.
 #[derive(Debug, Clone)]
-pub struct WorkerConfig {
+pub(crate) struct WorkerConfig {
     /// Where to listen.
     pub listen: SocketAddr,
     /// The shared secret (read from a file by the caller).
@@ -50,12 +50,12 @@ pub struct WorkerConfig {
 
 /// The pg group a lead's link actor joins: named after the lead's node, so a worker can
 /// tell which tasks a lost node's departure orphans.
-pub fn lead_group(node_full_name: &str) -> String {
+pub(crate) fn lead_group(node_full_name: &str) -> String {
     format!("crew.lead.{node_full_name}")
 }
 
 /// Sends `msg` to the lead's link actor in `group`; `false` if no such lead is known.
-pub fn to_lead(group: &str, msg: ToLead) -> bool {
+pub(crate) fn to_lead(group: &str, msg: ToLead) -> bool {
     let Some(cell) = ractor::pg::get_members(&group.to_string())
         .into_iter()
         .next()
@@ -67,10 +67,10 @@ pub fn to_lead(group: &str, msg: ToLead) -> bool {
 }
 
 /// The worker node's actor (configuration only).
-pub struct WorkerNode;
+pub(crate) struct WorkerNode;
 
 /// Its state.
-pub struct WorkerState {
+pub(crate) struct WorkerState {
     cfg: WorkerConfig,
     node: String,
     running: HashMap<String, (CancellationToken, String)>,
@@ -375,7 +375,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A running worker node.
-pub struct WorkerHandle {
+pub(crate) struct WorkerHandle {
     /// The node server.
     pub server: ActorRef<NodeServerMessage>,
     /// The worker actor.
@@ -384,7 +384,7 @@ pub struct WorkerHandle {
 
 /// Why a worker node did not start.
 #[derive(Debug, thiserror::Error)]
-pub enum StartError {
+pub(crate) enum StartError {
     /// The work directory cannot be created.
     #[error("--workdir {}: {reason}", .path.display())]
     Workdir {
@@ -416,7 +416,7 @@ pub enum StartError {
 
 /// Starts a worker node: the node server listening on `cfg.listen` (behind a TLS accept
 /// loop when `cfg.tls` is set), and the worker actor.
-pub async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, StartError> {
+pub(crate) async fn start(cfg: WorkerConfig) -> Result<WorkerHandle, StartError> {
     std::fs::create_dir_all(&cfg.workdir).map_err(|reason| StartError::Workdir {
         path: cfg.workdir.clone(),
         reason,

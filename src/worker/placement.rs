@@ -11,7 +11,6 @@ use super::pool_actor::Pool;
 use crate::agent::definition::AgentDefinition;
 use crate::agent::delegate::SpawnRequest;
 use crate::agent::host::Workers;
-pub use crate::agent::placement::Placement;
 use crate::agent::subagent_actor::SubagentEnv;
 use crate::agent::team_link::TeamLink;
 use crate::permission::PermissionMode;

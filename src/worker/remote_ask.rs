@@ -26,10 +26,10 @@ use crate::engine::{GrantScope, PermissionMsg};
 use crate::permission::CheckRequest;
 
 /// Sends a message to the lead; `false` when the lead cannot be reached.
-pub type Report = Arc<dyn Fn(ToLead) -> bool + Send + Sync>;
+pub(crate) type Report = Arc<dyn Fn(ToLead) -> bool + Send + Sync>;
 
 /// The worker's side: the Asks of one remote teammate waiting for the lead.
-pub struct AskRelay {
+pub(crate) struct AskRelay {
     task_id: String,
     report: Report,
     waiting: Mutex<HashMap<String, RpcReplyPort<ApprovalAnswer>>>,
@@ -37,7 +37,7 @@ pub struct AskRelay {
 
 /// Why an answer from the network was not applied.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum AnswerRefused {
+pub(crate) enum AnswerRefused {
     /// No Ask with that id is waiting: forged, for another task, or already answered.
     #[error("no Ask `{0}` is waiting (unknown, or already answered); the answer is refused")]
     Unknown(String),
@@ -45,7 +45,7 @@ pub enum AnswerRefused {
 
 impl AskRelay {
     /// A relay for task `task_id` that reaches its lead through `report`.
-    pub fn new(task_id: &str, report: Report) -> Arc<Self> {
+    pub(crate) fn new(task_id: &str, report: Report) -> Arc<Self> {
         Arc::new(Self {
             task_id: task_id.to_string(),
             report,
@@ -55,7 +55,7 @@ impl AskRelay {
 
     /// Sends `request` to the lead and holds `reply` until its answer; denies at once if
     /// the lead cannot be reached.
-    pub fn ask(&self, request: ApprovalRequest, reply: RpcReplyPort<ApprovalAnswer>) {
+    pub(crate) fn ask(&self, request: ApprovalRequest, reply: RpcReplyPort<ApprovalAnswer>) {
         let ask_id = uuid::Uuid::new_v4().simple().to_string();
         // Registered first: an answer may arrive before `report` returns.
         lock(&self.waiting).insert(ask_id.clone(), reply);
@@ -71,7 +71,7 @@ impl AskRelay {
 
     /// Applies the lead's answer to the one call it names: an allow of any scope becomes
     /// "allow once" here.
-    pub fn answer(&self, ask_id: &str, answer: ApprovalAnswer) -> Result<(), AnswerRefused> {
+    pub(crate) fn answer(&self, ask_id: &str, answer: ApprovalAnswer) -> Result<(), AnswerRefused> {
         let reply = lock(&self.waiting)
             .remove(ask_id)
             .ok_or_else(|| AnswerRefused::Unknown(ask_id.to_string()))?;
@@ -80,7 +80,7 @@ impl AskRelay {
     }
 
     /// Denies every waiting Ask (the lead went away, or the run ended).
-    pub fn deny_all(&self, why: &str) {
+    pub(crate) fn deny_all(&self, why: &str) {
         let waiting: Vec<_> = lock(&self.waiting).drain().collect();
         for (_, reply) in waiting {
             let _ = reply.send(deny(why));
@@ -88,12 +88,13 @@ impl AskRelay {
     }
 
     /// How many Asks wait for the lead.
-    pub fn waiting(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn waiting(&self) -> usize {
         lock(&self.waiting).len()
     }
 
     /// Feeds the session approver's questions (`ApproverPolicy::Forward`) to the lead.
-    pub fn serve(self: &Arc<Self>, mut questions: mpsc::UnboundedReceiver<PendingApproval>) {
+    pub(crate) fn serve(self: &Arc<Self>, mut questions: mpsc::UnboundedReceiver<PendingApproval>) {
         let relay = self.clone();
         tokio::spawn(async move {
             while let Some(q) = questions.recv().await {
@@ -110,7 +111,7 @@ fn deny(why: &str) -> ApprovalAnswer {
 }
 
 /// The answer as the worker applies it: for this call only.
-pub fn one_call(answer: ApprovalAnswer) -> ApprovalAnswer {
+pub(crate) fn one_call(answer: ApprovalAnswer) -> ApprovalAnswer {
     match answer {
         ApprovalAnswer::Deny { message } => ApprovalAnswer::Deny { message },
         ApprovalAnswer::AllowOnce | ApprovalAnswer::AllowSession | ApprovalAnswer::AllowForever => {
@@ -125,7 +126,7 @@ pub fn one_call(answer: ApprovalAnswer) -> ApprovalAnswer {
 /// `teammate` (agent `agent`, whatever the worker claimed), records a session or
 /// permanent grant in the lead's engine, and returns what the worker may do: allow once,
 /// or deny.
-pub async fn answer_on_lead(
+pub(crate) async fn answer_on_lead(
     pipeline: &Pipeline,
     ask: AskWire,
     agent: &str,

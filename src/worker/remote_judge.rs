@@ -23,7 +23,7 @@ use crate::permission::{PermissionMode, SharedMode, Verdict};
 /// What the worker may do with `ask` of the remote subagent `agent` (whatever the worker
 /// claimed), whose task is `intent`: allow this one call, or deny it with the reason.
 /// `mode` is the subagent's mode as the lead holds it (the breaker switches it off).
-pub async fn answer(
+pub(crate) async fn answer(
     pipeline: &Pipeline,
     ask: AskWire,
     agent: &str,
@@ -55,7 +55,7 @@ pub async fn answer(
 /// The lead's classifier on a remote agent's Ask (`request.agent`, as the lead names it):
 /// `Some` answer when it judged the call, `None` when a human must be asked (an explicit
 /// ask, no classifier, the breaker tripped, a call longer than it is shown).
-pub async fn classify(
+pub(crate) async fn classify(
     pipeline: &Pipeline,
     request: &ApprovalRequest,
     intent: &Intent,

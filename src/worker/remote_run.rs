@@ -23,7 +23,7 @@ use crate::approver::actor::ApproverPolicy;
 use crate::permission::PermissionMode;
 
 /// Whether `id` is safe as a directory name (task ids come from the network).
-pub fn valid_task_id(id: &str) -> bool {
+pub(crate) fn valid_task_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
@@ -33,7 +33,7 @@ pub fn valid_task_id(id: &str) -> bool {
 
 /// What is wrong with a spawn a lead sent (the names come from the network).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadSpawn {
+pub(crate) enum BadSpawn {
     /// The task id cannot be a directory name.
     #[error("invalid task id `{0}`")]
     TaskId(String),
@@ -54,7 +54,7 @@ pub enum BadSpawn {
 }
 
 /// Checks what a spawn names before anything touches the disk.
-pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), BadSpawn> {
+pub(crate) fn check_spawn(spawn: &RemoteSpawn) -> Result<(), BadSpawn> {
     if !valid_task_id(&spawn.task_id) {
         return Err(BadSpawn::TaskId(spawn.task_id.clone()));
     }
@@ -88,7 +88,7 @@ pub fn check_spawn(spawn: &RemoteSpawn) -> Result<(), BadSpawn> {
 /// Runs `spawn` in `dir`; events and the start go to `report` as they happen, and in auto
 /// its Asks go to the lead through `asks`. Never fails: a failure is a `Failed` result
 /// with the reason.
-pub async fn run(
+pub(crate) async fn run(
     spawn: RemoteSpawn,
     dir: PathBuf,
     node: String,

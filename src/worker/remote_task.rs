@@ -34,7 +34,7 @@ use crate::tools::delegate::DelegateError;
 const STOP_GRACE: Duration = Duration::from_secs(120);
 
 /// Registers a task for `request` and starts driving it on a worker; returns the task id.
-pub async fn launch(
+pub(crate) async fn launch(
     env: &SubagentEnv,
     pool: Arc<Pool>,
     depth: u32,
@@ -68,11 +68,9 @@ pub async fn launch(
 
 /// Which try of a piece of work this is.
 #[derive(Debug, Clone, Default)]
-pub struct Attempt {
+pub(crate) struct Attempt {
     /// Nodes that already lost it.
     pub lost_on: Vec<String>,
-    /// The task this one replaces.
-    pub replaces: Option<String>,
 }
 
 struct Job {
@@ -305,7 +303,6 @@ checkout {} ms, run {} ms, commit+bundle {} ms on the worker, fetch {} ms here{}
             if job.def.reschedule && job.attempt.lost_on.is_empty() {
                 let again = Attempt {
                     lost_on: vec![lost.clone()],
-                    replaces: Some(job.task_id.clone()),
                 };
                 match launch(
                     env,

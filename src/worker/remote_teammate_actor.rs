@@ -35,7 +35,7 @@ use crate::team::{Outgoing, Recipient};
 use tokio_util::sync::CancellationToken;
 
 /// The proxy's messages (local only).
-pub enum ProxyMsg {
+pub(crate) enum ProxyMsg {
     /// Mail arrived in its inbox on the lead (or may have).
     Wake,
     /// What its worker reports.
@@ -46,10 +46,10 @@ pub enum ProxyMsg {
 impl ractor::Message for ProxyMsg {}
 
 /// The lead's proxy of a remote teammate (configuration only).
-pub struct RemoteTeammate;
+pub(crate) struct RemoteTeammate;
 
 /// What the proxy starts from.
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     pub(super) mailbox: Mailbox,
     pub(super) agent_id: String,
     pub(super) pipeline: Pipeline,
@@ -65,7 +65,7 @@ pub struct ProxyArgs {
 }
 
 /// The proxy's state.
-pub struct ProxyState {
+pub(crate) struct ProxyState {
     /// Its mailbox and worktree (under `work_id`): joining, status, acknowledgement,
     /// leaving, failing — as for a local teammate.
     life: MemberLife,

@@ -54,7 +54,7 @@ pub(super) struct WorkerSession {
 
 impl WorkerSession {
     /// Stops the session and waits until its last event is on its way to the lead.
-    pub async fn close(self) {
+    pub(super) async fn close(self) {
         self.handle.shutdown().await;
         self.events.close();
         let _ = self.forward.await;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// One worker as the lead sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeView {
+pub(crate) struct NodeView {
     /// The worker's node name (`name@host`).
     pub node: String,
     /// Its slots.
@@ -26,7 +26,7 @@ pub struct NodeView {
 
 /// A lead's snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The lead's process id.
     pub pid: u32,
     /// The lead's cluster node name.
@@ -39,7 +39,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// This process's snapshot as of now.
-    pub fn now(lead: &str, workers: Vec<NodeView>) -> Snapshot {
+    pub(crate) fn now(lead: &str, workers: Vec<NodeView>) -> Snapshot {
         Snapshot {
             pid: std::process::id(),
             lead: lead.to_string(),
@@ -50,18 +50,18 @@ impl Snapshot {
 }
 
 /// `~/.crew/projects/<slug>/workers`: where the leads of a project write their snapshots.
-pub fn dir(project_root: &Path) -> Option<PathBuf> {
+pub(crate) fn dir(project_root: &Path) -> Option<PathBuf> {
     Some(crate::store::project_dir(project_root)?.join("workers"))
 }
 
 /// This process's snapshot file in `dir`.
-pub fn own_file(dir: &Path) -> PathBuf {
+pub(crate) fn own_file(dir: &Path) -> PathBuf {
     dir.join(format!("{}.json", std::process::id()))
 }
 
 /// Writes `snap` to `path` atomically; a failure is logged, never fatal (the snapshot is
 /// for monitoring only).
-pub fn write(path: &Path, snap: &Snapshot) {
+pub(crate) fn write(path: &Path, snap: &Snapshot) {
     let result = path
         .parent()
         .map(std::fs::create_dir_all)
@@ -76,7 +76,7 @@ pub fn write(path: &Path, snap: &Snapshot) {
 }
 
 /// Now, in milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -101,7 +101,7 @@ fn alive(pid: u32) -> bool {
 
 /// The newest snapshot in `dir` whose lead is alive. Snapshots of dead leads are removed;
 /// unreadable or malformed files are skipped (never trusted).
-pub fn newest_live(dir: &Path) -> Option<Snapshot> {
+pub(crate) fn newest_live(dir: &Path) -> Option<Snapshot> {
     let entries = std::fs::read_dir(dir).ok()?;
     let mut best: Option<Snapshot> = None;
     for entry in entries.filter_map(Result::ok) {

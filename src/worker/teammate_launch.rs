@@ -24,7 +24,7 @@ use crate::tools::delegate::DelegateError;
 
 /// Starts teammate `name` on a worker: worktree, a worker slot, roster entry, proxy.
 /// Returns its agent id.
-pub async fn launch(
+pub(crate) async fn launch(
     env: &SubagentEnv,
     team: &TeamLink,
     req: SpawnRequest,

@@ -18,13 +18,13 @@ use super::teammate_run::{self, Inputs};
 use crate::team::Envelope;
 
 /// A running teammate, as its node reaches it.
-pub struct Link {
+pub(crate) struct Link {
     mail: mpsc::UnboundedSender<Vec<Envelope>>,
     asks: Arc<AskRelay>,
 }
 
 /// Starts teammate `spawn` in `dir`; the node's actor hears `Ended` when it stops.
-pub fn start(
+pub(crate) fn start(
     node_actor: ActorRef<WorkerMsg>,
     spawn: TeammateSpawn,
     dir: PathBuf,
@@ -49,7 +49,7 @@ pub fn start(
 }
 
 /// Hands relayed mail to its teammate.
-pub fn mail(teammates: &HashMap<String, Link>, mail: MailWire) {
+pub(crate) fn mail(teammates: &HashMap<String, Link>, mail: MailWire) {
     match teammates.get(&mail.task_id) {
         Some(link) => {
             let _ = link.mail.send(mail.mail);
@@ -62,7 +62,7 @@ pub fn mail(teammates: &HashMap<String, Link>, mail: MailWire) {
 }
 
 /// Applies the lead's answer to the one Ask it names; refuses any other.
-pub fn answer(teammates: &HashMap<String, Link>, answer: AskAnswerWire) {
+pub(crate) fn answer(teammates: &HashMap<String, Link>, answer: AskAnswerWire) {
     let applied = match teammates.get(&answer.task_id) {
         Some(link) => link
             .asks

@@ -29,14 +29,14 @@ use crate::tools::send_message::SendMessage;
 use crate::tools::{Definition, Tool, ToolContext, ToolError, field, required};
 
 /// What a running remote teammate receives from the node.
-pub struct Inputs {
+pub(crate) struct Inputs {
     /// Mail batches from the lead.
     pub mail: mpsc::UnboundedReceiver<Vec<Envelope>>,
 }
 
 /// Runs teammate `spawn` in `dir` until the lead shuts it down or stops it. Never
 /// fails: a failure is a `Failed` result with the reason.
-pub async fn run(
+pub(crate) async fn run(
     spawn: TeammateSpawn,
     dir: PathBuf,
     node: String,

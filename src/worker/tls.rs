@@ -36,7 +36,7 @@ const MAX_PEM: u64 = 1 << 20;
 /// A certificate, key or CA file that cannot be used; names the flag and the file.
 #[derive(Debug, thiserror::Error)]
 #[error("{flag} {}: {message}", path.display())]
-pub struct TlsError {
+pub(crate) struct TlsError {
     /// The flag or setting that named the file (`--tls-key`, `workerTls.ca`…).
     pub flag: String,
     /// The file.
@@ -56,7 +56,7 @@ enum Pem {
 
 /// A file given for a flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Named {
+pub(crate) struct Named {
     /// The flag or setting that named it, for errors.
     pub flag: String,
     /// The file.
@@ -65,7 +65,7 @@ pub struct Named {
 
 impl Named {
     /// `path` as given for `flag`.
-    pub fn new(flag: &str, path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(flag: &str, path: impl Into<PathBuf>) -> Self {
         Named {
             flag: flag.to_string(),
             path: path.into(),
@@ -134,7 +134,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// A worker's TLS acceptor (a newtype so configurations can derive `Debug`).
 #[derive(Clone)]
-pub struct ServerTls(pub TlsAcceptor);
+pub(crate) struct ServerTls(pub TlsAcceptor);
 
 impl std::fmt::Debug for ServerTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -144,7 +144,7 @@ impl std::fmt::Debug for ServerTls {
 
 /// The worker's side: its certificate chain and key, and, for mutual TLS, the CA that
 /// signs the leads' client certificates.
-pub fn acceptor(
+pub(crate) fn acceptor(
     cert: &Named,
     key: &Named,
     client_ca: Option<&Named>,
@@ -176,7 +176,10 @@ pub fn acceptor(
 
 /// The lead's side: the CA that signs the workers' certificates, and optionally a client
 /// certificate and key for workers that demand mutual TLS.
-pub fn connector(ca: &Named, client: Option<(&Named, &Named)>) -> Result<TlsConnector, TlsError> {
+pub(crate) fn connector(
+    ca: &Named,
+    client: Option<(&Named, &Named)>,
+) -> Result<TlsConnector, TlsError> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| ca.err(format!("cannot set up TLS 1.3: {e}")))?
@@ -197,7 +200,7 @@ pub fn connector(ca: &Named, client: Option<(&Named, &Named)>) -> Result<TlsConn
 
 /// Why the lead could not connect to a worker over TLS.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsConnectError {
+pub(crate) enum TlsConnectError {
     /// The host of the worker's address cannot be a certificate's name.
     #[error("`{host}` cannot name a TLS certificate: {reason}")]
     Name {
@@ -220,7 +223,7 @@ pub enum TlsConnectError {
 
 /// The name a worker's certificate must carry: the host of `addr` (`host:port`) as the
 /// lead was given it, an IP address or a DNS name.
-pub fn server_name(addr: &str) -> Result<ServerName<'static>, TlsConnectError> {
+pub(crate) fn server_name(addr: &str) -> Result<ServerName<'static>, TlsConnectError> {
     let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
     let host = host.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(host.to_string()).map_err(|reason| TlsConnectError::Name {
@@ -231,7 +234,7 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>, TlsConnectError> {
 
 /// Connects the lead's node `server` to the worker at `sock` (given as `addr`) over TLS,
 /// verifying its certificate; the cookie handshake then runs inside the connection.
-pub async fn connect(
+pub(crate) async fn connect(
     server: &ActorRef<NodeServerMessage>,
     sock: SocketAddr,
     addr: &str,
@@ -252,7 +255,7 @@ pub async fn connect(
 /// Accepts TLS connections on `listener` until the process ends; each handshake runs in
 /// its own task with a deadline, and only finished handshakes reach the node server
 /// (where the cookie handshake follows). Refusals are logged with the peer's address.
-pub async fn accept_loop(
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     server: ActorRef<NodeServerMessage>,

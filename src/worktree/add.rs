@@ -27,7 +27,7 @@ use git2::{Oid, Repository, build::CheckoutBuilder};
 use super::{WorktreeError, git, git_err, io_err};
 
 /// The name of the lock file, in the repository's git directory.
-pub const ADD_LOCK_NAME: &str = "crew-worktree-add.lock";
+pub(crate) const ADD_LOCK_NAME: &str = "crew-worktree-add.lock";
 
 /// The repository's add lock, held until dropped (the kernel drops it when the process
 /// dies, so a killed crew never leaves it stuck).
@@ -52,7 +52,7 @@ pub(crate) fn lock(git_dir: &Path) -> Result<AddLock, WorktreeError> {
 
 /// Creates branch `branch` at `base` and checks it out at `path` as git worktree `name`.
 /// Returns once every file is checked out. On failure nothing is left behind.
-pub fn add(
+pub(crate) fn add(
     main: &Repository,
     name: &str,
     path: &Path,

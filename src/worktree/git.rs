@@ -14,7 +14,7 @@ use super::{DiffSummary, MergeStyle, WorktreeError, git_err, io_err};
 
 /// The main checkout of the repository containing `start` (also when `start` is inside a
 /// linked worktree: worktrees of worktrees belong to the same repository), canonical.
-pub fn open_main(start: &Path) -> Result<(Repository, PathBuf), WorktreeError> {
+pub(crate) fn open_main(start: &Path) -> Result<(Repository, PathBuf), WorktreeError> {
     let found = Repository::discover(start).map_err(|source| WorktreeError::NotARepository {
         path: start.to_path_buf(),
         source,
@@ -35,7 +35,7 @@ pub fn open_main(start: &Path) -> Result<(Repository, PathBuf), WorktreeError> {
 }
 
 /// The commit `base` names in the checkout at `cwd` (default: its HEAD).
-pub fn resolve_base(cwd: &Path, base: Option<&str>) -> Result<Oid, WorktreeError> {
+pub(crate) fn resolve_base(cwd: &Path, base: Option<&str>) -> Result<Oid, WorktreeError> {
     let repo = Repository::discover(cwd).map_err(|source| WorktreeError::NotARepository {
         path: cwd.to_path_buf(),
         source,
@@ -52,12 +52,12 @@ pub fn resolve_base(cwd: &Path, base: Option<&str>) -> Result<Oid, WorktreeError
 
 /// Whether the checkout at `path` has uncommitted changes, untracked non-ignored files
 /// included.
-pub fn is_dirty(wt: &Repository) -> Result<bool, WorktreeError> {
+pub(crate) fn is_dirty(wt: &Repository) -> Result<bool, WorktreeError> {
     Ok(!dirty_paths(wt)?.is_empty())
 }
 
 /// The paths with uncommitted changes (staged, unstaged or untracked, not ignored).
-pub fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError> {
+pub(crate) fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -77,7 +77,7 @@ pub fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError>
 /// branch: a confined subagent can repoint its worktree's HEAD (at `main`, say), and
 /// this commit runs outside any sandbox. The author is the repository's configured
 /// identity, else `crewmaster`.
-pub fn commit_all(path: &Path, branch: &str, message: &str) -> Result<Oid, WorktreeError> {
+pub(crate) fn commit_all(path: &Path, branch: &str, message: &str) -> Result<Oid, WorktreeError> {
     let shown = path.display().to_string();
     let wt = Repository::open(path).map_err(git_err("open", &shown))?;
     let own = format!("refs/heads/{branch}");
@@ -118,7 +118,7 @@ pub fn commit_all(path: &Path, branch: &str, message: &str) -> Result<Oid, Workt
 }
 
 /// Commits reachable from `tip` that are not reachable from `base`.
-pub fn ahead(repo: &Repository, tip: Oid, base: Oid) -> Result<u32, WorktreeError> {
+pub(crate) fn ahead(repo: &Repository, tip: Oid, base: Oid) -> Result<u32, WorktreeError> {
     let (ahead, _) = repo
         .graph_ahead_behind(tip, base)
         .map_err(git_err("count commits of", tip))?;
@@ -126,14 +126,14 @@ pub fn ahead(repo: &Repository, tip: Oid, base: Oid) -> Result<u32, WorktreeErro
 }
 
 /// The tip of local branch `branch`, if it exists.
-pub fn branch_tip(repo: &Repository, branch: &str) -> Option<Oid> {
+pub(crate) fn branch_tip(repo: &Repository, branch: &str) -> Option<Oid> {
     repo.find_branch(branch, BranchType::Local)
         .ok()
         .and_then(|b| b.get().target())
 }
 
 /// The commit the worktree at `path` has checked out, if any.
-pub fn worktree_head(path: &Path) -> Result<Option<Oid>, WorktreeError> {
+pub(crate) fn worktree_head(path: &Path) -> Result<Option<Oid>, WorktreeError> {
     let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
     Ok(wt.head().ok().and_then(|h| h.target()))
 }
@@ -141,7 +141,7 @@ pub fn worktree_head(path: &Path) -> Result<Option<Oid>, WorktreeError> {
 /// What the worktree at `path` holds beyond `base`: its diff (committed, staged, unstaged
 /// and untracked) and its commits. Commits are counted from both the worktree's HEAD and
 /// `branch`, whichever is further ahead, so a detached HEAD's commits count too.
-pub fn summarize(
+pub(crate) fn summarize(
     main: &Repository,
     path: &Path,
     branch: &str,
@@ -189,7 +189,7 @@ fn workdir_diff(wt: &Repository, base: Oid) -> Result<git2::Diff<'_>, WorktreeEr
 
 /// The unified diff of the worktree at `path` against `base`, uncommitted changes and
 /// untracked files included.
-pub fn diff_text(path: &Path, base: Oid) -> Result<String, WorktreeError> {
+pub(crate) fn diff_text(path: &Path, base: Oid) -> Result<String, WorktreeError> {
     let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
     let diff = workdir_diff(&wt, base)?;
     let mut out = Vec::new();
@@ -207,7 +207,7 @@ pub fn diff_text(path: &Path, base: Oid) -> Result<String, WorktreeError> {
 /// Deletes the worktree directory `path` (which must be `base_dir/name`), prunes git's
 /// metadata for worktree `name` and deletes branch `branch`. Callers decide beforehand
 /// that nothing of value is lost.
-pub fn remove(
+pub(crate) fn remove(
     main: &Repository,
     base_dir: &Path,
     name: &str,
@@ -231,7 +231,7 @@ pub fn remove(
 }
 
 /// The folder, beside the worktrees, where removed worktrees wait to be deleted.
-pub const TRASH_DIR: &str = ".trash";
+pub(crate) const TRASH_DIR: &str = ".trash";
 
 /// Takes the directory `path` of worktree `name` out of the way at once (a rename into
 /// [`TRASH_DIR`]) and deletes it on a background thread: deleting thousands of files need
@@ -254,7 +254,7 @@ fn discard_dir(base_dir: &Path, name: &str, path: &Path) -> Result<(), WorktreeE
 
 /// Deletes, on a background thread, whatever a removal left in `base_dir`'s trash (a
 /// process that died before its deleting thread finished).
-pub fn empty_trash(base_dir: &Path) {
+pub(crate) fn empty_trash(base_dir: &Path) {
     let trash = base_dir.join(TRASH_DIR);
     if trash.is_dir() {
         std::thread::spawn(move || {
@@ -265,7 +265,7 @@ pub fn empty_trash(base_dir: &Path) {
 
 /// Removes git's record of worktree `name` if its directory is gone (as `git worktree
 /// prune` would). Returns whether something was pruned.
-pub fn prune_metadata(main: &Repository, name: &str) -> Result<bool, WorktreeError> {
+pub(crate) fn prune_metadata(main: &Repository, name: &str) -> Result<bool, WorktreeError> {
     let Ok(wt) = main.find_worktree(name) else {
         return Ok(false);
     };
@@ -280,7 +280,7 @@ pub fn prune_metadata(main: &Repository, name: &str) -> Result<bool, WorktreeErr
 }
 
 /// Deletes local branch `branch` if it exists.
-pub fn delete_branch(main: &Repository, branch: &str) -> Result<(), WorktreeError> {
+pub(crate) fn delete_branch(main: &Repository, branch: &str) -> Result<(), WorktreeError> {
     match main.find_branch(branch, BranchType::Local) {
         Ok(mut b) => b.delete().map_err(git_err("delete branch", branch)),
         Err(_) => Ok(()),
@@ -288,7 +288,9 @@ pub fn delete_branch(main: &Repository, branch: &str) -> Result<(), WorktreeErro
 }
 
 /// The registered git worktrees: (name, path).
-pub fn list_git_worktrees(main: &Repository) -> Result<Vec<(String, PathBuf)>, WorktreeError> {
+pub(crate) fn list_git_worktrees(
+    main: &Repository,
+) -> Result<Vec<(String, PathBuf)>, WorktreeError> {
     let names = main
         .worktrees()
         .map_err(git_err("worktree list", main.path().display()))?;
@@ -302,7 +304,7 @@ pub fn list_git_worktrees(main: &Repository) -> Result<Vec<(String, PathBuf)>, W
 }
 
 /// A merge prepared in memory: the commit to move the main checkout to.
-pub struct MergePlan {
+pub(crate) struct MergePlan {
     /// The new commit (not yet on any branch).
     pub commit: Oid,
     /// The branch the main checkout is on.
@@ -315,7 +317,7 @@ pub struct MergePlan {
 /// resulting commit object (a merge commit, or for [`MergeStyle::Squash`] a single-parent commit)
 /// without moving any ref. Refuses on conflicts or when the main checkout has uncommitted
 /// changes to a file the merge touches; in both cases nothing was changed.
-pub fn plan_merge(
+pub(crate) fn plan_merge(
     main: &Repository,
     root: &Path,
     id: &str,
@@ -404,7 +406,7 @@ pub fn plan_merge(
 /// Moves the main checkout's branch and files to `commit`, a descendant of its HEAD, with
 /// `git merge --ff-only`: git checks every file first and changes nothing if one would be
 /// overwritten, so the checkout is never left half-merged.
-pub fn fast_forward(root: &Path, commit: Oid) -> Result<(), WorktreeError> {
+pub(crate) fn fast_forward(root: &Path, commit: Oid) -> Result<(), WorktreeError> {
     run_git(
         root,
         &["merge", "--ff-only", "--quiet", &commit.to_string()],

@@ -10,15 +10,15 @@ use ignore::gitignore::GitignoreBuilder;
 use super::{SetupReport, WorktreeError, io_err};
 
 /// The file in the main checkout listing ignored files to copy (gitignore syntax).
-pub const INCLUDE_FILE: &str = ".worktreeinclude";
+pub(crate) const INCLUDE_FILE: &str = ".worktreeinclude";
 /// How long the setup command may run before it is killed.
-pub const SETUP_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const SETUP_TIMEOUT: Duration = Duration::from_secs(600);
 /// How much of the setup command's output is kept in the report.
 const TAIL_BYTES: usize = 4000;
 
 /// The `worktree` key of `.crew/settings.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorktreeSettings {
+pub(crate) struct WorktreeSettings {
     /// `worktree.setup`: a shell command run in each new worktree.
     pub setup: Option<String>,
     /// `worktree.base`: the ref new branches start from (default: the current HEAD).
@@ -28,7 +28,7 @@ pub struct WorktreeSettings {
 impl WorktreeSettings {
     /// Reads `<repo_root>/.crew/settings.json`; a missing file or key gives the defaults.
     /// Only the `worktree` key is looked at: the rest belongs to the permission engine.
-    pub fn load(repo_root: &Path) -> Result<Self, WorktreeError> {
+    pub(crate) fn load(repo_root: &Path) -> Result<Self, WorktreeError> {
         let path = repo_root.join(".crew").join("settings.json");
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -74,7 +74,7 @@ impl WorktreeSettings {
 ///
 /// Cost: the main checkout is walked (minus `.git`) once per worktree, only when a
 /// `.worktreeinclude` exists.
-pub fn copy_included(
+pub(crate) fn copy_included(
     main: &git2::Repository,
     main_root: &Path,
     dest: &Path,
@@ -132,7 +132,7 @@ pub fn copy_included(
 /// Runs `command` with `sh -c` in `cwd`, in its own process group, killed (with its
 /// children) after [`SETUP_TIMEOUT`]. A failure is reported, never returned as an error:
 /// the worktree is usable without it.
-pub async fn run_setup(command: &str, cwd: &Path) -> SetupReport {
+pub(crate) async fn run_setup(command: &str, cwd: &Path) -> SetupReport {
     let report = |success, exit_code, output_tail: String| SetupReport {
         command: command.to_string(),
         success,

@@ -8,12 +8,12 @@
 //! [`actor`] (the `WorktreeManager` actor that serialises them).
 
 pub mod actor;
-pub mod add;
-pub mod git;
-pub mod include;
+pub(crate) mod add;
+pub(crate) mod git;
+pub(crate) mod include;
 pub mod manager;
-pub mod naming;
-pub mod registry;
+pub(crate) mod naming;
+pub(crate) mod registry;
 pub mod safe_git;
 
 use std::path::PathBuf;

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use super::WorktreeError;
 
 /// Longest slug taken from a task description.
-pub const MAX_SLUG: usize = 40;
+pub(crate) const MAX_SLUG: usize = 40;
 /// Longest task id.
-pub const MAX_ID: usize = 64;
+pub(crate) const MAX_ID: usize = 64;
 /// Prefix of every branch we create.
-pub const BRANCH_PREFIX: &str = "crew/";
+pub(crate) const BRANCH_PREFIX: &str = "crew/";
 
 /// Checks that a task id can name a directory, a git worktree and part of a branch:
 /// ASCII letters, digits, `-`, `_` and `.`, not starting with `.` or `-`, at most 64 long.
-pub fn check_task_id(id: &str) -> Result<(), WorktreeError> {
+pub(crate) fn check_task_id(id: &str) -> Result<(), WorktreeError> {
     let bad = |reason| {
         Err(WorktreeError::InvalidTaskId {
             id: id.to_string(),
@@ -45,7 +45,7 @@ pub fn check_task_id(id: &str) -> Result<(), WorktreeError> {
 
 /// A branch-name slug of a description: lowercase ASCII letters and digits, runs of
 /// anything else turned into one `-`, trimmed, at most [`MAX_SLUG`] characters.
-pub fn slug(description: &str) -> String {
+pub(crate) fn slug(description: &str) -> String {
     let mut out = String::new();
     for c in description.chars() {
         if c.is_ascii_alphanumeric() {
@@ -62,7 +62,7 @@ pub fn slug(description: &str) -> String {
 /// slug. Each task's branch lives in a ref directory of its own
 /// (`refs/heads/crew/<task-id>/`), the unit the OS sandbox can make writable for that
 /// task alone.
-pub fn branch_name(task_id: &str, description: &str) -> String {
+pub(crate) fn branch_name(task_id: &str, description: &str) -> String {
     match slug(description) {
         s if s.is_empty() => format!("{BRANCH_PREFIX}{task_id}/work"),
         s => format!("{BRANCH_PREFIX}{task_id}/{s}"),
@@ -70,14 +70,14 @@ pub fn branch_name(task_id: &str, description: &str) -> String {
 }
 
 /// The default folder for all worktrees: `~/.crew/worktrees`.
-pub fn default_base_dir() -> Option<PathBuf> {
+pub(crate) fn default_base_dir() -> Option<PathBuf> {
     dirs::home_dir().map(|h| h.join(".crew").join("worktrees"))
 }
 
 /// The folder for one repository's worktrees inside `base_dir`:
 /// `<repo-name>-<first 8 hex of SHA-1 of the canonical repository path>`. The hash keeps
 /// two checkouts that share a name apart; the name keeps the folder recognisable.
-pub fn repo_dir(base_dir: &Path, repo_root: &Path) -> PathBuf {
+pub(crate) fn repo_dir(base_dir: &Path, repo_root: &Path) -> PathBuf {
     let name = repo_root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -14,21 +14,21 @@ use serde::{Deserialize, Serialize};
 use super::{Status, WorktreeError, io_err};
 
 /// The registry's file name inside the repository's worktrees folder.
-pub const FILE_NAME: &str = "registry.json";
+pub(crate) const FILE_NAME: &str = "registry.json";
 
 /// The lock file beside the registry (never removed: removing a held lock file would
 /// let a second process lock a new inode).
-pub const LOCK_NAME: &str = "registry.lock";
+pub(crate) const LOCK_NAME: &str = "registry.lock";
 
 /// The registry's inter-process lock, held until dropped (the kernel also drops it when
 /// the process dies, so a killed crew never leaves it stuck).
-pub struct RegistryLock {
+pub(crate) struct RegistryLock {
     _file: nix::fcntl::Flock<fs::File>,
 }
 
 /// Takes the exclusive lock of the registry at `path`, waiting for another holder.
 /// Threads of one process exclude each other too: each call opens its own descriptor.
-pub fn lock(path: &Path) -> Result<RegistryLock, WorktreeError> {
+pub(crate) fn lock(path: &Path) -> Result<RegistryLock, WorktreeError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     let lock_path = dir.join(LOCK_NAME);
@@ -45,7 +45,7 @@ pub fn lock(path: &Path) -> Result<RegistryLock, WorktreeError> {
 
 /// One worktree we made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     /// The task id.
     pub id: String,
     /// Its directory.
@@ -64,7 +64,7 @@ pub struct Record {
 
 /// The registry file's contents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Registry {
+pub(crate) struct Registry {
     /// The main checkout the worktrees belong to.
     #[serde(default)]
     pub repo_root: PathBuf,
@@ -75,7 +75,7 @@ pub struct Registry {
 
 impl Registry {
     /// Reads the registry at `path`; a missing file is an empty registry.
-    pub fn load(path: &Path) -> Result<Self, WorktreeError> {
+    pub(crate) fn load(path: &Path) -> Result<Self, WorktreeError> {
         let text = match fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
@@ -88,7 +88,7 @@ impl Registry {
     }
 
     /// Writes the registry to `path` atomically.
-    pub fn save(&self, path: &Path) -> Result<(), WorktreeError> {
+    pub(crate) fn save(&self, path: &Path) -> Result<(), WorktreeError> {
         let dir = path.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -105,17 +105,17 @@ impl Registry {
     }
 
     /// The record for `id`.
-    pub fn get(&self, id: &str) -> Option<&Record> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Record> {
         self.worktrees.iter().find(|r| r.id == id)
     }
 
     /// The record for `id`, to change.
-    pub fn get_mut(&mut self, id: &str) -> Option<&mut Record> {
+    pub(crate) fn get_mut(&mut self, id: &str) -> Option<&mut Record> {
         self.worktrees.iter_mut().find(|r| r.id == id)
     }
 
     /// Removes the record for `id`, if any.
-    pub fn remove(&mut self, id: &str) {
+    pub(crate) fn remove(&mut self, id: &str) {
         self.worktrees.retain(|r| r.id != id);
     }
 }

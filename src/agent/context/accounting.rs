@@ -11,29 +11,29 @@ use crate::protocol::{Message, Usage};
 use crate::tools::ToolSpec;
 
 /// Estimated tokens of `bytes` bytes of request text.
-pub fn tokens_of_bytes(bytes: usize) -> u64 {
+pub(crate) fn tokens_of_bytes(bytes: usize) -> u64 {
     bytes.div_ceil(4) as u64
 }
 
 /// Estimated tokens of one message as sent.
-pub fn message_tokens(message: &Message) -> u64 {
+pub(crate) fn message_tokens(message: &Message) -> u64 {
     tokens_of_bytes(serde_json::to_vec(message).map(|v| v.len()).unwrap_or(0))
 }
 
 /// Estimated tokens of messages as sent.
-pub fn messages_tokens(messages: &[Message]) -> u64 {
+pub(crate) fn messages_tokens(messages: &[Message]) -> u64 {
     messages.iter().map(message_tokens).sum()
 }
 
 /// Estimated tokens of a whole request: system prompt, tool definitions and messages.
-pub fn request_tokens(system: &str, tools: &[ToolSpec], messages: &[Message]) -> u64 {
+pub(crate) fn request_tokens(system: &str, tools: &[ToolSpec], messages: &[Message]) -> u64 {
     let tools_bytes = serde_json::to_vec(tools).map(|v| v.len()).unwrap_or(0);
     tokens_of_bytes(system.len()) + tokens_of_bytes(tools_bytes) + messages_tokens(messages)
 }
 
 /// The context size of everything a turn's usage covers: its input (cached or not) and
 /// its output. `None` when the provider reported no input.
-pub fn reported_context(usage: &Usage) -> Option<u64> {
+pub(crate) fn reported_context(usage: &Usage) -> Option<u64> {
     let input =
         usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
     (input > 0).then_some(input + usage.output_tokens)
@@ -41,7 +41,7 @@ pub fn reported_context(usage: &Usage) -> Option<u64> {
 
 /// One agent's running count of its context.
 #[derive(Debug, Clone, Default)]
-pub struct Accounting {
+pub(crate) struct Accounting {
     /// The reported context after the last turn, and the conversation's length then
     /// (its answer included).
     last: Option<(u64, usize)>,
@@ -49,18 +49,18 @@ pub struct Accounting {
 
 impl Accounting {
     /// Records a turn's usage; `len` is the conversation's length with its answer.
-    pub fn after_turn(&mut self, usage: &Usage, len: usize) {
+    pub(crate) fn after_turn(&mut self, usage: &Usage, len: usize) {
         self.last = reported_context(usage).map(|tokens| (tokens, len));
     }
 
     /// Forgets the last report (the conversation was replaced).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.last = None;
     }
 
     /// The context of the next request: the last report plus an estimate of the
     /// messages added since and of `extra` (a reminder), or a full estimate.
-    pub fn current(
+    pub(crate) fn current(
         &self,
         system: &str,
         tools: &[ToolSpec],

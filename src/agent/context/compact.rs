@@ -13,9 +13,9 @@ use super::accounting::{message_tokens, messages_tokens};
 use super::facts::{Facts, defuse};
 
 /// How the summary message starts (tests and readers recognise it by this).
-pub const SUMMARY_TAG: &str = "<compact-summary";
+pub(crate) const SUMMARY_TAG: &str = "<compact-summary";
 /// How the summary request's instructions start.
-pub const REQUEST_TAG: &str = "<compact-request>";
+pub(crate) const REQUEST_TAG: &str = "<compact-request>";
 
 /// What started a compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +37,7 @@ impl Trigger {
 }
 
 /// The instructions appended to the conversation for the summary turn.
-pub fn request_text(facts: &Facts, custom: Option<&str>, hook_context: &[String]) -> String {
+pub(crate) fn request_text(facts: &Facts, custom: Option<&str>, hook_context: &[String]) -> String {
     let mut text = format!(
         "{REQUEST_TAG}\nThe context window is nearly full. Write a summary of the whole conversation \
 so far; it will replace the earlier messages, and the newest exchanges will follow it verbatim. \
@@ -76,7 +76,7 @@ The task (verbatim):\n{}\n",
 
 /// The summary message that replaces the older messages: the model's summary (its fact
 /// tags defused), then the facts, verbatim.
-pub fn summary_message(summary: &str, facts: &Facts, trigger: Trigger) -> Message {
+pub(crate) fn summary_message(summary: &str, facts: &Facts, trigger: Trigger) -> Message {
     let mut text = format!(
         "{SUMMARY_TAG} trigger=\"{}\">\nThis conversation was compacted to stay within the context \
 window. This summary replaces the earlier messages (the session transcript keeps them all); the \
@@ -118,7 +118,7 @@ newest exchanges follow it verbatim.\n\n{}\n\n<task>\n{}\n</task>\n",
 /// at most `keep_exchanges` exchanges and at most `budget` estimated tokens after it
 /// (`conversation.len()`: nothing is kept). Index 0 is never kept verbatim, so there is
 /// always something to summarise.
-pub fn split_point(conversation: &[Message], keep_exchanges: usize, budget: u64) -> usize {
+pub(crate) fn split_point(conversation: &[Message], keep_exchanges: usize, budget: u64) -> usize {
     let mut cut = conversation.len();
     let mut exchanges = 0;
     let mut tokens = 0;
@@ -139,7 +139,7 @@ pub fn split_point(conversation: &[Message], keep_exchanges: usize, budget: u64)
 }
 
 /// The ids of tool results in `messages` whose call does not come before them.
-pub fn orphaned_results(messages: &[Message]) -> Vec<String> {
+pub(crate) fn orphaned_results(messages: &[Message]) -> Vec<String> {
     let mut calls = std::collections::HashSet::new();
     let mut orphans = Vec::new();
     for block in messages.iter().flat_map(|m| &m.content) {
@@ -159,7 +159,7 @@ pub fn orphaned_results(messages: &[Message]) -> Vec<String> {
 /// `messages`, with their largest texts and tool results shortened (oldest first) until
 /// they take at most `budget` estimated tokens; `None` when even that is not enough. Only
 /// the summary request is shortened this way: the conversation keeps every byte.
-pub fn fit(messages: Vec<Message>, budget: u64) -> Option<Vec<Message>> {
+pub(crate) fn fit(messages: Vec<Message>, budget: u64) -> Option<Vec<Message>> {
     const KEEP: usize = 1_000;
     let mut messages = messages;
     let mut total = messages_tokens(&messages);

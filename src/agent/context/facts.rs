@@ -10,13 +10,13 @@ use crate::protocol::{ContentBlock, Message, Role};
 use super::compact::SUMMARY_TAG;
 
 /// How many of the user's last instructions the summary carries verbatim.
-pub const KEPT_INSTRUCTIONS: usize = 3;
+pub(crate) const KEPT_INSTRUCTIONS: usize = 3;
 /// How many touched files the summary lists.
-pub const MAX_FILES: usize = 60;
+pub(crate) const MAX_FILES: usize = 60;
 
 /// What the summary must keep that code knows for certain.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The task.
     pub task: String,
     /// The approved plan, if any.
@@ -35,7 +35,7 @@ impl Facts {
     /// The facts of a run on `task` (and `plan`) over `conversation`: what an earlier
     /// summary in it carried, updated with this run's. `user_task`: whether the task is
     /// the user's own (not one of crew's follow-up runs).
-    pub fn gather(
+    pub(crate) fn gather(
         conversation: &[Message],
         task: &str,
         plan: Option<&str>,

@@ -4,13 +4,13 @@
 //! work-list items from the session), `summarize` (the summary turn) and `guard` (the
 //! agent loop's side, and `/compact`).
 
-pub mod accounting;
-pub mod compact;
-pub mod facts;
-pub mod guard;
-pub mod open_work;
-pub mod summarize;
-pub mod window;
+pub(crate) mod accounting;
+pub(crate) mod compact;
+pub(crate) mod facts;
+pub(crate) mod guard;
+pub(crate) mod open_work;
+pub(crate) mod summarize;
+pub(crate) mod window;
 
 pub use compact::Trigger;
 pub use guard::{CompactNowError, Compacted, Guard, compact_now};

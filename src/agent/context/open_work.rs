@@ -14,7 +14,7 @@ use crate::tasks::actor::TaskMsg;
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One line per open task of `agent` and per open work-list item of its team.
-pub async fn lines(place: &RunPlace, agent: &str) -> Vec<String> {
+pub(crate) async fn lines(place: &RunPlace, agent: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(tasks) = &place.tasks
         && let Ok(CallResult::Success(records)) =

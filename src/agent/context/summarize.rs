@@ -28,7 +28,7 @@ const KEEP_SHARE: u64 = 4;
 
 /// Why a compaction failed.
 #[derive(Debug, thiserror::Error)]
-pub enum CompactError {
+pub(crate) enum CompactError {
     /// The run was cancelled while the summary was written.
     #[error("cancelled")]
     Cancelled,
@@ -56,7 +56,7 @@ pub enum CompactError {
 
 /// What one compaction is asked to do.
 #[derive(Debug, Clone)]
-pub struct Ask<'a> {
+pub(crate) struct Ask<'a> {
     /// What started it.
     pub trigger: Trigger,
     /// The task, the plan and the user's last instructions.
@@ -69,7 +69,7 @@ pub struct Ask<'a> {
 
 /// A finished compaction.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Compaction {
+pub(crate) struct Compaction {
     /// The new conversation: the summary, then the kept exchanges.
     pub messages: Vec<Message>,
     /// The summary turn's usage.
@@ -81,7 +81,7 @@ pub struct Compaction {
 }
 
 /// Compacts `conversation` as `runner`'s agent would send it with `system` and `tools`.
-pub async fn compact(
+pub(crate) async fn compact(
     runner: &Runner,
     system: &str,
     tools: Vec<ToolSpec>,

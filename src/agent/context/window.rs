@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The window assumed for a model the table does not know.
-pub const DEFAULT_WINDOW: u64 = 128_000;
+pub(crate) const DEFAULT_WINDOW: u64 = 128_000;
 /// The default `autoCompact` threshold, in percent of the window.
-pub const DEFAULT_THRESHOLD_PERCENT: f64 = 80.0;
+pub(crate) const DEFAULT_THRESHOLD_PERCENT: f64 = 80.0;
 /// The default `compactKeepExchanges`.
-pub const DEFAULT_KEEP_EXCHANGES: usize = 3;
+pub(crate) const DEFAULT_KEEP_EXCHANGES: usize = 3;
 
 /// Model-name prefixes and their context windows in tokens; the longest prefix wins.
 const TABLE: &[(&str, u64)] = &[

@@ -19,7 +19,7 @@ use rand::RngCore;
 
 /// The credential and the names a listener answers to.
 #[derive(Clone)]
-pub struct Guard {
+pub(crate) struct Guard {
     token: Arc<str>,
     hosts: Arc<[String]>,
     /// Bound to every interface (`0.0.0.0`, `::`): any IP literal with the port is this
@@ -29,7 +29,7 @@ pub struct Guard {
 
 impl Guard {
     /// A guard for a listener bound to `bound`, requiring `token`.
-    pub fn new(bound: SocketAddr, token: &str) -> Self {
+    pub(crate) fn new(bound: SocketAddr, token: &str) -> Self {
         Self {
             token: token.into(),
             hosts: allowed_hosts(bound).into(),
@@ -39,7 +39,7 @@ impl Guard {
 
     /// The `host:port` authorities a request may name, for rmcp's own Host check;
     /// `None` when that check must be off (bound to every interface: this guard checks).
-    pub fn hosts(&self) -> Option<&[String]> {
+    pub(crate) fn hosts(&self) -> Option<&[String]> {
         self.any_ip_port.is_none().then_some(&self.hosts)
     }
 
@@ -51,7 +51,7 @@ impl Guard {
     }
 
     /// Why a request with these headers is refused, or `None` to let it through.
-    pub fn refuse(&self, headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
+    pub(crate) fn refuse(&self, headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
         let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         let Some(host) = host.filter(|h| self.host_allowed(h)) else {
             return Some((
@@ -86,7 +86,7 @@ impl Guard {
     }
 
     /// The axum middleware: refused requests get the status and the reason as text.
-    pub async fn check(self, request: Request, next: Next) -> Response {
+    pub(crate) async fn check(self, request: Request, next: Next) -> Response {
         match self.refuse(request.headers()) {
             None => next.run(request).await,
             Some((status, why)) => {
@@ -125,7 +125,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// A new random token: 32 bytes as 64 hex digits.
-pub fn new_token() -> String {
+pub(crate) fn new_token() -> String {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -133,7 +133,7 @@ pub fn new_token() -> String {
 
 /// Writes `token` to `path`, a new file of mode 600 (an existing file there is replaced;
 /// a symlink planted there makes this fail rather than write through it).
-pub fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
+pub(crate) fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new()
@@ -159,7 +159,7 @@ pub fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
 }
 
 /// The default token file of a server on `port` for the project at `project_root`.
-pub fn default_token_file(project_root: &Path, port: u16) -> Option<PathBuf> {
+pub(crate) fn default_token_file(project_root: &Path, port: u16) -> Option<PathBuf> {
     Some(
         crate::store::project_dir(project_root)?
             .join("mcp-serve")

@@ -21,7 +21,7 @@ use crate::tools::Definition;
 const DISPATCH_MARGIN: Duration = Duration::from_secs(60);
 
 /// The serving session and what a client may call on it.
-pub struct Backend {
+pub(crate) struct Backend {
     prepared: Prepared,
     config: ServeConfig,
     tools: Vec<Definition>,
@@ -52,7 +52,10 @@ pub(crate) fn session_options(config: &ServeConfig, permission: Option<Permissio
 
 impl Backend {
     /// Starts the serving session in `config.cwd`; settings warnings go to `warn`.
-    pub async fn start(config: ServeConfig, warn: &mut dyn FnMut(String)) -> anyhow::Result<Self> {
+    pub(crate) async fn start(
+        config: ServeConfig,
+        warn: &mut dyn FnMut(String),
+    ) -> anyhow::Result<Self> {
         let opts = session_options(&config, config.mode.permission);
         let prepared = prepare(&opts, ApproverPolicy::Headless, warn).await?;
         // The file and command tools; the orchestration tools stay inside crew (a client
@@ -81,23 +84,23 @@ impl Backend {
     }
 
     /// The crew tools a client may call, in the order a model sees them.
-    pub fn tools(&self) -> &[Definition] {
+    pub(crate) fn tools(&self) -> &[Definition] {
         &self.tools
     }
 
     /// The delegated leads.
-    pub fn delegates(&self) -> &Delegates {
+    pub(crate) fn delegates(&self) -> &Delegates {
         &self.delegates
     }
 
     /// The permission mode calls run under.
-    pub fn permission_mode(&self) -> PermissionMode {
+    pub(crate) fn permission_mode(&self) -> PermissionMode {
         self.prepared.permission_mode
     }
 
     /// Runs one crew tool call from a client as a call of the serving lead. A name that is
     /// not one of [`Backend::tools`] is refused before anything runs.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
@@ -142,7 +145,7 @@ impl Backend {
     }
 
     /// Stops delegated leads still running, then the serving session.
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         self.delegates.stop_all().await;
         self.prepared.close().await;
     }

@@ -34,7 +34,7 @@ const OUTPUT_LIMIT: usize = 64 * 1024;
 /// Why a delegation tool call was refused or failed. Its text is the tool's error result,
 /// shown to the MCP client.
 #[derive(Debug, thiserror::Error)]
-pub enum DelegationError {
+pub(crate) enum DelegationError {
     /// `delegate` without a `task` string.
     #[error("`task` is required: a string saying what the crew lead should do")]
     NoTask,
@@ -76,7 +76,7 @@ pub enum DelegationError {
 }
 
 /// The delegated leads of one server.
-pub struct Delegates {
+pub(crate) struct Delegates {
     tasks: ActorRef<TaskMsg>,
     config: ServeConfig,
     permission: PermissionMode,
@@ -85,7 +85,7 @@ pub struct Delegates {
 
 /// What `delegate` asks for.
 #[derive(Debug, Clone)]
-pub struct DelegateRequest {
+pub(crate) struct DelegateRequest {
     /// The task for the lead.
     pub task: String,
     /// Agent types (from this project's catalog) the lead should use.
@@ -94,7 +94,7 @@ pub struct DelegateRequest {
 
 impl Delegates {
     /// Delegated leads recorded in `tasks`, run with `config` under `permission`.
-    pub fn new(
+    pub(crate) fn new(
         tasks: ActorRef<TaskMsg>,
         config: ServeConfig,
         permission: PermissionMode,
@@ -109,7 +109,7 @@ impl Delegates {
     }
 
     /// Starts a lead on `req` in the background; returns its task record.
-    pub async fn start(&self, req: DelegateRequest) -> Result<TaskRecord, DelegationError> {
+    pub(crate) async fn start(&self, req: DelegateRequest) -> Result<TaskRecord, DelegationError> {
         if req.task.trim().is_empty() {
             return Err(DelegationError::EmptyTask);
         }
@@ -142,7 +142,7 @@ impl Delegates {
     }
 
     /// The record of a delegated task; an id of anything else is unknown.
-    pub async fn get(&self, id: &str) -> Result<TaskRecord, DelegationError> {
+    pub(crate) async fn get(&self, id: &str) -> Result<TaskRecord, DelegationError> {
         let rec = match self
             .tasks
             .call(|r| TaskMsg::Get(id.to_string(), r), Some(ASK))
@@ -156,7 +156,7 @@ impl Delegates {
     }
 
     /// Waits until the task has ended; its final record.
-    pub async fn wait(&self, id: &str) -> Result<TaskRecord, DelegationError> {
+    pub(crate) async fn wait(&self, id: &str) -> Result<TaskRecord, DelegationError> {
         self.get(id).await?;
         match self
             .tasks
@@ -169,7 +169,7 @@ impl Delegates {
     }
 
     /// Stops the task (cancelling its lead's run); its final record.
-    pub async fn stop(&self, id: &str) -> Result<TaskRecord, DelegationError> {
+    pub(crate) async fn stop(&self, id: &str) -> Result<TaskRecord, DelegationError> {
         self.get(id).await?;
         match self
             .tasks
@@ -185,14 +185,14 @@ impl Delegates {
     }
 
     /// The task's log (the last [`OUTPUT_LIMIT`] bytes).
-    pub async fn output(&self, rec: &TaskRecord) -> String {
+    pub(crate) async fn output(&self, rec: &TaskRecord) -> String {
         let text = tokio::fs::read(&rec.output_file).await.unwrap_or_default();
         let start = text.len().saturating_sub(OUTPUT_LIMIT);
         String::from_utf8_lossy(&text[start..]).into_owned()
     }
 
     /// Stops every delegated lead still running (server shutdown).
-    pub async fn stop_all(&self) {
+    pub(crate) async fn stop_all(&self) {
         let _ = self.tasks.cast(TaskMsg::StopAll);
         for _ in 0..100 {
             match self.tasks.call(TaskMsg::HasActiveAny, Some(ASK)).await {

@@ -22,18 +22,18 @@ use crate::tools::Safety;
 
 /// The MCP face of a [`Backend`]; clones share it (one per HTTP session).
 #[derive(Clone)]
-pub struct CrewServer {
+pub(crate) struct CrewServer {
     backend: Arc<Backend>,
 }
 
 impl CrewServer {
     /// Serves `backend`.
-    pub fn new(backend: Arc<Backend>) -> Self {
+    pub(crate) fn new(backend: Arc<Backend>) -> Self {
         Self { backend }
     }
 
     /// Every tool a client sees: crew's, then the delegation tools.
-    pub fn tool_list(&self) -> Vec<Tool> {
+    pub(crate) fn tool_list(&self) -> Vec<Tool> {
         let crew = self.backend.tools().iter().map(|d| {
             let annotations = ToolAnnotations::new().read_only(d.safety == Safety::ReadOnly);
             tool(&d.name, &d.description, d.input_schema.clone(), annotations)

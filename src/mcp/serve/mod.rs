@@ -17,11 +17,11 @@
 //! leads as background tasks), `handler` (the rmcp `ServerHandler`), `transport` (stdio
 //! and HTTP).
 
-pub mod auth;
-pub mod backend;
-pub mod delegate;
-pub mod handler;
-pub mod transport;
+pub(crate) mod auth;
+pub(crate) mod backend;
+pub(crate) mod delegate;
+pub(crate) mod handler;
+pub(crate) mod transport;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,12 +30,12 @@ use crate::agent::mode::AgentMode;
 use crate::permission::PermissionMode;
 use crate::session::build::JoinWorkers;
 
-pub use backend::Backend;
-pub use handler::CrewServer;
+pub(crate) use backend::Backend;
+pub(crate) use handler::CrewServer;
 
 /// What `crew mcp serve` runs with: all of it chosen by the serving side.
 #[derive(Clone)]
-pub struct ServeConfig {
+pub(crate) struct ServeConfig {
     /// The project directory the tools and delegated leads work in.
     pub cwd: PathBuf,
     /// The Agent Mode and permission mode of every call.
@@ -52,7 +52,7 @@ pub struct ServeConfig {
 /// The serving side's mode: `plan` (read-only Agent Mode under the settings' permission
 /// mode) or a permission mode name (Chat, under that mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServeMode {
+pub(crate) struct ServeMode {
     /// Chat or Plan.
     pub agent: AgentMode,
     /// `None`: the settings' `defaultMode`.
@@ -62,7 +62,7 @@ pub struct ServeMode {
 /// A `--mode` that is neither `plan` nor a permission mode.
 #[derive(Debug, thiserror::Error)]
 #[error("--mode {name}: {reason}, or plan")]
-pub struct UnknownServeMode {
+pub(crate) struct UnknownServeMode {
     /// The name given.
     pub name: String,
     /// Why it is not a permission mode.
@@ -72,7 +72,7 @@ pub struct UnknownServeMode {
 impl ServeMode {
     /// Parses `--mode`; `None` is the settings' `defaultMode` in Chat. An unknown name is
     /// an error (the server does not start with a guessed mode).
-    pub fn parse(name: Option<&str>) -> Result<Self, UnknownServeMode> {
+    pub(crate) fn parse(name: Option<&str>) -> Result<Self, UnknownServeMode> {
         let Some(name) = name else {
             return Ok(Self {
                 agent: AgentMode::Chat,

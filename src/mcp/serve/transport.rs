@@ -14,10 +14,10 @@ use super::auth::Guard;
 use super::{Backend, CrewServer};
 
 /// The path the HTTP service is mounted at.
-pub const HTTP_PATH: &str = "/mcp";
+pub(crate) const HTTP_PATH: &str = "/mcp";
 
 /// Serves one client on this process's stdin/stdout until it disconnects.
-pub async fn stdio(backend: Arc<Backend>) -> anyhow::Result<()> {
+pub(crate) async fn stdio(backend: Arc<Backend>) -> anyhow::Result<()> {
     let running = CrewServer::new(backend)
         .serve(rmcp::transport::stdio())
         .await
@@ -31,7 +31,7 @@ pub async fn stdio(backend: Arc<Backend>) -> anyhow::Result<()> {
 
 /// Serves streamable HTTP at `http://ADDR/mcp` on `listener` until `stop` fires; only
 /// requests `guard` lets through (the token, this Host, no foreign Origin) reach it.
-pub async fn http(
+pub(crate) async fn http(
     backend: Arc<Backend>,
     listener: tokio::net::TcpListener,
     guard: Guard,

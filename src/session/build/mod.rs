@@ -33,8 +33,8 @@ use crate::session::model;
 use crate::session::{Orchestration, SessionConfig, SessionHandle};
 use crate::tools::{Registry, builtin_tools, orchestration_tools};
 
-pub use resume::working_dir;
-pub use tool_rules::{ToolRules, split_rules};
+pub(crate) use resume::working_dir;
+pub(crate) use tool_rules::ToolRules;
 
 /// What a session is assembled from besides the settings on disk: the command line's
 /// flags (or what `crew mcp serve` chooses for its sessions). Error messages name the
@@ -100,7 +100,7 @@ pub trait JoinWorkers: Send + Sync {
 }
 
 /// A started session and what belongs with it.
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The session.
     pub session: SessionHandle,
     /// Its events (subscribe before the first run).
@@ -138,7 +138,7 @@ pub struct Prepared {
 
 impl Prepared {
     /// Stops the session (cancelling background work) and finishes the transcript.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         if let Some(live) = self.live {
             live.close();
         }
@@ -155,7 +155,7 @@ impl Prepared {
 
 /// Starts a session as `opts` asks, answering Asks with `approver`.
 /// Warnings (unknown mode, broken agent files) go to `warn`.
-pub async fn prepare(
+pub(crate) async fn prepare(
     opts: &Options,
     approver: ApproverPolicy,
     warn: &mut dyn FnMut(String),

@@ -16,7 +16,7 @@ use crate::permission::{PermissionMode, Policy};
 use crate::session::model::{ChosenModel, choose};
 
 /// The session's auto mode: its classifier, if one can be configured.
-pub fn auto_mode(
+pub(super) fn auto_mode(
     policy: &Policy,
     session: &ChosenModel,
     record: Option<PathBuf>,
@@ -48,7 +48,7 @@ pub fn auto_mode(
 }
 
 /// What mode changes depend on at start.
-pub fn mode_context(policy: &Policy, auto: &AutoMode) -> ModeContext {
+pub(super) fn mode_context(policy: &Policy, auto: &AutoMode) -> ModeContext {
     ModeContext {
         bypass_disabled: policy.bypass_disabled,
         auto: auto.availability(),
@@ -57,7 +57,7 @@ pub fn mode_context(policy: &Policy, auto: &AutoMode) -> ModeContext {
 }
 
 /// The text of the allow rules auto mode sets aside.
-pub fn suspended(policy: &Policy) -> Vec<String> {
+pub(super) fn suspended(policy: &Policy) -> Vec<String> {
     suspend::suspended_rules(policy)
         .into_iter()
         .map(|(r, _)| r.text.clone())
@@ -66,7 +66,7 @@ pub fn suspended(policy: &Policy) -> Vec<String> {
 
 /// The lead's starting mode: `flag` (an explicit choice: a refusal is an error), else
 /// the settings' `defaultMode` (a refusal is a warning and `default`).
-pub fn starting_mode(
+pub(super) fn starting_mode(
     policy: &Policy,
     auto: &AutoMode,
     flag: Option<&str>,

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use super::Options;
 
 /// The working directory from `--cwd` or the current directory, canonical.
-pub fn working_dir(opts: &Options) -> anyhow::Result<PathBuf> {
+pub(crate) fn working_dir(opts: &Options) -> anyhow::Result<PathBuf> {
     let cwd = match &opts.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,

@@ -38,7 +38,7 @@ impl ToolRules {
 
 /// Claude Code's rule lists: separated by commas or spaces, except inside parentheses
 /// (`Bash(git log:*) Edit,Read` is three rules).
-pub fn split_rules(list: &str) -> Vec<String> {
+pub(crate) fn split_rules(list: &str) -> Vec<String> {
     let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0usize);
     for c in list.chars() {
         match c {

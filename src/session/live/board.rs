@@ -13,7 +13,7 @@ use crate::protocol::decision::Verdict;
 /// An agent's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Waiting for (or reading) the model.
     Thinking,
     /// Running a tool.
@@ -30,7 +30,7 @@ pub enum Phase {
 
 impl Phase {
     /// The word `crew ps` shows.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Phase::Thinking => "thinking",
             Phase::Running => "running",
@@ -44,7 +44,7 @@ impl Phase {
 
 /// One agent as the board knows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct AgentNow {
+pub(crate) struct AgentNow {
     /// The agent's id on the event bus (`lead`, `explore/t1a2b3c4`, `general-purpose/alice`).
     pub agent: String,
     /// What it is doing.
@@ -63,7 +63,7 @@ pub struct AgentNow {
 
 /// The session's agents, as their events say.
 #[derive(Default)]
-pub struct Board {
+pub(crate) struct Board {
     agents: Mutex<HashMap<String, AgentNow>>,
     /// Teammates by name, with the status their team last announced, in joining order.
     members: Mutex<Vec<(String, String)>>,
@@ -71,7 +71,7 @@ pub struct Board {
 
 impl Board {
     /// A board kept current from `events` until the bus closes.
-    pub fn follow(events: &EventBus) -> Arc<Board> {
+    pub(crate) fn follow(events: &EventBus) -> Arc<Board> {
         let board = Arc::new(Board::default());
         // Whole messages and streamed text say nothing a board needs; they are not cloned.
         let mut rx = events.subscribe_where(|e: &Event| {
@@ -92,7 +92,7 @@ impl Board {
     }
 
     /// Takes one event into account, as of `now_ms`.
-    pub fn apply(&self, event: &Event, now_ms: u64) {
+    pub(crate) fn apply(&self, event: &Event, now_ms: u64) {
         if let EventKind::TeamMemberChanged { name, status, .. } = &event.kind {
             let mut members = self.members.lock().unwrap_or_else(|e| e.into_inner());
             match members.iter_mut().find(|(n, _)| n == name) {
@@ -163,7 +163,7 @@ impl Board {
     }
 
     /// The team's members (name, announced status), in joining order.
-    pub fn members(&self) -> Vec<(String, String)> {
+    pub(crate) fn members(&self) -> Vec<(String, String)> {
         self.members
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -172,7 +172,7 @@ impl Board {
 
     /// The agent whose bus id is `id`, or ends with `/id` (a subagent's task id, a
     /// teammate's name).
-    pub fn find(&self, id: &str) -> Option<AgentNow> {
+    pub(crate) fn find(&self, id: &str) -> Option<AgentNow> {
         let agents = self.agents.lock().unwrap_or_else(|e| e.into_inner());
         agents.get(id).cloned().or_else(|| {
             let tail = format!("/{id}");

@@ -21,7 +21,11 @@ const PATIENCE: Duration = Duration::from_secs(2);
 const MAX_REQUEST: u64 = 4096;
 
 /// Binds `path` (replacing a stale socket there) and answers requests until aborted.
-pub fn serve(path: &Path, entry: Entry, board: Arc<Board>) -> std::io::Result<JoinHandle<()>> {
+pub(crate) fn serve(
+    path: &Path,
+    entry: Entry,
+    board: Arc<Board>,
+) -> std::io::Result<JoinHandle<()>> {
     use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::remove_file(path);
     let listener = UnixListener::bind(path)?;
@@ -54,7 +58,7 @@ async fn answer(stream: UnixStream, entry: &Entry, board: &Board) -> std::io::Re
 }
 
 /// Sends `request` to the socket at `path` and returns its answer.
-pub async fn ask(path: &PathBuf, request: &str) -> std::io::Result<Value> {
+pub(crate) async fn ask(path: &PathBuf, request: &str) -> std::io::Result<Value> {
     let exchange = async {
         let mut stream = UnixStream::connect(path).await?;
         stream.write_all(format!("{request}\n").as_bytes()).await?;

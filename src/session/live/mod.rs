@@ -4,10 +4,10 @@
 //! `crew tasks` to find which live session holds an id. It unregisters when it closes; the
 //! entries of crews that died are reconciled away by the next reader.
 
-pub mod board;
-pub mod control;
-pub mod registry;
-pub mod snapshot;
+pub(crate) mod board;
+pub(crate) mod control;
+pub(crate) mod registry;
+pub(crate) mod snapshot;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,7 +18,7 @@ use crate::events::EventBus;
 use registry::Entry;
 
 /// This process's registration, removed by [`Live::close`].
-pub struct Live {
+pub(crate) struct Live {
     entry_file: PathBuf,
     server: Option<JoinHandle<()>>,
 }
@@ -27,7 +27,7 @@ impl Live {
     /// Registers the session and starts answering on its socket. A socket that cannot be
     /// bound leaves an entry without one (`crew ps` then shows the session from its files);
     /// a registry that cannot be written is an error for the caller to report.
-    pub fn start(
+    pub(crate) fn start(
         events: &EventBus,
         project_root: &Path,
         session_id: &str,
@@ -61,7 +61,7 @@ impl Live {
     }
 
     /// Stops answering and removes the registration.
-    pub fn close(self) {
+    pub(crate) fn close(self) {
         if let Some(server) = self.server {
             server.abort();
         }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// One running crew process and the session it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// The session id.
     pub session: String,
     /// The project root.
@@ -30,12 +30,12 @@ pub struct Entry {
 }
 
 /// `~/.crew/run` (`None`: no home directory).
-pub fn run_dir() -> Option<PathBuf> {
+pub(crate) fn run_dir() -> Option<PathBuf> {
     Some(crate::store::crew_home()?.join("run"))
 }
 
 /// Makes the run directory, private to the user (0700, also when it already existed).
-pub fn ensure_run_dir() -> io::Result<PathBuf> {
+pub(crate) fn ensure_run_dir() -> io::Result<PathBuf> {
     let dir =
         run_dir().ok_or_else(|| io::Error::other("cannot find the home directory (set HOME)"))?;
     std::fs::create_dir_all(&dir)?;
@@ -46,7 +46,7 @@ pub fn ensure_run_dir() -> io::Result<PathBuf> {
 /// Where the `n`th session of process `pid` keeps its entry and socket: `<run>/<pid>.<n>.json`
 /// and `<run>/<pid>.<n>.sock` (one process may run several sessions: `crew mcp serve`). Short,
 /// for the 108-byte limit of a socket's path.
-pub fn paths(run: &Path, pid: u32, n: u32) -> (PathBuf, PathBuf) {
+pub(crate) fn paths(run: &Path, pid: u32, n: u32) -> (PathBuf, PathBuf) {
     (
         run.join(format!("{pid}.{n}.json")),
         run.join(format!("{pid}.{n}.sock")),
@@ -54,7 +54,7 @@ pub fn paths(run: &Path, pid: u32, n: u32) -> (PathBuf, PathBuf) {
 }
 
 /// Writes `entry` to `file` (readable by the user only).
-pub fn register(file: &Path, entry: &Entry) -> io::Result<()> {
+pub(crate) fn register(file: &Path, entry: &Entry) -> io::Result<()> {
     let mut tmp = file.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);
@@ -71,14 +71,14 @@ fn socket_of(entry_file: &Path) -> PathBuf {
 }
 
 /// Removes an entry and its socket (what is already gone is fine).
-pub fn unregister(entry_file: &Path) {
+pub(crate) fn unregister(entry_file: &Path) {
     let _ = std::fs::remove_file(entry_file);
     let _ = std::fs::remove_file(socket_of(entry_file));
 }
 
 /// The live sessions, oldest first. Entries of processes that are gone are removed, with
 /// their sockets; files that are not entries are left alone.
-pub fn live() -> Vec<Entry> {
+pub(crate) fn live() -> Vec<Entry> {
     let Some(run) = run_dir() else {
         return Vec::new();
     };
@@ -114,7 +114,7 @@ fn alive(entry: &Entry) -> bool {
 }
 
 /// A process's start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`).
-pub fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // After the command name, which may hold spaces: field 3 (state) onwards.
     stat.rsplit_once(')')?

@@ -13,7 +13,7 @@ use super::registry::Entry;
 use crate::tasks::{TaskKind, TaskRecord, TaskStatus, load_records};
 
 /// The snapshot of the session `entry` names.
-pub fn snapshot(entry: &Entry, board: &Board) -> Value {
+pub(crate) fn snapshot(entry: &Entry, board: &Board) -> Value {
     let now = crate::tasks::now_ms();
     let records = load_records(&entry.session_dir).unwrap_or_default();
     let lead = board.find("lead");
@@ -127,7 +127,7 @@ fn tool_seconds(a: &AgentNow, now: u64) -> Option<u64> {
 
 /// The branch checked out at `dir` (a checkout or a linked worktree), read from its files:
 /// `.git` (a directory, or a `gitdir:` file) and then `HEAD`.
-pub fn branch_of(dir: &Path) -> Option<String> {
+pub(crate) fn branch_of(dir: &Path) -> Option<String> {
     let dot_git = dir.join(".git");
     let git_dir = if dot_git.is_dir() {
         dot_git

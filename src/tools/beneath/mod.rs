@@ -35,7 +35,7 @@ const BENEATH: ResolveFlags = ResolveFlags::BENEATH
 
 /// The roots a file tool may reach and the checks the reached object must pass.
 #[derive(Clone)]
-pub struct Beneath {
+pub(crate) struct Beneath {
     roots: Vec<PathBuf>,
     scope: WalkScope,
     writes: bool,
@@ -43,18 +43,16 @@ pub struct Beneath {
 
 /// A file opened beneath a root.
 #[derive(Debug)]
-pub struct Opened {
-    /// The open file (read-only, or `O_PATH` for [`Beneath::stat`]).
+pub(crate) struct Opened {
+    /// The open file (read-only).
     pub file: File,
-    /// Its real location.
-    pub real: PathBuf,
     /// Its metadata, read from the descriptor.
     pub meta: std::fs::Metadata,
 }
 
 /// What [`Beneath::parent`] does with a directory on the way that does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Missing {
+pub(crate) enum Missing {
     /// Create it (a write may make new directories).
     Create,
     /// Fail (an edit needs the file, so its directory, to exist).
@@ -63,16 +61,15 @@ pub enum Missing {
 
 /// The directory a write lands in, opened beneath a root.
 #[derive(Debug)]
-pub struct Parent {
+pub(crate) struct Parent {
     dir: OwnedFd,
     name: OsString,
-    real: PathBuf,
 }
 
 impl Beneath {
     /// For reads by `tool` (`Read`, `Grep`, `Glob`): the sandbox roots plus the
     /// read-only roots (skills, offloaded results).
-    pub fn reads(ctx: &ToolContext, tool: RuleName) -> Self {
+    pub(crate) fn reads(ctx: &ToolContext, tool: RuleName) -> Self {
         let scope = ctx.walk.scope(&ctx.cwd, tool);
         Beneath {
             roots: scope.read_roots(),
@@ -82,7 +79,7 @@ impl Beneath {
     }
 
     /// For writes and edits: the sandbox roots only.
-    pub fn writes(ctx: &ToolContext) -> Self {
+    pub(crate) fn writes(ctx: &ToolContext) -> Self {
         let scope = ctx.walk.scope(&ctx.cwd, RuleName::Edit);
         Beneath {
             roots: scope.write_roots(),
@@ -92,7 +89,7 @@ impl Beneath {
     }
 
     /// The walk filter the checks use.
-    pub fn scope(&self) -> &WalkScope {
+    pub(crate) fn scope(&self) -> &WalkScope {
         &self.scope
     }
 
@@ -143,7 +140,7 @@ impl Beneath {
 
     /// Opens the file at `abs` for reading. Directories open too (the caller says what
     /// it wants); FIFOs and devices are refused.
-    pub fn open(&self, abs: &Path, shown: &str) -> Result<Opened, ToolError> {
+    pub(crate) fn open(&self, abs: &Path, shown: &str) -> Result<Opened, ToolError> {
         self.open_with(
             abs,
             shown,
@@ -151,22 +148,22 @@ impl Beneath {
         )
     }
 
-    /// Opens the object at `abs` for its metadata only (`O_PATH`).
-    pub fn stat(&self, abs: &Path, shown: &str) -> Result<Opened, ToolError> {
-        self.open_with(abs, shown, OFlags::PATH)
-    }
-
     fn open_with(&self, abs: &Path, shown: &str, flags: OFlags) -> Result<Opened, ToolError> {
         let (real, root, rel) = self.locate(abs, shown)?;
         self.judge_name(abs, &real, shown)?;
         let root_fd = open_root(root, shown)?;
         let fd = openat2(&root_fd, &rel, flags, shown)?;
-        self.checked(File::from(fd), real, shown)
+        self.checked(File::from(fd), shown)
     }
 
     /// Opens the directory a write of `abs` lands in, creating missing directories on the
     /// way when `missing` says so; each is created and opened beneath the root.
-    pub fn parent(&self, abs: &Path, shown: &str, missing: Missing) -> Result<Parent, ToolError> {
+    pub(crate) fn parent(
+        &self,
+        abs: &Path,
+        shown: &str,
+        missing: Missing,
+    ) -> Result<Parent, ToolError> {
         let (real, root, rel) = self.locate(abs, shown)?;
         self.judge_name(abs, &real, shown)?;
         let (Some(name), Some(dir_rel)) = (rel.file_name(), rel.parent()) else {
@@ -198,7 +195,6 @@ impl Beneath {
         Ok(Parent {
             dir,
             name: name.to_os_string(),
-            real,
         })
     }
 }
@@ -206,7 +202,7 @@ impl Beneath {
 impl Beneath {
     /// Opens the existing file `parent` names, for reading, inside the opened directory
     /// (a symlink at the name is refused), with the identity check.
-    pub fn open_in(&self, parent: &Parent, shown: &str) -> Result<Opened, ToolError> {
+    pub(crate) fn open_in(&self, parent: &Parent, shown: &str) -> Result<Opened, ToolError> {
         let fd = rustix::fs::openat(
             &parent.dir,
             &parent.name,
@@ -218,11 +214,11 @@ impl Beneath {
             Errno::LOOP => changed(shown),
             other => ToolError::Failed(format!("cannot open `{shown}`: {other}")),
         })?;
-        self.checked(File::from(fd), parent.real.clone(), shown)
+        self.checked(File::from(fd), shown)
     }
 
-    /// The opened `file` at `real`, once it passed the type and identity checks.
-    fn checked(&self, file: File, real: PathBuf, shown: &str) -> Result<Opened, ToolError> {
+    /// The opened `file`, once it passed the type and identity checks.
+    fn checked(&self, file: File, shown: &str) -> Result<Opened, ToolError> {
         let meta = file
             .metadata()
             .map_err(|e| ToolError::Failed(format!("cannot read `{shown}`: {e}")))?;
@@ -234,18 +230,13 @@ impl Beneath {
         if self.scope.denies_identity(&meta) {
             return Err(denied(shown));
         }
-        Ok(Opened { file, real, meta })
+        Ok(Opened { file, meta })
     }
 }
 
 impl Parent {
-    /// The real location of the file written.
-    pub fn real(&self) -> &Path {
-        &self.real
-    }
-
     /// What is at the file's name now (not following a link): `None` when nothing.
-    pub fn existing(&self) -> std::io::Result<Option<rustix::fs::FileType>> {
+    pub(crate) fn existing(&self) -> std::io::Result<Option<rustix::fs::FileType>> {
         match rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(rustix::fs::FileType::from_raw_mode(st.st_mode as _))),
             Err(Errno::NOENT) => Ok(None),
@@ -258,7 +249,7 @@ impl Parent {
     /// the old or the new file, never half of one. An existing file's permissions are
     /// kept; a symlink found at the name (one swapped in since the path was resolved) is
     /// refused, and a directory is refused.
-    pub fn write_atomic(&self, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
+    pub(crate) fn write_atomic(&self, bytes: &[u8], shown: &str) -> Result<(), ToolError> {
         let fail = |e: std::io::Error| ToolError::Failed(format!("cannot write `{shown}`: {e}"));
         let mode = match rustix::fs::statat(&self.dir, &self.name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => {
@@ -384,7 +375,7 @@ fn denied(shown: &str) -> ToolError {
 
 /// A walk's starting directory, opened beneath its sandbox root: every entry the walker
 /// lists is opened again from that root before it is shown or read.
-pub struct WalkBase {
+pub(crate) struct WalkBase {
     beneath: Beneath,
     root: OwnedFd,
     /// The walk's start below the sandbox root.
@@ -395,7 +386,7 @@ pub struct WalkBase {
 
 impl Beneath {
     /// Opens the walk's start `abs` (a directory, or a file for `search_code`).
-    pub fn walk_base(&self, abs: &Path, shown: &str) -> Result<WalkBase, ToolError> {
+    pub(crate) fn walk_base(&self, abs: &Path, shown: &str) -> Result<WalkBase, ToolError> {
         let (real, root, below) = self.locate(abs, shown)?;
         self.judge_name(abs, &real, shown)?;
         let fd = open_root(root, shown)?;
@@ -416,7 +407,7 @@ impl WalkBase {
     /// reached through a symlink swapped in on the way, is not a regular file, or is (a
     /// hard link to) a denied file or a credential. An entry that is itself a symlink
     /// (`link`) is resolved and opened where it leads, which must be inside the roots.
-    pub fn open_file(
+    pub(crate) fn open_file(
         &self,
         entry: &Path,
         link: bool,
@@ -439,10 +430,7 @@ impl WalkBase {
                 self.below.join(rel)
             };
             let fd = openat2(&self.root, &full, flags, "").ok()?;
-            let o = self
-                .beneath
-                .checked(File::from(fd), PathBuf::new(), "")
-                .ok()?;
+            let o = self.beneath.checked(File::from(fd), "").ok()?;
             (o.file, o.meta)
         };
         meta.is_file().then_some((file, meta))
