@@ -7,6 +7,7 @@
 //! one added dependency line. Inside the root crate, `imports` keeps the import arrows
 //! already cut from running back up.
 
+mod actor_files;
 mod imports;
 
 use std::path::{Path, PathBuf};

@@ -131,12 +131,12 @@ const CUTS: &[Cut] = &[
     },
 ];
 
-fn src() -> PathBuf {
+pub(super) fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 /// The `.rs` files at or below `path`, test files left out.
-fn files(path: &Path) -> Vec<PathBuf> {
+pub(super) fn files(path: &Path) -> Vec<PathBuf> {
     if path.is_file() {
         return vec![path.to_path_buf()];
     }
@@ -161,7 +161,7 @@ fn files(path: &Path) -> Vec<PathBuf> {
 
 /// The non-test lines of a file with their numbers: everything but `//` comments and
 /// the body of each `#[cfg(test)]` item (a module, a function, a `use`).
-fn code_lines(source: &str) -> Vec<(usize, &str)> {
+pub(super) fn code_lines(source: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut skip_next_item = false;
     let mut depth = 0usize;
