@@ -1,5 +1,5 @@
 //! The MCP client end to end: `crew -p --model script:FILE` against the rmcp test server
-//! (examples/mcp_test_server.rs) over stdio and streamable HTTP — Plan Mode allows its
+//! (tests/peers/mcp_test_server.rs) over stdio and streamable HTTP — Plan Mode allows its
 //! read-only tool and refuses its write tool at the gate (never sent), a deny rule is
 //! honoured, a killed server errors at once and is restarted, untrusted `.mcp.json`
 //! servers are not started, and every process group is gone at the end.

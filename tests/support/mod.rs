@@ -424,25 +424,12 @@ fn crew_recording(
     (out, requests)
 }
 
-/// The rmcp test server (examples/mcp_test_server.rs), built once per test binary
-/// (`cargo test --test X` does not build examples by itself).
+/// The rmcp test server (tests/peers/mcp_test_server.rs), a binary cargo builds with the
+/// tests (the `test-peers` feature).
 pub fn mcp_test_server() -> std::path::PathBuf {
-    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--quiet", "--example", "mcp_test_server"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building the test server failed");
-            let crew = std::path::PathBuf::from(env!("CARGO_BIN_EXE_crew"));
-            let bin = crew.parent().unwrap().join("examples/mcp_test_server");
-            assert!(bin.is_file(), "{} missing", bin.display());
-            bin
-        })
-        .clone()
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_mcp_test_server"));
+    assert!(bin.is_file(), "{} missing", bin.display());
+    bin
 }
 
 /// How long [`wait_until`] waits before it gives up: generous, as tests run on loaded

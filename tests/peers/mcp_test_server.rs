@@ -22,7 +22,7 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::print_stdout,
-    reason = "a example: it fails loudly and prints what it measures"
+    reason = "a test peer: it fails loudly and prints the address it serves"
 )]
 
 use std::path::PathBuf;
