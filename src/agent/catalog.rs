@@ -86,6 +86,27 @@ impl Catalog {
         }
     }
 
+    /// Adds the definitions of Claude Code's `--agents` JSON (an object from name to
+    /// definition), above every file's: the command line wins, as in Claude Code.
+    pub(crate) fn add_json(&mut self, json: &str) -> Result<(), DefinitionError> {
+        let origin = "--agents";
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| DefinitionError {
+            origin: origin.into(),
+            message: format!("not JSON: {e}"),
+        })?;
+        let Some(agents) = value.as_object() else {
+            return Err(DefinitionError {
+                origin: origin.into(),
+                message: r#"give an object from agent name to definition, e.g. {"reviewer": {"description": "…", "prompt": "…"}}"#.into(),
+            });
+        };
+        for (name, def) in agents {
+            let def = super::definition::from_json(name, def, origin)?;
+            self.agents.insert(def.name.clone(), def);
+        }
+        Ok(())
+    }
+
     /// The definition called `name`.
     pub fn get(&self, name: &str) -> Option<&AgentDefinition> {
         self.agents.get(name)

@@ -106,6 +106,46 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<AgentDefinition, Definit
     let (yaml, body) = front_matter::split(text).map_err(|e| err(e.to_string()))?;
     let fm: FrontMatter =
         serde_yaml_ng::from_str(yaml).map_err(|e| err(format!("front matter: {e}")))?;
+    build(fm, body, origin)
+}
+
+/// One definition of Claude Code's `--agents` JSON: `name` is its key, and the object holds
+/// the front matter's fields (`description`, `tools`, `model`, …) with `prompt` as the body.
+pub(crate) fn from_json(
+    name: &str,
+    value: &serde_json::Value,
+    origin: &str,
+) -> Result<AgentDefinition, DefinitionError> {
+    let err = |message: String| DefinitionError {
+        origin: origin.to_string(),
+        message,
+    };
+    let mut fields = value.as_object().cloned().ok_or_else(|| {
+        err(format!(
+            "agent `{name}`: give an object with `description` and `prompt`"
+        ))
+    })?;
+    let prompt = match fields.remove("prompt") {
+        Some(serde_json::Value::String(prompt)) => prompt,
+        Some(_) => {
+            return Err(err(format!(
+                "agent `{name}`: field `prompt` is not a string"
+            )));
+        }
+        None => return Err(err(format!("agent `{name}`: field `prompt` is missing"))),
+    };
+    fields.insert("name".into(), name.into());
+    let fm: FrontMatter =
+        serde_json::from_value(fields.into()).map_err(|e| err(format!("agent `{name}`: {e}")))?;
+    build(fm, &prompt, origin)
+}
+
+/// The definition of front matter `fm` with the system prompt `body`.
+fn build(fm: FrontMatter, body: &str, origin: &str) -> Result<AgentDefinition, DefinitionError> {
+    let err = |message: String| DefinitionError {
+        origin: origin.to_string(),
+        message,
+    };
     let _ = fm.color;
     if let Some(iso) = &fm.isolation {
         if iso != "worktree" && iso != "none" {

@@ -81,6 +81,22 @@ pub struct Cli {
     )]
     pub disallowed_tools: Vec<String>,
 
+    /// More directories the agents may read and write in this session besides the working
+    /// directory (their files and, in the OS sandbox, their commands), as Claude Code's
+    /// `--add-dir`; may be given more than once.
+    #[arg(long = "add-dir", value_name = "DIR", num_args = 1..)]
+    pub add_dir: Vec<PathBuf>,
+
+    /// Subagent definitions for this session, as Claude Code's `--agents`: a JSON object
+    /// from name to `{"description", "prompt", "tools", "model", …}`, above the files'.
+    #[arg(long, value_name = "JSON")]
+    pub agents: Option<String>,
+
+    /// The agent definition the lead runs as, as Claude Code's `--agent`: its prompt, its
+    /// tools and (without `--model`) its model.
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+
     /// The lead's system prompt, instead of crew's.
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,

@@ -19,8 +19,8 @@ use crate::protocol::ToolCall;
 
 /// Exit code of `check` for Allow.
 pub const EXIT_ALLOW: i32 = 0;
-/// Exit code of `check` for Ask.
-pub const EXIT_ASK: i32 = 2;
+/// Exit code of `check` for Ask (2 is kept for bad arguments, as everywhere in crew).
+pub const EXIT_ASK: i32 = 1;
 /// Exit code of `check` for Deny.
 pub const EXIT_DENY: i32 = 3;
 
@@ -29,7 +29,9 @@ pub const EXIT_DENY: i32 = 3;
 pub enum PermissionsCmd {
     /// Decide one tool call as an agent's permission engine would, and print why.
     Check {
-        /// The tool name as a model would send it (`read_file`, `run_command`, `mcp__s__t`).
+        /// The tool name as a model would send it (`read_file`, `run_command`, `mcp__s__t`),
+        /// or Claude Code's (`Bash`, `Read`, `Edit`, `Write`, `Glob`, `Grep`, …). An unknown
+        /// tool is an error (exit 2).
         #[arg(long)]
         tool: String,
         /// The raw JSON arguments; text that is not valid JSON is a Deny, not an error.
@@ -82,7 +84,8 @@ pub fn run_with_home(
             cwd,
             json,
         } => {
-            let (cwd, policy, warnings) = load(cwd, home)?;
+            let (cwd, policy, warnings, known) = load(cwd, home)?;
+            let tool = known_tool(&tool, &known)?;
             let mode = permission_mode.unwrap_or(policy.default_mode);
             let req = CheckRequest {
                 spec: crate::tools::builtin_permission(&tool),
@@ -103,17 +106,34 @@ pub fn run_with_home(
             })
         }
         PermissionsCmd::List { cwd, json } => {
-            let (cwd, policy, warnings) = load(cwd, home)?;
+            let (cwd, policy, warnings, _) = load(cwd, home)?;
             print_list(out, &cwd, &policy, home, &warnings, json)?;
             Ok(0)
         }
     }
 }
 
+/// `--tool` as the registry names it: Claude Code's names map to crew's (`Bash` is
+/// `run_command`), MCP tools (`mcp__server__tool`) pass as given, and anything else no
+/// session would have is an error naming the tools there are.
+fn known_tool(tool: &str, known: &[String]) -> anyhow::Result<String> {
+    let name = crate::tools::rule_names::tool_name(tool);
+    if known.iter().any(|k| k == name) || name.starts_with("mcp__") {
+        return Ok(name.to_string());
+    }
+    anyhow::bail!(
+        "--tool {tool}: no such tool; use a crew tool name ({}), Claude Code's (Bash, Read, \
+         Edit, Write, Glob, Grep), or an MCP tool's mcp__SERVER__TOOL",
+        known.join(", ")
+    )
+}
+
+/// The project's working directory, its policy, the settings' warnings and the names of
+/// the tools a session there has (built-in and orchestration).
 fn load(
     cwd: Option<PathBuf>,
     home: Option<&Path>,
-) -> anyhow::Result<(PathBuf, Policy, Vec<String>)> {
+) -> anyhow::Result<(PathBuf, Policy, Vec<String>, Vec<String>)> {
     let cwd = match cwd {
         Some(c) => c,
         None => std::env::current_dir().context("cannot read the current directory")?,
@@ -124,9 +144,11 @@ fn load(
     let (mut policy, warnings) = Policy::load(&root, home)?;
     // `agent` calls are decided from the agent types, as in a session.
     let catalog = crate::agent::catalog::Catalog::load(&root, home);
-    let tools = crate::tools::builtin_tools()
+    let tools: Vec<_> = crate::tools::builtin_tools()
         .into_iter()
-        .chain(crate::tools::orchestration_tools(&catalog.agent_types()));
+        .chain(crate::tools::orchestration_tools(&catalog.agent_types()))
+        .collect();
+    let known = tools.iter().map(|t| t.definition().name.clone()).collect();
     if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
         let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
         policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
@@ -135,6 +157,7 @@ fn load(
         cwd,
         policy,
         warnings.iter().map(ToString::to_string).collect(),
+        known,
     ))
 }
 

@@ -37,9 +37,12 @@ pub(crate) fn options(cli: &Cli) -> Options {
         tool_rules: crate::session::build::ToolRules {
             allow: cli.allowed_tools.clone(),
             deny: cli.disallowed_tools.clone(),
+            add_dirs: cli.add_dir.clone(),
         },
         system_prompt: cli.system_prompt.clone(),
         append_system_prompt: cli.append_system_prompt.clone(),
+        agents_json: cli.agents.clone(),
+        agent: cli.agent.clone(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Claude Code's command line on crew: the task from standard input (`-p` alone or `-p -`),
-//! `--dangerously-skip-permissions`, `--permission-mode plan`, `--verbose`, and the exit
-//! codes a script relies on (a bad `--permission-mode` exits 2 before anything runs).
+//! `--dangerously-skip-permissions`, `--permission-mode plan`, `--verbose`,
+//! `--allowedTools`/`--disallowedTools`, `--add-dir`, `--agents`/`--agent`, the system
+//! prompt flags, Claude Code's tool names in `crew permissions check`, and the exit codes a
+//! script relies on (bad arguments exit 2 before anything runs).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -246,4 +248,214 @@ fn the_system_prompt_can_be_replaced_or_appended_to() {
     let args = ["-p", "hi", "--system-prompt", "ONLY-THIS-PROMPT"];
     let (_, requests) = crew_with_stdin(dir.path(), &script, &args, "");
     assert_eq!(requests[0]["system"], "ONLY-THIS-PROMPT");
+}
+
+#[test]
+fn permissions_check_takes_claude_codes_tool_names_and_refuses_an_unknown_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let proj = dir.path().join("proj");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    crate::support::committed_repo(&proj, &[("README.md", "# p\n")]);
+    std::fs::create_dir_all(proj.join(".crew")).unwrap();
+    std::fs::write(
+        proj.join(".crew/settings.json"),
+        json!({"permissions": {"deny": ["Bash(git push:*)"], "allow": ["Read"]}}).to_string(),
+    )
+    .unwrap();
+    let check = |tool: &str, input: Value| {
+        Command::new(env!("CARGO_BIN_EXE_crew"))
+            .args(["permissions", "check", "--json", "--tool", tool, "--input"])
+            .arg(input.to_string())
+            .current_dir(&proj)
+            .env("HOME", &home)
+            .output()
+            .unwrap()
+    };
+    // Claude Code's names are decided as crew's own tools: `Bash` is `run_command`, under
+    // the same deny rule, and `Read` under the same allow rule.
+    for (tool, input, verdict, code) in [
+        (
+            "Bash",
+            json!({"command": "git push origin main"}),
+            "deny",
+            3,
+        ),
+        (
+            "run_command",
+            json!({"command": "git push origin main"}),
+            "deny",
+            3,
+        ),
+        ("Read", json!({"path": "README.md"}), "allow", 0),
+        ("Grep", json!({"pattern": "p"}), "allow", 0),
+    ] {
+        let out = check(tool, input);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{tool}: {stdout}");
+        let decision: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(decision["decision"], verdict, "{tool}: {decision}");
+    }
+    // A tool no session has is a usage error, not a decision on a made-up name.
+    let out = check("Bsh", json!({"command": "ls"}));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--tool Bsh: no such tool") && stderr.contains("run_command"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no decision is printed for an unknown tool"
+    );
+}
+
+#[test]
+fn add_dir_opens_another_directory_to_the_file_tools_and_to_sandboxed_commands() {
+    require_features!(Landlock);
+    let base = tempfile::tempdir().unwrap();
+    let base = base.path().canonicalize().unwrap();
+    let (proj, other) = (base.join("proj"), base.join("other"));
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let (by_tool, by_command) = (other.join("by-tool.txt"), other.join("by-command.txt"));
+    let script = json!({"turns": [
+        {"tool_calls": [
+            {"name": "write_file", "input": {"path": by_tool, "content": "tool"}},
+            {"name": "run_command", "input": {"command": format!("touch {}", by_command.display())}}
+        ]},
+        {"text": "done"}]});
+    // Unattended, with the command allowed by rule: both writes land outside the roots.
+    let args = [
+        "-p",
+        "write there",
+        "--permission-mode",
+        "dontAsk",
+        "--allowedTools",
+        "Write Bash(touch:*)",
+    ];
+    let (out, _) = crew_with_stdin(&proj, &script, &args, "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!by_tool.exists() && !by_command.exists(), "{stderr}");
+    // With `--add-dir`, the directory is a root of this session: the file tool writes
+    // there, and the OS sandbox lets the command write there too.
+    let other_arg = other.display().to_string();
+    let mut with_dir = args.to_vec();
+    with_dir.extend(["--add-dir", &other_arg]);
+    let (out, _) = crew_with_stdin(&proj, &script, &with_dir, "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&by_tool).unwrap(),
+        "tool",
+        "{stderr}"
+    );
+    assert!(by_command.exists(), "{stderr}");
+    assert!(
+        !proj.join(".crew/settings.local.json").exists(),
+        "nothing is saved"
+    );
+    // A directory that is not there is a usage error naming the flag.
+    let (out, requests) = crew_with_stdin(
+        &proj,
+        &script,
+        &["-p", "x", "--add-dir", "/nonexistent/d"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--add-dir /nonexistent/d: no such directory")
+    );
+    assert!(requests.is_empty());
+}
+
+/// The request offers the two tools the reviewer names (`Read`, `Grep`) and none that
+/// writes, runs or delegates (crew adds the task and team tools every agent has).
+fn assert_reads_only(request: &Value) {
+    let tools: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"read_file") && tools.contains(&"search_code"),
+        "{tools:?}"
+    );
+    for other in [
+        "write_file",
+        "edit_file",
+        "run_command",
+        "find_files",
+        "agent",
+    ] {
+        assert!(!tools.contains(&other), "{other} in {tools:?}");
+    }
+}
+
+#[test]
+fn agents_json_defines_subagents_for_this_session() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::committed_repo(dir.path(), &[("README.md", "# p\n")]);
+    let script = json!({
+        "turns": [
+            {"tool_calls": [{"name": "agent", "input": {"description": "review", "prompt": "look", "subagent_type": "reviewer"}}]},
+            {"text": "done"}
+        ],
+        "agents": {"reviewer": {"turns": [{"text": "looks fine"}]}}
+    });
+    let agents = json!({"reviewer": {
+        "description": "Reviews code for bugs",
+        "prompt": "You are REVIEWER-PROMPT-7.",
+        "tools": ["Read", "Grep"]
+    }})
+    .to_string();
+    let args = ["-p", "review", "--agents", &agents];
+    let (out, requests) = crew_with_stdin(dir.path(), &script, &args, "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The lead is offered the new type, and the subagent runs with its prompt and tools.
+    assert!(
+        requests[0].to_string().contains("Reviews code for bugs"),
+        "{stderr}"
+    );
+    let sub = requests
+        .iter()
+        .find(|r| {
+            r["agent"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("reviewer"))
+        })
+        .unwrap_or_else(|| panic!("no request of the reviewer: {stderr}"));
+    assert!(
+        sub["system"].to_string().contains("REVIEWER-PROMPT-7"),
+        "{sub}"
+    );
+    assert_reads_only(sub);
+    // `--agent`: the lead itself runs as the agent, with its prompt and tools.
+    let lead = json!({"turns": [{"text": "reviewed"}]});
+    let args = ["-p", "review", "--agents", &agents, "--agent", "reviewer"];
+    let (out, requests) = crew_with_stdin(dir.path(), &lead, &args, "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(requests[0]["system"], "You are REVIEWER-PROMPT-7.");
+    assert_reads_only(&requests[0]);
+    let (out, requests) = crew_with_stdin(dir.path(), &lead, &["-p", "x", "--agent", "nobody"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--agent nobody: no such agent"));
+    assert!(requests.is_empty());
+    // A definition that cannot be used stops the run before the model is asked.
+    let bad = json!({"reviewer": {"description": "no prompt"}}).to_string();
+    let (out, requests) = crew_with_stdin(dir.path(), &script, &["-p", "x", "--agents", &bad], "");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--agents: agent `reviewer`: field `prompt` is missing"),
+        "{stderr}"
+    );
+    assert!(requests.is_empty());
 }

@@ -176,7 +176,7 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
             r#"{"prompt":"p","subagent_type":"w1","isolation":"none"}"#,
             3,
         ),
-        (r#"{"prompt":"p","subagent_type":"inplace"}"#, 2),
+        (r#"{"prompt":"p","subagent_type":"inplace"}"#, 1),
         (
             r#"{"prompt":"p","subagent_type":"explore","isolation":"none"}"#,
             0,

@@ -41,12 +41,14 @@ impl AnthropicProvider {
 
     /// The HTTP call for `request`.
     pub fn api_request(&self, request: &ModelRequest) -> ApiRequest {
+        // No key (a base URL of the user's own that needs none): no key header at all.
+        let key = (!self.api_key.is_empty()).then(|| ("x-api-key".into(), self.api_key.clone()));
         ApiRequest {
             url: format!("{}/v1/messages", self.base_url),
-            headers: vec![
-                ("x-api-key".into(), self.api_key.clone()),
-                ("anthropic-version".into(), API_VERSION.into()),
-            ],
+            headers: key
+                .into_iter()
+                .chain([("anthropic-version".into(), API_VERSION.into())])
+                .collect(),
             body: request_body(request),
             auth_hint: "check ANTHROPIC_API_KEY".into(),
         }

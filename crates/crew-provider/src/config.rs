@@ -70,6 +70,9 @@ pub fn resolve(
         }
         return Ok(demo());
     };
+    if let Some(model) = claude_alias(spec) {
+        return anthropic_provider(model, &var);
+    }
     match spec.split_once(':') {
         Some(("anthropic", name)) => {
             anthropic_provider(or_default(name, DEFAULT_ANTHROPIC_MODEL), &var)
@@ -87,8 +90,19 @@ pub fn resolve(
             openai_provider(spec, &var)
         }
         _ => Err(ProviderError::Config(format!(
-            "--model {spec}: unknown model; use anthropic:NAME, openai:NAME, script:PATH or demo"
+            "--model {spec}: unknown model; use a model name (claude-…, gpt-…), an alias \
+             (sonnet, opus, haiku), anthropic:NAME, openai:NAME, script:PATH or demo"
         ))),
+    }
+}
+
+/// Claude Code's model aliases: the current model of each family.
+fn claude_alias(spec: &str) -> Option<&'static str> {
+    match spec {
+        "sonnet" => Some(DEFAULT_ANTHROPIC_MODEL),
+        "opus" => Some("claude-opus-4-5"),
+        "haiku" => Some("claude-haiku-4-5"),
+        _ => None,
     }
 }
 
@@ -116,12 +130,19 @@ fn anthropic_provider(
     model: &str,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolved, ProviderError> {
-    let key = var("ANTHROPIC_API_KEY").ok_or_else(|| {
-        ProviderError::Config(format!(
-            "model anthropic:{model} needs ANTHROPIC_API_KEY; set it, or choose another --model"
-        ))
-    })?;
-    let base = var("ANTHROPIC_BASE_URL").unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
+    // As in Claude Code, a base URL of one's own (a gateway, a local server) may need no key.
+    let custom_base = var("ANTHROPIC_BASE_URL");
+    let key = match (var("ANTHROPIC_API_KEY"), &custom_base) {
+        (Some(key), _) => key,
+        (None, Some(_)) => String::new(),
+        (None, None) => {
+            return Err(ProviderError::Config(format!(
+                "model anthropic:{model} needs ANTHROPIC_API_KEY; set it (or ANTHROPIC_BASE_URL \
+                 for a server that needs no key), or choose another --model"
+            )));
+        }
+    };
+    let base = custom_base.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into());
     check_url(&base, "ANTHROPIC_BASE_URL")?;
     Ok(Resolved {
         provider: Arc::new(AnthropicProvider::new(http(var)?, &base, &key)),
@@ -259,6 +280,32 @@ mod tests {
                 &[("OPENAI_API_KEY", "o"), ("CREW_MAX_RETRIES", "many")]
             )
             .contains("CREW_MAX_RETRIES")
+        );
+    }
+
+    #[test]
+    fn claude_codes_model_names_work_without_a_prefix() {
+        let e = env(&[("ANTHROPIC_API_KEY", "a")]);
+        for (spec, model) in [
+            ("sonnet", DEFAULT_ANTHROPIC_MODEL),
+            ("opus", "claude-opus-4-5"),
+            ("haiku", "claude-haiku-4-5"),
+            ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5-20250929"),
+        ] {
+            let r = resolve(Some(spec), &e).unwrap();
+            assert_eq!((r.provider.name(), r.model.as_str()), ("anthropic", model));
+        }
+        // A base URL of one's own needs no key, as in Claude Code; without either, the
+        // error names both.
+        let local = env(&[("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")]);
+        assert_eq!(
+            resolve(Some("sonnet"), &local).unwrap().label,
+            "anthropic:claude-sonnet-4-5"
+        );
+        let e = err(Some("haiku"), &[]);
+        assert!(
+            e.contains("ANTHROPIC_API_KEY") && e.contains("ANTHROPIC_BASE_URL"),
+            "{e}"
         );
     }
 

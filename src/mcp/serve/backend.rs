@@ -47,6 +47,8 @@ pub(crate) fn session_options(config: &ServeConfig, permission: Option<Permissio
         tool_rules: Default::default(),
         system_prompt: None,
         append_system_prompt: None,
+        agents_json: None,
+        agent: None,
     }
 }
 

@@ -73,6 +73,10 @@ pub struct Options {
     pub system_prompt: Option<String>,
     /// `--append-system-prompt`: text added at the end of the lead's system prompt.
     pub append_system_prompt: Option<String>,
+    /// `--agents`: Claude Code's JSON of agent definitions, above the files'.
+    pub agents_json: Option<String>,
+    /// `--agent`: the agent definition the lead runs as.
+    pub agent: Option<String>,
 }
 
 /// What joining the workers may read of the session being assembled.
@@ -179,7 +183,30 @@ pub(crate) async fn prepare(
         }
         policy.max_budget_usd = Some(usd);
     }
-    let spec = opts.model.as_deref().or(policy.model.as_deref());
+    let mut catalog = Catalog::load(&project_root, home.as_deref());
+    if let Some(json) = &opts.agents_json {
+        // A definition the user typed that cannot be used is an error, not a warning.
+        catalog.add_json(json)?;
+    }
+    // `--agent NAME`: the lead runs as that agent (its prompt, tools and model).
+    let lead_agent = match &opts.agent {
+        Some(name) => Some(catalog.get(name).cloned().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--agent {name}: no such agent; the agents are {} (`crew agents list` shows them)",
+                catalog.names().join(", ")
+            )
+        })?),
+        None => None,
+    };
+    let agent_model = lead_agent
+        .as_ref()
+        .and_then(|def| def.model.as_deref())
+        .filter(|m| *m != "inherit");
+    let spec = opts
+        .model
+        .as_deref()
+        .or(agent_model)
+        .or(policy.model.as_deref());
     let max_concurrent_agents = opts
         .max_concurrent_agents
         .or(policy.max_concurrent_agents)
@@ -206,7 +233,7 @@ pub(crate) async fn prepare(
             "the process limit for sandboxed commands is unavailable: no pids cgroup could be made ({why}); the file-size and CPU limits still hold"
         ));
     }
-    let catalog = Arc::new(Catalog::load(&project_root, home.as_deref()));
+    let catalog = Arc::new(catalog);
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));
     }
@@ -316,17 +343,22 @@ pub(crate) async fn prepare(
                 model: chosen.model,
                 system_prompt: format!(
                     "{}{}",
-                    opts.system_prompt.clone().unwrap_or_else(|| format!(
-                        "{}{}",
-                        lead_system_prompt(&cwd),
-                        skills.prompt_section()
-                    )),
+                    opts.system_prompt
+                        .clone()
+                        .or_else(|| lead_agent.as_ref().map(|def| def.prompt.clone()))
+                        .unwrap_or_else(|| format!(
+                            "{}{}",
+                            lead_system_prompt(&cwd),
+                            skills.prompt_section()
+                        )),
                     opts.append_system_prompt
                         .as_deref()
                         .map(|a| format!("\n\n{a}"))
                         .unwrap_or_default()
                 ),
-                allowed_tools: None,
+                allowed_tools: lead_agent
+                    .as_ref()
+                    .and_then(|def| def.allowed_tools(registry.definitions().map(|d| d.name))),
                 max_turns: opts.max_turns,
                 max_tokens: 8192,
             },

@@ -1,7 +1,9 @@
-//! `--allowedTools` and `--disallowedTools`: Claude Code's per-session rule lists, added to
-//! the session layer of the lead's policy.
+//! `--allowedTools`, `--disallowedTools` and `--add-dir`: Claude Code's per-session rule
+//! lists, added to the session layer of the lead's policy, and its extra working
+//! directories, added to the sandbox roots (for this session, like
+//! `permissions.additionalDirectories` in `.crew/settings.local.json`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::permission::Policy;
 
@@ -12,6 +14,8 @@ pub struct ToolRules {
     pub allow: Vec<String>,
     /// `--disallowedTools`.
     pub deny: Vec<String>,
+    /// `--add-dir`: directories the session may work in besides its own.
+    pub add_dirs: Vec<PathBuf>,
 }
 
 impl ToolRules {
@@ -30,6 +34,15 @@ impl ToolRules {
                 let rule = Rule::parse(&text, kind, Layer::Session, home)
                     .map_err(|e| anyhow::anyhow!("{flag} `{text}`: {e}"))?;
                 policy.rules.push(rule);
+            }
+        }
+        for dir in &self.add_dirs {
+            let real = std::fs::canonicalize(dir)
+                .ok()
+                .filter(|real| real.is_dir())
+                .ok_or_else(|| anyhow::anyhow!("--add-dir {}: no such directory", dir.display()))?;
+            if !policy.additional_roots.contains(&real) {
+                policy.additional_roots.push(real);
             }
         }
         Ok(())
