@@ -98,6 +98,87 @@ pub(crate) fn take_raw(yaml: &str, key: &str) -> (Option<String>, String) {
     (value, rest)
 }
 
+/// The front matter `yaml` as a mapping, read as leniently as Claude Code reads it: valid
+/// YAML as YAML, and otherwise key by key, where a key whose value does not parse (an
+/// unquoted value with `: ` inside, `[a] [b]`, continuation lines not indented) takes its
+/// text as written, lines joined by spaces and surrounding quotes dropped. Only a head that
+/// has no `key:` lines at all is an error.
+pub(crate) fn lenient(yaml: &str) -> Result<serde_yaml_ng::Mapping, FrontMatterError> {
+    let strict = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml);
+    match strict {
+        Ok(serde_yaml_ng::Value::Mapping(map)) => return Ok(map),
+        Ok(serde_yaml_ng::Value::Null) => return Ok(serde_yaml_ng::Mapping::new()),
+        _ => {}
+    }
+    let mut map = serde_yaml_ng::Mapping::new();
+    for (key, chunk) in top_level_keys(yaml) {
+        let value = match serde_yaml_ng::from_str::<serde_yaml_ng::Mapping>(&chunk) {
+            Ok(parsed) => parsed.into_iter().next().map(|(_, v)| v),
+            Err(_) => None,
+        };
+        let value = value.unwrap_or_else(|| serde_yaml_ng::Value::String(as_written(&chunk, &key)));
+        map.insert(serde_yaml_ng::Value::String(key), value);
+    }
+    if map.is_empty() {
+        // Not even `key: value` lines: report what YAML said, or that it is no mapping.
+        strict?;
+        return Err(<serde_yaml_ng::Error as serde::de::Error>::custom(
+            "expected `key: value` lines",
+        )
+        .into());
+    }
+    Ok(map)
+}
+
+/// The head's top-level entries: each `key:` line at the start of a line with the lines
+/// after it up to the next one.
+fn top_level_keys(yaml: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in yaml.lines() {
+        let key = line.split_once(':').map(|(k, _)| k).filter(|k| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        });
+        match (key, out.last_mut()) {
+            (Some(key), _) => out.push((key.to_string(), format!("{line}\n"))),
+            (None, Some((_, chunk))) => {
+                chunk.push_str(line);
+                chunk.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// The value of `key`'s entry as plain text: what follows `key:`, continuation lines
+/// joined with single spaces, one pair of surrounding quotes dropped.
+fn as_written(chunk: &str, key: &str) -> String {
+    let rest = chunk.trim_start().strip_prefix(key).unwrap_or(chunk);
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    let joined = rest
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let unquoted = joined
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .or_else(|| joined.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')));
+    unquoted.unwrap_or(&joined).to_string()
+}
+
+/// The keys of `map` that are not in `known`, for a warning each.
+pub(crate) fn unknown_keys(map: &serde_yaml_ng::Mapping, known: &[&str]) -> Vec<String> {
+    map.keys()
+        .filter_map(|k| k.as_str())
+        .filter(|k| !known.contains(k))
+        .map(str::to_string)
+        .collect()
+}
+
 /// A tool list as written: `Read, Grep`, `Read Grep`, `Bash(git add:*), Read` or a YAML
 /// list.
 #[derive(Debug, Clone, Deserialize)]
@@ -196,6 +277,36 @@ mod tests {
         assert!(read(std::path::Path::new("/dev/zero")).is_err());
         std::fs::write(&big, "ok").unwrap();
         assert_eq!(read(&big).unwrap(), "ok");
+    }
+
+    #[test]
+    fn front_matter_that_is_not_yaml_is_read_key_by_key() {
+        // Shapes found in the wild: a colon inside an unquoted value, a value continued
+        // on an unindented line, a bracketed hint, tools as a list or a comma string.
+        let head = "name: code reviewer\ndescription: Use this agent when: the user asks\nfor a review. Examples: none\nargument-hint: [pr] [priority]\ntools:\n  - Read\n  - Grep\nmodel: sonnet\n";
+        assert!(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(head).is_err());
+        let map = lenient(head).unwrap();
+        let get = |k: &str| map.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        assert_eq!(get("name").as_deref(), Some("code reviewer"));
+        assert_eq!(
+            get("description").as_deref(),
+            Some("Use this agent when: the user asks for a review. Examples: none")
+        );
+        assert_eq!(get("argument-hint").as_deref(), Some("[pr] [priority]"));
+        assert_eq!(get("model").as_deref(), Some("sonnet"));
+        let tools: Vec<&str> = map["tools"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        assert_eq!(tools, ["Read", "Grep"]);
+        // Valid YAML is read as YAML; a head with no `key:` at all is still an error.
+        let map = lenient("description: \"quoted: fine\"\ntools: Read, Grep\n").unwrap();
+        assert_eq!(map["description"].as_str(), Some("quoted: fine"));
+        assert_eq!(map["tools"].as_str(), Some("Read, Grep"));
+        assert!(lenient("- just\n- a list\n").is_err());
+        assert_eq!(unknown_keys(&map, &["description"]), ["tools"]);
     }
 
     #[test]

@@ -18,6 +18,14 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// What the loaded definitions' files had that crew ignored, one line each naming the
+    /// file and the field.
+    pub(crate) fn warnings(&self) -> impl Iterator<Item = &str> {
+        self.agents
+            .values()
+            .flat_map(|def| def.warnings.iter().map(String::as_str))
+    }
+
     /// Each agent type's name and description, for the `agent` tool's description.
     pub fn agent_types(&self) -> Vec<(String, String)> {
         self.agents

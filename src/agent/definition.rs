@@ -42,6 +42,9 @@ pub struct AgentDefinition {
     /// Whether work lost with a worker is started once more elsewhere (`reschedule`,
     /// default true).
     pub reschedule: bool,
+    /// What in its file crew ignored (unknown fields, unknown tools), each naming the
+    /// file and the field, for the user to see.
+    pub warnings: Vec<String>,
 }
 
 impl AgentDefinition {
@@ -68,8 +71,25 @@ pub struct DefinitionError {
     pub message: String,
 }
 
+/// The fields an agent file may set; any other gets a warning naming it.
+const FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "model",
+    "permissionMode",
+    "maxTurns",
+    "isolation",
+    "background",
+    "color",
+    "hooks",
+    "placement",
+    "reschedule",
+];
+
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct FrontMatter {
     name: String,
     description: String,
@@ -104,9 +124,19 @@ pub(crate) fn parse(text: &str, origin: &str) -> Result<AgentDefinition, Definit
         message,
     };
     let (yaml, body) = front_matter::split(text).map_err(|e| err(e.to_string()))?;
+    // As leniently as Claude Code: a head that is not quite YAML is read key by key, and
+    // a field crew does not know is a warning, not a refusal.
+    let map = front_matter::lenient(yaml).map_err(|e| err(e.to_string()))?;
+    let unknown = front_matter::unknown_keys(&map, FIELDS);
     let fm: FrontMatter =
-        serde_yaml_ng::from_str(yaml).map_err(|e| err(format!("front matter: {e}")))?;
-    build(fm, body, origin)
+        serde_yaml_ng::from_value(map.into()).map_err(|e| err(format!("front matter: {e}")))?;
+    let mut def = build(fm, body, origin)?;
+    def.warnings.extend(
+        unknown
+            .into_iter()
+            .map(|field| format!("{origin}: field `{field}` is not one crew knows; it is ignored")),
+    );
+    Ok(def)
 }
 
 /// One definition of Claude Code's `--agents` JSON: `name` is its key, and the object holds
@@ -135,9 +165,18 @@ pub(crate) fn from_json(
         None => return Err(err(format!("agent `{name}`: field `prompt` is missing"))),
     };
     fields.insert("name".into(), name.into());
+    let unknown: Vec<String> = fields
+        .keys()
+        .filter(|k| !FIELDS.contains(&k.as_str()))
+        .cloned()
+        .collect();
     let fm: FrontMatter =
         serde_json::from_value(fields.into()).map_err(|e| err(format!("agent `{name}`: {e}")))?;
-    build(fm, &prompt, origin)
+    let mut def = build(fm, &prompt, origin)?;
+    def.warnings.extend(unknown.into_iter().map(|field| {
+        format!("{origin}: agent `{name}`: field `{field}` is not one crew knows; it is ignored")
+    }));
+    Ok(def)
 }
 
 /// The definition of front matter `fm` with the system prompt `body`.
@@ -161,10 +200,16 @@ fn build(fm: FrontMatter, body: &str, origin: &str) -> Result<AgentDefinition, D
     if fm.name.trim().is_empty() {
         return Err(err("field `name` is empty".into()));
     }
+    let tools: Option<HashSet<String>> = fm.tools.as_ref().map(|t| t.names().into_iter().collect());
+    let warnings = unknown_tools(tools.iter().flatten())
+        .map(|tool| {
+            format!("{origin}: field `tools`: `{tool}` is no tool crew has; it allows nothing")
+        })
+        .collect();
     Ok(AgentDefinition {
         name: fm.name,
         description: fm.description,
-        tools: fm.tools.as_ref().map(|t| t.names().into_iter().collect()),
+        tools,
         disallowed_tools: fm
             .disallowed_tools
             .as_ref()
@@ -180,7 +225,19 @@ fn build(fm: FrontMatter, body: &str, origin: &str) -> Result<AgentDefinition, D
         origin: origin.to_string(),
         placement,
         reschedule: fm.reschedule.unwrap_or(true),
+        warnings,
     })
+}
+
+/// The names in `tools` that are neither a built-in or orchestration tool nor an MCP
+/// tool (`mcp__server__tool`, known only once its server is up).
+fn unknown_tools<'a>(tools: impl Iterator<Item = &'a String>) -> impl Iterator<Item = &'a String> {
+    let known: HashSet<String> = crate::tools::builtin_tools()
+        .into_iter()
+        .chain(crate::tools::orchestration_tools(&[]))
+        .map(|t| t.definition().name.clone())
+        .collect();
+    tools.filter(move |t| !t.starts_with("mcp__") && !known.contains(t.as_str()))
 }
 
 const BUILT_INS: [(&str, &str); 3] = [
@@ -206,6 +263,39 @@ pub(crate) fn built_ins() -> Vec<AgentDefinition> {
 mod tests {
     use super::*;
     use crate::tools::rule_names::tool_name;
+
+    #[test]
+    fn a_claude_code_agent_file_loads_with_a_warning_for_what_crew_ignores() {
+        // Written as agent files are in the wild: an unquoted description with colons that
+        // runs on over unindented lines, fields crew does not know, a tool crew lacks.
+        let text = "---\nname: code-reviewer\ndescription: Use this agent when: a PR is ready.\nExamples: review my diff\ntools: Read, Grep, Glob, WebSearch\nmodel: sonnet\nmemory: project\n---\nYou review code.\n";
+        let def = parse(text, ".claude/agents/code-reviewer.md").unwrap();
+        assert_eq!(def.name, "code-reviewer");
+        assert_eq!(def.description, "Use this agent when: a PR is ready.");
+        assert_eq!(def.prompt.trim(), "You review code.");
+        let tools = def.tools.as_ref().unwrap();
+        assert!(
+            tools.contains("read_file") && tools.contains("find_files"),
+            "{tools:?}"
+        );
+        let warnings = def.warnings.join("\n");
+        for field in ["`Examples`", "`memory`", "`WebSearch`"] {
+            assert!(warnings.contains(field), "{field}: {warnings}");
+        }
+        assert!(
+            def.warnings
+                .iter()
+                .all(|w| w.starts_with(".claude/agents/code-reviewer.md: field `")),
+            "{warnings}"
+        );
+        // The same from `--agents` JSON.
+        let json = serde_json::json!({"description": "d", "prompt": "p", "effort": "high"});
+        let def = from_json("r", &json, "--agents").unwrap();
+        assert_eq!(
+            def.warnings,
+            ["--agents: agent `r`: field `effort` is not one crew knows; it is ignored"]
+        );
+    }
 
     #[test]
     fn built_ins_all_parse() {

@@ -36,6 +36,9 @@ pub(crate) fn run(cmd: AgentsCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Re
             def.name, def.description, "", "", def.origin
         )?;
     }
+    for w in catalog.warnings() {
+        writeln!(out, "warning: {w}")?;
+    }
     for e in &catalog.errors {
         writeln!(out, "not loaded: {e}")?;
     }

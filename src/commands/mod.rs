@@ -89,7 +89,7 @@ pub(crate) fn parse(
     };
     let front: CommandFront = match yaml.trim() {
         "" => CommandFront::default(),
-        y => serde_yaml_ng::from_str(y)?,
+        y => serde_yaml_ng::from_value(front_matter::lenient(y)?.into())?,
     };
     let description = front
         .description
@@ -276,10 +276,17 @@ mod tests {
             ".claude/commands/frontend/test.md",
             "Run the frontend tests",
         );
+        // Not YAML, but read as Claude Code reads it: the value as written.
+        put(
+            project.path(),
+            ".crew/commands/loose.md",
+            "---\ndescription: [unclosed: as written\n---\nx",
+        );
+        // A head with no `key: value` at all is still refused, naming the file.
         put(
             project.path(),
             ".crew/commands/bad.md",
-            "---\ndescription: [unclosed\n---\nx",
+            "---\n- a\n- list\n---\nx",
         );
         let c = CommandCatalog::load(project.path(), Some(home.path()));
         let review = c.get("review").unwrap();
@@ -293,7 +300,11 @@ mod tests {
         let test = c.get("test").unwrap();
         assert_eq!(test.origin(), "project:frontend");
         assert_eq!(c.get("frontend:test"), Some(test));
-        assert_eq!(c.names(), ["frontend:test", "review", "standup", "test"]);
+        assert_eq!(c.get("loose").unwrap().description, "[unclosed: as written");
+        assert_eq!(
+            c.names(),
+            ["frontend:test", "loose", "review", "standup", "test"]
+        );
         assert_eq!(c.errors.len(), 1);
         assert!(
             c.errors[0].to_string().contains("bad.md"),

@@ -126,8 +126,8 @@ pub fn parse(text: &str, dir: &Path, scope: Scope) -> Result<Skill, SkillParseEr
     // `argument-hint: [a] [b]` is not YAML, but Claude Code accepts it; skills carry no
     // arguments here, so it is dropped before parsing.
     let (_, yaml) = front_matter::take_raw(yaml, "argument-hint");
-    let front: SkillFront =
-        serde_yaml_ng::from_str(&yaml).map_err(front_matter::FrontMatterError::from)?;
+    let front: SkillFront = serde_yaml_ng::from_value(front_matter::lenient(&yaml)?.into())
+        .map_err(front_matter::FrontMatterError::from)?;
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let name = front
         .name

@@ -234,6 +234,9 @@ pub(crate) async fn prepare(
         ));
     }
     let catalog = Arc::new(catalog);
+    for w in catalog.warnings() {
+        warn(w.to_string());
+    }
     for e in &catalog.errors {
         warn(format!("agent definition not loaded: {e}"));
     }
