@@ -17,6 +17,7 @@
 //! never depend on `crewmaster`, so an import that runs back up is a compile error. The
 //! root crate re-exports it as `crewmaster::sandbox`.
 
+mod cgroup_owner;
 pub mod command;
 pub mod env;
 pub mod extra;

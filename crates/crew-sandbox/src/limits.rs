@@ -105,7 +105,10 @@ fn probe() -> CgroupSupport {
         sweep_stale(&parent);
         let dir = parent.join(format!("crew-{}", std::process::id()));
         match make_parent(&dir) {
-            Ok(()) => return CgroupSupport::Available(dir),
+            Ok(()) => {
+                crate::cgroup_owner::claim(&dir);
+                return CgroupSupport::Available(dir);
+            }
             Err(e) => tried.push(format!("{}: {e}", dir.display())),
         }
     }
@@ -141,7 +144,9 @@ fn default_parents() -> Vec<PathBuf> {
     out
 }
 
-/// Removes the empty cgroups that crews no longer running left below `parent`.
+/// Removes the empty cgroups that crews no longer running left below `parent`: a
+/// `crew-<pid>` whose pid is gone here and whose owner's lock is free (`cgroup_owner`: a
+/// pid of another PID namespace is no proof of death).
 fn sweep_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -154,12 +159,14 @@ fn sweep_stale(parent: &Path) {
         if Path::new("/proc").join(pid).exists() {
             continue;
         }
-        if let Ok(children) = std::fs::read_dir(e.path()) {
-            for c in children.flatten().filter(|c| c.path().is_dir()) {
-                let _ = std::fs::remove_dir(c.path());
+        crate::cgroup_owner::sweep_if_abandoned(&e.path(), |dir| {
+            if let Ok(children) = std::fs::read_dir(dir) {
+                for c in children.flatten().filter(|c| c.path().is_dir()) {
+                    let _ = std::fs::remove_dir(c.path());
+                }
             }
-        }
-        let _ = std::fs::remove_dir(e.path());
+            let _ = std::fs::remove_dir(dir);
+        });
     }
 }
 
@@ -251,10 +258,18 @@ impl Cgroup {
     fn make(parent: &Path, max: u64) -> std::io::Result<Self> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let dir = parent.join(format!("c{}", NEXT.fetch_add(1, Ordering::Relaxed)));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
+        let create = || match std::fs::create_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            made => made,
+        };
+        match create() {
+            // The parent went away (removed by a crew of an older version, or by hand):
+            // make it again rather than refuse every command from now on.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                make_parent(parent)?;
+                create()?;
+            }
+            made => made?,
         }
         std::fs::write(dir.join("pids.max"), max.to_string())?;
         let path = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes())
