@@ -22,6 +22,7 @@ use crewmaster::tools::{
 };
 use serde_json::{Value, json};
 
+pub mod dashboard;
 pub mod faults;
 pub mod hooks;
 // `#[macro_use]`: its macros reach every test module declared after `support`.

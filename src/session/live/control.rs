@@ -116,9 +116,10 @@ async fn answer(stream: UnixStream, served: &Served) -> std::io::Result<()> {
         Ok(request) => reply(request, served).await,
         Err(e) => json!({ "error": e }),
     };
-    let mut bytes = serde_json::to_vec(&reply).map_err(std::io::Error::other)?;
-    bytes.push(b'\n');
-    write.write_all(&bytes).await?;
+    // Snapshots, diffs and outputs may hold a secret as much as events do.
+    let mut text = served.journal.mask(reply.to_string());
+    text.push('\n');
+    write.write_all(text.as_bytes()).await?;
     write.flush().await?;
     write.into_inner().shutdown().await
 }

@@ -86,6 +86,11 @@ impl Journal {
         (inner.kept.iter().cloned().collect(), rx)
     }
 
+    /// `text` with the secrets masked, for the socket's other answers.
+    pub fn mask(&self, text: String) -> String {
+        self.secrets.mask(text)
+    }
+
     /// Ends every watcher's stream (the session closes).
     pub fn close_watchers(&self) {
         self.lock().watchers.clear();
