@@ -29,6 +29,7 @@ mod cli_providers;
 mod compaction;
 mod confinement;
 mod dashboard;
+mod dashboard_browser;
 mod delegation;
 mod denied_oracles;
 mod docs_links;

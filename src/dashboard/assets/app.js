@@ -190,6 +190,8 @@ function h(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k === "onclick") el.addEventListener("click", v);
+    // Through the CSSOM: the page's CSP allows no inline style attributes.
+    else if (k === "style") Object.assign(el.style, v);
     else if (k === "class") el.className = v;
     else el.setAttribute(k, v);
   }
@@ -204,6 +206,23 @@ function replace(id, ...nodes) {
   document.getElementById(id).replaceChildren(...nodes);
 }
 
+// Redraws `id` from entries {key, sig, build}: an element whose key and signature are
+// unchanged stays as it is (a click on it lands, a typed text stays); others are built.
+function reconcile(id, entries) {
+  const box = document.getElementById(id);
+  const old = new Map();
+  for (const c of box.children) if (c.dataset.key !== undefined) old.set(c.dataset.key, c);
+  const nodes = entries.map((e) => {
+    const o = old.get(e.key);
+    if (o && o.dataset.sig === e.sig) return o;
+    const n = e.build();
+    n.dataset.key = e.key; n.dataset.sig = e.sig;
+    return n;
+  });
+  const same = nodes.length === box.children.length && nodes.every((n, i) => box.children[i] === n);
+  if (!same) box.replaceChildren(...nodes);
+}
+
 const money = (usd) => "$" + usd.toFixed(4);
 
 function target(req) {
@@ -215,25 +234,30 @@ function target(req) {
 // ---- panels -----------------------------------------------------------------------
 
 function drawTree() {
-  const nodes = [];
+  const entries = [];
   let cost = 0, tokens = 0;
   for (const s of state.sessions.values()) {
     const agents = [...s.agents.values()];
     for (const a of agents) { cost += a.cost; tokens += a.tokens; }
-    const lead = agents.find((a) => a.id === "lead");
+    const head = (s.ended ? "ended · " : "") + s.project + " · " + s.id;
+    entries.push({ key: "s:" + s.id, sig: head, build: () => h("div", { class: "session-head", "data-session": s.id }, head) });
+    const lead = agents.filter((a) => a.id === "lead");
     const rest = agents.filter((a) => a.id !== "lead");
-    const button = (a, child) => h("button", {
-      class: "agent" + (child ? " child" : "") + (selected && selected[0] === s.id && selected[1] === a.id ? " selected" : ""),
-      "data-agent": a.id, "data-session": s.id, "data-state": a.phase,
-      onclick: () => { selected = [s.id, a.id]; dirty = true; drawn = null; },
-    }, h("span", { class: "dot " + a.phase }), a.id, h("span", { class: "cost" }, money(a.cost)),
-       h("span", { class: "desc" }, a.phase + (a.tool ? " " + a.tool : "") + " · " + (a.task || "")));
-    nodes.push(h("div", { class: "session", "data-session": s.id },
-      h("div", { class: "session-head" }, (s.ended ? "ended · " : "") + s.project + " · " + s.id),
-      lead ? button(lead, false) : null,
-      rest.map((a) => button(a, true))));
+    for (const a of lead.concat(rest)) {
+      const child = a.id !== "lead";
+      const isSel = !!selected && selected[0] === s.id && selected[1] === a.id;
+      // A subagent's bus id ends with its task id: its delegation says what it is for.
+      const delegated = s.tasks.get(a.id.slice(a.id.lastIndexOf("/") + 1));
+      const desc = a.phase + (a.tool ? " " + a.tool : "") + " · " + (delegated ? delegated.description : a.task || "");
+      entries.push({ key: "a:" + s.id + ":" + a.id, sig: [isSel, a.phase, desc, money(a.cost)].join("|"), build: () => h("button", {
+        class: "agent" + (child ? " child" : "") + (isSel ? " selected" : ""),
+        "data-agent": a.id, "data-session": s.id, "data-state": a.phase,
+        onclick: () => { selected = [s.id, a.id]; dirty = true; drawn = null; },
+      }, h("span", { class: "dot " + a.phase }), a.id, h("span", { class: "cost" }, money(a.cost)),
+         h("span", { class: "desc" }, desc)) });
+    }
   }
-  replace("tree", ...nodes);
+  reconcile("tree", entries);
   document.getElementById("total-cost").textContent = money(cost);
   document.getElementById("total-tokens").textContent = tokens;
 }
@@ -251,7 +275,19 @@ function drawTranscript() {
   if (drawn && drawn[0] === s.id && drawn[1] === a.id && drawn[2] === a.version) return;
   const box = document.getElementById("transcript");
   const atBottom = box.scrollTop + box.clientHeight >= box.scrollHeight - 30;
-  const items = a.items.map((it) => {
+  const head = a.id + " · " + a.phase + " · " + money(a.cost) + " · " + a.tokens + " tokens";
+  const entries = [{ key: "head:" + s.id + a.id, sig: head, build: () => h("h2", {}, head) }];
+  a.items.forEach((it, i) => entries.push({
+    key: s.id + a.id + ":" + i,
+    sig: it.k === "tool" ? [it.decision, it.done, it.error, it.summary, it.result && it.result.length].join("|") : String(it.text.length),
+    build: () => item(it),
+  }));
+  reconcile("transcript", entries);
+  if (atBottom) box.scrollTop = box.scrollHeight;
+  drawn = [s.id, a.id, a.version];
+}
+
+function item(it) {
     switch (it.k) {
       case "task": return h("div", { class: "item task" }, it.text);
       case "text": return h("div", { class: "item text" }, it.text);
@@ -261,10 +297,6 @@ function drawTranscript() {
         it.decision ? h("div", { class: "decision" }, it.decision) : null,
         it.done ? h("div", { class: "result" }, it.result !== null ? it.result : (it.code ? it.code + ": " : "") + it.summary) : h("div", { class: "decision" }, "running…"));
     }
-  });
-  box.replaceChildren(h("h2", {}, a.id + " · " + a.phase + " · " + money(a.cost) + " · " + a.tokens + " tokens"), ...items);
-  if (atBottom) box.scrollTop = box.scrollHeight;
-  drawn = [s.id, a.id, a.version];
 }
 
 const ANSWERS = [
@@ -352,14 +384,15 @@ function drawWorktrees() {
             h("button", { class: "danger", "data-action": "discard", onclick: () => {
               if (w.confirm_discard) { confirming.add(key); drawWorktrees(); } else review(sid, w.id, "discard", "not_given");
             } }, "discard")]);
-      rows.push(h("div", { class: "row", "data-worktree": w.id, "data-session": sid },
-        h("b", {}, w.id), " ", h("span", { class: "muted" }, w.state + " · " + w.branch),
-        h("div", { class: "desc" }, w.description),
-        h("div", { class: "actions" }, actions)));
+      rows.push({ key: key, sig: [w.state, w.branch, w.description, confirming.has(key)].join("|"), build: () =>
+        h("div", { class: "row", "data-worktree": w.id, "data-session": sid },
+          h("b", {}, w.id), " ", h("span", { class: "muted" }, w.state + " · " + w.branch),
+          h("div", { class: "desc" }, w.description),
+          h("div", { class: "actions" }, actions)) });
     }
   }
-  if (rows.length) replace("worktrees", ...rows);
-  else replace("worktrees", h("p", { class: "muted" }, "No worktrees."));
+  if (!rows.length) rows.push({ key: "none", sig: "", build: () => h("p", { class: "muted" }, "No worktrees.") });
+  reconcile("worktrees", rows);
 }
 
 function drawTeam() {
@@ -405,7 +438,7 @@ function drawTimeline() {
       const bars = a.runs.map((r) => {
         const end = r.end || now;
         const cls = r.end === null ? "" : a.id === "lead" ? "idle" : (r.status === "completed" || r.status === "max_turns") ? "done" : "failed";
-        return h("div", { class: "bar " + cls, style: "left:" + ((r.start - from) / span * 100).toFixed(2) + "%;width:" + ((end - r.start) / span * 100).toFixed(2) + "%",
+        return h("div", { class: "bar " + cls, style: { left: ((r.start - from) / span * 100).toFixed(2) + "%", width: ((end - r.start) / span * 100).toFixed(2) + "%" },
           title: a.id + ": " + ((end - r.start) / 1000).toFixed(1) + " s" });
       });
       lanes.push(h("div", { class: "lane", "data-lane": a.id }, h("div", { class: "lane-name" }, a.id), h("div", { class: "lane-track" }, bars)));
