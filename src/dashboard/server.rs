@@ -3,7 +3,8 @@
 //!
 //! - `GET /` the page (the printed URL, `/?token=…`, also sets the cookie), `GET
 //!   /app.js`, `GET /app.css`;
-//! - `GET /api/events`: the sessions' lines, pushed as server-sent events;
+//! - `GET /api/events`: the sessions' lines, pushed as server-sent events (one JSON
+//!   object per data line; lines ready together share an event);
 //! - `GET /api/sessions`: each shown session's snapshot (what `crew ps` shows);
 //! - `GET /api/worktrees?session=…`, `GET /api/output?session=…&task=…`;
 //! - `POST /api/answer` `{"session","id","answer"}`: answers an approval question;
@@ -132,10 +133,24 @@ fn bad(message: impl std::fmt::Display) -> Response {
     )
 }
 
+/// The most lines sent as one server-sent event.
+const BATCH_LINES: usize = 512;
+
+/// The sessions' lines as server-sent events: the lines ready together go as one event,
+/// one line of its data each (a burst of 32 agents streaming costs one write, not 32).
 async fn events(State(app): State<App>) -> impl IntoResponse {
     let stream = futures::stream::unfold(feed::start((*app.scope).clone()), |mut rx| async move {
-        let line = rx.recv().await?;
-        Some((Ok::<_, Infallible>(Event::default().data(line)), rx))
+        let mut data = rx.recv().await?;
+        for _ in 1..BATCH_LINES {
+            match rx.try_recv() {
+                Ok(line) => {
+                    data.push('\n');
+                    data.push_str(&line);
+                }
+                Err(_) => break,
+            }
+        }
+        Some((Ok::<_, Infallible>(Event::default().data(data)), rx))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

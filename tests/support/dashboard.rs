@@ -117,6 +117,8 @@ pub fn client() -> reqwest::Client {
 pub struct Events {
     stream: futures::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
     buffer: String,
+    /// Lines read but not yet returned (an event may carry several).
+    ready: std::collections::VecDeque<Value>,
     /// Every line read so far, raw.
     pub raw: String,
 }
@@ -134,6 +136,7 @@ impl Events {
         Events {
             stream: r.bytes_stream().boxed(),
             buffer: String::new(),
+            ready: Default::default(),
             raw: String::new(),
         }
     }
@@ -141,17 +144,17 @@ impl Events {
     /// The next line (`None`: the stream ended).
     pub async fn next(&mut self) -> Option<Value> {
         loop {
+            if let Some(line) = self.ready.pop_front() {
+                return Some(line);
+            }
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if data.is_empty() {
-                    continue;
+                // One JSON line per data line.
+                for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
+                    self.ready
+                        .push_back(serde_json::from_str(data.trim_start()).unwrap());
                 }
-                return Some(serde_json::from_str(&data).unwrap());
+                continue;
             }
             let chunk = self.stream.next().await?.ok()?;
             let text = String::from_utf8_lossy(&chunk).into_owned();

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -26,8 +27,24 @@ pub struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the browser session (so chromedriver closes Chromium), then kills the driver's
+    /// process group: a failed test leaves no browser behind.
     fn drop(&mut self) {
-        let _ = self.driver.kill();
+        use std::io::{Read, Write};
+        if !self.session.is_empty()
+            && let Ok(mut tcp) =
+                std::net::TcpStream::connect(self.base.trim_start_matches("http://"))
+        {
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = write!(
+                tcp,
+                "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                self.session
+            );
+            let _ = tcp.read_to_end(&mut Vec::new());
+        }
+        let group = nix::unistd::Pid::from_raw(self.driver.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.driver.wait();
     }
 }
@@ -54,6 +71,8 @@ impl Browser {
             .port();
         let child = Command::new(&driver)
             .arg(format!("--port={port}"))
+            // Its own process group, which the browser joins: killed whole on drop.
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -219,7 +238,8 @@ impl Browser {
     }
 
     /// Ends the browser session.
-    pub async fn quit(self) {
+    pub async fn quit(mut self) {
         self.command(reqwest::Method::DELETE, "", None).await;
+        self.session.clear();
     }
 }

@@ -162,9 +162,12 @@ events.onopen = () => {
   document.getElementById("status").textContent = "live";
 };
 events.onerror = () => { document.getElementById("status").textContent = "reconnecting…"; };
+// Lines that were ready together come as one event, one per data line.
 events.onmessage = (m) => {
-  const line = JSON.parse(m.data);
-  apply(line.s, line.e);
+  for (const text of m.data.split("\n")) {
+    const line = JSON.parse(text);
+    apply(line.s, line.e);
+  }
 };
 
 // ---- requests ---------------------------------------------------------------------

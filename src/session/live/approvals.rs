@@ -142,34 +142,12 @@ impl Approvals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approver::ApprovalRequest;
-    use crate::protocol::ToolCall;
-    use crate::protocol::decision::{Decision, Source, Verdict};
-    use crate::protocol::permission_mode::PermissionMode;
 
     fn question() -> (
         PendingApproval,
-        tokio::sync::oneshot::Receiver<ApprovalAnswer>,
+        ractor::concurrency::OneshotReceiver<ApprovalAnswer>,
     ) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let request = ApprovalRequest {
-            agent: "lead".into(),
-            call: ToolCall {
-                id: "c1".into(),
-                name: "run_command".into(),
-                arguments: r#"{"command":"ls"}"#.into(),
-            },
-            decision: Decision::new(Verdict::Ask, Source::Mode, "ask"),
-            mode: PermissionMode::Default,
-            teammate: None,
-        };
-        (
-            PendingApproval {
-                request,
-                reply: tx.into(),
-            },
-            rx,
-        )
+        crate::approver::testing::pending("lead", "run_command", r#"{"command":"ls"}"#)
     }
 
     #[tokio::test]
