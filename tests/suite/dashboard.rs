@@ -4,7 +4,8 @@
 //! request needs the token in its header, and a refused one changes nothing; an approval
 //! answered over HTTP goes through the session's approver and the call runs; no provider
 //! key appears in any page or API answer; a non-loopback address needs `--allow-remote`,
-//! which warns; the standalone dashboard shows a session started elsewhere.
+//! which warns; the standalone dashboard shows a session started elsewhere; worktrees
+//! are diffed, merged and discarded over HTTP, a discard of work only once confirmed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,13 +43,20 @@ fn asking_script(release: &Path) -> String {
     )
 }
 
-/// POSTs `body` to `url` with `headers`; answers the status.
-async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> u16 {
+/// POSTs `body` to `url` with `headers`; answers the status and the JSON body.
+async fn post_reply(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
     let mut request = client().post(url).json(body);
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    request.send().await.unwrap().status().as_u16()
+    let r = request.send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// POSTs `body` to `url` with `headers`; answers the status.
+async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> u16 {
+    post_reply(url, headers, body).await.0
 }
 
 fn run_with_dashboard(dir: &Path, home: &Path, task: &str) -> Served {
@@ -368,5 +376,120 @@ async fn the_standalone_dashboard_shows_a_session_started_elsewhere() {
         .await;
     assert_eq!(finished["e"]["is_error"], true);
     assert!(!dir.join("approved.txt").exists());
+    std::fs::write(&release, "").unwrap();
+}
+
+/// A lead that starts two background writers (`w1` writes one.txt, `w2` two.txt), then
+/// waits for `release`.
+fn writers_script(release: &Path) -> String {
+    let writer = |file: &str| {
+        format!(
+            r#"{{"turns":[{{"tool_calls":[{{"name":"write_file","input":{{"path":"{file}","content":"{file}\n"}}}}]}},{{"text":"written"}}]}}"#
+        )
+    };
+    format!(
+        r#"{{"turns":[
+            {{"tool_calls":[
+              {{"name":"agent","input":{{"description":"writer one","prompt":"p","subagent_type":"w1","run_in_background":true}}}},
+              {{"name":"agent","input":{{"description":"writer two","prompt":"p","subagent_type":"w2","run_in_background":true}}}}]}},
+            {{"text":"started","wait_for":"{}"}},
+            {{"text":"noted"}},{{"text":"noted"}}],
+          "agents":{{"w1":{},"w2":{}}}}}"#,
+        release.display(),
+        writer("one.txt"),
+        writer("two.txt"),
+    )
+}
+
+#[tokio::test]
+async fn worktrees_are_diffed_merged_and_discarded_and_a_discard_of_work_asks_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let release = tmp.path().join("release");
+    let (_tmp, dir, home) = project(&writers_script(&release));
+    support::put(&home, ".gitconfig", "[user]\n\tname = t\n\temail = t@t\n");
+    for w in ["w1", "w2"] {
+        support::put(
+            &dir,
+            &format!(".crew/agents/{w}.md"),
+            &format!("---\nname: {w}\ndescription: writer {w}\ntools: write_file\n---\nWrite.\n"),
+        );
+    }
+    let served = run_with_dashboard(&dir, &home, "write both");
+    let mut events = Events::open(&served).await;
+    let mut finished = 0;
+    let mut session = String::new();
+    while finished < 2 {
+        let line = events
+            .until("the writers to finish", |e| {
+                e["type"] == "run_finished" && e["agent"] != "lead"
+            })
+            .await;
+        session = line["s"].as_str().unwrap().to_string();
+        finished += 1;
+    }
+    let token = served.token.clone();
+    let page = [("x-crew-token", token.as_str())];
+    let list = || async {
+        let r = client()
+            .get(format!("{}/api/worktrees?session={session}", served.base))
+            .header("x-crew-token", &token)
+            .send()
+            .await
+            .unwrap();
+        r.json::<Value>().await.unwrap()["worktrees"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let listed = list().await;
+    let id_of = |what: &str| {
+        let w = listed.iter().find(|w| w["description"] == what).unwrap();
+        assert_eq!(w["confirm_discard"], true, "it holds work: {w}");
+        (
+            w["id"].as_str().unwrap().to_string(),
+            PathBuf::from(w["path"].as_str().unwrap()),
+        )
+    };
+    let ((one, _), (two, two_path)) = (id_of("writer one"), id_of("writer two"));
+    let review = format!("{}/api/review", served.base);
+    let act = |id: &str, action: &str, confirmation: &str| json!({"session": session, "id": id, "action": action, "confirmation": confirmation});
+
+    // The diff shows the work.
+    let (_, diff) = post_reply(&review, &page, &act(&one, "diff", "not_given")).await;
+    assert!(
+        diff["text"].as_str().unwrap().contains("+one.txt"),
+        "{diff}"
+    );
+    // A cross-site discard (the cookie, no header) is refused and changes nothing.
+    let cookie = format!("crew_dashboard={token}");
+    let csrf = [("cookie", cookie.as_str())];
+    assert_eq!(
+        post(&review, &csrf, &act(&two, "discard", "given")).await,
+        403
+    );
+    assert!(two_path.exists());
+    // Unconfirmed, a discard of work is not done: the answer asks for confirmation.
+    let (_, asked) = post_reply(&review, &page, &act(&two, "discard", "not_given")).await;
+    assert!(
+        asked["confirm"].as_str().unwrap().contains("holds work"),
+        "{asked}"
+    );
+    assert!(two_path.exists(), "kept until confirmed");
+    // Confirmed, it goes; the merge lands writer one's file on main.
+    assert_eq!(
+        post(&review, &page, &act(&two, "discard", "given")).await,
+        200
+    );
+    assert!(!two_path.exists());
+    assert_eq!(
+        post(&review, &page, &act(&one, "merge", "not_given")).await,
+        200
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("one.txt")).unwrap(),
+        "one.txt\n"
+    );
+    assert!(!dir.join("two.txt").exists());
+    assert!(list().await.is_empty(), "both reviewed");
     std::fs::write(&release, "").unwrap();
 }
