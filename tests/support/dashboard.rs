@@ -126,9 +126,14 @@ pub struct Events {
 impl Events {
     /// Opens `/api/events` on `served`.
     pub async fn open(served: &Served) -> Events {
+        Events::open_at(&served.base, &served.token).await
+    }
+
+    /// Opens `/api/events` on the dashboard at `base` (`http://127.0.0.1:PORT`).
+    pub async fn open_at(base: &str, token: &str) -> Events {
         let r = client()
-            .get(format!("{}/api/events", served.base))
-            .header("x-crew-token", &served.token)
+            .get(format!("{base}/api/events"))
+            .header("x-crew-token", token)
             .send()
             .await
             .unwrap();
