@@ -13,7 +13,7 @@
 
 mod assets;
 mod feed;
-pub mod guard;
+mod guard;
 mod server;
 
 use std::net::SocketAddr;

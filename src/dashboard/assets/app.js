@@ -64,7 +64,8 @@ function apply(sid, e) {
     case "session":
       s.project = e.project; s.pid = e.pid; s.started = e.started; break;
     case "session_ended":
-      s.ended = true; break;
+      // Nobody waits for its answers any more.
+      s.ended = true; s.approvals.clear(); approvalsVersion++; break;
     case "run_started":
       a.runs.push({ start: e.at, end: null, status: null });
       if (!a.task) a.task = e.task;
