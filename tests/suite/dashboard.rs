@@ -334,7 +334,14 @@ fn a_non_loopback_address_needs_the_explicit_flag_which_warns() {
         &home,
         &["dashboard", "--listen", "0.0.0.0:0", "--allow-remote"],
     ));
-    let warning = served.before.join("\n");
+    // The warning (stderr) and the URL (stdout) come through two pipes, in either order.
+    let mut warning = served.before.join("\n");
+    while !warning.contains("beyond this machine") {
+        match served.output.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) => warning.push_str(&line),
+            Err(_) => break,
+        }
+    }
     assert!(
         warning.contains("warning") && warning.contains("beyond this machine"),
         "{warning}"
