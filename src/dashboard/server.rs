@@ -256,15 +256,11 @@ async fn review(State(app): State<App>, body: Bytes) -> Response {
             ));
         }
     };
-    let confirmation = match body.confirmation {
-        Confirmation::Given => "given",
-        Confirmation::NotGiven => "not_given",
-    };
     let request = json!({
         "request": "review",
         "id": body.id,
         "action": body.action,
-        "confirmation": confirmation,
+        "confirmation": body.confirmation,
     });
     ask(&app, &body.session, &request).await
 }

@@ -118,7 +118,7 @@ function apply(sid, e) {
       approvalsVersion++;
       if (live) notify("crew: " + e.request.agent + " needs input", e.request.call.name);
       break;
-    case "approval_answered":
+    case "approval_answered": case "approval_withdrawn":
       s.approvals.delete(e.id); approvalsVersion++; break;
     case "task_changed":
       s.tasks.set(e.id, { id: e.id, kind: e.kind, status: e.status, description: e.description, result: e.result });

@@ -19,6 +19,9 @@ use super::journal::Journal;
 use crate::approver::ApprovalAnswer;
 use crate::approver::actor::PendingApproval;
 
+/// How often questions whose asker went away are looked for.
+const SWEEP: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Why an answer was not taken.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AnswerError {
@@ -65,10 +68,37 @@ impl Approvals {
     ) -> JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
-            while let Some(q) = questions.recv().await {
-                me.open(q, mirror.as_ref());
+            let mut sweep = tokio::time::interval(SWEEP);
+            loop {
+                tokio::select! {
+                    q = questions.recv() => match q {
+                        Some(q) => me.open(q, mirror.as_ref()),
+                        None => break,
+                    },
+                    _ = sweep.tick() => me.sweep(),
+                }
             }
         })
+    }
+
+    /// Withdraws the questions whose asker went away (its run was cancelled): they leave
+    /// the watchers' pages and the TUI's dialog.
+    fn sweep(&self) {
+        let mut gone = Vec::new();
+        self.lock().retain(|id, w| {
+            let closed = w.reply.is_closed();
+            if closed {
+                gone.push((*id, w.mirror.take()));
+            }
+            !closed
+        });
+        for (id, mirror) in gone {
+            if let Some(m) = mirror {
+                m.abort();
+            }
+            self.journal
+                .note(&json!({"agent": "", "type": "approval_withdrawn", "id": id}));
+        }
     }
 
     fn open(
@@ -132,10 +162,8 @@ impl Approvals {
 
     /// The ids of the questions still waiting.
     pub fn waiting(&self) -> Vec<u64> {
-        let mut waiting = self.lock();
-        // An agent that stopped no longer waits for its answer.
-        waiting.retain(|_, w| !w.reply.is_closed());
-        waiting.keys().copied().collect()
+        self.sweep();
+        self.lock().keys().copied().collect()
     }
 }
 
@@ -200,6 +228,32 @@ mod tests {
             ApprovalAnswer::Deny { message: None }
         );
         assert!(hub.waiting().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_question_whose_asker_went_away_is_withdrawn() {
+        let journal = Journal::new(Secrets::default());
+        let hub = Approvals::new(journal.clone());
+        let (q_tx, q_rx) = mpsc::unbounded_channel();
+        let (tui_tx, mut tui_rx) = mpsc::unbounded_channel();
+        hub.serve(q_rx, Some(tui_tx));
+        let (q, answer_rx) = question();
+        q_tx.send(q).unwrap();
+        let copy = tui_rx.recv().await.unwrap();
+        drop(answer_rx);
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while !copy.reply.is_closed() {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the TUI's copy is withdrawn");
+        assert!(hub.waiting().is_empty());
+        let (kept, _) = journal.watch();
+        assert!(
+            kept.last().unwrap().contains("approval_withdrawn"),
+            "{kept:?}"
+        );
     }
 
     use super::super::redact::Secrets;

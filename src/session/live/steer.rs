@@ -12,7 +12,7 @@ use crate::worktree::review::{self, Review};
 use crate::worktree::{Manager, naming};
 
 /// Whether the user confirmed a discard that throws work away.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Confirmation {
     /// Not (yet): a worktree holding work is kept, and the answer says so.
