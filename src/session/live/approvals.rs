@@ -171,33 +171,46 @@ impl Approvals {
 mod tests {
     use super::*;
 
-    fn question() -> (
-        PendingApproval,
+    /// A hub mirroring to a TUI, one question asked: the hub, its journal, the question's
+    /// answer receiver, the TUI's copy, and the approver's end (the hub serves while it
+    /// is kept).
+    async fn asked() -> (
+        Arc<Approvals>,
+        Arc<Journal>,
         ractor::concurrency::OneshotReceiver<ApprovalAnswer>,
+        PendingApproval,
+        mpsc::UnboundedSender<PendingApproval>,
     ) {
-        crate::approver::testing::pending("lead", "run_command", r#"{"command":"ls"}"#)
-    }
-
-    #[tokio::test]
-    async fn the_first_answer_wins_and_withdraws_the_tui_copy() {
         let journal = Journal::new(Secrets::default());
         let hub = Approvals::new(journal.clone());
         let (q_tx, q_rx) = mpsc::unbounded_channel();
         let (tui_tx, mut tui_rx) = mpsc::unbounded_channel();
         hub.serve(q_rx, Some(tui_tx));
-        let (q, answer_rx) = question();
+        let (q, answer_rx) =
+            crate::approver::testing::pending("lead", "run_command", r#"{"command":"ls"}"#);
         q_tx.send(q).unwrap();
         let copy = tui_rx.recv().await.expect("the TUI gets a copy");
+        (hub, journal, answer_rx, copy, q_tx)
+    }
+
+    /// Waits (up to 5 s) until nobody waits on the TUI's copy any more.
+    async fn withdrawn(copy: &PendingApproval) -> bool {
+        for _ in 0..500 {
+            if copy.reply.is_closed() {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn the_first_answer_wins_and_withdraws_the_tui_copy() {
+        let (hub, journal, answer_rx, copy, _approver) = asked().await;
         assert_eq!(hub.waiting(), [1]);
         hub.answer(1, ApprovalAnswer::AllowOnce).unwrap();
         assert_eq!(answer_rx.await.unwrap(), ApprovalAnswer::AllowOnce);
-        for _ in 0..200 {
-            if copy.reply.is_closed() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        assert!(copy.reply.is_closed(), "the TUI's copy is withdrawn");
+        assert!(withdrawn(&copy).await, "the TUI's copy is withdrawn");
         assert_eq!(
             hub.answer(1, ApprovalAnswer::AllowSession),
             Err(AnswerError::NotWaiting(1)),
@@ -213,13 +226,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_from_the_tui_reaches_the_approver() {
-        let hub = Approvals::new(Journal::new(Secrets::default()));
-        let (q_tx, q_rx) = mpsc::unbounded_channel();
-        let (tui_tx, mut tui_rx) = mpsc::unbounded_channel();
-        hub.serve(q_rx, Some(tui_tx));
-        let (q, answer_rx) = question();
-        q_tx.send(q).unwrap();
-        let copy = tui_rx.recv().await.unwrap();
+        let (hub, _, answer_rx, copy, _approver) = asked().await;
         copy.reply
             .send(ApprovalAnswer::Deny { message: None })
             .unwrap();
@@ -232,22 +239,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_question_whose_asker_went_away_is_withdrawn() {
-        let journal = Journal::new(Secrets::default());
-        let hub = Approvals::new(journal.clone());
-        let (q_tx, q_rx) = mpsc::unbounded_channel();
-        let (tui_tx, mut tui_rx) = mpsc::unbounded_channel();
-        hub.serve(q_rx, Some(tui_tx));
-        let (q, answer_rx) = question();
-        q_tx.send(q).unwrap();
-        let copy = tui_rx.recv().await.unwrap();
+        let (hub, journal, answer_rx, copy, _approver) = asked().await;
+        // The approver stopped waiting: its asker went away.
         drop(answer_rx);
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            while !copy.reply.is_closed() {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("the TUI's copy is withdrawn");
+        assert!(withdrawn(&copy).await, "the TUI's copy is withdrawn");
         assert!(hub.waiting().is_empty());
         let (kept, _) = journal.watch();
         assert!(
