@@ -84,6 +84,8 @@
 //! - [`cli`] — clap arguments, the headless run, output formats, the subcommands: the top
 //!   of the crate, which nothing else imports.
 //! - [`tui`] — the interactive terminal UI: one component per file, app state, event loop.
+//! - [`dashboard`] — the web dashboard: every live session in the browser, through their
+//!   control sockets; token, Host, Origin and CSRF checks; the embedded page.
 //!
 //! ## Test support
 //!
@@ -104,6 +106,7 @@ pub mod classifier;
 pub mod cli;
 pub(crate) mod commands;
 pub(crate) mod config;
+pub mod dashboard;
 pub mod engine;
 pub(crate) mod envelope;
 pub mod events;

@@ -35,6 +35,13 @@ pub enum ApproverMsg {
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
 impl ractor::Message for ApproverMsg {}
 
+/// Resolves once nobody waits on `reply` any more.
+async fn gone(reply: &RpcReplyPort<Outcome>) {
+    while !reply.is_closed() {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 /// The approver actor (configuration only).
 pub struct Approver;
 
@@ -80,10 +87,15 @@ impl Actor for Approver {
                     return Ok(());
                 }
                 tokio::spawn(async move {
-                    // A dropped question (the TUI closed) is a refusal.
-                    let answer = answer_rx.await.unwrap_or(ApprovalAnswer::Deny {
-                        message: Some("the approval was not answered".into()),
-                    });
+                    // A dropped question (the TUI closed) is a refusal. An asker that went
+                    // away (its run was cancelled) needs no answer: the question is
+                    // dropped, which withdraws it wherever it is shown.
+                    let answer = tokio::select! {
+                        answer = answer_rx => answer.unwrap_or(ApprovalAnswer::Deny {
+                            message: Some("the approval was not answered".into()),
+                        }),
+                        () = gone(&reply) => return,
+                    };
                     let _ = reply.send(Outcome::from_answer(request, answer));
                 });
             }

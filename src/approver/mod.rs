@@ -144,3 +144,47 @@ pub fn headless_refusal(req: &ApprovalRequest) -> String {
         req.call.name, req.decision.reason
     )
 }
+
+/// Test helpers shared by the approval dialog's and the approval hub's tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::actor::PendingApproval;
+    use super::{ApprovalAnswer, ApprovalRequest};
+    use crate::permission::{Category, Decision, PermissionMode, Source, Verdict};
+    use crate::protocol::ToolCall;
+    use ractor::concurrency::{OneshotReceiver, oneshot};
+
+    /// An Ask of `agent` about calling `name` with `args` (default mode, a write), and
+    /// the receiver its answer goes to.
+    pub(crate) fn pending(
+        agent: &str,
+        name: &str,
+        args: &str,
+    ) -> (PendingApproval, OneshotReceiver<ApprovalAnswer>) {
+        let (tx, rx) = oneshot();
+        let mut decision = Decision::new(
+            Verdict::Ask,
+            Source::Mode,
+            "default mode asks before write tools",
+        );
+        decision.category = Some(Category::Write);
+        let request = ApprovalRequest {
+            agent: agent.into(),
+            call: ToolCall {
+                id: "c1".into(),
+                name: name.into(),
+                arguments: args.into(),
+            },
+            decision,
+            mode: PermissionMode::Default,
+            teammate: None,
+        };
+        (
+            PendingApproval {
+                request,
+                reply: tx.into(),
+            },
+            rx,
+        )
+    }
+}

@@ -6,6 +6,7 @@
 )]
 
 pub(crate) mod agents;
+pub(crate) mod dashboard;
 pub(crate) mod extensions;
 pub(crate) mod hooks;
 pub(crate) mod mcp;
@@ -145,6 +146,17 @@ pub struct Cli {
     #[arg(long, value_name = "USD")]
     pub max_budget_usd: Option<f64>,
 
+    /// Serve a web dashboard of this run alongside it (default address 127.0.0.1:0, a
+    /// free port); its URL, token included, is printed (in the TUI, shown). With `-p`,
+    /// approval questions wait for an answer there instead of being refused.
+    #[arg(long, value_name = "ADDR:PORT", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub dashboard: Option<std::net::SocketAddr>,
+
+    /// Allow a non-loopback `--dashboard` address (without TLS: anyone who sees the URL
+    /// can steer your agents).
+    #[arg(long, requires = "dashboard")]
+    pub dashboard_allow_remote: bool,
+
     /// Do not wait for background tasks before exiting a `-p` run.
     #[arg(long)]
     pub no_wait: bool,
@@ -281,6 +293,9 @@ pub enum Command {
         #[command(subcommand)]
         cmd: workers::WorkersCmd,
     },
+    /// A web dashboard of every live session: agents, transcripts, approvals, worktrees,
+    /// team, commands and costs, live; answer approvals and review worktrees from it.
+    Dashboard(dashboard::DashboardArgs),
     /// Every live session and, in each, every agent: what it is doing, its worktree and
     /// branch, tokens and cost; its background commands.
     Ps(ps::PsArgs),
@@ -307,6 +322,7 @@ async fn subcommand(
         Command::Worktrees { cmd } => worktrees::run(cmd, cwd, &mut out),
         Command::Trust(args) => trust::run(args, cwd, &mut out),
         Command::Ps(args) => ps::run(args, cwd, &mut out).await,
+        Command::Dashboard(args) => dashboard::run(args, &mut out).await,
         Command::Worker(args) => workers::serve(args, cluster.cookie_file).await,
         Command::Workers { cmd } => workers::run(cmd, cwd, cluster, &mut out).await,
         Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
@@ -391,7 +407,11 @@ async fn interactive(cli: Cli) -> i32 {
         );
         return 2;
     }
-    match crate::tui::run(setup::options(&cli)).await {
+    let dashboard = cli.dashboard.map(|addr| crate::dashboard::Listen {
+        addr,
+        exposure: dashboard::exposure(cli.dashboard_allow_remote),
+    });
+    match crate::tui::run(setup::options(&cli), dashboard).await {
         Ok(code) => code,
         Err(e) => {
             eprintln!("crew: {e:#}");

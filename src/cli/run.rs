@@ -1,6 +1,7 @@
 //! `crew -p TASK`: one headless run of the lead agent. Asks are refused with a reason
-//! that says how to allow them (there is nobody to ask); Ctrl-C cancels the run cleanly,
-//! a second Ctrl-C exits at once.
+//! that says how to allow them (there is nobody to ask) — unless `--dashboard` serves a
+//! web dashboard alongside, where they wait for an answer; Ctrl-C cancels the run
+//! cleanly, a second Ctrl-C exits at once.
 
 use anyhow::{Context, bail};
 
@@ -24,12 +25,27 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         (None, AgentMode::Do) => bail!("--mode do needs the approved plan: pass --plan-file FILE"),
         (None, _) => None,
     };
-    let prepared = prepare(
-        &super::setup::options(&cli),
-        ApproverPolicy::Headless,
-        &mut |w| eprintln!("crew: {w}"),
-    )
+    let (questions_tx, questions) = tokio::sync::mpsc::unbounded_channel();
+    let approver = match cli.dashboard {
+        Some(_) => ApproverPolicy::Forward(questions_tx),
+        None => ApproverPolicy::Headless,
+    };
+    let prepared = prepare(&super::setup::options(&cli), approver, &mut |w| {
+        eprintln!("crew: {w}")
+    })
     .await?;
+    let dashboard = match cli.dashboard {
+        Some(addr) => {
+            match serve_dashboard(&prepared, addr, cli.dashboard_allow_remote, questions).await {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    prepared.close().await;
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
     if prepared.is_demo && cli.output_format == OutputFormat::Text {
         eprintln!(
             "crew: no model configured and no ANTHROPIC_API_KEY/OPENAI_API_KEY set — running the built-in demo script"
@@ -108,6 +124,9 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     };
     let model = prepared.model.clone();
     let auto = prepared.auto.summary();
+    if let Some(d) = dashboard {
+        d.stop();
+    }
     prepared.close().await;
     // The bus closes once the session's actors are gone; let the printer drain it.
     let _ = printer.await;
@@ -131,6 +150,33 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         // The work was cut short: a script must not take it for done.
         RunStatus::BudgetExhausted | RunStatus::Cancelled | RunStatus::Failed => 1,
     })
+}
+
+/// Serves the session's dashboard at `addr`, its approval `questions` answerable there;
+/// prints its URL on stderr (stdout is the run's output).
+async fn serve_dashboard(
+    prepared: &crate::session::build::Prepared,
+    addr: std::net::SocketAddr,
+    allow_remote: bool,
+    questions: tokio::sync::mpsc::UnboundedReceiver<crate::approver::actor::PendingApproval>,
+) -> anyhow::Result<crate::dashboard::Dashboard> {
+    use crate::dashboard::{Dashboard, Listen, Scope};
+    let Some(live) = prepared.live() else {
+        bail!(
+            "--dashboard: the session could not register under ~/.crew/run, so no dashboard can reach it"
+        );
+    };
+    live.approvals().serve(questions, None);
+    let listen = Listen {
+        addr,
+        exposure: super::dashboard::exposure(allow_remote),
+    };
+    let dashboard = Dashboard::start(listen, Scope::Own(live.entry().clone())).await?;
+    if let Some(w) = dashboard.warning() {
+        eprintln!("crew: warning: {w}");
+    }
+    eprintln!("crew: dashboard: {}", dashboard.url());
+    Ok(dashboard)
 }
 
 /// Runs the request, then — unless `no_wait` — keeps the lead going while its team or its

@@ -78,6 +78,16 @@ const CUTS: &[Cut] = &[
         under: "tui",
         must_not_name: &["crate::cli"],
     },
+    // The dashboard is a front end beside the TUI: it reaches sessions only through
+    // their control sockets, and nothing below the front ends serves it.
+    Cut {
+        under: "dashboard",
+        must_not_name: &["crate::cli", "crate::tui", "crate::agent", "crate::engine"],
+    },
+    Cut {
+        under: "session",
+        must_not_name: &["crate::dashboard"],
+    },
     // Result offloading sits below the executor that applies it.
     Cut {
         under: "offload",

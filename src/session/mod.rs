@@ -16,7 +16,7 @@ pub(crate) mod build;
 mod config;
 mod config_builder;
 mod handle;
-pub(crate) mod live;
+pub mod live;
 pub(crate) mod model;
 pub(crate) mod render;
 pub mod services;

@@ -142,6 +142,18 @@ impl ApprovalQueue {
         command_of(req).is_some_and(|c| self.sandbox_stopped.contains(&(req.agent.clone(), c)))
     }
 
+    /// Drops the Asks answered elsewhere (the web dashboard) or whose agent stopped:
+    /// nobody waits for their answer any more.
+    pub fn drop_withdrawn(&mut self) {
+        let shown = self.queue.front().map(|p| p.reply.is_closed());
+        self.queue.retain(|p| !p.reply.is_closed());
+        if shown == Some(true) {
+            self.selected = 0;
+            self.deny_message = None;
+            self.scroll = 0;
+        }
+    }
+
     /// Whether an Ask is waiting.
     pub fn is_open(&self) -> bool {
         !self.queue.is_empty()

@@ -2,44 +2,11 @@
 //! and how keys answer it.
 
 use super::*;
-use crate::permission::{Category, Decision, PermissionMode, Source, Verdict};
+use crate::approver::testing::pending;
 use crate::protocol::ToolCall;
 use crossterm::event::KeyModifiers;
-use ractor::concurrency::{OneshotReceiver, oneshot};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-
-fn pending(
-    agent: &str,
-    name: &str,
-    args: &str,
-) -> (PendingApproval, OneshotReceiver<ApprovalAnswer>) {
-    let (tx, rx) = oneshot();
-    let mut decision = Decision::new(
-        Verdict::Ask,
-        Source::Mode,
-        "default mode asks before write tools",
-    );
-    decision.category = Some(Category::Write);
-    let request = ApprovalRequest {
-        agent: agent.into(),
-        call: ToolCall {
-            id: "c1".into(),
-            name: name.into(),
-            arguments: args.into(),
-        },
-        decision,
-        mode: PermissionMode::Default,
-        teammate: None,
-    };
-    (
-        PendingApproval {
-            request,
-            reply: tx.into(),
-        },
-        rx,
-    )
-}
 
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
@@ -267,4 +234,28 @@ async fn outside_the_sandbox_is_offered_only_after_the_sandbox_stopped_the_comma
     let (_, answer) = q.on_key(key(KeyCode::Char('o'))).unwrap();
     assert_eq!(answer, ApprovalAnswer::AllowOutsideSandbox);
     assert_eq!(rx.await.unwrap(), ApprovalAnswer::AllowOutsideSandbox);
+}
+
+#[test]
+fn an_ask_answered_elsewhere_leaves_the_dialog() {
+    let mut q = ApprovalQueue::default();
+    let (p1, r1) = pending("lead", "run_command", r#"{"command":"make"}"#);
+    let (p2, _r2) = pending("lead", "write_file", r#"{"path":"a.txt","content":"x"}"#);
+    q.push(p1);
+    q.push(p2);
+    q.on_key(key(KeyCode::Down));
+    // The dashboard answered the first: its copy's receiver is gone.
+    drop(r1);
+    q.drop_withdrawn();
+    assert_eq!(q.len(), 1);
+    assert_eq!(
+        q.current().map(|r| r.call.name.as_str()),
+        Some("write_file")
+    );
+    let answered = q.on_key(key(KeyCode::Enter)).map(|(_, a)| a);
+    assert_eq!(
+        answered,
+        Some(ApprovalAnswer::AllowOnce),
+        "the selection starts over"
+    );
 }

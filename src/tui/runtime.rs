@@ -30,11 +30,16 @@ use crate::tasks::now_ms;
 /// Runs the interactive UI until the user quits; returns the exit code. The terminal is
 /// taken over once, before the trust prompt, and kept until the session ends (see
 /// `screen`): keys typed while the session starts wait for the main screen.
-pub async fn run(opts: Options) -> anyhow::Result<i32> {
+/// With `dashboard`, a web dashboard of the session is served alongside (its URL is
+/// shown in the transcript).
+pub async fn run(
+    opts: Options,
+    dashboard: Option<crate::dashboard::Listen>,
+) -> anyhow::Result<i32> {
     let mut screen = Screen::enter()?;
     ask_trust(&opts, &mut screen).await?;
     screen.starting()?;
-    let (approval_tx, mut approvals) = mpsc::unbounded_channel();
+    let (approval_tx, approvals) = mpsc::unbounded_channel();
     let network_tx = approval_tx.clone();
     let mut warnings = Vec::new();
     let prepared = prepare(&opts, ApproverPolicy::Forward(approval_tx), &mut |w| {
@@ -48,9 +53,25 @@ pub async fn run(opts: Options) -> anyhow::Result<i32> {
         app.transcript.push(Entry::Error(w));
     }
     greet(&mut app, &prepared);
+    // Asks are answerable from the dashboard too; the dialog gets a copy of each.
+    let mut approvals = match prepared.live() {
+        Some(live) => {
+            let (mirror_tx, mirror_rx) = mpsc::unbounded_channel();
+            live.approvals().serve(approvals, Some(mirror_tx));
+            mirror_rx
+        }
+        None => approvals,
+    };
+    let served = match dashboard {
+        Some(listen) => serve_dashboard(&mut app, &prepared, listen).await,
+        None => None,
+    };
 
     let result = event_loop(&mut app, &prepared, &mut screen, &mut approvals).await;
     drop(screen);
+    if let Some(d) = served {
+        d.stop();
+    }
 
     app.approvals.deny_all("the session ended");
     prepared.session.cancel();
@@ -59,6 +80,36 @@ pub async fn run(opts: Options) -> anyhow::Result<i32> {
     result?;
     eprintln!("crew: session {session_id} saved; resume it with `crew --resume {session_id}`");
     Ok(0)
+}
+
+/// Starts the session's dashboard and says where it is (or why it is not).
+async fn serve_dashboard(
+    app: &mut App,
+    prepared: &Prepared,
+    listen: crate::dashboard::Listen,
+) -> Option<crate::dashboard::Dashboard> {
+    use crate::dashboard::{Dashboard, Scope};
+    let Some(live) = prepared.live() else {
+        app.transcript.push(Entry::Error(
+            "no dashboard: the session could not register under ~/.crew/run".into(),
+        ));
+        return None;
+    };
+    match Dashboard::start(listen, Scope::Own(live.entry().clone())).await {
+        Ok(d) => {
+            if let Some(w) = d.warning() {
+                app.transcript.push(Entry::Error(format!("warning: {w}")));
+            }
+            app.transcript
+                .push(Entry::Notice(format!("Dashboard: {}", d.url())));
+            Some(d)
+        }
+        Err(e) => {
+            app.transcript
+                .push(Entry::Error(format!("no dashboard: {e}")));
+            None
+        }
+    }
 }
 
 /// The first-run trust prompt, before the session (and its settings) are loaded.
@@ -279,6 +330,7 @@ async fn event_loop(
                 Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
             },
             _ = tick.tick() => {
+                app.approvals.drop_withdrawn();
                 if let Some(t) = &tasks {
                     list_tasks(t.clone(), done_tx.clone());
                 }

@@ -10,7 +10,7 @@ use super::app::App;
 use super::jobs::{Done, JobError};
 use super::transcript::Entry;
 use super::worktrees_panel::Review;
-use crate::worktree::{Manager, MergeStyle};
+use crate::worktree::Manager;
 
 /// Reports the worktrees of the repository at `cwd`.
 pub(super) fn load(cwd: &Path, done: UnboundedSender<Done>) {
@@ -28,41 +28,10 @@ pub(super) fn review(cwd: &Path, review: Review, id: String, done: UnboundedSend
     let cwd: PathBuf = cwd.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let outcome = Manager::open(&cwd, None)
-            .and_then(|m| act(&m, review, &id))
+            .and_then(|m| crate::worktree::review::act(&m, review, &id))
             .map_err(JobError::from);
         let _ = done.send(Done::Reviewed(review, id, outcome));
     });
-}
-
-fn act(m: &Manager, review: Review, id: &str) -> Result<String, crate::worktree::WorktreeError> {
-    Ok(match review {
-        Review::Diff => m.diff(id)?,
-        Review::Merge | Review::Squash => {
-            let style = match review {
-                Review::Squash => MergeStyle::Squash,
-                _ => MergeStyle::Merge,
-            };
-            let merged = m.merge(id, style)?;
-            let how = if merged.squash {
-                "squashed into"
-            } else {
-                "merged into"
-            };
-            format!(
-                "Worktree {id} {how} {} as {} ({} file(s)); worktree and branch removed.",
-                merged.into,
-                &merged.commit[..merged.commit.len().min(12)],
-                merged.files.len()
-            )
-        }
-        Review::Discard => {
-            let held = m.discard(id)?.map_or_else(
-                || "its directory was already gone".into(),
-                |s| format!("it was {}", s.state_label()),
-            );
-            format!("Worktree {id} discarded ({held}).")
-        }
-    })
 }
 
 /// Shows what a review did: a diff in the panel, anything else as a notice (a refusal —

@@ -14,18 +14,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState}
 use crate::sanitize::clean_line;
 use crate::worktree::Listing;
 
-/// What the user chose to do with a worktree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Review {
-    /// Show its diff against its base.
-    Diff,
-    /// Merge its branch into the current branch.
-    Merge,
-    /// Merge its commits as one.
-    Squash,
-    /// Delete it with its branch.
-    Discard,
-}
+pub(crate) use crate::worktree::review::Review;
 
 /// What a key in the panel asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +81,7 @@ impl WorktreesPanel {
             return WorktreeAction::None;
         };
         let id = l.id.clone();
-        let holds_work = l.summary.as_ref().is_some_and(|s| !s.is_clean());
+        let holds_work = crate::worktree::review::needs_confirmation(l);
         self.message = None;
         match key.code {
             KeyCode::Up => self.selected = self.selected.saturating_sub(1),

@@ -4,8 +4,8 @@
 //! The pieces: [`naming`] (task ids, slugs, where things live), [`registry`] (the persisted
 //! record of our worktrees), [`add`] (adding a worktree, many at once), [`git`] (the other git
 //! operations), [`safe_git`] (every `git` program crew starts), [`include`] (`.worktreeinclude`
-//! and the setup command), [`manager`] (the operations, synchronous, one repository) and
-//! [`actor`] (the `WorktreeManager` actor that serialises them).
+//! and the setup command), [`manager`] (the operations, synchronous, one repository), [`review`] (diff, merge,
+//! squash, discard for the front ends) and [`actor`] (the `WorktreeManager` actor that serialises them).
 
 pub mod actor;
 pub(crate) mod add;
@@ -14,6 +14,7 @@ pub(crate) mod include;
 pub mod manager;
 pub(crate) mod naming;
 pub(crate) mod registry;
+pub(crate) mod review;
 pub mod safe_git;
 
 use std::path::PathBuf;

@@ -28,6 +28,8 @@ mod cli_claude_flags;
 mod cli_providers;
 mod compaction;
 mod confinement;
+mod dashboard;
+mod dashboard_browser;
 mod delegation;
 mod denied_oracles;
 mod docs_links;

@@ -3,7 +3,8 @@
 //! sequences (OSC 52 clipboard writes, OSC 2 title changes, CSI cursor moves and line
 //! erases), bidi overrides and whitespace padding. Each test reads the screen through a
 //! terminal emulator (`vt100`), checks the raw bytes crew wrote to the terminal, and
-//! checks the disk after answering the approval dialog.
+//! checks the disk after answering the approval dialog. With `--dashboard`, an Ask
+//! answered in the web dashboard runs the call and leaves the terminal's dialog.
 
 use crate::support;
 
@@ -455,4 +456,38 @@ fn outside_the_sandbox_is_offered_only_after_the_sandbox_stopped_the_command() {
     tui.send("o");
     tui.wait_for(&["TURN-OVER"]);
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "out\n");
+}
+
+#[test]
+fn an_approval_answered_in_the_dashboard_closes_the_terminal_dialog() {
+    let (dir, script) = setup(&command_script("touch DASHED"));
+    let mut tui = Tui::start(dir.path(), &script, &["--dashboard"]);
+    let screen = tui.wait_for(&["Dashboard: http://127.0.0.1:", "type a task"]);
+    let url: String = screen[screen.find("http://").unwrap()..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    assert_eq!(token.len(), 64, "{url}");
+    tui.line("run it");
+    tui.wait_for(&["lead wants to run run_command", "4. Deny"]);
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let mut events = support::dashboard::Events::open_at(base, token).await;
+        let asked = events
+            .until("the question", |e| e["type"] == "approval_asked")
+            .await;
+        let r = support::dashboard::client()
+            .post(format!("{base}/api/answer"))
+            .header("x-crew-token", token)
+            .json(&json!({"session": asked["s"], "id": asked["e"]["id"], "answer": {"answer": "allow_once"}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    });
+    tui.wait_for(&["TURN-OVER"]);
+    support::wait_until_blocking("the dialog to close", || {
+        !tui.text().contains("Permission needed")
+    });
+    assert!(dir.path().join("work/DASHED").exists(), "the command ran");
 }

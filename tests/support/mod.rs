@@ -22,8 +22,10 @@ use crewmaster::tools::{
 };
 use serde_json::{Value, json};
 
+pub mod dashboard;
 pub mod faults;
 pub mod hooks;
+pub mod webdriver;
 // `#[macro_use]`: its macros reach every test module declared after `support`.
 #[macro_use]
 pub mod kernel;

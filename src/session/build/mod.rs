@@ -141,6 +141,11 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// The session's registration among the live sessions (`None`: it could not be made).
+    pub(crate) fn live(&self) -> Option<&crate::session::live::Live> {
+        self.live.as_ref()
+    }
+
     /// Stops the session (cancelling background work) and finishes the transcript.
     pub(crate) async fn close(self) {
         if let Some(live) = self.live {

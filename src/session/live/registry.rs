@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// One running crew process and the session it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// The session id.
     pub session: String,
     /// The project root.
