@@ -9,6 +9,7 @@
 
 mod actor_files;
 mod imports;
+mod module_graph;
 
 use std::path::{Path, PathBuf};
 

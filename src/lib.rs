@@ -54,7 +54,7 @@
 //! - [`executor`] — runs cleared calls: validation, timeout, panic guard, offloading.
 //! - [`offload`] — large results saved to the session's results directory; micro-compaction.
 //! - [`hooks`] — Claude Code-format hooks: configuration, matching, running, their opinions.
-//! - [`mcp`] — MCP client (one actor per server, tools as crew tools) and `crew mcp serve`.
+//! - [`mcp`] — the MCP client: one actor per server, its tools as crew tools.
 //! - [`skills`] — `SKILL.md` discovery and the `skill` tool.
 //! - [`commands`] — custom slash commands: discovery, expansion, their calls run as the lead.
 //! - [`memory`] — `CLAUDE.md`/`AGENTS.md`/`CREW.md` discovery, imports, bounded reading.
@@ -84,6 +84,7 @@
 //! - [`cli`] — clap arguments, the headless run, output formats, the subcommands: the top
 //!   of the crate, which nothing else imports.
 //! - [`tui`] — the interactive terminal UI: one component per file, app state, event loop.
+//! - [`mcp_serve`] — `crew mcp serve`: crew as an MCP server whose tools run crew sessions.
 //! - [`dashboard`] — the web dashboard: every live session in the browser, through their
 //!   control sockets; token, Host, Origin and CSRF checks; the embedded page.
 //!
@@ -117,6 +118,7 @@ pub mod hooks;
 #[cfg(test)]
 mod layering_tests;
 pub mod mcp;
+pub(crate) mod mcp_serve;
 pub mod memory;
 pub mod offload;
 pub mod permission;

@@ -1,5 +1,5 @@
 //! `crew mcp serve [--listen ADDR] [--mode MODE] [--model MODEL]`: crew as an MCP server
-//! (see `crate::mcp::serve`). Without `--listen` it speaks MCP on stdin/stdout; with it,
+//! (see `crate::mcp_serve`). Without `--listen` it speaks MCP on stdin/stdout; with it,
 //! streamable HTTP at `http://ADDR/mcp`, and prints the bound address on stderr (so
 //! `--listen 127.0.0.1:0` can be used) with the bearer token every request must carry
 //! (also written, mode 600, to the token file; removed when the server stops).
@@ -12,7 +12,7 @@ use clap::Args;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::serve::{Backend, ServeConfig, ServeMode, auth, transport};
+use crate::mcp_serve::{Backend, ServeConfig, ServeMode, auth, transport};
 
 /// `crew mcp serve` options.
 #[derive(Debug, Args)]

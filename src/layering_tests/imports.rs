@@ -67,12 +67,18 @@ const CUTS: &[Cut] = &[
     // `mcp serve`: the session is below all three, and they below the command line.
     Cut {
         under: "session",
-        // `crate::mcp::serve::`, not `…::serve`: `crate::mcp::server_actor` is below.
-        must_not_name: &["crate::cli", "crate::tui", "crate::mcp::serve::"],
+        must_not_name: &["crate::cli", "crate::tui", "crate::mcp_serve"],
     },
+    // The MCP client is below the session that starts it; `crew mcp serve`, which builds
+    // sessions, is a front end of its own (`mcp_serve`).
     Cut {
         under: "mcp",
-        must_not_name: &["crate::cli", "crate::tui"],
+        must_not_name: &[
+            "crate::cli",
+            "crate::tui",
+            "crate::session",
+            "crate::mcp_serve",
+        ],
     },
     Cut {
         under: "tui",

@@ -2,13 +2,12 @@
 //! servers are configured (`config`), one actor per server that connects, restarts and
 //! shuts it down (`server_actor`, `connect`), and each server tool as a crew tool in the
 //! registry's dynamic section (`tool`, `names`). [`McpClients`] starts a session's servers
-//! together and stops them together. The server side, `crew mcp serve`, is `serve`.
+//! together and stops them together. The server side, `crew mcp serve`, is the front end `mcp_serve`.
 
 pub mod config;
 pub(crate) mod config_edit;
 pub(crate) mod connect;
 pub(crate) mod names;
-pub(crate) mod serve;
 pub mod server_actor;
 pub(crate) mod tool;
 
