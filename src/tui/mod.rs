@@ -7,6 +7,7 @@
 pub(crate) mod app;
 pub mod approval;
 mod approval_view;
+mod attention;
 pub(crate) mod commands;
 pub(crate) mod completion;
 pub(crate) mod input;

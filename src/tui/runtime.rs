@@ -240,6 +240,11 @@ async fn event_loop(
     // loop does not listen for more, so the agents publishing them (a streaming model, 32
     // subagents' tool calls) do not wake this task per event; the frame drains them all.
     let mut held = false;
+    // The bell and the desktop notification, when CREW_NOTIFY asks for them.
+    let (attention, warning) = super::attention::Attention::from_env();
+    if let Some(warning) = warning {
+        app.transcript.push(Entry::Notice(warning));
+    }
     let mut drawn_at = tokio::time::Instant::now();
     loop {
         if !held {
@@ -264,7 +269,15 @@ async fn event_loop(
                 }
                 held = false;
             }
-            Some(p) = approvals.recv() => app.approvals.push(p),
+            Some(p) = approvals.recv() => {
+                let summary = format!(
+                    "{} asks to run {}",
+                    super::approval::asker(&p.request),
+                    p.request.call.name
+                );
+                attention.input_needed(&summary, &mut std::io::stdout());
+                app.approvals.push(p)
+            }
             Some(d) = done.recv() => match d {
                 Done::Run(result) => {
                     // The run's last events (the end of a plan's text) come first.

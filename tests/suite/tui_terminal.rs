@@ -33,6 +33,11 @@ struct Tui {
 
 impl Tui {
     fn start(dir: &Path, script: &Path, extra: &[&str]) -> Tui {
+        Tui::start_with_env(dir, script, extra, &[])
+    }
+
+    /// [`Tui::start`] with `env` added to crew's environment.
+    fn start_with_env(dir: &Path, script: &Path, extra: &[&str], env: &[(&str, &str)]) -> Tui {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: ROWS,
@@ -51,6 +56,11 @@ impl Tui {
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("ANTHROPIC_API_KEY");
         cmd.env_remove("OPENAI_API_KEY");
+        // The bell is opt-in; a developer's own setting must not ring in these tests.
+        cmd.env_remove("CREW_NOTIFY");
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
         cmd.cwd(dir.join("work"));
         let child = pty.slave.spawn_command(cmd).unwrap();
         drop(pty.slave);
@@ -172,6 +182,43 @@ fn deny(tui: &mut Tui) {
     tui.wait_for(&["message for the model"]);
     tui.send("\x1b");
     tui.wait_for(&["TURN-OVER"]);
+}
+
+#[test]
+fn with_crew_notify_bell_a_question_rings_the_terminal_once_and_a_bel_in_it_never_does() {
+    // The command carries a BEL of its own: that one must be shown, not rung.
+    let (dir, script) = setup(&command_script("echo hi \u{7} && touch RUNG"));
+    let bels = |tui: &Tui| {
+        tui.raw
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| **b == 0x07)
+            .count()
+    };
+    let mut quiet = Tui::start(dir.path(), &script, &[]);
+    quiet.wait_for(&["type a task"]);
+    quiet.line("run it");
+    quiet.wait_for(&["lead wants to run run_command", "4. Deny"]);
+    assert_eq!(bels(&quiet), 0, "the bell rang without CREW_NOTIFY");
+    deny(&mut quiet);
+    drop(quiet);
+    let mut tui = Tui::start_with_env(dir.path(), &script, &[], &[("CREW_NOTIFY", "bell")]);
+    tui.wait_for(&["type a task"]);
+    tui.line("run it");
+    let screen = tui.wait_for(&["lead wants to run run_command", "4. Deny"]);
+    assert!(
+        screen.contains("␇"),
+        "the command's BEL is shown:\n{screen}"
+    );
+    let start = Instant::now();
+    while bels(&tui) == 0 && start.elapsed() < PATIENCE {
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert_eq!(bels(&tui), 1, "one ring for one question");
+    deny(&mut tui);
+    assert_eq!(bels(&tui), 1);
+    assert!(!dir.path().join("work/RUNG").exists());
 }
 
 #[test]
