@@ -174,6 +174,39 @@ impl CommandCatalog {
         }
     }
 
+    /// Makes each skill a command as well, `/name args`, as Claude Code does: the turn's
+    /// message is the skill's instructions with the arguments after them, and its
+    /// `allowed-tools` narrow the turn. A command file of the same name wins, with a
+    /// warning naming both files (returned, for the caller to show).
+    pub(crate) fn add_skills(&mut self, skills: &crate::skills::SkillCatalog) -> Vec<String> {
+        let mut clashes = Vec::new();
+        for skill in skills.iter() {
+            let file = skill.dir.join("SKILL.md");
+            if let Some(cmd) = self.by_name.get(&skill.name) {
+                clashes.push(format!(
+                    "/{} is the command {}; the skill {} of the same name is reached by the skill tool only",
+                    skill.name,
+                    cmd.file.display(),
+                    file.display()
+                ));
+                continue;
+            }
+            let cmd = SlashCommand {
+                name: skill.name.clone(),
+                namespace: None,
+                description: skill.description.clone(),
+                allowed_tools: skill.allowed_tools.clone(),
+                argument_hint: None,
+                model: None,
+                body: format!("{}\n\nARGUMENTS: $ARGUMENTS", skill.body.trim_end()),
+                file,
+                scope: skill.scope,
+            };
+            self.by_name.insert(cmd.name.clone(), cmd);
+        }
+        clashes
+    }
+
     /// The command invoked as `/name` (or `/namespace:name`).
     pub(crate) fn get(&self, name: &str) -> Option<&SlashCommand> {
         self.by_name
@@ -250,6 +283,45 @@ mod tests {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_skill_runs_as_a_slash_command_unless_a_command_has_its_name() {
+        let project = tempfile::tempdir().unwrap();
+        put(
+            project.path(),
+            ".claude/skills/pdf/SKILL.md",
+            "---\nname: pdf\ndescription: Work with PDFs\nallowed-tools: Read\n---\nUse pdftotext.\n",
+        );
+        put(
+            project.path(),
+            ".claude/skills/review/SKILL.md",
+            "---\nname: review\ndescription: Review as a skill\n---\nSkill body.\n",
+        );
+        put(project.path(), ".claude/commands/review.md", "Review $1.");
+        let skills = crate::skills::SkillCatalog::load(project.path(), None);
+        let mut c = CommandCatalog::load(project.path(), None);
+        let clashes = c.add_skills(&skills);
+        let pdf = c.get("pdf").unwrap();
+        assert_eq!(pdf.description, "Work with PDFs");
+        assert_eq!(pdf.body, "Use pdftotext.\n\nARGUMENTS: $ARGUMENTS");
+        assert_eq!(
+            pdf.allowed_tools
+                .clone()
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["read_file"]
+        );
+        assert!(pdf.file.ends_with(".claude/skills/pdf/SKILL.md"));
+        // The command file keeps its name; the clash is said, naming both files.
+        assert_eq!(c.get("review").unwrap().body, "Review $1.");
+        assert_eq!(clashes.len(), 1);
+        assert!(
+            clashes[0].contains("commands/review.md")
+                && clashes[0].contains("skills/review/SKILL.md"),
+            "{clashes:?}"
+        );
     }
 
     #[test]

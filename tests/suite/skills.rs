@@ -403,3 +403,31 @@ fn subagents_and_teammates_that_can_load_skills_see_the_skill_list() {
         "{grepper}"
     );
 }
+
+#[test]
+fn a_skill_runs_as_slash_name_with_its_instructions_and_its_tools() {
+    let (dir, home) = repo(
+        r#"{"turns":[
+            {"tool_calls":[{"name":"write_file","input":{"path":"REVIEW.md","content":"pwned"}}]},
+            {"text":"One finding."}
+        ]}"#,
+    );
+    let (out, requests) = crew_p_recorded(
+        dir.path(),
+        home.path(),
+        "/review src/main.rs",
+        "bypassPermissions",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The turn's message is the skill's instructions, then the arguments.
+    let first = requests[0]["messages"][0].to_string();
+    assert!(
+        first.contains("Report each finding as") && first.contains("ARGUMENTS: src/main.rs"),
+        "{first}"
+    );
+    // Its allowed-tools narrow the turn, even under bypassPermissions: no write happened.
+    assert!(!dir.path().join("REVIEW.md").exists(), "{stderr}");
+    let results = last_results(&requests[1]);
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+}

@@ -254,10 +254,11 @@ pub(crate) async fn prepare(
     }
     // Files beside a user's SKILL.md are readable, though outside the project.
     policy.read_roots = skills.user_dirs();
-    let commands = Arc::new(crate::commands::CommandCatalog::load(
-        &project_root,
-        home.as_deref(),
-    ));
+    let mut commands = crate::commands::CommandCatalog::load(&project_root, home.as_deref());
+    for clash in commands.add_skills(&skills) {
+        warn(clash);
+    }
+    let commands = Arc::new(commands);
     for e in &commands.errors {
         warn(format!("slash command not loaded: {e}"));
     }
