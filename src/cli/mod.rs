@@ -18,6 +18,7 @@ pub(crate) mod ps;
 pub(crate) mod run;
 pub(crate) mod sessions;
 pub(crate) mod setup;
+pub(crate) mod stream;
 pub(crate) mod tasks;
 pub(crate) mod team;
 pub(crate) mod trust;
@@ -119,9 +120,26 @@ pub struct Cli {
     #[arg(long, default_value_t = 100)]
     pub max_turns: u32,
 
-    /// Output format for `-p`.
+    /// Output format for `-p`: `text`; `json` and `stream-json` in Claude Code's message
+    /// schema (what the Claude Agent SDKs read); `events`, crew's own event stream.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+
+    /// Input format: `text` (the task after `-p`), or `stream-json`: user messages and
+    /// the SDK's control requests as JSON lines on standard input, as the Claude Agent
+    /// SDKs send them (implies headless; needs `--output-format stream-json`).
+    #[arg(long, value_enum, default_value_t = InputFormat::Text)]
+    pub input_format: InputFormat,
+
+    /// With `--output-format stream-json`: also stream the model's text as it arrives
+    /// (`stream_event` messages), as Claude Code's flag of the same name.
+    #[arg(long)]
+    pub include_partial_messages: bool,
+
+    /// Where approval questions go in a `--input-format stream-json` session: `stdio`
+    /// sends them to the SDK's `can_use_tool` callback (without it they are refused).
+    #[arg(long, value_name = "stdio")]
+    pub permission_prompt_tool: Option<String>,
 
     /// Resume the newest session of this project.
     #[arg(short = 'c', long = "continue")]
@@ -209,7 +227,19 @@ pub enum OutputFormat {
     Text,
     /// One JSON object when the run ends.
     Json,
-    /// One JSON event per line, then a result line.
+    /// Claude Code's messages, one a line: the init message, each assistant and user
+    /// message, then the result.
+    StreamJson,
+    /// crew's own events, one JSON object a line, then the result.
+    Events,
+}
+
+/// Input formats of a headless run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// The task is the argument of `-p` (or standard input, read whole).
+    Text,
+    /// JSON lines: user messages and control requests (the Claude Agent SDK protocol).
     StreamJson,
 }
 
@@ -361,6 +391,9 @@ pub async fn main() -> i32 {
             }
         };
     }
+    if cli.input_format == InputFormat::StreamJson {
+        return stream_session(cli).await;
+    }
     match cli.print.clone() {
         Some(task) => {
             let ran = match read_task(task) {
@@ -374,6 +407,24 @@ pub async fn main() -> i32 {
         }
         None => interactive(cli).await,
     }
+}
+
+/// `--input-format stream-json`: a session driven by JSON lines on standard input.
+async fn stream_session(cli: Cli) -> i32 {
+    if cli.output_format != OutputFormat::StreamJson {
+        eprintln!("crew: --input-format stream-json needs --output-format stream-json");
+        return 2;
+    }
+    if cli.print.as_deref().is_some_and(|t| t != "-") {
+        eprintln!(
+            "crew: --input-format stream-json reads the prompt from standard input; send it as a user message instead of after -p"
+        );
+        return 2;
+    }
+    stream::serve(cli).await.unwrap_or_else(|e| {
+        eprintln!("crew: {e:#}");
+        2
+    })
 }
 
 /// The task of `-p`: as given, or read from standard input when it is `-` (or absent).

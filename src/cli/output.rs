@@ -8,6 +8,8 @@ use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::OutputFormat;
+use super::stream::messages::Timing;
+use super::stream::printer::Printer;
 use crate::agent::runner::RunOutcome;
 use crate::events::{Event, EventKind};
 
@@ -24,26 +26,57 @@ where
     }
 }
 
-/// Consumes events until the bus closes, rendering them in `format` (text as
-/// `session::render::text` writes it).
+/// What the printer of a headless run needs besides the events: the format, whether to
+/// stream text deltas, the session's stamp and (for stream-json) the init message.
+pub(crate) struct Rendering {
+    /// The output format.
+    pub format: OutputFormat,
+    /// The printer of Claude Code's messages (`json` and `stream-json`).
+    pub printer: Printer,
+    /// The `system` init message stream-json opens with.
+    pub init: Option<serde_json::Value>,
+}
+
+/// Consumes events until the bus closes, rendering them as `how` says (text as
+/// `session::render::text` writes it); returns the printer, which has counted what the
+/// result needs (model time, refused calls).
 pub(crate) async fn render_events(
     mut rx: UnboundedReceiver<Event>,
-    format: OutputFormat,
+    how: Rendering,
     mut out: impl Write + Send,
     err: impl Write + Send,
-) {
+) -> Printer {
+    let Rendering {
+        format,
+        mut printer,
+        init,
+    } = how;
     if format == OutputFormat::Text {
-        return crate::session::render::text(rx, out, err).await;
+        crate::session::render::text(rx, out, err).await;
+        return printer;
+    }
+    if let Some(init) = &init {
+        line(&mut out, init);
     }
     while let Some(event) = rx.recv().await {
-        // Output errors (a closed pipe) must not stop the run; drop what cannot be written.
-        if format == OutputFormat::StreamJson {
-            let _ = serde_json::to_string(&event)
-                .map_err(std::io::Error::other)
-                .and_then(|line| writeln!(out, "{line}"));
+        // The printer counts for every format; it emits messages only for stream-json.
+        let message = printer.on_event(&event);
+        if format == OutputFormat::Events {
+            line(&mut out, &event);
+        } else if let Some(v) = message {
+            line(&mut out, &v);
         }
-        let _ = out.flush();
     }
+    printer
+}
+
+/// Writes `v` as one line of JSON. Output errors (a closed pipe) must not stop the run:
+/// what cannot be written is dropped.
+fn line(out: &mut impl Write, v: &impl serde::Serialize) {
+    let _ = serde_json::to_writer(&mut *out, v)
+        .map_err(std::io::Error::other)
+        .and_then(|()| out.write_all(b"\n"));
+    let _ = out.flush();
 }
 
 /// Whether `event` is one `collect_requests` keeps: the lead's usage report of a request.
@@ -89,13 +122,20 @@ pub(crate) fn add_spend(
     }
 }
 
-/// The final JSON object of `--output-format json` (and the last line of stream-json).
+/// The final JSON object of `--output-format json` (and the last line of stream-json and
+/// events): Claude Code's `result` message, with crew's `tasks` beside its keys.
 pub(crate) fn result_json(
     outcome: &RunOutcome,
-    session_id: &str,
-    model: &str,
+    printer: &mut Printer,
+    duration_ms: u64,
     tasks: &[crate::tasks::TaskRecord],
 ) -> serde_json::Value {
+    let (api_ms, denials) = printer.take_run();
+    let timing = Timing {
+        duration_ms,
+        duration_api_ms: api_ms,
+    };
+    let mut json = super::stream::messages::result(&printer.stamp(), outcome, &timing, &denials);
     let tasks: Vec<serde_json::Value> = tasks
         .iter()
         .map(|t| {
@@ -110,16 +150,6 @@ pub(crate) fn result_json(
             })
         })
         .collect();
-    json!({
-        "type": "result",
-        "result": outcome.result,
-        "status": outcome.status.as_str(),
-        "is_error": outcome.status == crate::agent::runner::RunStatus::Failed,
-        "turns": outcome.turns,
-        "tool_calls": outcome.tool_calls,
-        "usage": outcome.usage,
-        "cost_usd": crate::pricing::cost_usd(model, &outcome.usage),
-        "session_id": session_id,
-        "tasks": tasks,
-    })
+    json["tasks"] = serde_json::Value::Array(tasks);
+    json
 }

@@ -5,7 +5,8 @@
 
 use anyhow::{Context, bail};
 
-use super::output::{for_terminal, render_events, result_json};
+use super::output::{Rendering, for_terminal, render_events, result_json};
+use super::stream::printer::{Emit, Printer};
 use super::{Cli, OutputFormat};
 use crate::agent::mode::AgentMode;
 use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
@@ -64,6 +65,7 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         },
         None => None,
     };
+    let started = std::time::Instant::now();
     let rx = prepared.events.subscribe();
     let requests = tokio::spawn(super::output::collect_requests(
         prepared
@@ -71,11 +73,23 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             .subscribe_where(super::output::is_lead_request),
     ));
     let format = cli.output_format;
+    let emit = match format {
+        OutputFormat::StreamJson => super::stream::emit_for(&cli),
+        _ => Emit::Nothing,
+    };
+    let rendering = Rendering {
+        format,
+        printer: Printer::new(&prepared.session_id, &prepared.model, emit),
+        init: match format {
+            OutputFormat::StreamJson => Some(super::stream::init_message(&prepared, mode).await),
+            _ => None,
+        },
+    };
     // Text for a terminal passes the sanitizer (model text and tool output must not
     // drive it); JSON and anything piped stay byte-exact.
     let printer = tokio::spawn(render_events(
         rx,
-        format,
+        rendering,
         for_terminal(std::io::stdout(), format),
         // Diagnostics on stderr are text whatever the output format.
         for_terminal(std::io::stderr(), OutputFormat::Text),
@@ -129,7 +143,9 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     }
     prepared.close().await;
     // The bus closes once the session's actors are gone; let the printer drain it.
-    let _ = printer.await;
+    let mut printer = printer
+        .await
+        .unwrap_or_else(|_| Printer::new(&session_id, &model, Emit::Nothing));
     let requests = requests.await.unwrap_or_default();
     let outcome = outcome?;
     match format {
@@ -138,8 +154,9 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             eprintln!("crew: stopped: {}", outcome.result);
         }
         OutputFormat::Text => {}
-        OutputFormat::Json | OutputFormat::StreamJson => {
-            let mut json = result_json(&outcome, &session_id, &model, &tasks);
+        OutputFormat::Json | OutputFormat::StreamJson | OutputFormat::Events => {
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(0);
+            let mut json = result_json(&outcome, &mut printer, duration_ms, &tasks);
             json["auto_mode"] = serde_json::to_value(&auto).unwrap_or_default();
             super::output::add_spend(&mut json, &outcome, requests);
             println!("{json}");

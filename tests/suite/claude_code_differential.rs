@@ -29,7 +29,7 @@ const COMMIT: &str = "differential-oracle-commit";
 const CLAUDE_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// The Claude Code program, or why the tests cannot run.
-fn claude_code() -> Result<PathBuf, String> {
+pub(crate) fn claude_code() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("CREW_CLAUDE_CODE").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         return if p.is_file() {

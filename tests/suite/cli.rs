@@ -82,7 +82,7 @@ fn json_output_is_one_object_with_the_result() {
 #[test]
 fn stream_json_emits_one_event_per_line_then_the_result() {
     let dir = project();
-    let out = crew(dir.path(), &["-p", "go", "--output-format", "stream-json"]);
+    let out = crew(dir.path(), &["-p", "go", "--output-format", "events"]);
     assert!(out.status.success());
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs `crew -p go` on a scripted model whose turns each make one `run_command` call, in
-/// `mode`, with `HOME=home`; returns stdout (stream-json events).
+/// `mode`, with `HOME=home`; returns stdout (crew's events, `--output-format events`).
 fn crew_run(cwd: &Path, home: &Path, mode: &str, commands: &[&str]) -> String {
     let turns: Vec<serde_json::Value> = commands
         .iter()
@@ -26,7 +26,7 @@ fn crew_run(cwd: &Path, home: &Path, mode: &str, commands: &[&str]) -> String {
             "--permission-mode",
             mode,
             "--output-format",
-            "stream-json",
+            "events",
             "--cwd",
         ])
         .arg(cwd)

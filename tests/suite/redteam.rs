@@ -14,7 +14,7 @@ use crewmaster::permission::{Category, PermissionMode, Verdict};
 use support::permission::{Fixture, cmd};
 
 /// Runs `crew -p go` on a scripted model whose turns each make one `run_command` call,
-/// with `HOME=home` and `extra_env`; returns stdout (stream-json events).
+/// with `HOME=home` and `extra_env`; returns stdout (crew's events, `--output-format events`).
 fn crew_run(
     cwd: &Path,
     home: &Path,
@@ -36,7 +36,7 @@ fn crew_run(
             "--permission-mode",
             mode,
             "--output-format",
-            "stream-json",
+            "events",
             "--cwd",
         ])
         .arg(cwd)

@@ -223,7 +223,7 @@ async fn background_subagents_run_concurrently() {
             _ => {}
         }
     }
-    // Each task announced itself pending, running and completed (for stream-json, TUI).
+    // Each task announced itself pending, running and completed (for `--output-format events`, the TUI).
     for status in ["pending", "running", "completed"] {
         assert_eq!(
             task_events.iter().filter(|s| *s == status).count(),

@@ -253,7 +253,7 @@ fn permission_reads_are_reads_and_changes_are_task_control() {
 
 /// The lead of a real `crew -p` run, on a scripted model, works the list: it adds item 1 and
 /// item 2 blocked by 1, is refused claiming 2 (blocker named in the tool result the model
-/// sees), completes 1, then claims 2. The team's files and the stream-json events agree.
+/// sees), completes 1, then claims 2. The team's files and the events (`--output-format events`) agree.
 #[test]
 fn the_lead_works_the_list_in_a_real_headless_run() {
     let tmp = tempfile::tempdir().unwrap();
@@ -276,7 +276,7 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
         &proj,
         &home,
         &script,
-        &["-p", "plan the work", "--output-format", "stream-json"],
+        &["-p", "plan the work", "--output-format", "events"],
     );
     let results = last_tool_results(requests.last().expect("a recorded request"));
     assert_eq!(results.len(), 7, "{results:#?}");
@@ -318,7 +318,7 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
         (Some("in_progress"), Some("lead"))
     );
 
-    // stream-json carries every change of the list, in order.
+    // The events carry every change of the list, in order.
     let changes: Vec<(String, String)> = lines
         .iter()
         .filter(|v| v["type"] == "todo_changed")

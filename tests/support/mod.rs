@@ -332,6 +332,18 @@ pub fn crew(cwd: &std::path::Path, home: &std::path::Path, args: &[&str]) -> std
         .expect("crew runs")
 }
 
+/// A fresh git repository `repo` (with a README) and a home directory `home` beside it,
+/// both canonical, in a temporary directory that lives as long as the first value.
+pub fn repo_and_home() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, repo) = (base.join("home"), base.join("repo"));
+    std::fs::create_dir_all(&home).unwrap();
+    put(&repo, "README.md", "# p\n");
+    git(&repo, &["init", "-q"]);
+    (tmp, home, repo)
+}
+
 /// Writes `text` to `dir/rel`, creating its directory.
 pub fn put(dir: &std::path::Path, rel: &str, text: &str) {
     let p = dir.join(rel);

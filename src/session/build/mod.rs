@@ -135,6 +135,10 @@ pub(crate) struct Prepared {
     pub bypass_disabled: bool,
     /// The allow rules auto mode sets aside.
     pub suspended_in_auto: Vec<String>,
+    /// The lead's tools, by the names the model sees (MCP tools included).
+    pub tools: Vec<String>,
+    /// The agent definitions by name.
+    pub agents: Vec<String>,
     recorder: JoinHandle<()>,
     /// The registration `crew ps` finds the session by (`None`: it could not be made).
     live: Option<crate::session::live::Live>,
@@ -341,6 +345,15 @@ pub(crate) async fn prepare(
     )
     .await;
     let model_name = chosen.model.clone();
+    let lead_allowed = lead_agent
+        .as_ref()
+        .and_then(|def| def.allowed_tools(registry.definitions().map(|d| d.name)));
+    let tools: Vec<String> = registry
+        .definitions_filtered(lead_allowed.as_ref())
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    let agents: Vec<String> = catalog.names().into_iter().map(String::from).collect();
     let bypass_disabled = policy.bypass_disabled;
     let suspended_in_auto = modes::suspended(&policy);
     let session = SessionHandle::start(
@@ -365,9 +378,7 @@ pub(crate) async fn prepare(
                         .map(|a| format!("\n\n{a}"))
                         .unwrap_or_default()
                 ),
-                allowed_tools: lead_agent
-                    .as_ref()
-                    .and_then(|def| def.allowed_tools(registry.definitions().map(|d| d.name))),
+                allowed_tools: lead_allowed,
                 max_turns: opts.max_turns,
                 max_tokens: 8192,
             },
@@ -447,6 +458,8 @@ pub(crate) async fn prepare(
         auto,
         bypass_disabled,
         suspended_in_auto,
+        tools,
+        agents,
     })
 }
 
