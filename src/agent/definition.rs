@@ -48,6 +48,21 @@ pub struct AgentDefinition {
 }
 
 impl AgentDefinition {
+    /// Where an agent of this type works when the call does not say: its `isolation`
+    /// field; else, as in Claude Code, in the caller's checkout for a definition the user
+    /// wrote, and in its own worktree for crew's built-ins (which write freely there).
+    pub fn isolation(&self) -> crate::permission::delegation::Isolation {
+        use crate::permission::delegation::Isolation;
+        match self.isolation.as_deref().map(Isolation::parse) {
+            Some(Ok(isolation)) => isolation,
+            // The catalog refuses other values when it loads a definition; fail towards
+            // the worktree should one get through.
+            Some(Err(_)) => Isolation::Worktree,
+            None if self.origin.starts_with("built-in") => Isolation::Worktree,
+            None => Isolation::None,
+        }
+    }
+
     /// The tool names this agent may use, after `disallowedTools`.
     pub fn allowed_tools(&self, all: impl Iterator<Item = String>) -> Option<HashSet<String>> {
         if self.tools.is_none() && self.disallowed_tools.is_empty() {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::catalog::Catalog;
 use super::definition::AgentDefinition;
-use crate::permission::delegation::{AgentProfile, Delegation, Isolation, Placement};
+use crate::permission::delegation::{AgentProfile, Delegation, Placement};
 pub use crate::tools::delegate::{DelegateError, Delegator, ResumeRequest, SpawnRequest};
 use crate::tools::{Registry, Safety};
 
@@ -93,11 +93,7 @@ pub fn profile(def: &AgentDefinition, registry: &Registry) -> AgentProfile {
         .filter(|d| allowed.as_ref().is_none_or(|a| a.contains(&d.name)))
         .all(|d| d.safety == Safety::ReadOnly);
     AgentProfile {
-        // The catalog refuses other values when it loads a definition.
-        isolation: def
-            .isolation
-            .as_deref()
-            .and_then(|i| Isolation::parse(i).ok()),
+        isolation: Some(def.isolation()),
         read_only,
     }
 }

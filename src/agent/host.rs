@@ -59,10 +59,7 @@ pub fn choose(
             def.name
         ))),
         (Placement::Auto, Some(workers))
-            if worktree
-                && def.isolation.as_deref() != Some("none")
-                && env.workspaces.is_some()
-                && env.slots.available_permits() == 0 =>
+            if worktree && env.workspaces.is_some() && env.slots.available_permits() == 0 =>
         {
             Ok(Some(workers))
         }

@@ -24,8 +24,8 @@ use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent_spec::{commit_dirs, defined_runner, definition, subagent_model, working_copy};
 use crate::gate::GatePolicy;
 use crate::gate::actor::GateMsg;
+use crate::permission::SharedMode;
 use crate::permission::delegation::{Isolation, Placement};
-use crate::permission::{PermissionMode, SharedMode};
 use crate::tasks::TaskStatus;
 use crate::tasks::actor::TaskMsg;
 use crate::tools::CommandSandbox;
@@ -85,6 +85,8 @@ pub struct SubagentEnv {
     /// Worker nodes (`--workers`): where `placement: remote` agents, and agents that
     /// find the local slots full, run.
     pub workers: Option<Arc<dyn super::host::Workers>>,
+    /// The lead's permission mode, which subagents in its checkout work under.
+    pub lead_mode: SharedMode,
 }
 
 /// Messages a subagent accepts.
@@ -167,7 +169,8 @@ pub(crate) async fn launch(
                 env.workspaces.is_some(),
             )
             .map_err(DelegateError::Refused)?;
-            let worktree = request.fork.is_none() && request.isolation != Some(Isolation::None);
+            let worktree =
+                request.isolation.unwrap_or_else(|| def.isolation()) == Isolation::Worktree;
             if let Some(workers) = super::host::choose(env, def, worktree)? {
                 let def = def.clone();
                 return workers.launch_subagent(env, depth, request, &def).await;
@@ -395,13 +398,7 @@ async fn work(
                 &env.runner.pipeline.registry,
                 env.workspaces.is_some(),
             )?;
-            let isolation = request
-                .isolation
-                .or(def
-                    .isolation
-                    .as_deref()
-                    .and_then(|i| Isolation::parse(i).ok()))
-                .unwrap_or(Isolation::Worktree);
+            let isolation = request.isolation.unwrap_or_else(|| def.isolation());
             (placement, isolation)
         }
     };
@@ -465,11 +462,16 @@ async fn work(
     };
     let place = RunPlace {
         cwd,
-        // Under a lead in auto mode, the classifier judges what dontAsk would allow blindly.
-        permission_mode: SharedMode::new(match &runner.pipeline.auto {
-            Some(auto) if auto.lead_in_auto() => PermissionMode::Auto,
-            _ => PermissionMode::DontAsk,
-        }),
+        permission_mode: match &workspace {
+            // In its own worktree it works unattended, confined there.
+            Some(_) => SharedMode::new(super::subagent_spec::unattended(
+                runner.pipeline.auto.as_deref(),
+            )),
+            // In the caller's checkout it works as the lead does, under the lead's mode
+            // (the same cell: a switch applies to both), so its calls ask where the
+            // lead's would.
+            None => env.lead_mode.clone(),
+        },
         sandbox: CommandSandbox::landlock(writable_roots),
         delegate: Some(Arc::new(
             ActorDelegate::new(me, SubAgentMsg::Spawn).with_resume(SubAgentMsg::Resume),

@@ -11,6 +11,7 @@ use super::runner::{AgentSpec, Runner};
 use std::sync::Arc;
 
 use super::subagent_actor::{MAX_DEPTH, SubagentEnv, WorkspaceError, Workspaces};
+use crate::permission::PermissionMode;
 use crate::permission::delegation::{Isolation, Placement};
 
 /// Why a subagent could not be configured or given its working copy.
@@ -105,6 +106,16 @@ pub(super) fn commit_dirs(worktree: &Path) -> Vec<PathBuf> {
 
 /// Where a subagent works: its directory, the note telling it so (for its prompt), and
 /// its worktree when it has one.
+/// The mode of an agent in its own worktree, where it works unattended and confined:
+/// dontAsk, or under a lead in auto mode auto (the classifier judges what dontAsk would
+/// allow blindly).
+pub(super) fn unattended(auto: Option<&crate::auto_mode::AutoMode>) -> PermissionMode {
+    match auto {
+        Some(auto) if auto.lead_in_auto() => PermissionMode::Auto,
+        _ => PermissionMode::DontAsk,
+    }
+}
+
 pub(super) async fn working_copy(
     env: &SubagentEnv,
     task_id: &str,

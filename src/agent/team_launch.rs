@@ -28,8 +28,9 @@ use crate::tools::CommandSandbox;
 use crate::tools::delegate::DelegateError;
 
 /// Starts teammate `req.name` for the lead: checks, worktree, roster, actor. Returns its
-/// agent id. `mode` is the lead's permission mode: the teammate shares it (a switch applies
-/// to the teammate too) unless its definition narrows it to a stricter one.
+/// agent id. `mode` is the lead's permission mode: a teammate in the lead's checkout shares
+/// it (a switch applies to the teammate too); one in its own worktree works unattended
+/// there, as subagents do. Either way its definition may narrow the mode, never widen it.
 pub(crate) async fn launch(
     env: &SubagentEnv,
     team: &TeamLink,
@@ -317,6 +318,14 @@ async fn start_actor(
             roots
         }
         None => vec![start.cwd.clone()],
+    };
+    // In its own worktree a teammate works as a subagent does there: unattended, confined
+    // to it; in the lead's checkout, under the lead's mode.
+    let mode = match &start.worktree_root {
+        Some(_) => SharedMode::new(super::subagent_spec::unattended(
+            env.runner.pipeline.auto.as_deref(),
+        )),
+        None => mode,
     };
     let place = RunPlace {
         cwd: start.cwd,

@@ -148,6 +148,16 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         .unwrap_or_else(|_| Printer::new(&session_id, &model, Emit::Nothing));
     let requests = requests.await.unwrap_or_default();
     let outcome = outcome?;
+    // Work the team listed and left undone makes the run unfinished, whatever the model
+    // said: a script must not take it for done.
+    let unfinished = unfinished_work(&session_id);
+    if !unfinished.is_empty() {
+        eprintln!(
+            "crew: the run ended with {} work item(s) left undone: {}",
+            unfinished.len(),
+            unfinished.join("; ")
+        );
+    }
     match format {
         // Say why the run stopped when it is a limit, not the model, that stopped it.
         OutputFormat::Text if outcome.status == RunStatus::BudgetExhausted => {
@@ -159,14 +169,37 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             let mut json = result_json(&outcome, &mut printer, duration_ms, &tasks);
             json["auto_mode"] = serde_json::to_value(&auto).unwrap_or_default();
             super::output::add_spend(&mut json, &outcome, requests);
+            json["unfinished_items"] = serde_json::json!(unfinished);
             println!("{json}");
         }
+    }
+    if !unfinished.is_empty() {
+        return Ok(1);
     }
     Ok(match outcome.status {
         RunStatus::Completed | RunStatus::MaxTurns => 0,
         // The work was cut short: a script must not take it for done.
         RunStatus::BudgetExhausted | RunStatus::Cancelled | RunStatus::Failed => 1,
     })
+}
+
+/// The session's open work items that nothing blocks, as `#id subject (status)`; none when
+/// the session has no team (its work list is never created for that).
+fn unfinished_work(session_id: &str) -> Vec<String> {
+    let Some(teams) = crate::store::teams_dir() else {
+        return Vec::new();
+    };
+    if !teams.join(session_id).join("todos").is_dir() {
+        return Vec::new();
+    }
+    let items = match crate::team::Team::open(&teams, session_id).and_then(|t| t.list_todos()) {
+        Ok(items) => items,
+        Err(e) => return vec![format!("the work list could not be read ({e})")],
+    };
+    crate::team::todos::unfinished(&items)
+        .into_iter()
+        .map(|i| format!("#{} {} ({})", i.id, i.subject, i.status))
+        .collect()
 }
 
 /// Serves the session's dashboard at `addr`, its approval `questions` answerable there;

@@ -150,6 +150,7 @@ impl Actor for Session {
             .orchestration
             .as_ref()
             .and_then(|o| o.restore_team.clone());
+        let lead_mode = SharedMode::new(cfg.permission_mode);
         let subagents = match (cfg.orchestration, &tasks) {
             (Some(o), Some(tasks)) => Some(SubagentEnv {
                 runner: runner.clone(),
@@ -163,10 +164,10 @@ impl Actor for Session {
                 team: team.clone(),
                 finished: Default::default(),
                 workers: o.workers,
+                lead_mode: lead_mode.clone(),
             }),
             _ => None,
         };
-        let lead_mode = SharedMode::new(cfg.permission_mode);
         if let Some(auto) = &cfg.auto {
             // The breaker switches the lead out of auto, and subagents follow its mode.
             auto.watch_lead(lead_mode.clone());

@@ -22,6 +22,15 @@ pub fn open_blockers(items: &BTreeMap<TodoId, TodoItem>, item: &TodoItem) -> Vec
         .collect()
 }
 
+/// The open items nothing blocks any more: work a run that ends leaves undone (a pending
+/// item anyone could have claimed, or one its holder did not finish), in id order.
+pub(crate) fn unfinished(items: &BTreeMap<TodoId, TodoItem>) -> Vec<&TodoItem> {
+    items
+        .values()
+        .filter(|i| i.status.is_open() && open_blockers(items, i).is_empty())
+        .collect()
+}
+
 impl Team {
     /// Adds an item on behalf of `by`; returns it with its new id.
     pub fn add_todo(&self, by: &MemberName, new: NewTodo) -> Result<TodoItem> {
@@ -301,6 +310,25 @@ mod tests {
             status: Some(status),
             ..TodoUpdate::default()
         }
+    }
+
+    #[test]
+    fn unfinished_work_is_the_open_items_nothing_blocks() {
+        let (_root, team) = team();
+        let a = add(&team, "a", &[]);
+        add(&team, "b", &[1]);
+        let c = add(&team, "c", &[]);
+        team.update_todo(&MemberName::lead(), c, set(TodoStatus::Completed))
+            .unwrap();
+        let items = team.list_todos().unwrap();
+        let ids = |items: &BTreeMap<TodoId, TodoItem>| -> Vec<TodoId> {
+            unfinished(items).iter().map(|i| i.id).collect()
+        };
+        // b waits for a, so only a is left undone; once a is done, b is.
+        assert_eq!(ids(&items), [a]);
+        team.update_todo(&MemberName::lead(), a, set(TodoStatus::Completed))
+            .unwrap();
+        assert_eq!(ids(&team.list_todos().unwrap()), [TodoId(2)]);
     }
 
     #[test]

@@ -40,7 +40,7 @@ async fn a_message_to_a_finished_subagent_resumes_it_with_its_history() {
     setup.git = true;
     setup.files = vec![(
         ".crew/agents/w1.md",
-        "---\nname: w1\ndescription: test writer\ntools: write_file, read_file\n---\nWrite your file.\n"
+        "---\nname: w1\ndescription: test writer\nisolation: worktree\ntools: write_file, read_file\n---\nWrite your file.\n"
             .into(),
     )];
     let t = start(setup).await;

@@ -418,7 +418,9 @@ async fn worktrees_are_diffed_merged_and_discarded_and_a_discard_of_work_asks_fi
         support::put(
             &dir,
             &format!(".crew/agents/{w}.md"),
-            &format!("---\nname: {w}\ndescription: writer {w}\ntools: write_file\n---\nWrite.\n"),
+            &format!(
+                "---\nname: {w}\ndescription: writer {w}\nisolation: worktree\ntools: write_file\n---\nWrite.\n"
+            ),
         );
     }
     let served = run_with_dashboard(&dir, &home, "write both");

@@ -16,7 +16,7 @@ use crate::support::webdriver::Browser;
 
 fn agent_file(name: &str) -> String {
     format!(
-        "---\nname: {name}\ndescription: test writer {name}\ntools: write_file, read_file\n---\nWrite your file.\n"
+        "---\nname: {name}\ndescription: test writer {name}\nisolation: worktree\ntools: write_file, read_file\n---\nWrite your file.\n"
     )
 }
 

@@ -2,7 +2,9 @@
 //! rules and no bypass, starts worktree-isolated subagents without any approval, and each
 //! one's work lands in its own worktree on its own branch; the model cannot move a writer
 //! into the main checkout with `isolation: "none"`; an agent type that itself works in
-//! place with write tools asks (and headless refuses it).
+//! place (as a user's definition without `isolation` does, in Claude Code's way) starts
+//! without approval but works under the lead's permission mode, so its writes ask (and
+//! headless refuses them).
 
 use crate::support;
 use crewmaster::tools::rule_names::ParseRule;
@@ -43,13 +45,13 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
     std::fs::create_dir_all(&home).unwrap();
     put(&repo, "README.md", "# repo\n");
     for w in ["w1", "w2", "w3"] {
-        put(&repo, &format!(".crew/agents/{w}.md"), &writer(w, ""));
+        put(
+            &repo,
+            &format!(".crew/agents/{w}.md"),
+            &writer(w, "isolation: worktree\n"),
+        );
     }
-    put(
-        &repo,
-        ".crew/agents/inplace.md",
-        &writer("inplace", "isolation: none\n"),
-    );
+    put(&repo, ".crew/agents/inplace.md", &writer("inplace", ""));
     committed_repo(&repo, &[]);
     let script = base.join("script.json");
     let call = |w: &str, extra: &str| {
@@ -72,7 +74,7 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
             call("w2", ""),
             call("w3", ""),
             // The attacks: a writer moved into the main checkout by the model, and a
-            // definition that itself writes in place.
+            // definition that itself writes in place (no `isolation`: in place).
             call("general-purpose", r#","isolation":"none""#),
             call("inplace", ""),
             writes("one.txt"),
@@ -101,15 +103,22 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
 
-    // The three worktree subagents started with no approval; only the two attacks failed.
+    // The three worktree subagents and the in-place one started with no approval; only
+    // the model's move of a writer in place failed.
     assert_eq!(
         stderr.matches("✓ agent Started background task").count(),
-        3,
+        4,
         "{stderr}"
     );
     assert_eq!(
         stderr.matches("✗ agent [permission_denied]").count(),
-        2,
+        1,
+        "{stderr}"
+    );
+    // The in-place writer works under the lead's default mode: its write asked, and
+    // headless refused it.
+    assert!(
+        stderr.contains("[inplace/") && stderr.contains("✗ write_file [permission_denied]"),
         "{stderr}"
     );
     let first_results = std::fs::read_to_string(&record)
@@ -135,11 +144,7 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
         refused.contains("permission_denied") && refused.contains("isolation `none` is refused"),
         "{refused}"
     );
-    let asked = results[4].to_string();
-    assert!(
-        asked.contains("permission_denied") && asked.contains("in place"),
-        "{asked}"
-    );
+    assert_ne!(results[4]["is_error"], true, "{}", results[4]);
 
     // Each file is in its own worktree, on its own branch, and nowhere else.
     let wts = worktrees(&repo);
@@ -176,7 +181,7 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
             r#"{"prompt":"p","subagent_type":"w1","isolation":"none"}"#,
             3,
         ),
-        (r#"{"prompt":"p","subagent_type":"inplace"}"#, 1),
+        (r#"{"prompt":"p","subagent_type":"inplace"}"#, 0),
         (
             r#"{"prompt":"p","subagent_type":"explore","isolation":"none"}"#,
             0,
@@ -247,11 +252,12 @@ fn engine_decides_delegation_by_isolation_and_read_only_ness() {
         .push(Rule::parse("Agent", RuleKind::Allow, Layer::Local, None).unwrap());
     assert_eq!(decide(&policy, BypassPermissions, gp_none), Verdict::Deny);
     assert_eq!(decide(&policy, Default, gp_none), Verdict::Deny);
-    // Without worktrees a writer works in place: it asks.
+    // Without worktrees a writer works in place, under the caller's mode: starting it
+    // gains nothing, so it is allowed (its own calls ask where the caller's would).
     policy.rules.clear();
     policy.delegation.worktrees = false;
-    assert_eq!(decide(&policy, Default, gp), Verdict::Ask);
-    assert_eq!(decide(&policy, DontAsk, gp), Verdict::Deny);
+    assert_eq!(decide(&policy, Default, gp), Verdict::Allow);
+    assert_eq!(decide(&policy, DontAsk, gp), Verdict::Allow);
     assert_eq!(decide(&policy, Default, explore), Verdict::Allow);
     // A deny rule wins over everything.
     policy.delegation.worktrees = true;

@@ -6,7 +6,7 @@ use crate::support;
 
 use serde_json::json;
 use support::crew;
-use support::hooks::{call, project, run, run_script, settings};
+use support::hooks::{call, project, run, run_leaving_work, run_script, settings};
 
 #[test]
 fn a_stop_hook_makes_the_lead_go_on_with_its_reason_once() {
@@ -62,6 +62,7 @@ fn user_prompt_submit_adds_context_and_session_start_runs() {
 const REVIEWER: &str = r#"---
 name: reviewer
 description: Reviews changes without pushing them
+isolation: worktree
 tools: Bash, Read
 hooks:
   PreToolUse:
@@ -145,7 +146,8 @@ sys.exit(2)
         )],
         true,
     );
-    let r = run(
+    // The hook keeps the item open, so the run ends with it undone (and exits 1).
+    let r = run_leaving_work(
         &p,
         json!([
             {"tool_calls": [call("todo_add", json!({"subject": "write the docs"}))]},
@@ -163,6 +165,11 @@ sys.exit(2)
     );
     assert!(!results[2].contains("completed"), "{results:?}");
     assert!(results[2].contains("write the docs"), "{results:?}");
+    assert!(
+        r.stderr.contains("#1 write the docs (pending)"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -221,7 +228,7 @@ if d["teammate_name"] == "tina" and not os.path.exists(m):
             ),
             (
                 ".crew/agents/w.md",
-                "---\nname: w\ndescription: test teammate\ntools: read_file, send_message\n---\nDo your part.\n",
+                "---\nname: w\ndescription: test teammate\nisolation: worktree\ntools: read_file, send_message\n---\nDo your part.\n",
             ),
         ],
         true,
@@ -277,7 +284,7 @@ with open(os.environ["CLAUDE_PROJECT_DIR"] + "/events.log", "a") as f:
             ),
             (
                 ".crew/agents/w.md",
-                "---\nname: w\ndescription: test teammate\ntools: read_file, send_message\n---\nDo your part.\n",
+                "---\nname: w\ndescription: test teammate\nisolation: worktree\ntools: read_file, send_message\n---\nDo your part.\n",
             ),
         ],
         true,

@@ -82,6 +82,7 @@ mod session_projects;
 mod skills;
 mod slash;
 mod speculation;
+mod subagent_semantics;
 mod subagents;
 mod tasks_cli;
 mod team_cli;

@@ -302,7 +302,7 @@ fn a_worktree_subagent_gets_the_memory_files_of_its_worktree() {
     put(
         &r.repo,
         ".crew/agents/fixer.md",
-        "---\nname: fixer\ndescription: fixes things\ntools: read_file, write_file\n---\nFix it.\n",
+        "---\nname: fixer\ndescription: fixes things\nisolation: worktree\ntools: read_file, write_file\n---\nFix it.\n",
     );
     git(&r.repo, &["add", "."]);
     git(&r.repo, &["commit", "-qm", "agent"]);
@@ -408,7 +408,7 @@ fn a_teammate_gets_the_memory_files_of_its_worktree() {
     put(
         &r.repo,
         ".crew/agents/fixer.md",
-        "---\nname: fixer\ndescription: fixes things\ntools: read_file, write_file, send_message\n---\nFix it.\n",
+        "---\nname: fixer\ndescription: fixes things\nisolation: worktree\ntools: read_file, write_file, send_message\n---\nFix it.\n",
     );
     git(&r.repo, &["add", "."]);
     git(&r.repo, &["commit", "-qm", "agent"]);

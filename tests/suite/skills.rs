@@ -364,17 +364,17 @@ fn subagents_and_teammates_that_can_load_skills_see_the_skill_list() {
     put(
         dir.path(),
         ".claude/agents/reviewer.md",
-        "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep, Skill\n---\nYou review.\n",
+        "---\nname: reviewer\ndescription: Reviews code\nisolation: worktree\ntools: Read, Grep, Skill\n---\nYou review.\n",
     );
     put(
         dir.path(),
         ".claude/agents/grepper.md",
-        "---\nname: grepper\ndescription: Greps\ntools: Grep\n---\nYou grep.\n",
+        "---\nname: grepper\ndescription: Greps\nisolation: worktree\ntools: Grep\n---\nYou grep.\n",
     );
     put(
         dir.path(),
         ".claude/agents/mate.md",
-        "---\nname: mate\ndescription: A teammate\n---\nYou help.\n",
+        "---\nname: mate\ndescription: A teammate\nisolation: worktree\n---\nYou help.\n",
     );
     let (out, requests) = crew_p_recorded(dir.path(), home.path(), "go", "acceptEdits");
     let stderr = String::from_utf8_lossy(&out.stderr);

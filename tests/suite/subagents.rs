@@ -154,7 +154,7 @@ async fn a_panicking_subagent_fails_its_task_while_its_siblings_complete() {
 }
 
 /// A subagent type that writes and runs commands (for the crash test).
-const BOOM: &str = "---\nname: boom\ndescription: writes, then crashes\ntools: write_file, read_file, run_command\n---\nDo your part.\n";
+const BOOM: &str = "---\nname: boom\ndescription: writes, then crashes\nisolation: worktree\ntools: write_file, read_file, run_command\n---\nDo your part.\n";
 
 #[tokio::test]
 async fn background_subagents_run_concurrently() {

@@ -17,7 +17,7 @@ use crewmaster::team::restore::delivered_markers;
 use crewmaster::team::{MemberName, PlanStage, Team, TodoId, TodoStatus};
 use support::{committed_repo, git};
 
-const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
+const WRITER: &str = "---\nname: w\ndescription: test teammate\nisolation: worktree\ntools: read_file, send_message, todo_update, todo_list\n---\nDo your part.\n";
 
 /// The first run: the lead starts alice and bob and adds items 1 and 2 (2 blocked by 1);
 /// alice claims and completes 1, messages bob (read by him at his next turn), then
@@ -200,7 +200,12 @@ fn sigkill_mid_run_then_continue_restores_the_team_and_delivers_each_message_onc
     }
     let out = resumed.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    // Item 2 is left for later on purpose: the run says so and exits 1.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("left undone: #2 second (pending)"),
+        "{stderr}"
+    );
 
     // The roster: the same two teammates in the same worktrees, idle now.
     let after = team.roster().unwrap();
@@ -345,7 +350,7 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
     support::put(
         &repo,
         ".crew/agents/w.md",
-        "---\nname: w\ndescription: test teammate\ntools: read_file, write_file, send_message\n---\nDo your part.\n",
+        "---\nname: w\ndescription: test teammate\nisolation: worktree\ntools: read_file, write_file, send_message\n---\nDo your part.\n",
     );
     committed_repo(&repo, &[]);
     let (first, second) = (base.join("first.json"), base.join("second.json"));

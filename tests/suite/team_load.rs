@@ -90,7 +90,8 @@ async fn sixteen_teammates_send_2000_messages_with_send_message_none_lost_none_t
     setup.orchestration = true;
     setup.files = vec![(
         ".crew/agents/s.md",
-        "---\nname: s\ndescription: sender\ntools: send_message\n---\nSend.\n".to_string(),
+        "---\nname: s\ndescription: sender\nisolation: worktree\ntools: send_message\n---\nSend.\n"
+            .to_string(),
     )];
     let mut t = start(setup).await;
     let started = std::time::Instant::now();

@@ -272,11 +272,18 @@ fn the_lead_works_the_list_in_a_real_headless_run() {
             call("todo_list", json!({})),
             {"text": "all done"}
     ]});
-    let (out, requests) = support::crew_scripted(
+    let (out, requests) = support::crew_scripted_output(
         &proj,
         &home,
         &script,
         &["-p", "plan the work", "--output-format", "events"],
+    );
+    // The lead said "all done" with item 2 still in progress: the run is not done.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("left undone: #2 write b.txt (in_progress)"),
+        "{stderr}"
     );
     let results = last_tool_results(requests.last().expect("a recorded request"));
     assert_eq!(results.len(), 7, "{results:#?}");

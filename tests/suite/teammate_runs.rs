@@ -93,7 +93,7 @@ async fn a_teammate_delegates_to_a_worktree_subagent_and_gets_its_answer() {
       }
     }"#;
     let writer = WRITER.replace("send_message", "send_message, agent");
-    let helper = "---\nname: helper\ndescription: helps\ntools: write_file, agent\n---\nHelp.\n";
+    let helper = "---\nname: helper\ndescription: helps\nisolation: worktree\ntools: write_file, agent\n---\nHelp.\n";
     let t = start(team_setup(
         script,
         vec![
@@ -178,7 +178,7 @@ async fn a_teammates_background_subagent_wakes_her_when_it_ends() {
       }
     }"#;
     let writer = WRITER.replace("send_message", "send_message, agent");
-    let helper = "---\nname: helper\ndescription: helps\ntools: read_file\n---\nHelp.\n";
+    let helper = "---\nname: helper\ndescription: helps\nisolation: worktree\ntools: read_file\n---\nHelp.\n";
     let t = start(team_setup(
         script,
         vec![
@@ -237,7 +237,13 @@ async fn a_teammates_ask_reaches_the_approver_naming_the_teammate() {
       }
     }"#;
     let (tx, mut asks) = tokio::sync::mpsc::unbounded_channel();
-    let mut setup = team_setup(script, vec![(".crew/agents/w.md", WRITER.to_string())]);
+    // In its worktree a teammate works unattended; its definition narrows that to default
+    // mode here, so its write asks, and the ask must say who is asking.
+    let writer = WRITER.replace(
+        "isolation: worktree\n",
+        "isolation: worktree\npermissionMode: default\n",
+    );
+    let mut setup = team_setup(script, vec![(".crew/agents/w.md", writer)]);
     setup.mode = PermissionMode::Default;
     setup.approver = ApproverPolicy::Forward(tx);
     let t = start(setup).await;

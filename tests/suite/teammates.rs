@@ -259,7 +259,7 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
 }
 
 /// A teammate that writes and runs commands (for the crash test).
-const WRITER_WITH_COMMANDS: &str = "---\nname: wc\ndescription: test teammate\ntools: write_file, read_file, send_message, run_command\n---\nDo your part.\n";
+const WRITER_WITH_COMMANDS: &str = "---\nname: wc\ndescription: test teammate\nisolation: worktree\ntools: write_file, read_file, send_message, run_command\n---\nDo your part.\n";
 
 /// 16 members send 2,000 messages to each other through the team actor (the path
 /// `send_message` takes) while each drains its inbox on wake-ups, acknowledging as the

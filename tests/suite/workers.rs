@@ -45,7 +45,7 @@ fn repo(root: &Path, agents: &[(&str, &str)]) {
 
 fn remote_agent(name: &str, tools: &str) -> String {
     format!(
-        "---\nname: {name}\ndescription: works on a worker\nplacement: remote\ntools: {tools}\n---\nYou work.\n"
+        "---\nname: {name}\ndescription: works on a worker\nisolation: worktree\nplacement: remote\ntools: {tools}\n---\nYou work.\n"
     )
 }
 

@@ -27,11 +27,11 @@ use support::worker::{WorkerProcess, start_worker, write_cookie};
 use support::{git, start};
 
 /// A teammate definition that always runs on a worker.
-const REMOTE: &str = "---\nname: w\ndescription: remote teammate\nplacement: remote\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
+const REMOTE: &str = "---\nname: w\ndescription: remote teammate\nisolation: worktree\nplacement: remote\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
 
 /// The same, narrowed to acceptEdits (the lead runs in bypassPermissions, so its own
 /// `agent` call does not ask): writes are allowed unless a rule asks.
-const REMOTE_EDITS: &str = "---\nname: w\ndescription: remote teammate\nplacement: remote\npermissionMode: acceptEdits\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
+const REMOTE_EDITS: &str = "---\nname: w\ndescription: remote teammate\nisolation: worktree\nplacement: remote\npermissionMode: acceptEdits\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
 
 /// The tests of this file share one process, and so ractor's process-wide registry of
 /// groups where a joining lead finds its workers: one cluster at a time.

@@ -25,7 +25,7 @@ fn chat(task: &str) -> RunRequest {
 
 fn agent_file(name: &str) -> String {
     format!(
-        "---\nname: {name}\ndescription: test writer {name}\ntools: write_file, read_file\n---\nWrite your file.\n"
+        "---\nname: {name}\ndescription: test writer {name}\nisolation: worktree\ntools: write_file, read_file\n---\nWrite your file.\n"
     )
 }
 

@@ -89,8 +89,24 @@ pub fn run(p: &Project, turns: Value, args: &[&str]) -> Run {
     run_script(p, json!({ "turns": turns }), "do the task", args)
 }
 
+/// `crew -p "do the task"` with `turns` as the model's script, for a run that leaves
+/// work-list items undone on purpose: it must say so and exit 1.
+pub fn run_leaving_work(p: &Project, turns: Value, args: &[&str]) -> Run {
+    let (run, code) = run_any(p, json!({ "turns": turns }), "do the task", args);
+    assert_eq!(code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("left undone"), "{}", run.stderr);
+    run
+}
+
 /// `crew -p TASK` with a whole script (`turns` and per-agent `agents`); the run must succeed.
 pub fn run_script(p: &Project, script: Value, task: &str, args: &[&str]) -> Run {
+    let (run, code) = run_any(p, script, task, args);
+    assert_eq!(code, Some(0), "crew failed: {}", run.stderr);
+    run
+}
+
+/// `crew -p TASK` with a whole script; the run and its exit code.
+fn run_any(p: &Project, script: Value, task: &str, args: &[&str]) -> (Run, Option<i32>) {
     let path = p.home.join("script.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let record = p.home.join("requests.jsonl");
@@ -107,13 +123,12 @@ pub fn run_script(p: &Project, script: Value, task: &str, args: &[&str]) -> Run 
     all.extend_from_slice(args);
     let out = crew(&p.proj, &p.home, &all);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "crew failed: {stderr}");
     let requests = std::fs::read_to_string(&record)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    Run { stderr, requests }
+    (Run { stderr, requests }, out.status.code())
 }
 
 /// A scripted tool call.

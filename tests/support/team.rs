@@ -11,7 +11,7 @@ use crewmaster::team::{MemberName, Team};
 use super::Setup;
 
 /// A teammate definition that writes, reads and messages.
-pub const WRITER: &str = "---\nname: w\ndescription: test teammate\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
+pub const WRITER: &str = "---\nname: w\ndescription: test teammate\nisolation: worktree\ntools: write_file, read_file, send_message\n---\nDo your part.\n";
 
 /// A Chat-mode run of `task`.
 pub fn chat(task: &str) -> RunRequest {

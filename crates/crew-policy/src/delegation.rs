@@ -146,13 +146,15 @@ pub fn fallback(
             format!("subagent `{kind}` is read-only"),
             false,
         ),
-        // Meant for a human: under dontAsk nobody can agree, so it is denied.
+        // Started in place it works under the caller's own mode (the delegator hands it
+        // the lead's), so starting it gains nothing: each of its calls asks where the
+        // caller's would.
         (Placement::InPlace, false) => decision(
-            Verdict::Ask,
+            Verdict::Allow,
             format!(
-                "subagent `{kind}` would work in place in the main checkout (not in a worktree) with tools that change files; approve it, or run it where worktrees are possible (a git repository)"
+                "subagent `{kind}` works in the caller's checkout under the caller's permission mode: each of its calls is checked as the caller's would be"
             ),
-            true,
+            false,
         ),
     }))
 }
@@ -210,12 +212,13 @@ mod tests {
             // Read-only agents may work in place.
             (&git, Default, "explore", "{}", "Allow"),
             (&git, Default, "explore", none, "Allow"),
-            // A definition that itself works in place with write tools asks.
-            (&git, Default, "inplace-writer", "{}", "Ask!"),
-            (&git, DontAsk, "inplace-writer", "{}", "Ask!"),
+            // A definition that itself works in place runs under the caller's mode
+            // (the delegator gives it the lead's), so starting it gains nothing: allowed.
+            (&git, Default, "inplace-writer", "{}", "Allow"),
+            (&git, DontAsk, "inplace-writer", "{}", "Allow"),
             (&git, Default, "inplace-writer", wt, "Allow"),
-            // Without worktrees every writer works in place.
-            (&plain, Default, "general-purpose", "{}", "Ask!"),
+            // Without worktrees every writer works in place, likewise.
+            (&plain, Default, "general-purpose", "{}", "Allow"),
             (&plain, Default, "explore", "{}", "Allow"),
             (&git, Default, "unknown", "{}", "Ask"),
             (&git, Strict, "unknown", "{}", "table"),

@@ -130,7 +130,7 @@ async fn a_worktree_deleted_under_a_running_subagent_keeps_its_branch_and_the_le
     setup.git = true;
     setup.files = vec![(
         ".crew/agents/w.md",
-        "---\nname: w\ndescription: worker\ntools: run_command, write_file, read_file\n---\nWork.\n"
+        "---\nname: w\ndescription: worker\nisolation: worktree\ntools: run_command, write_file, read_file\n---\nWork.\n"
             .to_string(),
     )];
     let t = support::start(setup).await;

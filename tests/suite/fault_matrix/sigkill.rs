@@ -215,7 +215,7 @@ fn sigkill_of_crew_leaves_no_confined_subagent_command_behind() {
     support::put(
         &p.dir,
         ".crew/agents/w.md",
-        "---\nname: w\ndescription: worker\ntools: run_command\n---\nWork.\n",
+        "---\nname: w\ndescription: worker\nisolation: worktree\ntools: run_command\n---\nWork.\n",
     );
     support::git(&p.dir, &["add", "."]);
     support::git(&p.dir, &["commit", "-qm", "agent"]);

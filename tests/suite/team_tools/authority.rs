@@ -220,10 +220,12 @@ fn a_lock_held_by_a_stranger_is_reported_after_the_bound_not_waited_on() {
     std::fs::write(&locked, "").unwrap();
     let (out, requests) = run.join().unwrap();
     let took = t.elapsed();
+    // Its item stays pending (the lock kept the run from the list): it says so, exit 1.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("left undone: #1 first (pending)"),
+        "{stderr}"
     );
     let results = last_tool_results(requests.last().expect("a recorded request"));
     let (is_error, text) = results
