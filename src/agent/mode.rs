@@ -96,7 +96,8 @@ mod tests {
         let names = |defs: Vec<Definition>| defs.into_iter().map(|d| d.name).collect::<Vec<_>>();
         assert_eq!(
             names(visible_definitions(AgentMode::Plan, &registry, None)),
-            ["read_file", "find_files", "search_code"]
+            // web_fetch too: it changes nothing here, and the engine asks for new hosts.
+            ["read_file", "find_files", "search_code", "web_fetch"]
         );
         let only = HashSet::from(["read_file".to_string(), "write_file".to_string()]);
         assert_eq!(
@@ -105,7 +106,7 @@ mod tests {
         );
         assert_eq!(
             names(visible_definitions(AgentMode::Do, &registry, None)).len(),
-            6
+            7
         );
     }
 

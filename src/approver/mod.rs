@@ -137,6 +137,7 @@ pub fn headless_refusal(req: &ApprovalRequest) -> String {
         Some(Category::Read) => {
             "rerun with `--permission-mode default` (reads are allowed there), or add an allow rule such as `Read(**)`"
         }
+        Some(Category::Network) => "add the rule or the allowedDomains entry named above",
         _ => "add an allow rule for this tool to .crew/settings.local.json",
     };
     format!(

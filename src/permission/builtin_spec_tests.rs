@@ -38,8 +38,13 @@ fn each_tool_falls_back_and_matches_rules_as_its_spec_says() {
         // `Task` is the agent tool's alias, declared once, on its definition.
         ("agent", explore, Bypass, true, Verdict::Deny),
         ("Task", explore, Bypass, true, Verdict::Deny),
+        // web_fetch asks for a host nothing lists, except in bypassPermissions; a call
+        // without its `url` is malformed, and denied, in every mode.
+        ("web_fetch", r#"{"url":"https://docs.rs/x"}"#, Def, false, Verdict::Ask),
+        ("web_fetch", r#"{"url":"https://docs.rs/x"}"#, Bypass, true, Verdict::Allow),
+        ("web_fetch", "{}", Bypass, false, Verdict::Deny),
         // A tool without a spec is unknown: it asks.
-        ("web_fetch", "{}", Bypass, true, Verdict::Ask),
+        ("web_search", "{}", Bypass, true, Verdict::Ask),
     ];
     for (tool, args, mode, rules, want) in table {
         let req = CheckRequest {
@@ -72,6 +77,7 @@ fn arguments_classify_by_each_tools_spec() {
         ("agent", r#"{"prompt":"p","subagent_type":"Explore"}"#, Target::Agent("Explore".into())),
         ("Task", r#"{"prompt":"p"}"#, Target::Agent("general-purpose".into())),
         ("mcp__gh__issue", "{}", Target::Mcp("mcp__gh__issue".into())),
+        ("web_fetch", r#"{"url":"https://a.example/b"}"#, Target::Url("https://a.example/b".into())),
         ("task_list", "{}", Target::None),
     ];
     for (name, args, want) in ok {
@@ -88,13 +94,15 @@ fn arguments_classify_by_each_tools_spec() {
         ("run_command", r#"{"command":"  "}"#, "empty"),
         ("search_code", r#"{"path":"src"}"#, "`pattern`"),
         ("agent", r#"{"subagent_type":"x"}"#, "`prompt`"),
+        ("web_fetch", "{}", "missing required argument `url`"),
+        ("web_fetch", r#"{"url":" "}"#, "empty"),
     ];
     for (name, args, want) in bad {
         let e = classify_builtin(name, args).unwrap_err();
         assert!(matches!(e, ClassifyError::Arguments(_)), "{name} {args}");
         assert!(e.to_string().contains(want), "{e}");
     }
-    assert!(matches!(classify_builtin("web_fetch", "{}"), Err(ClassifyError::Unknown(_))));
+    assert!(matches!(classify_builtin("web_search", "{}"), Err(ClassifyError::Unknown(_))));
 }
 
 #[test]
@@ -114,6 +122,42 @@ fn every_tool_agrees_with_itself_safety_and_category() {
     }
     let stop = builtin_permission("task_stop").unwrap();
     assert_eq!(stop.category, Category::Control);
+    // The one read-only tool that does not fall back as a read: web_fetch changes nothing
+    // here (Plan Mode may use it), but its request leaves the machine, so it falls back
+    // as network access, which asks.
+    let fetch = crate::tools::builtin_definition("web_fetch").unwrap();
+    assert_eq!(fetch.safety, crate::tools::Safety::ReadOnly);
+    assert_eq!(fetch.permission.as_ref().unwrap().category, Category::Network);
+}
+
+#[test]
+fn web_fetch_rules_name_it_by_rule_name_or_own_name() {
+    let url = |u: &str| format!(r#"{{"url":"{u}"}}"#);
+    let tmp = tempfile::tempdir().unwrap();
+    for text in ["WebFetch(domain:docs.rs)", "web_fetch(domain:docs.rs)"] {
+        let policy = Policy {
+            rules: vec![Rule::parse(text, Verdict::Allow, Layer::Local, None).unwrap()],
+            ..Policy::default()
+        };
+        for (u, want) in [
+            ("https://docs.rs/a", Verdict::Allow),
+            ("https://evil.example/", Verdict::Ask),
+        ] {
+            let req = CheckRequest {
+                call: ToolCall {
+                    id: "c".into(),
+                    name: "web_fetch".into(),
+                    arguments: url(u),
+                },
+                spec: builtin_permission("web_fetch"),
+                cwd: tmp.path().to_path_buf(),
+                mode: PermissionMode::Default,
+            };
+            assert_eq!(check(&req, &policy).verdict, want, "{text} {u}");
+        }
+    }
+    // Agent files and `crew permissions check` say WebFetch, as Claude Code does.
+    assert_eq!(crate::tools::rule_names::tool_name("WebFetch"), "web_fetch");
 }
 
 #[test]

@@ -11,7 +11,9 @@
 //!   runs;
 //! - `write_file` and `edit_file` run only in acceptEdits or bypassPermissions, and then
 //!   only into the overlay;
-//! - every other side effect (agents, tasks, team tools, skills, MCP writes) stops it.
+//! - every other side effect (agents, tasks, team tools, skills, MCP writes) stops it,
+//!   and so does `web_fetch`: read-only here, but its request reaches a server whether or
+//!   not the prediction comes true.
 //!
 //! Searches and commands cannot see the overlay, so once the speculation has written a
 //! file they stop it too (their answer could differ from the real run's).
@@ -95,7 +97,8 @@ impl CallPath {
         if !writes && !runs_command && safety != Some(Safety::ReadOnly) {
             return Err(Halt::SideEffect(tool));
         }
-        if tool == crate::tools::skill::NAME {
+        // A fetch reaches its server whether or not the prediction comes true.
+        if tool == crate::tools::skill::NAME || tool == crate::tools::web_fetch::NAME {
             return Err(Halt::SideEffect(tool));
         }
         if writes

@@ -21,6 +21,7 @@ pub(crate) mod task_tools;
 pub(crate) mod todo_tools;
 pub mod tool_search;
 pub(crate) mod walk;
+pub mod web_fetch;
 pub mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -239,6 +240,7 @@ pub fn builtin_tools() -> Vec<std::sync::Arc<dyn Tool>> {
         std::sync::Arc::new(find_files::FindFiles::new()),
         std::sync::Arc::new(search_code::SearchCode::new()),
         std::sync::Arc::new(run_command::RunCommand::new()),
+        std::sync::Arc::new(web_fetch::WebFetch::new()),
     ]
 }
 

@@ -132,6 +132,7 @@ fn plan_mode_from_the_cli_refuses_writes_even_under_bypass() {
             "read_file",
             "find_files",
             "search_code",
+            "web_fetch",
             "task_list",
             "task_output",
             "todo_get",

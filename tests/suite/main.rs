@@ -104,6 +104,7 @@ mod tui;
 mod tui_terminal;
 mod typed_path;
 mod walk_filter;
+mod web_fetch;
 mod workers;
 mod workers_team;
 mod worktree_cli;

@@ -46,10 +46,10 @@ fn every_mode_times_every_category_falls_back_per_design_table() {
 #[test]
 fn unknown_tools_ask_and_bad_arguments_deny() {
     let f = Fixture::new();
-    let d = f.check("web_fetch", r#"{"url":"x"}"#, BypassPermissions);
+    let d = f.check("web_search", r#"{"query":"x"}"#, BypassPermissions);
     assert_eq!((d.verdict, d.source), (Ask, Source::Unknown));
     // Nobody to ask under dontAsk: fail closed.
-    assert_eq!(f.check("web_fetch", "{}", DontAsk).verdict, Deny);
+    assert_eq!(f.check("web_search", "{}", DontAsk).verdict, Deny);
     for (tool, args) in [
         ("read_file", "{not json"),
         ("read_file", "{}"),
@@ -57,6 +57,9 @@ fn unknown_tools_ask_and_bad_arguments_deny() {
         ("run_command", r#"["ls"]"#),
         ("run_command", r#"{"command": ""}"#),
         ("agent", r#"{"subagent_type":"x"}"#),
+        ("web_fetch", "{}"),
+        ("web_fetch", r#"{"url":"file:///etc/passwd"}"#),
+        ("web_fetch", r#"{"url":"https://user:pw@example.com/"}"#),
     ] {
         for mode in MODES {
             let d = f.check(tool, args, mode);

@@ -138,7 +138,10 @@ async fn forever_grant_writes_one_deduplicated_rule_that_a_fresh_engine_loads() 
 #[tokio::test]
 async fn hard_denied_and_rule_denied_calls_cannot_be_granted() {
     let f = Fixture::new();
-    f.settings("user", r#"{"permissions": {"deny": ["Bash(curl:*)"]}}"#);
+    f.settings(
+        "user",
+        r#"{"permissions": {"deny": ["Bash(curl:*)", "WebFetch(domain:evil.example)"]}}"#,
+    );
     let e = engine(f.policy()).await;
     // A hard check or a deny rule refuses; a tool without rule syntax has nothing to grant.
     for (tool, args, refused) in [
@@ -147,7 +150,13 @@ async fn hard_denied_and_rule_denied_calls_cannot_be_granted() {
         ("read_file", path("../proj2/x.txt"), true),
         ("read_file", path("~/.ssh/id_rsa"), true),
         ("task_list", "{}".to_string(), false),
-        ("web_fetch", "{}".to_string(), false),
+        ("web_search", "{}".to_string(), false),
+        // A fetch of a host a deny rule names cannot be granted either.
+        (
+            "web_fetch",
+            r#"{"url":"https://evil.example/x"}"#.to_string(),
+            true,
+        ),
     ] {
         let r = grant(&e, &f, tool, &args, GrantScope::Forever).await;
         match r {
@@ -188,6 +197,11 @@ fn derived_rules_are_narrow() {
         ["Agent(Explore)"]
     );
     assert_eq!(rules("mcp__gh__list", "{}"), ["mcp__gh__list"]);
+    // A fetch is granted for its host, on every port, whatever the path.
+    assert_eq!(
+        rules("web_fetch", r#"{"url":"https://Docs.RS:8443/a/b?q=1"}"#),
+        ["WebFetch(domain:docs.rs)"]
+    );
     // A granted glob-like command matches only itself.
     let mut p2 = f.policy();
     crewmaster::permission::grants::grant_session(

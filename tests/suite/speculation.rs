@@ -157,6 +157,35 @@ async fn a_command_that_is_not_read_only_stops_the_speculation_before_it_runs() 
 }
 
 #[tokio::test]
+async fn a_web_fetch_stops_the_speculation_before_any_request_leaves() {
+    // Allowed by the mode, and read-only, but a request would reach the server whether or
+    // not the user sends the predicted prompt.
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("page"))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let turns = format!(
+        r#"[{{"tool_calls":[{{"name":"web_fetch","input":{{"url":"{}/docs"}}}}]}},
+            {{"text":"Read the docs."}}]"#,
+        server.uri()
+    );
+    let (_t, spec, _overlays) = speculating(PermissionMode::BypassPermissions, &turns).await;
+    let Resolution::NotAdopted { reason } = spec.resolve("add a notes file").await else {
+        panic!("adopted a speculation that fetched a page");
+    };
+    assert!(reason.contains("web_fetch"), "{reason}");
+    assert!(
+        server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
 async fn a_write_outside_accept_edits_stops_the_speculation() {
     let (t, spec, _overlays) = speculating(PermissionMode::Default, WRITES_NOTES).await;
     let Resolution::NotAdopted { reason } = spec.resolve("add a notes file").await else {

@@ -1,5 +1,5 @@
 //! Classification: what a call does (category), which rule names cover it, and what its
-//! target is (a path, a command, a subagent type, an MCP name), read from the tool's
+//! target is (a path, a command, a subagent type, a URL, an MCP name), read from the tool's
 //! permission spec (carried by its `Definition`) and parsed from the raw JSON
 //! arguments. Unknown tools (no spec) and unusable arguments are reported, not guessed.
 
@@ -17,6 +17,8 @@ pub enum Target {
     Command(String),
     /// A subagent type.
     Agent(String),
+    /// A URL as written (checked and matched by host in `check`).
+    Url(String),
     /// An MCP tool's full name.
     Mcp(String),
     /// Nothing rules can name (system tools).
@@ -105,6 +107,18 @@ pub fn classify(
                 required_str(&args, f)?;
             }
             Target::Agent(optional_str(&args, field)?.unwrap_or_else(|| default.clone()))
+        }
+        TargetSpec::Url { field } => {
+            for f in &spec.required {
+                required_str(&args, f)?;
+            }
+            let url = required_str(&args, field)?;
+            if url.trim().is_empty() {
+                return Err(ClassifyError::Arguments(format!(
+                    "argument `{field}` is empty; send the URL to fetch"
+                )));
+            }
+            Target::Url(url)
         }
         TargetSpec::Mcp { .. } => Target::Mcp(name.to_string()),
         TargetSpec::None => Target::None,

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use super::classify::{self, Target};
 use super::rules::{Rule, RuleKind, Subject, escape_glob};
+use super::web::FetchUrl;
 use super::{CheckRequest, Layer, PermissionMode, Policy, RuleName, Source, Verdict, check, shell};
 use crew_config::settings::SettingsError;
 
@@ -92,6 +93,11 @@ pub fn grant_rules(req: &CheckRequest, policy: &Policy) -> Result<Vec<String>, G
             }
         }
         Target::Agent(t) => out.push(format!("Agent({t})")),
+        Target::Url(u) => {
+            let url = FetchUrl::parse(u).map_err(|e| GrantError::Refused(e.to_string()))?;
+            // The host on every port, as a human approving "this site" means it.
+            out.push(url.domain_rule());
+        }
         Target::Mcp(n) => out.push(n.clone()),
         Target::None => return Err(GrantError::NoRule(req.call.name.clone())),
     }
@@ -115,8 +121,8 @@ fn exact_command(cmd: &str) -> Result<String, GrantError> {
 }
 
 /// The tool-name lookup for parsing granted rules: none is needed, since a grant names a
-/// rule name (`Write(…)`, `Bash(…)`, `Agent(…)`) or an `mcp__` tool, never a tool's own
-/// name or alias.
+/// rule name (`Write(…)`, `Bash(…)`, `Agent(…)`, `WebFetch(…)`) or an `mcp__` tool, never
+/// a tool's own name or alias.
 fn no_tool_names(_: &str) -> Option<RuleName> {
     None
 }

@@ -12,6 +12,8 @@
 //!
 //! Order (seed 000, design.md §2–4): classify the call and parse its arguments → hard
 //! checks (command blacklist, credential paths, path sandbox) → rules → mode fallback.
+//! A web fetch is decided on its URL's host (`web`): rules, then
+//! `sandbox.network.allowedDomains`, then an ask.
 //! The types every layer sees (`Verdict`, `Decision`, `PermissionMode`, `PermissionSpec`)
 //! are `crew_protocol`'s, re-exported here; each module opens with what it decides.
 
@@ -37,6 +39,7 @@ pub mod sandbox;
 mod scopes;
 pub mod shell;
 pub mod walk;
+pub mod web;
 
 use std::path::PathBuf;
 

@@ -19,6 +19,8 @@ pub fn fallback(mode: PermissionMode, category: Category) -> Verdict {
         // The Ask goes to the classifier, not to a human (`agent::pipeline`).
         (Auto, Read | Control) => Verdict::Allow,
         (Auto, _) => Verdict::Ask,
+        // Network (web_fetch) asks from strict to auto through the arms above; under
+        // dontAsk `check::web` denies a host nothing lists before this table is read.
         (BypassPermissions | DontAsk, _) => Verdict::Allow,
     }
 }
@@ -36,6 +38,7 @@ pub fn fallback_reason(mode: PermissionMode, category: Category, verdict: Verdic
         Category::Write => "write",
         Category::Exec => "exec",
         Category::Mcp => "mcp",
+        Category::Network => "network",
         Category::Control => "task-control",
     };
     match verdict {
@@ -67,6 +70,8 @@ mod tests {
             }
             // Task control (task_stop) falls back like a read.
             assert_eq!(fallback(mode, Control), expected[0], "{mode} control");
+            // A fetch from an unlisted host falls back like a command.
+            assert_eq!(fallback(mode, Network), expected[2], "{mode} network");
         }
     }
 }

@@ -32,6 +32,10 @@ pub enum Category {
     Exec,
     /// Calls an MCP server's tool.
     Mcp,
+    /// Fetches a URL (`web_fetch`): it changes nothing here, but the request — and
+    /// whatever its URL carries — leaves the machine, so a host that neither a rule nor
+    /// `sandbox.network.allowedDomains` lists asks in every mode but bypassPermissions.
+    Network,
     /// Acts on the session's own background tasks (`task_stop`): a side effect for the
     /// gate (Plan Mode refuses it), but one on crewmaster's own work — no files, no
     /// processes besides the task's own — so the mode fallback treats it like a read
@@ -63,7 +67,8 @@ pub enum Source {
     Blacklist,
     /// A credential path.
     Credentials,
-    /// The path sandbox.
+    /// The path sandbox, or the sandbox's network allow list
+    /// (`sandbox.network.allowedDomains`, which also lets `web_fetch` through).
     Sandbox,
     /// A rule of the given layer.
     Rule(Layer),

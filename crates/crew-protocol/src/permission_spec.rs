@@ -29,6 +29,8 @@ pub enum RuleName {
     Bash,
     /// Subagents (specifier: the subagent type).
     Agent,
+    /// Fetching web pages (specifier: `domain:HOST`, as in `WebFetch(domain:docs.rs)`).
+    WebFetch,
 }
 
 impl RuleName {
@@ -42,6 +44,7 @@ impl RuleName {
             RuleName::Grep => "Grep",
             RuleName::Bash => "Bash",
             RuleName::Agent => "Agent",
+            RuleName::WebFetch => "WebFetch",
         }
     }
 
@@ -66,6 +69,7 @@ impl FromStr for RuleName {
             RuleName::Grep,
             RuleName::Bash,
             RuleName::Agent,
+            RuleName::WebFetch,
         ]
         .into_iter()
         .find(|n| n.as_str() == s)
@@ -99,6 +103,11 @@ pub enum TargetSpec {
         field: String,
         /// The type when the argument is absent.
         default: String,
+    },
+    /// A URL the tool fetches: rules match its host (`WebFetch(domain:HOST)`).
+    Url {
+        /// The argument holding the URL.
+        field: String,
     },
     /// An MCP tool: its full name is the target.
     Mcp {
@@ -195,6 +204,13 @@ impl TargetSpec {
             required: true,
             writes: true,
             glob_fields: Vec::new(),
+        }
+    }
+
+    /// A required URL argument the tool fetches.
+    pub fn url(field: &str) -> Self {
+        TargetSpec::Url {
+            field: field.into(),
         }
     }
 

@@ -4,13 +4,15 @@
 //!
 //! This file holds the entry point, the per-call context (`Ctx`) and the helpers that turn
 //! a rule or the mode into a `Decision`; each kind of target is decided in its own file:
-//! `path` (file tools), `command` (shell commands), `agent` (starting subagents).
+//! `path` (file tools), `command` (shell commands), `agent` (starting subagents), `web`
+//! (fetching URLs), `mcp` (MCP tools).
 
 mod agent;
 mod command;
 mod mcp;
 mod names;
 mod path;
+mod web;
 mod writes;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +30,7 @@ use agent::agent_decision;
 use command::command_decision;
 use mcp::mcp_decision;
 use path::path_decision;
+use web::web_decision;
 
 /// Decides one call. Pure apart from reading the file system to resolve symlinks. In auto
 /// mode the allow rules that would let code run unchecked are set aside first
@@ -191,6 +194,7 @@ fn decide(req: &CheckRequest, policy: &Policy) -> Decision {
         Target::Path(p) => path_decision(&ctx, &c, p.as_deref()),
         Target::Command(cmd) => command_decision(&ctx, cmd),
         Target::Agent(t) => agent_decision(&ctx, category, t),
+        Target::Url(u) => web_decision(&ctx, category, u),
         Target::Mcp(n) => mcp_decision(&ctx, category, n),
         Target::None => fallback(ctx.mode(), category, ""),
     };

@@ -1,9 +1,11 @@
 //! How a rule's specifier matches its subject: exact text, regexes, negations, command
 //! and agent wildcards, and gitignore-style path globs (`parse_matcher` builds one from the
-//! specifier; `str_matches` and `path_matches` apply it).
+//! specifier; `str_matches` and `path_matches` apply it). Web fetches' hosts are
+//! matched in `host`.
 
 use std::path::{Path, PathBuf};
 
+use crew_config::host_pattern::HostPattern;
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 
@@ -19,6 +21,9 @@ pub(super) enum Matcher {
     /// Command or agent wildcard pattern (anchored regex), whether it has wildcards, and
     /// its literal text before the first wildcard.
     Wildcard(Regex, bool, String),
+    /// A web fetch's host (`WebFetch(domain:HOST)`): the same entry syntax and matching
+    /// as `sandbox.network.allowedDomains`, since the two form one list.
+    Host(HostPattern),
     /// Path glob, anchored at the filesystem root or relative to the project; `literal`
     /// when it names one anchored path without glob characters.
     Path {
@@ -141,6 +146,8 @@ pub(super) fn str_matches(m: &Matcher, s: &str) -> bool {
         // Command subjects are parts whose words are already joined by single spaces.
         Matcher::Wildcard(re, ..) => re.is_match(s),
         Matcher::Path { set, .. } => set.is_match(s),
+        // A host pattern matches hosts only (`host_matches`).
+        Matcher::Host(_) => false,
     }
 }
 
@@ -188,5 +195,6 @@ pub(super) fn path_matches(m: &Matcher, p: &PathProbe<'_>) -> bool {
                 || p.rels.iter().any(|r| re.is_match(&r.to_string_lossy()))
         }
         Matcher::Wildcard(re, ..) => re.is_match(&p.real.to_string_lossy()),
+        Matcher::Host(_) => false,
     }
 }

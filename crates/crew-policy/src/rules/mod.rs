@@ -3,9 +3,12 @@
 //! the rule deciding a call (design.md §3).
 //!
 //! Rule names (`spec::RuleName`): `Read`, `Write`, `Edit`, `Glob`, `Grep`, `Bash`,
-//! `Agent` (specifier = subagent type), `mcp__server[__tool]` (globs allowed). Which tools
-//! a name covers is each tool's permission spec's to say (its `Definition`); a tool's own
-//! name or alias (`write_file`, `Task`) stands for its own rule name.
+//! `Agent` (specifier = subagent type), `WebFetch` (specifier = `domain:HOST`, written as
+//! a `sandbox.network.allowedDomains` entry: `example.com` exactly, `*.example.com` its
+//! subdomains, an optional `:port`; names compare case-insensitively),
+//! `mcp__server[__tool]` (globs allowed). Which tools a name covers is each tool's
+//! permission spec's to say (its `Definition`); a tool's own name or alias (`write_file`,
+//! `Task`) stands for its own rule name.
 //!
 //! Path specifiers are gitignore-style: `//abs` absolute, `~/x` home, `/x` relative to the
 //! project root, `x` or `./x` relative to the project root (or the agent's cwd), matching at
@@ -15,9 +18,10 @@
 //!
 //! This file holds the rule type, its parsing and the precedence (`decide`, `rank`);
 //! `matcher` holds how a specifier matches (paths, wildcards, regexes), `command` how a
-//! rule matches one part of a command.
+//! rule matches one part of a command, `host` how a `WebFetch` rule matches a host.
 
 mod command;
+mod host;
 mod matcher;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +32,7 @@ use regex::Regex;
 use super::spec::RuleName;
 use super::{Layer, Verdict};
 use command::literal_head;
+use host::{domain_matcher, host_matches};
 use matcher::{Matcher, PathProbe, parse_matcher, path_matches, str_matches, wildcard_regex};
 
 /// What a matching rule says: the engine's one ordered decision type (`allow`, `ask`,
@@ -102,6 +107,13 @@ pub enum Subject<'a> {
     },
     /// A subagent type.
     Agent(&'a str),
+    /// The server a web fetch reaches (`web::FetchUrl`'s host and port).
+    Host {
+        /// The host, normalised (lowercase, no trailing dot, IPv6 without brackets).
+        host: &'a str,
+        /// The port.
+        port: u16,
+    },
     /// An MCP tool name.
     Mcp(&'a str),
 }
@@ -127,7 +139,7 @@ pub enum RuleError {
     Malformed(String),
     /// The tool name is not one the engine knows.
     #[error(
-        "rule `{0}` names an unknown tool (expected Read, Write, Edit, Glob, Grep, Bash, Agent or mcp__server__tool)"
+        "rule `{0}` names an unknown tool (expected Read, Write, Edit, Glob, Grep, Bash, Agent, WebFetch or mcp__server__tool)"
     )]
     UnknownTool(String),
     /// The pattern does not compile.
@@ -199,6 +211,9 @@ impl Rule {
         };
         let matcher = match spec.map(str::trim) {
             None | Some("") | Some("*") => Matcher::Any,
+            Some(s) if matches!(tool, RuleTool::Named(RuleName::WebFetch)) => {
+                domain_matcher(text, s)?
+            }
             Some(s) => {
                 let path = matches!(tool, RuleTool::Named(n) if n.takes_paths());
                 parse_matcher(text, s, path, home)?
@@ -261,6 +276,10 @@ impl Rule {
             Subject::Agent(t) => {
                 matches!(self.tool, RuleTool::Named(RuleName::Agent))
                     && str_matches(&self.matcher, t)
+            }
+            Subject::Host { host, port } => {
+                matches!(self.tool, RuleTool::Named(RuleName::WebFetch))
+                    && host_matches(&self.matcher, host, port)
             }
             Subject::Mcp(name) => match &self.tool {
                 RuleTool::Mcp(re) => re.is_match(name),
@@ -391,6 +410,7 @@ impl Rule {
             "search_code" => Some(RuleName::Grep),
             "run_command" => Some(RuleName::Bash),
             "agent" | "Task" => Some(RuleName::Agent),
+            "web_fetch" => Some(RuleName::WebFetch),
             _ => None,
         };
         Rule::parse_with(text, kind, layer, home, &builtin)
@@ -436,7 +456,7 @@ mod tests {
             );
         }
         assert!(matches!(
-            Rule::parse("WebFetch(x)", RuleKind::Deny, Layer::User, None),
+            Rule::parse("WebSearch(x)", RuleKind::Deny, Layer::User, None),
             Err(RuleError::UnknownTool(_))
         ));
         assert!(matches!(
