@@ -51,6 +51,14 @@ pub enum LeadMsg {
     Cancel,
     /// Change the permission mode from the next call on (of a running run too).
     SetPermissionMode(PermissionMode),
+    /// Use another model, and the provider that serves it, from the next run on (`/model`);
+    /// a running run keeps the model it started with.
+    SetModel {
+        /// The provider.
+        provider: Arc<dyn crate::provider::Provider>,
+        /// The model name sent to it.
+        model: String,
+    },
     /// A copy of the conversation so far.
     Conversation(RpcReplyPort<Vec<Message>>),
     /// Start a subagent (the `agent` tool); replies with its task id.
@@ -369,6 +377,11 @@ impl Actor for LeadAgent {
             }
             // The running loop shares this cell: its next call uses the new mode.
             LeadMsg::SetPermissionMode(mode) => state.place.permission_mode.set(mode),
+            // Each run clones the runner as it starts: the running one is not changed.
+            LeadMsg::SetModel { provider, model } => {
+                state.runner.provider = provider;
+                state.runner.spec.model = model;
+            }
             LeadMsg::Conversation(reply) => {
                 let _ = reply.send(state.conversation.clone());
             }

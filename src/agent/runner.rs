@@ -233,7 +233,15 @@ impl Runner {
                 // A Stop hook that blocks makes the agent go on with its reason.
                 let mode = place.permission_mode.get();
                 let report = hooks
-                    .stop(role, agent, &place.cwd, mode, stop_hook_active, &cancel)
+                    .stop(
+                        role,
+                        agent,
+                        &place.cwd,
+                        mode,
+                        stop_hook_active,
+                        &output.text,
+                        &cancel,
+                    )
                     .await;
                 match report.block {
                     Some(reason) if report.stop.is_none() && turn < self.spec.max_turns => {

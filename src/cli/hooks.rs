@@ -26,17 +26,12 @@ pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Res
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let root = crate::store::project_root(&cwd);
     let home = crate::store::home_dir();
-    let (mut hooks, mut warnings) = crate::hooks::config::load(&root, home.as_deref())?;
     let catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
-    let (by_type, agent_warnings) =
-        crate::hooks::config::load_agents(catalog.hook_sources(), &root, home.as_deref());
-    warnings.extend(agent_warnings);
-    // Agent definitions' hooks last, in type order: they run only for that agent type.
-    let mut types: Vec<_> = by_type.into_iter().collect();
-    types.sort_by(|a, b| a.0.cmp(&b.0));
-    hooks.extend(types.into_iter().flat_map(|(_, h)| h));
+    let effective =
+        crate::hooks::listing::effective(&root, home.as_deref(), catalog.hook_sources())?;
     if json {
-        let list: Vec<_> = hooks
+        let list: Vec<_> = effective
+            .hooks
             .iter()
             .map(|h| {
                 json!({
@@ -50,33 +45,10 @@ pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Res
                 })
             })
             .collect();
-        let skipped: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        let skipped: Vec<String> = effective.not_used.iter().map(ToString::to_string).collect();
         writeln!(out, "{}", json!({ "hooks": list, "not_used": skipped }))?;
         return Ok(0);
     }
-    if hooks.is_empty() {
-        writeln!(out, "no hooks run in {}", root.display())?;
-    }
-    for h in &hooks {
-        let matcher = match h.matcher.text() {
-            "" => "*",
-            m => m,
-        };
-        writeln!(
-            out,
-            "{:<17} {:<16} {}\n{:<17} timeout {} s · {} · {} ({})",
-            h.event.as_str(),
-            matcher,
-            h.command,
-            "",
-            h.timeout.as_secs_f64(),
-            h.origin.scope,
-            h.origin.file,
-            h.place
-        )?;
-    }
-    for w in &warnings {
-        writeln!(out, "not used: {w}")?;
-    }
+    write!(out, "{}", crate::hooks::listing::text(&root, &effective))?;
     Ok(0)
 }

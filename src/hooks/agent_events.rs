@@ -115,7 +115,9 @@ impl HookClient {
     }
 
     /// Fires the stop event of `role` (`Stop`, `SubagentStop`, `TeammateIdle`);
-    /// `active`: the agent already goes on because of such a hook.
+    /// `active`: the agent already goes on because of such a hook; `last`: its final text
+    /// (`last_assistant_message`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn stop(
         &self,
         role: Role,
@@ -123,6 +125,7 @@ impl HookClient {
         cwd: &Path,
         mode: PermissionMode,
         active: bool,
+        last: &str,
         cancel: &CancellationToken,
     ) -> Report {
         let event = role.stop_event();
@@ -139,6 +142,7 @@ impl HookClient {
         let mut input = self.input(&f);
         input.permission_mode = Some(mode.as_str().to_string());
         input.stop_hook_active = Some(active);
+        input.last_assistant_message = Some(last.to_string());
         match role {
             Role::Subagent => input.agent_type = Some(agent_type(agent).to_string()),
             Role::Teammate => {
@@ -169,8 +173,8 @@ impl HookClient {
         self.fire(f, input, cancel).await
     }
 
-    /// Fires `SessionStart` (`source`: `startup` or `resume`) or `SessionEnd` (`source`:
-    /// the reason, e.g. `other`).
+    /// Fires `SessionStart` (`source`: `startup`, `resume` or `clear`) or `SessionEnd`
+    /// (`source`: the reason, `clear` or `other`).
     pub async fn session(&self, event: HookEvent, cwd: &Path, source: &str) -> Report {
         let f = Firing {
             event,

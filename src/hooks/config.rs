@@ -26,8 +26,10 @@ use crate::config::settings::{SettingsError, Warning};
 use crate::permission::Layer;
 use crate::trust::TrustStore;
 
-/// How long a hook may run when its entry sets no `timeout`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a hook may run when its entry sets no `timeout`: Claude Code's default for
+/// command hooks, 10 minutes (a formatter or test run in a hook must not be cut off where
+/// Claude Code would let it finish).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Where a hook came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -326,7 +328,8 @@ mod tests {
         assert_eq!(pre.timeout, Duration::from_secs(5));
         assert_eq!(pre.matcher.text(), "Bash");
         let stop = hooks.iter().find(|h| h.command == "echo done").unwrap();
-        assert_eq!(stop.timeout, DEFAULT_TIMEOUT);
+        // Claude Code's default for command hooks: 10 minutes.
+        assert_eq!(stop.timeout, Duration::from_secs(600));
         let as_agent = parse(&v, &origin(), agent_event, &mut w);
         assert!(as_agent.iter().any(|h| h.event == HookEvent::SubagentStop));
     }

@@ -8,13 +8,15 @@
 //! `process` (one hook in its own process group), `report` (combining an event's hooks),
 //! `actor` (the `Hooks` actor: which hooks run), `client` (firing an event),
 //! `tool_events` (PreToolUse/PostToolUse on the call path), `agent_events` (the agent
-//! loop's and session's events).
+//! loop's and session's events), `listing` (the effective hooks, for `crew hooks list`
+//! and `/hooks`).
 
 pub(crate) mod actor;
 pub(crate) mod agent_events;
 pub(crate) mod client;
 pub mod config;
 pub(crate) mod event;
+pub(crate) mod listing;
 pub(crate) mod matcher;
 pub(crate) mod names;
 pub(crate) mod process;

@@ -52,7 +52,10 @@ pub struct HookInput {
     /// Whether the agent already goes on because of a Stop hook (Stop, SubagentStop).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_hook_active: Option<bool>,
-    /// `startup`/`resume` (SessionStart).
+    /// The agent's final text before it stops (Stop, SubagentStop, TeammateIdle).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_assistant_message: Option<String>,
+    /// `startup`/`resume`/`clear` (SessionStart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// `manual` or `auto` (PreCompact).

@@ -48,7 +48,7 @@ fn tool_input(
     input.permission_mode = Some(mode.as_str().to_string());
     input.tool_name = Some(claude_name(&call.name));
     input.crew_tool_name = Some(call.name.clone());
-    input.tool_input = Some(hook_input(&call.name, &arguments(call)));
+    input.tool_input = Some(hook_input(&call.name, &arguments(call), f.cwd));
     input.tool_use_id = Some(call.id.clone());
     input
 }
@@ -111,7 +111,7 @@ impl HookClient {
         {
             if updated.is_object() {
                 let original = arguments(&out.call);
-                let args = from_hook_input(&out.call.name, &original, updated);
+                let args = from_hook_input(&out.call.name, &original, updated, cwd);
                 out.call.arguments = args.to_string();
                 // The user saw the model's arguments; say what is judged and run instead.
                 self.notice(

@@ -190,6 +190,12 @@ impl SessionHandle {
     /// work still running is cancelled first (its processes killed, its worktrees kept
     /// when they hold work).
     pub async fn shutdown(self) {
+        self.shutdown_for("other").await
+    }
+
+    /// [`SessionHandle::shutdown`], with `reason` for the `SessionEnd` hooks (Claude
+    /// Code's values: `clear`, `logout`, `prompt_input_exit`, `other`).
+    pub async fn shutdown_for(self, reason: &str) {
         if let Ok(CallResult::Success(hooks)) = self
             .session
             .call(SessionMsg::Hooks, Some(Duration::from_secs(10)))
@@ -197,7 +203,7 @@ impl SessionHandle {
         {
             if let Some(dir) = hooks.project_dir() {
                 hooks
-                    .session(crate::hooks::HookEvent::SessionEnd, &dir, "other")
+                    .session(crate::hooks::HookEvent::SessionEnd, &dir, reason)
                     .await;
             }
         }

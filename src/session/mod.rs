@@ -18,6 +18,7 @@ mod config_builder;
 mod handle;
 pub mod live;
 pub(crate) mod model;
+pub(crate) mod recent;
 pub(crate) mod render;
 pub mod services;
 

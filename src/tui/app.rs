@@ -17,11 +17,9 @@ use super::tasks_panel::{PanelAction, TasksPanel};
 use super::team_panel::{TeamAction, TeamPanel, TeamTab};
 use super::transcript::{Entry, Transcript};
 use crate::agent::mode::AgentMode;
-use crate::agent::runner::{RunOutcome, RunRequest, RunStatus};
-use crate::events::{Event, EventKind};
+use crate::agent::runner::RunRequest;
 use crate::permission::{PermissionMode, Verdict};
 use crate::protocol::Usage;
-use crate::tasks::TaskRecord;
 
 /// Something the runtime must do for the app.
 #[derive(Debug)]
@@ -55,6 +53,12 @@ pub(crate) enum Effect {
     Worktree(super::worktrees_panel::Review, String),
     /// Compact the lead's conversation (`/compact [what to keep]`).
     Compact(Option<String>),
+    /// Switch the lead to another model for its next runs (`/model NAME`).
+    SetModel(String),
+    /// List the project's recent sessions (`/resume`).
+    ListSessions,
+    /// End this session and continue in another (`/clear`, `/resume ID`).
+    Switch(super::session_commands::Switch),
     /// Expand a custom slash command and run it on the lead (in a spawned task).
     RunCommand {
         /// The command's name.
@@ -129,6 +133,10 @@ pub(crate) struct App {
     pub memory_injected: Vec<String>,
     /// Why the breaker switched auto mode off (until `/auto reset`).
     pub auto_off: Option<String>,
+    /// What each agent spent (for `/cost`): the transcript's record, then this run's.
+    pub spent: crate::agent::ledger::Ledger,
+    /// A `/clear` or `/resume` to go ahead with when typed again (background work runs).
+    pub armed_switch: Option<super::session_commands::Switch>,
     queued: VecDeque<String>,
     effects: Vec<Effect>,
 }
@@ -163,6 +171,8 @@ impl App {
             quit_armed: false,
             memory_injected: Vec::new(),
             auto_off: None,
+            spent: Default::default(),
+            armed_switch: None,
             queued: VecDeque::new(),
             effects: Vec::new(),
         }
@@ -427,167 +437,16 @@ impl App {
             *task = text;
         }
     }
-
-    /// Applies a session event.
-    pub(crate) fn on_event(&mut self, event: Event) {
-        let agent = event.agent.as_str();
-        let lead = agent == "lead";
-        match event.kind {
-            EventKind::TextDelta { text } if lead => self.transcript.push_text(&text),
-            EventKind::MessageAppended { message } if !lead => {
-                self.approvals
-                    .note_results(agent, &message, &self.transcript)
-            }
-            EventKind::MessageAppended { message } if lead => {
-                self.approvals
-                    .note_results(agent, &message, &self.transcript);
-                self.memory_injected
-                    .extend(crate::memory::render::injected_paths(std::slice::from_ref(
-                        &message,
-                    )))
-            }
-            EventKind::ToolCallStarted { call } => self.transcript.tool_started(agent, &call),
-            EventKind::PermissionDecided {
-                call_id,
-                verdict,
-                source,
-                ..
-            } => self.transcript.tool_decided(
-                agent,
-                &call_id,
-                verdict_str(verdict),
-                &source.to_string(),
-            ),
-            EventKind::ToolCallFinished {
-                call_id,
-                is_error,
-                error_code,
-                summary,
-                ..
-            } => {
-                // Refused after the engine allowed it (not in the mode's or the agent's
-                // tools): "allow by mode" would say the opposite of what happened.
-                if matches!(
-                    error_code.as_deref(),
-                    Some("tool_not_allowed" | "unknown_tool")
-                ) {
-                    self.transcript
-                        .tool_decided(agent, &call_id, "refused", "the gate");
-                }
-                self.transcript
-                    .tool_finished(agent, &call_id, is_error, &summary)
-            }
-            EventKind::TurnFinished { usage, .. } => {
-                self.usage.add(&usage);
-                if lead {
-                    self.last_request = usage;
-                }
-            }
-            EventKind::RunStarted { .. } if !lead => self.notice(format!("[{agent}] started")),
-            EventKind::RunFinished { status, .. } if !lead => {
-                // A teammate whose run ends waits for mail: idle, not done.
-                let teammate = self.team.view.as_ref().is_some_and(|v| {
-                    v.members
-                        .iter()
-                        .any(|m| m.agent_id.as_deref() == Some(agent))
-                });
-                match &*status {
-                    "completed" if teammate => self.notice(format!("[{agent}] idle")),
-                    _ => self.notice(format!("[{agent}] {status}")),
-                }
-            }
-            EventKind::Retrying {
-                attempt, reason, ..
-            } => self.notice(format!("[{agent}] retrying (attempt {attempt}): {reason}")),
-            EventKind::Error { message } => self
-                .transcript
-                .push(Entry::Error(format!("[{agent}] {message}"))),
-            EventKind::Hook { message, .. } => self.notice(format!("[hook] {message}")),
-            EventKind::AutoModeOff { reason } => self.on_auto_off(reason),
-            EventKind::ActorRestarted { actor, reason, .. } => self.notice(format!(
-                "[session] restarted the {actor} after it failed: {reason}"
-            )),
-            EventKind::Compacted {
-                trigger,
-                tokens_before,
-                tokens_after,
-                usage,
-                ..
-            } => {
-                self.usage.add(&usage);
-                // A manual compaction is reported when it answers.
-                if trigger == "auto" {
-                    self.notice(format!(
-                        "[{agent}] context compacted: about {tokens_before} → {tokens_after} tokens"
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The lead's run ended.
-    pub(crate) fn on_run_finished(&mut self, result: Result<RunOutcome, super::jobs::JobError>) {
-        self.running = None;
-        let plan = match &result {
-            Ok(o) if o.status == RunStatus::Completed => Some(o.result.clone()),
-            _ => None,
-        };
-        match &result {
-            Ok(o) if o.status == RunStatus::Completed => {}
-            Ok(o) => match o.status {
-                RunStatus::Cancelled => self.notice("Turn cancelled."),
-                RunStatus::MaxTurns => self.notice("Stopped at the turn limit (--max-turns)."),
-                _ => self
-                    .transcript
-                    .push(Entry::Error(format!("The run failed: {}", o.result))),
-            },
-            Err(e) => self.transcript.push(Entry::Error(e.to_string())),
-        }
-        if matches!(self.plan, PlanStage::Planning { .. }) {
-            self.plan.planned(plan, self.permission);
-            if matches!(self.plan, PlanStage::Review { .. }) {
-                self.notice("Plan ready: 1 approve · 2 edit · 3 reject.");
-            }
-        }
-        if let Some(next) = self.queued.pop_front() {
-            self.submit(next);
-        }
-    }
-
-    /// A background task of the lead ended while the lead is idle: the lead continues.
-    pub(crate) fn on_task_completed(&mut self, rec: &TaskRecord) {
-        if self.running.is_some() || self.quit {
-            return;
-        }
-        self.notice(format!(
-            "Background task {} ({}) {}; the lead continues.",
-            rec.id,
-            rec.description,
-            rec.status.as_str()
-        ));
-        self.start_run(RunRequest {
-            mode: AgentMode::Chat,
-            task: FOLLOW_UP.into(),
-            plan: None,
-        });
-    }
-
-    /// Teammates wrote to the lead: an idle lead starts a run that reads their mail (as a
-    /// headless lead does); a busy one reads it when its run ends.
-    pub(crate) fn on_team_mail(&mut self) {
-        if self.running.is_some() || self.quit {
-            return;
-        }
-        self.notice("Your team wrote to the lead; the lead continues.".to_string());
-        self.start_run(RunRequest {
-            mode: AgentMode::Chat,
-            task: crate::agent::follow_up::TEAM_NEWS.into(),
-            plan: None,
-        });
-    }
 }
+
+/// What the session's events and the ends of runs do to the app.
+#[path = "app_events.rs"]
+mod events;
 
 #[cfg(test)]
 #[path = "app_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "app_session_tests.rs"]
+mod session_tests;

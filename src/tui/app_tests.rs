@@ -1,9 +1,12 @@
 //! Unit tests of the app state: keys, commands, plan flow and run endings.
 
 use super::*;
+use crate::agent::runner::{RunOutcome, RunStatus};
+use crate::events::{Event, EventKind};
 use crate::protocol::ToolCall;
+use crate::tasks::TaskRecord;
 
-fn app() -> App {
+pub(super) fn app() -> App {
     App::new(
         SessionInfo {
             session_id: "s1".into(),
@@ -17,11 +20,11 @@ fn app() -> App {
     )
 }
 
-fn key(code: KeyCode) -> KeyEvent {
+pub(super) fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
-fn type_line(app: &mut App, text: &str) {
+pub(super) fn type_line(app: &mut App, text: &str) {
     for ch in text.chars() {
         app.on_key(key(KeyCode::Char(ch)));
     }
@@ -48,7 +51,7 @@ fn completed(result: &str) -> Result<RunOutcome, crate::tui::jobs::JobError> {
     })
 }
 
-fn notices(app: &App) -> String {
+pub(super) fn notices(app: &App) -> String {
     app.transcript
         .entries()
         .iter()

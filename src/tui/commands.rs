@@ -1,8 +1,10 @@
 //! Slash commands typed in the input box: parsing, what each does to the app, and the
-//! help text.
+//! help text. The commands about the session itself (`/clear`, `/resume`, `/model`,
+//! `/cost`, `/hooks`) are in `session_commands.rs`.
 
 use super::app::{App, verdict_str};
 use super::plan::PlanStage;
+use super::session_commands::Switch;
 use crate::agent::transition::{PlanExit, Target};
 use crate::permission::rules::RuleKind;
 use crate::permission::{Category, Policy};
@@ -36,6 +38,16 @@ pub(crate) enum SlashCommand {
     Mcp,
     /// Compact the conversation now, with what to keep in the summary (may be empty).
     Compact(String),
+    /// A fresh conversation in a new session; the old one stays resumable.
+    Clear,
+    /// List the project's sessions (empty), or continue the one with this id (or prefix).
+    Resume(String),
+    /// Show the lead's model (empty), or switch it for the next turns.
+    Model(String),
+    /// Tokens and cost so far.
+    Cost,
+    /// The effective hooks and where each comes from.
+    Hooks,
     /// Keys and commands.
     Help,
     /// Quit.
@@ -48,14 +60,11 @@ pub(crate) enum SlashCommand {
 pub(crate) fn parse(text: &str) -> Option<SlashCommand> {
     let text = text.trim();
     let name = text.strip_prefix('/')?.split_whitespace().next()?;
+    // What follows the name.
+    let rest = || text[1 + name.len()..].trim().to_string();
     Some(match name {
         "plan" => SlashCommand::Plan,
-        "auto" => SlashCommand::Auto(
-            text.trim_start_matches('/')
-                .trim_start_matches("auto")
-                .trim()
-                .to_string(),
-        ),
+        "auto" => SlashCommand::Auto(rest()),
         "do" => SlashCommand::Do,
         "tasks" => SlashCommand::Tasks,
         "team" => SlashCommand::Team,
@@ -65,12 +74,12 @@ pub(crate) fn parse(text: &str) -> Option<SlashCommand> {
         "memory" => SlashCommand::Memory,
         "status" => SlashCommand::Status,
         "mcp" => SlashCommand::Mcp,
-        "compact" => SlashCommand::Compact(
-            text.trim_start_matches('/')
-                .trim_start_matches(name)
-                .trim()
-                .to_string(),
-        ),
+        "compact" => SlashCommand::Compact(rest()),
+        "clear" => SlashCommand::Clear,
+        "resume" => SlashCommand::Resume(rest()),
+        "model" => SlashCommand::Model(rest()),
+        "cost" => SlashCommand::Cost,
+        "hooks" => SlashCommand::Hooks,
         "help" => SlashCommand::Help,
         "exit" | "quit" => SlashCommand::Exit,
         other => SlashCommand::Unknown(other.to_string()),
@@ -93,12 +102,19 @@ Commands:
   /status       session, model, tokens and cost
   /mcp          MCP servers: status and tools
   /compact [what to keep]  summarise the conversation now to free context
+  /clear        a fresh conversation in a new session (/resume returns to this one)
+  /resume [ID]  the project's recent sessions; with an id (or its start), continue one
+  /model [NAME] the lead's model; with a name (sonnet, opus, haiku, claude-…, gpt-…,
+                anthropic:NAME, openai:NAME) the lead's model for the next turns
+  /cost         tokens and cost of the session so far, by agent
+  /hooks        the hooks that run here and where each comes from
   /help         this help
   /exit         quit (asks before stopping running background tasks)
   /NAME ARGS    a custom command (.claude/commands, .crew/commands); Tab completes
 Keys:
   Enter send · Alt+Enter new line · Up/Down history · Shift+Tab permission mode
-  Esc interrupt the current turn · Ctrl+O expand tool calls · PgUp/PgDn scroll
+  Esc interrupt the current turn · Ctrl+U clear the input
+  Ctrl+O expand tool calls (arguments and output) · PgUp/PgDn scroll
   Ctrl+T the team's work list
   Ctrl+C twice quit";
 
@@ -174,6 +190,23 @@ impl App {
                 self.notice("Compacting the conversation…");
                 let what = (!what.is_empty()).then_some(what);
                 self.effect(super::app::Effect::Compact(what));
+            }
+            SlashCommand::Clear => self.switch_command(Switch::Clear, "/clear"),
+            SlashCommand::Resume(id) if id.is_empty() => {
+                self.effect(super::app::Effect::ListSessions)
+            }
+            SlashCommand::Resume(id) => {
+                let typed = format!("/resume {id}");
+                self.switch_command(Switch::Resume(id), &typed)
+            }
+            SlashCommand::Model(name) => self.model_command(&name),
+            SlashCommand::Cost => {
+                let text = self.cost_text();
+                self.notice(text);
+            }
+            SlashCommand::Hooks => {
+                let text = self.hooks_text();
+                self.notice(text);
             }
             SlashCommand::Help => self.notice(HELP),
             SlashCommand::Exit => self.request_quit(),
@@ -254,6 +287,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn help_lists_every_built_in_command_and_the_editing_keys() {
+        // Those Tab offers are the commands parse knows (completion's own test).
+        let names: Vec<&str> = crate::tui::completion::BUILT_IN
+            .iter()
+            .map(|(n, _)| *n)
+            .collect();
+        for wanted in ["clear", "resume", "model", "cost", "hooks"] {
+            assert!(names.contains(&wanted), "{wanted} is not offered");
+        }
+        for name in names {
+            assert!(
+                HELP.contains(&format!("  /{name} ")),
+                "/{name} is not in /help"
+            );
+        }
+        assert!(HELP.contains("Ctrl+U clear the input"), "{HELP}");
+        assert!(HELP.contains("Ctrl+O expand tool calls (arguments and output)"));
+    }
+
+    #[test]
     fn parses_commands_and_leaves_text_alone() {
         assert_eq!(parse("/plan"), Some(SlashCommand::Plan));
         assert_eq!(parse("  /exit  "), Some(SlashCommand::Exit));
@@ -267,6 +320,23 @@ mod tests {
         assert_eq!(
             parse("/compact  keep the API notes "),
             Some(SlashCommand::Compact("keep the API notes".into()))
+        );
+        assert_eq!(parse("/clear"), Some(SlashCommand::Clear));
+        assert_eq!(parse("/resume"), Some(SlashCommand::Resume(String::new())));
+        assert_eq!(
+            parse("/resume  3f2a "),
+            Some(SlashCommand::Resume("3f2a".into()))
+        );
+        assert_eq!(parse("/model"), Some(SlashCommand::Model(String::new())));
+        assert_eq!(
+            parse("/model openai:gpt-4.1"),
+            Some(SlashCommand::Model("openai:gpt-4.1".into()))
+        );
+        assert_eq!(parse("/cost"), Some(SlashCommand::Cost));
+        assert_eq!(parse("/hooks"), Some(SlashCommand::Hooks));
+        assert_eq!(
+            parse("/auto reset"),
+            Some(SlashCommand::Auto("reset".into()))
         );
         assert_eq!(parse("/nope"), Some(SlashCommand::Unknown("nope".into())));
         assert_eq!(parse("fix /plan parsing"), None);

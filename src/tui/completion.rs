@@ -3,7 +3,7 @@
 //! being typed, and Tab to complete it.
 
 /// The built-in commands and what they do (what `commands::parse` knows).
-pub(crate) const BUILT_IN: [(&str, &str); 14] = [
+pub(crate) const BUILT_IN: [(&str, &str); 19] = [
     ("plan", "Plan Mode: investigate read-only and plan"),
     (
         "auto",
@@ -19,6 +19,11 @@ pub(crate) const BUILT_IN: [(&str, &str); 14] = [
     ("status", "session, model, tokens and cost"),
     ("mcp", "MCP servers: status and tools"),
     ("compact", "summarise the conversation now to free context"),
+    ("clear", "a fresh conversation in a new session"),
+    ("resume", "recent sessions; /resume ID continues one"),
+    ("model", "the lead's model; /model NAME switches it"),
+    ("cost", "tokens and cost so far"),
+    ("hooks", "the hooks that run here and where from"),
     ("help", "keys and commands"),
     ("exit", "quit"),
 ];

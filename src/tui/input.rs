@@ -1,5 +1,5 @@
-//! The input box: multi-line editing (Alt+Enter inserts a newline, Enter submits) and a
-//! history of submitted inputs on Up/Down.
+//! The input box: multi-line editing (Alt+Enter inserts a newline, Enter submits, Ctrl+U
+//! clears it) and a history of submitted inputs on Up/Down.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
@@ -153,6 +153,15 @@ impl InputBox {
         }
     }
 
+    /// Empties the box (Ctrl+U, as in Claude Code); the history stays.
+    pub(crate) fn clear(&mut self) {
+        self.lines.clear();
+        self.row = 0;
+        self.col = 0;
+        self.browsing = None;
+        self.draft.clear();
+    }
+
     /// Takes the text out (for submitting), recording it in the history.
     pub(crate) fn take(&mut self) -> String {
         let text = self.text();
@@ -179,6 +188,10 @@ impl InputBox {
             }
             KeyCode::Enter => return InputOutcome::Submit(self.take()),
             KeyCode::Char('j') if key.modifiers.contains(KeyModifiers::CONTROL) => self.newline(),
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                self.clear();
+                self.ensure_line();
+            }
             KeyCode::Char(_) if key.modifiers.contains(KeyModifiers::CONTROL) => {
                 return InputOutcome::Ignored;
             }
@@ -290,6 +303,25 @@ mod tests {
         input.on_key(key(KeyCode::Down));
         input.on_key(key(KeyCode::Down));
         assert_eq!(input.text(), "dra");
+    }
+
+    #[test]
+    fn ctrl_u_clears_every_line_and_keeps_the_history() {
+        let mut input = InputBox::default();
+        typed(&mut input, "kept");
+        input.on_key(key(KeyCode::Enter));
+        typed(&mut input, "first");
+        input.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+        typed(&mut input, "second");
+        let outcome = input.on_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        assert_eq!(outcome, InputOutcome::Handled);
+        assert!(input.is_empty(), "{:?}", input.text());
+        assert_eq!(input.height(10), 3, "one empty line left");
+        // Typing goes on from the start, and the history is still there.
+        typed(&mut input, "new");
+        assert_eq!(input.text(), "new");
+        input.on_key(key(KeyCode::Up));
+        assert_eq!(input.text(), "kept");
     }
 
     #[test]

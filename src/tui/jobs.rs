@@ -66,6 +66,8 @@ pub(super) enum Done {
     TeamNotice(Result<String, JobError>),
     Ahead(super::speculate::Report),
     Compacted(Result<crate::agent::context::Compacted, JobError>),
+    /// Text for the transcript (`/resume`'s list of sessions).
+    Notice(String),
 }
 
 /// The largest log tail the log view loads.

@@ -1,8 +1,10 @@
 //! The interactive terminal UI (`crew` with no `-p`): a streaming transcript, an input
 //! box, a status line, approval dialogs, a tasks panel and the Plan → approve → Do flow.
 //! Each component is its own module and renders itself; `app` holds the state and turns
-//! input into effects; `runtime` runs the non-blocking event loop, `jobs`, `team_io` and
-//! `worktree_io` the work it starts without waiting.
+//! input into effects (`commands` and `session_commands` the slash commands); `runtime`
+//! runs the non-blocking event loop and `startup` a session's first screen; `jobs`,
+//! `team_io`, `worktree_io` and `session_switch` do the work it starts without waiting,
+//! `session_switch` also the `/clear` and `/resume` switch to another session.
 
 pub(crate) mod app;
 pub mod approval;
@@ -17,7 +19,10 @@ pub(crate) mod modes;
 pub(crate) mod plan;
 pub(crate) mod runtime;
 mod screen;
+mod session_commands;
+mod session_switch;
 mod speculate;
+mod startup;
 pub(crate) mod status;
 pub(crate) mod tasks_panel;
 mod team_io;

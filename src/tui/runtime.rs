@@ -10,28 +10,31 @@ use crossterm::event::{Event as TermEvent, KeyEventKind};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::app::{App, Effect, SessionInfo};
+use super::app::{App, Effect};
 use super::jobs::{
     Done, list_tasks, load_log, spawn_command, spawn_compact, spawn_run, stop_task,
     watch_completion,
 };
 use super::screen::Screen;
+use super::session_switch::Exit;
+use super::startup::{ask_trust, greet, serve_dashboard, session_info};
 use super::team_io;
 use super::transcript::Entry;
-use super::trust_prompt::{self, Answer, TrustPrompt};
 use super::view;
-use crate::agent::catalog::Catalog;
 use crate::agent::lead_actor::LeadMsg;
 use crate::approver::actor::ApproverPolicy;
-use crate::protocol::{ContentBlock, Message, Role};
-use crate::session::build::{Options, Prepared, prepare};
+use crate::session::build::{Options, Prepared, Start, prepare_as};
 use crate::tasks::now_ms;
 
 /// Runs the interactive UI until the user quits; returns the exit code. The terminal is
-/// taken over once, before the trust prompt, and kept until the session ends (see
-/// `screen`): keys typed while the session starts wait for the main screen.
+/// taken over once, before the trust prompt, and kept until the last session ends (see
+/// `screen`): keys typed while a session starts wait for the main screen.
 /// With `dashboard`, a web dashboard of the session is served alongside (its URL is
 /// shown in the transcript).
+///
+/// `/clear` and `/resume ID` end the session (saved, resumable) and start the next one
+/// here, with the same options but the session, the permission mode and the model as the
+/// user left them; the input box and its history carry over.
 pub async fn run(
     opts: Options,
     dashboard: Option<crate::dashboard::Listen>,
@@ -39,166 +42,80 @@ pub async fn run(
     let mut screen = Screen::enter()?;
     ask_trust(&opts, &mut screen).await?;
     screen.starting()?;
-    let (approval_tx, approvals) = mpsc::unbounded_channel();
-    let network_tx = approval_tx.clone();
-    let mut warnings = Vec::new();
-    let prepared = prepare(&opts, ApproverPolicy::Forward(approval_tx), &mut |w| {
-        warnings.push(w)
-    })
-    .await?;
-    // A sandboxed command's new host asks here too (refused under dontAsk).
-    crate::approver::network::install(network_tx, &prepared.project_root, prepared.permission_mode);
-    let mut app = App::new(session_info(&prepared), prepared.permission_mode);
-    for w in warnings {
-        app.transcript.push(Entry::Error(w));
-    }
-    greet(&mut app, &prepared);
-    // Asks are answerable from the dashboard too; the dialog gets a copy of each.
-    let mut approvals = match prepared.live() {
-        Some(live) => {
-            let (mirror_tx, mirror_rx) = mpsc::unbounded_channel();
-            live.approvals().serve(approvals, Some(mirror_tx));
-            mirror_rx
+    let (mut opts, mut start) = (opts, Start::AsAsked);
+    // What the next session's app takes over: the input box, and what to tell the user.
+    let mut carried: Option<(super::input::InputBox, String)> = None;
+    loop {
+        let (approval_tx, approvals) = mpsc::unbounded_channel();
+        let network_tx = approval_tx.clone();
+        let mut warnings = Vec::new();
+        let approver = ApproverPolicy::Forward(approval_tx);
+        let prepared = prepare_as(&opts, start, approver, &mut |w| warnings.push(w)).await?;
+        // A sandboxed command's new host asks here too (refused under dontAsk).
+        crate::approver::network::install(
+            network_tx,
+            &prepared.project_root,
+            prepared.permission_mode,
+        );
+        let mut app = App::new(session_info(&prepared), prepared.permission_mode);
+        app.spent = prepared.spent.clone();
+        if let Some((input, said)) = carried.take() {
+            app.input = input;
+            app.transcript.push(Entry::Notice(said));
         }
-        None => approvals,
-    };
-    let served = match dashboard {
-        Some(listen) => serve_dashboard(&mut app, &prepared, listen).await,
-        None => None,
-    };
-
-    let result = event_loop(&mut app, &prepared, &mut screen, &mut approvals).await;
-    drop(screen);
-    if let Some(d) = served {
-        d.stop();
-    }
-
-    app.approvals.deny_all("the session ended");
-    prepared.session.cancel();
-    let session_id = prepared.session_id.clone();
-    prepared.close().await;
-    result?;
-    eprintln!("crew: session {session_id} saved; resume it with `crew --resume {session_id}`");
-    Ok(0)
-}
-
-/// Starts the session's dashboard and says where it is (or why it is not).
-async fn serve_dashboard(
-    app: &mut App,
-    prepared: &Prepared,
-    listen: crate::dashboard::Listen,
-) -> Option<crate::dashboard::Dashboard> {
-    use crate::dashboard::{Dashboard, Scope};
-    let Some(live) = prepared.live() else {
-        app.transcript.push(Entry::Error(
-            "no dashboard: the session could not register under ~/.crew/run".into(),
-        ));
-        return None;
-    };
-    match Dashboard::start(listen, Scope::Own(live.entry().clone())).await {
-        Ok(d) => {
-            if let Some(w) = d.warning() {
-                app.transcript.push(Entry::Error(format!("warning: {w}")));
+        for w in warnings {
+            app.transcript.push(Entry::Error(w));
+        }
+        greet(&mut app, &prepared);
+        // Asks are answerable from the dashboard too; the dialog gets a copy of each.
+        let mut approvals = match prepared.live() {
+            Some(live) => {
+                let (mirror_tx, mirror_rx) = mpsc::unbounded_channel();
+                live.approvals().serve(approvals, Some(mirror_tx));
+                mirror_rx
             }
-            app.transcript
-                .push(Entry::Notice(format!("Dashboard: {}", d.url())));
-            Some(d)
+            None => approvals,
+        };
+        let served = match dashboard {
+            Some(listen) => serve_dashboard(&mut app, &prepared, listen).await,
+            None => None,
+        };
+
+        let result = event_loop(&mut app, &prepared, &mut screen, &mut approvals, &mut opts).await;
+        if let Some(d) = served {
+            d.stop();
         }
-        Err(e) => {
-            app.transcript
-                .push(Entry::Error(format!("no dashboard: {e}")));
-            None
-        }
-    }
-}
-
-/// The first-run trust prompt, before the session (and its settings) are loaded.
-async fn ask_trust(opts: &Options, screen: &mut Screen) -> anyhow::Result<()> {
-    let cwd = crate::session::build::working_dir(opts)?;
-    let root = crate::store::project_root(&cwd);
-    let Some(prompt) = TrustPrompt::needed(&root, crate::store::home_dir().as_deref()) else {
-        return Ok(());
-    };
-    let answer = trust_prompt::ask(&mut screen.terminal, &mut screen.keys, &prompt).await;
-    if answer? == Answer::Trust {
-        prompt.grant()?;
-    }
-    Ok(())
-}
-
-fn session_info(p: &Prepared) -> SessionInfo {
-    let root = crate::store::project_root(&p.cwd);
-    let home = crate::store::home_dir();
-    let catalog = Catalog::load(&root, home.as_deref());
-    SessionInfo {
-        session_id: p.session_id.clone(),
-        cwd: p.cwd.clone(),
-        project_root: root,
-        home,
-        model: p.model.clone(),
-        agents: catalog
-            .agents
-            .values()
-            .map(|a| (a.name.clone(), a.description.clone()))
-            .collect(),
-        commands: p
-            .commands
-            .names()
-            .into_iter()
-            .filter_map(|name| {
-                let c = p.commands.get(&name)?;
-                let hint = c
-                    .argument_hint
-                    .as_deref()
-                    .map_or(String::new(), |h| format!("{h} "));
-                Some((name, format!("{hint}{} ({})", c.description, c.origin())))
-            })
-            .collect(),
-        auto: Some(p.auto.clone()),
-        bypass_disabled: p.bypass_disabled,
-        suspended_in_auto: p.suspended_in_auto.clone(),
-    }
-}
-
-fn greet(app: &mut App, p: &Prepared) {
-    if p.is_demo {
-        app.transcript.push(Entry::Notice(
-            "No model configured and no ANTHROPIC_API_KEY/OPENAI_API_KEY set: the built-in demo plays the model.".into(),
-        ));
-    }
-    if !p.resumed.is_empty() {
-        show_conversation(app, &p.resumed);
-        app.memory_injected = crate::memory::render::injected_paths(&p.resumed);
+        app.approvals.deny_all("the session ended");
+        prepared.session.cancel();
+        let session_id = prepared.session_id.clone();
+        let next = match result {
+            Ok(Exit::Switch(next)) => next,
+            ended => {
+                drop(screen);
+                prepared.close().await;
+                ended?;
+                eprintln!(
+                    "crew: session {session_id} saved; resume it with `crew --resume {session_id}`"
+                );
+                return Ok(0);
+            }
+        };
         app.transcript.push(Entry::Notice(format!(
-            "Resumed session {} ({} messages).",
-            p.session_id,
-            p.resumed.len()
+            "Saving session {session_id} and starting the next one…"
         )));
-    }
-    app.transcript.push(Entry::Notice(
-        "crew — type a task; /help for commands, Shift+Tab for permission modes.".into(),
-    ));
-}
-
-pub(super) fn show_conversation(app: &mut App, conversation: &[Message]) {
-    for m in conversation {
-        for block in &m.content {
-            match (m.role, block) {
-                (Role::User, ContentBlock::Text { text }) => {
-                    app.transcript.push(Entry::User(text.clone()))
-                }
-                (_, ContentBlock::Text { text }) => {
-                    app.transcript.push(Entry::Assistant(text.clone()))
-                }
-                (_, ContentBlock::ToolUse(call)) => app.transcript.tool_started("lead", call),
-                (_, ContentBlock::ToolResult(r)) => {
-                    let first = r.content.lines().next().unwrap_or("").to_string();
-                    app.transcript
-                        .tool_finished("lead", &r.tool_use_id, r.is_error, &first)
-                }
-                _ => {}
-            }
-        }
+        // Only a courtesy while the session closes: a failed draw must not skip the close.
+        let _ = screen.terminal.draw(|f| view::draw(&app, f, now_ms()));
+        prepared.close_for(next.end_reason).await;
+        let mut input = std::mem::take(&mut app.input);
+        input.clear();
+        carried = Some((
+            input,
+            format!(
+                "Session {session_id} is saved: /resume {session_id} (or `crew --resume {session_id}`) returns to it."
+            ),
+        ));
+        let next = *next;
+        (opts, start) = (next.opts, next.start);
     }
 }
 
@@ -210,7 +127,8 @@ async fn event_loop(
     prepared: &Prepared,
     screen: &mut Screen,
     approvals: &mut mpsc::UnboundedReceiver<crate::approver::actor::PendingApproval>,
-) -> anyhow::Result<()> {
+    opts: &mut Options,
+) -> anyhow::Result<Exit> {
     let Screen { terminal, keys } = screen;
     let mut events = prepared.events.subscribe();
     let (done_tx, mut done) = mpsc::unbounded_channel::<Done>();
@@ -257,7 +175,7 @@ async fn event_loop(
                 Some(Ok(TermEvent::Paste(text))) => app.input.paste(&text),
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e.into()),
-                None => return Ok(()),
+                None => return Ok(Exit::Quit),
             },
             Some(ev) = events.recv(), if !held => {
                 app.on_event(ev);
@@ -341,6 +259,7 @@ async fn event_loop(
                     c.tokens_before, c.tokens_after
                 ))),
                 Done::Compacted(Err(e)) => app.transcript.push(Entry::Error(e.to_string())),
+                Done::Notice(text) => app.transcript.push(Entry::Notice(text)),
             },
             _ = tick.tick() => {
                 app.approvals.drop_withdrawn();
@@ -397,6 +316,16 @@ async fn event_loop(
                 Effect::Worktree(review, id) => {
                     super::worktree_io::review(&prepared.cwd, review, id, done_tx.clone())
                 }
+                Effect::SetModel(spec) => super::session_switch::set_model(app, &lead, opts, &spec),
+                Effect::ListSessions => {
+                    super::session_switch::list_sessions(prepared, done_tx.clone())
+                }
+                Effect::Switch(switch) => {
+                    match super::session_switch::next(app, prepared, opts, switch) {
+                        Ok(next) => return Ok(Exit::Switch(Box::new(next))),
+                        Err(why) => app.transcript.push(Entry::Error(why)),
+                    }
+                }
                 Effect::McpStatus => {
                     let statuses = prepared.mcp.statuses().await;
                     app.transcript
@@ -405,7 +334,7 @@ async fn event_loop(
             }
         }
         if app.quit {
-            return Ok(());
+            return Ok(Exit::Quit);
         }
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use super::app::App;
 use super::jobs::{self, Done};
 use super::plan::PlanStage;
-use super::runtime;
+use super::startup;
 use super::transcript::Entry;
 use crate::agent::lead_actor::LeadMsg;
 use crate::agent::mode::AgentMode;
@@ -164,7 +164,7 @@ pub(super) fn adopted_or_run(
             messages,
         } => {
             // The prompt itself is already on screen.
-            runtime::show_conversation(app, messages.get(1..).unwrap_or_default());
+            startup::show_conversation(app, messages.get(1..).unwrap_or_default());
             app.transcript
                 .push(Entry::Notice(format!("pre-ran {steps} steps")));
             // Its turns went to a private event bus: count their tokens here.

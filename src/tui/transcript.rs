@@ -1,6 +1,7 @@
 //! The transcript view: the conversation as it streams — the user's messages, the lead's
 //! text, one compact line per tool call (tool, target, decision and who decided, result
-//! summary; expanded with Ctrl+O to show arguments), subagents' tool calls and notices.
+//! summary; expanded with Ctrl+O to show its arguments and its output, the first lines of
+//! it), subagents' tool calls and notices.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -28,6 +29,45 @@ pub struct ToolEntry {
     pub decision: Option<(String, String)>,
     /// Whether it failed, and the first line of its result, once finished.
     pub result: Option<(bool, String)>,
+    /// What the tool returned to the model, bounded, once its result message arrived
+    /// (boxed: most entries in a long transcript are never expanded).
+    pub output: Option<Box<Output>>,
+}
+
+/// The start of a call's output, as the expanded view shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// The first [`OUTPUT_LINES`] lines, each cut at [`OUTPUT_LINE_CHARS`] characters.
+    pub lines: Vec<String>,
+    /// How many lines were left out.
+    pub more: usize,
+}
+
+/// The most lines of a call's output kept for the expanded view.
+pub(crate) const OUTPUT_LINES: usize = 20;
+/// The most characters of one output line kept (a minified file is one long line).
+pub(crate) const OUTPUT_LINE_CHARS: usize = 400;
+
+impl Output {
+    /// The bounded start of `text`.
+    pub fn of(text: &str) -> Output {
+        let all = text.trim_end_matches('\n').split('\n');
+        let mut lines = Vec::new();
+        let mut more = 0;
+        for line in all {
+            if lines.len() == OUTPUT_LINES {
+                more += 1;
+                continue;
+            }
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let mut kept: String = line.chars().take(OUTPUT_LINE_CHARS).collect();
+            if kept.len() < line.len() {
+                kept.push('…');
+            }
+            lines.push(kept);
+        }
+        Output { lines, more }
+    }
 }
 
 /// One thing in the transcript.
@@ -110,6 +150,7 @@ impl Transcript {
             arguments: call.arguments.clone(),
             decision: None,
             result: None,
+            output: None,
         }));
     }
 
@@ -142,6 +183,23 @@ impl Transcript {
         }
     }
 
+    /// What call `id` of `agent` returned to the model (its result message arrived).
+    pub fn tool_output(&mut self, agent: &str, id: &str, content: &str) {
+        if let Some(t) = self.tool_mut(agent, id) {
+            t.output = Some(Box::new(Output::of(content)));
+        }
+    }
+
+    /// The outputs of the calls whose results `message` carries (a user message holding
+    /// `tool_result` blocks).
+    pub fn tool_outputs(&mut self, agent: &str, message: &crate::protocol::Message) {
+        for block in &message.content {
+            if let crate::protocol::ContentBlock::ToolResult(r) = block {
+                self.tool_output(agent, &r.tool_use_id, &r.content);
+            }
+        }
+    }
+
     fn tool_lines(&self, t: &ToolEntry, out: &mut Vec<Line<'static>>) {
         let dim = Style::default().fg(Color::DarkGray);
         let mut spans = vec![Span::styled("⏺ ", Style::default().fg(Color::Cyan))];
@@ -167,6 +225,23 @@ impl Transcript {
         out.push(Line::from(spans));
         if self.expanded {
             out.push(Line::styled(format!("  ⎿ args: {}", t.arguments), dim));
+            if let Some(output) = &t.output {
+                let style = match &t.result {
+                    Some((true, _)) => Style::default().fg(Color::Red),
+                    _ => Style::default(),
+                };
+                for (i, line) in output.lines.iter().enumerate() {
+                    let lead = if i == 0 { "  ⎿ " } else { "    " };
+                    out.push(Line::styled(format!("{lead}{line}"), style));
+                }
+                if output.more > 0 {
+                    out.push(Line::styled(
+                        format!("    … {} more line(s)", output.more),
+                        dim,
+                    ));
+                }
+                return;
+            }
         }
         match &t.result {
             Some((is_error, summary)) => {
@@ -370,6 +445,33 @@ mod tests {
         let screen = draw(&t, 70, 14);
         insta::assert_snapshot!(screen);
         assert!(screen.contains(r#"args: {"path":"hello.txt","content":"hi"}"#));
+    }
+
+    #[test]
+    fn expanded_tool_calls_show_their_output_bounded_and_sanitized() {
+        let mut t = sample();
+        let mut text: String = (1..=30).map(|i| format!("out-line-{i}\n")).collect();
+        text.insert_str(0, "\u{1b}]2;TITLE\u{7}\t\u{202e}x\n");
+        t.tool_output("lead", "c1", &text);
+        t.tool_output(
+            "general-purpose/t1",
+            "c1",
+            "denied: blacklisted\nwhy: rm -rf /",
+        );
+        let collapsed = draw(&t, 90, 30);
+        assert!(!collapsed.contains("out-line-1"), "{collapsed}");
+        t.expanded = true;
+        let screen = draw(&t, 90, 40);
+        assert!(screen.contains("⎿ ␛]2;TITLE␇"), "{screen}");
+        assert!(screen.contains("\\u{202e}x"), "{screen}");
+        assert!(screen.contains("out-line-19"), "{screen}");
+        assert!(!screen.contains("out-line-20"), "bounded:\n{screen}");
+        assert!(screen.contains("… 11 more line(s)"), "{screen}");
+        // The output, not only the summary, of the other agent's call with the same id.
+        assert!(screen.contains("why: rm -rf /"), "{screen}");
+        let long = Output::of(&"y".repeat(5000));
+        assert_eq!(long.lines[0].chars().count(), OUTPUT_LINE_CHARS + 1);
+        assert_eq!(Output::of("a\r\nb\n").lines, ["a", "b"]);
     }
 
     #[test]

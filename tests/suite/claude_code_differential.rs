@@ -12,6 +12,10 @@
 
 use crate::support;
 
+/// What hooks read on stdin, on both sides (tests/suite/claude_code_differential/hook_input.rs).
+#[path = "claude_code_differential/hook_input.rs"]
+mod hook_input;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -44,6 +44,7 @@ mod fault_matrix;
 mod file_tool_races;
 mod hooks;
 mod hooks_agents;
+mod lead_model;
 mod live_sessions;
 mod long_runs;
 mod mcp_client;

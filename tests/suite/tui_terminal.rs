@@ -538,3 +538,172 @@ fn an_approval_answered_in_the_dashboard_closes_the_terminal_dialog() {
     });
     assert!(dir.path().join("work/DASHED").exists(), "the command ran");
 }
+
+/// The recorded requests of a run with `--record-requests path`.
+fn recorded(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The texts of a request's user messages, in order.
+fn user_texts(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().map(String::from))
+        .collect()
+}
+
+#[test]
+fn ctrl_u_clears_what_was_typed_and_only_the_new_text_is_sent() {
+    let (dir, script) = setup(&json!({"turns": [{"text": "TURN-OVER"}]}));
+    let requests = dir.path().join("requests.jsonl");
+    let mut tui = Tui::start(
+        dir.path(),
+        &script,
+        &["--record-requests", requests.to_str().unwrap()],
+    );
+    tui.wait_for(&["type a task"]);
+    tui.send("delete every branch");
+    tui.wait_for(&["delete every branch"]);
+    tui.send("\u{15}");
+    support::wait_until_blocking("the input to be cleared", || {
+        !tui.text().contains("delete every branch")
+    });
+    tui.line("list the branches");
+    tui.wait_for(&["TURN-OVER"]);
+    let sent = recorded(&requests);
+    assert_eq!(sent.len(), 1);
+    let texts = user_texts(&sent[0]);
+    assert!(
+        texts.iter().any(|t| t.contains("list the branches")),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("delete every branch")),
+        "the cleared text was sent: {texts:?}"
+    );
+}
+
+#[test]
+fn clear_starts_a_new_session_and_resume_returns_to_the_old_conversation() {
+    // Each session's model replays the script from its start.
+    let (dir, script) = setup(&json!({"turns": [{"text": "ANSWER-ONE"}]}));
+    let requests = dir.path().join("requests.jsonl");
+    // The session hooks see each switch as Claude Code reports it.
+    let dump = dir.path().join("session-hooks.jsonl");
+    let hook = json!([{"hooks": [{"type": "command",
+        "command": format!("cat >> '{0}'; echo >> '{0}'", dump.display())}]}]);
+    support::put(
+        &dir.path().join("home"),
+        ".claude/settings.json",
+        &json!({"hooks": {"SessionStart": hook, "SessionEnd": hook}}).to_string(),
+    );
+    let seen = || -> Vec<String> {
+        let text = std::fs::read_to_string(&dump).unwrap_or_default();
+        serde_json::Deserializer::from_str(&text)
+            .into_iter::<Value>()
+            .map(|v| {
+                let v = v.unwrap();
+                let why = v.get("source").or_else(|| v.get("reason")).unwrap();
+                format!(
+                    "{} {}",
+                    v["hook_event_name"].as_str().unwrap(),
+                    why.as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let mut tui = Tui::start(
+        dir.path(),
+        &script,
+        &["--record-requests", requests.to_str().unwrap()],
+    );
+    tui.wait_for(&["type a task"]);
+    tui.line("the first task");
+    tui.wait_for(&["ANSWER-ONE"]);
+    tui.line("/clear");
+    let screen = tui.wait_for(&["is saved: /resume"]);
+    // `Session ID is saved: /resume ID …`
+    let old: String = screen[screen.find("Session ").unwrap() + 8..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    assert_eq!(old.len(), 36, "{screen}");
+    assert!(
+        !screen.contains("the first task"),
+        "the transcript view was not cleared:\n{screen}"
+    );
+    tui.line("the second task");
+    support::wait_until_blocking("the second session's answer", || {
+        recorded(&requests).len() == 2
+    });
+    let sent = recorded(&requests);
+    assert_eq!(
+        user_texts(&sent[1]).concat(),
+        "the second task",
+        "the new session starts with an empty conversation"
+    );
+    // The list names the old session; a prefix of its id resumes it.
+    tui.line("/resume");
+    tui.wait_for(&["Recent sessions", &old[..8]]);
+    tui.line(&format!("/resume {}", &old[..8]));
+    let screen = tui.wait_for(&["Resumed session", "the first task", "ANSWER-ONE"]);
+    assert!(screen.contains(&old), "{screen}");
+    tui.line("the third task");
+    support::wait_until_blocking("the resumed session's answer", || {
+        recorded(&requests).len() == 3
+    });
+    let texts = user_texts(&recorded(&requests)[2]);
+    assert_eq!(
+        texts.first().map(String::as_str),
+        Some("the first task"),
+        "{texts:?}"
+    );
+    assert!(
+        texts.last().is_some_and(|t| t.contains("the third task")),
+        "{texts:?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.contains("the second task")),
+        "{texts:?}"
+    );
+    assert_eq!(
+        seen(),
+        [
+            "SessionStart startup",
+            "SessionEnd clear",
+            "SessionStart clear",
+            "SessionEnd other",
+            "SessionStart resume"
+        ]
+    );
+}
+
+#[test]
+fn model_switches_the_leads_model_for_the_next_turn() {
+    let (dir, script) = setup(&json!({"turns": [{"text": "FROM-FIRST-MODEL"}]}));
+    let other = dir.path().join("other.json");
+    std::fs::write(
+        &other,
+        json!({"model": "other-model", "turns": [{"text": "FROM-OTHER-MODEL"}]}).to_string(),
+    )
+    .unwrap();
+    let mut tui = Tui::start(dir.path(), &script, &[]);
+    tui.wait_for(&["type a task"]);
+    tui.line("/model");
+    tui.wait_for(&["/model NAME switches the lead"]);
+    tui.line(&format!("/model script:{}", other.display()));
+    tui.wait_for(&["The lead uses other-model from its next turn"]);
+    tui.line("who answers?");
+    let screen = tui.wait_for(&["FROM-OTHER-MODEL"]);
+    assert!(!screen.contains("FROM-FIRST-MODEL"), "{screen}");
+    tui.line("/model nonsense-model");
+    tui.wait_for(&["/model nonsense-model: unknown model"]);
+}

@@ -4,10 +4,11 @@
 //! [`Options`] (the command line from its flags, `mcp serve` from its own config) and get
 //! back a started session as a [`Prepared`].
 //!
-//! Modules: `modes` (auto mode and the starting permission mode), `resume` (the working
-//! directory and which session to run in), `sandbox` (the lead's command sandbox),
-//! `tool_rules` (`--allowedTools` and `--disallowedTools`).
+//! Modules: `mcp` (the MCP servers), `modes` (auto mode and the starting permission mode),
+//! `resume` (the working directory and which session to run in), `sandbox` (the lead's
+//! command sandbox), `tool_rules` (`--allowedTools` and `--disallowedTools`).
 
+mod mcp;
 mod modes;
 mod resume;
 mod sandbox;
@@ -139,6 +140,8 @@ pub(crate) struct Prepared {
     pub tools: Vec<String>,
     /// The agent definitions by name.
     pub agents: Vec<String>,
+    /// What each agent spent before this process (a resumed session's record).
+    pub spent: crate::agent::ledger::Ledger,
     recorder: JoinHandle<()>,
     /// The registration `crew ps` finds the session by (`None`: it could not be made).
     live: Option<crate::session::live::Live>,
@@ -152,10 +155,16 @@ impl Prepared {
 
     /// Stops the session (cancelling background work) and finishes the transcript.
     pub(crate) async fn close(self) {
+        self.close_for("other").await
+    }
+
+    /// [`Prepared::close`], telling `SessionEnd` hooks `reason` (Claude Code's: `clear`
+    /// when `/clear` replaces the session, `other` otherwise).
+    pub(crate) async fn close_for(self, reason: &str) {
         if let Some(live) = self.live {
             live.close();
         }
-        self.session.shutdown().await;
+        self.session.shutdown_for(reason).await;
         self.mcp.shutdown().await;
         self.events.close();
         let _ = self.recorder.await;
@@ -166,10 +175,29 @@ impl Prepared {
     }
 }
 
+/// How a session begins, for `SessionStart`'s `source` (Claude Code's values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// As the options say: `startup`, or `resume` with `--resume`/`--continue`.
+    AsAsked,
+    /// A new session after `/clear` in the same terminal: `clear`.
+    Clear,
+}
+
 /// Starts a session as `opts` asks, answering Asks with `approver`.
 /// Warnings (unknown mode, broken agent files) go to `warn`.
 pub(crate) async fn prepare(
     opts: &Options,
+    approver: ApproverPolicy,
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<Prepared> {
+    prepare_as(opts, Start::AsAsked, approver, warn).await
+}
+
+/// [`prepare`], starting as `start` says.
+pub(crate) async fn prepare_as(
+    opts: &Options,
+    start: Start,
     approver: ApproverPolicy,
     warn: &mut dyn FnMut(String),
 ) -> anyhow::Result<Prepared> {
@@ -334,7 +362,7 @@ pub(crate) async fn prepare(
         None => None,
     };
     let events = EventBus::new();
-    let mcp = start_mcp(
+    let mcp = mcp::start_mcp(
         opts,
         &registry,
         &events,
@@ -409,7 +437,11 @@ pub(crate) async fn prepare(
             project_dir: project_root.clone(),
             session_id: session_id.clone(),
             transcript_path: transcript.clone(),
-            source: if resuming { "resume" } else { "startup" },
+            source: match start {
+                Start::Clear => "clear",
+                Start::AsAsked if resuming => "resume",
+                Start::AsAsked => "startup",
+            },
         })
         .auto(auto.clone())
         .context(context)
@@ -434,7 +466,7 @@ pub(crate) async fn prepare(
     // transcripts record it spent so far (costs.json is a copy written behind), then this
     // run's requests.
     let spent = crate::agent::ledger::Ledger::replay(&transcript, &agents_dir);
-    let ledger = crate::agent::ledger::record(&events, session_dir, spent);
+    let ledger = crate::agent::ledger::record(&events, session_dir, spent.clone());
     let transcript = crate::transcript::record(&events, transcript, agents_dir);
     let recorder = tokio::spawn(async move {
         let _ = transcript.await;
@@ -460,44 +492,6 @@ pub(crate) async fn prepare(
         suspended_in_auto,
         tools,
         agents,
+        spent,
     })
-}
-
-/// Starts the configured MCP servers (all at once, each within the connect timeout), their
-/// tools joining `registry`'s dynamic section; a server that fails is named in a warning.
-async fn start_mcp(
-    opts: &Options,
-    registry: &Registry,
-    events: &EventBus,
-    cwd: &std::path::Path,
-    project_root: &std::path::Path,
-    home: Option<&std::path::Path>,
-    warn: &mut dyn FnMut(String),
-) -> crate::mcp::McpClients {
-    let config = crate::mcp::config::load(project_root, home, &opts.mcp_config, &|v| {
-        std::env::var(v).ok()
-    });
-    for w in config.warnings {
-        warn(w);
-    }
-    for e in config.errors {
-        warn(format!("MCP server not started: {e}"));
-    }
-    let (clients, statuses) = crate::mcp::McpClients::start(
-        config.servers,
-        registry.dynamic_tools(),
-        Some(events.clone()),
-        cwd.to_path_buf(),
-        crate::mcp::CONNECT_TIMEOUT,
-    )
-    .await;
-    for (server, status) in statuses {
-        if !matches!(status, crate::mcp::server_actor::Status::Connected { .. }) {
-            warn(format!(
-                "MCP server `{}` is not available: {status}",
-                server.name
-            ));
-        }
-    }
-    clients
 }
