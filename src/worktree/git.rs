@@ -326,18 +326,7 @@ pub(crate) fn plan_merge(
     style: MergeStyle,
     message: &str,
 ) -> Result<MergePlan, WorktreeError> {
-    let head = main
-        .head()
-        .map_err(git_err("read HEAD of", root.display()))?;
-    if !head.is_branch() {
-        return Err(WorktreeError::DetachedHead {
-            root: root.to_path_buf(),
-        });
-    }
-    let into = head.shorthand().unwrap_or("HEAD").to_string();
-    let ours = head
-        .peel_to_commit()
-        .map_err(git_err("read HEAD of", root.display()))?;
+    let (into, ours) = landing_branch(main, root)?;
     let theirs = main.find_commit(tip).map_err(git_err("find commit", tip))?;
     let mut index = main
         .merge_commits(&ours, &theirs, None)
@@ -364,9 +353,65 @@ pub(crate) fn plan_merge(
         .write_tree_to(main)
         .map_err(git_err("merge", branch))?;
     let tree = main.find_tree(tree_id).map_err(git_err("merge", branch))?;
+    let files = landing_files(main, root, branch, &ours, &tree)?;
+    let sig = signature(main, root)?;
+    let parents = match style {
+        MergeStyle::Squash => vec![&ours],
+        MergeStyle::Merge => vec![&ours, &theirs],
+    };
+    let commit = main
+        .commit(None, &sig, &sig, message, &tree, &parents)
+        .map_err(git_err("commit merge of", branch))?;
+    Ok(MergePlan {
+        commit,
+        into,
+        files,
+    })
+}
+
+/// The main checkout's current branch and its commit, or why a merge cannot land there.
+pub(crate) fn landing_branch<'r>(
+    main: &'r Repository,
+    root: &Path,
+) -> Result<(String, git2::Commit<'r>), WorktreeError> {
+    let head = main
+        .head()
+        .map_err(git_err("read HEAD of", root.display()))?;
+    if !head.is_branch() {
+        return Err(WorktreeError::DetachedHead {
+            root: root.to_path_buf(),
+        });
+    }
+    let into = head.shorthand().unwrap_or("HEAD").to_string();
+    let ours = head
+        .peel_to_commit()
+        .map_err(git_err("read HEAD of", root.display()))?;
+    Ok((into, ours))
+}
+
+/// Who commits a merge: the repository's configured user.
+pub(crate) fn signature<'r>(
+    main: &'r Repository,
+    root: &Path,
+) -> Result<git2::Signature<'r>, WorktreeError> {
+    main.signature().map_err(git_err(
+        "commit (it needs user.name and user.email: set them with `git config`)",
+        root.display(),
+    ))
+}
+
+/// The files that landing `tree` on `ours` changes; refused when the main checkout has
+/// uncommitted changes to one of them (the fast-forward would overwrite them).
+pub(crate) fn landing_files(
+    main: &Repository,
+    root: &Path,
+    branch: &str,
+    ours: &git2::Commit<'_>,
+    tree: &git2::Tree<'_>,
+) -> Result<Vec<String>, WorktreeError> {
     let ours_tree = ours.tree().map_err(git_err("merge", branch))?;
     let diff = main
-        .diff_tree_to_tree(Some(&ours_tree), Some(&tree), None)
+        .diff_tree_to_tree(Some(&ours_tree), Some(tree), None)
         .map_err(git_err("diff", branch))?;
     let mut files = BTreeSet::new();
     for d in diff.deltas() {
@@ -385,22 +430,7 @@ pub(crate) fn plan_merge(
             paths: clash,
         });
     }
-    let sig = main.signature().map_err(git_err(
-        "commit (it needs user.name and user.email: set them with `git config`)",
-        root.display(),
-    ))?;
-    let parents = match style {
-        MergeStyle::Squash => vec![&ours],
-        MergeStyle::Merge => vec![&ours, &theirs],
-    };
-    let commit = main
-        .commit(None, &sig, &sig, message, &tree, &parents)
-        .map_err(git_err("commit merge of", branch))?;
-    Ok(MergePlan {
-        commit,
-        into,
-        files: files.into_iter().collect(),
-    })
+    Ok(files.into_iter().collect())
 }
 
 /// Moves the main checkout's branch and files to `commit`, a descendant of its HEAD, with

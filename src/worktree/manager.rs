@@ -131,7 +131,16 @@ impl Manager {
             });
         }
         let base_ref = base.or(self.settings.base.as_deref());
-        let base_commit = git::resolve_base(&self.start, base_ref)?;
+        // From the lead's HEAD, the worktree starts from the user's working state: one
+        // snapshot commit of what is uncommitted, recorded as the base (see `snapshot`).
+        let snapshot = match base_ref {
+            None => super::snapshot::of_working_state(&self.start)?,
+            Some(_) => None,
+        };
+        let base_commit = match snapshot {
+            Some(commit) => commit,
+            None => git::resolve_base(&self.start, base_ref)?,
+        };
         let branch = branch_name(task_id, description);
         let main = self.repo()?;
         std::fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
@@ -153,6 +162,7 @@ impl Manager {
             path: path.clone(),
             branch: branch.clone(),
             base_commit: base_commit.to_string(),
+            snapshot: snapshot.is_some(),
             created_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -296,15 +306,27 @@ impl Manager {
                 rec.branch
             ),
         };
-        let plan = git::plan_merge(
-            &main,
-            &self.root,
-            &rec.id,
-            &rec.branch,
-            tip,
-            style,
-            &message,
-        )?;
+        let plan = if rec.snapshot {
+            super::snapshot::plan_merge(
+                &main,
+                &self.root,
+                &rec.id,
+                &rec.branch,
+                (base, tip),
+                style,
+                &message,
+            )?
+        } else {
+            git::plan_merge(
+                &main,
+                &self.root,
+                &rec.id,
+                &rec.branch,
+                tip,
+                style,
+                &message,
+            )?
+        };
         git::fast_forward(&self.root, plan.commit)?;
         git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
         self.update(|reg| reg.remove(id))?;

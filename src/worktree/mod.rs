@@ -16,6 +16,7 @@ pub(crate) mod naming;
 pub(crate) mod registry;
 pub(crate) mod review;
 pub mod safe_git;
+pub(crate) mod snapshot;
 
 use std::path::PathBuf;
 

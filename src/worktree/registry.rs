@@ -54,6 +54,10 @@ pub(crate) struct Record {
     pub branch: String,
     /// The commit its branch started from (hex).
     pub base_commit: String,
+    /// Whether `base_commit` is a snapshot of the main checkout's uncommitted changes on
+    /// top of its HEAD (`snapshot`): then landing the branch leaves that commit out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot: bool,
     /// When it was made, in seconds since the Unix epoch.
     pub created_at: u64,
     /// The task's description.
@@ -130,6 +134,7 @@ mod tests {
             path: PathBuf::from("/w").join(id),
             branch: format!("crew/{id}"),
             base_commit: "abc".into(),
+            snapshot: false,
             created_at: 1,
             description: "d".into(),
             status: Status::Active,

@@ -306,7 +306,8 @@ fn a_worktree_subagent_gets_the_memory_files_of_its_worktree() {
     );
     git(&r.repo, &["add", "."]);
     git(&r.repo, &["commit", "-qm", "agent"]);
-    // An uncommitted edit in the main checkout: the lead sees it, the worktree does not.
+    // An uncommitted edit in the main checkout: the lead sees it, and so does the
+    // worktree, which starts from the working state (a snapshot commit of it).
     let edited = format!("{ROOT_CLAUDE}UNCOMMITTED-MARKER-a1b2\n");
     std::fs::write(r.repo.join("CLAUDE.md"), edited).unwrap();
     let script = r#"{"turns":[
@@ -331,8 +332,8 @@ fn a_worktree_subagent_gets_the_memory_files_of_its_worktree() {
         "{sys}"
     );
     assert!(
-        !sys.contains("UNCOMMITTED-MARKER-a1b2"),
-        "the worktree's copy applies"
+        sys.contains("UNCOMMITTED-MARKER-a1b2"),
+        "the worktree's copy, from the working state, applies: {sys}"
     );
     // Its own first read below its cwd brings the subdirectory's file, from its worktree.
     let after = messages(sub[1]);

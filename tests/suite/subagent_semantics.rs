@@ -184,3 +184,89 @@ fn a_teammate_in_its_worktree_writes_unattended_as_a_subagent_does() {
     );
     assert!(!repo.join("a.txt").exists());
 }
+
+/// The worktree starts from the user's working state: HEAD plus one snapshot commit of the
+/// uncommitted changes. The agent reads the user's code; diff and merge carry only its own
+/// work, and the user's uncommitted change stays uncommitted in their checkout.
+#[test]
+fn a_worktree_starts_from_the_working_state_and_lands_only_the_agents_work() {
+    for squash in [false, true] {
+        let (_tmp, home, repo) = dirty_repo();
+        let head_before = support::git(&repo, &["rev-parse", "HEAD"]);
+        support::put(
+            &repo,
+            ".crew/agents/isolated.md",
+            "---\nname: isolated\ndescription: d\nisolation: worktree\ntools: Read, Write\n---\nW.\n",
+        );
+        // The agent file is the user's too: commit it, so only calc.py is uncommitted.
+        support::git(&repo, &["config", "user.email", "u@example.invalid"]);
+        support::git(&repo, &["config", "user.name", "u"]);
+        support::git(&repo, &["add", ".crew"]);
+        support::git(&repo, &["commit", "-qm", "agent"]);
+        let head = support::git(&repo, &["rev-parse", "HEAD"]);
+        assert_ne!(head, head_before);
+        let script = json!({
+            "turns": [spawn("isolated", json!({})), {"text": "ok"}],
+            "agents": {"isolated": {"turns": [
+                {"tool_calls": [{"name": "read_file", "input": {"path": "calc.py"}}]},
+                {"tool_calls": [{"name": "write_file", "input": {"path": "notes.txt", "content": "agent\n"}}]},
+                {"text": "wrote"}
+            ]}}
+        });
+        let (_, requests) = support::crew_scripted(&repo, &home, &script, &["-p", "go"]);
+        let seen = results_seen_by(&requests, "isolated");
+        assert!(
+            seen.contains("return b + a"),
+            "the agent read HEAD, not the user's code: {seen}"
+        );
+
+        let list = support::crew(&repo, &home, &["worktrees", "list", "--json"]);
+        let rows: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let id = rows[0]["id"].as_str().unwrap();
+        let diff = support::crew(&repo, &home, &["worktrees", "diff", id]);
+        let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
+        assert!(diff.contains("notes.txt"), "{diff}");
+        assert!(
+            !diff.contains("calc.py"),
+            "the user's change is not the agent's: {diff}"
+        );
+
+        let mut merge = vec!["worktrees", "merge", id];
+        if squash {
+            merge.push("--squash");
+        }
+        let out = support::crew(&repo, &home, &merge);
+        assert!(out.status.success(), "squash {squash}: {out:?}");
+        // Landed on the user's HEAD: the agent's file, committed; calc.py's committed
+        // content unchanged and its uncommitted change still in the checkout.
+        assert_eq!(
+            support::git(
+                &repo,
+                &["rev-list", "--count", &format!("{}..HEAD", head.trim())]
+            )
+            .trim(),
+            "1",
+            "one commit on top of the user's HEAD (squash {squash})"
+        );
+        assert!(
+            support::git(&repo, &["log", "--format=%s"])
+                .lines()
+                .all(|s| !s.contains("snapshot"))
+        );
+        assert_eq!(
+            std::fs::read_to_string(repo.join("notes.txt")).unwrap(),
+            "agent\n"
+        );
+        assert_eq!(
+            support::git(&repo, &["show", "HEAD:calc.py"]),
+            "def add(a, b):\n    return a + b"
+        );
+        let status = support::git_output(&repo, &["status", "--porcelain"]);
+        assert_eq!(String::from_utf8_lossy(&status.stdout), " M calc.py\n");
+        assert_eq!(
+            std::fs::read_to_string(repo.join("calc.py")).unwrap(),
+            "def add(a, b):\n    return b + a\n"
+        );
+    }
+}

@@ -381,9 +381,11 @@ async fn worktreeinclude_copies_ignored_files_only() {
     );
     assert!(wt.path.join("build/keep.txt").is_file());
     assert!(!wt.path.join("build/other.txt").exists(), "not listed");
-    assert!(
-        !wt.path.join("notes.txt").exists(),
-        "not ignored: the user's work in progress"
+    // Not ignored, so not copied: it is in the worktree's base, the snapshot of the
+    // working state, as the user's work in progress (not the agent's).
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("notes.txt")).unwrap(),
+        "untracked, not ignored\n"
     );
     let copied: Vec<String> = wt.copied.iter().map(|p| p.display().to_string()).collect();
     assert_eq!(copied, vec![".env", "build/keep.txt"]);
