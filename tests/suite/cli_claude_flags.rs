@@ -459,3 +459,24 @@ fn agents_json_defines_subagents_for_this_session() {
     );
     assert!(requests.is_empty());
 }
+
+/// Headless text never cuts a message: a refusal, however long, reaches stderr whole,
+/// with the way to allow the call at its end.
+#[test]
+fn headless_text_shows_a_long_refusal_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "write_file", "input": {"path": "out.txt", "content": "x"}}]},
+        {"text": "done"}
+    ]});
+    let (out, _) = crew_with_stdin(dir.path(), &script, &["-p", "write it"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("✗ write_file"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.chars().count() > 200, "a long message: {line}");
+    assert!(!line.ends_with('…'), "cut: {line}");
+    assert!(line.contains("--permission-mode acceptEdits"), "{line}");
+    assert!(!dir.path().join("out.txt").exists());
+}

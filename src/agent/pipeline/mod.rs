@@ -350,7 +350,8 @@ fn denied(call: &ToolCall, d: &Decision) -> ToolResult {
     )
 }
 
-/// The first line of a result, without the `error [code]: ` prefix, for compact display.
+/// A result for display, without the `error [code]: ` prefix: an error whole (a refusal says
+/// what to do, and must never be cut), other results their first line, cut at 160 characters.
 fn summary(result: &ToolResult) -> String {
     let text = match &result.error_code {
         Some(code) => result
@@ -359,6 +360,10 @@ fn summary(result: &ToolResult) -> String {
             .unwrap_or(&result.content),
         None => &result.content,
     };
+    // A refusal or an error is a message for the user, with what to do: never cut it.
+    if result.is_error {
+        return text.trim().to_string();
+    }
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let mut out: String = line.chars().take(160).collect();
     if line.chars().count() > 160 || text.lines().count() > 1 {
