@@ -1,10 +1,10 @@
 //! `crew hooks list`: the hooks that will run here — event, matcher, command, timeout, and
 //! the file (and place in it) each comes from, agent definitions' hooks with scope
-//! `agent:<type>` — and the ones that will not (a project's
+//! `agent:<type>`, plugins' with `plugin:<name>` — and the ones that will not (a project's
 //! shared hooks in an untrusted folder, bad entries), with why.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use serde_json::json;
@@ -21,13 +21,24 @@ pub enum HooksCmd {
 }
 
 /// Runs a hooks subcommand; returns the exit code.
-pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(
+    cmd: HooksCmd,
+    cwd: &Path,
+    plugin_dirs: &[PathBuf],
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let HooksCmd::List { json } = cmd;
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let root = crate::store::project_root(&cwd);
     let home = crate::store::home_dir();
+    let plugins = crate::plugins::Plugins::load(&root, home.as_deref(), plugin_dirs)?;
     let (mut hooks, mut warnings) = crate::hooks::config::load(&root, home.as_deref())?;
-    let catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
+    let (plugin_hooks, plugin_warnings) =
+        crate::hooks::plugins::load(&plugins, &root, home.as_deref());
+    hooks.extend(plugin_hooks);
+    warnings.extend(plugin_warnings);
+    let mut catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
+    catalog.add_plugins(&plugins);
     let (by_type, agent_warnings) =
         crate::hooks::config::load_agents(catalog.hook_sources(), &root, home.as_deref());
     warnings.extend(agent_warnings);
@@ -47,10 +58,16 @@ pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Res
                     "scope": h.origin.scope,
                     "file": h.origin.file,
                     "place": h.place,
+                    "plugin_root": h.plugin_root,
                 })
             })
             .collect();
-        let skipped: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        let skipped: Vec<String> = plugins
+            .warnings
+            .iter()
+            .cloned()
+            .chain(warnings.iter().map(ToString::to_string))
+            .collect();
         writeln!(out, "{}", json!({ "hooks": list, "not_used": skipped }))?;
         return Ok(0);
     }
@@ -62,9 +79,14 @@ pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Res
             "" => "*",
             m => m,
         };
+        let root = h
+            .plugin_root
+            .as_deref()
+            .map(|r| format!(" · CLAUDE_PLUGIN_ROOT={}", r.display()))
+            .unwrap_or_default();
         writeln!(
             out,
-            "{:<17} {:<16} {}\n{:<17} timeout {} s · {} · {} ({})",
+            "{:<17} {:<16} {}\n{:<17} timeout {} s · {} · {} ({}){root}",
             h.event.as_str(),
             matcher,
             h.command,
@@ -74,6 +96,9 @@ pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Res
             h.origin.file,
             h.place
         )?;
+    }
+    for w in &plugins.warnings {
+        writeln!(out, "not used: {w}")?;
     }
     for w in &warnings {
         writeln!(out, "not used: {w}")?;
