@@ -131,15 +131,20 @@ pub(crate) fn lenient(yaml: &str) -> Result<serde_yaml_ng::Mapping, FrontMatterE
 }
 
 /// The head's top-level entries: each `key:` line at the start of a line with the lines
-/// after it up to the next one.
+/// after it up to the next one. Inside a tag such as `<example>` … `</example>` (Claude
+/// Code's agent descriptions hold their examples so, with `Context:`, `user:` and
+/// `assistant:` lines) a `word:` line continues the value.
 fn top_level_keys(yaml: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
+    let mut open_tags = 0usize;
     for line in yaml.lines() {
         let key = line.split_once(':').map(|(k, _)| k).filter(|k| {
-            !k.is_empty()
+            open_tags == 0
+                && !k.is_empty()
                 && k.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
         });
+        open_tags = tags_open_after(open_tags, line);
         match (key, out.last_mut()) {
             (Some(key), _) => out.push((key.to_string(), format!("{line}\n"))),
             (None, Some((_, chunk))) => {
@@ -150,6 +155,31 @@ fn top_level_keys(yaml: &str) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// How many `<tag>`s are open after `line`, `open` before it: each `<name>` opens one and
+/// each `</name>` closes one (`name` a word, as in `<example>` or `<commentary>`).
+fn tags_open_after(open: usize, line: &str) -> usize {
+    let mut open = open;
+    let mut rest = line;
+    while let Some(at) = rest.find('<') {
+        rest = &rest[at + 1..];
+        let closing = rest.starts_with('/');
+        let name = rest.trim_start_matches('/');
+        let len = name
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(name.len());
+        let is_tag =
+            len > 0 && name.as_bytes()[0].is_ascii_alphabetic() && name[len..].starts_with('>');
+        if is_tag {
+            open = if closing {
+                open.saturating_sub(1)
+            } else {
+                open + 1
+            };
+        }
+    }
+    open
 }
 
 /// The value of `key`'s entry as plain text: what follows `key:`, continuation lines
@@ -307,6 +337,30 @@ mod tests {
         assert_eq!(map["tools"].as_str(), Some("Read, Grep"));
         assert!(lenient("- just\n- a list\n").is_err());
         assert_eq!(unknown_keys(&map, &["description"]), ["tools"]);
+    }
+
+    #[test]
+    fn lines_inside_example_tags_continue_the_description() {
+        // Claude Code's agent descriptions: examples in tags, with `Context:`, `user:` and
+        // `assistant:` lines that are not fields.
+        let head = "name: hunter\ndescription: Use this agent when errors may be swallowed. Examples:\n\n<example>\nContext: The user added a retry loop.\nuser: \"Check my error handling\"\nassistant: \"I'll use the hunter agent.\"\n<commentary>Catch blocks need review.</commentary>\n</example>\nmodel: inherit\nContext: stray\n";
+        let map = lenient(head).unwrap();
+        let description = map["description"].as_str().unwrap();
+        assert!(
+            description.starts_with("Use this agent when errors may be swallowed. Examples: <example> Context: The user added")
+                && description.ends_with("</commentary> </example>"),
+            "{description}"
+        );
+        assert_eq!(map["model"].as_str(), Some("inherit"));
+        // Outside the tags a `word:` line is a field again (and gets its warning).
+        assert_eq!(
+            unknown_keys(&map, &["name", "description", "model"]),
+            ["Context"]
+        );
+        assert_eq!(
+            tags_open_after(0, "a <b>x</b> <i> a < b <br/> <https://x>"),
+            1
+        );
     }
 
     #[test]

@@ -57,6 +57,8 @@
 //! - [`mcp`] — the MCP client: one actor per server, its tools as crew tools.
 //! - [`skills`] — `SKILL.md` discovery and the `skill` tool.
 //! - [`commands`] — custom slash commands: discovery, expansion, their calls run as the lead.
+//! - [`plugins`] — Claude Code's plugins (`--plugin-dir`, enabled installed ones): manifests,
+//!   discovery, and the confinement of their files to their directory.
 //! - [`memory`] — `CLAUDE.md`/`AGENTS.md`/`CREW.md` discovery, imports, bounded reading.
 //!
 //! ## Agents and orchestration
@@ -122,6 +124,7 @@ pub(crate) mod mcp_serve;
 pub mod memory;
 pub mod offload;
 pub mod permission;
+pub(crate) mod plugins;
 pub(crate) mod pricing;
 pub use crew_protocol as protocol;
 pub use crew_provider as provider;

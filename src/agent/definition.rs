@@ -1,6 +1,7 @@
 //! Agent definitions: Markdown files with YAML front matter (`name`, `description`,
 //! `tools`, …) whose body is the system prompt. The built-ins in `agents/` are embedded
-//! in the binary; issue 5 adds the project and user directories.
+//! in the binary; the catalog (`catalog.rs`) adds the user's, the project's and the
+//! plugins'.
 
 use std::collections::HashSet;
 
@@ -45,6 +46,8 @@ pub struct AgentDefinition {
     /// What in its file crew ignored (unknown fields, unknown tools), each naming the
     /// file and the field, for the user to see.
     pub warnings: Vec<String>,
+    /// The plugin it came with (its name is then `plugin:agent`).
+    pub plugin: Option<String>,
 }
 
 impl AgentDefinition {
@@ -216,7 +219,10 @@ fn build(fm: FrontMatter, body: &str, origin: &str) -> Result<AgentDefinition, D
         return Err(err("field `name` is empty".into()));
     }
     let tools: Option<HashSet<String>> = fm.tools.as_ref().map(|t| t.names().into_iter().collect());
-    let warnings = unknown_tools(tools.iter().flatten())
+    let warnings = fm
+        .tools
+        .iter()
+        .flat_map(ToolList::unknown)
         .map(|tool| {
             format!("{origin}: field `tools`: `{tool}` is no tool crew has; it allows nothing")
         })
@@ -241,18 +247,8 @@ fn build(fm: FrontMatter, body: &str, origin: &str) -> Result<AgentDefinition, D
         placement,
         reschedule: fm.reschedule.unwrap_or(true),
         warnings,
+        plugin: None,
     })
-}
-
-/// The names in `tools` that are neither a built-in or orchestration tool nor an MCP
-/// tool (`mcp__server__tool`, known only once its server is up).
-fn unknown_tools<'a>(tools: impl Iterator<Item = &'a String>) -> impl Iterator<Item = &'a String> {
-    let known: HashSet<String> = crate::tools::builtin_tools()
-        .into_iter()
-        .chain(crate::tools::orchestration_tools(&[]))
-        .map(|t| t.definition().name.clone())
-        .collect();
-    tools.filter(move |t| !t.starts_with("mcp__") && !known.contains(t.as_str()))
 }
 
 const BUILT_INS: [(&str, &str); 3] = [

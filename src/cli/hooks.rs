@@ -1,10 +1,10 @@
 //! `crew hooks list`: the hooks that will run here — event, matcher, command, timeout, and
 //! the file (and place in it) each comes from, agent definitions' hooks with scope
-//! `agent:<type>` — and the ones that will not (a project's
+//! `agent:<type>`, plugins' with `plugin:<name>` — and the ones that will not (a project's
 //! shared hooks in an untrusted folder, bad entries), with why.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use serde_json::json;
@@ -21,14 +21,25 @@ pub enum HooksCmd {
 }
 
 /// Runs a hooks subcommand; returns the exit code.
-pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub(crate) fn run(
+    cmd: HooksCmd,
+    cwd: &Path,
+    plugin_dirs: &[PathBuf],
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let HooksCmd::List { json } = cmd;
     let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let root = crate::store::project_root(&cwd);
     let home = crate::store::home_dir();
-    let catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
-    let effective =
-        crate::hooks::listing::effective(&root, home.as_deref(), catalog.hook_sources())?;
+    let plugins = crate::plugins::Plugins::load(&root, home.as_deref(), plugin_dirs)?;
+    let mut catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
+    catalog.add_plugins(&plugins);
+    let effective = crate::hooks::listing::effective(
+        &root,
+        home.as_deref(),
+        &plugins,
+        catalog.hook_sources(),
+    )?;
     if json {
         let list: Vec<_> = effective
             .hooks
@@ -42,10 +53,16 @@ pub(crate) fn run(cmd: HooksCmd, cwd: &Path, out: &mut dyn Write) -> anyhow::Res
                     "scope": h.origin.scope,
                     "file": h.origin.file,
                     "place": h.place,
+                    "plugin_root": h.plugin_root,
                 })
             })
             .collect();
-        let skipped: Vec<String> = effective.not_used.iter().map(ToString::to_string).collect();
+        let skipped: Vec<String> = effective
+            .plugin_warnings
+            .iter()
+            .cloned()
+            .chain(effective.not_used.iter().map(ToString::to_string))
+            .collect();
         writeln!(out, "{}", json!({ "hooks": list, "not_used": skipped }))?;
         return Ok(0);
     }

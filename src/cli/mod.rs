@@ -99,6 +99,13 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
 
+    /// A Claude Code plugin to load for this run (a directory holding
+    /// `.claude-plugin/plugin.json`, with `commands/`, `agents/`, `skills/`,
+    /// `hooks/hooks.json`), besides the installed plugins the settings enable; may be
+    /// given more than once. Also for `crew agents|skills|commands|hooks list`.
+    #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
+    pub plugin_dir: Vec<PathBuf>,
+
     /// The lead's system prompt, instead of crew's.
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
@@ -289,13 +296,13 @@ pub enum Command {
         #[command(subcommand)]
         cmd: team::TeamCmd,
     },
-    /// Skills (`SKILL.md` in .claude/skills, .crew/skills and the user's).
+    /// Skills (`SKILL.md` in .claude/skills, .crew/skills, the user's and plugins').
     Skills {
         /// What to do.
         #[command(subcommand)]
         cmd: extensions::SkillsCmd,
     },
-    /// Custom slash commands (.claude/commands, .crew/commands and the user's).
+    /// Custom slash commands (.claude/commands, .crew/commands, the user's and plugins').
     Commands {
         /// What to do.
         #[command(subcommand)]
@@ -334,17 +341,31 @@ pub enum Command {
     Trust(trust::TrustArgs),
 }
 
+/// What the subcommands read from the global flags.
+struct Globals<'a> {
+    /// `--cwd`, else the current directory.
+    cwd: &'a std::path::Path,
+    /// `--mcp-config`.
+    mcp_config: &'a [PathBuf],
+    /// `--plugin-dir`.
+    plugin_dirs: &'a [PathBuf],
+}
+
 async fn subcommand(
     cmd: Command,
-    cwd: &std::path::Path,
-    mcp_config: &[PathBuf],
+    globals: Globals<'_>,
     cluster: workers::ClusterFlags<'_>,
 ) -> anyhow::Result<i32> {
     let mut out = std::io::stdout();
+    let Globals {
+        cwd,
+        mcp_config,
+        plugin_dirs,
+    } = globals;
     match cmd {
         Command::Mcp { cmd } => mcp::run(cmd, cwd, mcp_config, &mut out).await,
-        Command::Agents { cmd } => agents::run(cmd, cwd, &mut out),
-        Command::Hooks { cmd } => hooks::run(cmd, cwd, &mut out),
+        Command::Agents { cmd } => agents::run(cmd, cwd, plugin_dirs, &mut out),
+        Command::Hooks { cmd } => hooks::run(cmd, cwd, plugin_dirs, &mut out),
         Command::Tasks { cmd } => tasks::run(cmd, cwd, &mut out).await,
         Command::Team { cmd } => team::run(cmd, cwd, &mut out),
         Command::Sessions { cmd } => sessions::run(cmd, cwd, &mut out),
@@ -355,8 +376,8 @@ async fn subcommand(
         Command::Dashboard(args) => dashboard::run(args, &mut out).await,
         Command::Worker(args) => workers::serve(args, cluster.cookie_file).await,
         Command::Workers { cmd } => workers::run(cmd, cwd, cluster, &mut out).await,
-        Command::Skills { cmd } => extensions::skills(cmd, cwd, &mut out),
-        Command::Commands { cmd } => extensions::commands(cmd, cwd, &mut out),
+        Command::Skills { cmd } => extensions::skills(cmd, cwd, plugin_dirs, &mut out),
+        Command::Commands { cmd } => extensions::commands(cmd, cwd, plugin_dirs, &mut out),
         Command::Memory { cmd } => memory::run(cmd, cwd, &mut out),
     }
 }
@@ -383,7 +404,12 @@ pub async fn main() -> i32 {
             cookie_file: cli.cookie_file.as_deref(),
             tls: &tls,
         };
-        return match subcommand(cmd, &cwd, &cli.mcp_config, cluster).await {
+        let globals = Globals {
+            cwd: &cwd,
+            mcp_config: &cli.mcp_config,
+            plugin_dirs: &cli.plugin_dir,
+        };
+        return match subcommand(cmd, globals, cluster).await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("crew: {e:#}");

@@ -143,7 +143,11 @@ fn load(
     let root = find_project_root(&cwd, home);
     let (mut policy, warnings) = Policy::load(&root, home)?;
     // `agent` calls are decided from the agent types, as in a session.
-    let catalog = crate::agent::catalog::Catalog::load(&root, home);
+    let mut catalog = crate::agent::catalog::Catalog::load(&root, home);
+    // The installed plugins' agents count too (without `--plugin-dir` this cannot fail).
+    if let Ok(plugins) = crate::plugins::Plugins::load(&root, home, &[]) {
+        catalog.add_plugins(&plugins);
+    }
     let tools: Vec<_> = crate::tools::builtin_tools()
         .into_iter()
         .chain(crate::tools::orchestration_tools(&catalog.agent_types()))

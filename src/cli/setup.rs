@@ -43,6 +43,7 @@ pub(crate) fn options(cli: &Cli) -> Options {
         append_system_prompt: cli.append_system_prompt.clone(),
         agents_json: cli.agents.clone(),
         agent: cli.agent.clone(),
+        plugin_dirs: cli.plugin_dir.clone(),
     }
 }
 
@@ -91,6 +92,10 @@ mod tests {
             "/tmp/r.jsonl",
             "--workers",
             "127.0.0.1:9",
+            "--plugin-dir",
+            "/tmp/kit",
+            "--plugin-dir",
+            "/tmp/other",
         ])
         .unwrap();
         let o = options(&cli);
@@ -108,6 +113,13 @@ mod tests {
             Some(std::path::Path::new("/tmp/r.jsonl"))
         );
         assert!(o.workers.is_some());
+        assert_eq!(
+            o.plugin_dirs,
+            [
+                std::path::PathBuf::from("/tmp/kit"),
+                std::path::PathBuf::from("/tmp/other")
+            ]
+        );
         let o = options(&Cli::try_parse_from(["crew", "-c"]).unwrap());
         assert!(o.continue_session && o.resume.is_none());
         assert_eq!(o.max_turns, 100);

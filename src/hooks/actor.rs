@@ -1,7 +1,7 @@
 //! The `Hooks` actor: holds the session's hooks (from the settings layers) and the hooks
 //! of agent definitions (for subagents of their type), and answers which hooks
 //! an event of an agent runs: those whose matcher matches the event's subject, identical
-//! commands once. It runs nothing itself (its mailbox never waits on a hook): the caller
+//! commands once (a plugin's in its own directory). It runs nothing itself (its mailbox never waits on a hook): the caller
 //! runs the selected hooks in its own task (`client.rs`).
 //!
 //! The table is read once, when the session starts, and never replaced (hooks are not
@@ -127,7 +127,8 @@ pub(crate) fn select<'a>(
     hooks
         .filter(|h| h.event == event)
         .filter(|h| event.match_on() == MatchOn::Nothing || h.matcher.matches_any(subject))
-        .filter(|h| seen.insert(h.command.clone()))
+        // Two plugins' `${CLAUDE_PLUGIN_ROOT}/x.sh` are two commands.
+        .filter(|h| seen.insert((h.command.clone(), h.plugin_root.clone())))
         .cloned()
         .collect()
 }
@@ -185,6 +186,7 @@ mod tests {
                 from_project: false,
             },
             place: "p".into(),
+            plugin_root: None,
         }
     }
 

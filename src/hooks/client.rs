@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::actor::{Configured, HooksMsg};
 use super::config::Hook;
 use super::event::HookEvent;
-use super::process::run_hook;
+use super::process::{HookEnv, run_hook};
 use super::protocol::{HookInput, answer};
 use super::report::{Report, combine};
 use crate::events::{EventBus, EventKind};
@@ -193,16 +193,11 @@ impl HookClient {
         };
         let runs = hooks.iter().map(|h: &Hook| async {
             let sandbox = hook_sandbox(h, f.cwd, &inner.project_dir);
-            let run = run_hook(
-                &h.command,
-                f.cwd,
-                &inner.project_dir,
-                h.timeout,
-                &bytes,
-                &sandbox,
-                cancel,
-            )
-            .await;
+            let env = HookEnv {
+                project_dir: &inner.project_dir,
+                plugin_root: h.plugin_root.as_deref(),
+            };
+            let run = run_hook(&h.command, f.cwd, env, h.timeout, &bytes, &sandbox, cancel).await;
             (h.command.clone(), answer(run))
         });
         let answers = join_all(runs).await;
@@ -318,6 +313,7 @@ mod tests {
                 from_project: false,
             },
             place: "p".into(),
+            plugin_root: None,
         }
     }
 

@@ -59,6 +59,9 @@ pub struct Hook {
     pub origin: Origin,
     /// Where in the file: `hooks.PreToolUse[0].hooks[1]`.
     pub place: String,
+    /// A plugin's hook's plugin directory, its `CLAUDE_PLUGIN_ROOT` (see
+    /// `hooks::plugins`).
+    pub plugin_root: Option<PathBuf>,
 }
 
 /// Parses a `hooks` object. `rename` maps an event before it is stored (an agent
@@ -159,6 +162,7 @@ pub fn parse(
                     timeout,
                     origin: origin.clone(),
                     place: place.clone(),
+                    plugin_root: None,
                 });
             }
         }
@@ -220,13 +224,13 @@ pub fn load(
     Ok((hooks, warnings))
 }
 
-fn canonical(p: &Path) -> PathBuf {
+pub(crate) fn canonical(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Whether the project's shared content may run. Fail closed: no home or an unreadable
 /// trust list means not trusted (the permission policy's loader reports the list).
-fn is_trusted(root: &Path, home: Option<&Path>) -> bool {
+pub(crate) fn is_trusted(root: &Path, home: Option<&Path>) -> bool {
     home.map(TrustStore::for_home)
         .is_some_and(|s| s.is_trusted(root).unwrap_or(false))
 }

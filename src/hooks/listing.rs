@@ -16,6 +16,8 @@ pub(crate) struct Effective {
     pub hooks: Vec<Hook>,
     /// What will not run, and why (an untrusted folder's shared hooks, bad entries).
     pub not_used: Vec<Warning>,
+    /// What of the plugins was not loaded, and why.
+    pub plugin_warnings: Vec<String>,
 }
 
 /// The effective hooks of the project at `root`, with those of the agent definitions
@@ -24,15 +26,23 @@ pub(crate) struct Effective {
 pub(crate) fn effective<'a>(
     root: &Path,
     home: Option<&Path>,
+    plugins: &crate::plugins::Plugins,
     agents: impl IntoIterator<Item = AgentHooks<'a>>,
 ) -> Result<Effective, SettingsError> {
     let (mut hooks, mut not_used) = config::load(root, home)?;
+    let (plugin_hooks, plugin_not_used) = super::plugins::load(plugins, root, home);
+    hooks.extend(plugin_hooks);
+    not_used.extend(plugin_not_used);
     let (by_type, agent_warnings) = config::load_agents(agents, root, home);
     not_used.extend(agent_warnings);
     let mut types: Vec<_> = by_type.into_iter().collect();
     types.sort_by(|a, b| a.0.cmp(&b.0));
     hooks.extend(types.into_iter().flat_map(|(_, h)| h));
-    Ok(Effective { hooks, not_used })
+    Ok(Effective {
+        hooks,
+        not_used,
+        plugin_warnings: plugins.warnings.clone(),
+    })
 }
 
 /// The hooks as a table: event, matcher, command, then timeout, scope, file and place;
@@ -47,8 +57,13 @@ pub(crate) fn text(root: &Path, e: &Effective) -> String {
             "" => "*",
             m => m,
         };
+        let plugin = h
+            .plugin_root
+            .as_deref()
+            .map(|r| format!(" · CLAUDE_PLUGIN_ROOT={}", r.display()))
+            .unwrap_or_default();
         out.push_str(&format!(
-            "{:<17} {:<16} {}\n{:<17} timeout {} s · {} · {} ({})\n",
+            "{:<17} {:<16} {}\n{:<17} timeout {} s · {} · {} ({}){plugin}\n",
             h.event.as_str(),
             matcher,
             h.command,
@@ -58,6 +73,9 @@ pub(crate) fn text(root: &Path, e: &Effective) -> String {
             h.origin.file,
             h.place
         ));
+    }
+    for w in &e.plugin_warnings {
+        out.push_str(&format!("not used: {w}\n"));
     }
     for w in &e.not_used {
         out.push_str(&format!("not used: {w}\n"));
@@ -80,7 +98,7 @@ mod tests {
             r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]}}"#,
         )
         .unwrap();
-        let e = effective(&root, Some(&home), []).unwrap();
+        let e = effective(&root, Some(&home), &Default::default(), []).unwrap();
         let listed = text(&root, &e);
         assert!(
             listed.contains("PreToolUse") && listed.contains("Bash"),

@@ -3,13 +3,13 @@
 //! PreToolUse first").
 //!
 //! Modules: `event` (the events), `config` (the `hooks` object of each settings layer and
-//! agent definitions, folder trust), `matcher` (regex over names), `names` (our tool
-//! names and arguments as Claude Code's), `protocol` (stdin/stdout JSON, exit codes),
-//! `process` (one hook in its own process group), `report` (combining an event's hooks),
-//! `actor` (the `Hooks` actor: which hooks run), `client` (firing an event),
-//! `tool_events` (PreToolUse/PostToolUse on the call path), `agent_events` (the agent
-//! loop's and session's events), `listing` (the effective hooks, for `crew hooks list`
-//! and `/hooks`).
+//! agent definitions, folder trust), `plugins` (plugins' `hooks/hooks.json`), `matcher`
+//! (regex over names), `names` (our tool names and arguments as Claude Code's),
+//! `protocol` (stdin/stdout JSON, exit codes), `process` (one hook in its own process
+//! group), `report` (combining an event's hooks), `actor` (the `Hooks` actor: which hooks
+//! run), `client` (firing an event), `tool_events` (PreToolUse/PostToolUse on the call
+//! path), `agent_events` (the agent loop's and session's events), `listing` (the effective
+//! hooks, for `crew hooks list` and `/hooks`).
 
 pub(crate) mod actor;
 pub(crate) mod agent_events;
@@ -19,6 +19,7 @@ pub(crate) mod event;
 pub(crate) mod listing;
 pub(crate) mod matcher;
 pub(crate) mod names;
+pub(crate) mod plugins;
 pub(crate) mod process;
 pub(crate) mod protocol;
 pub(crate) mod report;

@@ -10,7 +10,8 @@
 //! keys and secret-looking variables are withheld unless `commandEnv.passthrough` names
 //! them (a hook from a cloned repository must not read the user's keys); Claude Code passes
 //! the whole environment, which is the one difference. `CLAUDE_PROJECT_DIR` and
-//! `CREW_PROJECT_DIR` name the project root.
+//! `CREW_PROJECT_DIR` name the project root, and `CLAUDE_PLUGIN_ROOT` a plugin's hook's
+//! plugin directory.
 
 use std::io::{Seek, Write};
 use std::path::Path;
@@ -23,11 +24,20 @@ use super::protocol::HookRun;
 use crate::sandbox::CommandSandbox;
 use crate::sandbox::process::{ProcessError, run_command_in_group, shell_command};
 
+/// The variables a hook gets besides the scrubbed environment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HookEnv<'a> {
+    /// The project root (`CLAUDE_PROJECT_DIR`, `CREW_PROJECT_DIR`).
+    pub(crate) project_dir: &'a Path,
+    /// A plugin's hook's plugin directory (`CLAUDE_PLUGIN_ROOT`).
+    pub(crate) plugin_root: Option<&'a Path>,
+}
+
 /// Runs `command` with `input` on stdin; never fails, a problem is a `HookRun::Failed`.
 pub(crate) async fn run_hook(
     command: &str,
     cwd: &Path,
-    project_dir: &Path,
+    env: HookEnv<'_>,
     timeout: Duration,
     input: &[u8],
     sandbox: &CommandSandbox,
@@ -46,8 +56,11 @@ pub(crate) async fn run_hook(
     shell
         .cmd
         .stdin(Stdio::from(stdin))
-        .env("CLAUDE_PROJECT_DIR", project_dir)
-        .env("CREW_PROJECT_DIR", project_dir);
+        .env("CLAUDE_PROJECT_DIR", env.project_dir)
+        .env("CREW_PROJECT_DIR", env.project_dir);
+    if let Some(root) = env.plugin_root {
+        shell.cmd.env(crate::plugins::ROOT_VARIABLE, root);
+    }
     let ran = run_command_in_group(&mut shell.cmd, cwd, timeout, cancel).await;
     // A confined hook's protected-file snapshot is restored here; what it changed there
     // is reported with its output.
@@ -87,12 +100,15 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn reads_stdin_and_sees_the_project_dir() {
+    async fn reads_stdin_and_sees_the_project_and_plugin_dirs() {
         let dir = tempfile::tempdir().unwrap();
         let run = run_hook(
-            r#"read -r line; echo "$line|$CLAUDE_PROJECT_DIR|$CREW_PROJECT_DIR"; echo err >&2; exit 2"#,
+            r#"read -r line; echo "$line|$CLAUDE_PROJECT_DIR|$CREW_PROJECT_DIR|${CLAUDE_PLUGIN_ROOT}"; echo err >&2; exit 2"#,
             dir.path(),
-            Path::new("/proj"),
+            HookEnv {
+                project_dir: Path::new("/proj"),
+                plugin_root: Some(Path::new("/plugins/kit")),
+            },
             Duration::from_secs(30),
             b"{\"a\":1}\n",
             &CommandSandbox::None,
@@ -108,7 +124,7 @@ mod tests {
             panic!("{run:?}")
         };
         assert_eq!(code, 2);
-        assert_eq!(stdout, "{\"a\":1}|/proj|/proj\n");
+        assert_eq!(stdout, "{\"a\":1}|/proj|/proj|/plugins/kit\n");
         assert_eq!(stderr, "err\n");
     }
 
@@ -117,7 +133,10 @@ mod tests {
         let run = run_hook(
             "true",
             Path::new("/no/such/crew/dir"),
-            Path::new("/"),
+            HookEnv {
+                project_dir: Path::new("/"),
+                plugin_root: None,
+            },
             Duration::from_secs(30),
             b"",
             &CommandSandbox::None,

@@ -49,6 +49,7 @@ pub(crate) fn session_options(config: &ServeConfig, permission: Option<Permissio
         append_system_prompt: None,
         agents_json: None,
         agent: None,
+        plugin_dirs: Vec::new(),
     }
 }
 

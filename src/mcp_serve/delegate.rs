@@ -210,7 +210,13 @@ impl Delegates {
             return Ok(req.task.clone());
         }
         let home = crate::store::home_dir();
-        let catalog = crate::agent::catalog::Catalog::load(&self.project_root, home.as_deref());
+        let mut catalog = crate::agent::catalog::Catalog::load(&self.project_root, home.as_deref());
+        // The installed plugins' agents, as the delegated session has them (no
+        // `--plugin-dir` here, so loading cannot fail).
+        if let Ok(plugins) = crate::plugins::Plugins::load(&self.project_root, home.as_deref(), &[])
+        {
+            catalog.add_plugins(&plugins);
+        }
         if let Some(bad) = req.agents.iter().find(|a| catalog.get(a).is_none()) {
             return Err(DelegationError::UnknownAgent {
                 name: bad.clone(),

@@ -1,17 +1,26 @@
 //! Skills: `SKILL.md` files with front matter (`name`, `description`, `allowed-tools`)
 //! in `~/.claude/skills/*/`, `~/.crew/skills/*/`, `.claude/skills/*/` and
 //! `.crew/skills/*/` (later ones override earlier ones by name, so the project's win over
-//! the user's). Their names and descriptions go into the lead's system prompt; the
-//! `skill` tool (`tools::skill`) returns a skill's body, and while the skill is active its
+//! the user's), and in plugins' `skills/*/` (named `plugin:skill`, below every file's).
+//! Their names and descriptions go into the lead's system prompt; the `skill` tool
+//! (`tools::skill`) returns a skill's body, and while the skill is active its
 //! `allowed-tools` narrow what the gate lets the agent run (`gate::NameLimit`).
+//!
+//! A `name` written as Claude Code accepts it (`Hook Development`) is kept as the
+//! skill's title, and its name is the slug (`hook-development`). A field crew does not
+//! know and a tool crew does not have each get a warning naming the file. The catalog is
+//! `catalog.rs`.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod catalog;
+
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::front_matter::{self, ToolList};
-use crate::protocol::name_limit::{LimitOwner, NameLimit};
+
+pub use catalog::SkillCatalog;
 
 /// The name of the tool that loads a skill (`tools::skill`).
 pub const TOOL_NAME: &str = "skill";
@@ -33,14 +42,17 @@ pub enum Scope {
     User,
     /// The project (`.claude`, `.crew`), shared with everyone who clones it.
     Project,
+    /// A plugin (`--plugin-dir`, or installed and enabled).
+    Plugin,
 }
 
 impl Scope {
-    /// `user` or `project`.
+    /// `user`, `project` or `plugin`.
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::User => "user",
             Scope::Project => "project",
+            Scope::Plugin => "plugin",
         }
     }
 }
@@ -61,19 +73,39 @@ pub fn search_dirs(project_root: &Path, home: Option<&Path>, kind: &str) -> Vec<
 /// One skill.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skill {
-    /// Its name (the `skill` tool's argument).
+    /// Its name (the `skill` tool's argument, `/name`): `plugin:name` for a plugin's.
     pub name: String,
+    /// The `name` as written when it is not a name itself (`Hook Development` for
+    /// `hook-development`).
+    pub title: Option<String>,
     /// When to use it, for the model.
     pub description: String,
     /// The tools that may run while it is active, as registry names (`None`: it does
     /// not narrow them).
     pub allowed_tools: Option<BTreeSet<String>>,
+    /// What arguments `/name` takes, for completion (`argument-hint`).
+    pub argument_hint: Option<String>,
     /// The instructions (the file's body).
     pub body: String,
     /// The directory holding `SKILL.md` and the files beside it.
     pub dir: PathBuf,
     /// Where it was found.
     pub scope: Scope,
+    /// The plugin it came with.
+    pub plugin: Option<String>,
+    /// What in its file crew ignored (unknown fields, unknown tools), each naming the
+    /// file and the field.
+    pub warnings: Vec<String>,
+}
+
+impl Skill {
+    /// Its name without a plugin's namespace (`review` for `kit:review`).
+    pub(crate) fn bare_name(&self) -> &str {
+        match &self.plugin {
+            Some(_) => self.name.rsplit(':').next().unwrap_or(&self.name),
+            None => &self.name,
+        }
+    }
 }
 
 /// A skill file that could not be loaded: the file and what is wrong.
@@ -85,6 +117,17 @@ pub struct SkillError {
     /// What is wrong and what to do.
     pub message: String,
 }
+
+/// The fields a `SKILL.md` may set; any other gets a warning naming it. `license` and
+/// `metadata` only describe the skill (the Agent Skills format has them).
+const FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "allowed-tools",
+    "argument-hint",
+    "license",
+    "metadata",
+];
 
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -106,14 +149,36 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
+/// The name a skill written as `written` goes by: `written` when it is a name, else its
+/// slug — lowercase, each run of spaces (or other characters a name cannot hold) one
+/// `-` (`Hook Development` → `hook-development`); `None` when nothing is left.
+pub(crate) fn skill_name(written: &str) -> Option<String> {
+    let written = written.trim();
+    if valid_name(written) {
+        return Some(written.to_string());
+    }
+    let mut slug = String::new();
+    for c in written.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':') {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-').to_string();
+    valid_name(&slug).then_some(slug)
+}
+
 /// Why a `SKILL.md` could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum SkillParseError {
     /// The file could not be read, or its front matter split or parsed.
     #[error(transparent)]
     FrontMatter(#[from] front_matter::FrontMatterError),
-    /// The name (given or the directory's) is not a skill name.
-    #[error("field `name`: `{0}` is not a skill name (use letters, digits and `-`, at most 64)")]
+    /// Neither the name given nor the directory's makes a skill name.
+    #[error(
+        "field `name`: `{0}` is not a skill name (use letters, digits, spaces and `-`, at most 64)"
+    )]
     BadName(String),
     /// No description.
     #[error("field `description` is missing: say when the skill should be used")]
@@ -122,164 +187,61 @@ pub enum SkillParseError {
 
 /// Parses one `SKILL.md` (`dir` is its directory; its name is the default skill name).
 pub fn parse(text: &str, dir: &Path, scope: Scope) -> Result<Skill, SkillParseError> {
+    let file = dir.join("SKILL.md");
     let (yaml, body) = front_matter::split(text)?;
-    // `argument-hint: [a] [b]` is not YAML, but Claude Code accepts it; skills carry no
-    // arguments here, so it is dropped before parsing.
-    let (_, yaml) = front_matter::take_raw(yaml, "argument-hint");
-    let front: SkillFront = serde_yaml_ng::from_value(front_matter::lenient(&yaml)?.into())
-        .map_err(front_matter::FrontMatterError::from)?;
+    // `argument-hint: [a] [b]` is not YAML, but Claude Code accepts it: taken as written.
+    let (argument_hint, yaml) = front_matter::take_raw(yaml, "argument-hint");
+    let map = front_matter::lenient(&yaml)?;
+    let unknown = front_matter::unknown_keys(&map, FIELDS);
+    let front: SkillFront =
+        serde_yaml_ng::from_value(map.into()).map_err(front_matter::FrontMatterError::from)?;
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let name = front
+    let written = front
         .name
         .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
         .unwrap_or_else(|| dir_name.to_string());
-    if !valid_name(&name) {
-        return Err(SkillParseError::BadName(name));
-    }
+    let name = skill_name(&written)
+        .or_else(|| skill_name(dir_name))
+        .ok_or_else(|| SkillParseError::BadName(written.clone()))?;
     let description = front
         .description
         .map(|d| d.trim().to_string())
         .filter(|d| !d.is_empty())
         .ok_or(SkillParseError::NoDescription)?;
+    let at = file.display();
+    let mut warnings: Vec<String> = unknown
+        .iter()
+        .map(|field| format!("{at}: field `{field}` is not one crew knows; it is ignored"))
+        .collect();
+    warnings.extend(
+        front
+            .allowed_tools
+            .iter()
+            .flat_map(ToolList::unknown)
+            .map(|tool| {
+                format!(
+                    "{at}: field `allowed-tools`: `{tool}` is no tool crew has; it allows nothing"
+                )
+            }),
+    );
     Ok(Skill {
+        title: (name != written).then_some(written),
         name,
         description,
         allowed_tools: front.allowed_tools.as_ref().map(ToolList::names),
+        argument_hint,
         body: body.to_string(),
         dir: dir.to_path_buf(),
         scope,
+        plugin: None,
+        warnings,
     })
-}
-
-/// The skills found, by name, and the files that could not be loaded.
-#[derive(Debug, Clone, Default)]
-pub struct SkillCatalog {
-    skills: BTreeMap<String, Skill>,
-    /// Files that could not be loaded.
-    pub errors: Vec<SkillError>,
-}
-
-impl SkillCatalog {
-    /// Loads the skills of `project_root` and `home` (see [`search_dirs`]).
-    pub fn load(project_root: &Path, home: Option<&Path>) -> Self {
-        let mut catalog = Self::default();
-        for (scope, dir) in search_dirs(project_root, home, "skills") {
-            catalog.load_dir(&dir, scope);
-        }
-        catalog
-    }
-
-    fn load_dir(&mut self, dir: &Path, scope: Scope) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.join("SKILL.md").is_file())
-            .collect();
-        dirs.sort();
-        for dir in dirs {
-            let file = dir.join("SKILL.md");
-            let parsed = front_matter::read(&file)
-                .map_err(SkillParseError::from)
-                .and_then(|text| parse(&text, &dir, scope));
-            match parsed {
-                Ok(skill) => {
-                    self.skills.insert(skill.name.clone(), skill);
-                }
-                Err(e) => self.errors.push(SkillError {
-                    file,
-                    message: e.to_string(),
-                }),
-            }
-        }
-    }
-
-    /// A catalog of these skills (tests, embedders).
-    pub fn from_skills(skills: impl IntoIterator<Item = Skill>) -> Self {
-        Self {
-            skills: skills.into_iter().map(|s| (s.name.clone(), s)).collect(),
-            errors: Vec::new(),
-        }
-    }
-
-    /// The skill called `name`.
-    pub fn get(&self, name: &str) -> Option<&Skill> {
-        self.skills.get(name)
-    }
-
-    /// The skills, by name.
-    pub fn iter(&self) -> impl Iterator<Item = &Skill> {
-        self.skills.values()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.skills.is_empty()
-    }
-
-    /// The directories of the user's skills, canonical: outside the project, so the
-    /// permission engine lets file tools read (never write) below them.
-    pub fn user_dirs(&self) -> Vec<PathBuf> {
-        self.iter()
-            .filter(|s| s.scope == Scope::User)
-            .filter_map(|s| std::fs::canonicalize(&s.dir).ok())
-            .collect()
-    }
-
-    /// The gate limit a successful `skill` call with these arguments puts in force (`None`
-    /// when they name no skill here).
-    pub fn limit_for(&self, arguments: &str) -> Option<NameLimit> {
-        let input = serde_json::from_str(arguments).ok()?;
-        let skill = self.get(&requested(&input)?)?;
-        Some(NameLimit {
-            owner: LimitOwner::Skill(skill.name.clone()),
-            names: skill
-                .allowed_tools
-                .as_ref()
-                .map(|names| names.iter().cloned().collect()),
-        })
-    }
-
-    /// The skills section for an agent limited to the tools `allowed` (`None`: all): the
-    /// list when it can call the `skill` tool, else nothing (a subagent or teammate whose
-    /// definition leaves the tool out is not told about skills it cannot load).
-    pub fn prompt_section_for(
-        &self,
-        allowed: Option<&std::collections::HashSet<String>>,
-    ) -> String {
-        match allowed {
-            Some(names) if !names.contains(TOOL_NAME) => String::new(),
-            _ => self.prompt_section(),
-        }
-    }
-
-    /// The part of a system prompt that lists the skills (empty without skills).
-    pub fn prompt_section(&self) -> String {
-        if self.is_empty() {
-            return String::new();
-        }
-        let mut out = String::from(
-            "\n\nSkills (load one with the `skill` tool when the task matches its description; \
-while it is active only its allowed tools run, until this turn ends or another skill is loaded):",
-        );
-        for s in self.iter() {
-            out.push_str(&format!("\n- {}: {}", s.name, s.description));
-        }
-        out
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn put(dir: &Path, rel: &str, text: &str) {
-        let p = dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
 
     #[test]
     fn parses_claude_code_skill_files() {
@@ -290,7 +252,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.name, "pdf");
+        assert_eq!(s.title, None);
         assert_eq!(s.body, "# PDF\nSteps.");
+        assert_eq!(s.argument_hint.as_deref(), Some("[file] [out]"));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
         let allowed: Vec<_> = s.allowed_tools.unwrap().into_iter().collect();
         assert_eq!(allowed, ["read_file", "run_command"]);
         let s = parse(
@@ -303,63 +268,60 @@ mod tests {
     }
 
     #[test]
+    fn a_name_with_spaces_is_slugged_and_kept_as_the_title() {
+        // As plugin skills are written in the wild: a display name, an unquoted
+        // multi-line description with a colon, a field crew does not know.
+        let text = "---\nname: Hook Development\ndescription: This skill should be used when the user asks to \"create a hook\": PreToolUse,\nPostToolUse and Stop events.\nversion: 0.1.0\nallowed-tools: Read, NotebookEdit\n---\nHooks are…";
+        let s = parse(text, Path::new("/p/skills/hook-dev"), Scope::Plugin).unwrap();
+        assert_eq!(s.name, "hook-development");
+        assert_eq!(s.title.as_deref(), Some("Hook Development"));
+        assert!(
+            s.description.ends_with("PostToolUse and Stop events."),
+            "{}",
+            s.description
+        );
+        assert_eq!(
+            s.warnings,
+            [
+                "/p/skills/hook-dev/SKILL.md: field `version` is not one crew knows; it is ignored",
+                "/p/skills/hook-dev/SKILL.md: field `allowed-tools`: `NotebookEdit` is no tool crew has; it allows nothing",
+            ]
+        );
+        assert_eq!(
+            skill_name("  Code  Review (v2) ").as_deref(),
+            Some("code-review-v2")
+        );
+        assert_eq!(skill_name("PDF").as_deref(), Some("PDF"));
+        // A name with nothing left of it: the directory's name.
+        let s = parse(
+            "---\nname: 代码审查\ndescription: d\n---\n",
+            Path::new("/s/review-zh"),
+            Scope::User,
+        )
+        .unwrap();
+        assert_eq!(
+            (s.name.as_str(), s.title.as_deref()),
+            ("review-zh", Some("代码审查"))
+        );
+    }
+
+    #[test]
     fn bad_files_say_which_field() {
         let e = parse("---\nname: x\n---\nB", Path::new("/s/x"), Scope::Project)
             .unwrap_err()
             .to_string();
         assert!(e.contains("description"), "{e}");
         let e = parse(
-            "---\nname: a b\ndescription: d\n---\n",
-            Path::new("/s/x"),
+            "---\nname: '!!!'\ndescription: d\n---\n",
+            Path::new("/s/???"),
             Scope::Project,
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("`name`"), "{e}");
+        assert!(e.contains("`name`") && e.contains("!!!"), "{e}");
         let e = parse("no front matter", Path::new("/s/x"), Scope::Project)
             .unwrap_err()
             .to_string();
         assert!(e.contains("---"), "{e}");
-    }
-
-    #[test]
-    fn project_skills_override_user_skills_and_errors_name_the_file() {
-        let project = tempfile::tempdir().unwrap();
-        let home = tempfile::tempdir().unwrap();
-        put(
-            home.path(),
-            ".claude/skills/review/SKILL.md",
-            "---\nname: review\ndescription: mine\n---\nU",
-        );
-        put(
-            home.path(),
-            ".crew/skills/notes/SKILL.md",
-            "---\nname: notes\ndescription: n\n---\nN",
-        );
-        put(
-            project.path(),
-            ".claude/skills/review/SKILL.md",
-            "---\nname: review\ndescription: team's\n---\nP",
-        );
-        put(
-            project.path(),
-            ".crew/skills/bad/SKILL.md",
-            "---\nname: bad\n---\n",
-        );
-        put(project.path(), ".crew/skills/not-a-skill/README.md", "x");
-        let c = SkillCatalog::load(project.path(), Some(home.path()));
-        assert_eq!(c.get("review").unwrap().description, "team's");
-        assert_eq!(c.get("review").unwrap().scope, Scope::Project);
-        assert_eq!(c.get("notes").unwrap().scope, Scope::User);
-        assert_eq!(c.iter().count(), 2);
-        assert_eq!(c.errors.len(), 1);
-        assert!(c.errors[0].to_string().contains("bad/SKILL.md"));
-        assert_eq!(c.user_dirs().len(), 1);
-        let limit = c.limit_for(r#"{"skill":"/review"}"#).unwrap();
-        assert_eq!(limit.owner, LimitOwner::Skill("review".into()));
-        assert_eq!(limit.names, None);
-        assert_eq!(c.limit_for(r#"{"name":"nope"}"#), None);
-        assert_eq!(c.limit_for("not json"), None);
-        assert!(c.prompt_section().contains("- notes: n"));
     }
 }

@@ -5,7 +5,8 @@
 //! catalog; the catalog hands it in here: [`ParseRule`] (`Rule::parse`) and [`LoadPolicy`]
 //! (`Policy::load`) are the two with the built-in tools' names. Likewise the tool lists of agent, skill and
 //! command files name tools in Claude Code's words (`Read`, `Task`): [`tool_name`] maps
-//! them to ours, and [`ToolList::names`] passes it to `front_matter`.
+//! them to ours, and [`ToolList::names`] passes it to `front_matter`; [`ToolList::unknown`]
+//! names the ones crew does not have.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -45,6 +46,23 @@ impl ToolList {
     pub(crate) fn names(&self) -> BTreeSet<String> {
         self.names_with(&tool_name)
     }
+
+    /// The listed tools crew does not have (see [`is_known_tool`]), as mapped, for a
+    /// warning each: they allow nothing.
+    pub(crate) fn unknown(&self) -> Vec<String> {
+        self.names()
+            .into_iter()
+            .filter(|n| !is_known_tool(n))
+            .collect()
+    }
+}
+
+/// Whether `name` (a registry name) is a tool crew has: a built-in, orchestration or
+/// system tool, or an MCP tool (`mcp__server__tool`, known only once its server is up).
+pub(crate) fn is_known_tool(name: &str) -> bool {
+    name.starts_with("mcp__")
+        || name == super::tool_search::NAME
+        || super::builtin_definition(name).is_some_and(|d| d.name == name)
 }
 
 /// `Rule::parse`: the engine's rule parser with the built-in tools' names.

@@ -108,11 +108,15 @@ mod tests {
     async fn returns_the_body_or_names_the_skills_there_are() {
         let skills = SkillCatalog::from_skills([Skill {
             name: "review".into(),
+            title: None,
             description: "d".into(),
             allowed_tools: Some(["read_file".to_string()].into()),
+            argument_hint: None,
             body: "Check the diff.".into(),
             dir: "/s/review".into(),
             scope: Scope::Project,
+            plugin: None,
+            warnings: Vec::new(),
         }]);
         let tool = SkillTool::new(Arc::new(skills));
         let ctx = ToolContext::new("/", "lead");

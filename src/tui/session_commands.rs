@@ -92,8 +92,13 @@ impl App {
     /// session runs those it loaded at its start).
     pub(super) fn hooks_text(&self) -> String {
         let (root, home) = (&self.info.project_root, self.info.home.as_deref());
-        let catalog = crate::agent::catalog::Catalog::load(root, home);
-        let listed = match crate::hooks::listing::effective(root, home, catalog.hook_sources()) {
+        // The installed plugins the settings enable (a `--plugin-dir` is the session's).
+        let plugins = crate::plugins::Plugins::load(root, home, &[]).unwrap_or_default();
+        let mut catalog = crate::agent::catalog::Catalog::load(root, home);
+        catalog.add_plugins(&plugins);
+        let effective =
+            crate::hooks::listing::effective(root, home, &plugins, catalog.hook_sources());
+        let listed = match effective {
             Ok(e) => crate::hooks::listing::text(root, &e),
             Err(e) => format!("The hooks could not be read: {e}"),
         };

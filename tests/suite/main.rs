@@ -25,6 +25,7 @@ mod auto_mode;
 mod claude_agent_sdk;
 mod claude_code_differential;
 mod claude_code_stream;
+mod claude_corpus;
 mod cli;
 mod cli_claude_flags;
 mod cli_providers;

@@ -4,10 +4,12 @@
 //! [`Options`] (the command line from its flags, `mcp serve` from its own config) and get
 //! back a started session as a [`Prepared`].
 //!
-//! Modules: `mcp` (the MCP servers), `modes` (auto mode and the starting permission mode),
-//! `resume` (the working directory and which session to run in), `sandbox` (the lead's
-//! command sandbox), `tool_rules` (`--allowedTools` and `--disallowedTools`).
+//! Modules: `extensions` (plugins, agent definitions, skills, commands and hooks), `mcp`
+//! (the MCP servers), `modes` (auto mode and the starting permission mode), `resume` (the
+//! working directory and which session to run in), `sandbox` (the lead's command
+//! sandbox), `tool_rules` (`--allowedTools` and `--disallowedTools`).
 
+mod extensions;
 mod mcp;
 mod modes;
 mod resume;
@@ -22,7 +24,6 @@ use anyhow::{Context, bail};
 use futures::future::BoxFuture;
 use tokio::task::JoinHandle;
 
-use crate::agent::catalog::Catalog;
 use crate::agent::host::Workers;
 use crate::agent::prompt::lead_system_prompt;
 use crate::agent::runner::AgentSpec;
@@ -78,6 +79,9 @@ pub struct Options {
     pub agents_json: Option<String>,
     /// `--agent`: the agent definition the lead runs as.
     pub agent: Option<String>,
+    /// `--plugin-dir`: plugin directories to load, besides the installed plugins the
+    /// settings enable.
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// What joining the workers may read of the session being assembled.
@@ -122,7 +126,8 @@ pub(crate) struct Prepared {
     pub is_demo: bool,
     /// The conversation the session resumed with.
     pub resumed: Vec<Message>,
-    /// The custom slash commands (`.claude/commands`, `.crew/commands`, user-level).
+    /// The slash commands (`.claude/commands`, `.crew/commands`, user-level, plugins',
+    /// and the skills).
     pub commands: Arc<crate::commands::CommandCatalog>,
     /// The project root.
     pub project_root: PathBuf,
@@ -209,21 +214,17 @@ pub(crate) async fn prepare_as(
         warn(w.to_string());
     }
     opts.tool_rules.add_to(&mut policy, home.as_deref())?;
-    // Hooks from every settings layer; a project's shared hooks only in a trusted folder.
-    let (hooks, hook_warnings) = crate::hooks::config::load(&project_root, home.as_deref())?;
-    for w in hook_warnings {
-        warn(w.to_string());
-    }
+    let extensions::Extensions {
+        catalog,
+        skills,
+        commands,
+        hooks,
+    } = extensions::load(opts, &project_root, home.as_deref(), warn)?;
     if let Some(usd) = opts.max_budget_usd {
         if !usd.is_finite() || usd < 0.0 {
             bail!("--max-budget-usd {usd}: give a non-negative number of US dollars");
         }
         policy.max_budget_usd = Some(usd);
-    }
-    let mut catalog = Catalog::load(&project_root, home.as_deref());
-    if let Some(json) = &opts.agents_json {
-        // A definition the user typed that cannot be used is an error, not a warning.
-        catalog.add_json(json)?;
     }
     // `--agent NAME`: the lead runs as that agent (its prompt, tools and model).
     let lead_agent = match &opts.agent {
@@ -271,43 +272,15 @@ pub(crate) async fn prepare_as(
         ));
     }
     let catalog = Arc::new(catalog);
-    for w in catalog.warnings() {
-        warn(w.to_string());
-    }
-    for e in &catalog.errors {
-        warn(format!("agent definition not loaded: {e}"));
-    }
-    let skills = Arc::new(crate::skills::SkillCatalog::load(
-        &project_root,
-        home.as_deref(),
-    ));
-    for e in &skills.errors {
-        warn(format!("skill not loaded: {e}"));
-    }
-    // Files beside a user's SKILL.md are readable, though outside the project.
-    policy.read_roots = skills.user_dirs();
-    let mut commands = crate::commands::CommandCatalog::load(&project_root, home.as_deref());
-    for clash in commands.add_skills(&skills) {
-        warn(clash);
-    }
+    let skills = Arc::new(skills);
+    // Files beside a user's or a plugin's SKILL.md are readable, though outside the project.
+    policy.read_roots = skills.read_dirs();
     let commands = Arc::new(commands);
-    for e in &commands.errors {
-        warn(format!("slash command not loaded: {e}"));
-    }
-    let (by_agent_type, agent_warnings) =
-        crate::hooks::config::load_agents(catalog.hook_sources(), &project_root, home.as_deref());
-    for w in agent_warnings {
-        warn(w.to_string());
-    }
     let (context, context_warnings) =
         crate::agent::context::ContextSettings::for_project(&project_root, home.as_deref());
     for w in context_warnings {
         warn(w);
     }
-    let hooks = crate::hooks::HookTable {
-        session: hooks,
-        by_agent_type,
-    };
     // This project's directory, claimed for its root (old-layout sessions adopted when
     // they can only be this project's), before a session is chosen from it.
     let (_, notice) = crate::store::open_project(&project_root)?;
