@@ -34,12 +34,8 @@ pub(crate) fn run(
     let plugins = crate::plugins::Plugins::load(&root, home.as_deref(), plugin_dirs)?;
     let mut catalog = crate::agent::catalog::Catalog::load(&root, home.as_deref());
     catalog.add_plugins(&plugins);
-    let effective = crate::hooks::listing::effective(
-        &root,
-        home.as_deref(),
-        &plugins,
-        catalog.hook_sources(),
-    )?;
+    let effective =
+        crate::hooks::listing::effective(&root, home.as_deref(), &plugins, catalog.hook_sources())?;
     if json {
         let list: Vec<_> = effective
             .hooks

@@ -327,7 +327,7 @@ impl Loop {
                 let reply = control(request, prepared, mode);
                 out.line(&match reply {
                     Ok(v) => messages::control_success(&request_id, v),
-                    Err(e) => messages::control_error(&request_id, &e),
+                    Err(e) => messages::control_error(&request_id, &e.to_string()),
                 });
             }
             Input::Answer { request_id, answer } => match self.asks.remove(&request_id) {
@@ -379,10 +379,33 @@ fn unanswerable() -> ApprovalAnswer {
     }
 }
 
+/// Why a control request got an error answer (its text is the answer's `error`).
+#[derive(Debug, thiserror::Error)]
+enum ControlError {
+    /// A second `initialize`.
+    #[error("the session is already initialized")]
+    Initialized,
+    /// A mode name crew does not know.
+    #[error(transparent)]
+    Mode(#[from] crate::protocol::permission_mode::UnknownMode),
+    /// `bypassPermissions` where the settings disable it.
+    #[error("bypassPermissions is disabled by permissions.disableBypassPermissionsMode")]
+    BypassDisabled,
+    /// A subtype crew does not serve.
+    #[error(
+        "crew does not support the control request `{0}` (it answers initialize, interrupt and set_permission_mode)"
+    )]
+    Unsupported(String),
+}
+
 /// Answers a control request other than initialize.
-fn control(request: Control, prepared: &Prepared, mode: &mut AgentMode) -> Result<Value, String> {
+fn control(
+    request: Control,
+    prepared: &Prepared,
+    mode: &mut AgentMode,
+) -> Result<Value, ControlError> {
     match request {
-        Control::Initialize { .. } => Err("the session is already initialized".into()),
+        Control::Initialize { .. } => Err(ControlError::Initialized),
         Control::Interrupt => {
             prepared.session.cancel();
             Ok(json!({}))
@@ -392,12 +415,9 @@ fn control(request: Control, prepared: &Prepared, mode: &mut AgentMode) -> Resul
             Ok(json!({"mode": "plan"}))
         }
         Control::SetPermissionMode(name) => {
-            let permission: PermissionMode = name.parse().map_err(|e| format!("{e}"))?;
+            let permission: PermissionMode = name.parse()?;
             if permission == PermissionMode::BypassPermissions && prepared.bypass_disabled {
-                return Err(
-                    "bypassPermissions is disabled by permissions.disableBypassPermissionsMode"
-                        .into(),
-                );
+                return Err(ControlError::BypassDisabled);
             }
             let _ = prepared
                 .session
@@ -408,10 +428,7 @@ fn control(request: Control, prepared: &Prepared, mode: &mut AgentMode) -> Resul
             }
             Ok(json!({"mode": permission.as_str()}))
         }
-        Control::Other(subtype) => Err(format!(
-            "crew does not support the control request `{subtype}` (it answers initialize, \
-             interrupt and set_permission_mode)"
-        )),
+        Control::Other(subtype) => Err(ControlError::Unsupported(subtype)),
     }
 }
 
