@@ -69,9 +69,7 @@ impl Actor for Approver {
         match state {
             ApproverPolicy::Headless => {
                 let message = headless_refusal(&request);
-                let _ = reply.send(Outcome::Refused {
-                    message: Some(message),
-                });
+                let _ = reply.send(Outcome::Unanswered { message });
             }
             ApproverPolicy::Forward(tx) => {
                 let (answer_tx, answer_rx) = tokio::sync::oneshot::channel();
@@ -81,8 +79,8 @@ impl Actor for Approver {
                 };
                 if tx.send(question).is_err() {
                     // Nobody is listening any more: fail closed.
-                    let _ = reply.send(Outcome::Refused {
-                        message: Some("no one is available to approve this call".into()),
+                    let _ = reply.send(Outcome::Unanswered {
+                        message: "no one is available to approve this call".into(),
                     });
                     return Ok(());
                 }

@@ -104,10 +104,16 @@ impl Approval {
 pub enum Outcome {
     /// Allowed: present the approval with the pending call.
     Approved(Approval),
-    /// Refused, optionally telling the model why.
+    /// Refused by whoever answered, optionally telling the model why.
     Refused {
         /// A message for the model.
         message: Option<String>,
+    },
+    /// Nobody could answer (headless, the question went unanswered, the approver is gone):
+    /// refused, though no one decided so.
+    Unanswered {
+        /// Why, and how to allow such calls.
+        message: String,
     },
 }
 
@@ -132,13 +138,35 @@ pub fn headless_refusal(req: &ApprovalRequest) -> String {
             "rerun with `--permission-mode acceptEdits`, or add an allow rule such as `Write(src/**)` to .crew/settings.local.json"
         }
         Some(Category::Exec) => {
-            "add an allow rule such as `Bash(npm run test:*)` to .crew/settings.local.json, or rerun with `--permission-mode bypassPermissions` if you trust the task"
+            return exec_refusal(req);
         }
         Some(Category::Read) => {
             "rerun with `--permission-mode default` (reads are allowed there), or add an allow rule such as `Read(**)`"
         }
         Some(Category::Network) => "add the rule or the allowedDomains entry named above",
         _ => "add an allow rule for this tool to .crew/settings.local.json",
+    };
+    format!(
+        "`{}` needs approval ({}) and nobody can answer in headless mode; to allow it, {how}",
+        req.call.name, req.decision.reason
+    )
+}
+
+/// The headless refusal of a command or an agent: the rule that allows exactly this call
+/// (the command as the engine read it, the agent type), never an unrelated example.
+fn exec_refusal(req: &ApprovalRequest) -> String {
+    let rule = match (req.call.name.as_str(), req.decision.target.as_deref()) {
+        ("run_command", Some(command)) if !command.contains(['(', ')', '\n']) => {
+            Some(format!("Bash({command})"))
+        }
+        ("agent", Some(kind)) if !kind.contains(['(', ')', '\n']) => Some(format!("Agent({kind})")),
+        _ => None,
+    };
+    let how = match rule {
+        Some(rule) => format!(
+            "add the allow rule `{rule}` to .crew/settings.local.json (or `--allowedTools '{rule}'` for one run), or rerun with `--permission-mode bypassPermissions` if you trust the task"
+        ),
+        None => "add an allow rule for it to .crew/settings.local.json, or rerun with `--permission-mode bypassPermissions` if you trust the task".into(),
     };
     format!(
         "`{}` needs approval ({}) and nobody can answer in headless mode; to allow it, {how}",

@@ -144,6 +144,11 @@ pub(crate) async fn answer_on_lead(
     let approval = match asked {
         Ok(Outcome::Approved(a)) => a,
         Ok(Outcome::Refused { message }) => return ApprovalAnswer::Deny { message },
+        Ok(Outcome::Unanswered { message }) => {
+            return ApprovalAnswer::Deny {
+                message: Some(message),
+            };
+        }
         Err(e) => return deny(&format!("the lead's approver did not answer: {e}")),
     };
     let scope = match approval.answer() {

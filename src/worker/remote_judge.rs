@@ -46,6 +46,9 @@ pub(crate) async fn answer(
         // For this call only: a remote subagent's approval is not remembered.
         Ok(Outcome::Approved(_)) => ApprovalAnswer::AllowOnce,
         Ok(Outcome::Refused { message }) => ApprovalAnswer::Deny { message },
+        Ok(Outcome::Unanswered { message }) => ApprovalAnswer::Deny {
+            message: Some(message),
+        },
         Err(e) => ApprovalAnswer::Deny {
             message: Some(format!("the lead's approver did not answer: {e}")),
         },

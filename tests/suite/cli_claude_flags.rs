@@ -480,3 +480,36 @@ fn headless_text_shows_a_long_refusal_whole() {
     assert!(line.contains("--permission-mode acceptEdits"), "{line}");
     assert!(!dir.path().join("out.txt").exists());
 }
+
+/// A headless refusal of a command names the rule that allows exactly that command (not
+/// an unrelated example), and does not credit the user with a decision nobody made; the
+/// rule it names works.
+#[test]
+fn a_headless_refusal_names_the_rule_for_this_command_and_blames_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "run_command", "input": {"command": "touch made.txt"}}]},
+        {"text": "done"}
+    ]});
+    let (out, _) = crew_with_stdin(dir.path(), &script, &["-p", "make it"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("✗ run_command"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("`Bash(touch made.txt)`"), "{line}");
+    assert!(!line.contains("npm run test"), "{line}");
+    assert!(!line.contains("source: user"), "{line}");
+    assert!(!dir.path().join("made.txt").exists());
+    let (out, _) = crew_with_stdin(
+        dir.path(),
+        &script,
+        &["-p", "make it", "--allowedTools", "Bash(touch made.txt)"],
+        "",
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        dir.path().join("made.txt").exists(),
+        "the named rule allows it"
+    );
+}

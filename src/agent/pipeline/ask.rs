@@ -52,16 +52,24 @@ impl Pipeline {
             APPROVAL_TIMEOUT,
         );
         let (_, outcome) = tokio::join!(notified, asked);
-        let outcome = outcome.unwrap_or_else(|e| Outcome::Refused {
-            message: Some(match e {
+        let outcome = outcome.unwrap_or_else(|e| Outcome::Unanswered {
+            message: match e {
                 CallError::Timeout => "the approval was not answered".into(),
                 CallError::Gone => unanswered("approver", e),
-            }),
+            },
         });
-        let approval = match outcome {
-            Outcome::Approved(approval) => approval,
-            Outcome::Refused { message } => {
-                let reason = message.unwrap_or_else(|| "the user denied this tool call".into());
+        let refused = match outcome {
+            Outcome::Approved(approval) => Ok(approval),
+            Outcome::Refused { message } => Err((
+                message.unwrap_or_else(|| "the user denied this tool call".into()),
+                Source::User,
+            )),
+            // Nobody decided: the refusal is the mode's ask going unanswered.
+            Outcome::Unanswered { message } => Err((message, Source::Mode)),
+        };
+        let approval = match refused {
+            Ok(approval) => approval,
+            Err((reason, source)) => {
                 self.events.publish(
                     &caller.agent,
                     EventKind::ApprovalRefused {
@@ -69,7 +77,7 @@ impl Pipeline {
                         reason: reason.clone(),
                     },
                 );
-                let mut d = Decision::new(Verdict::Deny, Source::User, reason);
+                let mut d = Decision::new(Verdict::Deny, source, reason);
                 d.category = pending.decision().category;
                 self.publish_decision(&caller.agent, &call.id, &d);
                 return Err(denied(&call, &d));
