@@ -66,7 +66,13 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
         None => None,
     };
     let started = std::time::Instant::now();
-    let rx = prepared.events.subscribe();
+    // Text shows some events only; the others need not wake its printer.
+    let rx = match cli.output_format {
+        OutputFormat::Text => prepared
+            .events
+            .subscribe_where(crate::session::render::shown_as_text),
+        _ => prepared.events.subscribe(),
+    };
     let requests = tokio::spawn(super::output::collect_requests(
         prepared
             .events

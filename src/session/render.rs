@@ -18,12 +18,43 @@ pub(crate) async fn text(
     mut err: impl Write + Send,
 ) {
     let mut at_line_start = true;
+    // An event's lines for `err` go out in one write: stderr is unbuffered, and a line
+    // written piece by piece costs a system call a piece.
+    let mut lines = Vec::new();
     while let Some(event) = rx.recv().await {
-        let _ = render_text(&event, &mut out, &mut err, &mut at_line_start);
+        let _ = render_text(&event, &mut out, &mut lines, &mut at_line_start);
         let _ = out.flush();
+        if !lines.is_empty() {
+            let _ = err.write_all(&lines);
+            lines.clear();
+        }
     }
     if !at_line_start {
         let _ = writeln!(out);
+    }
+}
+
+/// Whether `render_text` writes anything for `event`: the printer subscribes with it, so
+/// the events text leaves out (whole messages, decisions, usage) neither are cloned for
+/// it nor wake it.
+pub(crate) fn shown_as_text(event: &Event) -> bool {
+    match &event.kind {
+        EventKind::TextDelta { .. } | EventKind::RunFinished { .. } => event.agent == "lead",
+        EventKind::TaskChanged { status, .. } => matches!(
+            &**status,
+            "completed" | "failed" | "cancelled" | "max_turns"
+        ),
+        EventKind::ToolCallStarted { .. }
+        | EventKind::ToolCallFinished { .. }
+        | EventKind::Retrying { .. }
+        | EventKind::Error { .. }
+        | EventKind::AutoModeOff { .. }
+        | EventKind::ActorRestarted { .. }
+        | EventKind::Hook { .. }
+        | EventKind::Compacted { .. }
+        | EventKind::TeamMemberChanged { .. }
+        | EventKind::TeamMessage { .. } => true,
+        _ => false,
     }
 }
 
@@ -169,7 +200,12 @@ mod tests {
     async fn the_leads_answer_goes_to_out_and_tool_activity_to_err_with_the_agents_name() {
         let bus = EventBus::new();
         let (out, err) = (Shared::default(), Shared::default());
-        let printer = tokio::spawn(text(bus.subscribe(), out.clone(), err.clone()));
+        // Subscribed as the headless run subscribes: what text shows passes the filter.
+        let printer = tokio::spawn(text(
+            bus.subscribe_where(shown_as_text),
+            out.clone(),
+            err.clone(),
+        ));
         let text_delta = |t: &str| EventKind::TextDelta { text: t.into() };
         bus.publish("lead", text_delta("Hello"));
         // A subagent's text is its log's, not the lead's answer.
@@ -216,5 +252,51 @@ mod tests {
              task t1234567 (agent \"fix the bug\") completed: Fixed it.\n  \
              [worktree] kept at /w/t1 on branch crew/t1/fix\n"
         );
+    }
+
+    /// What the filter leaves out, text would not have shown: whole messages, decisions,
+    /// refusals (their call's end shows them), run starts and usage reports.
+    #[test]
+    fn the_events_the_filter_leaves_out_render_as_nothing() {
+        use crate::protocol::Message;
+        use crate::protocol::decision::{Source, Verdict};
+        let left_out = [
+            EventKind::MessageAppended {
+                message: Message::user_text("a whole tool result"),
+            },
+            EventKind::PermissionDecided {
+                call_id: "c1".into(),
+                verdict: Verdict::Allow,
+                source: Source::Mode,
+                reason: "reads are allowed".into(),
+            },
+            EventKind::ApprovalRefused {
+                call_id: "c1".into(),
+                reason: "headless".into(),
+            },
+            EventKind::RunStarted {
+                mode: "do".into(),
+                task: "t".into(),
+            },
+            EventKind::RequestUsage {
+                turn: 1,
+                model: "m".into(),
+                cached: 1,
+                created: 2,
+                uncached: 3,
+                output: 4,
+                cost_usd: None,
+            },
+        ];
+        for kind in left_out {
+            let event = Event {
+                agent: "lead".into(),
+                kind,
+            };
+            assert!(!shown_as_text(&event), "{event:?}");
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            render_text(&event, &mut out, &mut err, &mut false).unwrap();
+            assert!(out.is_empty() && err.is_empty(), "{event:?} rendered");
+        }
     }
 }

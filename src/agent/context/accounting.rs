@@ -6,8 +6,12 @@
 //!
 //! The estimate is the JSON size of what is sent divided by four: English prose runs at
 //! about four bytes a token, and the JSON framing makes it an overestimate for text.
+//! A full estimate serializes each message once: the messages before the last user
+//! message never change again (mail and notices are appended to the last user message;
+//! a compaction replaces the conversation and resets the count), so their estimate is
+//! kept and only the rest is counted on the next turn.
 
-use crate::protocol::{Message, Usage};
+use crate::protocol::{Message, Role, Usage};
 use crate::tools::ToolSpec;
 
 /// Estimated tokens of `bytes` bytes of request text.
@@ -45,6 +49,12 @@ pub(crate) struct Accounting {
     /// The reported context after the last turn, and the conversation's length then
     /// (its answer included).
     last: Option<(u64, usize)>,
+    /// The estimate of the messages before index `.1` of the conversation, which no
+    /// longer change.
+    settled: (u64, usize),
+    /// The estimate of the tool definitions last sent, with their fingerprint: they are
+    /// the same request after request, and serializing their schemas is not free.
+    tools: Option<(u64, u64)>,
 }
 
 impl Accounting {
@@ -53,15 +63,16 @@ impl Accounting {
         self.last = reported_context(usage).map(|tokens| (tokens, len));
     }
 
-    /// Forgets the last report (the conversation was replaced).
+    /// Forgets the last report and the settled estimate (the conversation was replaced).
     pub(crate) fn reset(&mut self) {
         self.last = None;
+        self.settled = (0, 0);
     }
 
     /// The context of the next request: the last report plus an estimate of the
     /// messages added since and of `extra` (a reminder), or a full estimate.
     pub(crate) fn current(
-        &self,
+        &mut self,
         system: &str,
         tools: &[ToolSpec],
         conversation: &[Message],
@@ -72,8 +83,50 @@ impl Accounting {
             Some((tokens, len)) if len <= conversation.len() => {
                 tokens + messages_tokens(&conversation[len..]) + extra
             }
-            _ => request_tokens(system, tools, conversation) + extra,
+            _ => {
+                tokens_of_bytes(system.len())
+                    + self.tools_estimate(tools)
+                    + self.settled_estimate(conversation)
+                    + extra
+            }
         }
+    }
+
+    /// The estimate of `tools`, counted again only when the list changes (by name or
+    /// description: a tool's schema does not change under its name within a run).
+    fn tools_estimate(&mut self, tools: &[ToolSpec]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for tool in tools {
+            (&tool.name, &tool.description).hash(&mut hasher);
+        }
+        let fingerprint = hasher.finish();
+        match self.tools {
+            Some((seen, tokens)) if seen == fingerprint => tokens,
+            _ => {
+                let tokens = request_tokens("", tools, &[]);
+                self.tools = Some((fingerprint, tokens));
+                tokens
+            }
+        }
+    }
+
+    /// The estimate of all of `conversation`: the settled part from before, extended to
+    /// the last user message, plus the messages from there on.
+    fn settled_estimate(&mut self, conversation: &[Message]) -> u64 {
+        let end = conversation
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(0);
+        let (mut tokens, from) = self.settled;
+        if from > end {
+            // Shorter than before without a reset: count it all again.
+            tokens = 0;
+        }
+        let from = if from > end { 0 } else { from };
+        tokens += messages_tokens(&conversation[from..end]);
+        self.settled = (tokens, end);
+        tokens + messages_tokens(&conversation[end..])
     }
 }
 
@@ -107,5 +160,58 @@ mod tests {
         assert_eq!(grown, 1_015 + message_tokens(&more[2]) + 10);
         acc.reset();
         assert_eq!(acc.current("sys", &[], &conv, None), full);
+    }
+
+    /// The kept estimate of settled messages gives what a full count gives, turn after
+    /// turn, while mail is appended to the last user message and after a compaction.
+    #[test]
+    fn the_settled_estimate_matches_a_full_count_as_the_conversation_grows() {
+        let mut acc = Accounting::default();
+        let mut conv = vec![Message::user_text("task")];
+        let full = |conv: &[Message]| request_tokens("sys", &[], conv);
+        for turn in 0..30 {
+            assert_eq!(
+                acc.current("sys", &[], &conv, None),
+                full(&conv),
+                "turn {turn}"
+            );
+            conv.push(Message::assistant_text(format!("answer {turn}")));
+            conv.push(Message::user_text("r".repeat(turn * 7)));
+            // Mail lands in the last user message between turns.
+            if let Some(last) = conv.last_mut() {
+                last.content.push(crate::protocol::ContentBlock::Text {
+                    text: "mail ".repeat(turn),
+                });
+            }
+            acc.after_turn(&Usage::default(), conv.len() - 1);
+        }
+        assert_eq!(acc.current("sys", &[], &conv, None), full(&conv));
+        // A compaction replaces it with something shorter.
+        conv.truncate(3);
+        acc.reset();
+        assert_eq!(acc.current("sys", &[], &conv, None), full(&conv));
+        // Shorter again, even without a reset, is counted afresh.
+        conv.truncate(1);
+        assert_eq!(acc.current("sys", &[], &conv, None), full(&conv));
+    }
+
+    /// The kept estimate of the tool definitions follows a change of the list.
+    #[test]
+    fn the_tools_estimate_follows_the_tool_list() {
+        let spec = |name: &str, words: usize| ToolSpec {
+            name: name.into(),
+            description: "d ".repeat(words),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let conv = vec![Message::user_text("task")];
+        let mut acc = Accounting::default();
+        let one = vec![spec("read_file", 50)];
+        let two = vec![spec("read_file", 50), spec("mcp__x__y", 400)];
+        for tools in [&one, &two, &one, &two] {
+            assert_eq!(
+                acc.current("sys", tools, &conv, None),
+                request_tokens("sys", tools, &conv)
+            );
+        }
     }
 }

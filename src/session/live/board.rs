@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::events::{Event, EventBus, EventKind};
+use crate::events::{Event, EventBus, EventKind, Recorder};
 use crate::protocol::decision::Verdict;
 
 /// An agent's state.
@@ -70,24 +70,12 @@ pub(crate) struct Board {
 }
 
 impl Board {
-    /// A board kept current from `events` until the bus closes.
+    /// A board kept current from `events` until the bus closes. It is kept as the
+    /// events are published (a recorder, not a subscriber): a change is a few fields under
+    /// a lock, cheaper than waking a task for it on every event of every turn.
     pub(crate) fn follow(events: &EventBus) -> Arc<Board> {
         let board = Arc::new(Board::default());
-        // Whole messages and streamed text say nothing a board needs; they are not cloned.
-        let mut rx = events.subscribe_where(|e: &Event| {
-            !matches!(
-                e.kind,
-                EventKind::MessageAppended { .. }
-                    | EventKind::TextDelta { .. }
-                    | EventKind::Compacted { .. }
-            )
-        });
-        let kept = board.clone();
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                kept.apply(&event, crate::tasks::now_ms());
-            }
-        });
+        events.add_recorder(board.clone());
         board
     }
 
@@ -179,6 +167,23 @@ impl Board {
             agents.values().find(|a| a.agent.ends_with(&tail)).cloned()
         })
     }
+}
+
+impl Recorder for Board {
+    fn record(&self, event: &Event) -> Option<Event> {
+        // Whole messages and streamed text say nothing a board needs.
+        if !matches!(
+            event.kind,
+            EventKind::MessageAppended { .. }
+                | EventKind::TextDelta { .. }
+                | EventKind::Compacted { .. }
+        ) {
+            self.apply(event, crate::tasks::now_ms());
+        }
+        None
+    }
+
+    fn close(&self) {}
 }
 
 #[cfg(test)]
