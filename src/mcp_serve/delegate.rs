@@ -295,11 +295,18 @@ impl LeadRun {
             task,
             plan: None,
         };
-        let outcome = {
+        let outcome = if cancel.is_cancelled() {
+            // Stopped while its session was being prepared: nothing to start.
+            Ok(stopped())
+        } else {
             let session = &prepared.session;
             let run = session.run_until_quiet(request, self.config.max_turns);
             tokio::pin!(run);
+            // The run first: its first poll hands the lead its request, so a stop that is
+            // already waiting cancels that run. Polled second, a stop would find no run to
+            // cancel, and the run would start after it and go on for the whole grace.
             tokio::select! {
+                biased;
                 outcome = &mut run => outcome,
                 () = cancel.cancelled() => {
                     session.cancel();
