@@ -38,7 +38,11 @@ async fn run_cleared(
 ) -> ToolResult {
     let (call, name, mut ctx) = cleared.into_parts();
     // A tool that streams its output (run_command) writes it here as it comes.
-    let spill = results.as_ref().map(|r| r.fresh_path(&call.id));
+    let streams = registry.get(&name).is_some_and(|t| t.streams_output());
+    let spill = results
+        .as_ref()
+        .filter(|_| streams)
+        .map(|r| r.fresh_path(&call.id));
     ctx.offload_to = spill.clone();
     let mut result = run_tool(registry, &call, &name, ctx, default_timeout).await;
     let streamed = spill.filter(|p| p.exists());

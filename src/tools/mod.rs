@@ -189,6 +189,13 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the tool streams an output that may be too large for the conversation to
+    /// a file as it comes (`ToolContext::offload_to`); false by default, so the executor
+    /// finds no fresh file name for the others.
+    fn streams_output(&self) -> bool {
+        false
+    }
+
     /// Runs the tool on arguments that already passed schema validation.
     async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError>;
 }

@@ -55,6 +55,10 @@ impl Tool for RunCommand {
         &self.def
     }
 
+    fn streams_output(&self) -> bool {
+        true
+    }
+
     async fn run(&self, input: Value, ctx: ToolContext) -> Result<String, ToolError> {
         let command: String = required(&input, "command")?;
         if command.trim().is_empty() {
