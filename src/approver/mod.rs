@@ -153,13 +153,25 @@ pub fn headless_refusal(req: &ApprovalRequest) -> String {
 }
 
 /// The headless refusal of a command or an agent: the rule that allows exactly this call
-/// (the command as the engine read it, the agent type), never an unrelated example.
+/// (the command, the agent type), never an unrelated example. A command is named only
+/// when the engine read it as it was written: its reading drops quotes, and a rule
+/// spelled from it would show the user another command than the one refused (`touch
+/// x'; rm -rf ~; echo '` reads as three commands). Nor is one with a quote or a control
+/// character offered as a command line to paste.
 fn exec_refusal(req: &ApprovalRequest) -> String {
+    let plain = |s: &str| !s.contains(['(', ')', '\'']) && !s.chars().any(char::is_control);
+    let written = || {
+        serde_json::from_str::<serde_json::Value>(&req.call.arguments)
+            .ok()
+            .and_then(|v| v.get("command")?.as_str().map(str::to_string))
+    };
     let rule = match (req.call.name.as_str(), req.decision.target.as_deref()) {
-        ("run_command", Some(command)) if !command.contains(['(', ')', '\n']) => {
+        ("run_command", Some(command))
+            if plain(command) && written().as_deref() == Some(command) =>
+        {
             Some(format!("Bash({command})"))
         }
-        ("agent", Some(kind)) if !kind.contains(['(', ')', '\n']) => Some(format!("Agent({kind})")),
+        ("agent", Some(kind)) if plain(kind) => Some(format!("Agent({kind})")),
         _ => None,
     };
     let how = match rule {

@@ -513,3 +513,28 @@ fn a_headless_refusal_names_the_rule_for_this_command_and_blames_nobody() {
         "the named rule allows it"
     );
 }
+
+/// A crafted command cannot make the refusal suggest a rule or a command line that is
+/// not the command refused: the engine reads this one touch without its quotes, as three
+/// commands, and pasted into a shell the quoted one-run form would run `touch
+/// pwned.txt`. Neither is offered.
+#[test]
+fn a_headless_refusal_suggests_no_rule_a_quote_could_turn_into_another_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "touch x'; touch pwned.txt; echo '";
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "run_command", "input": {"command": command}}]},
+        {"text": "done"}
+    ]});
+    let (out, _) = crew_with_stdin(dir.path(), &script, &["-p", "make it"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("✗ run_command"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("add an allow rule for it"), "{line}");
+    assert!(!line.contains("rule `Bash("), "{line}");
+    assert!(!line.contains("--allowedTools"), "{line}");
+    assert!(!dir.path().join("pwned.txt").exists());
+    assert!(!dir.path().join("x; touch pwned.txt; echo ").exists());
+}

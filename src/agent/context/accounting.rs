@@ -118,13 +118,13 @@ impl Accounting {
             .iter()
             .rposition(|m| m.role == Role::User)
             .unwrap_or(0);
-        let (mut tokens, from) = self.settled;
-        if from > end {
-            // Shorter than before without a reset: count it all again.
-            tokens = 0;
-        }
-        let from = if from > end { 0 } else { from };
-        tokens += messages_tokens(&conversation[from..end]);
+        // Shorter than before without a reset: count it all again.
+        let (tokens, from) = if self.settled.1 <= end {
+            self.settled
+        } else {
+            (0, 0)
+        };
+        let tokens = tokens + messages_tokens(&conversation[from..end]);
         self.settled = (tokens, end);
         tokens + messages_tokens(&conversation[end..])
     }
