@@ -460,21 +460,29 @@ fn agents_json_defines_subagents_for_this_session() {
     assert!(requests.is_empty());
 }
 
+/// The stderr line of `tool`'s refusal when a headless `crew -p` runs one call of it
+/// (with `input`) in `dir`.
+fn headless_refusal(dir: &std::path::Path, tool: &str, input: Value) -> String {
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": tool, "input": input}]},
+        {"text": "done"}
+    ]});
+    let (out, _) = crew_with_stdin(dir, &script, &["-p", "do it"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    stderr
+        .lines()
+        .find(|l| l.contains(&format!("✗ {tool}")))
+        .unwrap_or_else(|| panic!("{stderr}"))
+        .to_string()
+}
+
 /// Headless text never cuts a message: a refusal, however long, reaches stderr whole,
 /// with the way to allow the call at its end.
 #[test]
 fn headless_text_shows_a_long_refusal_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let script = json!({"turns": [
-        {"tool_calls": [{"name": "write_file", "input": {"path": "out.txt", "content": "x"}}]},
-        {"text": "done"}
-    ]});
-    let (out, _) = crew_with_stdin(dir.path(), &script, &["-p", "write it"], "");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("✗ write_file"))
-        .unwrap_or_else(|| panic!("{stderr}"));
+    let input = json!({"path": "out.txt", "content": "x"});
+    let line = headless_refusal(dir.path(), "write_file", input);
     assert!(line.chars().count() > 200, "a long message: {line}");
     assert!(!line.ends_with('…'), "cut: {line}");
     assert!(line.contains("--permission-mode acceptEdits"), "{line}");
@@ -487,20 +495,16 @@ fn headless_text_shows_a_long_refusal_whole() {
 #[test]
 fn a_headless_refusal_names_the_rule_for_this_command_and_blames_nobody() {
     let dir = tempfile::tempdir().unwrap();
-    let script = json!({"turns": [
-        {"tool_calls": [{"name": "run_command", "input": {"command": "touch made.txt"}}]},
-        {"text": "done"}
-    ]});
-    let (out, _) = crew_with_stdin(dir.path(), &script, &["-p", "make it"], "");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("✗ run_command"))
-        .unwrap_or_else(|| panic!("{stderr}"));
+    let input = json!({"command": "touch made.txt"});
+    let line = headless_refusal(dir.path(), "run_command", input.clone());
     assert!(line.contains("`Bash(touch made.txt)`"), "{line}");
     assert!(!line.contains("npm run test"), "{line}");
     assert!(!line.contains("source: user"), "{line}");
     assert!(!dir.path().join("made.txt").exists());
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "run_command", "input": input}]},
+        {"text": "done"}
+    ]});
     let (out, _) = crew_with_stdin(
         dir.path(),
         &script,
@@ -521,17 +525,8 @@ fn a_headless_refusal_names_the_rule_for_this_command_and_blames_nobody() {
 #[test]
 fn a_headless_refusal_suggests_no_rule_a_quote_could_turn_into_another_command() {
     let dir = tempfile::tempdir().unwrap();
-    let command = "touch x'; touch pwned.txt; echo '";
-    let script = json!({"turns": [
-        {"tool_calls": [{"name": "run_command", "input": {"command": command}}]},
-        {"text": "done"}
-    ]});
-    let (out, _) = crew_with_stdin(dir.path(), &script, &["-p", "make it"], "");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("✗ run_command"))
-        .unwrap_or_else(|| panic!("{stderr}"));
+    let input = json!({"command": "touch x'; touch pwned.txt; echo '"});
+    let line = headless_refusal(dir.path(), "run_command", input);
     assert!(line.contains("add an allow rule for it"), "{line}");
     assert!(!line.contains("rule `Bash("), "{line}");
     assert!(!line.contains("--allowedTools"), "{line}");
