@@ -1,7 +1,24 @@
 //! The `crew` binary: parses the command line and hands over to `crewmaster::cli`.
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    // First, while crew has one thread (the runtime below starts the others): its own
+    // mount namespace, where workspaces are overlays. Where that fails, workspaces are
+    // full checkouts and the first one made says why.
+    crewmaster::sandbox::workspace_ns::enter();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("crew: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    std::process::exit(runtime.block_on(run()));
+}
+
+async fn run() -> i32 {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CREW_LOG")
@@ -16,5 +33,5 @@ async fn main() {
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         tracing::warn!("could not make crew non-dumpable: {e}");
     }
-    std::process::exit(crewmaster::cli::main().await);
+    crewmaster::cli::main().await
 }

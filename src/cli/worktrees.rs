@@ -28,6 +28,12 @@ pub enum WorktreesCmd {
         #[arg(long)]
         squash: bool,
     },
+    /// Make a workspace an ordinary checkout at its path, for an editor or a shell
+    /// outside crew (a workspace is an overlay that only crew's programs see).
+    Open {
+        /// The task id.
+        id: String,
+    },
     /// Delete a worktree and its branch, with whatever they hold.
     Discard {
         /// The task id.
@@ -79,6 +85,9 @@ pub(crate) fn run_in(
                 )
                 .map_err(Into::into)
             }),
+        WorktreesCmd::Open { id } => manager.materialize(&id).map(|path| {
+            writeln!(out, "{id} is an ordinary checkout at {}", path.display()).map_err(Into::into)
+        }),
         WorktreesCmd::Discard { id } => manager.discard(&id).map(|s| {
             let held = s.map_or_else(
                 || "its directory was already gone".into(),
@@ -99,7 +108,8 @@ pub(crate) fn run_in(
             | WorktreeError::HeadMoved { .. }
             | WorktreeError::NotFound { .. }
             | WorktreeError::Missing { .. }
-            | WorktreeError::DetachedHead { .. }),
+            | WorktreeError::DetachedHead { .. }
+            | WorktreeError::StillActive { .. }),
         ) => {
             writeln!(out, "crew worktrees: {e}")?;
             Ok(1)

@@ -24,6 +24,7 @@ use std::path::Path;
 
 use git2::{Oid, Repository, build::CheckoutBuilder};
 
+use super::registry::Layout;
 use super::{WorktreeError, git, git_err, io_err};
 
 /// The name of the lock file, in the repository's git directory.
@@ -38,26 +39,35 @@ pub(crate) struct AddLock {
 /// Takes the add lock of the repository whose git directory is `git_dir`. Each call opens
 /// its own descriptor, so threads of one process exclude each other too.
 pub(crate) fn lock(git_dir: &Path) -> Result<AddLock, WorktreeError> {
-    let path = git_dir.join(ADD_LOCK_NAME);
+    flock(
+        &git_dir.join(ADD_LOCK_NAME),
+        nix::fcntl::FlockArg::LockExclusive,
+    )
+}
+
+/// An `flock` of kind `how` on the file at `path` (created if need be).
+pub(crate) fn flock(path: &Path, how: nix::fcntl::FlockArg) -> Result<AddLock, WorktreeError> {
     let file = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
-        .map_err(io_err("open", &path))?;
-    let file = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, errno)| io_err("lock", &path)(std::io::Error::from(errno)))?;
+        .open(path)
+        .map_err(io_err("open", path))?;
+    let file = nix::fcntl::Flock::lock(file, how)
+        .map_err(|(_, errno)| io_err("lock", path)(std::io::Error::from(errno)))?;
     Ok(AddLock { _file: file })
 }
 
-/// Creates branch `branch` at `base` and checks it out at `path` as git worktree `name`.
-/// Returns once every file is checked out. On failure nothing is left behind.
+/// Creates branch `branch` at `base` and checks it out at `path` as git worktree `name`,
+/// as a full checkout or an overlay workspace (`layout`). Returns once every file is
+/// there. On failure nothing is left behind.
 pub(crate) fn add(
     main: &Repository,
     name: &str,
     path: &Path,
     branch: &str,
     base: Oid,
+    layout: Layout,
 ) -> Result<(), WorktreeError> {
     let meta = main.path().join("worktrees").join(name);
     let locked = meta.join("locked");
@@ -67,6 +77,17 @@ pub(crate) fn add(
         drop(waiting);
         let _span = tracing::debug_span!("worktree.add.metadata").entered();
         write_metadata(main, &meta, path, branch, base)?;
+    }
+    if layout == Layout::Overlay {
+        // The workspace stays `locked`, with a reason that says how to open it.
+        let _span = tracing::debug_span!("worktree.add.overlay").entered();
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        if let Err(e) = super::overlay::prepare(main, dir, name, path, &meta, base) {
+            let _ = fs::remove_file(&locked);
+            let _ = git::remove(main, dir, name, path, branch);
+            return Err(e);
+        }
+        return Ok(());
     }
     let checked_out = {
         let _span = tracing::debug_span!("worktree.add.checkout").entered();

@@ -222,6 +222,9 @@ pub(crate) fn remove(
             base: base_dir.to_path_buf(),
         });
     }
+    // An overlay workspace: its mount and layers go first (a no-op for a checkout).
+    super::overlay::remove_layers(base_dir, name, path)?;
+    super::overlay::unlock(&main.path().join("worktrees").join(name));
     if path.exists() {
         discard_dir(base_dir, name, path)?;
     }

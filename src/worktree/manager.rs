@@ -15,7 +15,8 @@ use git2::{Oid, Repository};
 use super::add;
 use super::include::{self, WorktreeSettings};
 use super::naming::{branch_name, check_task_id, default_base_dir, repo_dir};
-use super::registry::{self, Record, Registry};
+use super::overlay;
+use super::registry::{self, Layout, Record, Registry};
 use super::{
     DiffSummary, Finished, Listing, MergeStyle, Merged, Pruned, ReconcileReport, Status, Worktree,
     WorktreeError, git, io_err,
@@ -144,7 +145,18 @@ impl Manager {
         let branch = branch_name(task_id, description);
         let main = self.repo()?;
         std::fs::create_dir_all(&self.dir).map_err(io_err("create", &self.dir))?;
-        add::add(&main, task_id, &path, &branch, base_commit)?;
+        let add = |layout| add::add(&main, task_id, &path, &branch, base_commit, layout);
+        let layout = match overlay::available().then(|| add(Layout::Overlay)) {
+            Some(Ok(())) => Layout::Overlay,
+            tried => {
+                if let Some(Err(e)) = tried {
+                    // An upper directory on overlayfs, say: this one is a checkout.
+                    overlay::fall_back(&e.to_string());
+                }
+                add(Layout::Checkout)?;
+                Layout::Checkout
+            }
+        };
         let included = {
             let _span = tracing::debug_span!("worktree.include").entered();
             include::copy_included(&main, &self.root, &path)
@@ -168,6 +180,7 @@ impl Manager {
                 .map_or(0, |d| d.as_secs()),
             description: description.to_string(),
             status: Status::Active,
+            layout,
         };
         self.update(|reg| reg.worktrees.push(record))?;
         Ok(Worktree {
@@ -209,6 +222,7 @@ impl Manager {
     }
 
     fn summary_of(&self, main: &Repository, rec: &Record) -> Result<DiffSummary, WorktreeError> {
+        overlay::ensure_mounted(&self.dir, rec)?;
         if !rec.path.exists() {
             return Err(WorktreeError::Missing {
                 id: rec.id.clone(),
@@ -227,7 +241,7 @@ impl Manager {
         for rec in reg.worktrees {
             let summary = match self.summary_of(&main, &rec) {
                 Ok(s) => Some(s),
-                Err(WorktreeError::Missing { .. }) => None,
+                Err(WorktreeError::Missing { .. } | WorktreeError::Overlay { .. }) => None,
                 Err(e) => return Err(e),
             };
             out.push(Listing {
@@ -345,12 +359,31 @@ impl Manager {
         let main = self.repo()?;
         let summary = match self.summary_of(&main, &rec) {
             Ok(s) => Some(s),
-            Err(WorktreeError::Missing { .. }) => None,
+            Err(WorktreeError::Missing { .. } | WorktreeError::Overlay { .. }) => None,
             Err(e) => return Err(e),
         };
         git::remove(&main, &self.dir, &rec.id, &rec.path, &rec.branch)?;
         self.update(|reg| reg.remove(id))?;
         Ok(summary)
+    }
+
+    /// Turns the overlay workspace of `id` into an ordinary checkout at its path, so that
+    /// editors and shells outside crew see it (uncommitted changes included); returns the
+    /// path. A checkout is returned as it is. Refused while another crew has it mounted.
+    pub fn materialize(&self, id: &str) -> Result<PathBuf, WorktreeError> {
+        let rec = self.record(&self.load()?, id)?;
+        if rec.layout != Layout::Overlay {
+            return Ok(rec.path);
+        }
+        let main = self.repo()?;
+        let meta = main.path().join("worktrees").join(&rec.id);
+        overlay::materialize(&self.dir, &rec, &meta)?;
+        self.update(|reg| {
+            if let Some(r) = reg.get_mut(id) {
+                r.layout = Layout::Checkout;
+            }
+        })?;
+        Ok(rec.path)
     }
 
     /// Brings the registry, git's worktree list and the folder on disk into agreement
@@ -364,7 +397,22 @@ impl Manager {
         let main = self.repo()?;
         let mut report = ReconcileReport::default();
         let mut kept = Vec::new();
+        let bases: Vec<String> = reg
+            .worktrees
+            .iter()
+            .filter(|r| r.layout == Layout::Overlay)
+            .map(|r| r.base_commit.clone())
+            .collect();
         for rec in reg.worktrees {
+            if rec.layout == Layout::Overlay && !overlay::layers(&self.dir, &rec.id).is_dir() {
+                // Its changes are gone with its layers: nothing left to mount.
+                let _ = overlay::remove_layers(&self.dir, &rec.id, &rec.path);
+                let _ = std::fs::remove_dir(&rec.path);
+            }
+            if let Err(e) = overlay::ensure_mounted(&self.dir, &rec) {
+                // Kept as it is: the layers hold the work, and say where.
+                tracing::warn!("{e}");
+            }
             if rec.path.exists() {
                 if rec.status == Status::Active {
                     report.interrupted.push(rec.id.clone());
@@ -404,13 +452,18 @@ impl Manager {
         if let Ok(entries) = std::fs::read_dir(&self.dir) {
             for entry in entries.flatten() {
                 let path = entry.path();
-                let trash = entry.file_name() == git::TRASH_DIR;
+                let name = entry.file_name();
+                let trash = name == git::TRASH_DIR
+                    || name == overlay::BASES_DIR
+                    || name == overlay::LAYERS_DIR;
                 if path.is_dir() && !trash && !known(&path) && !report.orphaned.contains(&path) {
                     report.orphaned.push(path);
                 }
             }
         }
         report.orphaned.sort();
+        let in_use: Vec<&str> = bases.iter().map(String::as_str).collect();
+        overlay::sweep_bases(&self.dir, &in_use);
         self.update(|reg| {
             reg.worktrees
                 .retain(|r| !report.pruned.iter().any(|p| p.id == r.id));

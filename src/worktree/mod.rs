@@ -13,6 +13,7 @@ pub(crate) mod git;
 pub(crate) mod include;
 pub mod manager;
 pub(crate) mod naming;
+pub(crate) mod overlay;
 pub(crate) mod registry;
 pub(crate) mod review;
 pub mod safe_git;
@@ -382,6 +383,28 @@ pub enum WorktreeError {
         message: String,
     },
     /// The operation's thread died (a bug); nothing more is known.
+    /// A workspace's overlay could not be mounted in this process.
+    #[error(
+        "cannot mount workspace `{id}` at {path}: {reason}; its changes are kept in {upper} (set CREW_WORKSPACE_OVERLAY=off only for new workspaces)"
+    )]
+    Overlay {
+        /// The task id.
+        id: String,
+        /// The workspace's path.
+        path: PathBuf,
+        /// Where its changes are kept.
+        upper: PathBuf,
+        /// Why the mount failed.
+        reason: String,
+    },
+    /// `open` was asked for a workspace another crew still has mounted.
+    #[error(
+        "workspace `{id}` is in use by a running crew; let that session end (or stop its task), then open the workspace"
+    )]
+    StillActive {
+        /// The task id.
+        id: String,
+    },
     #[error("the worktree operation stopped unexpectedly: {0}")]
     Internal(String),
 }

@@ -64,6 +64,27 @@ pub(crate) struct Record {
     pub description: String,
     /// Where it stands.
     pub status: Status,
+    /// How its files are held.
+    #[serde(default, skip_serializing_if = "Layout::is_checkout")]
+    pub layout: Layout,
+}
+
+/// How a worktree's files are held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Layout {
+    /// A full checkout of its own, as `git worktree add` makes.
+    #[default]
+    Checkout,
+    /// An overlay over the shared checkout of its base, mounted in crew's namespace
+    /// (see [`overlay`](super::overlay)).
+    Overlay,
+}
+
+impl Layout {
+    fn is_checkout(&self) -> bool {
+        *self == Layout::Checkout
+    }
 }
 
 /// The registry file's contents.
@@ -138,6 +159,7 @@ mod tests {
             created_at: 1,
             description: "d".into(),
             status: Status::Active,
+            layout: Layout::Checkout,
         }
     }
 

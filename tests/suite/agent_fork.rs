@@ -159,6 +159,7 @@ fn a_fork_starts_from_its_parents_messages_in_its_own_worktree_and_reports_back(
         .filter(|p| *p != r.repo)
         .collect();
     assert_eq!(kept.len(), 1, "{kept:?}");
+    support::worktree::open_workspace(&r.repo, &r.home, &kept[0]);
     assert_eq!(
         std::fs::read_to_string(kept[0].join("f.txt")).unwrap(),
         "from the fork"

@@ -155,6 +155,7 @@ fn default_mode_delegates_to_worktree_subagents_without_approval() {
     assert_eq!(branches.len(), 3, "three distinct branches: {wts:?}");
     for (wt, branch) in &wts {
         assert!(branch.starts_with("crew/"), "{branch}");
+        support::worktree::open_workspace(&repo, &home, wt);
         let status = git(wt, &["status", "--porcelain"]);
         let files: Vec<&str> = status.lines().collect();
         assert_eq!(files.len(), 1, "{}: {status}", wt.display());

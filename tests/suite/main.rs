@@ -53,6 +53,7 @@ mod mcp_peers;
 mod mcp_serve;
 mod mcp_serve_auth;
 mod memory;
+mod overlay_workspaces;
 mod own_git;
 mod permission_blacklist_prop;
 mod permission_check;

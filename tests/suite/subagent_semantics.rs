@@ -178,6 +178,7 @@ fn a_teammate_in_its_worktree_writes_unattended_as_a_subagent_does() {
     )
     .unwrap();
     let wt = support::team::worktree(&team, "alice");
+    support::worktree::open_workspace(&repo, &home, &wt);
     assert_eq!(
         std::fs::read_to_string(wt.join("a.txt")).unwrap(),
         "alice\n"

@@ -384,6 +384,8 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
     let manager =
         crewmaster::worktree::Manager::open(&repo, Some(&home.join(".crew/worktrees"))).unwrap();
     for dir in [&a_dir, &p_dir] {
+        // This test process sees crew's workspaces only once they are checkouts.
+        support::worktree::open_workspace(&repo, &home, dir);
         let id = dir.file_name().unwrap().to_str().unwrap();
         let finished = manager.finish(id).unwrap();
         assert!(
@@ -432,6 +434,7 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
         after.member(&alice).unwrap().worktree.as_ref(),
         Some(&a_dir)
     );
+    support::worktree::open_workspace(&repo, &home, &a_dir);
     assert_eq!(
         std::fs::read_to_string(a_dir.join("alice.txt")).unwrap(),
         "back"
@@ -469,6 +472,7 @@ fn continue_keeps_the_spawn_model_a_plan_awaiting_approval_and_remakes_clean_wor
     assert!(tools(doing).contains(&"write_file".to_string()));
     assert_eq!(after.member(&pat).unwrap().plan, None);
     assert_eq!(after.member(&pat).unwrap().worktree.as_ref(), Some(&p_dir));
+    support::worktree::open_workspace(&repo, &home, &p_dir);
     assert_eq!(
         std::fs::read_to_string(p_dir.join("p.txt")).unwrap(),
         "planned"

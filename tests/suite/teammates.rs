@@ -443,8 +443,10 @@ fn crew_p_ends_when_the_team_is_quiet() {
     );
     // Kept worktrees (they hold work) have the files; the main checkout is clean.
     let a = worktree(&team, "alice");
+    support::worktree::open_workspace(&repo, &home, &a);
     assert!(a.join("a.txt").exists() && !a.join("b.txt").exists());
     let b = worktree(&team, "bob");
+    support::worktree::open_workspace(&repo, &home, &b);
     assert!(b.join("b.txt").exists() && !b.join("a.txt").exists());
     assert_eq!(git(&repo, &["status", "--porcelain"]), "");
 }

@@ -44,6 +44,8 @@ pub enum Feature {
     UserNamespaces,
     /// Running as root with `setpriv`, so a test can act as another local user (uid 65534).
     OtherUser,
+    /// Overlay mounts in a mount namespace of crew's own (overlay workspaces).
+    Overlays,
 }
 
 impl Feature {
@@ -60,6 +62,7 @@ impl Feature {
             Feature::PidsCgroup => "CREW_TEST_ALLOW_NO_PIDS_CGROUP",
             Feature::UserNamespaces => "CREW_TEST_ALLOW_NO_USER_NAMESPACES",
             Feature::OtherUser => "CREW_TEST_ALLOW_NO_OTHER_USER",
+            Feature::Overlays => "CREW_TEST_ALLOW_NO_OVERLAYS",
         }
     }
 
@@ -99,6 +102,21 @@ impl Feature {
                 ])
                 .output()
                 .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"65534")),
+            // util-linux's `unshare` and `mount`, as crew mounts a workspace.
+            Feature::Overlays => {
+                let Ok(tmp) = tempfile::tempdir() else {
+                    return false;
+                };
+                let d = tmp.path().display();
+                let script = format!(
+                    "mkdir {d}/l {d}/u {d}/w {d}/m && mount -t overlay overlay \
+                     -o lowerdir={d}/l,upperdir={d}/u,workdir={d}/w,userxattr {d}/m"
+                );
+                std::process::Command::new("unshare")
+                    .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            }
         }
     }
 }

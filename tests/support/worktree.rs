@@ -115,3 +115,17 @@ pub async fn call<T: Send + 'static>(
         Err(_) => panic!("worktree manager is not running"),
     }
 }
+
+/// Makes the workspace at `path` an ordinary checkout, as a user does to look at it from
+/// outside crew (`crew worktrees open`): crew mounts a subagent's workspace as an overlay
+/// that only crew and the programs it runs can see. A full checkout stays as it is.
+pub fn open_workspace(repo: &Path, home: &Path, path: &Path) {
+    let id = path.file_name().unwrap().to_str().unwrap();
+    let out = super::crew(repo, home, &["worktrees", "open", id]);
+    assert!(
+        out.status.success(),
+        "crew worktrees open {id}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

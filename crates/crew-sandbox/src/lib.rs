@@ -37,6 +37,7 @@ pub mod protect;
 pub mod results_budget;
 #[cfg(test)]
 mod test_kernel;
+pub mod workspace_ns;
 
 pub use command::CommandSandbox;
 pub use profile::{NetworkAccess, SandboxProfile};
