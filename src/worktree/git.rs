@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{BranchType, DiffOptions, Oid, Repository, StatusOptions, WorktreePruneOptions};
 
+use super::scope::Scope;
 use super::{DiffSummary, MergeStyle, WorktreeError, git_err, io_err};
 
 /// The main checkout of the repository containing `start` (also when `start` is inside a
@@ -52,13 +53,22 @@ pub(crate) fn resolve_base(cwd: &Path, base: Option<&str>) -> Result<Oid, Worktr
 
 /// Whether the checkout at `path` has uncommitted changes, untracked non-ignored files
 /// included.
-pub(crate) fn is_dirty(wt: &Repository) -> Result<bool, WorktreeError> {
-    Ok(!dirty_paths(wt)?.is_empty())
+pub(crate) fn is_dirty(wt: &Repository, scope: &Scope) -> Result<bool, WorktreeError> {
+    if scope.is_empty() {
+        return Ok(false);
+    }
+    Ok(!dirty_paths_in(wt, scope)?.is_empty())
 }
 
 /// The paths with uncommitted changes (staged, unstaged or untracked, not ignored).
 pub(crate) fn dirty_paths(repo: &Repository) -> Result<BTreeSet<String>, WorktreeError> {
+    dirty_paths_in(repo, &Scope::Everything)
+}
+
+/// [`dirty_paths`] among the paths of `scope`.
+fn dirty_paths_in(repo: &Repository, scope: &Scope) -> Result<BTreeSet<String>, WorktreeError> {
     let mut opts = StatusOptions::new();
+    scope.status_options(&mut opts);
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
         .include_ignored(false)
@@ -146,9 +156,11 @@ pub(crate) fn summarize(
     path: &Path,
     branch: &str,
     base: Oid,
+    scope: Scope,
 ) -> Result<DiffSummary, WorktreeError> {
     let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
-    let uncommitted = is_dirty(&wt)?;
+    let scope = scope.widen(&wt, base)?;
+    let uncommitted = is_dirty(&wt, &scope)?;
     let mut commits_ahead = 0;
     let head = wt.head().ok().and_then(|h| h.target());
     if let Some(head) = head {
@@ -161,7 +173,7 @@ pub(crate) fn summarize(
         // Nothing beyond the base: the diff is empty, no need to read every file again.
         return Ok(DiffSummary::default());
     }
-    let diff = workdir_diff(&wt, base)?;
+    let diff = workdir_diff(&wt, base, &scope)?;
     let stats = diff.stats().map_err(git_err("diff", path.display()))?;
     Ok(DiffSummary {
         files_changed: stats.files_changed(),
@@ -173,7 +185,11 @@ pub(crate) fn summarize(
 }
 
 /// The diff from `base` to the working tree of `wt`, untracked files' content included.
-fn workdir_diff(wt: &Repository, base: Oid) -> Result<git2::Diff<'_>, WorktreeError> {
+fn workdir_diff<'r>(
+    wt: &'r Repository,
+    base: Oid,
+    scope: &Scope,
+) -> Result<git2::Diff<'r>, WorktreeError> {
     let tree = wt
         .find_commit(base)
         .and_then(|c| c.tree())
@@ -183,15 +199,20 @@ fn workdir_diff(wt: &Repository, base: Oid) -> Result<git2::Diff<'_>, WorktreeEr
         .recurse_untracked_dirs(true)
         .show_untracked_content(true)
         .include_ignored(false);
+    scope.diff_options(&mut opts);
     wt.diff_tree_to_workdir_with_index(Some(&tree), Some(&mut opts))
         .map_err(git_err("diff", wt.path().display()))
 }
 
 /// The unified diff of the worktree at `path` against `base`, uncommitted changes and
 /// untracked files included.
-pub(crate) fn diff_text(path: &Path, base: Oid) -> Result<String, WorktreeError> {
+pub(crate) fn diff_text(path: &Path, base: Oid, scope: Scope) -> Result<String, WorktreeError> {
     let wt = Repository::open(path).map_err(git_err("open worktree", path.display()))?;
-    let diff = workdir_diff(&wt, base)?;
+    let scope = scope.widen(&wt, base)?;
+    if scope.is_empty() {
+        return Ok(String::new());
+    }
+    let diff = workdir_diff(&wt, base, &scope)?;
     let mut out = Vec::new();
     diff.print(git2::DiffFormat::Patch, |_, _, line| {
         if matches!(line.origin(), '+' | '-' | ' ') {

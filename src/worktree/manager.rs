@@ -230,7 +230,14 @@ impl Manager {
                 branch: rec.branch.clone(),
             });
         }
-        git::summarize(main, &rec.path, &rec.branch, parse_oid(&rec.base_commit)?)
+        let scope = overlay::scope(&self.dir, rec);
+        git::summarize(
+            main,
+            &rec.path,
+            &rec.branch,
+            parse_oid(&rec.base_commit)?,
+            scope,
+        )
     }
 
     /// Every registered worktree with what it holds now.
@@ -261,7 +268,8 @@ impl Manager {
     pub fn diff(&self, id: &str) -> Result<String, WorktreeError> {
         let rec = self.record(&self.load()?, id)?;
         self.summary_of(&self.repo()?, &rec)?;
-        git::diff_text(&rec.path, parse_oid(&rec.base_commit)?)
+        let scope = overlay::scope(&self.dir, &rec);
+        git::diff_text(&rec.path, parse_oid(&rec.base_commit)?, scope)
     }
 
     /// Merges a worktree's branch into the main checkout's current branch (a merge commit,

@@ -17,6 +17,7 @@ pub(crate) mod overlay;
 pub(crate) mod registry;
 pub(crate) mod review;
 pub mod safe_git;
+pub(crate) mod scope;
 pub(crate) mod snapshot;
 
 use std::path::PathBuf;

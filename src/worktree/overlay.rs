@@ -34,7 +34,8 @@ use git2::{Oid, Repository};
 use nix::fcntl::FlockArg;
 
 use super::add::{AddLock, flock};
-use super::registry::Record;
+use super::registry::{Layout, Record};
+use super::scope::Scope;
 use super::{WorktreeError, io_err};
 use crate::sandbox::workspace_ns::{self, Support};
 
@@ -180,7 +181,7 @@ pub(crate) fn mount(dir: &Path, id: &str, path: &Path, base: &str) -> Result<(),
 
 /// Mounts the workspace of `rec` if it is an overlay (a no-op for a checkout).
 pub(crate) fn ensure_mounted(dir: &Path, rec: &Record) -> Result<(), WorktreeError> {
-    if rec.layout != super::registry::Layout::Overlay || !rec.path.exists() {
+    if rec.layout != Layout::Overlay || !rec.path.exists() {
         return Ok(());
     }
     mount(dir, &rec.id, &rec.path, &rec.base_commit)
@@ -201,6 +202,58 @@ pub(crate) fn remove_layers(dir: &Path, id: &str, path: &Path) -> Result<(), Wor
         fs::remove_dir_all(&layers).map_err(io_err("delete", &layers))?;
     }
     Ok(())
+}
+
+/// What status and diff of the worktree of `rec` must look at: for an overlay workspace,
+/// the paths its upper layer holds (a folder whole where the layer hides or moves the
+/// base's: opaque or redirected, or new); for a checkout, everything. Anything unreadable
+/// widens it to everything.
+pub(crate) fn scope(dir: &Path, rec: &Record) -> Scope {
+    if rec.layout != Layout::Overlay {
+        return Scope::Everything;
+    }
+    let upper = layers(dir, &rec.id).join("upper");
+    let lower = base_dir(dir, &rec.base_commit).join("tree");
+    let mut paths = Vec::new();
+    match changed(&upper, &lower, Path::new(""), &mut paths) {
+        Ok(()) => Scope::Paths(paths),
+        Err(_) => Scope::Everything,
+    }
+}
+
+fn changed(upper: &Path, lower: &Path, rel: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in fs::read_dir(upper.join(rel))? {
+        let entry = entry?;
+        if rel.as_os_str().is_empty() && entry.file_name() == ".git" {
+            continue;
+        }
+        let path = rel.join(entry.file_name());
+        let in_lower = fs::symlink_metadata(lower.join(&path)).is_ok_and(|m| m.is_dir());
+        if entry.file_type()?.is_dir() && in_lower && !hides_lower(&entry.path()) {
+            changed(upper, lower, &path, out)?;
+            continue;
+        }
+        let Some(text) = path.to_str() else {
+            // A pathspec of a name that is not UTF-8 could miss it: look at everything.
+            return Err(std::io::Error::other("a path that is not UTF-8"));
+        };
+        out.push(text.to_string());
+    }
+    Ok(())
+}
+
+/// Whether overlayfs marked the upper folder `dir` as hiding the base's folder (opaque)
+/// or standing for another (redirect), under either xattr namespace it may use.
+fn hides_lower(dir: &Path) -> bool {
+    let mut buf = [0u8; 256];
+    [
+        "user.overlay.opaque",
+        "user.overlay.redirect",
+        "trusted.overlay.opaque",
+        "trusted.overlay.redirect",
+    ]
+    .iter()
+    .any(|name| rustix::fs::lgetxattr(dir, *name, &mut buf).is_ok())
 }
 
 /// Removes the `locked` that [`prepare`] left in git's records `meta` (and no other lock:

@@ -9,17 +9,78 @@
 //! index file is never written) and names no ref; no filter, hook or other program the
 //! repository's configuration names runs.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
 
 use git2::{IndexAddOption, Oid, Repository, Signature};
 
 use super::git::{MergePlan, landing_branch, landing_files, signature};
 use super::{MergeStyle, WorktreeError, git_err};
 
+/// A snapshot being taken, which callers that arrive meanwhile wait for and share.
+#[derive(Default)]
+struct Flight {
+    /// `Some` once the snapshot is taken; `Some(None)` inside when it failed (each caller
+    /// then takes its own, to report its own error).
+    result: Mutex<Option<Option<Option<Oid>>>>,
+    done: Condvar,
+}
+
+/// The snapshots being taken, by the folder they are taken of.
+static FLIGHTS: Mutex<BTreeMap<PathBuf, Arc<Flight>>> = Mutex::new(BTreeMap::new());
+
 /// The snapshot commit of the working state of the repository at `start`, a child of its
 /// HEAD; `None` when nothing is uncommitted (or the state cannot be read as a tree: an
 /// unfinished merge, an unborn branch), so the worktree starts from HEAD itself.
+///
+/// Reading the working state looks at every file, so the workspaces a lead starts at
+/// once share one snapshot: a call that arrives while another takes the snapshot waits for
+/// it and uses it (it saw the working state after this call began).
 pub(crate) fn of_working_state(start: &Path) -> Result<Option<Oid>, WorktreeError> {
+    let lock = |m: &'static Mutex<BTreeMap<PathBuf, Arc<Flight>>>| {
+        m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    let (flight, leader) = {
+        let mut flights = lock(&FLIGHTS);
+        match flights.get(start) {
+            Some(f) => (Arc::clone(f), false),
+            None => {
+                let f = Arc::new(Flight::default());
+                flights.insert(start.to_path_buf(), Arc::clone(&f));
+                (f, true)
+            }
+        }
+    };
+    if !leader {
+        let mut result = flight
+            .result
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while result.is_none() {
+            result = flight
+                .done
+                .wait(result)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if let Some(Some(shared)) = *result {
+            return Ok(shared);
+        }
+        drop(result);
+        return take(start);
+    }
+    let taken = take(start);
+    lock(&FLIGHTS).remove(start);
+    *flight
+        .result
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(taken.as_ref().ok().copied());
+    flight.done.notify_all();
+    taken
+}
+
+/// Takes the snapshot of [`of_working_state`].
+fn take(start: &Path) -> Result<Option<Oid>, WorktreeError> {
     let repo = Repository::discover(start).map_err(|source| WorktreeError::NotARepository {
         path: start.to_path_buf(),
         source,

@@ -212,9 +212,14 @@ fn a_workspace_holds_only_the_agents_changes_and_opens_as_exactly_its_content() 
         );
     }
 
+    let scoped = summary(&p, id);
     let opened = crew(&p.repo, &p.home, &["worktrees", "open", id]);
     assert!(opened.status.success(), "{opened:?}");
     assert_eq!(tree(&path), expected(&p.repo));
+    // Read from the upper layer's paths alone, the summary is the one git gives after
+    // reading every file of the checkout.
+    assert_eq!(scoped, summary(&p, id));
+    assert_eq!(scoped["files_changed"], 15, "{scoped}");
     let status = git(&path, &["status", "--porcelain"]);
     let mut changed: Vec<&str> = status.lines().collect();
     changed.sort();
@@ -249,6 +254,49 @@ fn a_workspace_holds_only_the_agents_changes_and_opens_as_exactly_its_content() 
     assert_eq!(
         std::fs::read_to_string(p.repo.join("added.txt")).unwrap(),
         "added\n"
+    );
+}
+
+/// A worktree's summary as `crew worktrees list --json` gives it.
+fn summary(p: &Place, id: &str) -> Value {
+    let out = crew(&p.repo, &p.home, &["worktrees", "list", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap();
+    row["summary"].clone()
+}
+
+#[test]
+fn commits_and_staged_changes_count_in_a_workspaces_summary_as_in_a_checkouts() {
+    require_features!(Overlays);
+    let p = place();
+    // A commit, then a change only the index holds (a file taken out of it, left on disk),
+    // and one staged edit: none of them is a path the upper layer alone would name.
+    let (_, _) = support::crew_scripted(
+        &p.repo,
+        &p.home,
+        &script(
+            "git commit -qam work && git rm -q --cached keep.txt && echo staged > src/m2/f2.txt \
+             && git add src/m2/f2.txt",
+        ),
+        &["-p", "go", "--permission-mode", "acceptEdits"],
+    );
+    let (_, reg) = registry(&p.home);
+    let id = reg["worktrees"][0]["id"].as_str().unwrap().to_string();
+    let scoped = summary(&p, &id);
+    assert_eq!(scoped["commits_ahead"], 1, "{scoped}");
+    assert_eq!(scoped["uncommitted"], true, "{scoped}");
+    let diff = stdout(&crew(&p.repo, &p.home, &["worktrees", "diff", &id]));
+    let opened = crew(&p.repo, &p.home, &["worktrees", "open", &id]);
+    assert!(opened.status.success(), "{opened:?}");
+    assert_eq!(scoped, summary(&p, &id));
+    assert_eq!(
+        diff,
+        stdout(&crew(&p.repo, &p.home, &["worktrees", "diff", &id]))
     );
 }
 
