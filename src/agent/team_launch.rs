@@ -70,13 +70,9 @@ pub(crate) async fn launch(
             .launch_teammate(env, team, req, &def, mode, name)
             .await;
     }
-    let placement = super::delegate::placement(
-        &req,
-        &def,
-        &env.runner.pipeline.registry,
-        env.workspaces.is_some(),
-    )
-    .map_err(DelegateError::Refused)?;
+    let placement =
+        super::delegate::placement(&req, &def, &env.runner.pipeline.registry, env.worktrees())
+            .map_err(|e| DelegateError::Refused(e.to_string()))?;
     let (agent_id, work_id) = new_ids(&def, &name);
     let (cwd, note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {

@@ -154,7 +154,7 @@ fn load(
         .collect();
     let known = tools.iter().map(|t| t.definition().name.clone()).collect();
     if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
-        let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
+        let worktrees = crate::agent::delegate::worktrees_at(&cwd);
         policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     }
     Ok((
