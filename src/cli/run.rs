@@ -18,7 +18,7 @@ use crate::tasks::actor::TaskMsg;
 /// Runs `task` headless; returns the exit code (0 success, 1 the run failed, was
 /// cancelled or was stopped by its budget).
 pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
-    let mode: AgentMode = super::setup::agent_mode(&cli).map_err(anyhow::Error::msg)?;
+    let mode: AgentMode = super::setup::agent_mode(&cli)?;
     let plan = match (&cli.plan_file, mode) {
         (Some(f), _) => Some(
             std::fs::read_to_string(f).with_context(|| format!("--plan-file {}", f.display()))?,
