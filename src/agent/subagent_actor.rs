@@ -180,9 +180,8 @@ pub(crate) async fn launch(
                 env.worktrees(),
             )
             .map_err(|e| DelegateError::Refused(e.to_string()))?;
-            let worktree =
-                request.isolation.unwrap_or_else(|| def.isolation()) == Isolation::Worktree;
-            if let Some(workers) = super::host::choose(env, def, worktree)? {
+            let isolation = request.isolation.unwrap_or_else(|| def.isolation());
+            if let Some(workers) = super::host::choose(env, def, isolation)? {
                 let def = def.clone();
                 return workers.launch_subagent(env, depth, request, &def).await;
             }

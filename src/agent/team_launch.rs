@@ -19,7 +19,7 @@ use super::subagent_spec::subagent_model;
 pub(crate) use super::team_link::TeamLink;
 use super::team_link::{TeamLinkError, new_ids, roster_entry};
 use super::teammate_actor::{Restored, Teammate, TeammateArgs};
-use crate::permission::delegation::Placement;
+use crate::permission::delegation::{Isolation, Placement};
 use crate::permission::{PermissionMode, SharedMode};
 use crate::protocol::Message;
 use crate::team::restore::RestoredMember;
@@ -64,7 +64,8 @@ pub(crate) async fn launch(
         )));
     }
     // `placement: remote` (or local slots full, with workers): on a worker node.
-    if let Some(workers) = super::host::choose(env, &def, true)? {
+    // Full local slots send a teammate to a worker as they would a worktree subagent.
+    if let Some(workers) = super::host::choose(env, &def, Isolation::Worktree)? {
         let mode = narrowed(mode, def.permission_mode.as_deref()).get();
         return workers
             .launch_teammate(env, team, req, &def, mode, name)
