@@ -119,6 +119,15 @@ pub(crate) struct TerminalWriter<W: std::io::Write> {
     pending: Vec<u8>,
 }
 
+/// What a drain does with an incomplete character at the end of what is pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Keep it pending: the rest of it may come with the next write.
+    Keep,
+    /// Write it as a replacement character: nothing more will come.
+    Flush,
+}
+
 impl<W: std::io::Write> TerminalWriter<W> {
     /// Sanitizes what is written to `inner`.
     pub(crate) fn new(inner: W) -> Self {
@@ -128,8 +137,9 @@ impl<W: std::io::Write> TerminalWriter<W> {
         }
     }
 
-    /// Writes the complete characters pending (all of them when `all`).
-    fn drain(&mut self, all: bool) -> std::io::Result<()> {
+    /// Writes the complete characters pending, and with [`Tail::Flush`] an incomplete last
+    /// one too (as a replacement character).
+    fn drain(&mut self, tail: Tail) -> std::io::Result<()> {
         let keep = Keep {
             newlines: true,
             tabs: true,
@@ -151,7 +161,7 @@ impl<W: std::io::Write> TerminalWriter<W> {
                             self.inner.write_all("\u{fffd}".as_bytes())?;
                             self.pending.drain(..valid + bad);
                         }
-                        None if all => {
+                        None if tail == Tail::Flush => {
                             self.inner.write_all("\u{fffd}".as_bytes())?;
                             self.pending.clear();
                             return Ok(());
@@ -170,7 +180,7 @@ impl<W: std::io::Write> TerminalWriter<W> {
 impl<W: std::io::Write> std::io::Write for TerminalWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.pending.extend_from_slice(buf);
-        self.drain(false)?;
+        self.drain(Tail::Keep)?;
         Ok(buf.len())
     }
 
@@ -182,7 +192,7 @@ impl<W: std::io::Write> std::io::Write for TerminalWriter<W> {
 impl<W: std::io::Write> Drop for TerminalWriter<W> {
     fn drop(&mut self) {
         if !self.pending.is_empty() {
-            let _ = self.drain(true);
+            let _ = self.drain(Tail::Flush);
         }
         let _ = self.inner.flush();
     }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use super::catalog::Catalog;
 use super::definition::AgentDefinition;
-use crate::permission::delegation::{AgentProfile, Delegation, Placement};
+pub use crate::permission::delegation::Worktrees;
+use crate::permission::delegation::{AgentProfile, Delegation, DelegationError, Placement};
 pub use crate::tools::delegate::{DelegateError, Delegator, ResumeRequest, SpawnRequest};
 use crate::tools::{Registry, Safety};
 
@@ -98,23 +99,13 @@ pub fn profile(def: &AgentDefinition, registry: &Registry) -> AgentProfile {
     }
 }
 
-/// Whether a session's subagents can get worktrees of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Worktrees {
-    /// The session runs in a git repository and gives subagents worktrees.
-    Available,
-    /// No repository (or no worktrees): subagents work in the session's directory.
-    Unavailable,
-}
-
-impl Worktrees {
-    /// Available when `cwd` is in a git repository whose main checkout can be opened.
-    pub fn at(cwd: &std::path::Path) -> Self {
-        if crate::worktree::git::open_main(cwd).is_ok() {
-            Worktrees::Available
-        } else {
-            Worktrees::Unavailable
-        }
+/// Whether subagents of a session in `cwd` can get worktrees: available when `cwd` is in
+/// a git repository whose main checkout can be opened.
+pub fn worktrees_at(cwd: &std::path::Path) -> Worktrees {
+    if crate::worktree::git::open_main(cwd).is_ok() {
+        Worktrees::Available
+    } else {
+        Worktrees::Unavailable
     }
 }
 
@@ -126,7 +117,7 @@ pub fn delegation(catalog: &Catalog, registry: &Registry, worktrees: Worktrees) 
             .iter()
             .map(|(name, def)| (name.clone(), profile(def, registry)))
             .collect(),
-        worktrees: worktrees == Worktrees::Available,
+        worktrees,
     }
 }
 
@@ -136,8 +127,8 @@ pub fn placement(
     req: &SpawnRequest,
     def: &AgentDefinition,
     registry: &Registry,
-    worktrees: bool,
-) -> Result<Placement, String> {
+    worktrees: Worktrees,
+) -> Result<Placement, DelegationError> {
     crate::permission::delegation::placement(
         &def.name,
         req.isolation,

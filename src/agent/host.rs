@@ -14,6 +14,7 @@ use super::placement::Placement;
 use super::subagent_actor::SubagentEnv;
 use super::team_link::TeamLink;
 use crate::permission::PermissionMode;
+use crate::permission::delegation::Isolation;
 use crate::team::MemberName;
 use crate::tools::delegate::DelegateError;
 
@@ -45,12 +46,12 @@ pub trait Workers: Send + Sync {
 
 /// The workers an agent of definition `def` runs on, if any: always with `placement:
 /// remote` (an error when the session has no workers), and when the local slots are full
-/// for an agent that gets its own worktree (`worktree`: the request asks for no other
-/// isolation).
+/// for an agent that gets its own worktree (`isolation`: what the request asks for, else
+/// the definition's).
 pub fn choose(
     env: &SubagentEnv,
     def: &AgentDefinition,
-    worktree: bool,
+    isolation: Isolation,
 ) -> Result<Option<Arc<dyn Workers>>, DelegateError> {
     match (def.placement, env.workers.clone()) {
         (Placement::Remote, Some(workers)) => Ok(Some(workers)),
@@ -59,7 +60,9 @@ pub fn choose(
             def.name
         ))),
         (Placement::Auto, Some(workers))
-            if worktree && env.workspaces.is_some() && env.slots.available_permits() == 0 =>
+            if isolation == Isolation::Worktree
+                && env.workspaces.is_some()
+                && env.slots.available_permits() == 0 =>
         {
             Ok(Some(workers))
         }

@@ -21,6 +21,7 @@ pub mod pipeline;
 pub(crate) mod placement;
 pub mod prompt;
 pub(crate) mod resume;
+pub(crate) mod run_error;
 pub mod runner;
 pub(crate) mod subagent_actor;
 pub(crate) mod subagent_spec;

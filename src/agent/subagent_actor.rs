@@ -15,11 +15,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::Catalog;
-use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
+use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest, Worktrees};
 use super::mode::AgentMode;
 use super::monitor::watch_agent;
 pub(crate) use super::resume::resume;
 use super::resume::{Finished, FinishedAgents};
+use super::run_error::{Crash, RunError};
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent_spec::{commit_dirs, defined_runner, definition, subagent_model, working_copy};
 use crate::gate::GatePolicy;
@@ -89,14 +90,24 @@ pub struct SubagentEnv {
     pub lead_mode: SharedMode,
 }
 
+impl SubagentEnv {
+    /// Whether its subagents can get worktrees of their own.
+    pub(crate) fn worktrees(&self) -> Worktrees {
+        match self.workspaces {
+            Some(_) => Worktrees::Available,
+            None => Worktrees::Unavailable,
+        }
+    }
+}
+
 /// Messages a subagent accepts.
 pub(crate) enum SubAgentMsg {
     /// Start a nested subagent (its `agent` tool).
     Spawn(SpawnRequest, RpcReplyPort<Result<String, DelegateError>>),
     /// Resume a finished subagent (its `send_message` to one).
     Resume(ResumeRequest, RpcReplyPort<Result<String, DelegateError>>),
-    /// Internal: the run ended (`Err`: it crashed, with the reason).
-    Ended(Result<RunOutcome, String>),
+    /// Internal: the run ended (`Err`: it crashed or could not start, and why).
+    Ended(Result<RunOutcome, RunError>),
 }
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
@@ -166,12 +177,11 @@ pub(crate) async fn launch(
                 &request,
                 def,
                 &env.runner.pipeline.registry,
-                env.workspaces.is_some(),
+                env.worktrees(),
             )
-            .map_err(DelegateError::Refused)?;
-            let worktree =
-                request.isolation.unwrap_or_else(|| def.isolation()) == Isolation::Worktree;
-            if let Some(workers) = super::host::choose(env, def, worktree)? {
+            .map_err(|e| DelegateError::Refused(e.to_string()))?;
+            let isolation = request.isolation.unwrap_or_else(|| def.isolation());
+            if let Some(workers) = super::host::choose(env, def, isolation)? {
                 let def = def.clone();
                 return workers.launch_subagent(env, depth, request, &def).await;
             }
@@ -333,22 +343,15 @@ async fn run_subagent(me: ActorRef<SubAgentMsg>, args: SubAgentArgs) {
     let ended = match result {
         Ok(r) => r,
         Err(e) => {
-            let reason = if e.is_panic() {
-                format!(
-                    "panicked: {}",
-                    crate::executor::panic_message(e.into_panic())
-                )
-            } else {
-                "aborted".to_string()
-            };
+            let crash = Crash::from(e);
             // The run died before it could tidy up: keep or remove its worktree now, and
             // say where work that was kept is (the parent cannot know otherwise).
             match workspaces {
-                Some(ws) => Err(format!(
-                    "{reason}\n\n{}",
-                    super::lifecycle::finish_worktree(ws.as_ref(), &id).await
-                )),
-                None => Err(reason),
+                Some(ws) => Err(RunError::CrashedInWorktree {
+                    crash,
+                    worktree: super::lifecycle::finish_worktree(ws.as_ref(), &id).await,
+                }),
+                None => Err(RunError::Crashed(crash)),
             }
         }
     };
@@ -370,7 +373,7 @@ async fn work(
     run: Run,
     cancel: CancellationToken,
     log: PathBuf,
-) -> Result<RunOutcome, String> {
+) -> Result<RunOutcome, RunError> {
     let Run {
         task_id,
         depth,
@@ -385,27 +388,25 @@ async fn work(
         tool_calls: 0,
     };
     let _slot = tokio::select! {
-        permit = env.slots.clone().acquire_owned() => permit.map_err(|_| "the session is closing".to_string())?,
+        permit = env.slots.clone().acquire_owned() => permit.map_err(|_| RunError::Closing)?,
         _ = cancel.cancelled() => return Ok(cancelled()),
     };
     let (placement, isolation) = match &request.fork {
         Some(_) => (Placement::Worktree, Isolation::Worktree),
         None => {
-            let def = definition(&env, &request).map_err(|e| e.to_string())?;
+            let def = definition(&env, &request)?;
             let placement = super::delegate::placement(
                 &request,
                 def,
                 &env.runner.pipeline.registry,
-                env.workspaces.is_some(),
+                env.worktrees(),
             )?;
             let isolation = request.isolation.unwrap_or_else(|| def.isolation());
             (placement, isolation)
         }
     };
     let (cwd, worktree_note, workspace) =
-        working_copy(&env, &task_id, &request.description, placement, isolation)
-            .await
-            .map_err(|e| e.to_string())?;
+        working_copy(&env, &task_id, &request.description, placement, isolation).await?;
     let _ = env.tasks.cast(TaskMsg::Running {
         id: task_id.clone(),
         pgid: None,
@@ -441,7 +442,7 @@ async fn work(
             (runner, super::fork::seed(base), req)
         }
         (None, None) => {
-            let def = definition(&env, &request).map_err(|e| e.to_string())?;
+            let def = definition(&env, &request)?;
             let runner = defined_runner(&env, def, &request, &task_id, depth, &worktree_note);
             let req = RunRequest {
                 mode: AgentMode::Chat,

@@ -19,7 +19,7 @@ use super::subagent_spec::subagent_model;
 pub(crate) use super::team_link::TeamLink;
 use super::team_link::{TeamLinkError, new_ids, roster_entry};
 use super::teammate_actor::{Restored, Teammate, TeammateArgs};
-use crate::permission::delegation::Placement;
+use crate::permission::delegation::{Isolation, Placement};
 use crate::permission::{PermissionMode, SharedMode};
 use crate::protocol::Message;
 use crate::team::restore::RestoredMember;
@@ -64,19 +64,16 @@ pub(crate) async fn launch(
         )));
     }
     // `placement: remote` (or local slots full, with workers): on a worker node.
-    if let Some(workers) = super::host::choose(env, &def, true)? {
+    // Full local slots send a teammate to a worker as they would a worktree subagent.
+    if let Some(workers) = super::host::choose(env, &def, Isolation::Worktree)? {
         let mode = narrowed(mode, def.permission_mode.as_deref()).get();
         return workers
             .launch_teammate(env, team, req, &def, mode, name)
             .await;
     }
-    let placement = super::delegate::placement(
-        &req,
-        &def,
-        &env.runner.pipeline.registry,
-        env.workspaces.is_some(),
-    )
-    .map_err(DelegateError::Refused)?;
+    let placement =
+        super::delegate::placement(&req, &def, &env.runner.pipeline.registry, env.worktrees())
+            .map_err(|e| DelegateError::Refused(e.to_string()))?;
     let (agent_id, work_id) = new_ids(&def, &name);
     let (cwd, note, workspace) = match (&env.workspaces, placement) {
         (Some(ws), Placement::Worktree) => {

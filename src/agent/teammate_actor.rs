@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::delegate::{ActorDelegate, ResumeRequest, SpawnRequest};
 use super::member_life::MemberLife;
 use super::mode::AgentMode;
+use super::run_error::{Crash, TeammateRunError};
 use super::runner::{RunOutcome, RunPlace, RunRequest, RunStatus, Runner};
 use super::subagent_actor::{SubagentEnv, Workspaces, launch, on_child_event, resume};
 use super::teammate_tasks::{SUBAGENT_DEPTH, TASK_NEWS, watch};
@@ -49,10 +50,10 @@ Carry on with your task from where you left off (tool calls cut off by the stop 
 pub(crate) enum TeammateMsg {
     /// Mail arrived (or may have): run if idle.
     Wake,
-    /// Internal: the run ended (`Err`: it crashed, with the reason).
+    /// Internal: the run ended (`Err`: it crashed, and how).
     Finished {
         /// The outcome.
-        outcome: Result<RunOutcome, String>,
+        outcome: Result<RunOutcome, TeammateRunError>,
         /// The conversation after the run.
         conversation: Vec<Message>,
     },
@@ -293,12 +294,12 @@ impl Actor for Teammate {
             // Fail the actor: the team actor's supervision releases its items and tells
             // the lead.
             TeammateMsg::Finished {
-                outcome: Err(reason),
+                outcome: Err(crash),
                 ..
             } => {
                 state.running = None;
                 halt(state);
-                return Err(state.life.fail(reason).await);
+                return Err(state.life.fail(crash.to_string()).await);
             }
         }
         Ok(())
@@ -448,22 +449,15 @@ fn start_run(myself: ActorRef<TeammateMsg>, state: &mut TeammateState, req: RunR
                 conversation,
             },
             Err(e) => {
-                let reason = if e.is_panic() {
-                    format!(
-                        "its run panicked: {}",
-                        crate::executor::panic_message(e.into_panic())
-                    )
-                } else {
-                    "its run was aborted".to_string()
-                };
+                let crash = TeammateRunError::from(Crash::from(e));
                 events.publish(
                     &agent,
                     EventKind::Error {
-                        message: reason.clone(),
+                        message: crash.to_string(),
                     },
                 );
                 TeammateMsg::Finished {
-                    outcome: Err(reason),
+                    outcome: Err(crash),
                     conversation: Vec::new(),
                 }
             }

@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use clap::{Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
+use super::Print;
 use crate::mcp::config::{self, Scope, ServerConfig, Transport};
 use crate::mcp::config_edit;
 use crate::mcp::server_actor::Status;
@@ -110,7 +111,7 @@ pub(crate) async fn run(
         McpCmd::Serve(args) => super::mcp_serve::run(args, cwd).await,
         McpCmd::List { json } => {
             let shown = connect_all(&project_root, home.as_deref(), flags, None).await;
-            print(out, &shown, json)?;
+            print(out, &shown, Print::json_if(json))?;
             Ok(0)
         }
         McpCmd::Get { name, json } => {
@@ -118,7 +119,7 @@ pub(crate) async fn run(
             if shown.servers.is_empty() && shown.errors.is_empty() {
                 bail!("no MCP server named `{name}` is configured (see `crew mcp list`)");
             }
-            print(out, &shown, json)?;
+            print(out, &shown, Print::json_if(json))?;
             Ok(0)
         }
         McpCmd::Add {
@@ -267,8 +268,8 @@ async fn connect_all(
     }
 }
 
-fn print(out: &mut dyn Write, shown: &Shown, as_json: bool) -> anyhow::Result<()> {
-    if as_json {
+fn print(out: &mut dyn Write, shown: &Shown, print: Print) -> anyhow::Result<()> {
+    if print == Print::Json {
         let servers: Vec<Value> = shown
             .servers
             .iter()

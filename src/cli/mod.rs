@@ -241,6 +241,22 @@ pub enum OutputFormat {
     Events,
 }
 
+/// How a subcommand prints what it lists or decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Print {
+    /// Lines for people.
+    Lines,
+    /// JSON for scripts (`--json`).
+    Json,
+}
+
+impl Print {
+    /// [`Print::Json`] when `--json` was given.
+    pub(crate) fn json_if(json: bool) -> Self {
+        if json { Print::Json } else { Print::Lines }
+    }
+}
+
 /// Input formats of a headless run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {

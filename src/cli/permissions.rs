@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use super::Print;
 use crate::config::settings;
 use crate::permission::{
     CheckRequest, Decision, PermissionMode, Policy, Verdict, check, find_project_root,
@@ -98,7 +99,7 @@ pub fn run_with_home(
                 mode,
             };
             let d = check(&req, &policy);
-            print_decision(out, &d, mode, &warnings, json)?;
+            print_decision(out, &d, mode, &warnings, Print::json_if(json))?;
             Ok(match d.verdict {
                 Verdict::Allow => EXIT_ALLOW,
                 Verdict::Ask => EXIT_ASK,
@@ -107,7 +108,7 @@ pub fn run_with_home(
         }
         PermissionsCmd::List { cwd, json } => {
             let (cwd, policy, warnings, _) = load(cwd, home)?;
-            print_list(out, &cwd, &policy, home, &warnings, json)?;
+            print_list(out, &cwd, &policy, home, &warnings, Print::json_if(json))?;
             Ok(0)
         }
     }
@@ -154,7 +155,7 @@ fn load(
         .collect();
     let known = tools.iter().map(|t| t.definition().name.clone()).collect();
     if let Ok(registry) = crate::tools::Registry::with_tools(tools) {
-        let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
+        let worktrees = crate::agent::delegate::worktrees_at(&cwd);
         policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     }
     Ok((
@@ -177,9 +178,9 @@ fn print_decision(
     d: &Decision,
     mode: PermissionMode,
     warnings: &[String],
-    json: bool,
+    print: Print,
 ) -> anyhow::Result<()> {
-    if json {
+    if print == Print::Json {
         let v = serde_json::json!({
             "decision": name(&d.verdict),
             "source": d.source.to_string(),
@@ -219,7 +220,7 @@ fn print_list(
     policy: &Policy,
     home: Option<&Path>,
     warnings: &[String],
-    json: bool,
+    print: Print,
 ) -> anyhow::Result<()> {
     let root = policy
         .project_root
@@ -233,7 +234,7 @@ fn print_list(
         })
         .collect();
     let rules = policy.rule_infos();
-    if json {
+    if print == Print::Json {
         let v = serde_json::json!({
             "project_root": root,
             "files": files.iter().map(|(l, p, e)| serde_json::json!({"layer": l, "path": p, "exists": e})).collect::<Vec<_>>(),

@@ -18,7 +18,7 @@ use crate::tasks::actor::TaskMsg;
 /// Runs `task` headless; returns the exit code (0 success, 1 the run failed, was
 /// cancelled or was stopped by its budget).
 pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
-    let mode: AgentMode = super::setup::agent_mode(&cli).map_err(anyhow::Error::msg)?;
+    let mode: AgentMode = super::setup::agent_mode(&cli)?;
     let plan = match (&cli.plan_file, mode) {
         (Some(f), _) => Some(
             std::fs::read_to_string(f).with_context(|| format!("--plan-file {}", f.display()))?,
@@ -37,7 +37,14 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     .await?;
     let dashboard = match cli.dashboard {
         Some(addr) => {
-            match serve_dashboard(&prepared, addr, cli.dashboard_allow_remote, questions).await {
+            match serve_dashboard(
+                &prepared,
+                addr,
+                super::dashboard::exposure(cli.dashboard_allow_remote),
+                questions,
+            )
+            .await
+            {
                 Ok(d) => Some(d),
                 Err(e) => {
                     prepared.close().await;
@@ -127,7 +134,11 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     let outcome = run_until_quiet(
         session,
         RunRequest { mode, task, plan },
-        cli.no_wait,
+        if cli.no_wait {
+            News::Ignore
+        } else {
+            News::Follow
+        },
         max_turns,
     )
     .await;
@@ -213,7 +224,7 @@ fn unfinished_work(session_id: &str) -> Vec<String> {
 async fn serve_dashboard(
     prepared: &crate::session::build::Prepared,
     addr: std::net::SocketAddr,
-    allow_remote: bool,
+    exposure: crate::dashboard::Exposure,
     questions: tokio::sync::mpsc::UnboundedReceiver<crate::approver::actor::PendingApproval>,
 ) -> anyhow::Result<crate::dashboard::Dashboard> {
     use crate::dashboard::{Dashboard, Listen, Scope};
@@ -223,10 +234,7 @@ async fn serve_dashboard(
         );
     };
     live.approvals().serve(questions, None);
-    let listen = Listen {
-        addr,
-        exposure: super::dashboard::exposure(allow_remote),
-    };
+    let listen = Listen { addr, exposure };
     let dashboard = Dashboard::start(listen, Scope::Own(live.entry().clone())).await?;
     if let Some(w) = dashboard.warning() {
         eprintln!("crew: warning: {w}");
@@ -235,17 +243,26 @@ async fn serve_dashboard(
     Ok(dashboard)
 }
 
-/// Runs the request, then — unless `no_wait` — keeps the lead going while its team or its
-/// background tasks have news for it (see [`SessionHandle::run_until_quiet`]); at most
-/// `max_turns` lead runs in all.
+/// What a headless run does once the lead's run ends while its team or its background
+/// tasks still have news for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum News {
+    /// Keeps the lead going on it (see [`SessionHandle::run_until_quiet`]).
+    Follow,
+    /// Returns at once (`--no-wait`).
+    Ignore,
+}
+
+/// Runs the request, then — with [`News::Follow`] — keeps the lead going while its team
+/// or its background tasks have news for it; at most `max_turns` lead runs in all.
 async fn run_until_quiet(
     session: &SessionHandle,
     first: RunRequest,
-    no_wait: bool,
+    news: News,
     max_turns: u32,
 ) -> Result<RunOutcome, SessionError> {
-    if no_wait {
-        return session.run(first).await;
+    match news {
+        News::Ignore => session.run(first).await,
+        News::Follow => session.run_until_quiet(first, max_turns).await,
     }
-    session.run_until_quiet(first, max_turns).await
 }

@@ -47,16 +47,24 @@ pub(crate) fn options(cli: &Cli) -> Options {
     }
 }
 
+/// Why the flags name no agent mode to start in.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ModeFlagError {
+    /// `--permission-mode plan` beside a `--mode` (named) other than chat.
+    #[error("--permission-mode plan asks for plan mode; it cannot be combined with --mode {0}")]
+    PlanBesideMode(String),
+    /// `--mode` names no agent mode: the mode parser's message, which lists them.
+    #[error("{0}")]
+    UnknownMode(String),
+}
+
 /// The agent mode a headless run starts in: `--mode`, or plan for Claude Code's
 /// `--permission-mode plan`.
-pub(crate) fn agent_mode(cli: &Cli) -> Result<crate::agent::mode::AgentMode, String> {
+pub(crate) fn agent_mode(cli: &Cli) -> Result<crate::agent::mode::AgentMode, ModeFlagError> {
     match cli.permission_mode.as_deref() {
         Some("plan") if cli.mode == "chat" => Ok(crate::agent::mode::AgentMode::Plan),
-        Some("plan") => Err(format!(
-            "--permission-mode plan asks for plan mode; it cannot be combined with --mode {}",
-            cli.mode
-        )),
-        _ => cli.mode.parse(),
+        Some("plan") => Err(ModeFlagError::PlanBesideMode(cli.mode.clone())),
+        _ => cli.mode.parse().map_err(ModeFlagError::UnknownMode),
     }
 }
 

@@ -187,7 +187,15 @@ pub(crate) async fn run(
             }
             snap.workers.clone()
         }
-        None => probe_workers(cluster, json, probe, out).await?,
+        None => {
+            // Said only to people who did not ask for the probe themselves.
+            let note = if json || probe {
+                ProbeNote::Skip
+            } else {
+                ProbeNote::Say
+            };
+            probe_workers(cluster, note, out).await?
+        }
     };
     if json {
         let items: Vec<_> = list
@@ -235,11 +243,19 @@ pub(crate) async fn run(
     Ok(0)
 }
 
+/// Whether a listing from a direct probe of the workers says so first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeNote {
+    /// It says that no lead runs here and the workers were asked directly.
+    Say,
+    /// It does not (JSON, or `--probe` asked for it).
+    Skip,
+}
+
 /// Connects to the configured workers and asks each for its status.
 async fn probe_workers(
     cluster: ClusterFlags<'_>,
-    json: bool,
-    asked: bool,
+    note: ProbeNote,
     out: &mut (dyn Write + Send),
 ) -> anyhow::Result<Vec<NodeView>> {
     let home = crate::store::home_dir();
@@ -248,7 +264,7 @@ async fn probe_workers(
             "no lead is running here and no workers are configured: pass --workers HOST:PORT,… or set `workers` in ~/.crew/settings.json"
         );
     };
-    if !json && !asked {
+    if note == ProbeNote::Say {
         writeln!(
             out,
             "no running lead for this project; asked the workers directly:"

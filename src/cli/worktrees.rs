@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::Print;
 use crate::worktree::{Manager, MergeStyle, WorktreeError};
 
 /// The `crew worktrees` subcommands.
@@ -57,7 +58,7 @@ pub(crate) fn run_in(
 ) -> anyhow::Result<i32> {
     let manager = Manager::open(cwd, base_dir)?;
     let result = match cmd {
-        WorktreesCmd::List { json } => list(&manager, json, out),
+        WorktreesCmd::List { json } => list(&manager, Print::json_if(json), out),
         WorktreesCmd::Diff { id } => manager
             .diff(&id)
             .map(|text| out.write_all(text.as_bytes()).map_err(Into::into)),
@@ -120,12 +121,12 @@ pub(crate) fn run_in(
 
 fn list(
     manager: &Manager,
-    json: bool,
+    print: Print,
     out: &mut dyn Write,
 ) -> Result<anyhow::Result<()>, WorktreeError> {
     let items = manager.list()?;
     Ok((|| {
-        if json {
+        if print == Print::Json {
             let rows: Vec<serde_json::Value> = items
                 .iter()
                 .map(|l| {

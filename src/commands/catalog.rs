@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{CommandError, SlashCommand, collect, parse};
-use crate::front_matter;
-use crate::plugins::{Plugin, Plugins};
+use crate::front_matter::{self, FrontMatterError};
+use crate::plugins::{ConfineError, Plugin, Plugins};
 use crate::skills::{Scope, SkillCatalog, search_dirs, valid_name};
 
 /// The commands found and the files that could not be loaded.
@@ -129,7 +129,10 @@ impl CommandCatalog {
                             }
                         }
                     }
-                    Err(message) => self.errors.push(CommandError { file, message }),
+                    Err(e) => self.errors.push(CommandError {
+                        file,
+                        message: e.to_string(),
+                    }),
                 }
             }
         }
@@ -262,6 +265,17 @@ fn not_a_name(file: &Path) -> CommandError {
     }
 }
 
+/// Why a plugin's command file is not loaded.
+#[derive(Debug, thiserror::Error)]
+enum PluginCommandError {
+    /// It leads outside the plugin, or cannot be resolved.
+    #[error(transparent)]
+    Confine(#[from] ConfineError),
+    /// It cannot be read, or its front matter split or parsed.
+    #[error(transparent)]
+    FrontMatter(#[from] FrontMatterError),
+}
+
 /// Reads a plugin's command `file`: inside the plugin only, named `plugin:name`, with
 /// the plugin's directory for `${CLAUDE_PLUGIN_ROOT}`.
 fn read_plugin_command(
@@ -269,9 +283,9 @@ fn read_plugin_command(
     file: &Path,
     namespace: Option<String>,
     name: &str,
-) -> Result<SlashCommand, String> {
-    let real = plugin.confine(file).map_err(|e| e.to_string())?;
-    let text = front_matter::read(&real).map_err(|e| e.to_string())?;
+) -> Result<SlashCommand, PluginCommandError> {
+    let real = plugin.confine(file)?;
+    let text = front_matter::read(&real)?;
     let label = match namespace {
         Some(ns) => format!("{}:{ns}", plugin.name),
         None => plugin.name.clone(),
@@ -282,8 +296,7 @@ fn read_plugin_command(
         Some(label),
         file,
         Scope::Plugin,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     cmd.plugin = Some(plugin.name.clone());
     Ok(cmd)
 }

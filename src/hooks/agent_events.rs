@@ -58,6 +58,7 @@ impl HookClient {
     /// with the task for the lead when `prompt` is the user's (`None`: one of crew's own
     /// follow-up runs; a teammate's runs fire neither). Returns the context for the
     /// opening message, or why a `UserPromptSubmit` hook refused the prompt.
+    // A String error: the hook's own reason for refusing, relayed verbatim.
     pub async fn run_start(
         &self,
         role: Role,

@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use super::config::{Hook, Origin, canonical, is_trusted, parse};
 use crate::config::settings::Warning;
-use crate::plugins::{Plugin, Plugins};
+use crate::front_matter::FrontMatterError;
+use crate::plugins::{ConfineError, Plugin, Plugins};
 
 /// The hooks of every plugin in `plugins`, for the project at `project_root`.
 pub(crate) fn load(
@@ -39,9 +40,9 @@ pub(crate) fn load(
         };
         let value = match read(plugin, &file) {
             Ok(v) => v,
-            Err(message) => {
+            Err(e) => {
                 warnings.push(warn(format!(
-                    "{message}; the hooks of plugin `{}` will not run",
+                    "{e}; the hooks of plugin `{}` will not run",
                     plugin.name
                 )));
                 continue;
@@ -100,17 +101,28 @@ pub(crate) fn load(
     (hooks, warnings)
 }
 
+/// Why a plugin's `hooks.json` is not read (its hooks do not run).
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// It leads outside the plugin, or cannot be resolved.
+    #[error(transparent)]
+    Confine(#[from] ConfineError),
+    /// It cannot be read (too large, not a regular file, no permission).
+    #[error(transparent)]
+    Read(#[from] FrontMatterError),
+    /// It is not JSON; the parser's error names the line and column.
+    #[error("line {}, column {}: not JSON ({error}); fix the file", .error.line(), .error.column())]
+    NotJson {
+        /// The parser's error.
+        error: serde_json::Error,
+    },
+}
+
 /// The JSON of a plugin's `hooks.json`: a small regular file inside the plugin.
-fn read(plugin: &Plugin, file: &Path) -> Result<Value, String> {
-    let real = plugin.confine(file).map_err(|e| e.to_string())?;
-    let text = crate::front_matter::read(&real).map_err(|e| e.to_string())?;
-    serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "line {}, column {}: not JSON ({e}); fix the file",
-            e.line(),
-            e.column()
-        )
-    })
+fn read(plugin: &Plugin, file: &Path) -> Result<Value, ReadError> {
+    let real = plugin.confine(file)?;
+    let text = crate::front_matter::read(&real)?;
+    serde_json::from_str(&text).map_err(|error| ReadError::NotJson { error })
 }
 
 #[cfg(test)]

@@ -145,8 +145,7 @@ pub fn load(
     });
     let mut config = McpConfig::default();
     for (scope, file) in files(project_root, home, flags) {
-        let must_exist = scope == Scope::Flag;
-        let entries = match read_entries(&file, must_exist) {
+        let entries = match read_entries(&file, scope) {
             Ok(Some(entries)) => entries,
             Ok(None) => continue,
             Err(e) => {
@@ -183,11 +182,8 @@ pub fn load(
 }
 
 /// The `mcpServers` entries of `file`, in file order; `None` when the file (or the key)
-/// is absent and that is fine.
-fn read_entries(
-    file: &Path,
-    must_exist: bool,
-) -> Result<Option<Vec<(String, Value)>>, ConfigError> {
+/// is absent and that is fine: anywhere but a file a flag (`scope`) named.
+fn read_entries(file: &Path, scope: Scope) -> Result<Option<Vec<(String, Value)>>, ConfigError> {
     let err = |message: String| ConfigError {
         file: file.to_path_buf(),
         server: None,
@@ -196,7 +192,9 @@ fn read_entries(
     };
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && scope != Scope::Flag => {
+            return Ok(None);
+        }
         Err(e) => return Err(err(format!("cannot read the file: {e}"))),
     };
     let value: Value = serde_json::from_str(&text).map_err(|e| {

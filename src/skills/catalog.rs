@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Scope, Skill, SkillError, SkillParseError, TOOL_NAME, parse, requested, search_dirs};
 use crate::front_matter;
-use crate::plugins::{Plugin, Plugins};
+use crate::plugins::{ConfineError, Plugin, Plugins};
 use crate::protocol::name_limit::{LimitOwner, NameLimit};
 
 /// The skills found, by name, and the files that could not be loaded.
@@ -58,7 +58,10 @@ impl SkillCatalog {
                         }
                         _ => self.insert(skill),
                     },
-                    Err(message) => self.errors.push(SkillError { file, message }),
+                    Err(e) => self.errors.push(SkillError {
+                        file,
+                        message: e.to_string(),
+                    }),
                 }
             }
         }
@@ -201,14 +204,23 @@ fn skill_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// Why a plugin's skill is not loaded.
+#[derive(Debug, thiserror::Error)]
+enum PluginSkillError {
+    /// Its `SKILL.md` leads outside the plugin, or cannot be resolved.
+    #[error(transparent)]
+    Confine(#[from] ConfineError),
+    /// Its `SKILL.md` cannot be read or is not a skill.
+    #[error(transparent)]
+    Parse(#[from] SkillParseError),
+}
+
 /// Reads a plugin's skill in `dir`: inside the plugin only, named `plugin:skill`, with
 /// the plugin's directory for `${CLAUDE_PLUGIN_ROOT}`.
-fn read_plugin_skill(plugin: &Plugin, dir: &Path) -> Result<Skill, String> {
-    let real = plugin
-        .confine(&dir.join("SKILL.md"))
-        .map_err(|e| e.to_string())?;
-    let text = front_matter::read(&real).map_err(|e| e.to_string())?;
-    let mut skill = parse(&text, dir, Scope::Plugin).map_err(|e| e.to_string())?;
+fn read_plugin_skill(plugin: &Plugin, dir: &Path) -> Result<Skill, PluginSkillError> {
+    let real = plugin.confine(&dir.join("SKILL.md"))?;
+    let text = front_matter::read(&real).map_err(SkillParseError::from)?;
+    let mut skill = parse(&text, dir, Scope::Plugin)?;
     skill.name = plugin.qualify(&skill.name);
     skill.body = plugin.expand(&skill.body);
     skill.plugin = Some(plugin.name.clone());

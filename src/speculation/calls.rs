@@ -268,10 +268,11 @@ fn write_checked(overlay: &mut Overlay, call: &ToolCall, args: &Value, path: &st
                 "arguments `old_string` and `new_string` are required".into(),
             );
         };
-        let all = args
-            .get("replace_all")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let replace = edit_file::Replace::all_if(
+            args.get("replace_all")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        );
         if old.is_empty() || old == new {
             return fail(
                 "invalid_arguments",
@@ -282,7 +283,7 @@ fn write_checked(overlay: &mut Overlay, call: &ToolCall, args: &Value, path: &st
             Ok(c) => c,
             Err(e) => return fail("failed", format!("cannot read `{path}`: {e}")),
         };
-        let edited = match edit_file::apply_edit(&current, old, new, all) {
+        let edited = match edit_file::apply_edit(&current, old, new, replace) {
             Ok(e) => e,
             Err(e) => return fail("failed", format!("`{path}`: {e}")),
         };

@@ -106,12 +106,32 @@ fn move_entries(old: &Path, new: &Path) -> std::io::Result<Vec<String>> {
     Ok(kept)
 }
 
+/// Why the directories that share an old slug could not all be found: then whose an old
+/// directory is, is unknown.
+#[derive(Debug, thiserror::Error)]
+enum SearchError {
+    /// The slug does not start with `-`, so no absolute path has it.
+    #[error("`{0}` is not the name of an absolute path")]
+    NotAbsolute(String),
+    /// The search would visit more than [`MAX_VISITS`] directories.
+    #[error("more than {} directories would have to be searched", MAX_VISITS)]
+    TooLarge,
+    /// A directory on the way cannot be listed.
+    #[error("{} cannot be read ({source})", .path.display())]
+    Unreadable {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// Every existing directory (reached without symlinks, as a canonical path is) whose old
 /// slug is `slug`. An error when a directory on the way cannot be read or the search
 /// grows too large: then the answer is unknown.
-fn paths_with_slug(slug: &str) -> Result<Vec<PathBuf>, String> {
+fn paths_with_slug(slug: &str) -> Result<Vec<PathBuf>, SearchError> {
     let Some(rest) = slug.strip_prefix('-') else {
-        return Err(format!("`{slug}` is not the name of an absolute path"));
+        return Err(SearchError::NotAbsolute(slug.to_string()));
     };
     let mut found = Vec::new();
     let mut visits = 0;
@@ -125,17 +145,17 @@ fn search(
     rest: &str,
     found: &mut Vec<PathBuf>,
     visits: &mut usize,
-) -> Result<(), String> {
+) -> Result<(), SearchError> {
     *visits += 1;
     if *visits > MAX_VISITS {
-        return Err(format!(
-            "more than {MAX_VISITS} directories would have to be searched"
-        ));
+        return Err(SearchError::TooLarge);
     }
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("{} cannot be read ({e})", dir.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("{} cannot be read ({e})", dir.display()))?;
+    let unreadable = |source| SearchError::Unreadable {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let entry = entry.map_err(unreadable)?;
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
         if !is_dir {
             continue;

@@ -7,6 +7,7 @@
 
 mod capped_log;
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -15,10 +16,30 @@ use ractor::rpc::CallResult;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolContext;
-use crate::sandbox::process::{self, Ended, GroupChild};
+use crate::sandbox::process::{self, Ended, GroupChild, ProcessError};
 use crate::tasks::actor::{NewTask, TaskMsg};
 use crate::tasks::{TaskKind, TaskRecord, TaskStatus};
 use capped_log::CappedLog;
+
+/// Why a background command did not start: the tool's error, and the result of its task
+/// when one was registered.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    /// The task manager did not register the task.
+    #[error("the task manager did not answer")]
+    NoAnswer,
+    /// The task's log file could not be created.
+    #[error("cannot create the log {}: {source}", .path.display())]
+    Log {
+        /// The log file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The command could not be confined or spawned.
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+}
 
 /// Starts `command` in the background for the agent of `ctx`; returns its task record.
 pub(crate) async fn start(
@@ -26,7 +47,7 @@ pub(crate) async fn start(
     ctx: &ToolContext,
     command: &str,
     description: Option<String>,
-) -> Result<TaskRecord, String> {
+) -> Result<TaskRecord, StartError> {
     let cancel = CancellationToken::new();
     let new = NewTask {
         kind: TaskKind::Command,
@@ -43,15 +64,15 @@ pub(crate) async fn start(
         .await
     {
         Ok(CallResult::Success(rec)) => rec,
-        _ => return Err("the task manager did not answer".into()),
+        _ => return Err(StartError::NoAnswer),
     };
-    let fail = |reason: String| {
+    let fail = |e: StartError| {
         let _ = tasks.cast(TaskMsg::Finish {
             id: record.id.clone(),
             status: TaskStatus::Failed,
-            result: reason.clone(),
+            result: e.to_string(),
         });
-        reason
+        e
     };
     let log = record
         .output_file
@@ -59,18 +80,18 @@ pub(crate) async fn start(
         .map(std::fs::create_dir_all)
         .transpose()
         .and_then(|_| std::fs::File::create(&record.output_file))
-        .map_err(|e| {
-            fail(format!(
-                "cannot create the log {}: {e}",
-                record.output_file.display()
-            ))
+        .map_err(|source| {
+            fail(StartError::Log {
+                path: record.output_file.clone(),
+                source,
+            })
         })?;
     let mut shell = process::shell_command_hiding(command, &ctx.cwd, &ctx.sandbox, Some(&ctx.walk))
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(e.into()))?;
     // Output goes through crew, so the log stops at the caps on kept results and the
     // rest is drained and discarded (`offload::budget`).
     shell.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = GroupChild::spawn(&mut shell.cmd, &ctx.cwd).map_err(|e| fail(e.to_string()))?;
+    let mut child = GroupChild::spawn(&mut shell.cmd, &ctx.cwd).map_err(|e| fail(e.into()))?;
     let log = CappedLog::new(log, &record.output_file);
     let mut readers = Vec::new();
     if let Some(out) = child.child_mut().stdout.take() {

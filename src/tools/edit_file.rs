@@ -50,7 +50,7 @@ impl Tool for EditFile {
         let path: String = required(&input, "path")?;
         let old: String = required(&input, "old_string")?;
         let new: String = required(&input, "new_string")?;
-        let replace_all = field::<bool>(&input, "replace_all")?.unwrap_or(false);
+        let replace = Replace::all_if(field::<bool>(&input, "replace_all")?.unwrap_or(false));
         if old.is_empty() {
             return Err(ToolError::InvalidInput(
                 "argument `old_string` is empty; give the exact text to replace \
@@ -88,7 +88,7 @@ impl Tool for EditFile {
                     "`{path}` is not valid UTF-8 text; edit_file only edits text files"
                 ))
             })?;
-            let edited = apply_edit(&content, &old, &new, replace_all)
+            let edited = apply_edit(&content, &old, &new, replace)
                 .map_err(|e| ToolError::Failed(format!("`{path}`: {e}")))?;
             parent.write_atomic(edited.text.as_bytes(), &path)?;
             Ok(format!(
@@ -146,13 +146,33 @@ pub enum EditError {
     },
 }
 
-/// Replaces `old` with `new` in `content`: exactly one occurrence, or all of them when
-/// `replace_all`. Pure, so the matching rules are tested without files.
+/// Which occurrences of `old_string` an edit replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Exactly one: more than one is refused as ambiguous.
+    One,
+    /// Every one (`replace_all`).
+    All,
+}
+
+impl Replace {
+    /// [`Replace::All`] when the call sets `replace_all`.
+    pub fn all_if(replace_all: bool) -> Self {
+        if replace_all {
+            Replace::All
+        } else {
+            Replace::One
+        }
+    }
+}
+
+/// Replaces `old` with `new` in `content`: exactly one occurrence, or all of them with
+/// [`Replace::All`]. Pure, so the matching rules are tested without files.
 pub fn apply_edit(
     content: &str,
     old: &str,
     new: &str,
-    replace_all: bool,
+    replace: Replace,
 ) -> Result<Edited, EditError> {
     let starts: Vec<usize> = content.match_indices(old).map(|(i, _)| i).collect();
     let lines = line_numbers(content, &starts);
@@ -162,7 +182,7 @@ pub fn apply_edit(
             text: content.replacen(old, new, 1),
             lines,
         }),
-        count if !replace_all => Err(EditError::Ambiguous { count, lines }),
+        count if replace == Replace::One => Err(EditError::Ambiguous { count, lines }),
         _ => Ok(Edited {
             text: content.replace(old, new),
             lines,
@@ -200,14 +220,14 @@ mod tests {
 
     #[test]
     fn a_unique_match_is_replaced() {
-        let e = apply_edit("a\nfoo\nb\n", "foo", "bar", false).unwrap();
+        let e = apply_edit("a\nfoo\nb\n", "foo", "bar", Replace::One).unwrap();
         assert_eq!(e.text, "a\nbar\nb\n");
         assert_eq!(e.lines, vec![2]);
     }
 
     #[test]
     fn several_matches_are_refused_with_their_lines() {
-        let err = apply_edit("x\nfoo\ny\nfoo\n", "foo", "bar", false).unwrap_err();
+        let err = apply_edit("x\nfoo\ny\nfoo\n", "foo", "bar", Replace::One).unwrap_err();
         assert_eq!(
             err,
             EditError::Ambiguous {
@@ -220,14 +240,14 @@ mod tests {
 
     #[test]
     fn replace_all_replaces_every_match() {
-        let e = apply_edit("foo foo\nfoo", "foo", "b", true).unwrap();
+        let e = apply_edit("foo foo\nfoo", "foo", "b", Replace::All).unwrap();
         assert_eq!(e.text, "b b\nb");
         assert_eq!(e.lines, vec![1, 1, 2]);
     }
 
     #[test]
     fn a_missing_string_hints_at_whitespace() {
-        let err = apply_edit("    indented", "  indented\t", "x", false).unwrap_err();
+        let err = apply_edit("    indented", "  indented\t", "x", Replace::One).unwrap_err();
         assert_eq!(err, EditError::NotFound);
         assert!(err.to_string().contains("whitespace"));
     }

@@ -10,7 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use ignore::{DirEntry, WalkState};
 use serde_json::{Value, json};
 
-use super::beneath::{Beneath, WalkBase};
+use super::beneath::{Beneath, OpenFor, WalkBase};
 use super::walk::{self, Worker};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::walk::WalkScope;
@@ -171,7 +171,10 @@ impl Worker for Finder<'_> {
         };
         // Shown only when it is still there, reached beneath the root without a link
         // swapped in on the way, and not (a hard link to) a denied file or credential.
-        if matched && let Some((_, meta)) = self.base.open_file(e.path(), e.path_is_symlink(), true)
+        if matched
+            && let Some((_, meta)) =
+                self.base
+                    .open_file(e.path(), e.path_is_symlink(), OpenFor::Metadata)
         {
             let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
             self.found.push((mtime, rel.to_path_buf()));

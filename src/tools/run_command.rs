@@ -75,7 +75,7 @@ impl Tool for RunCommand {
             let rec =
                 super::background::start(tasks, &ctx, &command, field(&input, "description")?)
                     .await
-                    .map_err(ToolError::Failed)?;
+                    .map_err(|e| ToolError::Failed(e.to_string()))?;
             return Ok(format!(
                 "Started background task {} (command). Its output goes to {}; you will be notified when it ends. \
 Use task_output to read it and task_stop to stop it.",

@@ -19,7 +19,7 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use ignore::{DirEntry, WalkState};
 use serde_json::{Value, json};
 
-use super::beneath::{Beneath, WalkBase};
+use super::beneath::{Beneath, OpenFor, WalkBase};
 use super::walk::{self, Worker};
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
@@ -345,7 +345,7 @@ impl Worker for Searching<'_> {
         }
         // Read only through a descriptor opened beneath the root (no link swapped in on
         // the way), and never (a hard link to) a denied file or a credential.
-        let Some((file, meta)) = self.base.open_file(e.path(), false, false) else {
+        let Some((file, meta)) = self.base.open_file(e.path(), false, OpenFor::Reading) else {
             return WalkState::Continue;
         };
         let mut sink = FileSink::new(q.mode, q.head_limit);

@@ -74,7 +74,7 @@ pub struct WebFetch {
     def: Definition,
     limits: FetchLimits,
     /// Built on first use, then shared by every call (its connection pool too).
-    client: OnceLock<Result<reqwest::Client, String>>,
+    client: OnceLock<Result<reqwest::Client, http::FetchError>>,
 }
 
 impl WebFetch {
@@ -144,7 +144,7 @@ impl WebFetch {
         self.client
             .get_or_init(http::client)
             .as_ref()
-            .map_err(|e| ToolError::Failed(e.clone()))
+            .map_err(|e| ToolError::Failed(e.to_string()))
     }
 }
 
@@ -218,7 +218,7 @@ async fn render(p: http::Page, limits: FetchLimits) -> Result<String, ToolError>
     let text = tokio::task::spawn_blocking(move || page::text(kind, &body))
         .await
         .map_err(|e| ToolError::Failed(format!("converting the page was interrupted: {e}")))?
-        .map_err(ToolError::Failed)?;
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
     if !p.status.is_success() {
         let excerpt = page::cut(text.trim().to_string(), ERROR_EXCERPT_CHARS);
         return Err(ToolError::Failed(format!(

@@ -7,6 +7,7 @@ use crate::events::{Event, EventKind};
 use crate::protocol::{ContentBlock, Message, Role, ToolCall, ToolResult};
 use crate::tasks::TaskRecord;
 use crate::tui::session_commands::{Switch, sessions_text};
+use crate::tui::session_switch::ModelSwitchError;
 
 fn switches(effects: Vec<Effect>) -> Vec<Switch> {
     effects
@@ -106,7 +107,9 @@ fn model_shows_the_model_and_a_name_switches_it_for_the_next_turns() {
     a.model_switched(Ok("claude-haiku-4-5".into()));
     assert_eq!(a.info.model, "claude-haiku-4-5");
     assert!(notices(&a).contains("The lead uses claude-haiku-4-5 from its next turn"));
-    a.model_switched(Err("/model gpt-9: unknown model".into()));
+    a.model_switched(Err(ModelSwitchError::Unusable(
+        "/model gpt-9: unknown model".into(),
+    )));
     assert_eq!(
         a.info.model, "claude-haiku-4-5",
         "a failed switch changes nothing"

@@ -38,6 +38,15 @@ fn byte_at(s: &str, col: usize) -> usize {
     s.char_indices().nth(col).map_or(s.len(), |(i, _)| i)
 }
 
+/// Where the keys go while the input box is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Focus {
+    /// Into the box: it is highlighted and holds the cursor.
+    Typing,
+    /// To a dialog or panel over the transcript.
+    Elsewhere,
+}
+
 impl InputBox {
     /// The current text.
     pub(crate) fn text(&self) -> String {
@@ -225,12 +234,12 @@ impl InputBox {
         rows.saturating_add(2).min(max)
     }
 
-    /// Draws the box with `title` and places the terminal cursor in it.
-    pub(crate) fn render(&self, frame: &mut Frame, area: Rect, title: &str, focused: bool) {
-        let color = if focused {
-            Color::Cyan
-        } else {
-            Color::DarkGray
+    /// Draws the box with `title`; with [`Focus::Typing`] it is highlighted and holds the
+    /// terminal cursor.
+    pub(crate) fn render(&self, frame: &mut Frame, area: Rect, title: &str, focus: Focus) {
+        let color = match focus {
+            Focus::Typing => Color::Cyan,
+            Focus::Elsewhere => Color::DarkGray,
         };
         let block = Block::default()
             .borders(Borders::ALL)
@@ -252,7 +261,7 @@ impl InputBox {
                 .collect(),
         };
         frame.render_widget(Paragraph::new(text).block(block), area);
-        if focused {
+        if focus == Focus::Typing {
             let x = inner.x + u16::try_from(self.col).unwrap_or(u16::MAX);
             let y = inner.y + u16::try_from(self.row - first).unwrap_or(0);
             frame.set_cursor_position(Position::new(x.min(inner.right().saturating_sub(1)), y));

@@ -323,7 +323,7 @@ async fn event_loop(
                 Effect::Switch(switch) => {
                     match super::session_switch::next(app, prepared, opts, switch) {
                         Ok(next) => return Ok(Exit::Switch(Box::new(next))),
-                        Err(why) => app.transcript.push(Entry::Error(why)),
+                        Err(why) => app.transcript.push(Entry::Error(why.to_string())),
                     }
                 }
                 Effect::McpStatus => {

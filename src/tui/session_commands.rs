@@ -6,6 +6,7 @@
 //! (`session_switch.rs`).
 
 use super::app::{App, Effect};
+use super::session_switch::ModelSwitchError;
 use crate::agent::ledger::Ledger;
 use crate::pricing::total_tokens;
 use crate::tui::status::format_tokens;
@@ -66,7 +67,7 @@ impl App {
 
     /// The runtime switched the lead's model (or could not: `Err` says why, naming the
     /// command).
-    pub(crate) fn model_switched(&mut self, result: Result<String, String>) {
+    pub(crate) fn model_switched(&mut self, result: Result<String, ModelSwitchError>) {
         match result {
             Ok(model) => {
                 let when = if self.running.is_some() {
@@ -79,7 +80,9 @@ impl App {
                 ));
                 self.info.model = model;
             }
-            Err(why) => self.transcript.push(super::transcript::Entry::Error(why)),
+            Err(why) => self
+                .transcript
+                .push(super::transcript::Entry::Error(why.to_string())),
         }
     }
 

@@ -33,13 +33,32 @@ pub(super) enum Exit {
     Switch(Box<Next>),
 }
 
+/// Why `/resume ID` starts no other session (the user reads it in the transcript).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SwitchError {
+    /// No single other session of the project has that id.
+    #[error("/resume: {0}")]
+    Resume(#[from] crate::session::recent::FindError),
+}
+
+/// Why `/model` did not switch the lead's model (the user reads it in the transcript).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ModelSwitchError {
+    /// No provider can serve the model: the provider's message, naming `/model`.
+    #[error("{0}")]
+    Unusable(String),
+    /// The lead's actor is gone.
+    #[error("/model: the lead agent is gone; the model was not changed")]
+    LeadGone,
+}
+
 /// The options of the session `switch` asks for, or why there is none (for the user).
 pub(super) fn next(
     app: &App,
     prepared: &Prepared,
     opts: &Options,
     switch: Switch,
-) -> Result<Next, String> {
+) -> Result<Next, SwitchError> {
     let mut next = opts.clone();
     next.continue_session = false;
     next.session_id = None;
@@ -52,8 +71,7 @@ pub(super) fn next(
         }
         Switch::Resume(wanted) => {
             let sessions = crate::session::recent::recent(&prepared.project_root);
-            let id = crate::session::recent::find(&sessions, &wanted, &prepared.session_id)
-                .map_err(|e| format!("/resume: {e}"))?;
+            let id = crate::session::recent::find(&sessions, &wanted, &prepared.session_id)?;
             next.resume = Some(id);
             Start::AsAsked
         }
@@ -71,16 +89,17 @@ pub(super) fn set_model(app: &mut App, lead: &ActorRef<LeadMsg>, opts: &mut Opti
     let chosen = match crate::session::model::choose(Some(spec), opts.record_requests.clone()) {
         Ok(c) => c,
         // The provider's messages name the flag; here the user typed the command.
-        Err(e) => return app.model_switched(Err(format!("{e:#}").replace("--model", "/model"))),
+        Err(e) => {
+            let why = format!("{e:#}").replace("--model", "/model");
+            return app.model_switched(Err(ModelSwitchError::Unusable(why)));
+        }
     };
     let sent = lead.cast(LeadMsg::SetModel {
         provider: chosen.provider,
         model: chosen.model.clone(),
     });
     if sent.is_err() {
-        return app.model_switched(Err(
-            "/model: the lead agent is gone; the model was not changed".into(),
-        ));
+        return app.model_switched(Err(ModelSwitchError::LeadGone));
     }
     opts.model = Some(spec.to_string());
     app.model_switched(Ok(chosen.model));

@@ -8,6 +8,7 @@ use ratatui::style::{Color, Style};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 use super::app::App;
+use super::input::Focus;
 use super::plan::PlanStage;
 use super::status::Status;
 use crate::sanitize::clean_line;
@@ -66,8 +67,12 @@ pub(crate) fn draw(app: &App, frame: &mut Frame, now_ms: u64) {
         || app.tasks.open
         || app.team.open
         || app.worktrees.open;
-    app.input
-        .render(frame, input, input_title(app), !dialog_open);
+    let focus = if dialog_open {
+        Focus::Elsewhere
+    } else {
+        Focus::Typing
+    };
+    app.input.render(frame, input, input_title(app), focus);
     status(app).render(frame, status_row);
     if app.tasks.open {
         app.tasks.render(frame, main, now_ms);

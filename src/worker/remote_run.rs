@@ -85,6 +85,18 @@ pub(crate) fn check_spawn(spawn: &RemoteSpawn) -> Result<(), BadSpawn> {
     Ok(())
 }
 
+/// Why a subagent's run on this node ended without an outcome: the text of its `Failed`
+/// result.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AgentError {
+    /// Its session could not be set up on this node.
+    #[error(transparent)]
+    Setup(#[from] session::SessionError),
+    /// Its session did not run the task (the lead refused it or is gone).
+    #[error(transparent)]
+    Run(#[from] crate::session::SessionError),
+}
+
 /// Runs `spawn` in `dir`; events and the start go to `report` as they happen, and in auto
 /// its Asks go to the lead through `asks`. Never fails: a failure is a `Failed` result
 /// with the reason.
@@ -118,7 +130,7 @@ pub(crate) async fn run(
             result.usage = done.2;
             result.tool_calls = done.3;
         }
-        Err(e) => result.result = e,
+        Err(e) => result.result = e.to_string(),
     }
     result.phases.run_ms = ms(t);
     let t = Instant::now();
@@ -141,7 +153,7 @@ async fn agent(
     cancel: CancellationToken,
     report: Report,
     asks: &Arc<AskRelay>,
-) -> Result<Done, String> {
+) -> Result<Done, AgentError> {
     let (mode, approver) = match spawn.mode {
         // Auto: this node has no classifier, so what the mode would ask goes to the lead,
         // which judges it with its own (or asks its human); an unreachable lead denies.
@@ -163,8 +175,7 @@ async fn agent(
         approver,
         replace: Vec::new(),
     })
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let lead = session.handle.lead().clone();
     let stopper = tokio::spawn(async move {
         cancel.cancelled().await;
@@ -180,7 +191,7 @@ async fn agent(
         .await;
     stopper.abort();
     session.close().await;
-    let outcome = outcome.map_err(|e| e.to_string())?;
+    let outcome = outcome?;
     let status = match outcome.status {
         RunStatus::Completed => RemoteStatus::Completed,
         RunStatus::MaxTurns => RemoteStatus::MaxTurns,

@@ -219,7 +219,13 @@ impl Actor for RemoteTeammate {
             ProxyMsg::News(TaskNews::Finished(result)) => {
                 state.ended = true;
                 let failed = (result.status == RemoteStatus::Failed).then(|| result.result.clone());
-                let worktree = on_finished(state, *result, failed.is_none()).await;
+                // A failed teammate is not marked finished: its failure is the team's to
+                // report.
+                let team = match failed {
+                    None => Team::Leave,
+                    Some(_) => Team::Stay,
+                };
+                let worktree = on_finished(state, *result, team).await;
                 if let Some(reason) = failed {
                     // Its work is back; the failure is the team's to report, naming where
                     // the work was kept.
@@ -308,10 +314,19 @@ async fn on_idle(state: &mut ProxyState, idle: IdleWire) {
     relay(state).await;
 }
 
+/// Whether a teammate whose run ended tells the team it has left, finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Team {
+    /// It has: its run ended without failing.
+    Leave,
+    /// It has not: its run failed, which the team actor's supervision reports.
+    Stay,
+}
+
 /// The final branch, the worktree finished (kept: it holds the work), the worker told it
-/// may drop its copy, and (`left`) the teammate gone from the team. Returns what became
-/// of the worktree, for a failure notice.
-async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) -> Option<String> {
+/// may drop its copy, and (with [`Team::Leave`]) the teammate gone from the team. Returns
+/// what became of the worktree, for a failure notice.
+async fn on_finished(state: &mut ProxyState, result: RemoteResult, team: Team) -> Option<String> {
     if let Some(head) = &result.head {
         fetch(state, &result.bundle, head).await;
     }
@@ -321,7 +336,7 @@ async fn on_finished(state: &mut ProxyState, result: RemoteResult, left: bool) -
     let _ = state.worker.cast(WorkerMsg::Remote(ToWorker::Handback {
         task_id: state.work_id.clone(),
     }));
-    if left {
+    if team == Team::Leave {
         state.life.leave();
     }
     worktree

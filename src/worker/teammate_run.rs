@@ -28,6 +28,23 @@ use crate::team::{Envelope, MessageKind, Recipient};
 use crate::tools::send_message::SendMessage;
 use crate::tools::{Definition, Tool, ToolContext, ToolError, field, required};
 
+/// Why a teammate's life on this node ended in failure: the text of its `Failed` result.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LiveError {
+    /// Its session could not be set up on this node.
+    #[error(transparent)]
+    Setup(#[from] super::session::SessionError),
+    /// Its session did not run an assignment (the lead refused it or is gone).
+    #[error(transparent)]
+    Run(#[from] crate::session::SessionError),
+    /// A run ended on a provider error; the run's own account of it.
+    #[error("{0}")]
+    Failed(String),
+    /// Its branch so far could not be bundled for its idle notice.
+    #[error("the branch could not be bundled: {0}")]
+    Bundle(BundleError),
+}
+
 /// What a running remote teammate receives from the node.
 pub(crate) struct Inputs {
     /// Mail batches from the lead.
@@ -60,7 +77,7 @@ pub(crate) async fn run(
             result.status = status;
             result.result = text;
         }
-        Err(e) => result.result = e,
+        Err(e) => result.result = e.to_string(),
     }
     asks.deny_all("the teammate's run ended");
     session::hand_back(&mut result, checkpoint(&spawn, &copy, &node).await);
@@ -86,10 +103,8 @@ async fn live(
     report: &Report,
     asks: &Arc<AskRelay>,
     mut inputs: Inputs,
-) -> Result<(RemoteStatus, String), String> {
-    let session = start_session(spawn, copy, node, report, asks)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<(RemoteStatus, String), LiveError> {
+    let session = start_session(spawn, copy, node, report, asks).await?;
     let task_id = spawn.run.task_id.clone();
     // The lead-side inbox index through which mail has reached the conversation.
     let mut through = 0u64;
@@ -103,16 +118,16 @@ async fn live(
                 plan: None,
             };
             let outcome = tokio::select! {
-                o = session.handle.run(req) => o.map_err(|e| e.to_string()),
+                o = session.handle.run(req) => o,
                 _ = cancel.cancelled() => break Ok((RemoteStatus::Cancelled, "stopped by the lead".to_string())),
             };
             match outcome {
-                Ok(o) if o.status == RunStatus::Failed => break Err(o.result),
+                Ok(o) if o.status == RunStatus::Failed => break Err(LiveError::Failed(o.result)),
                 Ok(o) if o.status == RunStatus::Cancelled => {
                     break Ok((RemoteStatus::Cancelled, o.result));
                 }
                 Ok(o) => last = o.result,
-                Err(e) => break Err(e),
+                Err(e) => break Err(LiveError::Run(e)),
             }
         }
         let batch = match inputs.mail.try_recv() {
@@ -132,7 +147,7 @@ async fn live(
                         head: None,
                         bundle: Vec::new(),
                     },
-                    Err(e) => break Err(format!("the branch could not be bundled: {e}")),
+                    Err(e) => break Err(LiveError::Bundle(e)),
                 };
                 report(ToLead::Idle(idle));
                 tokio::select! {

@@ -256,12 +256,12 @@ fn engine_decides_delegation_by_isolation_and_read_only_ness() {
     // Without worktrees a writer works in place, under the caller's mode: starting it
     // gains nothing, so it is allowed (its own calls ask where the caller's would).
     policy.rules.clear();
-    policy.delegation.worktrees = false;
+    policy.delegation.worktrees = crewmaster::agent::delegate::Worktrees::Unavailable;
     assert_eq!(decide(&policy, Default, gp), Verdict::Allow);
     assert_eq!(decide(&policy, DontAsk, gp), Verdict::Allow);
     assert_eq!(decide(&policy, Default, explore), Verdict::Allow);
     // A deny rule wins over everything.
-    policy.delegation.worktrees = true;
+    policy.delegation.worktrees = crewmaster::agent::delegate::Worktrees::Available;
     policy
         .rules
         .push(Rule::parse("Agent(general-purpose)", RuleKind::Deny, Layer::User, None).unwrap());

@@ -26,15 +26,48 @@ pub enum Isolation {
 
 impl Isolation {
     /// Parses `worktree` or `none`; the error names the accepted values.
-    pub fn parse(s: &str) -> Result<Isolation, String> {
+    pub fn parse(s: &str) -> Result<Isolation, DelegationError> {
         match s {
             "worktree" => Ok(Isolation::Worktree),
             "none" => Ok(Isolation::None),
-            other => Err(format!(
-                "isolation `{other}` is not `worktree` or `none`; omit it to use the agent's own"
-            )),
+            other => Err(DelegationError::UnknownIsolation(other.to_string())),
         }
     }
+}
+
+/// Why a subagent may not start as an `agent` call asks, or what is wrong with the
+/// `isolation` it names. The text is the refusal the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum DelegationError {
+    /// `isolation` names neither `worktree` nor `none`.
+    #[error("isolation `{0}` is not `worktree` or `none`; omit it to use the agent's own")]
+    UnknownIsolation(String),
+    /// `isolation: none` for an agent type (named) that is not read-only.
+    #[error(
+        "isolation `none` is refused for agent type `{0}`: it is not read-only, so it must work in its own worktree; omit `isolation`"
+    )]
+    WriterInPlace(String),
+    /// `isolation: none` for an agent type (named) the catalog does not hold.
+    #[error(
+        "isolation `none` is refused for agent type `{0}`: it is not a known read-only agent; omit `isolation`"
+    )]
+    UnknownInPlace(String),
+    /// The call's arguments are not JSON.
+    #[error("arguments are not valid JSON ({0}); send a JSON object")]
+    NotJson(serde_json::Error),
+    /// `isolation` is there but not a string.
+    #[error("argument `isolation` must be a string (`worktree` or `none`)")]
+    IsolationNotString,
+}
+
+/// Whether a session's subagents can get worktrees of their own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Worktrees {
+    /// The session runs in a git repository and gives subagents worktrees.
+    Available,
+    /// No repository (or no worktrees): subagents work in the session's directory.
+    #[default]
+    Unavailable,
 }
 
 /// What the engine knows of one agent type.
@@ -53,7 +86,7 @@ pub struct Delegation {
     pub agents: HashMap<String, AgentProfile>,
     /// Whether worktrees are possible (the project is a git repository and the session
     /// gives subagents worktrees).
-    pub worktrees: bool,
+    pub worktrees: Worktrees,
 }
 
 /// Where a subagent will work.
@@ -71,30 +104,27 @@ pub fn placement(
     kind: &str,
     requested: Option<Isolation>,
     profile: &AgentProfile,
-    worktrees: bool,
-) -> Result<Placement, String> {
+    worktrees: Worktrees,
+) -> Result<Placement, DelegationError> {
     if requested == Some(Isolation::None) && !profile.read_only {
-        return Err(format!(
-            "isolation `none` is refused for agent type `{kind}`: it is not read-only, so it must work in its own worktree; omit `isolation`"
-        ));
+        return Err(DelegationError::WriterInPlace(kind.to_string()));
     }
     let isolation = requested
         .or(profile.isolation)
         .unwrap_or(Isolation::Worktree);
     Ok(match isolation {
-        Isolation::Worktree if worktrees => Placement::Worktree,
+        Isolation::Worktree if worktrees == Worktrees::Available => Placement::Worktree,
         _ => Placement::InPlace,
     })
 }
 
 /// The `isolation` argument of an `agent` call's raw JSON arguments.
-pub fn requested_isolation(arguments: &str) -> Result<Option<Isolation>, String> {
-    let args: Value = serde_json::from_str(arguments)
-        .map_err(|e| format!("arguments are not valid JSON ({e}); send a JSON object"))?;
+pub fn requested_isolation(arguments: &str) -> Result<Option<Isolation>, DelegationError> {
+    let args: Value = serde_json::from_str(arguments).map_err(DelegationError::NotJson)?;
     match args.get("isolation") {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Isolation::parse(s).map(Some),
-        Some(_) => Err("argument `isolation` must be a string (`worktree` or `none`)".into()),
+        Some(_) => Err(DelegationError::IsolationNotString),
     }
 }
 
@@ -106,13 +136,11 @@ pub fn fallback(
     mode: PermissionMode,
     kind: &str,
     arguments: &str,
-) -> Result<Option<Decision>, String> {
+) -> Result<Option<Decision>, DelegationError> {
     let requested = requested_isolation(arguments)?;
     let Some(profile) = delegation.agents.get(kind) else {
         if requested == Some(Isolation::None) {
-            return Err(format!(
-                "isolation `none` is refused for agent type `{kind}`: it is not a known read-only agent; omit `isolation`"
-            ));
+            return Err(DelegationError::UnknownInPlace(kind.to_string()));
         }
         let ask = matches!(mode, PermissionMode::Default | PermissionMode::AcceptEdits);
         return Ok(ask.then(|| {
@@ -171,7 +199,7 @@ mod tests {
     use super::*;
     use PermissionMode::*;
 
-    fn delegation(worktrees: bool) -> Delegation {
+    fn delegation(worktrees: Worktrees) -> Delegation {
         let mut agents = HashMap::new();
         let p = |isolation, read_only| AgentProfile {
             isolation,
@@ -193,8 +221,8 @@ mod tests {
 
     #[test]
     fn table() {
-        let git = delegation(true);
-        let plain = delegation(false);
+        let git = delegation(Worktrees::Available);
+        let plain = delegation(Worktrees::Unavailable);
         let none = r#"{"isolation":"none"}"#;
         let wt = r#"{"isolation":"worktree"}"#;
         let vm = r#"{"isolation":"vm"}"#;

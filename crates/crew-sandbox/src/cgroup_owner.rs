@@ -39,12 +39,21 @@ fn lock_path(dir: &Path) -> Option<PathBuf> {
     Some(locks.join(format!("{:016x}.lock", hasher.finish())))
 }
 
+/// Whether taking a lock makes its file when there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IfMissing {
+    /// Make it: the owner claiming its cgroup.
+    Create,
+    /// Take no lock: a sweeper, for whom no file means an unknown owner.
+    Skip,
+}
+
 /// Opens `path` and tries to take its exclusive lock without waiting.
-fn try_lock(path: &Path, create: bool) -> Option<File> {
+fn try_lock(path: &Path, if_missing: IfMissing) -> Option<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .create(create)
+        .create(if_missing == IfMissing::Create)
         .mode(0o600)
         .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
         .open(path)
@@ -58,7 +67,7 @@ fn try_lock(path: &Path, create: bool) -> Option<File> {
 /// held by a descriptor kept open for the process's life).
 pub(crate) fn claim(dir: &Path) {
     static HELD: OnceLock<Option<File>> = OnceLock::new();
-    HELD.get_or_init(|| lock_path(dir).and_then(|path| try_lock(&path, true)));
+    HELD.get_or_init(|| lock_path(dir).and_then(|path| try_lock(&path, IfMissing::Create)));
 }
 
 /// Runs `remove` on the parent cgroup `dir` of a crew that looks dead, only when its owner
@@ -66,7 +75,7 @@ pub(crate) fn claim(dir: &Path) {
 /// with the cgroup.
 pub(crate) fn sweep_if_abandoned(dir: &Path, remove: impl FnOnce(&Path)) {
     let Some(path) = lock_path(dir) else { return };
-    let Some(_lock) = try_lock(&path, false) else {
+    let Some(_lock) = try_lock(&path, IfMissing::Skip) else {
         return;
     };
     remove(dir);
@@ -87,7 +96,7 @@ mod tests {
         sweep_if_abandoned(&cgroup, |_| swept = true);
         assert!(!swept);
         // A live owner holds the lock (another open file description, as in another process).
-        let owner = try_lock(&path, true).unwrap();
+        let owner = try_lock(&path, IfMissing::Create).unwrap();
         sweep_if_abandoned(&cgroup, |_| swept = true);
         assert!(!swept, "a live owner's cgroup was swept");
         // The owner is gone: its lock is free, and the sweeper removes the cgroup.

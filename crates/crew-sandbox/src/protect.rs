@@ -153,7 +153,16 @@ enum Entry {
     Other,
 }
 
-fn record(path: &Path, in_dir: bool) -> Entry {
+/// Whether a path is recorded as watched or as an entry of a watched directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// A watched path: a directory is recorded with its entries.
+    Watched,
+    /// An entry of a watched directory: a directory is recorded without its entries.
+    Entry,
+}
+
+fn record(path: &Path, level: Level) -> Entry {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Entry::Missing;
     };
@@ -171,11 +180,11 @@ fn record(path: &Path, in_dir: bool) -> Entry {
         }
         return std::fs::read(path).map_or(Entry::Other, |bytes| Entry::File { bytes, mode });
     }
-    if meta.is_dir() && !in_dir {
+    if meta.is_dir() && level == Level::Watched {
         let mut children = BTreeMap::new();
         if let Ok(entries) = std::fs::read_dir(path) {
             for e in entries.flatten() {
-                children.insert(e.file_name(), record(&e.path(), true));
+                children.insert(e.file_name(), record(&e.path(), Level::Entry));
             }
         }
         return Entry::Dir(children);
@@ -203,7 +212,7 @@ impl Snapshot {
             .filter(|p| !guarded.iter().any(|g| p.starts_with(g)))
             .map(|p| {
                 let parent = p.parent().and_then(|d| std::fs::canonicalize(d).ok());
-                (p.clone(), parent, record(p, false))
+                (p.clone(), parent, record(p, Level::Watched))
             })
             .collect();
         let pinned: Vec<PathBuf> = protected
@@ -228,7 +237,7 @@ impl Snapshot {
     pub fn restore(&self) -> Vec<String> {
         let mut report = pins::put_back(&self.pins);
         for (path, parent, before) in &self.entries {
-            let now = record(path, false);
+            let now = record(path, Level::Watched);
             if &now == before {
                 continue;
             }

@@ -23,6 +23,7 @@ pub(crate) enum Input {
         /// The request answered.
         request_id: String,
         /// The answer.
+        // A String error: the SDK's own error message, relayed verbatim from the peer.
         answer: Result<Value, String>,
     },
     /// A kind of line crew has nothing to do with (`keep_alive`, `control_cancel_request`

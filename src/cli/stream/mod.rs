@@ -67,7 +67,7 @@ type Questions = tokio::sync::mpsc::UnboundedReceiver<PendingApproval>;
 /// Runs the session `--input-format stream-json` asks for; returns the exit code (1 when
 /// the last run failed, was cancelled or was stopped by its budget).
 pub(crate) async fn serve(cli: Cli) -> anyhow::Result<i32> {
-    let mut mode = super::setup::agent_mode(&cli).map_err(anyhow::Error::msg)?;
+    let mut mode = super::setup::agent_mode(&cli)?;
     let (approver, questions) = approver_for(&cli)?;
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     let mut out = Out(std::io::stdout());

@@ -319,7 +319,7 @@ pub(crate) async fn prepare_as(
     }
     // The engine decides delegation from each agent type's isolation and read-only-ness,
     // and from whether subagents get worktrees here.
-    let worktrees = crate::agent::delegate::Worktrees::at(&cwd);
+    let worktrees = crate::agent::delegate::worktrees_at(&cwd);
     policy.delegation = crate::agent::delegate::delegation(&catalog, &registry, worktrees);
     let workers = match &opts.workers {
         Some(joiner) => {

@@ -91,14 +91,27 @@ pub(crate) fn serve(path: &Path, served: Served) -> std::io::Result<JoinHandle<(
     }))
 }
 
-fn parse(line: &str) -> Result<Request, String> {
+/// A request line the socket cannot read; the answer names the requests there are.
+#[derive(Debug, thiserror::Error)]
+#[error("bad request `{line}`: {source}; the requests are: {}", REQUESTS)]
+struct BadRequest {
+    /// The line, trimmed.
+    line: String,
+    /// Why it does not parse.
+    source: serde_json::Error,
+}
+
+fn parse(line: &str) -> Result<Request, BadRequest> {
     let line = line.trim();
     let parsed = if line.starts_with('{') {
         serde_json::from_str(line)
     } else {
         serde_json::from_value(json!({ "request": line }))
     };
-    parsed.map_err(|e| format!("bad request `{line}`: {e}; the requests are: {REQUESTS}"))
+    parsed.map_err(|source| BadRequest {
+        line: line.to_string(),
+        source,
+    })
 }
 
 async fn answer(stream: UnixStream, served: &Served) -> std::io::Result<()> {
@@ -114,7 +127,7 @@ async fn answer(stream: UnixStream, served: &Served) -> std::io::Result<()> {
     let reply = match parse(&line) {
         Ok(Request::Events) => return stream_events(write, &served.journal).await,
         Ok(request) => reply(request, served).await,
-        Err(e) => json!({ "error": e }),
+        Err(e) => json!({ "error": e.to_string() }),
     };
     // Snapshots, diffs and outputs may hold a secret as much as events do.
     let mut text = served.journal.mask(reply.to_string());

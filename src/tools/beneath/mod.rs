@@ -401,9 +401,18 @@ impl Beneath {
     }
 }
 
+/// What a walked file is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenFor {
+    /// Its contents.
+    Reading,
+    /// Only its metadata (an `O_PATH` descriptor: no read access needed).
+    Metadata,
+}
+
 impl WalkBase {
-    /// Opens the regular file the walker listed at `entry` (for reading, or only for its
-    /// metadata when `stat_only`) beneath the root; `None` when it is no longer there, is
+    /// Opens the regular file the walker listed at `entry` (for what `open` says) beneath
+    /// the root; `None` when it is no longer there, is
     /// reached through a symlink swapped in on the way, is not a regular file, or is (a
     /// hard link to) a denied file or a credential. An entry that is itself a symlink
     /// (`link`) is resolved and opened where it leads, which must be inside the roots.
@@ -411,12 +420,11 @@ impl WalkBase {
         &self,
         entry: &Path,
         link: bool,
-        stat_only: bool,
+        open: OpenFor,
     ) -> Option<(File, std::fs::Metadata)> {
-        let flags = if stat_only {
-            OFlags::PATH
-        } else {
-            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY
+        let flags = match open {
+            OpenFor::Metadata => OFlags::PATH,
+            OpenFor::Reading => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
         };
         let (file, meta) = if link {
             let o = self.beneath.open_with(entry, "", flags).ok()?;

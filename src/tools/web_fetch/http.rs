@@ -62,11 +62,17 @@ pub(crate) enum FetchError {
         /// The last redirect's target.
         last: String,
     },
+    /// The HTTP client could not be built (its TLS set-up).
+    #[error("cannot build the HTTP client for web_fetch: {reason}")]
+    Client {
+        /// The error and its causes.
+        reason: String,
+    },
 }
 
 /// The client every fetch uses: no automatic redirects (they are followed here, checked),
 /// no cookies, crew's user agent.
-pub(crate) fn client() -> Result<reqwest::Client, String> {
+pub(crate) fn client() -> Result<reqwest::Client, FetchError> {
     reqwest::Client::builder()
         .user_agent(concat!(
             "crewmaster/",
@@ -75,7 +81,7 @@ pub(crate) fn client() -> Result<reqwest::Client, String> {
         ))
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| format!("cannot build the HTTP client for web_fetch: {}", chain(&e)))
+        .map_err(|e| FetchError::Client { reason: chain(&e) })
 }
 
 /// GETs `url`, following redirects within its server (at most `max_redirects`), and reads

@@ -81,14 +81,19 @@ static CONVERTER: LazyLock<htmd::HtmlToMarkdown> = LazyLock::new(|| {
         .build()
 });
 
+/// An HTML page the converter could not turn into Markdown.
+#[derive(Debug, thiserror::Error)]
+#[error("the page could not be converted to Markdown: {0}")]
+pub(crate) struct ConvertError(std::io::Error);
+
 /// `body` as text of `kind` (not `Binary`): Markdown for HTML, else the text itself.
-pub(crate) fn text(kind: Kind, body: &[u8]) -> Result<String, String> {
+pub(crate) fn text(kind: Kind, body: &[u8]) -> Result<String, ConvertError> {
     let raw = String::from_utf8_lossy(body);
     match kind {
         Kind::Html => CONVERTER
             .convert(&raw)
             .map(|md| md.trim().to_string())
-            .map_err(|e| format!("the page could not be converted to Markdown: {e}")),
+            .map_err(ConvertError),
         Kind::Text | Kind::Binary => Ok(raw.into_owned()),
     }
 }

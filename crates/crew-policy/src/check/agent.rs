@@ -17,7 +17,7 @@ pub(super) fn agent_decision(ctx: &Ctx<'_>, category: Category, kind: &str) -> D
     );
     let d = match (rule, by_mode) {
         (Some(r), _) if r.kind == RuleKind::Deny => from_rule(r, kind),
-        (_, Err(why)) => Decision::new(Verdict::Deny, Source::Arguments, why),
+        (_, Err(why)) => Decision::new(Verdict::Deny, Source::Arguments, why.to_string()),
         (Some(r), _) => from_rule(r, kind),
         (None, Ok(Some(d))) => d,
         (None, Ok(None)) => fallback(ctx.mode(), category, ""),

@@ -78,25 +78,44 @@ impl Parsed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unknown(pub String);
 
-/// Parses `args` (without the program name). With `stop_at_operand`, parsing stops at
-/// the first operand (for wrappers: the wrapped command starts there); otherwise
-/// options and operands may interleave (GNU style) until `--`.
-pub fn parse(spec: &Spec, args: &[String], stop_at_operand: bool) -> Result<Parsed, Unknown> {
-    run(spec, args, stop_at_operand, false)
+/// Where a parse of a command's arguments stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// At the end: options and operands may interleave (GNU style) until `--`.
+    End,
+    /// At the first operand (for wrappers: the wrapped command starts there).
+    FirstOperand,
+}
+
+/// What a parse does with an option that is not on the allow-list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnUnknown {
+    /// The parse fails, naming it.
+    Fail,
+    /// It is remembered in `Parsed::unknown` and taken as a flag; a missing value ends
+    /// the parse.
+    Remember,
+}
+
+/// Parses `args` (without the program name), up to `until`.
+pub fn parse(spec: &Spec, args: &[String], until: Until) -> Result<Parsed, Unknown> {
+    run(spec, args, until, OnUnknown::Fail)
 }
 
 /// Parses `args` leniently: an unknown option is remembered in `Parsed::unknown` and
 /// taken as a flag; a missing value ends the parse.
 pub fn lenient(spec: &Spec, args: &[String]) -> Parsed {
-    run(spec, args, false, true).unwrap_or_default()
+    run(spec, args, Until::End, OnUnknown::Remember).unwrap_or_default()
 }
 
 fn run(
     spec: &Spec,
     args: &[String],
-    stop_at_operand: bool,
-    lenient: bool,
+    until: Until,
+    on_unknown: OnUnknown,
 ) -> Result<Parsed, Unknown> {
+    let lenient = on_unknown == OnUnknown::Remember;
+    let stop_at_operand = until == Until::FirstOperand;
     let cx = Cx {
         spec,
         args,
@@ -298,15 +317,15 @@ mod tests {
             ("--compress-prog=sh", "!", ""), ("-n", "!", ""),
         ];
         for (a, operands, paths) in cases {
-            let got = parse(&SPEC, &args(a), false)
+            let got = parse(&SPEC, &args(a), Until::End)
                 .map(|p| (p.operands.join(" "), p.paths.join(" ")))
                 .unwrap_or(("!".into(), String::new()));
             assert_eq!(got, (operands.into(), paths.into()), "{a}");
         }
-        let p = parse(&SPEC, &args("-w o x --out=p"), false).unwrap();
+        let p = parse(&SPEC, &args("-w o x --out=p"), Until::End).unwrap();
         assert_eq!((p.outputs, p.operand_at), (vec![(1, 0), (3, 6)], vec![2]));
-        assert_eq!(parse(&SPEC, &args("-n 5 cmd -x"), true).unwrap().stopped_at, Some(2));
-        assert_eq!(parse(&SPEC, &args("-l -- -cmd"), true).unwrap().stopped_at, Some(2));
+        assert_eq!(parse(&SPEC, &args("-n 5 cmd -x"), Until::FirstOperand).unwrap().stopped_at, Some(2));
+        assert_eq!(parse(&SPEC, &args("-l -- -cmd"), Until::FirstOperand).unwrap().stopped_at, Some(2));
     }
 
     #[test]
@@ -316,7 +335,7 @@ mod tests {
         let at: Vec<&str> = p.outputs.iter().map(|&(i, f)| &a[i][f..]).collect();
         assert_eq!(at, ["o1", "o2", "o3", "o4"]);
         assert_eq!(p.unknown.as_deref(), Some("-xw"));
-        assert!(parse(&SPEC, &a, false).is_err());
+        assert!(parse(&SPEC, &a, Until::End).is_err());
     }
 
     #[test]

@@ -323,7 +323,7 @@ const GREP: Spec = Spec {
 
 fn grep_read_only(rest: &[&str]) -> bool {
     let args: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
-    flags::parse(&GREP, &args, false).is_ok()
+    flags::parse(&GREP, &args, flags::Until::End).is_ok()
 }
 
 /// Why a git command is dangerous, if it is (global options skipped).

@@ -20,7 +20,7 @@ pub(super) fn spec(prog: &str) -> Option<Spec> {
 /// Parses a read-only program's arguments with its allow-list.
 pub(super) fn parsed(part: &Part) -> Option<Parsed> {
     let args = part.argv.get(1..)?;
-    flags::parse(&spec(part.program())?, args, false).ok()
+    flags::parse(&spec(part.program())?, args, flags::Until::End).ok()
 }
 
 /// Whether a part only observes: a known read-only program with known-good options, no

@@ -24,7 +24,7 @@ pub(super) const STDIN_PATHS: &[&str] = &["/dev/stdin", "/proc/self/fd/0", "/dev
 
 /// `su [options] [-] [user [args]]`: only `-c`/`--command` runs something unattended.
 pub(super) fn su(argv: &[String]) -> Option<Unwrap> {
-    let parsed = match flags::parse(&SU, &argv[1..], false) {
+    let parsed = match flags::parse(&SU, &argv[1..], flags::Until::End) {
         Ok(p) => p,
         Err(flags::Unknown(opt)) => return Some(opaque(argv, "su", &opt)),
     };

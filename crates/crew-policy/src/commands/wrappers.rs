@@ -98,7 +98,7 @@ pub fn unwrap(argv: &[String]) -> Option<Unwrap> {
             positional,
         } => (privileged, positional),
     };
-    let mut parsed = match flags::parse(&entry.spec, rest, true) {
+    let mut parsed = match flags::parse(&entry.spec, rest, flags::Until::FirstOperand) {
         Ok(p) => p,
         Err(flags::Unknown(opt)) => return Some(opaque(argv, prog, &opt)),
     };
@@ -206,7 +206,7 @@ fn env(argv: &[String]) -> Option<Unwrap> {
         if ended || !a.starts_with('-') || a == "-" {
             break;
         }
-        let p = match flags::parse(&ENV, &rest[i..], true) {
+        let p = match flags::parse(&ENV, &rest[i..], flags::Until::FirstOperand) {
             Ok(p) => p,
             Err(flags::Unknown(opt)) => return Some(opaque(argv, "env", &opt)),
         };
@@ -252,7 +252,7 @@ fn env(argv: &[String]) -> Option<Unwrap> {
 /// (with `-x`, directly).
 fn watch(argv: &[String]) -> Option<Unwrap> {
     let rest = &argv[1..];
-    let parsed = match flags::parse(&WATCH, rest, true) {
+    let parsed = match flags::parse(&WATCH, rest, flags::Until::FirstOperand) {
         Ok(p) => p,
         Err(flags::Unknown(opt)) => return Some(opaque(argv, "watch", &opt)),
     };

@@ -70,15 +70,25 @@ pub(super) fn parse_matcher(
         .next()
         .unwrap_or_default()
         .to_string();
-    Regex::new(&wildcard_regex(&spec, true))
+    Regex::new(&wildcard_regex(&spec, Trailing::AnyArguments))
         .map(|re| Matcher::Wildcard(re, wild, literal))
         .map_err(|e| pattern_err(rule, e))
 }
 
+/// What a trailing `:*` or ` *` of a wildcard pattern means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trailing {
+    /// Any arguments, or none: `ls *` also matches the bare `ls` (command and agent
+    /// patterns).
+    AnyArguments,
+    /// A wildcard like any other `*` (an MCP server's tool names).
+    Wildcard,
+}
+
 /// An anchored regex for a command/agent pattern (see the module comment).
-pub(super) fn wildcard_regex(spec: &str, command: bool) -> String {
+pub(super) fn wildcard_regex(spec: &str, trailing: Trailing) -> String {
     let prefix = spec.strip_suffix(":*").or_else(|| spec.strip_suffix(" *"));
-    let (body, tail) = match prefix.filter(|_| command) {
+    let (body, tail) = match prefix.filter(|_| trailing == Trailing::AnyArguments) {
         Some(p) => (p, "( .*)?"),
         None => (spec, ""),
     };

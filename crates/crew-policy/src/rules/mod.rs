@@ -33,7 +33,9 @@ use super::spec::RuleName;
 use super::{Layer, Verdict};
 use command::literal_head;
 use host::{domain_matcher, host_matches};
-use matcher::{Matcher, PathProbe, parse_matcher, path_matches, str_matches, wildcard_regex};
+use matcher::{
+    Matcher, PathProbe, Trailing, parse_matcher, path_matches, str_matches, wildcard_regex,
+};
 
 /// What a matching rule says: the engine's one ordered decision type (`allow`, `ask`,
 /// `deny` in settings files, as before).
@@ -201,7 +203,7 @@ impl Rule {
                 return Err(RuleError::Malformed(text.into()));
             }
             // `mcp__server` covers every tool of the server.
-            let re = wildcard_regex(name, false);
+            let re = wildcard_regex(name, Trailing::Wildcard);
             let re = format!("{}(__.*)?$", re.trim_end_matches('$'));
             RuleTool::Mcp(Regex::new(&re).map_err(|e| pattern_err(text, e))?)
         } else {

@@ -19,6 +19,16 @@ pub(super) struct Word {
     pub why: Option<&'static str>,
 }
 
+/// Whether a piece of a word stands inside double quotes, which keeps it one word and
+/// its glob characters literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    /// Outside any quotes.
+    Bare,
+    /// Inside `"…"`.
+    Double,
+}
+
 /// What the pieces of one word hold, gathered piece by piece.
 #[derive(Default)]
 struct Scan {
@@ -42,7 +52,7 @@ impl Ctx {
             word::parse(raw, &self.opts).map_err(|e| ShellError(format!("word `{raw}`: {e}")))?;
         let mut scan = Scan::default();
         for (i, p) in pieces.iter().enumerate() {
-            self.piece(&p.piece, i == 0, false, depth, inh, &mut scan)?;
+            self.piece(&p.piece, i == 0, Quoting::Bare, depth, inh, &mut scan)?;
         }
         let u = &scan.unquoted;
         let bracket = u.find('[').is_some_and(|i| u[i..].contains(']'));
@@ -97,11 +107,12 @@ impl Ctx {
         &mut self,
         piece: &WordPiece,
         first: bool,
-        quoted: bool,
+        quoting: Quoting,
         depth: usize,
         inh: &Inherit,
         scan: &mut Scan,
     ) -> Result<(), ShellError> {
+        let quoted = quoting == Quoting::Double;
         let why = |scan: &mut Scan, w: &'static str| {
             scan.why.get_or_insert(w);
             scan.quoted_expansion |= quoted;
@@ -127,7 +138,7 @@ impl Ctx {
                 for (i, p) in seq.iter().enumerate() {
                     let first =
                         first && i == 0 && matches!(p.piece, WordPiece::ParameterExpansion(_));
-                    self.piece(&p.piece, first, true, depth, inh, scan)?;
+                    self.piece(&p.piece, first, Quoting::Double, depth, inh, scan)?;
                 }
             }
             WordPiece::TildeExpansion(TildeExpr::Home) if first && !quoted => {
