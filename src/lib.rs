@@ -70,7 +70,8 @@
 //! - [`speculation`] — running the user's likely next prompt ahead in a copy-on-write overlay.
 //! - [`tasks`] — background tasks: records on disk and the `TaskManager` actor.
 //! - [`team`] — teams on disk: roster, durable inboxes, the shared work list, the watcher.
-//! - [`worktree`] — git worktrees for subagents, crew's own hardened git, the manager actor.
+//! - [`worktree`] — git worktrees for subagents (overlay workspaces over a shared base where
+//!   the kernel allows), crew's own hardened git, the manager actor.
 //! - [`worker`] — worker machines over `ractor_cluster`: remote subagents and teammates, TLS.
 //! - [`session`] — the root supervisor, its service actors and their restart from last good
 //!   state (`session::services`), and `SessionHandle`; `session::build` assembles a lead's
