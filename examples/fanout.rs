@@ -17,6 +17,10 @@
 //!   subagent its wait for a worktree and its run (turns, tools and the worktree's finish),
 //!   with wall and CPU time (user + system, this process and its children) for each side.
 //!
+//! Worktrees are overlay workspaces where the kernel allows (the bench enters crew's
+//! namespace as the binary does, and says which). `workspace_fanout` measures them on
+//! repositories of 2,000 to 50,000 files.
+//!
 //! `cargo run --release --example fanout -- [N]` (default N = 32).
 #![allow(
     clippy::unwrap_used,
@@ -194,8 +198,24 @@ fn script(n: usize) -> String {
     )
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // As the crew binary does, before any thread starts: crew's own mount namespace, so
+    // the subagents' worktrees are overlay workspaces where the kernel allows.
+    match crewmaster::sandbox::workspace_ns::enter() {
+        crewmaster::sandbox::workspace_ns::Support::Available => {
+            println!("workspaces: overlays");
+        }
+        crewmaster::sandbox::workspace_ns::Support::Unavailable(why) => {
+            println!("workspaces: full checkouts ({why})");
+        }
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(TEAMMATES_FLAG) {
         let n: usize = args.get(1).map_or(Ok(32), |a| a.parse())?;

@@ -199,6 +199,7 @@ impl Manager {
     pub fn finish(&self, id: &str) -> Result<Finished, WorktreeError> {
         let _span = tracing::debug_span!("worktree.finish").entered();
         let rec = self.record(&self.load()?, id)?;
+        overlay::release(&self.dir, id);
         let main = self.repo()?;
         let summary = {
             let _span = tracing::debug_span!("worktree.finish.summary").entered();

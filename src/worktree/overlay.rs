@@ -107,6 +107,7 @@ pub(crate) fn prepare(
         let _ = fs::remove_file(path.join(".git"));
         fs::write(path.join(NOTICE_FILE), notice(id)).map_err(io_err("write", path))?;
         fs::write(meta.join("locked"), lock_reason(id)).map_err(io_err("write", meta))?;
+        hold(&layers)?;
         mount(dir, id, path, &base.to_string())
     })();
     if made.is_err() {
@@ -128,9 +129,10 @@ fn lock_reason(id: &str) -> String {
     format!("crew workspace (overlay): run `crew worktrees open {id}` to see it outside crew\n")
 }
 
-/// The shared locks this process holds on the workspaces it has mounted, by layers
-/// folder: a crew that sees a workspace keeps a shared `flock` on it for as long as it
-/// lives, so `open` (which wants it alone) knows when another crew still works in it.
+/// The shared locks this process holds on the workspaces it made, by layers folder: the
+/// crew whose agent works in a workspace holds a shared `flock` on it until the task ends
+/// (or the crew does), so `open` (which wants it alone) knows when an agent still works
+/// in it. Other crews mount a workspace without holding it.
 static IN_USE: Mutex<BTreeMap<PathBuf, AddLock>> = Mutex::new(BTreeMap::new());
 
 const IN_USE_FILE: &str = "in-use.lock";
@@ -144,6 +146,14 @@ fn hold(layers: &Path) -> Result<(), WorktreeError> {
         held.insert(layers.to_path_buf(), lock);
     }
     Ok(())
+}
+
+/// Lets go of this process's hold on workspace `id`: its task has ended.
+pub(crate) fn release(dir: &Path, id: &str) {
+    IN_USE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(&layers(dir, id));
 }
 
 /// Lets go of this process's hold on `layers` and takes the workspace alone; fails with
@@ -160,7 +170,6 @@ fn take_alone(layers: &Path, id: &str) -> Result<AddLock, WorktreeError> {
 /// Mounts workspace `id` at `path` unless it is mounted already.
 pub(crate) fn mount(dir: &Path, id: &str, path: &Path, base: &str) -> Result<(), WorktreeError> {
     let layers = layers(dir, id);
-    hold(&layers)?;
     if workspace_ns::is_mount_point(path) {
         return Ok(());
     }
@@ -181,7 +190,11 @@ pub(crate) fn mount(dir: &Path, id: &str, path: &Path, base: &str) -> Result<(),
 
 /// Mounts the workspace of `rec` if it is an overlay (a no-op for a checkout).
 pub(crate) fn ensure_mounted(dir: &Path, rec: &Record) -> Result<(), WorktreeError> {
-    if rec.layout != Layout::Overlay || !rec.path.exists() {
+    if rec.layout != Layout::Overlay {
+        // Opened by another crew since this one mounted it: the checkout is below.
+        return workspace_ns::unmount(&rec.path).map_err(io_err("unmount", &rec.path));
+    }
+    if !rec.path.exists() {
         return Ok(());
     }
     mount(dir, &rec.id, &rec.path, &rec.base_commit)
@@ -193,11 +206,8 @@ pub(crate) fn ensure_mounted(dir: &Path, rec: &Record) -> Result<(), WorktreeErr
 pub(crate) fn remove_layers(dir: &Path, id: &str, path: &Path) -> Result<(), WorktreeError> {
     workspace_ns::unmount(path).map_err(io_err("unmount", path))?;
     let _ = fs::remove_file(path.join(NOTICE_FILE));
+    release(dir, id);
     let layers = layers(dir, id);
-    IN_USE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .remove(&layers);
     if layers.exists() {
         fs::remove_dir_all(&layers).map_err(io_err("delete", &layers))?;
     }

@@ -321,11 +321,18 @@ fn a_workspace_keeps_its_uncommitted_work_through_a_sigkill_of_crew() {
             .iter()
             .any(|q| q.cmdline.contains("hold-7c1e"))
     });
+    let (_, reg) = registry(&p.home);
+    let id = reg["worktrees"][0]["id"].as_str().unwrap().to_string();
+    // While its agent works in it, no other crew may take the workspace away.
+    let refused = crew(&p.repo, &p.home, &["worktrees", "open", &id]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        stdout(&refused).contains("in use by a running crew"),
+        "{refused:?}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let (_, reg) = registry(&p.home);
-    let id = reg["worktrees"][0]["id"].as_str().unwrap().to_string();
     let path = PathBuf::from(reg["worktrees"][0]["path"].as_str().unwrap());
     // A new crew mounts the workspace again and sees every change.
     let listed = stdout(&crew(&p.repo, &p.home, &["worktrees", "list"]));
@@ -395,4 +402,55 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn an_unprivileged_crew_mounts_its_workspaces_in_a_user_namespace_of_its_own() {
+    // crew as another, unprivileged user (uid 65534): no mount namespace without a user
+    // namespace, which maps only that user.
+    require_features!(Overlays, OtherUser, UserNamespaces);
+    let p = place();
+    let files = tempfile::tempdir().unwrap();
+    let path = files.path().join("script.json");
+    std::fs::write(&path, script("id -u > uid.txt").to_string()).unwrap();
+    for dir in [p._tmp.path(), files.path()] {
+        let chown = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(chown.success());
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_crew"))
+        .args(["-p", "go", "--permission-mode", "acceptEdits", "--model"])
+        .arg(format!("script:{}", path.display()))
+        .current_dir(&p.repo)
+        .env("HOME", &p.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("full checkouts"), "{stderr}");
+    let (dir, reg) = registry(&p.home);
+    let rec = &reg["worktrees"][0];
+    assert_eq!(rec["layout"], "overlay", "{reg}");
+    let upper = dir
+        .join(".layers")
+        .join(rec["id"].as_str().unwrap())
+        .join("upper");
+    // The agent's command ran as that user, and what it wrote is in the upper layer,
+    // owned by that user on disk.
+    assert_eq!(
+        std::fs::read_to_string(upper.join("uid.txt")).unwrap(),
+        "65534\n"
+    );
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        std::fs::metadata(upper.join("added.txt")).unwrap().uid(),
+        65534
+    );
 }
