@@ -88,7 +88,7 @@ pub(crate) fn prepare(
     base: Oid,
 ) -> Result<(), WorktreeError> {
     let made = (|| {
-        let base_dir = ensure_base(main, dir, base)?;
+        let (base_dir, base_lock) = ensure_base(main, dir, base)?;
         let layers = layers(dir, id);
         let (upper, work) = (layers.join("upper"), layers.join("work"));
         for d in [&upper, &work] {
@@ -107,7 +107,7 @@ pub(crate) fn prepare(
         let _ = fs::remove_file(path.join(".git"));
         fs::write(path.join(NOTICE_FILE), notice(id)).map_err(io_err("write", path))?;
         fs::write(meta.join("locked"), lock_reason(id)).map_err(io_err("write", meta))?;
-        hold(&layers)?;
+        hold(&layers, base_lock)?;
         mount(dir, id, path, &base.to_string())
     })();
     if made.is_err() {
@@ -133,17 +133,18 @@ fn lock_reason(id: &str) -> String {
 /// crew whose agent works in a workspace holds a shared `flock` on it until the task ends
 /// (or the crew does), so `open` (which wants it alone) knows when an agent still works
 /// in it. Other crews mount a workspace without holding it.
-static IN_USE: Mutex<BTreeMap<PathBuf, AddLock>> = Mutex::new(BTreeMap::new());
+static IN_USE: Mutex<BTreeMap<PathBuf, [AddLock; 2]>> = Mutex::new(BTreeMap::new());
 
 const IN_USE_FILE: &str = "in-use.lock";
 
-fn hold(layers: &Path) -> Result<(), WorktreeError> {
+/// Holds the workspace at `layers` (and, by `base`, its base) for this process.
+fn hold(layers: &Path, base: AddLock) -> Result<(), WorktreeError> {
     let mut held = IN_USE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !held.contains_key(layers) {
         let lock = flock(&layers.join(IN_USE_FILE), FlockArg::LockSharedNonblock)?;
-        held.insert(layers.to_path_buf(), lock);
+        held.insert(layers.to_path_buf(), [lock, base]);
     }
     Ok(())
 }
@@ -278,22 +279,53 @@ pub(crate) fn unlock(meta: &Path) {
 /// The checkout of `base` shared by its workspaces, made on first use. Several crews (or
 /// threads) may ask at once: one makes it under a lock and the others wait, and only a
 /// finished checkout is ever moved into place.
-fn ensure_base(main: &Repository, dir: &Path, base: Oid) -> Result<PathBuf, WorktreeError> {
+///
+/// Returns it with a shared lock on it, which the workspace's maker keeps until its task
+/// ends: a sweep (which takes the lock alone) never deletes a base a workspace is being
+/// made on before the registry names it.
+fn ensure_base(
+    main: &Repository,
+    dir: &Path,
+    base: Oid,
+) -> Result<(PathBuf, AddLock), WorktreeError> {
     let bases = dir.join(BASES_DIR);
     let target = bases.join(base.to_string());
-    if target.join("index").is_file() {
-        return Ok(target);
-    }
     fs::create_dir_all(&bases).map_err(io_err("create", &bases))?;
-    let _held = flock(&bases.join(format!("{base}.lock")), FlockArg::LockExclusive)?;
+    let lock = bases.join(format!("{base}.lock"));
+    let shared = flock(&lock, FlockArg::LockShared)?;
     if target.join("index").is_file() {
-        return Ok(target);
+        return Ok((target, shared));
     }
+    drop(shared);
+    let held = flock(&lock, FlockArg::LockExclusive)?;
+    if !target.join("index").is_file() {
+        make_base(main, &bases, &target, base)?;
+    }
+    drop(held);
+    // Between the two locks a sweep may have come; then this is an error, not a race.
+    let shared = flock(&lock, FlockArg::LockShared)?;
+    if target.join("index").is_file() {
+        return Ok((target, shared));
+    }
+    Err(WorktreeError::Io {
+        op: "keep",
+        path: target,
+        source: std::io::Error::other("the base checkout was swept away as it was made"),
+    })
+}
+
+/// Checks `base` out at `target`, in a staging folder moved into place once complete.
+fn make_base(
+    main: &Repository,
+    bases: &Path,
+    target: &Path,
+    base: Oid,
+) -> Result<(), WorktreeError> {
     let _span = tracing::debug_span!("worktree.overlay.base").entered();
     let staging = tempfile::Builder::new()
         .prefix(&format!("{base}.making-"))
-        .tempdir_in(&bases)
-        .map_err(io_err("create a folder in", &bases))?;
+        .tempdir_in(bases)
+        .map_err(io_err("create a folder in", bases))?;
     let tree = staging.path().join("tree");
     let index = staging.path().join("index");
     fs::create_dir(&tree).map_err(io_err("create", &tree))?;
@@ -307,8 +339,7 @@ fn ensure_base(main: &Repository, dir: &Path, base: Oid) -> Result<PathBuf, Work
         .and_then(|f| f.set_modified(later))
         .map_err(io_err("date", &index))?;
     let staged = staging.keep();
-    fs::rename(&staged, &target).map_err(io_err("move into place", &target))?;
-    Ok(target)
+    fs::rename(&staged, target).map_err(io_err("move into place", target))
 }
 
 /// Checks `base` out into `tree` with its index at `index`, by git itself (the same
@@ -351,10 +382,13 @@ pub(crate) fn sweep_bases(dir: &Path, in_use: &[&str]) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let is_base = name.len() >= 40 && name.bytes().all(|b| b.is_ascii_hexdigit());
-        if is_base && !in_use.contains(&name.as_ref()) {
+        // A base, or what a killed crew left of making one (`<commit>.making-…`).
+        let commit = name.split('.').next().unwrap_or_default();
+        let is_base = commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit());
+        let staging = name.contains(".making-");
+        if is_base && entry.path().is_dir() && (staging || !in_use.contains(&commit)) {
             // Under its lock: a crew making a workspace on it right now keeps it.
-            let lock = dir.join(BASES_DIR).join(format!("{name}.lock"));
+            let lock = dir.join(BASES_DIR).join(format!("{commit}.lock"));
             if let Ok(_held) = flock(&lock, FlockArg::LockExclusiveNonblock) {
                 let _ = fs::remove_dir_all(entry.path());
             }
@@ -416,4 +450,43 @@ fn copy_tree(from: &Path, to: &Path, top: bool) -> Result<(), WorktreeError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_removes_unused_bases_and_leftovers_but_keeps_used_and_held_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bases = tmp.path().join(BASES_DIR);
+        let hex = |c: char| std::iter::repeat_n(c, 40).collect::<String>();
+        let (used, unused, held, half) = (hex('a'), hex('b'), hex('c'), hex('d'));
+        for name in [&used, &unused, &held, &format!("{half}.making-x1")] {
+            fs::create_dir_all(bases.join(name).join("tree")).unwrap();
+        }
+        fs::write(bases.join("notes.txt"), "not a base").unwrap();
+        // A crew making a workspace on `held` holds its lock shared.
+        let _maker = flock(&bases.join(format!("{held}.lock")), FlockArg::LockShared).unwrap();
+
+        sweep_bases(tmp.path(), &[used.as_str()]);
+
+        assert!(
+            bases.join(&used).is_dir(),
+            "a base the registry names stays"
+        );
+        assert!(
+            bases.join(&held).is_dir(),
+            "a base being used by a maker stays"
+        );
+        assert!(!bases.join(&unused).exists(), "an unused base goes");
+        assert!(
+            !bases.join(format!("{half}.making-x1")).exists(),
+            "a leftover goes"
+        );
+        assert!(
+            bases.join("notes.txt").is_file(),
+            "what is not a base stays"
+        );
+    }
 }
