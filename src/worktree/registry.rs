@@ -1,7 +1,10 @@
 //! The registry: a JSON file in a repository's worktrees folder recording every worktree we
 //! made (id, path, branch, base commit, creation time, description, status). It is written
-//! atomically (temporary file, fsync, rename), so a killed process leaves the old or the new
-//! version, never a torn one. Read-modify-write cycles hold [`lock`], an exclusive
+//! atomically (temporary file, rename), so a killed process leaves the old or the new
+//! version, never a torn one. It is not fsynced: 32 subagents started at once would wait
+//! on 32 flushes in a row under the lock, and what a power loss could take (the newest
+//! entries) is still in git's own records, where `reconcile` reports the worktrees it no
+//! longer knows as orphaned, never deleting them. Read-modify-write cycles hold [`lock`], an exclusive
 //! `flock` on `registry.lock` beside it, so two processes (a session and a
 //! `crew worktrees` command, or two sessions) never lose each other's updates.
 
@@ -125,7 +128,7 @@ impl Registry {
         })?;
         let mut file = fs::File::create(&tmp).map_err(io_err("create", &tmp))?;
         file.write_all(&json).map_err(io_err("write", &tmp))?;
-        file.sync_all().map_err(io_err("sync", &tmp))?;
+        drop(file);
         fs::rename(&tmp, path).map_err(io_err("replace", path))
     }
 
