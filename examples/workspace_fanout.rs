@@ -3,7 +3,8 @@
 //! Prints, for each repository, all measured in this one run:
 //!
 //! - **ready**: 32 workspaces made at once (as a session makes them: in parallel, the base
-//!   checkout cold) over one `git worktree add -b` of the same repository (median of 3);
+//!   checkout cold) over one `git worktree add -b` of the same repository, in wall time
+//!   and in CPU time (this process and git's);
 //!   target ≤ 1.5×;
 //! - **run**: a whole headless `crew -p` where the lead starts 32 background subagents that
 //!   each write one file and end, over the same run with 1 subagent (each from a fresh
@@ -16,6 +17,9 @@
 //! Workspaces are overlays only where crew may mount them: this bench enters crew's
 //! namespace first, as the `crew` binary does, and says so when it cannot (then the
 //! figures are those of full checkouts).
+//!
+//! Each timed step starts after a `sync`, so none pays for the writes of the step before,
+//! and the steps run in 3 interleaved rounds whose medians are printed.
 //!
 //! `cargo build --release && cargo run --release --example workspace_fanout -- [SIZES…]`
 //! (default 2000 20000 50000). Runs the `crew` binary beside this example's, or `CREW_BIN`.
@@ -34,6 +38,8 @@ use crewmaster::sandbox::workspace_ns::{self, Support};
 use crewmaster::worktree::manager::Manager;
 
 const AGENTS: usize = 32;
+/// Rounds of each timed step, interleaved; the medians are printed.
+const ROUNDS: usize = 3;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -73,6 +79,27 @@ fn crew_bin() -> PathBuf {
         bin.display()
     );
     bin
+}
+
+/// CPU time (user + system) of this process and its waited-for children so far, from
+/// `/proc/self/stat` (clock ticks of 10 ms): less at the disk's mercy than wall time.
+fn cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse::<u64>().unwrap_or(0))
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Writes back what earlier steps left dirty, so that no step pays for another's writes.
+fn settle() {
+    let _ = Command::new("sync").status();
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -129,10 +156,11 @@ fn disk(dir: &Path) -> u64 {
     total
 }
 
-/// One `git worktree add -b` of `repo` (and its removal, not timed).
-fn plain_add(repo: &Path, scratch: &Path, i: usize) -> Duration {
+/// One `git worktree add -b` of `repo`.
+fn plain_add(repo: &Path, scratch: &Path, i: usize) -> (Duration, Duration) {
     let path = scratch.join(format!("plain{i}"));
-    let t = Instant::now();
+    settle();
+    let (t, c) = (Instant::now(), cpu());
     git(
         repo,
         &[
@@ -144,26 +172,24 @@ fn plain_add(repo: &Path, scratch: &Path, i: usize) -> Duration {
             path.to_str().unwrap(),
         ],
     );
-    let took = t.elapsed();
-    git(
-        repo,
-        &["worktree", "remove", "--force", path.to_str().unwrap()],
-    );
-    git(repo, &["branch", "-q", "-D", &format!("plain{i}")]);
-    took
+    // Kept until every step is measured: on ext4, creating files soon after deleting
+    // many costs more (the inode allocator steps around recently freed inodes), which
+    // would charge one side for the other's clean-up.
+    (t.elapsed(), cpu() - c)
 }
 
 /// 32 workspaces made at once from a cold base; returns the time until all are ready.
-fn ready(repo: &Path, base_dir: &Path) -> Duration {
+fn ready(repo: &Path, base_dir: &Path, round: usize) -> (Duration, Duration) {
     let manager = Manager::open(repo, Some(base_dir)).unwrap();
-    let t = Instant::now();
+    settle();
+    let (t, c) = (Instant::now(), cpu());
     std::thread::scope(|s| {
         for i in 0..AGENTS {
             let m = manager.clone();
-            s.spawn(move || m.create(&format!("ws{i}"), "bench", Some("HEAD")).unwrap());
+            s.spawn(move || m.create(&format!("r{round}w{i}"), "bench", Some("HEAD")).unwrap());
         }
     });
-    t.elapsed()
+    (t.elapsed(), cpu() - c)
 }
 
 /// A headless run whose lead starts `n` background writers; its wall time.
@@ -182,6 +208,7 @@ fn headless_run(repo: &Path, home: &Path, n: usize) -> Duration {
     std::fs::create_dir_all(home).unwrap();
     let path = home.join("script.json");
     std::fs::write(&path, script).unwrap();
+    settle();
     let t = Instant::now();
     let out = Command::new(crew_bin())
         .args(["-p", "go", "--permission-mode", "acceptEdits", "--model"])
@@ -201,6 +228,7 @@ fn headless_run(repo: &Path, home: &Path, n: usize) -> Duration {
 }
 
 fn status_time(dir: &Path) -> Duration {
+    settle();
     let t = Instant::now();
     git(dir, &["status", "--porcelain"]);
     t.elapsed()
@@ -222,11 +250,12 @@ fn main() {
         sizes
     };
     println!(
-        "{:>7} {:>10} {:>10} {:>7} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9} {:>7}",
+        "{:>7} {:>10} {:>10} {:>7} {:>9} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9} {:>7}",
         "files",
         "add",
         "32 ready",
         "ratio",
+        "cpu ratio",
         "run ×1",
         "run ×32",
         "ratio",
@@ -241,12 +270,30 @@ fn main() {
         let root = scratch.path().canonicalize().unwrap();
         let repo = root.join("repo");
         make_repo(&repo, files);
-        let add = median((0..3).map(|i| plain_add(&repo, &root, i)).collect());
-        let ready = ready(&repo, &root.join("ready"));
-
-        let run_one = headless_run(&repo, &root.join("home1"), 1);
-        let home = root.join("home32");
-        let run_all = headless_run(&repo, &home, AGENTS);
+        // Interleaved rounds, medians: the disk's speed wanders between steps.
+        let (mut adds, mut readies, mut ones, mut alls) = (vec![], vec![], vec![], vec![]);
+        let (mut add_cpu, mut ready_cpu) = (vec![], vec![]);
+        for r in 0..ROUNDS {
+            // Which goes first alternates, so neither always follows the other's writes.
+            let (mut add, mut made) = (None, None);
+            for side in [r % 2, 1 - r % 2] {
+                match side {
+                    0 => add = Some(plain_add(&repo, &root, r)),
+                    _ => made = Some(ready(&repo, &root.join(format!("ready{r}")), r)),
+                }
+            }
+            let ((wall, cpu), (made_wall, made_cpu)) = (add.unwrap(), made.unwrap());
+            adds.push(wall);
+            add_cpu.push(cpu);
+            readies.push(made_wall);
+            ready_cpu.push(made_cpu);
+            ones.push(headless_run(&repo, &root.join(format!("home1-{r}")), 1));
+            alls.push(headless_run(&repo, &root.join(format!("home32-{r}")), AGENTS));
+        }
+        let (add, ready, run_one, run_all) =
+            (median(adds), median(readies), median(ones), median(alls));
+        let (add_cpu, ready_cpu) = (median(add_cpu), median(ready_cpu));
+        let home = root.join("home32-0");
         let kept = disk(&home.join(".crew"));
         let bases = home.join(".crew/worktrees");
         let base_tree: u64 = std::fs::read_dir(&bases)
@@ -263,26 +310,27 @@ fn main() {
         let per_agent = kept.saturating_sub(base_tree) / AGENTS as u64;
 
         let ws = root
-            .join("ready")
+            .join("ready0")
             .join(
-                std::fs::read_dir(root.join("ready"))
+                std::fs::read_dir(root.join("ready0"))
                     .unwrap()
                     .flatten()
                     .next()
                     .unwrap()
                     .file_name(),
             )
-            .join("ws0");
+            .join("r0w0");
         let first = status_time(&ws);
         let main_status = median((0..5).map(|_| status_time(&repo)).collect());
         let ws_status = median((0..5).map(|_| status_time(&ws)).collect());
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
         let ratio = |a: Duration, b: Duration| format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64());
         println!(
-            "{files:>7} {:>10} {:>10} {:>7} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9} {:>7}",
+            "{files:>7} {:>10} {:>10} {:>7} {:>9} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9} {:>7}",
             ms(add),
             ms(ready),
             ratio(ready, add),
+            ratio(ready_cpu, add_cpu),
             ms(run_one),
             ms(run_all),
             ratio(run_all, run_one),
