@@ -186,7 +186,10 @@ fn ready(repo: &Path, base_dir: &Path, round: usize) -> (Duration, Duration) {
     std::thread::scope(|s| {
         for i in 0..AGENTS {
             let m = manager.clone();
-            s.spawn(move || m.create(&format!("r{round}w{i}"), "bench", Some("HEAD")).unwrap());
+            s.spawn(move || {
+                m.create(&format!("r{round}w{i}"), "bench", Some("HEAD"))
+                    .unwrap()
+            });
         }
     });
     (t.elapsed(), cpu() - c)
@@ -288,7 +291,11 @@ fn main() {
             readies.push(made_wall);
             ready_cpu.push(made_cpu);
             ones.push(headless_run(&repo, &root.join(format!("home1-{r}")), 1));
-            alls.push(headless_run(&repo, &root.join(format!("home32-{r}")), AGENTS));
+            alls.push(headless_run(
+                &repo,
+                &root.join(format!("home32-{r}")),
+                AGENTS,
+            ));
         }
         let (add, ready, run_one, run_all) =
             (median(adds), median(readies), median(ones), median(alls));
