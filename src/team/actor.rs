@@ -23,6 +23,7 @@ use ractor::{
 };
 
 pub use super::mailbox::{Delivery, Mailbox, render};
+use super::todos_stamp::TodosStamp;
 use super::{Envelope, MemberName, MemberStatus, Outgoing, Recipient, Team};
 use super::{TeamError, TodoId, TodoStatus};
 
@@ -107,6 +108,8 @@ pub struct TeamState {
     notices: Vec<String>,
     /// Items already reported as completed.
     completed: BTreeSet<TodoId>,
+    /// `todos/` as it was when last listed for completions: unchanged, nothing to list.
+    todos_seen: TodosStamp,
     /// Items already reported as stalled (in progress while nobody works or has mail).
     stalled: BTreeSet<TodoId>,
     /// The `-p` driver waiting for the lead to have something to do.
@@ -150,6 +153,7 @@ impl Actor for TeamActor {
             stalled: BTreeSet::new(),
             notices: Vec::new(),
             completed,
+            todos_seen: TodosStamp::Unknown,
             waiting: None,
         })
     }
@@ -382,10 +386,16 @@ async fn ended(state: &mut TeamState, name: &MemberName, status: MemberStatus) -
 
 /// Adds a notice for every item completed since the last look.
 async fn completed_notices(state: &mut TeamState) {
+    // A stat, not a listing, on each of the lead's turns (the listing goes to a thread).
+    let now = TodosStamp::of(&state.team.todo_dir());
+    if state.todos_seen.unchanged(now) {
+        return;
+    }
     let team = state.team.clone();
     let Ok(items) = blocking(move || team.list_todos()).await else {
         return;
     };
+    state.todos_seen = now;
     for item in items.values() {
         if item.status == TodoStatus::Completed && state.completed.insert(item.id) {
             let by = item

@@ -37,6 +37,7 @@ mod message;
 pub mod restore;
 pub(crate) mod roster;
 pub(crate) mod todos;
+mod todos_stamp;
 pub(crate) mod view;
 
 use std::fmt;
