@@ -111,6 +111,7 @@ pub(crate) fn prepare(
         mount(dir, id, path, &base.to_string())
     })();
     if made.is_err() {
+        release(dir, id);
         let _ = fs::remove_dir_all(layers(dir, id));
         let _ = fs::remove_file(path.join(NOTICE_FILE));
     }

@@ -454,3 +454,75 @@ fn an_unprivileged_crew_mounts_its_workspaces_in_a_user_namespace_of_its_own() {
         65534
     );
 }
+
+#[test]
+fn an_agent_cannot_write_the_base_its_workspace_and_others_stand_on() {
+    // The attack: the shared base checkout is a folder beside the workspace. The agent
+    // writes into it by a relative path, by globs the engine cannot resolve, by the file
+    // tool, and tries to delete it; had any landed, every workspace on that base would
+    // see it.
+    require_features!(Overlays, Landlock, MountNamespaces);
+    let p = place();
+    let home = p.home.display();
+    // Globs and a loop variable the engine cannot resolve: the command runs, sandboxed.
+    let writes = format!(
+        "echo pwned > ../.bases/*/tree/keep.txt; \
+         for f in {home}/.crew/worktrees/*/.bases/*/tree/keep.txt; do echo pwned > \"$f\"; done; \
+         for d in ../.bases/*; do mv \"$d\" \"$d.gone\"; done; true"
+    );
+    let script = json!({"turns": [
+        {"tool_calls": [{"name": "agent", "input": {"description": "worker", "prompt": "p", "subagent_type": "w"}}]},
+        {"text": "done"}],
+      "agents": {"w": {"turns": [
+        {"tool_calls": [
+            {"name": "write_file", "input": {"path": "added.txt", "content": "added\n"}},
+            {"name": "write_file", "input": {"path": "../.bases/x/tree/keep.txt", "content": "pwned"}},
+            {"name": "run_command", "input": {"command": writes}},
+            {"name": "run_command", "input": {"command": "rm -rf ../.bases"}}]},
+        {"text": "worked"}]}}});
+    support::crew_scripted(
+        &p.repo,
+        &p.home,
+        &script,
+        &["-p", "go", "--permission-mode", "acceptEdits"],
+    );
+    let (dir, reg) = registry(&p.home);
+    assert_eq!(reg["worktrees"][0]["layout"], "overlay", "{reg}");
+    // The command ran (the OS sandbox, not the engine, stood in its way).
+    let log = std::fs::read_dir(p.home.join(".crew/projects"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| walk(&d.path()))
+        .filter(|f| f.extension().is_some_and(|e| e == "log"))
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect::<String>();
+    assert!(
+        log.contains("→ run_command {\"command\":\"echo pwned") && log.contains("✓ run_command"),
+        "the writes ran, confined: {log}"
+    );
+    let bases: Vec<PathBuf> = std::fs::read_dir(dir.join(".bases"))
+        .expect("the base is still there")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|b| b.is_dir())
+        .collect();
+    assert_eq!(bases.len(), 1, "{bases:?}");
+    let base = &bases[0];
+    assert_eq!(
+        std::fs::read_to_string(base.join("tree/keep.txt")).unwrap(),
+        "keep\n"
+    );
+    assert_eq!(
+        tree(&base.join("tree")),
+        tree(&p.repo),
+        "the base is the commit, untouched"
+    );
+    assert!(!dir.join(".bases/x").exists());
+    // The agent's own work landed, in its own layer.
+    let id = reg["worktrees"][0]["id"].as_str().unwrap();
+    let upper = dir.join(".layers").join(id).join("upper");
+    assert_eq!(
+        std::fs::read_to_string(upper.join("added.txt")).unwrap(),
+        "added\n"
+    );
+}
