@@ -1,5 +1,9 @@
 //! The `crew` binary: parses the command line and hands over to `crewmaster::cli`.
 
+/// See the note at `mimalloc` in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // First, while crew has one thread (the runtime below starts the others): its own
     // mount namespace, where workspaces are overlays. Where that fails, workspaces are
