@@ -5,6 +5,7 @@
 pub(crate) mod agent;
 pub(crate) mod background;
 pub(crate) mod beneath;
+pub(crate) mod cached_read;
 pub mod deferred;
 pub(crate) mod delegate;
 pub mod edit_file;

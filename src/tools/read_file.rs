@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::beneath::Beneath;
+use super::cached_read;
 use super::{Definition, Safety, Tool, ToolContext, ToolError, field, required, schema};
 use crate::permission::{Category, PermissionSpec, RuleName, TargetSpec};
 
@@ -69,15 +70,19 @@ impl Tool for ReadFile {
             .max(1);
         let resolved = ctx.resolve(&path);
         let beneath = Beneath::reads(&ctx, RuleName::Read);
-        tokio::task::spawn_blocking(move || {
-            let opened = beneath.open(&resolved, &path)?;
-            if opened.meta.is_dir() {
-                return Err(is_a_directory(&path));
-            }
-            read_from(opened.file, &path, offset, limit)
-        })
-        .await
-        .map_err(|e| ToolError::Failed(format!("reading was interrupted: {e}")))?
+        // Resolving and opening the path are the lookups the engine's check of the same
+        // path already made on this thread; the bytes are read here only when the page
+        // cache holds them, and on the blocking pool otherwise.
+        let opened = beneath.open(&resolved, &path)?;
+        if opened.meta.is_dir() {
+            return Err(is_a_directory(&path));
+        }
+        if let Some(bytes) = cached_read::cached_bytes(&opened.file, opened.meta.len()) {
+            return read_from(&bytes[..], &path, offset, limit);
+        }
+        tokio::task::spawn_blocking(move || read_from(opened.file, &path, offset, limit))
+            .await
+            .map_err(|e| ToolError::Failed(format!("reading was interrupted: {e}")))?
     }
 }
 
@@ -112,7 +117,12 @@ fn is_a_directory(shown: &str) -> ToolError {
 }
 
 /// Reads lines `offset..offset+limit` (1-based) of the open `file`; `shown` names it.
-fn read_from(file: File, shown: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
+fn read_from(
+    file: impl Read,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<String, ToolError> {
     let mut reader = BufReader::new(file);
     let probe = reader
         .fill_buf()
