@@ -127,6 +127,8 @@ impl Runner {
         let mut published = conversation.len() - 1;
         // Counts the context and compacts it at the `autoCompact` threshold.
         let mut context = super::context::Guard::new(self);
+        // The count of queued task notifications when this agent last asked for its own.
+        let mut notices_seen = None;
 
         let mut outcome = RunOutcome {
             result: String::new(),
@@ -143,7 +145,8 @@ impl Runner {
                 break;
             }
             if let Some(tasks) = &place.tasks {
-                between::inject_notifications(conversation.edit(), tasks, agent).await;
+                between::inject_notifications(conversation.edit(), tasks, agent, &mut notices_seen)
+                    .await;
             }
             let delivered = match &place.mail {
                 Some(mail) => between::inject_mail(conversation.edit(), mail).await,

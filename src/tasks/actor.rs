@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -218,6 +219,9 @@ impl TaskState {
             let _ = w.send(Ok(rec.clone()));
         }
         self.announce(&rec);
+        // Counted before it is queued: a runner that reads the new count asks after this
+        // handler, and finds it.
+        QUEUED.fetch_add(1, Ordering::AcqRel);
         self.notifications
             .entry(rec.owner.clone())
             .or_default()
@@ -228,6 +232,12 @@ impl TaskState {
         self.persist();
     }
 }
+
+/// How many completion notifications this process has queued, ever. An agent's loop asks
+/// for its own only when this moved since it last asked: that saves the round trip to
+/// the actor on a turn with nothing new, and never loses a notification (the count is read
+/// before asking, and one queued after that moves it).
+pub(crate) static QUEUED: AtomicU64 = AtomicU64::new(0);
 
 impl Actor for TaskManager {
     type Msg = TaskMsg;

@@ -55,6 +55,15 @@ impl Team {
     /// [`Team::unread`] without waiting for the inbox lock (safe on the async runtime);
     /// `None` when it is taken: call [`Team::unread`] off the runtime.
     pub fn try_unread(&self, name: &MemberName) -> Result<Option<Vec<Envelope>>> {
+        // No inbox file yet (a member nobody wrote to): nothing unread, and no lock to
+        // take to learn that. A message being sent now is read on the next look, as if
+        // the lock had been taken first.
+        let path = self.inbox_path(name);
+        if let Err(e) = std::fs::symlink_metadata(&path)
+            && e.kind() == std::io::ErrorKind::NotFound
+        {
+            return Ok(Some(Vec::new()));
+        }
         self.with_inbox(name, Wait::Try, |held| held.unread())
     }
 

@@ -4,16 +4,24 @@
 use ractor::ActorRef;
 
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::tasks::actor::TaskMsg;
+use std::sync::atomic::Ordering;
+
+use crate::tasks::actor::{QUEUED, TaskMsg};
 
 /// Appends the completion notices of this agent's background tasks to the last user
 /// message, so the model learns of them on its next turn. They are stored: they are
-/// things that happened.
+/// things that happened. `seen` is the count of queued notifications when this agent
+/// last asked: the actor is asked only when it moved (`tasks::actor::QUEUED`).
 pub(super) async fn inject_notifications(
     conversation: &mut [Message],
     tasks: &ActorRef<TaskMsg>,
     agent: &str,
+    seen: &mut Option<u64>,
 ) {
+    let now = QUEUED.load(Ordering::Acquire);
+    if *seen == Some(now) {
+        return;
+    }
     let notes = match tasks
         .call(
             |r| TaskMsg::TakeNotifications(agent.to_string(), r),
@@ -24,6 +32,7 @@ pub(super) async fn inject_notifications(
         Ok(ractor::rpc::CallResult::Success(notes)) => notes,
         _ => return,
     };
+    *seen = Some(now);
     if let Some(last) = conversation.iter_mut().rev().find(|m| m.role == Role::User) {
         for rec in notes {
             last.content.push(ContentBlock::Text {
