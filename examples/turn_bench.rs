@@ -184,7 +184,7 @@ async fn baseline(turns: usize) -> anyhow::Result<f64> {
         model: "script".into(),
         system: "lead".into(),
         messages: vec![crewmaster::protocol::Message::user_text("task")].into(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_tokens: 1000,
         agent: "lead".into(),
     };

@@ -292,7 +292,7 @@ pub fn request(model: &str, call: &ToolCall, decision: &Decision, intent: &Inten
         model: model.to_string(),
         system: SYSTEM_PROMPT.to_string(),
         messages: vec![Message::user_text(text)].into(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_tokens: MAX_TOKENS,
         agent: CLASSIFIER_AGENT.to_string(),
     }

@@ -223,8 +223,40 @@ pub trait Recorder: Send + Sync {
     /// Records one event; may return a notice for the user (published in turn, and
     /// recorded too).
     fn record(&self, event: &Event) -> Option<Event>;
+    /// [`Recorder::record`] with the event's JSON, made once for every recorder that
+    /// needs it (the transcript and the live journal write the same line).
+    fn record_json(&self, event: &Event, _json: &EventJson<'_>) -> Option<Event> {
+        self.record(event)
+    }
     /// The bus closed: last chance to write what is held back.
     fn close(&self);
+}
+
+/// An event's JSON line (without its newline), made on first use and then shared.
+pub struct EventJson<'a> {
+    event: &'a Event,
+    line: std::cell::OnceCell<Option<String>>,
+}
+
+impl<'a> EventJson<'a> {
+    /// `event`'s line, not made yet.
+    pub fn new(event: &'a Event) -> Self {
+        Self {
+            event,
+            line: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The line; `None` when the event cannot be serialized (said once, in the log).
+    pub fn line(&self) -> Option<&str> {
+        self.line
+            .get_or_init(|| {
+                serde_json::to_string(self.event)
+                    .inspect_err(|e| tracing::warn!("cannot serialise an event: {e}"))
+                    .ok()
+            })
+            .as_deref()
+    }
 }
 
 /// Which events a subscriber wants (see [`EventBus::subscribe_where`]).
@@ -310,9 +342,10 @@ impl EventBus {
             kind,
         };
         // Notices are published once the lock is released (they are recorded too).
+        let json = EventJson::new(&event);
         let notices: Vec<Event> = lock(&self.recorders)
             .iter()
-            .filter_map(|r| r.record(&event))
+            .filter_map(|r| r.record_json(&event, &json))
             .collect();
         self.lock().retain(|s| s.offer(&event));
         for notice in notices {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-use crate::events::{Event, EventBus, EventKind, Recorder};
+use crate::events::{Event, EventBus, EventJson, EventKind, Recorder};
 use crate::protocol::{ContentBlock, Message, Role, ToolResult};
 
 /// The transcript file of a session.
@@ -67,16 +67,15 @@ impl Transcripts {
 
 impl Recorder for Transcripts {
     fn record(&self, event: &Event) -> Option<Event> {
+        self.record_json(event, &EventJson::new(event))
+    }
+
+    fn record_json(&self, event: &Event, json: &EventJson<'_>) -> Option<Event> {
         if matches!(event.kind, EventKind::TextDelta { .. }) {
             return None;
         }
-        let mut line = match serde_json::to_string(event) {
-            Ok(line) => line,
-            Err(e) => {
-                tracing::warn!("cannot serialise an event for the transcript: {e}");
-                return None;
-            }
-        };
+        let mut line = String::with_capacity(json.line()?.len() + 1);
+        line.push_str(json.line()?);
         line.push('\n');
         let path = if event.agent == "lead" || event.agent == "session" {
             self.main.clone()

@@ -44,7 +44,7 @@ pub(crate) async fn suggest(
         model: model.to_string(),
         system: system.to_string(),
         messages: messages.into(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_tokens: 100,
         agent: SUGGEST_AGENT.to_string(),
     };

@@ -142,7 +142,7 @@ pub fn spec_bytes(spec: &ToolSpec) -> usize {
 #[derive(Debug, Clone, Default)]
 pub struct Deferral {
     /// Sent in every request (with `tool_search` listing the deferred names, when any).
-    immediate: Vec<ToolSpec>,
+    immediate: Arc<[ToolSpec]>,
     /// Left out until loaded, by name.
     deferred: Arc<[Definition]>,
     index: HashMap<String, usize>,
@@ -234,16 +234,20 @@ impl Deferral {
     }
 
     /// The tools for the next request: the immediate ones, then the loaded deferred ones.
-    pub fn request_tools(&self, conversation: &[Message]) -> Vec<ToolSpec> {
+    /// The list is shared, not copied, while no deferred tool is loaded.
+    pub fn request_tools(&self, conversation: &[Message]) -> Arc<[ToolSpec]> {
         let loaded = self.loaded(conversation);
-        let mut tools = self.immediate.clone();
+        if loaded.is_empty() {
+            return self.immediate.clone();
+        }
+        let mut tools = self.immediate.to_vec();
         tools.extend(
             self.deferred
                 .iter()
                 .filter(|d| loaded.contains(&d.name))
                 .map(ToolSpec::from),
         );
-        tools
+        tools.into()
     }
 
     /// Takes out the calls to deferred tools `conversation` has not loaded; `run` runs

@@ -454,7 +454,7 @@ fn the_memory_section_sits_inside_the_cached_system_block() {
         model: "m".into(),
         system: system.clone(),
         messages: vec![crewmaster::protocol::Message::user_text("hi")].into(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_tokens: 10,
         agent: "lead".into(),
     });

@@ -158,7 +158,7 @@ pub fn request(text: &str) -> ModelRequest {
         model: "test-model".into(),
         system: "You are a careful coding agent.".into(),
         messages: vec![crewmaster::protocol::Message::user_text(text)].into(),
-        tools: vec![tool("read_file"), tool("find_files")],
+        tools: vec![tool("read_file"), tool("find_files")].into(),
         max_tokens: 4096,
         agent: "lead".into(),
     }

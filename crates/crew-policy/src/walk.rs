@@ -36,6 +36,8 @@ pub struct WalkFilter {
     /// The session's `results` directory (under the crew home), which the session's own
     /// commands may read (`sandbox::hidden` keeps it visible).
     results_dir: Option<PathBuf>,
+    /// The policy's cache (real cwds, checked by identity on each use).
+    cache: super::cache::PolicyCache,
 }
 
 impl WalkFilter {
@@ -67,6 +69,7 @@ impl WalkFilter {
                 .collect(),
             creds: Arc::new(fixed.creds.clone()),
             results_dir: policy.results_dir.clone(),
+            cache: policy.cache.clone(),
         }
     }
 
@@ -105,7 +108,7 @@ impl WalkFilter {
     /// The filter as seen from an agent working in `cwd`, for walks by `tool`.
     pub fn scope(self: &Arc<Self>, cwd: &Path, tool: RuleName) -> WalkScope {
         let mut bases: Vec<PathBuf> = self.project_root.iter().cloned().collect();
-        let cwd_real = std::fs::canonicalize(cwd).ok();
+        let cwd_real = self.cache.cwd(cwd);
         if let Some(real) = &cwd_real
             && !bases.contains(real)
         {

@@ -16,7 +16,8 @@ fn request(messages: Vec<Message>, tools: &[&str]) -> ModelRequest {
                 description: format!("{n} tool"),
                 input_schema: json!({"type": "object"}),
             })
-            .collect(),
+            .collect::<Vec<_>>()
+            .into(),
         max_tokens: 1024,
         agent: "lead".into(),
     }

@@ -181,7 +181,7 @@ mod tests {
             model: "claude-sonnet-4-5".into(),
             system: "s".repeat(8000),
             messages: messages.into(),
-            tools: vec![],
+            tools: Vec::new().into(),
             max_tokens: 100,
             agent: "lead".into(),
         }

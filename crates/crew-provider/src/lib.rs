@@ -25,6 +25,8 @@ pub mod scripted;
 
 use std::pin::Pin;
 
+use std::sync::Arc;
+
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
@@ -43,8 +45,9 @@ pub struct ModelRequest {
     /// The conversation so far as sent: shared with the agent, not copied, with this
     /// turn's reminder and micro-compaction's stubs (`messages::Messages::iter`).
     pub messages: Messages,
-    /// The tool definitions the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// The tool definitions the model may call (shared: the same list request after
+    /// request).
+    pub tools: Arc<[ToolSpec]>,
     /// Output token limit.
     pub max_tokens: u32,
     /// The requesting agent (never sent to an API; lets the scripted model route turns).

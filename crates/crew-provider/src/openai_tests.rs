@@ -41,7 +41,8 @@ fn body_has_stream_options_tools_and_limit() {
             name: "read_file".into(),
             description: "Reads".into(),
             input_schema: json!({"type":"object","properties":{"path":{"type":"string"}}}),
-        }],
+        }]
+        .into(),
         max_tokens: 77,
         agent: "lead".into(),
     };

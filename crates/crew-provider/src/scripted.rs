@@ -285,7 +285,7 @@ mod tests {
             model: "m".into(),
             system: String::new(),
             messages: Default::default(),
-            tools: vec![],
+            tools: Vec::new().into(),
             max_tokens: 100,
             agent: agent.into(),
         }

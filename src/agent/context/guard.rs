@@ -62,7 +62,7 @@ impl Guard {
         runner: &Runner,
         conversation: &mut Vec<Message>,
         system: &str,
-        tools: &[ToolSpec],
+        tools: &std::sync::Arc<[ToolSpec]>,
         reminder: Option<&str>,
         req: &RunRequest,
         place: &RunPlace,
@@ -86,7 +86,7 @@ impl Guard {
             custom: None,
             cwd: &place.cwd,
         };
-        let done = compact(runner, system, tools.to_vec(), conversation, ask, cancel).await;
+        let done = compact(runner, system, tools.clone(), conversation, ask, cancel).await;
         let compaction = match done {
             Ok(c) => c,
             Err(CompactError::Cancelled) => {
@@ -208,7 +208,7 @@ fn request_prefix(
     runner: &Runner,
     place: &RunPlace,
     conversation: &[Message],
-) -> (String, Vec<ToolSpec>) {
+) -> (String, std::sync::Arc<[ToolSpec]>) {
     let registry = &runner.pipeline.registry;
     let allowed = runner.spec.allowed_tools.as_ref();
     let visible = crate::agent::mode::visible_definitions(AgentMode::Chat, registry, allowed);

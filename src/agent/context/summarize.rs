@@ -84,7 +84,7 @@ pub(crate) struct Compaction {
 pub(crate) async fn compact(
     runner: &Runner,
     system: &str,
-    tools: Vec<ToolSpec>,
+    tools: std::sync::Arc<[ToolSpec]>,
     conversation: &[Message],
     ask: Ask<'_>,
     cancel: &CancellationToken,

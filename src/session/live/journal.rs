@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::redact::Secrets;
-use crate::events::{Event, EventKind, Recorder};
+use crate::events::{Event, EventJson, EventKind, Recorder};
 
 /// The most lines kept for watchers that connect later.
 const KEEP_LINES: usize = 20_000;
@@ -99,6 +99,10 @@ impl Journal {
 
 impl Recorder for Journal {
     fn record(&self, event: &Event) -> Option<Event> {
+        self.record_json(event, &EventJson::new(event))
+    }
+
+    fn record_json(&self, event: &Event, json: &EventJson<'_>) -> Option<Event> {
         // A compaction repeats the whole conversation: say that it happened, not what.
         if let EventKind::Compacted {
             trigger,
@@ -116,8 +120,8 @@ impl Recorder for Journal {
             }));
             return None;
         }
-        if let Ok(body) = serde_json::to_string(event) {
-            self.add(&body);
+        if let Some(body) = json.line() {
+            self.add(body);
         }
         None
     }
