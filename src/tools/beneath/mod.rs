@@ -149,11 +149,39 @@ impl Beneath {
     }
 
     fn open_with(&self, abs: &Path, shown: &str, flags: OFlags) -> Result<Opened, ToolError> {
+        if let Some(fd) = self.open_lexical(abs, shown, flags) {
+            return self.checked(File::from(fd), shown);
+        }
         let (real, root, rel) = self.locate(abs, shown)?;
         self.judge_name(abs, &real, shown)?;
         let root_fd = open_root(root, shown)?;
         let fd = openat2(&root_fd, &rel, flags, shown)?;
         self.checked(File::from(fd), shown)
+    }
+
+    /// Opens `abs` at its place below the root it names, without resolving it first (a
+    /// `stat` of every component): the kernel refuses a symlink on the way and a step out
+    /// of the root, so an open that succeeds reached exactly that place, which is then its
+    /// real location, and that name was judged before the open. Only for a plain path
+    /// (no `.` or `..`: `link/../f` is not `f` when `link` is a symlink). `None` (nothing
+    /// opened) when `abs` is not plain or not below a root, its name is refused, or the
+    /// open fails: the full resolution then decides and says why.
+    fn open_lexical(&self, abs: &Path, shown: &str, flags: OFlags) -> Option<OwnedFd> {
+        let plain = abs
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if !plain {
+            return None;
+        }
+        let root = self
+            .roots
+            .iter()
+            .filter(|r| abs.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())?;
+        let rel = abs.strip_prefix(root).ok()?;
+        self.judge_name(abs, abs, shown).ok()?;
+        let root_fd = open_root(root, shown).ok()?;
+        openat2(&root_fd, rel, flags, shown).ok()
     }
 
     /// Opens the directory a write of `abs` lands in, creating missing directories on the

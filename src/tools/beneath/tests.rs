@@ -127,3 +127,40 @@ fn a_hard_link_to_a_credential_is_not_opened() {
         .unwrap_err();
     assert!(err.to_string().contains("denied"), "{err}");
 }
+
+/// The open without a resolution first takes plain paths only: `link/../a.txt` names the
+/// parent of where `link` leads, not the root's `a.txt`, and a symlink on the way is
+/// followed (inside the roots) by the full resolution, never by the kernel's open.
+#[test]
+fn a_dot_dot_after_a_link_is_resolved_where_the_link_leads() {
+    let (_d, root, ctx) = root();
+    let outside = tempfile::tempdir().unwrap();
+    let far = outside.path().canonicalize().unwrap().join("dir");
+    fs::create_dir(&far).unwrap();
+    fs::write(far.parent().unwrap().join("a.txt"), "outside").unwrap();
+    fs::write(root.join("a.txt"), "inside").unwrap();
+    symlink(&far, root.join("link")).unwrap();
+    let beneath = Beneath::reads(&ctx, RuleName::Read);
+    let err = beneath
+        .open(&root.join("link/../a.txt"), "link/../a.txt")
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("outside the sandbox roots"),
+        "{err}"
+    );
+    // A link inside the roots to a file inside them is read where it leads.
+    fs::create_dir(root.join("sub")).unwrap();
+    fs::write(root.join("sub/b.txt"), "b").unwrap();
+    symlink(root.join("sub"), root.join("alias")).unwrap();
+    let mut opened = beneath
+        .open(&root.join("alias/b.txt"), "alias/b.txt")
+        .unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut opened.file, &mut text).unwrap();
+    assert_eq!(text, "b");
+    // The plain path reads the root's own file.
+    let mut opened = beneath.open(&root.join("a.txt"), "a.txt").unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut opened.file, &mut text).unwrap();
+    assert_eq!(text, "inside");
+}
