@@ -21,7 +21,27 @@ pub(crate) fn tokens_of_bytes(bytes: usize) -> u64 {
 
 /// Estimated tokens of one message as sent.
 pub(crate) fn message_tokens(message: &Message) -> u64 {
-    tokens_of_bytes(serde_json::to_vec(message).map(|v| v.len()).unwrap_or(0))
+    tokens_of_bytes(json_len(message))
+}
+
+/// The length of `value`'s JSON, counted as it is written rather than kept (a message
+/// with its tool results is tens of kilobytes).
+pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
 }
 
 /// Estimated tokens of messages as sent.
@@ -31,7 +51,7 @@ pub(crate) fn messages_tokens(messages: &[Message]) -> u64 {
 
 /// Estimated tokens of a whole request: system prompt, tool definitions and messages.
 pub(crate) fn request_tokens(system: &str, tools: &[ToolSpec], messages: &[Message]) -> u64 {
-    let tools_bytes = serde_json::to_vec(tools).map(|v| v.len()).unwrap_or(0);
+    let tools_bytes = json_len(&tools);
     tokens_of_bytes(system.len()) + tokens_of_bytes(tools_bytes) + messages_tokens(messages)
 }
 
@@ -133,6 +153,12 @@ impl Accounting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counted_length_is_the_length_of_the_json() {
+        let m = Message::user_text("quotes \" and \\ and \n and é and \u{1} escaped");
+        assert_eq!(json_len(&m), serde_json::to_vec(&m).unwrap().len());
+    }
 
     #[test]
     fn reported_usage_plus_an_estimate_of_what_came_since() {

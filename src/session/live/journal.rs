@@ -57,10 +57,11 @@ impl Journal {
         let mut inner = self.lock();
         inner.seq += 1;
         let rest = body.strip_prefix('{').unwrap_or(body);
-        let line: Arc<str> = self
-            .secrets
-            .mask(format!("{{\"seq\":{},\"at\":{at},{rest}", inner.seq))
-            .into();
+        // Made at its full size at once: a line can be a whole message of tool results.
+        let mut line = String::with_capacity(rest.len() + 48);
+        line.push_str(&format!("{{\"seq\":{},\"at\":{at},", inner.seq));
+        line.push_str(rest);
+        let line: Arc<str> = self.secrets.mask(line).into();
         inner.watchers.retain(|w| w.send(line.clone()).is_ok());
         inner.bytes += line.len();
         inner.kept.push_back(line);
