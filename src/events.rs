@@ -228,6 +228,14 @@ pub trait Recorder: Send + Sync {
     fn record_json(&self, event: &Event, _json: &EventJson<'_>) -> Option<Event> {
         self.record(event)
     }
+    /// Records events published together, in order (a transcript writes them in one
+    /// `write`); the notices come back in order.
+    fn record_all(&self, events: &[EventJson<'_>]) -> Vec<Event> {
+        events
+            .iter()
+            .filter_map(|json| self.record_json(json.event(), json))
+            .collect()
+    }
     /// The bus closed: last chance to write what is held back.
     fn close(&self);
 }
@@ -245,6 +253,11 @@ impl<'a> EventJson<'a> {
             event,
             line: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The event.
+    pub fn event(&self) -> &'a Event {
+        self.event
     }
 
     /// The line; `None` when the event cannot be serialized (said once, in the log).
@@ -348,6 +361,29 @@ impl EventBus {
             .filter_map(|r| r.record_json(&event, &json))
             .collect();
         self.lock().retain(|s| s.offer(&event));
+        for notice in notices {
+            self.publish(&notice.agent, notice.kind);
+        }
+    }
+
+    /// Publishes `kinds` of `agent` together, in order: as one event after another, but
+    /// recorders get them at once (the transcript writes them with one system call).
+    pub fn publish_all(&self, agent: &str, kinds: Vec<EventKind>) {
+        let events: Vec<Event> = kinds
+            .into_iter()
+            .map(|kind| Event {
+                agent: agent.to_string(),
+                kind,
+            })
+            .collect();
+        let recorded: Vec<EventJson<'_>> = events.iter().map(EventJson::new).collect();
+        let notices: Vec<Event> = lock(&self.recorders)
+            .iter()
+            .flat_map(|r| r.record_all(&recorded))
+            .collect();
+        drop(recorded);
+        self.lock()
+            .retain(|s| events.iter().all(|event| s.offer(event)));
         for notice in notices {
             self.publish(&notice.agent, notice.kind);
         }

@@ -63,24 +63,14 @@ impl Transcripts {
         // A poisoned lock only means a panic mid-append; each sink keeps whole lines.
         self.files.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl Recorder for Transcripts {
-    fn record(&self, event: &Event) -> Option<Event> {
-        self.record_json(event, &EventJson::new(event))
-    }
-
-    fn record_json(&self, event: &Event, json: &EventJson<'_>) -> Option<Event> {
-        if matches!(event.kind, EventKind::TextDelta { .. }) {
-            return None;
-        }
-        let mut line = String::with_capacity(json.line()?.len() + 1);
-        line.push_str(json.line()?);
-        line.push('\n');
-        let path = if event.agent == "lead" || event.agent == "session" {
+    /// Appends whole `lines` to `agent`'s transcript in one write; returns what the user
+    /// should be told.
+    fn append(&self, agent: &str, lines: &[u8]) -> Option<Event> {
+        let path = if agent == "lead" || agent == "session" {
             self.main.clone()
         } else {
-            agent_transcript_path(&self.agents_dir, &event.agent)
+            agent_transcript_path(&self.agents_dir, agent)
         };
         let mut files = self.files();
         let sink = match files.entry(path) {
@@ -93,11 +83,42 @@ impl Recorder for Transcripts {
                 }
             },
         };
-        let notice = sink.append(line.as_bytes());
+        let notice = sink.append(lines);
         notice.map(|message| Event {
             agent: "session".into(),
             kind: EventKind::Error { message },
         })
+    }
+}
+
+impl Recorder for Transcripts {
+    fn record(&self, event: &Event) -> Option<Event> {
+        self.record_json(event, &EventJson::new(event))
+    }
+
+    fn record_json(&self, _event: &Event, json: &EventJson<'_>) -> Option<Event> {
+        self.record_all(std::slice::from_ref(json)).pop()
+    }
+
+    fn record_all(&self, events: &[EventJson<'_>]) -> Vec<Event> {
+        // Published together means one agent's: one file, one write.
+        let Some(agent) = events.first().map(|e| e.event().agent.as_str()) else {
+            return Vec::new();
+        };
+        let mut lines = String::new();
+        for json in events {
+            if matches!(json.event().kind, EventKind::TextDelta { .. }) {
+                continue;
+            }
+            if let Some(line) = json.line() {
+                lines.push_str(line);
+                lines.push('\n');
+            }
+        }
+        if lines.is_empty() {
+            return Vec::new();
+        }
+        self.append(agent, lines.as_bytes()).into_iter().collect()
     }
 
     fn close(&self) {

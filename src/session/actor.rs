@@ -203,10 +203,16 @@ impl Actor for Session {
         )
         .await?;
         let me = myself.clone();
-        crate::supervise::faults::start_killer(
-            move |names| me.send_message(SessionMsg::Kill(names)).is_ok(),
-            &cfg.events,
-        );
+        crate::supervise::faults::start_killer(std::sync::Arc::new(move |names| {
+            let me = me.clone();
+            Box::pin(async move {
+                let killed = me.call(
+                    |done| SessionMsg::Kill(names, done),
+                    Some(std::time::Duration::from_secs(30)),
+                );
+                matches!(killed.await, Ok(ractor::rpc::CallResult::Success(())))
+            })
+        }));
         Ok(SessionState {
             lead,
             tasks,
@@ -232,10 +238,11 @@ impl Actor for Session {
             SessionMsg::Hooks(reply) => {
                 let _ = reply.send(state.hooks.clone());
             }
-            SessionMsg::Kill(names) => {
+            SessionMsg::Kill(names, done) => {
                 for service in names.iter().filter_map(|n| Service::from_name(n)) {
                     state.services.kill(service).await;
                 }
+                let _ = done.send(());
             }
         }
         Ok(())

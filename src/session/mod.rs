@@ -33,9 +33,9 @@ pub enum SessionMsg {
     Refs(RpcReplyPort<SessionRefs>),
     /// The client of the session's hooks (fires `SessionEnd`).
     Hooks(RpcReplyPort<crate::hooks::HookClient>),
-    /// Kill these services (`permission`, `gate`, …) from outside: the fault injector's
-    /// `kill` (only sent when the `faults` feature is on).
-    Kill(Vec<String>),
+    /// Kill these services (`permission`, `gate`, …) from outside, answering once they
+    /// are dead: the fault injector's `kill` (only sent when the `faults` feature is on).
+    Kill(Vec<String>, RpcReplyPort<()>),
 }
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).

@@ -23,6 +23,11 @@ pub(crate) async fn text(
     let mut lines = Vec::new();
     while let Some(event) = rx.recv().await {
         let _ = render_text(&event, &mut out, &mut lines, &mut at_line_start);
+        // What was published with it (a batch of calls starting or ending) goes out in
+        // the same writes; nothing waits for more.
+        while let Ok(event) = rx.try_recv() {
+            let _ = render_text(&event, &mut out, &mut lines, &mut at_line_start);
+        }
         let _ = out.flush();
         if !lines.is_empty() {
             let _ = err.write_all(&lines);

@@ -206,31 +206,60 @@ mod live {
 #[cfg(feature = "faults")]
 pub(crate) use live::{disk_full, kills_at, kills_planned, point};
 
-/// Starts the `kill` faults of a session: counts its tool calls on the bus and, as each
-/// matching call starts, hands the planned actors' names to `kill` (the session asks
-/// itself to kill them; `false`: the session is gone, and counting stops). Nothing
-/// without the `faults` feature or without a planned kill.
-pub(crate) fn start_killer(
-    kill: impl Fn(Vec<String>) -> bool + Send + 'static,
-    events: &crate::events::EventBus,
-) {
+/// What kills actors for the `kill` faults: given their names, the session's answer once
+/// they are dead (`false`: the session is gone).
+pub(crate) type Killer =
+    std::sync::Arc<dyn Fn(Vec<String>) -> futures::future::BoxFuture<'static, bool> + Send + Sync>;
+
+/// Starts the `kill` faults of a session: `kill` is called, and awaited, as each matching
+/// tool call starts (see [`calls_starting`]). Nothing without the `faults` feature or
+/// without a planned kill.
+#[cfg(feature = "faults")]
+pub(crate) fn start_killer(kill: Killer) {
+    if kills_planned() {
+        *killer_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(kill);
+    }
+}
+
+#[cfg(feature = "faults")]
+fn killer_slot() -> &'static std::sync::Mutex<Option<Killer>> {
+    static KILLER: std::sync::Mutex<Option<Killer>> = std::sync::Mutex::new(None);
+    &KILLER
+}
+
+/// Counts `n` tool calls starting in this process and, when a `kill` fault is planned for
+/// one of them, kills its actors and waits until they are dead, before the calls go on:
+/// a kill "as call k starts" then always lands before call k reaches any actor, however
+/// fast the call's way is (a kill sent from a subscriber raced the call).
+#[cfg(feature = "faults")]
+pub(crate) async fn calls_starting(n: usize) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
     if !kills_planned() {
         return;
     }
-    let mut rx = events.subscribe();
-    tokio::spawn(async move {
-        let mut calls = 0u64;
-        while let Some(event) = rx.recv().await {
-            if let crate::events::EventKind::ToolCallStarted { .. } = event.kind {
-                calls += 1;
-                let names = kills_at(calls);
-                if !names.is_empty() && !kill(names) {
-                    break;
-                }
-            }
+    let n = n as u64;
+    let first = CALLS.fetch_add(n, Ordering::SeqCst) + 1;
+    for call in first..first + n {
+        let names = kills_at(call);
+        let kill = killer_slot()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let (false, Some(kill)) = (names.is_empty(), kill) {
+            kill(names).await;
         }
-    });
+    }
 }
+
+/// Without the `faults` feature: nothing to kill.
+#[cfg(not(feature = "faults"))]
+pub(crate) fn start_killer(_kill: Killer) {}
+
+/// Without the `faults` feature: nothing to count or kill.
+#[cfg(not(feature = "faults"))]
+#[inline(always)]
+pub(crate) async fn calls_starting(_n: usize) {}
 
 /// Without the `faults` feature: no fault is ever injected.
 #[cfg(not(feature = "faults"))]

@@ -107,28 +107,65 @@ fn unanswered(who: &str, e: CallError) -> String {
 impl Pipeline {
     /// Takes one call through the whole path and returns what the model will see.
     pub async fn dispatch(&self, caller: &CallerContext, mut call: ToolCall) -> ToolResult {
-        // Aliases (Claude Code's `Task` for `agent`) are decided under their real name.
+        self.canonical(&mut call);
+        self.events.publish(
+            &caller.agent,
+            EventKind::ToolCallStarted { call: call.clone() },
+        );
+        crate::supervise::faults::calls_starting(1).await;
+        let result = self.decide_and_run(caller, call.clone()).await;
+        self.finished(caller, [(&call, &result)]);
+        result
+    }
+
+    /// Gives aliases (Claude Code's `Task` for `agent`) their real name, under which they
+    /// are decided, and publishes the calls' start together (one transcript write for a
+    /// batch); run each with [`Pipeline::decide_and_run`] and report its end with
+    /// [`Pipeline::finished`].
+    pub async fn announce(
+        &self,
+        caller: &CallerContext,
+        mut calls: Vec<ToolCall>,
+    ) -> Vec<ToolCall> {
+        for call in &mut calls {
+            self.canonical(call);
+        }
+        let started = calls
+            .iter()
+            .map(|call| EventKind::ToolCallStarted { call: call.clone() })
+            .collect();
+        self.events.publish_all(&caller.agent, started);
+        crate::supervise::faults::calls_starting(calls.len()).await;
+        calls
+    }
+
+    fn canonical(&self, call: &mut ToolCall) {
         if let Some(canonical) = self.registry.canonical(&call.name) {
             call.name = canonical.to_string();
         }
-        let agent = caller.agent.as_str();
-        self.events
-            .publish(agent, EventKind::ToolCallStarted { call: call.clone() });
-        let result = self.decide_and_run(caller, call.clone()).await;
-        self.events.publish(
-            agent,
-            EventKind::ToolCallFinished {
+    }
+
+    /// Publishes the end of calls that ended together.
+    pub fn finished<'a>(
+        &self,
+        caller: &CallerContext,
+        ended: impl IntoIterator<Item = (&'a ToolCall, &'a ToolResult)>,
+    ) {
+        let kinds = ended
+            .into_iter()
+            .map(|(call, result)| EventKind::ToolCallFinished {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 is_error: result.is_error,
                 error_code: result.error_code.clone(),
-                summary: summary(&result),
-            },
-        );
-        result
+                summary: summary(result),
+            })
+            .collect();
+        self.events.publish_all(&caller.agent, kinds);
     }
 
-    async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+    /// Takes one announced call through hooks, engine, gate and executor.
+    pub async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
         let mode = caller.mode.get();
         let (agent, cwd, cancel) = (&caller.agent, &caller.tool_ctx.cwd, &caller.tool_ctx.cancel);
         let pre = self

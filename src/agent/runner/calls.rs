@@ -1,7 +1,8 @@
 //! A turn's tool calls through the pipeline: consecutive read-only calls concurrently,
 //! side-effecting calls (and skill loads) one at a time in order, results in call order.
 
-use futures::future::join_all;
+use futures::FutureExt;
+use futures::stream::{FuturesUnordered, StreamExt};
 
 use super::Runner;
 use crate::agent::pipeline::CallerContext;
@@ -49,7 +50,31 @@ impl Runner {
         }
     }
 
+    /// Runs read-only calls concurrently. Their starts are published together, and the
+    /// ends of calls that finish together too (one transcript write each, not one a call).
     async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
-        join_all(batch.into_iter().map(|c| self.pipeline.dispatch(caller, c))).await
+        if batch.is_empty() {
+            return Vec::new();
+        }
+        let pipeline = &self.pipeline;
+        let calls = pipeline.announce(caller, batch).await;
+        let mut running: FuturesUnordered<_> = calls
+            .iter()
+            .enumerate()
+            .map(
+                |(i, call)| async move { (i, pipeline.decide_and_run(caller, call.clone()).await) },
+            )
+            .collect();
+        let mut results = Vec::with_capacity(calls.len());
+        while let Some(first) = running.next().await {
+            let mut ended = vec![first];
+            while let Some(Some(more)) = running.next().now_or_never() {
+                ended.push(more);
+            }
+            pipeline.finished(caller, ended.iter().map(|(i, r)| (&calls[*i], r)));
+            results.extend(ended);
+        }
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, r)| r).collect()
     }
 }

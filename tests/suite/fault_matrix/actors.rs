@@ -240,13 +240,19 @@ fn a_killed_task_manager_comes_back_from_its_records_and_its_running_task_still_
         "bypassPermissions",
         &[("CREW_FAULTS", "kill:tasks@2")],
     );
-    // Read while the run goes on: a line may be half written, so only look for the event.
+    // Read while the run goes on: a line may be half written, so only look for the events.
+    // The task is let go only once the first run has ended, so it is its end that wakes
+    // the lead (ending earlier, its notice would reach the first run's last turn).
     let restarted = || {
-        support::faults::transcript_files(&p.home)
-            .iter()
-            .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("\"actor_restarted\"")))
+        support::faults::transcript_files(&p.home).iter().any(|f| {
+            std::fs::read_to_string(f)
+                .is_ok_and(|t| t.contains("\"actor_restarted\"") && t.contains("\"run_finished\""))
+        })
     };
-    support::wait_until_blocking("the task manager's restart", restarted);
+    support::wait_until_blocking(
+        "the task manager's restart and the first run's end",
+        restarted,
+    );
     std::fs::write(p.dir.join("go"), "").unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
