@@ -5,10 +5,15 @@
 //! system (transcript, costs, task list and all), each script a different shape:
 //!
 //! - **start**: one turn without calls: start-up and exit, subtracted from the others;
-//! - **turns**: TURNS turns of one `read_file` call each: the cost of a turn is
-//!   `(turns − start) / TURNS`;
+//! - **turns**: TURNS turns of one `read_file` call each: the cost of a turn (with its
+//!   call) is `(turns − start) / T₁`, T₁ its tool turns;
 //! - **batched**: TURNS turns of BATCH `read_file` calls each: the cost of a call batched
-//!   into a turn is `(batched − turns) / (TURNS × (BATCH − 1))`.
+//!   into a turn is `(batched − start − T₈ × turn) / (C₈ − T₈)`, T₈ its tool turns and
+//!   C₈ its calls.
+//!
+//! T and C are the model turns and tool calls each run made, counted in its transcript:
+//! a long run compacts its context, and each compaction's summary takes a scripted turn,
+//! so a run makes fewer turns than its script holds (the compactions' cost stays in).
 //!
 //! Each figure is the median of ROUNDS runs, shapes interleaved, and is printed with its
 //! ratio against a direct read of the same file in this process (open, read, close), and
@@ -104,8 +109,9 @@ impl Bench {
         })
     }
 
-    /// Wall time of one `crew -p` on script `shape`, in a HOME of its own.
-    fn time(&mut self, shape: usize) -> anyhow::Result<Duration> {
+    /// Wall time of one `crew -p` on script `shape`, in a HOME of its own, and the model
+    /// turns and tool calls its transcript records.
+    fn time(&mut self, shape: usize) -> anyhow::Result<(Duration, Counts)> {
         self.run += 1;
         let home = self.root.join(format!("home-{}", self.run));
         std::fs::create_dir_all(&home)?;
@@ -125,20 +131,62 @@ impl Bench {
             .status()?;
         let took = start.elapsed();
         anyhow::ensure!(status.success(), "crew -p failed on shape {shape}");
+        let counts = counts(&home)?;
         let _ = std::fs::remove_dir_all(&home);
-        Ok(took)
+        Ok((took, counts))
     }
 
-    /// Median wall time of each shape over `rounds` interleaved rounds.
-    fn medians(&mut self, rounds: usize) -> anyhow::Result<[f64; 3]> {
+    /// Median wall time (µs) of each shape over `rounds` interleaved rounds, with the
+    /// turns and calls of its last run (the same in every run of a shape).
+    fn medians(&mut self, rounds: usize) -> anyhow::Result<[(f64, Counts); 3]> {
         let mut times: [Vec<f64>; 3] = Default::default();
+        let mut counts = [Counts::default(); 3];
         for _ in 0..rounds {
             for (shape, list) in times.iter_mut().enumerate() {
-                list.push(self.time(shape)?.as_secs_f64() * 1e6);
+                let (took, c) = self.time(shape)?;
+                list.push(took.as_secs_f64() * 1e6);
+                counts[shape] = c;
             }
         }
-        Ok(times.map(|mut t| median(&mut t)))
+        let mut out = [(0.0, Counts::default()); 3];
+        for (shape, t) in times.iter_mut().enumerate() {
+            out[shape] = (median(t), counts[shape]);
+        }
+        Ok(out)
     }
+}
+
+/// What a run did, by its transcript.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    /// Model turns (not counting compactions' summary turns).
+    turns: usize,
+    /// Tool calls.
+    calls: usize,
+    /// Compactions.
+    compactions: usize,
+}
+
+/// The counts of the one session transcript under `home`.
+fn counts(home: &Path) -> anyhow::Result<Counts> {
+    let mut c = Counts::default();
+    for project in std::fs::read_dir(home.join(".crew/projects"))? {
+        for file in std::fs::read_dir(project?.path())? {
+            let path = file?.path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                for line in std::fs::read_to_string(&path)?.lines() {
+                    if line.contains("\"type\":\"turn_finished\"") {
+                        c.turns += 1;
+                    } else if line.contains("\"type\":\"tool_call_finished\"") {
+                        c.calls += 1;
+                    } else if line.contains("\"type\":\"compacted\"") {
+                        c.compactions += 1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(c)
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -167,18 +215,29 @@ struct Figures {
     call: f64,
     read: f64,
     start: f64,
+    /// What the batched run did.
+    batched: Counts,
 }
 
 fn measure(bench: &mut Bench, rounds: usize, batch: usize) -> anyhow::Result<Figures> {
     let read_before = direct_read(&bench.project)?;
-    let [start, turns, batched] = bench.medians(rounds)?;
+    let [(start, c0), (turns, c1), (batched, c8)] = bench.medians(rounds)?;
     let read_after = direct_read(&bench.project)?;
-    let n = bench.turns as f64;
+    anyhow::ensure!(
+        c1.turns > c0.turns && c8.turns > c0.turns && c8.calls > c8.turns - c0.turns,
+        "the runs made too few turns or calls to measure: {c0:?} {c1:?} {c8:?} (batch {batch})"
+    );
+    // Tool turns: each run's turns but its last, which answers in text (as `start`'s one).
+    let (tool_turns_1, tool_turns_8) = (c1.turns - c0.turns, c8.turns - c0.turns);
+    let turn = (turns - start) / tool_turns_1 as f64;
+    let extra_calls = c8.calls - tool_turns_8;
+    let call = (batched - start - tool_turns_8 as f64 * turn) / extra_calls as f64;
     Ok(Figures {
-        turn: (turns - start) / n,
-        call: (batched - turns) / (n * (batch as f64 - 1.0)),
+        turn,
+        call,
         read: (read_before + read_after) / 2.0,
         start,
+        batched: c8,
     })
 }
 
@@ -196,13 +255,16 @@ fn disk_writer(dir: &Path) -> anyhow::Result<Child> {
 
 fn show(name: &str, f: &Figures) -> String {
     format!(
-        "{name}: turn {:.1} µs ({:.0}× a direct read), batched call {:.1} µs ({:.1}×); direct read {:.2} µs; start-up and exit {:.1} ms",
+        "{name}: turn {:.1} µs ({:.0}× a direct read), batched call {:.1} µs ({:.1}×); direct read {:.2} µs; start-up and exit {:.1} ms; the batched run made {} turns, {} calls, {} compactions",
         f.turn,
         f.turn / f.read,
         f.call,
         f.call / f.read,
         f.read,
-        f.start / 1000.0
+        f.start / 1000.0,
+        f.batched.turns,
+        f.batched.calls,
+        f.batched.compactions
     )
 }
 

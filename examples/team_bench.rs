@@ -163,11 +163,9 @@ async fn pair(team: Option<&Team>) -> anyhow::Result<Pair> {
     };
     let spawn = |n: &str| {
         let me = MemberName::parse(n).expect("a valid name");
-        let mailbox = team.zip(actor.as_ref()).map(|(team, actor)| Mailbox {
-            team: team.clone(),
-            me: me.clone(),
-            actor: actor.clone(),
-        });
+        let mailbox = team
+            .zip(actor.as_ref())
+            .map(|(team, actor)| Mailbox::new(team.clone(), me.clone(), actor.clone()));
         let args = MateArgs {
             me,
             mailbox,
@@ -317,11 +315,7 @@ async fn idle_memory(dir: &Path, n: usize) -> anyhow::Result<()> {
     let mut actors = Vec::with_capacity(n);
     for (i, conv) in conversations.into_iter().enumerate() {
         let me = MemberName::parse(&format!("idle{i}"))?;
-        let mailbox = Mailbox {
-            team: team.clone(),
-            me: me.clone(),
-            actor: actor.clone(),
-        };
+        let mailbox = Mailbox::new(team.clone(), me.clone(), actor.clone());
         let args = MateArgs {
             me,
             mailbox: Some(mailbox),

@@ -43,11 +43,7 @@ pub enum TeamLinkError {
 impl TeamLink {
     /// The mailbox of member `me`.
     pub fn mailbox(&self, me: MemberName) -> Mailbox {
-        Mailbox {
-            team: self.storage.clone(),
-            me,
-            actor: self.actor.clone(),
-        }
+        Mailbox::new(self.storage.clone(), me, self.actor.clone())
     }
 
     /// Adds `member` to the roster (on disk when this returns `Ok`).

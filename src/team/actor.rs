@@ -250,9 +250,12 @@ impl Actor for TeamActor {
                     tracing::warn!("could not record {name}'s status: {e}");
                 }
                 if status == MemberStatus::Idle && previous != Some(MemberStatus::Idle) {
-                    state.notices.push(format!(
-                        "<team-notice>Teammate {name} is idle (waiting for a message).</team-notice>"
-                    ));
+                    push_notice(
+                        state,
+                        format!(
+                            "<team-notice>Teammate {name} is idle (waiting for a message).</team-notice>"
+                        ),
+                    );
                 }
                 check_lead(state).await;
             }
@@ -318,10 +321,13 @@ impl Actor for TeamActor {
             SupervisionEvent::ActorFailed(who, reason) => {
                 if let Some(name) = state.actors.remove(&who.get_id()) {
                     let items = ended(state, &name, MemberStatus::Failed).await;
-                    state.notices.push(format!(
-                        "<team-notice>Teammate {name} failed ({}); {items}.</team-notice>",
-                        crate::envelope::body(&reason.to_string())
-                    ));
+                    push_notice(
+                        state,
+                        format!(
+                            "<team-notice>Teammate {name} failed ({}); {items}.</team-notice>",
+                            crate::envelope::body(&reason.to_string())
+                        ),
+                    );
                     check_lead(state).await;
                 }
             }
@@ -329,9 +335,10 @@ impl Actor for TeamActor {
             SupervisionEvent::ActorTerminated(who, _, _) => {
                 if let Some(name) = state.actors.remove(&who.get_id()) {
                     let items = ended(state, &name, MemberStatus::Stopped).await;
-                    state.notices.push(format!(
-                        "<team-notice>Teammate {name} was stopped; {items}.</team-notice>"
-                    ));
+                    push_notice(
+                        state,
+                        format!("<team-notice>Teammate {name} was stopped; {items}.</team-notice>"),
+                    );
                     check_lead(state).await;
                 }
             }
@@ -384,6 +391,12 @@ async fn ended(state: &mut TeamState, name: &MemberName, status: MemberStatus) -
     }
 }
 
+/// Queues a notice for the lead's next turn boundary, counted first (`Team::notice_queued`).
+fn push_notice(state: &mut TeamState, notice: String) {
+    state.team.notice_queued();
+    state.notices.push(notice);
+}
+
 /// Adds a notice for every item completed since the last look.
 async fn completed_notices(state: &mut TeamState) {
     // A stat, not a listing, on each of the lead's turns (the listing goes to a thread).
@@ -403,12 +416,15 @@ async fn completed_notices(state: &mut TeamState) {
                 .as_ref()
                 .map(|o| format!(" by {o}"))
                 .unwrap_or_default();
-            state.notices.push(format!(
-                "<team-notice>Item {} ({}) was completed{}.</team-notice>",
-                item.id,
-                crate::envelope::body(&item.subject),
-                crate::envelope::body(&by)
-            ));
+            push_notice(
+                state,
+                format!(
+                    "<team-notice>Item {} ({}) was completed{}.</team-notice>",
+                    item.id,
+                    crate::envelope::body(&item.subject),
+                    crate::envelope::body(&by)
+                ),
+            );
         }
     }
 }
@@ -463,10 +479,13 @@ async fn check_lead(state: &mut TeamState) {
                 .map(|(id, owner)| format!("#{id} (owner: {owner})"))
                 .collect();
             if !fresh.is_empty() {
-                state.notices.push(format!(
-                    "Work items still in progress while every teammate is idle: {}. Complete, release or reassign them.",
-                    fresh.join(", ")
-                ));
+                push_notice(
+                    state,
+                    format!(
+                        "Work items still in progress while every teammate is idle: {}. Complete, release or reassign them.",
+                        fresh.join(", ")
+                    ),
+                );
             }
             Some(if state.notices.is_empty() {
                 LeadWake::Quiet

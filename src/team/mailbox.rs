@@ -10,6 +10,7 @@ use std::time::Duration;
 use ractor::ActorRef;
 
 use super::actor::{TeamMsg, blocking};
+use super::todos_stamp::TodosStamp;
 use super::{
     Envelope, MemberName, MemberStatus, MessageKind, Outgoing, Recipient, Team, TeamError,
 };
@@ -39,6 +40,9 @@ pub struct Mailbox {
     pub me: MemberName,
     /// The team actor.
     pub actor: ActorRef<TeamMsg>,
+    /// For the lead: the count of queued notices and the work list's stamp when it last
+    /// asked the actor for its notices.
+    notices_seen: Arc<std::sync::Mutex<Option<(u64, TodosStamp)>>>,
 }
 
 /// What [`Mailbox::take`] found: the text to inject, and what to acknowledge afterwards.
@@ -53,6 +57,16 @@ pub struct Delivery {
 }
 
 impl Mailbox {
+    /// The mailbox of member `me` of `team`, whose actor is `actor`.
+    pub fn new(team: Team, me: MemberName, actor: ActorRef<TeamMsg>) -> Self {
+        Self {
+            team,
+            me,
+            actor,
+            notices_seen: Arc::default(),
+        }
+    }
+
     /// Joins the team as this mailbox's member: from now on, mail for it (and a teammate's
     /// end it waits on) sends `wake()` to `member`.
     pub fn join<M: ractor::Message>(&self, member: ActorRef<M>, wake: fn() -> M) {
@@ -121,15 +135,35 @@ impl Mailbox {
             ack: unread.last().map(|e| e.index + 1),
             envelopes: unread,
         };
-        if self.me.is_lead()
-            && let Ok(ractor::rpc::CallResult::Success(notes)) = self
-                .actor
-                .call(TeamMsg::TakeNotices, Some(CALL_TIMEOUT))
-                .await
-        {
-            delivery.texts.extend(notes);
+        if self.me.is_lead() {
+            self.take_notices(&mut delivery).await;
         }
         delivery
+    }
+
+    /// The lead's notices, asked of the team actor only when one was queued or the work
+    /// list may have changed (an item completed) since the last answer: the count and the
+    /// stamp are read before asking, so anything after that moves one of them.
+    async fn take_notices(&self, delivery: &mut Delivery) {
+        let now = (
+            self.team.notices_queued(),
+            TodosStamp::of(&self.team.todo_dir()),
+        );
+        let seen = *self.notices_seen.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((count, stamp)) = seen
+            && count == now.0
+            && stamp.unchanged(now.1)
+        {
+            return;
+        }
+        if let Ok(ractor::rpc::CallResult::Success(notes)) = self
+            .actor
+            .call(TeamMsg::TakeNotices, Some(CALL_TIMEOUT))
+            .await
+        {
+            delivery.texts.extend(notes);
+            *self.notices_seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+        }
     }
 
     /// Records that the inbox was delivered through `delivered` messages. The cursor file

@@ -34,10 +34,11 @@ mod item;
 mod lock;
 pub(crate) mod mailbox;
 mod message;
+mod notices_count;
 pub mod restore;
 pub(crate) mod roster;
 pub(crate) mod todos;
-mod todos_stamp;
+pub(crate) mod todos_stamp;
 pub(crate) mod view;
 
 use std::fmt;
@@ -160,6 +161,8 @@ pub struct Team {
     name: String,
     dir: PathBuf,
     inboxes: Arc<inbox_registry::Inboxes>,
+    /// Notices queued for the lead, ever (`notices_count`).
+    notices: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Team {
@@ -191,8 +194,21 @@ impl Team {
         Ok(Self {
             name: name.to_string(),
             inboxes: Arc::new(inbox_registry::Inboxes::new(&dir.join("inboxes"))),
+            notices: notices_count::for_dir(&dir),
             dir,
         })
+    }
+
+    /// Counts a notice for the lead, before it is queued (a mailbox that reads the new
+    /// count asks the actor after that).
+    pub(crate) fn notice_queued(&self) {
+        self.notices
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// How many notices have been queued for the lead, ever.
+    pub(crate) fn notices_queued(&self) -> u64 {
+        self.notices.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The team's name (its session id).

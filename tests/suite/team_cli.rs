@@ -287,11 +287,7 @@ async fn a_live_team_wakes_its_member_for_mail_sent_from_another_terminal() {
             }),
         ))
         .unwrap();
-    let mailbox = |me: &str| Mailbox {
-        team: team.clone(),
-        me: name(me),
-        actor: actor.clone(),
-    };
+    let mailbox = |me: &str| Mailbox::new(team.clone(), name(me), actor.clone());
     let alice = mailbox("alice");
     let bound = std::time::Duration::from_secs(30);
 

@@ -180,11 +180,11 @@ async fn a_panicking_teammate_returns_its_items_and_the_lead_is_told() {
     .unwrap();
     std::fs::write(&claimed, b"").unwrap();
     // Its first run ends idle; a message wakes it and its second turn panics.
-    let mailbox = crewmaster::team::actor::Mailbox {
-        team: team.clone(),
-        me: lead.clone(),
-        actor: t.session.team().unwrap().clone(),
-    };
+    let mailbox = crewmaster::team::actor::Mailbox::new(
+        team.clone(),
+        lead.clone(),
+        t.session.team().unwrap().clone(),
+    );
     support::wait_until("carol to be idle after her first run", || {
         t.provider
             .requests()
@@ -291,11 +291,7 @@ async fn sixteen_members_exchange_2000_messages_none_lost_none_twice_in_order() 
     let mut consumers = Vec::new();
     let mut senders = Vec::new();
     for (i, me) in names.iter().enumerate() {
-        let mailbox = Mailbox {
-            team: team.clone(),
-            me: me.clone(),
-            actor: actor.clone(),
-        };
+        let mailbox = Mailbox::new(team.clone(), me.clone(), actor.clone());
         let notify = Arc::new(tokio::sync::Notify::new());
         let (n, w) = (notify.clone(), wakes.clone());
         actor
