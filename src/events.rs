@@ -350,20 +350,7 @@ impl EventBus {
     /// Publishes an event: recorders write it through first, then subscribers get it
     /// (those that went away are dropped).
     pub fn publish(&self, agent: &str, kind: EventKind) {
-        let event = Event {
-            agent: agent.to_string(),
-            kind,
-        };
-        // Notices are published once the lock is released (they are recorded too).
-        let json = EventJson::new(&event);
-        let notices: Vec<Event> = lock(&self.recorders)
-            .iter()
-            .filter_map(|r| r.record_json(&event, &json))
-            .collect();
-        self.lock().retain(|s| s.offer(&event));
-        for notice in notices {
-            self.publish(&notice.agent, notice.kind);
-        }
+        self.publish_all(agent, vec![kind]);
     }
 
     /// Publishes `kinds` of `agent` together, in order: as one event after another, but
@@ -377,6 +364,7 @@ impl EventBus {
             })
             .collect();
         let recorded: Vec<EventJson<'_>> = events.iter().map(EventJson::new).collect();
+        // Notices are published once the lock is released (they are recorded too).
         let notices: Vec<Event> = lock(&self.recorders)
             .iter()
             .flat_map(|r| r.record_all(&recorded))

@@ -107,12 +107,7 @@ fn unanswered(who: &str, e: CallError) -> String {
 impl Pipeline {
     /// Takes one call through the whole path and returns what the model will see.
     pub async fn dispatch(&self, caller: &CallerContext, mut call: ToolCall) -> ToolResult {
-        self.canonical(&mut call);
-        self.events.publish(
-            &caller.agent,
-            EventKind::ToolCallStarted { call: call.clone() },
-        );
-        crate::supervise::faults::calls_starting(1).await;
+        self.announce(caller, std::slice::from_mut(&mut call)).await;
         let result = self.decide_and_run(caller, call.clone()).await;
         self.finished(caller, [(&call, &result)]);
         result
@@ -122,13 +117,11 @@ impl Pipeline {
     /// are decided, and publishes the calls' start together (one transcript write for a
     /// batch); run each with [`Pipeline::decide_and_run`] and report its end with
     /// [`Pipeline::finished`].
-    pub async fn announce(
-        &self,
-        caller: &CallerContext,
-        mut calls: Vec<ToolCall>,
-    ) -> Vec<ToolCall> {
-        for call in &mut calls {
-            self.canonical(call);
+    pub async fn announce(&self, caller: &CallerContext, calls: &mut [ToolCall]) {
+        for call in calls.iter_mut() {
+            if let Some(canonical) = self.registry.canonical(&call.name) {
+                call.name = canonical.to_string();
+            }
         }
         let started = calls
             .iter()
@@ -136,13 +129,6 @@ impl Pipeline {
             .collect();
         self.events.publish_all(&caller.agent, started);
         crate::supervise::faults::calls_starting(calls.len()).await;
-        calls
-    }
-
-    fn canonical(&self, call: &mut ToolCall) {
-        if let Some(canonical) = self.registry.canonical(&call.name) {
-            call.name = canonical.to_string();
-        }
     }
 
     /// Publishes the end of calls that ended together.

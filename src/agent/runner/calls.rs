@@ -52,12 +52,12 @@ impl Runner {
 
     /// Runs read-only calls concurrently. Their starts are published together, and the
     /// ends of calls that finish together too (one transcript write each, not one a call).
-    async fn run_batch(&self, caller: &CallerContext, batch: Vec<ToolCall>) -> Vec<ToolResult> {
-        if batch.is_empty() {
+    async fn run_batch(&self, caller: &CallerContext, mut calls: Vec<ToolCall>) -> Vec<ToolResult> {
+        if calls.is_empty() {
             return Vec::new();
         }
         let pipeline = &self.pipeline;
-        let calls = pipeline.announce(caller, batch).await;
+        pipeline.announce(caller, &mut calls).await;
         let mut running: FuturesUnordered<_> = calls
             .iter()
             .enumerate()

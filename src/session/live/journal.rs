@@ -6,6 +6,7 @@
 //! line reaches the watchers without a hop through another task.
 
 use std::collections::VecDeque;
+use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -59,7 +60,7 @@ impl Journal {
         let rest = body.strip_prefix('{').unwrap_or(body);
         // Made at its full size at once: a line can be a whole message of tool results.
         let mut line = String::with_capacity(rest.len() + 48);
-        line.push_str(&format!("{{\"seq\":{},\"at\":{at},", inner.seq));
+        let _ = write!(line, "{{\"seq\":{},\"at\":{at},", inner.seq);
         line.push_str(rest);
         let line: Arc<str> = self.secrets.mask(line).into();
         inner.watchers.retain(|w| w.send(line.clone()).is_ok());
