@@ -6,12 +6,13 @@
 //!
 //! The estimate is the JSON size of what is sent divided by four: English prose runs at
 //! about four bytes a token, and the JSON framing makes it an overestimate for text.
-//! A full estimate serializes each message once: the messages before the last user
-//! message never change again (mail and notices are appended to the last user message;
-//! a compaction replaces the conversation and resets the count), so their estimate is
-//! kept and only the rest is counted on the next turn.
+//! Each message is serialized for it once: its estimate is kept with the number of
+//! blocks it had then. A message never changes once the agent has answered it, and the
+//! one it has not answered yet only grows by blocks (mail and notices are appended to
+//! it), which changes that number. A compaction replaces the conversation and hands over
+//! the estimates of what it kept. Compaction counts with the kept estimates too.
 
-use crate::protocol::{Message, Role, Usage};
+use crate::protocol::{Message, Usage};
 use crate::tools::ToolSpec;
 
 /// Estimated tokens of `bytes` bytes of request text.
@@ -69,9 +70,11 @@ pub(crate) struct Accounting {
     /// The reported context after the last turn, and the conversation's length then
     /// (its answer included).
     last: Option<(u64, usize)>,
-    /// The estimate of the messages before index `.1` of the conversation, which no
-    /// longer change.
-    settled: (u64, usize),
+    /// The estimate of each message of the conversation counted so far, with its number
+    /// of blocks when it was counted.
+    sizes: Vec<(u64, usize)>,
+    /// The sum of `sizes`' estimates.
+    total: u64,
     /// The estimate of the tool definitions last sent, with their fingerprint: they are
     /// the same request after request, and serializing their schemas is not free.
     tools: Option<(u64, u64)>,
@@ -83,10 +86,25 @@ impl Accounting {
         self.last = reported_context(usage).map(|tokens| (tokens, len));
     }
 
-    /// Forgets the last report and the settled estimate (the conversation was replaced).
+    /// Forgets the last report and the kept estimates (the conversation was replaced).
     pub(crate) fn reset(&mut self) {
         self.last = None;
-        self.settled = (0, 0);
+        self.sizes.clear();
+        self.total = 0;
+    }
+
+    /// Forgets the last report; `conversation` replaced the one counted, and `sizes` are
+    /// the estimates of its messages (a compaction's, counted as it made it).
+    pub(crate) fn replaced(&mut self, conversation: &[Message], sizes: &[u64]) {
+        self.reset();
+        if sizes.len() == conversation.len() {
+            self.sizes = conversation
+                .iter()
+                .zip(sizes)
+                .map(|(m, &tokens)| (tokens, m.content.len()))
+                .collect();
+            self.total = sizes.iter().sum();
+        }
     }
 
     /// The context of the next request: the last report plus an estimate of the
@@ -99,22 +117,49 @@ impl Accounting {
         extra: Option<&str>,
     ) -> u64 {
         let extra = extra.map_or(0, |t| tokens_of_bytes(t.len()));
+        self.count(conversation);
         match self.last {
             Some((tokens, len)) if len <= conversation.len() => {
-                tokens + messages_tokens(&conversation[len..]) + extra
+                tokens + self.sizes[len..].iter().map(|s| s.0).sum::<u64>() + extra
             }
-            _ => {
-                tokens_of_bytes(system.len())
-                    + self.tools_estimate(tools)
-                    + self.settled_estimate(conversation)
-                    + extra
+            _ => tokens_of_bytes(system.len()) + self.tools_estimate(tools) + self.total + extra,
+        }
+    }
+
+    /// The estimate of each message of `conversation`, as [`message_tokens`] gives it.
+    pub(crate) fn sizes(&mut self, conversation: &[Message]) -> Vec<u64> {
+        self.count(conversation);
+        self.sizes.iter().map(|s| s.0).collect()
+    }
+
+    /// Counts the messages of `conversation` not counted yet, and again those that grew.
+    fn count(&mut self, conversation: &[Message]) {
+        // Shorter than before without a reset: count it all again.
+        if self.sizes.len() > conversation.len() {
+            self.sizes.clear();
+            self.total = 0;
+        }
+        for (i, message) in conversation.iter().enumerate() {
+            let blocks = message.content.len();
+            match self.sizes.get_mut(i) {
+                Some(kept) if kept.1 == blocks => {}
+                Some(kept) => {
+                    let tokens = message_tokens(message);
+                    self.total = self.total - kept.0 + tokens;
+                    *kept = (tokens, blocks);
+                }
+                None => {
+                    let tokens = message_tokens(message);
+                    self.total += tokens;
+                    self.sizes.push((tokens, blocks));
+                }
             }
         }
     }
 
     /// The estimate of `tools`, counted again only when the list changes (by name or
     /// description: a tool's schema does not change under its name within a run).
-    fn tools_estimate(&mut self, tools: &[ToolSpec]) -> u64 {
+    pub(crate) fn tools_estimate(&mut self, tools: &[ToolSpec]) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         for tool in tools {
@@ -129,24 +174,6 @@ impl Accounting {
                 tokens
             }
         }
-    }
-
-    /// The estimate of all of `conversation`: the settled part from before, extended to
-    /// the last user message, plus the messages from there on.
-    fn settled_estimate(&mut self, conversation: &[Message]) -> u64 {
-        let end = conversation
-            .iter()
-            .rposition(|m| m.role == Role::User)
-            .unwrap_or(0);
-        // Shorter than before without a reset: count it all again.
-        let (tokens, from) = if self.settled.1 <= end {
-            self.settled
-        } else {
-            (0, 0)
-        };
-        let tokens = tokens + messages_tokens(&conversation[from..end]);
-        self.settled = (tokens, end);
-        tokens + messages_tokens(&conversation[end..])
     }
 }
 
@@ -219,6 +246,42 @@ mod tests {
         // Shorter again, even without a reset, is counted afresh.
         conv.truncate(1);
         assert_eq!(acc.current("sys", &[], &conv, None), full(&conv));
+    }
+
+    /// The kept estimates are each message's own, a grown message is counted again, and
+    /// a compaction's handed-over estimates give what a full count gives.
+    #[test]
+    fn kept_sizes_follow_growth_and_a_replacement() {
+        let mut acc = Accounting::default();
+        let mut conv = vec![
+            Message::user_text("task"),
+            Message::assistant_text("answer"),
+            Message::user_text("result"),
+        ];
+        let own = |conv: &[Message]| conv.iter().map(message_tokens).collect::<Vec<_>>();
+        assert_eq!(acc.sizes(&conv), own(&conv));
+        if let Some(last) = conv.last_mut() {
+            last.content.push(crate::protocol::ContentBlock::Text {
+                text: "mail ".repeat(200),
+            });
+        }
+        assert_eq!(acc.sizes(&conv), own(&conv));
+        assert_eq!(
+            acc.current("sys", &[], &conv, None),
+            request_tokens("sys", &[], &conv)
+        );
+        let compacted = vec![Message::user_text("summary"), conv[2].clone()];
+        acc.replaced(&compacted, &own(&compacted));
+        assert_eq!(
+            acc.current("sys", &[], &compacted, None),
+            request_tokens("sys", &[], &compacted)
+        );
+        // Estimates that do not match the conversation are not taken.
+        acc.replaced(&conv, &[1]);
+        assert_eq!(
+            acc.current("sys", &[], &conv, None),
+            request_tokens("sys", &[], &conv)
+        );
     }
 
     /// The kept estimate of the tool definitions follows a change of the list.

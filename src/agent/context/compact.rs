@@ -116,14 +116,23 @@ newest exchanges follow it verbatim.\n\n{}\n\n<task>\n{}\n</task>\n",
 
 /// Where the kept tail of `conversation` starts: just before an assistant message, with
 /// at most `keep_exchanges` exchanges and at most `budget` estimated tokens after it
-/// (`conversation.len()`: nothing is kept). Index 0 is never kept verbatim, so there is
-/// always something to summarise.
-pub(crate) fn split_point(conversation: &[Message], keep_exchanges: usize, budget: u64) -> usize {
+/// (`conversation.len()`: nothing is kept). `sizes` holds each message's estimate
+/// ([`message_tokens`]). Index 0 is never kept verbatim, so there is always something to
+/// summarise.
+pub(crate) fn split_point(
+    conversation: &[Message],
+    sizes: &[u64],
+    keep_exchanges: usize,
+    budget: u64,
+) -> usize {
     let mut cut = conversation.len();
     let mut exchanges = 0;
     let mut tokens = 0;
     for i in (1..conversation.len()).rev() {
-        tokens += message_tokens(&conversation[i]);
+        tokens += sizes
+            .get(i)
+            .copied()
+            .unwrap_or_else(|| message_tokens(&conversation[i]));
         if tokens > budget {
             break;
         }
@@ -159,9 +168,13 @@ pub(crate) fn orphaned_results(messages: &[Message]) -> Vec<String> {
 /// `messages`, with their largest texts and tool results shortened (oldest first) until
 /// they take at most `budget` estimated tokens; `None` when even that is not enough. Only
 /// the summary request is shortened this way: the conversation keeps every byte.
-pub(crate) fn fit(messages: Vec<Message>, budget: u64) -> Option<Vec<Message>> {
+/// `at_most` bounds their estimate from above: within the budget, they are not counted.
+pub(crate) fn fit(messages: Vec<Message>, budget: u64, at_most: u64) -> Option<Vec<Message>> {
     const KEEP: usize = 1_000;
     let mut messages = messages;
+    if at_most <= budget {
+        return Some(messages);
+    }
     let mut total = messages_tokens(&messages);
     if total <= budget {
         return Some(messages);
@@ -243,6 +256,8 @@ mod tests {
     #[test]
     fn the_cut_keeps_whole_exchanges_within_count_and_budget() {
         let conv = conversation(10, 400);
+        let sizes: Vec<u64> = conv.iter().map(message_tokens).collect();
+        let split_point = |conv: &[Message], keep, budget| split_point(conv, &sizes, keep, budget);
         let cut = split_point(&conv, 3, u64::MAX);
         assert_eq!(cut, conv.len() - 6);
         assert_eq!(conv[cut].role, Role::Assistant);
@@ -268,7 +283,7 @@ mod tests {
         let mut conv = conversation(4, 20_000);
         conv.push(Message::user_text("i".repeat(8_000)));
         let full = messages_tokens(&conv);
-        let fitted = fit(conv.clone(), full / 2).unwrap();
+        let fitted = fit(conv.clone(), full / 2, full).unwrap();
         assert!(messages_tokens(&fitted) <= full / 2);
         assert_eq!(fitted.last(), conv.last());
         assert!(
@@ -276,7 +291,35 @@ mod tests {
                 |b| matches!(b, ContentBlock::ToolResult(r) if r.content.contains("left out"))
             )
         );
-        assert!(fit(conv, 100).is_none());
+        assert!(fit(conv.clone(), 100, full).is_none());
+        // Known to be within the budget: not counted, not shortened.
+        assert_eq!(fit(conv.clone(), full, full).as_ref(), Some(&conv));
+        assert_eq!(fit(conv.clone(), full, full + 1).as_ref(), Some(&conv));
         assert_eq!(shorten("ééééé", 3).chars().filter(|c| *c == 'é').count(), 2);
+    }
+
+    /// The bound `compact` gives `fit`: the messages as sent (the instructions joined to
+    /// the last user message, messages of one role in a row joined) take at most the
+    /// estimates of the messages apart plus that of the instructions alone.
+    #[test]
+    fn what_is_sent_takes_at_most_its_parts_apart() {
+        let mut conv = conversation(3, 700);
+        conv.push(Message::user_text("mail \" quoted\n"));
+        conv.push(Message::user_text("more mail"));
+        for instructions in ["", "summarise", &"long \"instructions\"\n".repeat(300)] {
+            let parts = messages_tokens(&conv) + message_tokens(&Message::user_text(instructions));
+            let sent = crate::provider::Messages::from(conv.clone())
+                .with_reminder(Some(instructions.to_string()))
+                .to_vec();
+            assert!(
+                sent.len() < conv.len() + 1,
+                "the last user messages are one"
+            );
+            assert!(
+                messages_tokens(&sent) <= parts,
+                "{} > {parts}",
+                messages_tokens(&sent)
+            );
+        }
     }
 }

@@ -85,9 +85,10 @@ impl Guard {
             facts,
             custom: None,
             cwd: &place.cwd,
+            sizes: self.accounting.sizes(conversation),
         };
         let done = compact(runner, system, tools.clone(), conversation, ask, cancel).await;
-        let compaction = match done {
+        let mut compaction = match done {
             Ok(c) => c,
             Err(CompactError::Cancelled) => {
                 return Err(Stop {
@@ -99,8 +100,9 @@ impl Guard {
         };
         let usage = compaction.usage;
         let after = compaction.tokens_after;
+        let sizes = std::mem::take(&mut compaction.sizes);
         apply(runner, conversation, compaction, Trigger::Auto);
-        self.accounting.reset();
+        self.accounting.replaced(conversation, &sizes);
         self.compacted_at = Some(conversation.len());
         if after >= self.window {
             let message = format!(
@@ -190,6 +192,8 @@ pub async fn compact_now(
         facts,
         custom,
         cwd: &place.cwd,
+        // Counted by the compaction.
+        sizes: Vec::new(),
     };
     let c = compact(runner, &system, tools, conversation, ask, cancel)
         .await

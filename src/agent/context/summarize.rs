@@ -12,7 +12,7 @@ use std::path::Path;
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::accounting::{request_tokens, tokens_of_bytes};
+use super::accounting::{message_tokens, request_tokens, tokens_of_bytes};
 use super::compact::{self, Trigger};
 use super::facts::Facts;
 use crate::agent::runner::Runner;
@@ -65,6 +65,9 @@ pub(crate) struct Ask<'a> {
     pub custom: Option<&'a str>,
     /// The agent's working directory (where hooks run).
     pub cwd: &'a Path,
+    /// The estimate of each message of the conversation ([`message_tokens`]), as the
+    /// agent's accounting kept them; counted here when they do not match it.
+    pub sizes: Vec<u64>,
 }
 
 /// A finished compaction.
@@ -78,6 +81,8 @@ pub(crate) struct Compaction {
     pub tokens_before: u64,
     /// The estimated context after.
     pub tokens_after: u64,
+    /// The estimate of each message of the new conversation.
+    pub sizes: Vec<u64>,
 }
 
 /// Compacts `conversation` as `runner`'s agent would send it with `system` and `tools`.
@@ -92,7 +97,13 @@ pub(crate) async fn compact(
     let agent = runner.spec.id.as_str();
     let settings = &runner.pipeline.context;
     let window = settings.window_for(&runner.spec.model);
-    let tokens_before = request_tokens(system, &tools, conversation);
+    let sizes = if ask.sizes.len() == conversation.len() {
+        ask.sizes
+    } else {
+        conversation.iter().map(message_tokens).collect()
+    };
+    let fixed = tokens_of_bytes(system.len()) + request_tokens("", &tools, &[]);
+    let tokens_before = fixed + sizes.iter().sum::<u64>();
     let trigger = ask.trigger.as_str();
     let hooks = &runner.pipeline.hooks;
     let report = hooks
@@ -108,12 +119,15 @@ pub(crate) async fn compact(
         .collect();
     let instructions = compact::request_text(&ask.facts, ask.custom, &hook_context);
     let max_tokens = (window / 8).max(512).min(u64::from(runner.spec.max_tokens));
-    let fixed = tokens_of_bytes(system.len()) + request_tokens("", &tools, &[]);
     let budget = window.saturating_sub(max_tokens + fixed);
+    // Sent, the instructions join the last user message, and messages of one role in a
+    // row are one message: fewer bytes than these parts apart.
+    let at_most =
+        tokens_before - fixed + message_tokens(&Message::user_text(instructions.as_str()));
     let messages = Messages::from(conversation.to_vec())
         .with_reminder(Some(instructions))
         .to_vec();
-    let messages = compact::fit(messages, budget).ok_or(CompactError::TooLarge {
+    let messages = compact::fit(messages, budget, at_most).ok_or(CompactError::TooLarge {
         tokens: tokens_before,
         window,
     })?;
@@ -131,21 +145,24 @@ pub(crate) async fn compact(
         return Err(CompactError::EmptySummary);
     }
     let summary = compact::summary_message(&summary, &ask.facts, ask.trigger);
-    let keep_budget =
-        (window / KEEP_SHARE).saturating_sub(super::accounting::message_tokens(&summary));
-    let cut = compact::split_point(conversation, settings.keep_exchanges, keep_budget);
+    let summary_tokens = message_tokens(&summary);
+    let keep_budget = (window / KEEP_SHARE).saturating_sub(summary_tokens);
+    let cut = compact::split_point(conversation, &sizes, settings.keep_exchanges, keep_budget);
     let mut messages = vec![summary];
     messages.extend_from_slice(&conversation[cut..]);
     let orphans = compact::orphaned_results(&messages);
     if !orphans.is_empty() {
         return Err(CompactError::Orphans(orphans));
     }
-    let tokens_after = request_tokens(system, &tools, &messages);
+    let mut kept = vec![summary_tokens];
+    kept.extend_from_slice(&sizes[cut..]);
+    let tokens_after = fixed + kept.iter().sum::<u64>();
     Ok(Compaction {
         messages,
         usage,
         tokens_before,
         tokens_after,
+        sizes: kept,
     })
 }
 
