@@ -243,7 +243,7 @@ pub trait Recorder: Send + Sync {
 /// An event's JSON line (without its newline), made on first use and then shared.
 pub struct EventJson<'a> {
     event: &'a Event,
-    line: std::cell::OnceCell<Option<String>>,
+    line: std::cell::OnceCell<Option<Arc<String>>>,
 }
 
 impl<'a> EventJson<'a> {
@@ -262,13 +262,21 @@ impl<'a> EventJson<'a> {
 
     /// The line; `None` when the event cannot be serialized (said once, in the log).
     pub fn line(&self) -> Option<&str> {
-        self.line
-            .get_or_init(|| {
-                serde_json::to_string(self.event)
-                    .inspect_err(|e| tracing::warn!("cannot serialise an event: {e}"))
-                    .ok()
-            })
-            .as_deref()
+        self.made().as_deref().map(String::as_str)
+    }
+
+    /// The line, shared rather than copied by a recorder that keeps it.
+    pub fn shared(&self) -> Option<Arc<String>> {
+        self.made().clone()
+    }
+
+    fn made(&self) -> &Option<Arc<String>> {
+        self.line.get_or_init(|| {
+            serde_json::to_string(self.event)
+                .inspect_err(|e| tracing::warn!("cannot serialise an event: {e}"))
+                .ok()
+                .map(Arc::new)
+        })
     }
 }
 

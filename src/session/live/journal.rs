@@ -27,9 +27,28 @@ pub(crate) type Lines = mpsc::UnboundedReceiver<Arc<str>>;
 #[derive(Default)]
 struct Inner {
     seq: u64,
-    kept: VecDeque<Arc<str>>,
+    kept: VecDeque<Entry>,
     bytes: usize,
     watchers: Vec<mpsc::UnboundedSender<Arc<str>>>,
+}
+
+/// One kept line: its number, its time, and its body, the masked JSON object (shared
+/// with the transcript's line of the same event when nothing was masked). The line a
+/// watcher gets is made when it is sent: there is seldom anyone watching.
+struct Entry {
+    seq: u64,
+    at: u64,
+    body: Arc<String>,
+}
+
+impl Entry {
+    fn line(&self) -> Arc<str> {
+        let rest = self.body.strip_prefix('{').unwrap_or(&self.body);
+        let mut line = String::with_capacity(rest.len() + 48);
+        let _ = write!(line, "{{\"seq\":{},\"at\":{},", self.seq, self.at);
+        line.push_str(rest);
+        line.into()
+    }
 }
 
 /// The history and its watchers.
@@ -53,22 +72,29 @@ impl Journal {
     }
 
     /// Adds a line whose body is the JSON object `body` (`{"agent":…,"type":…,…}`).
-    fn add(&self, body: &str) {
+    fn add(&self, body: Arc<String>) {
         let at = crate::tasks::now_ms();
+        let body = if self.secrets.found_in(&body) {
+            Arc::new(self.secrets.mask(body.to_string()))
+        } else {
+            body
+        };
         let mut inner = self.lock();
         inner.seq += 1;
-        let rest = body.strip_prefix('{').unwrap_or(body);
-        // Made at its full size at once: a line can be a whole message of tool results.
-        let mut line = String::with_capacity(rest.len() + 48);
-        let _ = write!(line, "{{\"seq\":{},\"at\":{at},", inner.seq);
-        line.push_str(rest);
-        let line: Arc<str> = self.secrets.mask(line).into();
-        inner.watchers.retain(|w| w.send(line.clone()).is_ok());
-        inner.bytes += line.len();
-        inner.kept.push_back(line);
+        let entry = Entry {
+            seq: inner.seq,
+            at,
+            body,
+        };
+        if !inner.watchers.is_empty() {
+            let line = entry.line();
+            inner.watchers.retain(|w| w.send(line.clone()).is_ok());
+        }
+        inner.bytes += entry.body.len();
+        inner.kept.push_back(entry);
         while inner.kept.len() > KEEP_LINES || inner.bytes > KEEP_BYTES {
             match inner.kept.pop_front() {
-                Some(old) => inner.bytes -= old.len(),
+                Some(old) => inner.bytes -= old.body.len(),
                 None => break,
             }
         }
@@ -77,7 +103,7 @@ impl Journal {
     /// Adds a line that is not an event (an approval asked or answered): `body` must be a
     /// JSON object with a `type`.
     pub(crate) fn note(&self, body: &Value) {
-        self.add(&body.to_string());
+        self.add(Arc::new(body.to_string()));
     }
 
     /// The lines kept so far, and a receiver of every later one.
@@ -85,7 +111,7 @@ impl Journal {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut inner = self.lock();
         inner.watchers.push(tx);
-        (inner.kept.iter().cloned().collect(), rx)
+        (inner.kept.iter().map(Entry::line).collect(), rx)
     }
 
     /// `text` with the secrets masked, for the socket's other answers.
@@ -122,7 +148,7 @@ impl Recorder for Journal {
             }));
             return None;
         }
-        if let Some(body) = json.line() {
+        if let Some(body) = json.shared() {
             self.add(body);
         }
         None

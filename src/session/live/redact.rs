@@ -61,6 +61,11 @@ impl Secrets {
         Secrets { values }
     }
 
+    /// Whether `text` holds any of the secrets.
+    pub(crate) fn found_in(&self, text: &str) -> bool {
+        self.values.iter().any(|v| text.contains(v.as_str()))
+    }
+
     /// `text` with every secret masked.
     pub(crate) fn mask(&self, text: String) -> String {
         let mut text = text;
