@@ -80,7 +80,8 @@ impl Tool for ReadFile {
         if let Some(bytes) = cached_read::cached_bytes(&opened.file, opened.meta.len()) {
             return read_from(&bytes[..], &path, offset, limit);
         }
-        tokio::task::spawn_blocking(move || read_from(opened.file, &path, offset, limit))
+        let file = BufReader::new(opened.file);
+        tokio::task::spawn_blocking(move || read_from(file, &path, offset, limit))
             .await
             .map_err(|e| ToolError::Failed(format!("reading was interrupted: {e}")))?
     }
@@ -107,7 +108,7 @@ pub(crate) fn read_window(
     }
     let file = File::open(resolved)
         .map_err(|e| ToolError::Failed(format!("cannot open `{shown}`: {e}")))?;
-    read_from(file, shown, offset, limit)
+    read_from(BufReader::new(file), shown, offset, limit)
 }
 
 fn is_a_directory(shown: &str) -> ToolError {
@@ -116,14 +117,14 @@ fn is_a_directory(shown: &str) -> ToolError {
     ))
 }
 
-/// Reads lines `offset..offset+limit` (1-based) of the open `file`; `shown` names it.
+/// Reads lines `offset..offset+limit` (1-based) of the open `reader` (a file behind a
+/// buffer, or bytes already read); `shown` names it.
 fn read_from(
-    file: impl Read,
+    mut reader: impl BufRead,
     shown: &str,
     offset: usize,
     limit: usize,
 ) -> Result<String, ToolError> {
-    let mut reader = BufReader::new(file);
     let probe = reader
         .fill_buf()
         .map_err(|e| ToolError::Failed(format!("cannot read `{shown}`: {e}")))?;
@@ -131,7 +132,8 @@ fn read_from(
         return Err(binary(shown, "it contains NUL bytes"));
     }
 
-    let mut out = String::new();
+    // About what the window holds: each line gains its number, a tab at most 7 bytes.
+    let mut out = String::with_capacity((probe.len() * 5 / 4).min(MAX_OUTPUT_CHARS + 4096));
     let mut line_no = 0usize;
     let mut last_shown = 0usize;
     let mut buf = Vec::new();
@@ -182,8 +184,15 @@ fn read_from(
 
 /// Appends one numbered line, cutting it at [`MAX_LINE_CHARS`].
 fn push_line(out: &mut String, line_no: usize, text: &str) {
-    out.push_str(&format!("{line_no:>6}\t"));
-    match text.char_indices().nth(MAX_LINE_CHARS) {
+    push_number(out, line_no);
+    out.push('\t');
+    // A line of at most MAX_LINE_CHARS bytes has at most as many characters.
+    let cut = if text.len() <= MAX_LINE_CHARS {
+        None
+    } else {
+        text.char_indices().nth(MAX_LINE_CHARS)
+    };
+    match cut {
         None => out.push_str(text),
         Some((cut, _)) => {
             out.push_str(&text[..cut]);
@@ -192,6 +201,24 @@ fn push_line(out: &mut String, line_no: usize, text: &str) {
         }
     }
     out.push('\n');
+}
+
+/// Appends `n` right-aligned in six columns (`{n:>6}`), without the formatting machinery:
+/// a file's every line gets one.
+fn push_number(out: &mut String, n: usize) {
+    let mut digits = [b' '; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let from = at.min(digits.len() - 6);
+    out.extend(digits[from..].iter().map(|&b| char::from(b)));
 }
 
 /// Counts the lines left in `reader`, which starts at the beginning of a line.
@@ -221,6 +248,26 @@ fn binary(shown: &str, why: &str) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_numbers_are_right_aligned_in_six_columns_as_format_would() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99_999,
+            100_000,
+            999_999,
+            1_000_000,
+            123_456_789,
+            usize::MAX,
+        ] {
+            let mut out = String::new();
+            push_number(&mut out, n);
+            assert_eq!(out, format!("{n:>6}"));
+        }
+    }
 
     #[test]
     fn long_lines_are_cut_with_a_marker() {
