@@ -168,13 +168,9 @@ pub(crate) fn orphaned_results(messages: &[Message]) -> Vec<String> {
 /// `messages`, with their largest texts and tool results shortened (oldest first) until
 /// they take at most `budget` estimated tokens; `None` when even that is not enough. Only
 /// the summary request is shortened this way: the conversation keeps every byte.
-/// `at_most` bounds their estimate from above: within the budget, they are not counted.
-pub(crate) fn fit(messages: Vec<Message>, budget: u64, at_most: u64) -> Option<Vec<Message>> {
+pub(crate) fn fit(messages: Vec<Message>, budget: u64) -> Option<Vec<Message>> {
     const KEEP: usize = 1_000;
     let mut messages = messages;
-    if at_most <= budget {
-        return Some(messages);
-    }
     let mut total = messages_tokens(&messages);
     if total <= budget {
         return Some(messages);
@@ -283,7 +279,7 @@ mod tests {
         let mut conv = conversation(4, 20_000);
         conv.push(Message::user_text("i".repeat(8_000)));
         let full = messages_tokens(&conv);
-        let fitted = fit(conv.clone(), full / 2, full).unwrap();
+        let fitted = fit(conv.clone(), full / 2).unwrap();
         assert!(messages_tokens(&fitted) <= full / 2);
         assert_eq!(fitted.last(), conv.last());
         assert!(
@@ -291,14 +287,13 @@ mod tests {
                 |b| matches!(b, ContentBlock::ToolResult(r) if r.content.contains("left out"))
             )
         );
-        assert!(fit(conv.clone(), 100, full).is_none());
-        // Known to be within the budget: not counted, not shortened.
-        assert_eq!(fit(conv.clone(), full, full).as_ref(), Some(&conv));
-        assert_eq!(fit(conv.clone(), full, full + 1).as_ref(), Some(&conv));
+        assert!(fit(conv.clone(), 100).is_none());
+        assert_eq!(fit(conv.clone(), full).as_ref(), Some(&conv));
         assert_eq!(shorten("ééééé", 3).chars().filter(|c| *c == 'é').count(), 2);
     }
 
-    /// The bound `compact` gives `fit`: the messages as sent (the instructions joined to
+    /// The bound by which `compact` knows the summary request fits without counting it:
+    /// the messages as sent (the instructions joined to
     /// the last user message, messages of one role in a row joined) take at most the
     /// estimates of the messages apart plus that of the instructions alone.
     #[test]

@@ -121,20 +121,24 @@ pub(crate) async fn compact(
     let max_tokens = (window / 8).max(512).min(u64::from(runner.spec.max_tokens));
     let budget = window.saturating_sub(max_tokens + fixed);
     // Sent, the instructions join the last user message, and messages of one role in a
-    // row are one message: fewer bytes than these parts apart.
+    // row are one message: fewer bytes than these parts apart. Within the budget so, the
+    // request is not counted (nor copied again) to be fitted.
     let at_most =
         tokens_before - fixed + message_tokens(&Message::user_text(instructions.as_str()));
-    let messages = Messages::from(conversation.to_vec())
-        .with_reminder(Some(instructions))
-        .to_vec();
-    let messages = compact::fit(messages, budget, at_most).ok_or(CompactError::TooLarge {
-        tokens: tokens_before,
-        window,
-    })?;
+    let sent = Messages::from(conversation.to_vec()).with_reminder(Some(instructions));
+    let messages = if at_most <= budget {
+        sent
+    } else {
+        let fitted = compact::fit(sent.to_vec(), budget).ok_or(CompactError::TooLarge {
+            tokens: tokens_before,
+            window,
+        })?;
+        Messages::from(fitted)
+    };
     let request = ModelRequest {
         model: runner.spec.model.clone(),
         system: system.to_string(),
-        messages: messages.into(),
+        messages,
         tools: tools.clone(),
         max_tokens: max_tokens as u32,
         // The scripted model routes summary turns by this (`compact` in a script).
