@@ -335,6 +335,18 @@ pub(crate) async fn prepare_as(
         None => None,
     };
     let events = EventBus::new();
+    // Recorded from the first event on: what MCP servers and the session's actors publish
+    // as they start (an actor restarted at its first message) is in the transcript too.
+    // Each agent's spending, for `crew tasks list` and `crew team show`: what the
+    // transcripts record it spent so far (costs.json is a copy written behind), then this
+    // run's requests.
+    let spent = crate::agent::ledger::Ledger::replay(&transcript, &agents_dir);
+    let ledger = crate::agent::ledger::record(&events, session_dir.clone(), spent.clone());
+    let recording = crate::transcript::record(&events, transcript.clone(), agents_dir.clone());
+    let recorder = tokio::spawn(async move {
+        let _ = recording.await;
+        let _ = ledger.await;
+    });
     let mcp = mcp::start_mcp(
         opts,
         &registry,
@@ -425,6 +437,9 @@ pub(crate) async fn prepare_as(
         Ok(s) => s,
         Err(e) => {
             mcp.shutdown().await;
+            // What was recorded is flushed, and the recorders end.
+            events.close();
+            let _ = recorder.await;
             return Err(e.into());
         }
     };
@@ -435,16 +450,6 @@ pub(crate) async fn prepare_as(
             ))
         })
         .ok();
-    // Each agent's spending, for `crew tasks list` and `crew team show`: what the
-    // transcripts record it spent so far (costs.json is a copy written behind), then this
-    // run's requests.
-    let spent = crate::agent::ledger::Ledger::replay(&transcript, &agents_dir);
-    let ledger = crate::agent::ledger::record(&events, session_dir, spent.clone());
-    let transcript = crate::transcript::record(&events, transcript, agents_dir);
-    let recorder = tokio::spawn(async move {
-        let _ = transcript.await;
-        let _ = ledger.await;
-    });
     Ok(Prepared {
         session,
         events,
