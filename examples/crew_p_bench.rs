@@ -22,7 +22,9 @@
 //!
 //! Runs the `crew` binary beside this example's own (build it first), or `CREW_BIN`:
 //! `cargo build --release && cargo run --release --example crew_p_bench -- [TURNS] [BATCH] [ROUNDS] [DIR]`
-//! (defaults 1000, 8, 5 and the temp directory).
+//! (defaults 1000, 8, 5 and the temp directory). With `CREW_BASELINE_BIN` (another
+//! build, say an older commit's), each round runs that binary's shapes too, interleaved
+//! with the first's, and each figure is printed with its ratio against the baseline's.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -80,7 +82,8 @@ fn script(turns: usize, calls: usize) -> serde_json::Value {
 
 /// One bench's files: a project holding `a.txt`, and the three scripts.
 struct Bench {
-    crew: PathBuf,
+    /// The binary measured, then the baseline's when there is one.
+    crews: Vec<PathBuf>,
     root: PathBuf,
     project: PathBuf,
     turns: usize,
@@ -99,8 +102,10 @@ impl Bench {
         for ((t, c), path) in shapes.iter().zip(&scripts) {
             std::fs::write(path, script(*t, *c).to_string())?;
         }
+        let mut crews = vec![crew_bin()];
+        crews.extend(std::env::var_os("CREW_BASELINE_BIN").map(PathBuf::from));
         Ok(Self {
-            crew: crew_bin(),
+            crews,
             root,
             project,
             turns,
@@ -111,12 +116,12 @@ impl Bench {
 
     /// Wall time of one `crew -p` on script `shape`, in a HOME of its own, and the model
     /// turns and tool calls its transcript records.
-    fn time(&mut self, shape: usize) -> anyhow::Result<(Duration, Counts)> {
+    fn time(&mut self, crew: usize, shape: usize) -> anyhow::Result<(Duration, Counts)> {
         self.run += 1;
         let home = self.root.join(format!("home-{}", self.run));
         std::fs::create_dir_all(&home)?;
         let start = Instant::now();
-        let status = Command::new(&self.crew)
+        let status = Command::new(&self.crews[crew])
             .args(["-p", "read a.txt again and again", "--max-turns"])
             .arg((self.turns + 10).to_string())
             .arg("--model")
@@ -136,21 +141,27 @@ impl Bench {
         Ok((took, counts))
     }
 
-    /// Median wall time (µs) of each shape over `rounds` interleaved rounds, with the
-    /// turns and calls of its last run (the same in every run of a shape).
-    fn medians(&mut self, rounds: usize) -> anyhow::Result<[(f64, Counts); 3]> {
-        let mut times: [Vec<f64>; 3] = Default::default();
-        let mut counts = [Counts::default(); 3];
+    /// For each binary, the median wall time (µs) of each shape over `rounds` rounds,
+    /// binaries and shapes interleaved, with the turns and calls of its last run (the
+    /// same in every run of a shape).
+    fn medians(&mut self, rounds: usize) -> anyhow::Result<Vec<[(f64, Counts); 3]>> {
+        let crews = self.crews.len();
+        let mut times: Vec<[Vec<f64>; 3]> = vec![Default::default(); crews];
+        let mut counts = vec![[Counts::default(); 3]; crews];
         for _ in 0..rounds {
-            for (shape, list) in times.iter_mut().enumerate() {
-                let (took, c) = self.time(shape)?;
-                list.push(took.as_secs_f64() * 1e6);
-                counts[shape] = c;
+            for crew in 0..crews {
+                for shape in 0..3 {
+                    let (took, c) = self.time(crew, shape)?;
+                    times[crew][shape].push(took.as_secs_f64() * 1e6);
+                    counts[crew][shape] = c;
+                }
             }
         }
-        let mut out = [(0.0, Counts::default()); 3];
-        for (shape, t) in times.iter_mut().enumerate() {
-            out[shape] = (median(t), counts[shape]);
+        let mut out = vec![[(0.0, Counts::default()); 3]; crews];
+        for crew in 0..crews {
+            for shape in 0..3 {
+                out[crew][shape] = (median(&mut times[crew][shape]), counts[crew][shape]);
+            }
         }
         Ok(out)
     }
@@ -219,26 +230,33 @@ struct Figures {
     batched: Counts,
 }
 
-fn measure(bench: &mut Bench, rounds: usize, batch: usize) -> anyhow::Result<Figures> {
+/// The figures of each binary (the measured one first).
+fn measure(bench: &mut Bench, rounds: usize, batch: usize) -> anyhow::Result<Vec<Figures>> {
     let read_before = direct_read(&bench.project)?;
-    let [(start, c0), (turns, c1), (batched, c8)] = bench.medians(rounds)?;
+    let runs = bench.medians(rounds)?;
     let read_after = direct_read(&bench.project)?;
-    anyhow::ensure!(
-        c1.turns > c0.turns && c8.turns > c0.turns && c8.calls > c8.turns - c0.turns,
-        "the runs made too few turns or calls to measure: {c0:?} {c1:?} {c8:?} (batch {batch})"
-    );
-    // Tool turns: each run's turns but its last, which answers in text (as `start`'s one).
-    let (tool_turns_1, tool_turns_8) = (c1.turns - c0.turns, c8.turns - c0.turns);
-    let turn = (turns - start) / tool_turns_1 as f64;
-    let extra_calls = c8.calls - tool_turns_8;
-    let call = (batched - start - tool_turns_8 as f64 * turn) / extra_calls as f64;
-    Ok(Figures {
-        turn,
-        call,
-        read: (read_before + read_after) / 2.0,
-        start,
-        batched: c8,
-    })
+    let read = (read_before + read_after) / 2.0;
+    runs.into_iter()
+        .map(|[(start, c0), (turns, c1), (batched, c8)]| {
+            anyhow::ensure!(
+                c1.turns > c0.turns && c8.turns > c0.turns && c8.calls > c8.turns - c0.turns,
+                "the runs made too few turns or calls to measure: {c0:?} {c1:?} {c8:?} (batch {batch})"
+            );
+            // Tool turns: each run's turns but its last, which answers in text (as
+            // `start`'s one).
+            let (tool_turns_1, tool_turns_8) = (c1.turns - c0.turns, c8.turns - c0.turns);
+            let turn = (turns - start) / tool_turns_1 as f64;
+            let extra_calls = c8.calls - tool_turns_8;
+            let call = (batched - start - tool_turns_8 as f64 * turn) / extra_calls as f64;
+            Ok(Figures {
+                turn,
+                call,
+                read,
+                start,
+                batched: c8,
+            })
+        })
+        .collect()
 }
 
 /// `dd` writing to `dir` with a sync after every 4 KiB block, until it is killed.
@@ -288,7 +306,7 @@ fn main() -> anyhow::Result<()> {
         base.display()
     );
     let quiet = measure(&mut bench, rounds, batch)?;
-    println!("{}", show("quiet", &quiet));
+    println!("{}", show("quiet", &quiet[0]));
     let mut dd = disk_writer(dir.path())?;
     // Let the writer get going before the first run.
     std::thread::sleep(Duration::from_millis(300));
@@ -296,12 +314,29 @@ fn main() -> anyhow::Result<()> {
     let _ = dd.kill();
     let _ = dd.wait();
     let loaded = loaded?;
-    println!("{}", show("under dd oflag=dsync", &loaded));
+    println!("{}", show("under dd oflag=dsync", &loaded[0]));
     println!(
         "loaded / quiet: turn {:.2}×, batched call {:.2}×, start-up and exit {:.2}× (targets: turn ≤ 150 µs, batched call ≤ 20 µs, loaded ≤ 1.5× quiet)",
-        loaded.turn / quiet.turn,
-        loaded.call / quiet.call,
-        loaded.start / quiet.start
+        loaded[0].turn / quiet[0].turn,
+        loaded[0].call / quiet[0].call,
+        loaded[0].start / quiet[0].start
     );
+    if let (Some(base_quiet), Some(base_loaded), Some(base)) =
+        (quiet.get(1), loaded.get(1), bench.crews.get(1))
+    {
+        println!("baseline {}, in the same rounds:", base.display());
+        for (name, this, baseline) in [
+            ("quiet", &quiet[0], base_quiet),
+            ("under dd oflag=dsync", &loaded[0], base_loaded),
+        ] {
+            println!("{}", show(&format!("  baseline {name}"), baseline));
+            println!(
+                "  this / baseline, {name}: turn {:.2}×, batched call {:.2}×, start-up and exit {:.2}×",
+                this.turn / baseline.turn,
+                this.call / baseline.call,
+                this.start / baseline.start
+            );
+        }
+    }
     Ok(())
 }
