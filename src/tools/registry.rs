@@ -205,6 +205,12 @@ impl Registry {
             .and_then(|t| t.definition().permission.clone())
     }
 
+    /// Starts building, off this thread, what the first schema compile of the process
+    /// needs (see [`super::schema::warm_up`]); once per process.
+    pub fn warm_up_schemas(&self) {
+        super::schema::warm_up();
+    }
+
     /// Validates a call's `input` against `tool`'s schema (compiled once per tool).
     pub fn validate(
         &self,

@@ -35,25 +35,19 @@ pub(crate) fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsErr
 /// schema again: that was most of a no-op call's cost. An entry is used only for the very
 /// tool object it was compiled from (a replaced MCP tool of the same name is compiled
 /// anew); a schema that does not compile is not kept, so every call reports it.
+#[derive(Default)]
 pub(crate) struct Validators {
     compiled: Mutex<HashMap<String, Compiled>>,
 }
 
-impl Default for Validators {
-    fn default() -> Self {
-        warm_up();
-        Self {
-            compiled: Mutex::new(HashMap::new()),
-        }
-    }
-}
-
-/// Compiles a schema once on a thread of its own, early: the first compile in a process
-/// builds the validator of the meta-schema that every schema is checked against, 10 to
-/// 30 ms of work that the first tool call would otherwise wait for. A call that comes
-/// sooner waits for the same work, never does it twice. The thread runs at the lowest
-/// priority (on Linux a thread's own), so it takes only a core nothing else wants.
-fn warm_up() {
+/// Compiles a schema once on a thread of its own: the first compile in a process builds
+/// the validator of the meta-schema that every schema is checked against, 10 to 30 ms of
+/// work that the first tool call would otherwise wait for. Called when an agent's first
+/// model answer starts to arrive: the request is out, and its calls come at the end of
+/// the answer. A call that comes sooner waits for the same work, never does it twice.
+/// The thread runs at the lowest priority (on Linux a thread's own), so it takes only a
+/// core nothing else wants.
+pub(crate) fn warm_up() {
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
         let started = std::thread::Builder::new()

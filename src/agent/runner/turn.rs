@@ -48,6 +48,9 @@ impl Runner {
                 _ = cancel.cancelled() => return Err(TurnError::Cancelled),
                 next = stream.next() => next,
             };
+            // The request is out and the answer is coming: the first schema compile's
+            // groundwork can be done now, before its calls (once per process).
+            self.pipeline.registry.warm_up_schemas();
             match next {
                 None => break,
                 Some(Err(e)) => return Err(TurnError::Provider(e)),
