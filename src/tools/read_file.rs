@@ -206,19 +206,13 @@ fn push_line(out: &mut String, line_no: usize, text: &str) {
 /// Appends `n` right-aligned in six columns (`{n:>6}`), without the formatting machinery:
 /// a file's every line gets one.
 fn push_number(out: &mut String, n: usize) {
-    let mut digits = [b' '; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let from = at.min(digits.len() - 6);
-    out.extend(digits[from..].iter().map(|&b| char::from(b)));
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n);
+    out.extend(std::iter::repeat_n(
+        ' ',
+        6usize.saturating_sub(digits.len()),
+    ));
+    out.push_str(digits);
 }
 
 /// Counts the lines left in `reader`, which starts at the beginning of a line.
