@@ -18,8 +18,12 @@ use crate::events::{Event, EventJson, EventKind, Recorder};
 /// The most lines kept for watchers that connect later.
 const KEEP_LINES: usize = 20_000;
 
-/// The most bytes kept for them (older lines go first).
-const KEEP_BYTES: usize = 16 << 20;
+/// The most bytes kept for them (older lines go first). Every kept byte is memory the
+/// process touches for the first time, and first touches are what a long run's memory
+/// costs (a page fault and a cleared page each 4 KiB): at 16 MiB they were a tenth of an
+/// 8-reads-a-turn run's time. 4 MiB is the last few hundred turns of a busy agent; the
+/// whole history stays in the transcript.
+const KEEP_BYTES: usize = 4 << 20;
 
 /// One watcher's lines.
 pub(crate) type Lines = mpsc::UnboundedReceiver<Arc<str>>;
