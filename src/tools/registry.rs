@@ -205,10 +205,25 @@ impl Registry {
             .and_then(|t| t.definition().permission.clone())
     }
 
-    /// Starts building, off this thread, what the first schema compile of the process
-    /// needs (see [`super::schema::warm_up`]); once per process.
+    /// Starts building, off this thread, what the first general schema compile of the
+    /// process needs (see [`super::schema::warm_up`]), if one of the tools has a schema
+    /// that is not plain. The tools are looked at once: at the first model answer, when
+    /// the MCP servers have listed theirs.
     pub fn warm_up_schemas(&self) {
-        super::schema::warm_up();
+        if !self.validators.first_look() {
+            return;
+        }
+        let general = |t: &Arc<dyn Tool>| !super::schema::is_plain(&t.definition().input_schema);
+        if self.tools.iter().any(general)
+            || self
+                .read_dynamic()
+                .by_source
+                .values()
+                .flatten()
+                .any(general)
+        {
+            super::schema::warm_up();
+        }
     }
 
     /// Validates a call's `input` against `tool`'s schema (compiled once per tool).

@@ -2,7 +2,10 @@
 //! tool's schema before the tool runs. Errors name the offending field so the model can
 //! correct itself.
 
+mod plain;
+
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
@@ -28,7 +31,7 @@ pub enum ArgumentsError {
 #[cfg(test)]
 pub(crate) fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsError> {
     object_input(input)?;
-    check(&compile(schema)?, input)
+    compile(schema)?.check(input)
 }
 
 /// Each tool's compiled schema, so a call does not compile (and meta-validate) its tool's
@@ -38,9 +41,16 @@ pub(crate) fn validate(schema: &Value, input: &Value) -> Result<(), ArgumentsErr
 #[derive(Default)]
 pub(crate) struct Validators {
     compiled: Mutex<HashMap<String, Compiled>>,
+    /// Whether the tools' schemas were looked at for [`warm_up`].
+    looked: AtomicBool,
 }
 
-/// Compiles a schema once on a thread of its own: the first compile in a process builds
+/// Whether `schema` is checked without the general validator (see [`plain`]).
+pub(crate) fn is_plain(schema: &Value) -> bool {
+    plain::is_plain(schema)
+}
+
+/// Compiles a general schema once on a thread of its own: the first compile in a process builds
 /// the validator of the meta-schema that every schema is checked against, 10 to 30 ms of
 /// work that the first tool call would otherwise wait for. Called when an agent's first
 /// model answer starts to arrive: the request is out, and its calls come at the end of
@@ -54,7 +64,9 @@ pub(crate) fn warm_up() {
             .name("crew-schemas".into())
             .spawn(|| {
                 let _ = rustix::process::setpriority_process(None, 19);
-                drop(compile(&serde_json::json!({"type": "object"})));
+                drop(jsonschema::validator_for(
+                    &serde_json::json!({"type": "object"}),
+                ));
             });
         if let Err(e) = started {
             tracing::debug!("schemas are compiled when first used: {e}");
@@ -63,9 +75,51 @@ pub(crate) fn warm_up() {
 }
 
 /// A tool's compiled schema, with the tool object it was compiled from.
-type Compiled = (Weak<dyn Tool>, Arc<jsonschema::Validator>);
+type Compiled = (Weak<dyn Tool>, Arc<Checker>);
+
+/// How a schema is checked: by walking it (a plain schema) or by the general validator.
+enum Checker {
+    Plain(Value),
+    General(jsonschema::Validator),
+}
+
+impl Checker {
+    fn check(&self, input: &Value) -> Result<(), ArgumentsError> {
+        let violations = match self {
+            Checker::Plain(schema) => plain::violations(schema, input),
+            Checker::General(validator) => validator
+                .iter_errors(input)
+                .take(3)
+                .map(|e| (e.instance_path.to_string(), e.to_string()))
+                .collect(),
+        };
+        if violations.is_empty() {
+            return Ok(());
+        }
+        let errors = violations
+            .into_iter()
+            .take(3)
+            .map(|(path, message)| {
+                if path.is_empty() {
+                    message
+                } else {
+                    format!(
+                        "argument `{}`: {message}",
+                        path.trim_start_matches('/').replace('/', ".")
+                    )
+                }
+            })
+            .collect();
+        Err(ArgumentsError::Invalid(errors))
+    }
+}
 
 impl Validators {
+    /// Whether this is the first look at the tools' schemas (for [`warm_up`]).
+    pub(crate) fn first_look(&self) -> bool {
+        !self.looked.load(Ordering::Relaxed) && !self.looked.swap(true, Ordering::Relaxed)
+    }
+
     /// Validates `input` against `tool`'s schema, as [`validate`] does.
     pub(crate) fn validate(
         &self,
@@ -88,7 +142,7 @@ impl Validators {
                 v
             }
         };
-        check(&validator, input)
+        validator.check(input)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Compiled>> {
@@ -105,31 +159,13 @@ fn object_input(input: &Value) -> Result<(), ArgumentsError> {
     }
 }
 
-fn compile(schema: &Value) -> Result<jsonschema::Validator, ArgumentsError> {
-    jsonschema::validator_for(schema).map_err(|e| ArgumentsError::BadSchema(e.to_string()))
-}
-
-fn check(validator: &jsonschema::Validator, input: &Value) -> Result<(), ArgumentsError> {
-    let errors: Vec<String> = validator
-        .iter_errors(input)
-        .take(3)
-        .map(|e| {
-            let path = e.instance_path.to_string();
-            if path.is_empty() {
-                e.to_string()
-            } else {
-                format!(
-                    "argument `{}`: {e}",
-                    path.trim_start_matches('/').replace('/', ".")
-                )
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ArgumentsError::Invalid(errors))
+fn compile(schema: &Value) -> Result<Checker, ArgumentsError> {
+    if plain::is_plain(schema) {
+        return Ok(Checker::Plain(schema.clone()));
     }
+    jsonschema::validator_for(schema)
+        .map(Checker::General)
+        .map_err(|e| ArgumentsError::BadSchema(e.to_string()))
 }
 
 fn kind(v: &Value) -> &'static str {
