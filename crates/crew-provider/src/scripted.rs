@@ -227,7 +227,7 @@ impl Provider for ScriptedProvider {
             for (i, c) in turn.tool_calls.into_iter().enumerate() {
                 let arguments = match (c.arguments, c.input) {
                     (Some(raw), _) => raw,
-                    (None, Some(v)) => v.to_string(),
+                    (None, Some(v)) => compact(&v),
                     (None, None) => "{}".to_string(),
                 };
                 let id = c.id.unwrap_or_else(|| format!("call_{number}_{}", i + 1));
@@ -240,13 +240,19 @@ impl Provider for ScriptedProvider {
     }
 }
 
+/// A call's arguments as the model sends them: compact JSON, whatever the script's layout.
+fn compact(input: &serde_json::value::RawValue) -> String {
+    serde_json::from_str::<serde_json::Value>(input.get())
+        .map_or_else(|_| input.get().to_string(), |v| v.to_string())
+}
+
 /// A turn's usage as billed by the simulated cache, output at 4 bytes a token.
 fn simulated_usage(turn: &Turn, bill: CacheBill) -> Usage {
     let out_bytes = turn.text.as_ref().map_or(0, String::len)
         + turn
             .tool_calls
             .iter()
-            .map(|c| c.name.len() + c.input.as_ref().map_or(2, |v| v.to_string().len()))
+            .map(|c| c.name.len() + c.input.as_deref().map_or(2, |v| compact(v).len()))
             .sum::<usize>();
     Usage {
         input_tokens: bill.uncached,

@@ -41,7 +41,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crew_protocol::{StopReason, Usage};
 
@@ -124,9 +124,11 @@ pub struct ScriptedCall {
     pub id: Option<String>,
     /// Tool name.
     pub name: String,
-    /// Arguments as a JSON value.
+    /// Arguments as a JSON value, kept as its text until the call is made: a script of
+    /// thousands of calls would otherwise hold a parsed tree for each (a long bench's
+    /// script took 6 MiB that way).
     #[serde(default)]
-    pub input: Option<Value>,
+    pub input: Option<Box<RawValue>>,
     /// Arguments as raw text (to send malformed JSON).
     #[serde(default)]
     pub arguments: Option<String>,
