@@ -4,6 +4,9 @@
 
 mod plain;
 
+/// Whether a schema is checked without the general validator (see [`plain`]).
+pub(crate) use plain::is_plain;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -43,11 +46,6 @@ pub(crate) struct Validators {
     compiled: Mutex<HashMap<String, Compiled>>,
     /// Whether the tools' schemas were looked at for [`warm_up`].
     looked: AtomicBool,
-}
-
-/// Whether `schema` is checked without the general validator (see [`plain`]).
-pub(crate) fn is_plain(schema: &Value) -> bool {
-    plain::is_plain(schema)
 }
 
 /// Compiles a general schema once on a thread of its own: the first compile in a process builds

@@ -24,7 +24,7 @@ const EXACT: i128 = 1 << 53;
 
 /// Whether `schema` is plain: an object schema using only the keywords above, each well
 /// formed, all the way down.
-pub(super) fn is_plain(schema: &Value) -> bool {
+pub(crate) fn is_plain(schema: &Value) -> bool {
     let Value::Object(map) = schema else {
         return false;
     };
