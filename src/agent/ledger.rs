@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use crate::events::{Event, EventBus, EventKind};
+use crate::events::{Event, EventBus, EventKind, Recorder};
 use crate::protocol::Usage;
 use crate::store::behind::{self, Flush, Throttle};
 
@@ -142,47 +144,119 @@ impl Ledger {
 /// The file is derived: it is rewritten at most once per flush window (the first change
 /// at once) without `fsync`, and once more, synced, when the bus closes; a write lost to a
 /// crash or a power loss costs nothing, as resuming computes it again from the transcript.
+///
+/// The sums are kept by a recorder, inside `publish`: a usage report adds to them there
+/// and wakes the writer only when no write is waiting already, so a busy run wakes it
+/// about once a window rather than once a turn (waking a task on the other worker thread
+/// costs more than the addition).
 pub(crate) fn record(bus: &EventBus, session_dir: PathBuf, start: Ledger) -> JoinHandle<()> {
-    // Woken by usage reports only, not by every streamed token and tool event.
-    let mut rx = bus.subscribe_where(|e| matches!(e.kind, EventKind::RequestUsage { .. }));
-    tokio::spawn(async move {
-        let path = Ledger::path(&session_dir);
-        // A killed run may have left the file behind what the transcript records.
-        let mut changed = start != Ledger::load(&session_dir);
-        let mut ledger = start;
-        let mut throttle = Throttle::new(behind::window());
-        if changed && throttle.changed(Instant::now()) {
-            write(&path, &ledger, Flush::Derived).await;
-        }
-        loop {
-            let due = throttle.due();
-            let event = tokio::select! {
-                event = rx.recv() => event,
-                () = sleep_until(due), if due.is_some() => {
-                    throttle.written(Instant::now());
-                    write(&path, &ledger, Flush::Derived).await;
-                    continue;
-                }
-            };
-            let Some(event) = event else { break };
-            if ledger.add_event(&event) {
-                changed = true;
-                if throttle.changed(Instant::now()) {
-                    write(&path, &ledger, Flush::Derived).await;
-                }
-            }
-        }
-        if changed {
-            write(&path, &ledger, Flush::Now).await;
-        }
-    })
+    record_every(bus, session_dir, start, behind::window())
 }
 
-/// Sleeps until `due` (never returns when there is none; the caller guards it).
-async fn sleep_until(due: Option<Instant>) {
-    match due {
-        Some(due) => tokio::time::sleep_until(due.into()).await,
-        None => std::future::pending().await,
+/// [`record`], writing at most once per `window`.
+fn record_every(
+    bus: &EventBus,
+    session_dir: PathBuf,
+    start: Ledger,
+    window: std::time::Duration,
+) -> JoinHandle<()> {
+    let kept = Arc::new(Kept {
+        sums: Mutex::new(Sums {
+            ledger: start,
+            waiting: false,
+            closed: false,
+        }),
+        wake: Notify::new(),
+    });
+    bus.add_recorder(Arc::new(Adder(kept.clone())));
+    tokio::spawn(write_behind(kept, session_dir, window))
+}
+
+/// The sums, shared by the recorder that adds to them and the task that writes them.
+struct Kept {
+    sums: Mutex<Sums>,
+    /// Woken when a change starts waiting to be written, and when the bus closes.
+    wake: Notify,
+}
+
+struct Sums {
+    ledger: Ledger,
+    /// A change is not written yet, and the writer has been woken for it.
+    waiting: bool,
+    /// The bus closed: the writer writes a last time and ends.
+    closed: bool,
+}
+
+impl Kept {
+    fn sums(&self) -> std::sync::MutexGuard<'_, Sums> {
+        // A poisoned lock only means a panic mid-addition; the sums stay usable.
+        self.sums.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Adds each usage report to the sums as it is published.
+struct Adder(Arc<Kept>);
+
+impl Recorder for Adder {
+    fn record(&self, event: &Event) -> Option<Event> {
+        let mut sums = self.0.sums();
+        if sums.ledger.add_event(event) && !std::mem::replace(&mut sums.waiting, true) {
+            self.0.wake.notify_one();
+        }
+        None
+    }
+
+    fn close(&self) {
+        self.0.sums().closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+/// A bus dropped without being closed ends the writer too.
+impl Drop for Adder {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Writes the sums when they change, at most once a flush window (the first change at
+/// once), and a last time, synced, when the bus closes.
+async fn write_behind(kept: Arc<Kept>, session_dir: PathBuf, window: std::time::Duration) {
+    let path = Ledger::path(&session_dir);
+    let mut throttle = Throttle::new(window);
+    // A killed run may have left the file behind what the transcript records.
+    let start = kept.sums().ledger.clone();
+    let mut changed = start != Ledger::load(&session_dir);
+    if changed {
+        throttle.changed(Instant::now());
+        write(&path, &start, Flush::Derived).await;
+    }
+    loop {
+        kept.wake.notified().await;
+        // Within the last write's window, wait it out: changes meanwhile join this write.
+        if !kept.sums().closed
+            && !throttle.changed(Instant::now())
+            && let Some(due) = throttle.due()
+        {
+            tokio::select! {
+                () = tokio::time::sleep_until(due.into()) => {}
+                // Only the bus's closing wakes a writer that is already waiting.
+                () = kept.wake.notified() => {}
+            }
+            throttle.written(Instant::now());
+        }
+        let (ledger, closed) = {
+            let mut sums = kept.sums();
+            changed |= std::mem::replace(&mut sums.waiting, false);
+            (sums.ledger.clone(), sums.closed)
+        };
+        if closed {
+            if changed {
+                write(&path, &ledger, Flush::Now).await;
+            }
+            return;
+        }
+        write(&path, &ledger, Flush::Derived).await;
     }
 }
 
@@ -273,6 +347,14 @@ mod tests {
         std::fs::write(Ledger::path(&session), "{}").unwrap();
         let bus = EventBus::new();
         let ledger = record(&bus, session.clone(), Ledger::replay(&main, &agents));
+        usage(&bus, 1.0);
+        bus.close();
+        ledger.await.unwrap();
+        let lead = &Ledger::load(&session).agents["lead"];
+        assert_eq!((lead.requests, lead.cost_usd), (3, 1.5));
+    }
+
+    fn usage(bus: &EventBus, cost: f64) {
         bus.publish(
             "lead",
             EventKind::RequestUsage {
@@ -282,12 +364,66 @@ mod tests {
                 created: 0,
                 uncached: 1,
                 output: 1,
-                cost_usd: Some(1.0),
+                cost_usd: Some(cost),
             },
         );
+    }
+
+    /// Waits (at most 10 s) until costs.json records `n` requests of the lead.
+    async fn written(session: &Path, n: u32) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Ledger::load(session).agents.get("lead").map(|a| a.requests) != Some(n) {
+            assert!(
+                Instant::now() < deadline,
+                "costs.json never showed {n} requests"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_reports_is_written_once_at_once_then_once_after_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = EventBus::new();
+        let window = std::time::Duration::from_millis(1500);
+        let task = record_every(&bus, dir.path().to_path_buf(), Ledger::default(), window);
+        let started = Instant::now();
+        usage(&bus, 1.0);
+        written(dir.path(), 1).await;
+        for _ in 0..20 {
+            usage(&bus, 1.0);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // Inside the window the file keeps the first write; the sums go on in memory.
+        if started.elapsed() < window {
+            assert_eq!(Ledger::load(dir.path()).agents["lead"].requests, 1);
+        }
+        written(dir.path(), 21).await;
+        assert!(
+            started.elapsed() >= window,
+            "written before the window ended"
+        );
+        usage(&bus, 0.5);
         bus.close();
-        ledger.await.unwrap();
-        let lead = &Ledger::load(&session).agents["lead"];
-        assert_eq!((lead.requests, lead.cost_usd), (3, 1.5));
+        task.await.unwrap();
+        let lead = &Ledger::load(dir.path()).agents["lead"];
+        assert_eq!((lead.requests, lead.cost_usd), (22, 21.5));
+    }
+
+    #[tokio::test]
+    async fn a_bus_dropped_unclosed_still_gets_its_last_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = EventBus::new();
+        let window = std::time::Duration::from_secs(60);
+        let task = record_every(&bus, dir.path().to_path_buf(), Ledger::default(), window);
+        usage(&bus, 1.0);
+        written(dir.path(), 1).await;
+        usage(&bus, 1.0);
+        drop(bus);
+        tokio::time::timeout(std::time::Duration::from_secs(10), task)
+            .await
+            .expect("the writer ends with the bus")
+            .unwrap();
+        assert_eq!(Ledger::load(dir.path()).agents["lead"].requests, 2);
     }
 }

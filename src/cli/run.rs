@@ -80,11 +80,14 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
             .subscribe_where(crate::session::render::shown_as_text),
         _ => prepared.events.subscribe(),
     };
-    let requests = tokio::spawn(super::output::collect_requests(
-        prepared
-            .events
-            .subscribe_where(super::output::is_lead_request),
-    ));
+    // Only JSON results list the requests; text need not wake a collector every turn.
+    let requests = (!matches!(cli.output_format, OutputFormat::Text)).then(|| {
+        tokio::spawn(super::output::collect_requests(
+            prepared
+                .events
+                .subscribe_where(super::output::is_lead_request),
+        ))
+    });
     let format = cli.output_format;
     let emit = match format {
         OutputFormat::StreamJson => super::stream::emit_for(&cli),
@@ -163,7 +166,10 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     let mut printer = printer
         .await
         .unwrap_or_else(|_| Printer::new(&session_id, &model, Emit::Nothing));
-    let requests = requests.await.unwrap_or_default();
+    let requests = match requests {
+        Some(collected) => collected.await.unwrap_or_default(),
+        None => Vec::new(),
+    };
     let outcome = outcome?;
     // Work the team listed and left undone makes the run unfinished, whatever the model
     // said: a script must not take it for done.
