@@ -20,7 +20,8 @@ pub(crate) fn cached_bytes(file: &File, len: u64) -> Option<Vec<u8>> {
     if len > MAX_BYTES {
         return None;
     }
-    // One byte more than the metadata says: a file that grew since is read the slow way.
+    // One byte more than the metadata says: a file seen to have grown since is read the
+    // slow way.
     let mut buf = vec![0u8; usize::try_from(len).ok()? + 1];
     let mut filled = 0;
     loop {
@@ -36,6 +37,11 @@ pub(crate) fn cached_bytes(file: &File, len: u64) -> Option<Vec<u8>> {
                 filled += n;
                 if filled == buf.len() {
                     return None;
+                }
+                // All the metadata promised, and not the byte past it: what the file
+                // held when it was opened, without a second read to see its end.
+                if filled == buf.len() - 1 {
+                    break;
                 }
             }
             Err(Errno::INTR) => {}
