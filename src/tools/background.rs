@@ -111,7 +111,12 @@ pub(crate) async fn start(
     let id = record.id.clone();
     let log_path = record.output_file.clone();
     tokio::spawn(async move {
-        let ended = child.wait_or_kill(None, &cancel).await;
+        let ended = match child.wait_or_kill(None, &cancel).await {
+            // A stop cancels and kills the group at once: an exit by that kill, seen
+            // before the cancellation, is still the stop's doing.
+            Ok(s) if !s.success() && cancel.is_cancelled() => Err(Ended::Cancelled),
+            other => other,
+        };
         // Nothing the command started may outlive it.
         let _ = process::kill_group(pgid, nix::sys::signal::Signal::SIGKILL);
         child.disarm();
