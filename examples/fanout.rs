@@ -362,7 +362,12 @@ fn teammates_in_child(n: usize) -> anyhow::Result<f64> {
         "the idle-teammate child failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+    // The figure is the last line; the child also says what workspaces it has.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let figure = stdout.lines().last().unwrap_or_default().trim();
+    figure
+        .parse()
+        .map_err(|e| anyhow::anyhow!("the idle-teammate child printed `{figure}`: {e}"))
 }
 
 /// Adds up the time spent in each tracing span of the worktree operations.
