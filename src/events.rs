@@ -339,15 +339,25 @@ impl EventBus {
 
     /// Publishes the permission decision `d` on the call `call_id` of `agent`.
     pub fn decided(&self, agent: &str, call_id: &str, d: &crate::protocol::decision::Decision) {
-        self.publish(
-            agent,
-            EventKind::PermissionDecided {
+        self.decided_all(agent, [(call_id, d)]);
+    }
+
+    /// Publishes the decisions on calls of `agent` made together (one transcript write).
+    pub fn decided_all<'d>(
+        &self,
+        agent: &str,
+        decisions: impl IntoIterator<Item = (&'d str, &'d crate::protocol::decision::Decision)>,
+    ) {
+        let kinds = decisions
+            .into_iter()
+            .map(|(call_id, d)| EventKind::PermissionDecided {
                 call_id: call_id.to_string(),
                 verdict: d.verdict,
                 source: d.source,
                 reason: d.reason.clone(),
-            },
-        );
+            })
+            .collect();
+        self.publish_all(agent, kinds);
     }
 
     /// Calls `recorder` with every event published from now on, inside `publish`.

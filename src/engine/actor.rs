@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use super::onward::{Authorized, Onward};
+use super::onward::{Authorized, Onward, Submission};
 use super::{GrantScope, PermissionMsg};
 use crate::gate::actor::GateMsg;
 use crate::permission::auto::suspend;
@@ -95,9 +95,6 @@ impl Actor for PermissionEngine {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        if let PermissionMsg::Authorize { .. } | PermissionMsg::AuthorizeAndSubmit { .. } = &msg {
-            crate::supervise::faults::point("permission");
-        }
         match msg {
             PermissionMsg::Authorize {
                 agent,
@@ -105,25 +102,31 @@ impl Actor for PermissionEngine {
                 hook,
                 reply,
             } => {
+                crate::supervise::faults::point("permission");
                 let policy = state.for_mode(request.mode);
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
                 let _ = reply.send(Checked::authorize(agent, request, &hook, policy));
             }
-            PermissionMsg::AuthorizeAndSubmit {
-                agent,
-                request,
-                hook,
-                onward,
-                reply,
-            } => {
-                let policy = state.for_mode(request.mode);
-                match Checked::authorize(agent, request, &hook, policy) {
-                    Checked::Allowed { permit, decision } => {
-                        submit(permit, &decision, onward, reply)
+            PermissionMsg::AuthorizeAndSubmit { agent, calls } => {
+                let mut allowed = Vec::with_capacity(calls.len());
+                for Submission {
+                    request,
+                    hook,
+                    onward,
+                    reply,
+                } in calls
+                {
+                    crate::supervise::faults::point("permission");
+                    let policy = state.for_mode(request.mode);
+                    match Checked::authorize(agent.clone(), request, &hook, policy) {
+                        Checked::Allowed { permit, decision } => {
+                            allowed.push((permit, decision, onward, reply));
+                        }
+                        // A caller that gave up (timeout) has dropped its port.
+                        other => drop(reply.send(Authorized::Checked(other))),
                     }
-                    // A caller that gave up (timeout) has dropped its port; nothing to do.
-                    other => drop(reply.send(Authorized::Checked(other))),
                 }
+                submit(&agent, allowed);
             }
             PermissionMsg::Check(req, reply) => {
                 // A caller that gave up (timeout) has dropped its port; nothing to do.
@@ -149,7 +152,7 @@ impl Actor for PermissionEngine {
                     .filter(|r| r.layer == Layer::Session)
                     .cloned();
                 policy.rules.extend(session);
-                state.policy = policy;
+                state.policy = *policy;
                 state.changed();
             }
             PermissionMsg::ListRules(reply) => {
@@ -160,25 +163,35 @@ impl Actor for PermissionEngine {
     }
 }
 
-/// Publishes the allowing decision, then hands the permit to the gate with the caller's
-/// port: the gate's refusal or the tool's result is the caller's answer. A gate that is
-/// not running (and not replaced in time) answers with an error result, never silence.
-fn submit(permit: Permit, decision: &Decision, onward: Onward, reply: RpcReplyPort<Authorized>) {
-    let Onward { gate, ctx, events } = onward;
-    events.decided(permit.agent(), &permit.call().id, decision);
-    let id = permit.call().id.clone();
-    let msg = GateMsg::Submit {
-        permit,
-        ctx,
-        reply: crate::gate::port::ResultPort::Authorized(reply),
+/// Publishes the allowing decisions together (one transcript write), then hands each
+/// permit to the gate with its caller's port: the gate's refusal or the tool's result is
+/// the caller's answer. A gate that is not running (and not replaced in time) answers
+/// with an error result, never silence.
+fn submit(agent: &str, allowed: Vec<(Permit, Decision, Onward, RpcReplyPort<Authorized>)>) {
+    let Some((_, _, first, _)) = allowed.first() else {
+        return;
     };
-    gate.forward(msg, move |msg| {
-        if let GateMsg::Submit { reply, .. } = msg {
-            reply.send(ToolResult::error(
-                id,
-                "tool_not_allowed",
-                "the gate is not running; the call was not run",
-            ));
-        }
-    });
+    first.events.decided_all(
+        agent,
+        allowed
+            .iter()
+            .map(|(permit, d, ..)| (permit.call().id.as_str(), d)),
+    );
+    for (permit, _, Onward { gate, ctx, .. }, reply) in allowed {
+        let id = permit.call().id.clone();
+        let msg = GateMsg::Submit {
+            permit,
+            ctx,
+            reply: crate::gate::port::ResultPort::Authorized(reply),
+        };
+        gate.forward(msg, move |msg| {
+            if let GateMsg::Submit { reply, .. } = msg {
+                reply.send(ToolResult::error(
+                    id,
+                    "tool_not_allowed",
+                    "the gate is not running; the call was not run",
+                ));
+            }
+        });
+    }
 }

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::permission::grants::GrantError;
 use crate::permission::{CheckRequest, Checked, Decision, HookOpinion, Policy, RuleInfo};
-use onward::{Authorized, Onward};
+use onward::Submission;
 
 /// How long a grant lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,20 +47,15 @@ pub enum PermissionMsg {
         /// Receives the answer.
         reply: RpcReplyPort<Checked>,
     },
-    /// Like `Authorize`, but an allowed call goes straight on to the gate (`onward`), and
-    /// the answer is the tool's result; a refused or asked call is answered as by
-    /// `Authorize`. The decision is published before the call goes on.
+    /// Like `Authorize`, for one call or a batch, but an allowed call goes straight on to
+    /// the gate (`onward`), and its answer is the tool's result; a refused or asked call
+    /// is answered as by `Authorize`. The decisions of the allowed calls are published
+    /// together, before any of them goes on.
     AuthorizeAndSubmit {
-        /// The calling agent (the permit is bound to it).
+        /// The calling agent (the permits are bound to it).
         agent: String,
-        /// The call and the caller's situation.
-        request: CheckRequest,
-        /// What the PreToolUse hooks said.
-        hook: HookOpinion,
-        /// Where an allowed call goes.
-        onward: Onward,
-        /// Receives the result, or the decision when the call did not go on.
-        reply: RpcReplyPort<Authorized>,
+        /// The calls, in the agent's order.
+        calls: Vec<Submission>,
     },
     /// Decide one call without authorising it (a query: `crew permissions check`, tests).
     Check(CheckRequest, RpcReplyPort<Decision>),
@@ -74,7 +69,7 @@ pub enum PermissionMsg {
         RpcReplyPort<Result<(), GrantError>>,
     ),
     /// Replace the loaded layers (after settings changed); session grants are kept.
-    Reload(Policy),
+    Reload(Box<Policy>),
     /// The effective rules, highest layer first.
     ListRules(RpcReplyPort<Vec<RuleInfo>>),
 }

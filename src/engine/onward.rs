@@ -6,8 +6,11 @@
 //! decision when the call was refused or needs a human. One hop fewer per call, and the
 //! decision is published (and recorded in the transcript) before the tool runs, as before.
 
+use ractor::RpcReplyPort;
+
 use crate::events::EventBus;
 use crate::gate::actor::GateMsg;
+use crate::permission::{CheckRequest, HookOpinion};
 use crate::supervise::Slot;
 use crate::tools::ToolContext;
 
@@ -23,4 +26,16 @@ pub struct Onward {
     pub ctx: ToolContext,
     /// Where the engine publishes its decision before the call goes on.
     pub events: EventBus,
+}
+
+/// One call of `AuthorizeAndSubmit`.
+pub struct Submission {
+    /// The call and the caller's situation.
+    pub request: CheckRequest,
+    /// What the PreToolUse hooks said.
+    pub hook: HookOpinion,
+    /// Where the call goes if allowed.
+    pub onward: Onward,
+    /// Receives the result, or the decision when the call did not go on.
+    pub reply: RpcReplyPort<Authorized>,
 }

@@ -11,4 +11,4 @@ pub(crate) mod faults;
 mod slot;
 
 pub use budget::{RestartBudget, RestartLimit, Storm};
-pub use slot::{CallError, REPLACEMENT_WAIT, Slot};
+pub use slot::{CallError, REPLACEMENT_WAIT, Slot, answer};

@@ -126,25 +126,18 @@ impl<M: ractor::Message> Slot<M> {
     ) -> Result<T, CallError> {
         let deadline = Instant::now() + timeout;
         let (tx, rx) = oneshot::channel();
-        let msg = build(tx.into());
-        self.record(&msg);
-        if self.deliver(msg, self.get(), deadline).await.is_err() {
+        if self.send(build(tx.into()), deadline).await.is_err() {
             return Err(CallError::Gone);
         }
-        match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(_)) => {
-                // An actor on the way died with the message: the reply port was dropped
-                // while its panic unwound, before ractor marks it stopping. A message sent
-                // to it in between would be lost with its mailbox, so the caller waits for
-                // the supervisor to swap the replacement in before it sends another (the
-                // model's next call then reaches it). Only a crash pays this.
-                tokio::time::sleep(SETTLE.min(deadline.saturating_duration_since(Instant::now())))
-                    .await;
-                Err(CallError::Gone)
-            }
-            Err(_) => Err(CallError::Timeout),
-        }
+        answer(rx, deadline).await
+    }
+
+    /// Sends `msg` (which may carry several reply ports: wait on each with [`answer`]),
+    /// waiting until `deadline` at most for a replacement of a dead actor; gives the
+    /// message back when none took it.
+    pub async fn send(&self, msg: M, deadline: Instant) -> Result<(), M> {
+        self.record(&msg);
+        self.deliver(msg, self.get(), deadline).await
     }
 
     /// Delivers `msg`, first to `actor`, then to each replacement of a dead actor; gives
@@ -183,6 +176,24 @@ impl<M: ractor::Message> Slot<M> {
             Ok(Err(_)) => Err(CallError::Gone),
             Err(_) => Err(CallError::Timeout),
         }
+    }
+}
+
+/// The answer on `rx`, the port of a message sent through a slot, by `deadline`.
+pub async fn answer<T>(rx: oneshot::Receiver<T>, deadline: Instant) -> Result<T, CallError> {
+    match tokio::time::timeout_at(deadline, rx).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(_)) => {
+            // An actor on the way died with the message: the reply port was dropped
+            // while its panic unwound, before ractor marks it stopping. A message sent
+            // to it in between would be lost with its mailbox, so the caller waits for
+            // the supervisor to swap the replacement in before it sends another (the
+            // model's next call then reaches it). Only a crash pays this.
+            tokio::time::sleep(SETTLE.min(deadline.saturating_duration_since(Instant::now())))
+                .await;
+            Err(CallError::Gone)
+        }
+        Err(_) => Err(CallError::Timeout),
     }
 }
 

@@ -232,7 +232,7 @@ async fn reload_replaces_layers_but_keeps_session_grants() {
     .await
     .unwrap();
     f.settings("project", r#"{"permissions": {"deny": ["Bash(curl:*)"]}}"#);
-    e.cast(PermissionMsg::Reload(f.policy())).unwrap();
+    e.cast(PermissionMsg::Reload(Box::new(f.policy()))).unwrap();
     let rules = call!(e, PermissionMsg::ListRules).unwrap();
     let shown: Vec<(String, Layer)> = rules.iter().map(|r| (r.rule.clone(), r.layer)).collect();
     assert_eq!(

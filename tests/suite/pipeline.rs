@@ -491,3 +491,82 @@ async fn a_hung_tool_does_not_hold_up_the_calls_beside_it() {
     assert_eq!(codes, [Some("timeout".to_string()), None]);
     t.session.shutdown().await;
 }
+
+/// What each `publish` gave the recorders: the event types, in one list per write.
+#[derive(Default)]
+struct Writes(std::sync::Mutex<Vec<Vec<String>>>);
+
+impl crewmaster::events::Recorder for Writes {
+    fn record(&self, _: &crewmaster::events::Event) -> Option<crewmaster::events::Event> {
+        None
+    }
+
+    fn record_all(
+        &self,
+        events: &[crewmaster::events::EventJson<'_>],
+    ) -> Vec<crewmaster::events::Event> {
+        let types = events
+            .iter()
+            .map(|e| {
+                let line: serde_json::Value = serde_json::from_str(e.line().unwrap()).unwrap();
+                line["type"].as_str().unwrap().to_string()
+            })
+            .collect();
+        self.0.lock().unwrap().push(types);
+        Vec::new()
+    }
+
+    fn close(&self) {}
+}
+
+#[tokio::test]
+async fn the_decisions_on_a_turns_read_only_calls_are_recorded_in_one_write() {
+    let read = Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    let write = Arc::new(FakeTool::new(
+        "write_file",
+        Safety::SideEffect,
+        false,
+        Behaviour::Succeed,
+    ));
+    let t = start(Setup {
+        mode: PermissionMode::BypassPermissions,
+        ..Setup::new(
+            json!({"turns":[
+            {"tool_calls":[
+                {"name":"read_file","id":"r1","input":{"path":"a"}},
+                {"name":"read_file","id":"r2","input":{"path":"b"}},
+                {"name":"read_file","id":"r3","input":{"path":"c"}},
+                {"name":"write_file","id":"w1","input":{"path":"d"}},
+                {"name":"read_file","id":"r4","input":{"path":"e"}}]},
+            {"text":"done"}]})
+            .to_string(),
+            vec![read.clone() as Arc<dyn Tool>, write.clone()],
+        )
+    })
+    .await;
+    let writes = Arc::new(Writes::default());
+    t.bus.add_recorder(writes.clone());
+    let outcome = t.session.run(request(AgentMode::Chat)).await.unwrap();
+    assert_eq!(outcome.result, "done");
+    assert_eq!((read.runs(), write.runs()), (4, 1));
+    let decided: Vec<usize> = writes
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|types| types.iter().any(|t| t == "permission_decided"))
+        .map(|types| {
+            assert!(types.iter().all(|t| t == "permission_decided"), "{types:?}");
+            types.len()
+        })
+        .collect();
+    // The first three reads run together and are decided in one write; the write runs
+    // alone, and the read after it is a batch of one.
+    assert_eq!(decided, [3, 1, 1]);
+    t.session.shutdown().await;
+}

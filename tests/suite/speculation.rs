@@ -252,7 +252,7 @@ async fn an_adopted_write_the_permission_engine_now_denies_is_not_applied() {
             .rules
             .push(Rule::parse(rule, RuleKind::Deny, Layer::User, None).unwrap());
     }
-    snapshot_engine.cast(PermissionMsg::Reload(policy));
+    snapshot_engine.cast(PermissionMsg::Reload(Box::new(policy)));
     let before = t.session.conversation().await.unwrap().len();
 
     let resolution = spec.resolve("add a notes file").await;

@@ -121,6 +121,8 @@ pub struct TestSession {
     pub session: SessionHandle,
     pub provider: ScriptedProvider,
     pub events: UnboundedReceiver<Event>,
+    /// The session's bus (to add a recorder before a run).
+    pub bus: EventBus,
     pub dir: tempfile::TempDir,
     /// A home directory outside the project: task state under `session/`, worktrees under
     /// `.crew/worktrees` (where `crew worktrees` looks with `HOME` set to it).
@@ -290,7 +292,7 @@ pub async fn start(setup: Setup) -> TestSession {
         .approver(setup.approver)
         .sandbox(CommandSandbox::None)
         .tool_timeout(Duration::from_secs(30))
-        .events(events)
+        .events(events.clone())
         .orchestration(orchestration)
         .context(setup.context)
         .build(),
@@ -301,6 +303,7 @@ pub async fn start(setup: Setup) -> TestSession {
         session,
         provider,
         events: rx,
+        bus: events,
         dir,
         home: home_dir,
     }

@@ -15,13 +15,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::join_all;
 use ractor::RpcReplyPort;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::approver::actor::ApproverMsg;
 use crate::auto_mode::AutoMode;
 use crate::auto_mode::classifier::Intent;
 use crate::engine::PermissionMsg;
-use crate::engine::onward::{Authorized, Onward};
+use crate::engine::onward::{Authorized, Onward, Submission};
 use crate::events::{EventBus, EventKind};
 use crate::gate::actor::GateMsg;
 use crate::permission::{
@@ -29,12 +32,14 @@ use crate::permission::{
     Verdict,
 };
 use crate::protocol::{ToolCall, ToolResult};
-use crate::supervise::{CallError, Slot};
+use crate::supervise::{CallError, Slot, answer};
 use crate::tools::{Registry, ToolContext};
 
 mod ask;
+mod summary;
 
 use ask::Classified;
+use summary::summary;
 
 /// How long the permission engine (or the gate, for a query) may take to answer.
 pub const PERMISSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -80,6 +85,30 @@ pub struct CallerContext {
     pub hook_stop: Arc<std::sync::Mutex<Option<String>>>,
     /// What the run is for, as auto mode's classifier is told (set by the run).
     pub intent: Arc<Intent>,
+}
+
+/// A call after its PreToolUse and TaskCompleted hooks.
+enum Hooked {
+    /// A hook settled it: its result.
+    Settled(ToolResult),
+    /// For the engine: the call as the hooks left it, their say and their context.
+    Ready {
+        call: ToolCall,
+        hook: HookOpinion,
+        context: Vec<String>,
+    },
+}
+
+/// Where a call stands once the engine was sent the calls the hooks let through.
+enum Way<F> {
+    /// Settled before the engine.
+    Done(ToolResult),
+    /// Sent to the engine: what was asked, the hooks' context, and the wait for its answer.
+    Sent {
+        request: CheckRequest,
+        context: Vec<String>,
+        answer: F,
+    },
 }
 
 async fn rpc<M, T>(
@@ -152,6 +181,81 @@ impl Pipeline {
 
     /// Takes one announced call through hooks, engine, gate and executor.
     pub async fn decide_and_run(&self, caller: &CallerContext, call: ToolCall) -> ToolResult {
+        match self.decide_all(caller, vec![call]).await.pop() {
+            Some(way) => way.await,
+            // `decide_all` returns one way for each call it is given.
+            None => unreachable!("one call, one way"),
+        }
+    }
+
+    /// Takes announced calls through hooks, engine, gate and executor: each call's
+    /// PreToolUse hooks first, then one message to the engine for the calls they let
+    /// through (the allowing decisions are recorded in one write), then each call on its
+    /// own way. Returns, in call order, the rest of each call's way, to await in any order.
+    pub async fn decide_all<'a>(
+        &'a self,
+        caller: &'a CallerContext,
+        calls: Vec<ToolCall>,
+    ) -> Vec<impl Future<Output = ToolResult> + 'a> {
+        let hooked = join_all(calls.into_iter().map(|call| self.hooked(caller, call))).await;
+        let mut submissions = Vec::new();
+        let mut first_due: Option<Instant> = None;
+        let mut ways = Vec::with_capacity(hooked.len());
+        for hooked in hooked {
+            let (call, hook, context) = match hooked {
+                Hooked::Settled(result) => {
+                    ways.push(Way::Done(result));
+                    continue;
+                }
+                Hooked::Ready {
+                    call,
+                    hook,
+                    context,
+                } => (call, hook, context),
+            };
+            let request = CheckRequest {
+                call: call.clone(),
+                // The spec comes from the tool's definition in the registry, never the model.
+                spec: self.registry.permission_spec(&call.name),
+                cwd: caller.tool_ctx.cwd.clone(),
+                mode: caller.mode.get(),
+            };
+            // Allowed outright, the engine sends the permit on to the gate itself; the
+            // answer is then the result. Refused or asked, it comes back here.
+            let (tx, rx) = oneshot::channel();
+            submissions.push(Submission {
+                request: request.clone(),
+                hook,
+                onward: Onward {
+                    gate: self.gate.clone(),
+                    ctx: call_context(caller),
+                    events: self.events.clone(),
+                },
+                reply: tx.into(),
+            });
+            let due = Instant::now() + PERMISSION_TIMEOUT + self.run_time(&call.name);
+            first_due = Some(first_due.map_or(due, |d| d.min(due)));
+            ways.push(Way::Sent {
+                request,
+                context,
+                answer: answer(rx, due),
+            });
+        }
+        if let Some(due) = first_due {
+            let msg = PermissionMsg::AuthorizeAndSubmit {
+                agent: caller.agent.clone(),
+                calls: submissions,
+            };
+            // A message no engine took drops its ports: each of its calls hears `Gone`.
+            drop(self.permission.send(msg, due).await);
+        }
+        ways.into_iter()
+            .map(|way| self.go_on(caller, way))
+            .collect()
+    }
+
+    /// A call through its PreToolUse and TaskCompleted hooks.
+    async fn hooked(&self, caller: &CallerContext, call: ToolCall) -> Hooked {
         let mode = caller.mode.get();
         let (agent, cwd, cancel) = (&caller.agent, &caller.tool_ctx.cwd, &caller.tool_ctx.cancel);
         let pre = self
@@ -163,28 +267,49 @@ impl Pipeline {
         if let Some(reason) = pre.block {
             let d = Decision::new(Verdict::Deny, Source::Hook, reason);
             self.publish_decision(agent, &call.id, &d);
-            return ToolResult::error(
+            return Hooked::Settled(ToolResult::error(
                 &call.id,
                 "permission_denied",
                 format!("a PreToolUse hook blocked this call: {}", d.reason),
-            );
+            ));
         }
         if let Some(reason) = self.hooks.task_completed(agent, cwd, &call, cancel).await {
-            return ToolResult::error(
+            return Hooked::Settled(ToolResult::error(
                 &call.id,
                 "hook_blocked",
                 format!("a TaskCompleted hook kept the item open: {reason}"),
-            );
+            ));
         }
-        let mut result = self
-            .authorize_and_run(caller, call.clone(), pre.opinion)
-            .await;
+        Hooked::Ready {
+            call,
+            hook: pre.opinion,
+            context: pre.context,
+        }
+    }
+
+    /// The rest of a call's way once the engine has it: its answer, then PostToolUse.
+    async fn go_on<F>(&self, caller: &CallerContext, way: Way<F>) -> ToolResult
+    where
+        F: Future<Output = Result<Authorized, CallError>>,
+    {
+        let (request, context, answer) = match way {
+            Way::Done(result) => return result,
+            Way::Sent {
+                request,
+                context,
+                answer,
+            } => (request, context, answer),
+        };
+        let (call, mode) = (request.call.clone(), request.mode);
+        let mut result = self.authorized(caller, request, answer.await).await;
         // PostToolUse is for calls that ran; a refusal never reached the tool.
         let refused = matches!(
             result.error_code.as_deref(),
             Some("permission_denied" | "tool_not_allowed")
         );
         if !refused {
+            let (agent, cwd, cancel) =
+                (&caller.agent, &caller.tool_ctx.cwd, &caller.tool_ctx.cancel);
             let stop = self
                 .hooks
                 .post_tool_use(agent, cwd, mode, &call, &mut result, cancel)
@@ -194,44 +319,20 @@ impl Pipeline {
         crate::hooks::tool_events::append_context(
             &mut result,
             crate::hooks::HookEvent::PreToolUse,
-            &pre.context,
+            &context,
         );
         result
     }
 
-    async fn authorize_and_run(
+    /// A call after the engine's answer: its result, or its refusal, or its way through a
+    /// human (or auto mode's classifier) and the gate.
+    async fn authorized(
         &self,
         caller: &CallerContext,
-        call: ToolCall,
-        hook: HookOpinion,
+        request: CheckRequest,
+        answer: Result<Authorized, CallError>,
     ) -> ToolResult {
-        let mode = caller.mode.get();
-        let request = CheckRequest {
-            call: call.clone(),
-            // The spec comes from the tool's definition in the registry, never the model.
-            spec: self.registry.permission_spec(&call.name),
-            cwd: caller.tool_ctx.cwd.clone(),
-            mode,
-        };
-        // Allowed outright, the engine sends the permit on to the gate itself; the
-        // answer is then the result. Refused or asked, it comes back here.
-        let onward = Onward {
-            gate: self.gate.clone(),
-            ctx: call_context(caller),
-            events: self.events.clone(),
-        };
-        let answer = rpc(
-            &self.permission,
-            |reply| PermissionMsg::AuthorizeAndSubmit {
-                agent: caller.agent.clone(),
-                request: request.clone(),
-                hook,
-                onward,
-                reply,
-            },
-            PERMISSION_TIMEOUT + self.run_time(&call.name),
-        )
-        .await;
+        let (call, mode) = (request.call.clone(), request.mode);
         let checked = match answer {
             Ok(Authorized::Ran(result)) => return result,
             Ok(Authorized::Checked(checked)) => checked,
@@ -371,44 +472,4 @@ fn denied(call: &ToolCall, d: &Decision) -> ToolResult {
         "permission_denied",
         format!("{} (source: {})", d.reason, d.source),
     )
-}
-
-/// A result for display, without the `error [code]: ` prefix: an error whole (a refusal says
-/// what to do, and must never be cut), other results their first line, cut at 160 characters.
-fn summary(result: &ToolResult) -> String {
-    let text = match &result.error_code {
-        Some(code) => result
-            .content
-            .strip_prefix(&format!("error [{code}]: "))
-            .unwrap_or(&result.content),
-        None => &result.content,
-    };
-    // A refusal or an error is a message for the user, with what to do: never cut it.
-    if result.is_error {
-        return text.trim().to_string();
-    }
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let mut out: String = line.chars().take(160).collect();
-    // Only whether there is more, not how much: a result can be thousands of lines.
-    if out.len() < line.len() || text.lines().nth(1).is_some() {
-        out.push_str(" …");
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_summary_is_the_first_line_cut_at_160_characters_and_marked_when_there_is_more() {
-        let ok = |text: &str| summary(&ToolResult::ok("c", text));
-        assert_eq!(ok("one line"), "one line");
-        assert_eq!(ok("\n  \nfirst\nsecond"), "first …");
-        let long = "é".repeat(200);
-        assert_eq!(ok(&long), format!("{} …", "é".repeat(160)));
-        assert_eq!(ok(&"é".repeat(160)), "é".repeat(160));
-        let failed = ToolResult::error("c", "failed", "line one\nline two");
-        assert_eq!(summary(&failed), "line one\nline two");
-    }
 }

@@ -50,20 +50,20 @@ impl Runner {
         }
     }
 
-    /// Runs read-only calls concurrently. Their starts are published together, and the
-    /// ends of calls that finish together too (one transcript write each, not one a call).
+    /// Runs read-only calls concurrently. Their starts are published together, their
+    /// allowing decisions too, and the ends of calls that finish together (one transcript
+    /// write each, not one a call).
     async fn run_batch(&self, caller: &CallerContext, mut calls: Vec<ToolCall>) -> Vec<ToolResult> {
         if calls.is_empty() {
             return Vec::new();
         }
         let pipeline = &self.pipeline;
         pipeline.announce(caller, &mut calls).await;
-        let mut running: FuturesUnordered<_> = calls
-            .iter()
+        let ways = pipeline.decide_all(caller, calls.clone()).await;
+        let mut running: FuturesUnordered<_> = ways
+            .into_iter()
             .enumerate()
-            .map(
-                |(i, call)| async move { (i, pipeline.decide_and_run(caller, call.clone()).await) },
-            )
+            .map(|(i, way)| way.map(move |result| (i, result)))
             .collect();
         let mut results = Vec::with_capacity(calls.len());
         while let Some(first) = running.next().await {
