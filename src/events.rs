@@ -309,6 +309,21 @@ impl Subscriber {
 pub struct EventBus {
     subscribers: Arc<Mutex<Vec<Subscriber>>>,
     recorders: Arc<Mutex<Vec<Arc<dyn Recorder>>>>,
+    /// The latest notices (see [`is_notice`]), for a subscriber that comes after a
+    /// session's start: taken and given under the subscribers' lock.
+    notices: Arc<Mutex<std::collections::VecDeque<Event>>>,
+}
+
+/// How many notices a bus keeps for late subscribers.
+const KEPT_NOTICES: usize = 32;
+
+/// Whether `event` tells the user something went wrong (a restarted actor, an error):
+/// what a user-facing subscriber that starts late must still show.
+fn is_notice(event: &Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::ActorRestarted { .. } | EventKind::Error { .. }
+    )
 }
 
 impl EventBus {
@@ -329,6 +344,26 @@ impl EventBus {
         wants: impl Fn(&Event) -> bool + Send + Sync + 'static,
     ) -> mpsc::UnboundedReceiver<Event> {
         self.add(Some(Arc::new(wants)))
+    }
+
+    /// Like [`EventBus::subscribe_where`], for a subscriber that shows events to the
+    /// user: it first gets the notices (restarted actors, errors) it wants that were
+    /// published before it subscribed, such as an actor that crashed while the session
+    /// started, before the printer was there. Nothing is lost or doubled in between.
+    pub fn subscribe_where_told(
+        &self,
+        wants: impl Fn(&Event) -> bool + Send + Sync + 'static,
+    ) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut subscribers = self.lock();
+        for notice in lock(&self.notices).iter().filter(|e| wants(e)) {
+            let _ = tx.send(notice.clone());
+        }
+        subscribers.push(Subscriber {
+            tx,
+            interest: Some(Arc::new(wants)),
+        });
+        rx
     }
 
     fn add(&self, interest: Option<Interest>) -> mpsc::UnboundedReceiver<Event> {
@@ -388,8 +423,18 @@ impl EventBus {
             .flat_map(|r| r.record_all(&recorded))
             .collect();
         drop(recorded);
-        self.lock()
-            .retain(|s| events.iter().all(|event| s.offer(event)));
+        let mut subscribers = self.lock();
+        subscribers.retain(|s| events.iter().all(|event| s.offer(event)));
+        if events.iter().any(is_notice) {
+            let mut kept = lock(&self.notices);
+            for notice in events.iter().filter(|e| is_notice(e)) {
+                if kept.len() == KEPT_NOTICES {
+                    kept.pop_front();
+                }
+                kept.push_back(notice.clone());
+            }
+        }
+        drop(subscribers);
         for notice in notices {
             self.publish(&notice.agent, notice.kind);
         }
@@ -452,5 +497,41 @@ mod tests {
         let _kept = bus.subscribe_where(|_| false);
         bus.publish("a1", delta());
         assert_eq!(bus.lock().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_late_user_facing_subscriber_is_told_what_went_wrong_before_it_came() {
+        let bus = EventBus::new();
+        let restarted = |n: usize| EventKind::ActorRestarted {
+            actor: "gate".into(),
+            reason: "killed".into(),
+            restarts: n,
+        };
+        bus.publish("session", restarted(1));
+        bus.publish("lead", delta());
+        let mut late = bus.subscribe_where_told(|e| e.agent == "session");
+        let mut plain = bus.subscribe();
+        bus.publish("session", restarted(2));
+        let got = |rx: &mut mpsc::UnboundedReceiver<Event>| {
+            let mut restarts = Vec::new();
+            while let Ok(e) = rx.try_recv() {
+                if let EventKind::ActorRestarted { restarts: n, .. } = e.kind {
+                    restarts.push(n);
+                }
+            }
+            restarts
+        };
+        // The notice from before, then the one after, once each; a plain subscriber
+        // gets only what came after it.
+        assert_eq!(got(&mut late), [1, 2]);
+        assert_eq!(got(&mut plain), [2]);
+        // Only the latest notices are kept.
+        for n in 3..3 + KEPT_NOTICES {
+            bus.publish("session", restarted(n));
+        }
+        let mut last = bus.subscribe_where_told(|_| true);
+        let kept = got(&mut last);
+        assert_eq!(kept.len(), KEPT_NOTICES);
+        assert_eq!(kept.last(), Some(&(2 + KEPT_NOTICES)));
     }
 }

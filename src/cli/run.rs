@@ -77,8 +77,9 @@ pub(crate) async fn headless(cli: Cli, task: String) -> anyhow::Result<i32> {
     let rx = match cli.output_format {
         OutputFormat::Text => prepared
             .events
-            .subscribe_where(crate::session::render::shown_as_text),
-        _ => prepared.events.subscribe(),
+            .subscribe_where_told(crate::session::render::shown_as_text),
+        // Everything, and first what went wrong while the session started.
+        _ => prepared.events.subscribe_where_told(|_| true),
     };
     // Only JSON results list the requests; text need not wake a collector every turn.
     let requests = (!matches!(cli.output_format, OutputFormat::Text)).then(|| {

@@ -130,7 +130,8 @@ async fn event_loop(
     opts: &mut Options,
 ) -> anyhow::Result<Exit> {
     let Screen { terminal, keys } = screen;
-    let mut events = prepared.events.subscribe();
+    // Everything, and first what went wrong while the session started.
+    let mut events = prepared.events.subscribe_where_told(|_| true);
     let (done_tx, mut done) = mpsc::unbounded_channel::<Done>();
     let mut tick = tokio::time::interval(Duration::from_millis(300));
     let lead = prepared.session.lead().clone();
