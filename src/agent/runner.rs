@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::context::accounting::Measured;
 use super::fork::ForkBase;
 use super::mode::{self, AgentMode};
 use super::pipeline::{CallerContext, Pipeline};
@@ -152,7 +153,7 @@ impl Runner {
                 Some(mail) => between::inject_mail(conversation.edit(), mail).await,
                 None => None,
             };
-            self.publish_messages(&conversation, &mut published);
+            context.measured(self.publish_messages(&conversation, &mut published));
             // Acknowledged only once the messages are in the conversation and published to
             // the transcript (the inbox's delivery contract).
             if let (Some(mail), Some(through)) = (&place.mail, delivered) {
@@ -227,7 +228,7 @@ impl Runner {
             );
             conversation.edit().push(assistant_message(&output));
             context.after_turn(&output.usage, conversation.len());
-            self.publish_messages(&conversation, &mut published);
+            context.measured(self.publish_messages(&conversation, &mut published));
             if !output.text.is_empty() || output.calls.is_empty() {
                 outcome.result = output.text.clone();
             }
@@ -289,7 +290,8 @@ impl Runner {
                 break;
             }
         }
-        self.publish_messages(&conversation, &mut published);
+        // The run is over: nothing counts these sizes any more.
+        drop(self.publish_messages(&conversation, &mut published));
         drop(conversation);
         // The turn is over: the active skill's and the command's tool lists end with it.
         self.pipeline.gate.cast(GateMsg::EndLimits {
@@ -389,16 +391,25 @@ impl Runner {
             })
     }
 
-    fn publish_messages(&self, conversation: &[Message], published: &mut usize) {
-        for message in &conversation[*published..] {
-            self.pipeline.events.publish(
-                &self.spec.id,
-                EventKind::MessageAppended {
-                    message: message.clone(),
-                },
-            );
-        }
+    /// Publishes the messages of `conversation` from `published` on; returns each one's
+    /// place, blocks and JSON length, which the context accounting then need not measure.
+    fn publish_messages(&self, conversation: &[Message], published: &mut usize) -> Vec<Measured> {
+        let from = *published;
+        let measured = conversation[from..]
+            .iter()
+            .enumerate()
+            .filter_map(|(i, message)| {
+                let events = &self.pipeline.events;
+                let bytes = events.publish_message(&self.spec.id, message.clone())?;
+                Some(Measured {
+                    index: from + i,
+                    blocks: message.content.len(),
+                    bytes,
+                })
+            })
+            .collect();
         *published = conversation.len();
+        measured
     }
 }
 

@@ -7,7 +7,8 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use super::onward::{Authorized, Onward, Submission};
 use super::{GrantScope, PermissionMsg};
-use crate::gate::actor::GateMsg;
+use crate::gate::actor::{GateMsg, Submitted};
+use crate::gate::port::ResultPort;
 use crate::permission::auto::suspend;
 use crate::permission::{Checked, Decision, Layer, PermissionMode, Permit, Policy, check, grants};
 use crate::protocol::ToolResult;
@@ -177,21 +178,24 @@ fn submit(agent: &str, allowed: Vec<(Permit, Decision, Onward, RpcReplyPort<Auth
             .iter()
             .map(|(permit, d, ..)| (permit.call().id.as_str(), d)),
     );
-    for (permit, _, Onward { gate, ctx, .. }, reply) in allowed {
-        let id = permit.call().id.clone();
-        let msg = GateMsg::Submit {
+    let gate = first.gate.clone();
+    let calls = allowed
+        .into_iter()
+        .map(|(permit, _, Onward { ctx, .. }, reply)| Submitted {
             permit,
             ctx,
-            reply: crate::gate::port::ResultPort::Authorized(reply),
-        };
-        gate.forward(msg, move |msg| {
-            if let GateMsg::Submit { reply, .. } = msg {
+            reply: ResultPort::Authorized(reply),
+        })
+        .collect();
+    gate.forward(GateMsg::SubmitAll(calls), |msg| {
+        if let GateMsg::SubmitAll(calls) = msg {
+            for Submitted { permit, reply, .. } in calls {
                 reply.send(ToolResult::error(
-                    id,
+                    &permit.call().id,
                     "tool_not_allowed",
                     "the gate is not running; the call was not run",
                 ));
             }
-        });
-    }
+        }
+    });
 }

@@ -58,22 +58,24 @@ impl Actor for ToolExecutor {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        crate::supervise::faults::point("executor");
-        let ExecutorMsg::Execute(cleared, reply) = msg;
-        let registry = state.registry.clone();
-        let timeout = state.default_timeout;
-        let results = state.results.clone();
-        let mut run = Box::pin(run_cleared(registry, cleared, timeout, results));
-        // A tool that finishes in its first poll (most read-only calls: nothing to wait
-        // for) is answered from here, with no task of its own and no hop to one; one
-        // that waits (a process, a file read on the blocking pool, a timer) goes on in its
-        // own task, which polls it again, so the mailbox never waits on it. A panic is a
-        // result either way (`run_cleared` never panics).
-        match (&mut run).now_or_never() {
-            // The caller may have given up (cancelled turn); the result is then unwanted.
-            Some(result) => reply.send(result),
-            None => {
-                tokio::spawn(async move { reply.send(run.await) });
+        let ExecutorMsg::Execute(calls) = msg;
+        for (cleared, reply) in calls {
+            crate::supervise::faults::point("executor");
+            let registry = state.registry.clone();
+            let timeout = state.default_timeout;
+            let results = state.results.clone();
+            let mut run = Box::pin(run_cleared(registry, cleared, timeout, results));
+            // A tool that finishes in its first poll (most read-only calls: nothing to
+            // wait for) is answered from here, with no task of its own and no hop to one;
+            // one that waits (a process, a file read on the blocking pool, a timer) goes
+            // on in its own task, which polls it again, so the mailbox never waits on it.
+            // A panic is a result either way (`run_cleared` never panics).
+            match (&mut run).now_or_never() {
+                // The caller may have given up (cancelled turn); the result is then unwanted.
+                Some(result) => reply.send(result),
+                None => {
+                    tokio::spawn(async move { reply.send(run.await) });
+                }
             }
         }
         Ok(())

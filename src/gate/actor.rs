@@ -56,14 +56,17 @@ fn apply(policies: &mut HashMap<String, GatePolicy>, msg: &GateMsg) {
         GateMsg::Unregister { agent } => {
             policies.remove(agent);
         }
-        GateMsg::Refusal { .. } | GateMsg::Submit { .. } => {}
+        GateMsg::Refusal { .. } | GateMsg::Submit { .. } | GateMsg::SubmitAll(_) => {}
     }
 }
 
 /// The journal of a supervised gate's slot: records each policy message in `memory` as it
 /// is sent, in the senders' order.
 pub fn record(memory: &GateMemory, msg: &GateMsg) {
-    if matches!(msg, GateMsg::Refusal { .. } | GateMsg::Submit { .. }) {
+    if matches!(
+        msg,
+        GateMsg::Refusal { .. } | GateMsg::Submit { .. } | GateMsg::SubmitAll(_)
+    ) {
         return;
     }
     // A poisoned lock only means a panic mid-update; each entry is replaced whole.
@@ -125,6 +128,19 @@ pub enum GateMsg {
         /// Receives the tool's result or the refusal.
         reply: ResultPort,
     },
+    /// `Submit` for calls permitted together (a turn's read-only batch): those cleared
+    /// go to the executor in one message.
+    SubmitAll(Vec<Submitted>),
+}
+
+/// One call of `GateMsg::SubmitAll`: the fields of a `Submit`.
+pub struct Submitted {
+    /// Leave to run the call.
+    pub permit: Permit,
+    /// Where and how it runs.
+    pub ctx: ToolContext,
+    /// Receives the tool's result or the refusal.
+    pub reply: ResultPort,
 }
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).
@@ -227,10 +243,8 @@ impl Actor for Gate {
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        match &msg {
-            GateMsg::Submit { .. } => crate::supervise::faults::point("gate"),
-            GateMsg::Register { .. } => crate::supervise::faults::point("gate.register"),
-            _ => {}
+        if let GateMsg::Register { .. } = &msg {
+            crate::supervise::faults::point("gate.register");
         }
         match msg {
             GateMsg::Register { .. }
@@ -251,30 +265,46 @@ impl Actor for Gate {
                 let _ = reply.send(refused);
             }
             GateMsg::Submit { permit, ctx, reply } => {
-                let cleared = match state.policies().get(permit.agent()) {
-                    Some(policy) => clear(&state.registry, policy, permit, ctx),
-                    None => Err(unregistered(permit.agent(), permit.call())),
-                };
-                match cleared {
-                    Err(refusal) => reply.send(refusal),
-                    Ok(cleared) => {
-                        // A dead executor's replacement gets the call; none in time is
-                        // an error result, never a silent drop.
-                        let id = cleared.call().id.clone();
-                        state.executor.forward(
-                            ExecutorMsg::Execute(cleared, reply),
-                            move |ExecutorMsg::Execute(_, reply)| {
-                                reply.send(ToolResult::error(
-                                    id,
-                                    "executor_unavailable",
-                                    "the tool executor is not running; the call was not run",
-                                ));
-                            },
-                        );
-                    }
-                }
+                state.clear_and_run(vec![Submitted { permit, ctx, reply }]);
             }
+            GateMsg::SubmitAll(calls) => state.clear_and_run(calls),
         }
         Ok(())
+    }
+}
+
+impl GateState {
+    /// Clears each call against its agent's policy (a fault point each, as a message
+    /// each had), answers the refused ones, and sends those cleared to the executor in
+    /// one message. A dead executor's replacement gets them; none in time is an error
+    /// result for each, never a silent drop.
+    fn clear_and_run(&self, calls: Vec<Submitted>) {
+        let mut cleared = Vec::with_capacity(calls.len());
+        for Submitted { permit, ctx, reply } in calls {
+            crate::supervise::faults::point("gate");
+            let checked = match self.policies().get(permit.agent()) {
+                Some(policy) => clear(&self.registry, policy, permit, ctx),
+                None => Err(unregistered(permit.agent(), permit.call())),
+            };
+            match checked {
+                Err(refusal) => reply.send(refusal),
+                Ok(call) => cleared.push((call, reply)),
+            }
+        }
+        if cleared.is_empty() {
+            return;
+        }
+        self.executor.forward(
+            ExecutorMsg::Execute(cleared),
+            |ExecutorMsg::Execute(lost)| {
+                for (call, reply) in lost {
+                    reply.send(ToolResult::error(
+                        &call.call().id,
+                        "executor_unavailable",
+                        "the tool executor is not running; the call was not run",
+                    ));
+                }
+            },
+        );
     }
 }

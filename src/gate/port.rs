@@ -15,8 +15,9 @@ use crate::protocol::ToolResult;
 /// result goes. Defined here, with the gate, so the gate needs nothing of the executor
 /// but its address.
 pub enum ExecutorMsg {
-    /// Run a cleared call and send its result.
-    Execute(ClearedCall, ResultPort),
+    /// Run cleared calls (those the gate cleared together: a turn's read-only batch, or
+    /// one call) and send each its result.
+    Execute(Vec<(ClearedCall, ResultPort)>),
 }
 
 // Local-only: never sent across nodes (the `cluster` feature of ractor requires the impl).

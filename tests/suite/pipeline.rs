@@ -570,3 +570,57 @@ async fn the_decisions_on_a_turns_read_only_calls_are_recorded_in_one_write() {
     assert_eq!(decided, [3, 1, 1]);
     t.session.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_batch_the_gate_clears_in_part_runs_what_it_cleared_and_refuses_the_rest() {
+    let read = Arc::new(FakeTool::new(
+        "read_file",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    let find = Arc::new(FakeTool::new(
+        "find_files",
+        Safety::ReadOnly,
+        false,
+        Behaviour::Succeed,
+    ));
+    // Both allowed by the engine, decided together; only read_file is in the agent's
+    // list, so the gate clears one call of the two it was sent in one message.
+    let t = start(Setup {
+        mode: PermissionMode::BypassPermissions,
+        allowed_tools: Some(vec!["read_file"]),
+        ..Setup::new(
+            json!({"turns":[
+                {"tool_calls":[
+                    {"name":"find_files","id":"f1","input":{"pattern":"*"}},
+                    {"name":"read_file","id":"r1","input":{"path":"a"}},
+                    {"name":"find_files","id":"f2","input":{"pattern":"*"}}]},
+                {"text":"done"}]})
+            .to_string(),
+            vec![read.clone() as Arc<dyn Tool>, find.clone()],
+        )
+    })
+    .await;
+    let writes = Arc::new(Writes::default());
+    t.bus.add_recorder(writes.clone());
+    t.session.run(request(AgentMode::Chat)).await.unwrap();
+    assert_eq!((read.runs(), find.runs()), (1, 0));
+    let results = tool_results(&t.session.conversation().await.unwrap());
+    let codes: Vec<Option<&str>> = results.iter().map(|r| r.error_code.as_deref()).collect();
+    assert_eq!(
+        codes,
+        [Some("tool_not_allowed"), None, Some("tool_not_allowed")]
+    );
+    assert!(results[0].content.contains("not in this agent's tool list"));
+    let decided: Vec<usize> = writes
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|types| types.iter().filter(|t| *t == "permission_decided").count())
+        .filter(|&n| n > 0)
+        .collect();
+    assert_eq!(decided, [3]);
+    t.session.shutdown().await;
+}

@@ -64,6 +64,16 @@ pub(crate) fn reported_context(usage: &Usage) -> Option<u64> {
     (input > 0).then_some(input + usage.output_tokens)
 }
 
+/// A message's size, measured where it was serialized anyway.
+pub(crate) struct Measured {
+    /// Its place in the conversation.
+    pub index: usize,
+    /// Its number of blocks then.
+    pub blocks: usize,
+    /// The length of its JSON ([`json_len`]).
+    pub bytes: usize,
+}
+
 /// One agent's running count of its context.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Accounting {
@@ -123,6 +133,32 @@ impl Accounting {
                 tokens + self.sizes[len..].iter().map(|s| s.0).sum::<u64>() + extra
             }
             _ => tokens_of_bytes(system.len()) + self.tools_estimate(tools) + self.total + extra,
+        }
+    }
+
+    /// Takes the JSON lengths of messages measured elsewhere (as they were published):
+    /// the next count keeps them while the messages keep their number of blocks.
+    pub(crate) fn measured(&mut self, measured: Vec<Measured>) {
+        for Measured {
+            index,
+            blocks,
+            bytes,
+        } in measured
+        {
+            let tokens = tokens_of_bytes(bytes);
+            let counted = self.sizes.len();
+            match self.sizes.get_mut(index) {
+                Some(kept) => {
+                    self.total = self.total - kept.0 + tokens;
+                    *kept = (tokens, blocks);
+                }
+                None if index == counted => {
+                    self.total += tokens;
+                    self.sizes.push((tokens, blocks));
+                }
+                // Past what was counted: the next count measures the messages between.
+                None => {}
+            }
         }
     }
 
@@ -302,5 +338,37 @@ mod tests {
                 request_tokens("sys", tools, &conv)
             );
         }
+    }
+
+    #[test]
+    fn a_measured_size_is_kept_until_its_message_grows() {
+        let mut conv = vec![Message::user_text("a".repeat(400))];
+        let mut acc = Accounting::default();
+        let counted = acc.sizes(&conv)[0];
+        // Measured (here: on purpose too large) as it was published: kept, not counted.
+        acc.measured(vec![Measured {
+            index: 0,
+            blocks: 1,
+            bytes: 40_000,
+        }]);
+        assert_eq!(acc.sizes(&conv), [10_000]);
+        // A second message measured as it comes; a gap is left to the count.
+        conv.push(Message::assistant_text("b"));
+        acc.measured(vec![Measured {
+            index: 1,
+            blocks: 1,
+            bytes: 4,
+        }]);
+        acc.measured(vec![Measured {
+            index: 5,
+            blocks: 1,
+            bytes: 4,
+        }]);
+        assert_eq!(acc.sizes(&conv), [10_000, 1]);
+        // The first grew by a block: counted again, as serialized.
+        conv[0]
+            .content
+            .push(crew_protocol::ContentBlock::Text { text: "c".into() });
+        assert!(acc.sizes(&conv)[0] > counted && acc.sizes(&conv)[0] < 10_000);
     }
 }

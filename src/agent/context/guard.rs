@@ -6,7 +6,7 @@
 
 use tokio_util::sync::CancellationToken;
 
-use super::accounting::Accounting;
+use super::accounting::{Accounting, Measured};
 use super::compact::Trigger;
 use super::facts::Facts;
 use super::summarize::{Ask, CompactError, Compaction, compact};
@@ -46,6 +46,11 @@ impl Guard {
             window: settings.window_for(&runner.spec.model),
             compacted_at: None,
         }
+    }
+
+    /// Takes the sizes of messages measured as they were published.
+    pub(crate) fn measured(&mut self, measured: Vec<Measured>) {
+        self.accounting.measured(measured);
     }
 
     /// Records a finished turn; `len`: the conversation's length with its answer.

@@ -9,6 +9,10 @@ use tokio::sync::mpsc;
 use crate::protocol::decision::{Source, Verdict};
 use crate::protocol::{Message, StopReason, ToolCall, Usage};
 
+mod json;
+
+pub use json::EventJson;
+
 /// One thing that happened, attributed to an agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -240,46 +244,6 @@ pub trait Recorder: Send + Sync {
     fn close(&self);
 }
 
-/// An event's JSON line (without its newline), made on first use and then shared.
-pub struct EventJson<'a> {
-    event: &'a Event,
-    line: std::cell::OnceCell<Option<Arc<String>>>,
-}
-
-impl<'a> EventJson<'a> {
-    /// `event`'s line, not made yet.
-    pub fn new(event: &'a Event) -> Self {
-        Self {
-            event,
-            line: std::cell::OnceCell::new(),
-        }
-    }
-
-    /// The event.
-    pub fn event(&self) -> &'a Event {
-        self.event
-    }
-
-    /// The line; `None` when the event cannot be serialized (said once, in the log).
-    pub fn line(&self) -> Option<&str> {
-        self.made().as_deref().map(String::as_str)
-    }
-
-    /// The line, shared rather than copied by a recorder that keeps it.
-    pub fn shared(&self) -> Option<Arc<String>> {
-        self.made().clone()
-    }
-
-    fn made(&self) -> &Option<Arc<String>> {
-        self.line.get_or_init(|| {
-            serde_json::to_string(self.event)
-                .inspect_err(|e| tracing::warn!("cannot serialise an event: {e}"))
-                .ok()
-                .map(Arc::new)
-        })
-    }
-}
-
 /// Which events a subscriber wants (see [`EventBus::subscribe_where`]).
 pub type Interest = Arc<dyn Fn(&Event) -> bool + Send + Sync>;
 
@@ -417,6 +381,12 @@ impl EventBus {
             })
             .collect();
         let recorded: Vec<EventJson<'_>> = events.iter().map(EventJson::new).collect();
+        self.deliver(&events, recorded);
+    }
+
+    /// Hands `events` (with their JSON, `recorded`) to the recorders, then to the
+    /// subscribers, then publishes the recorders' notices.
+    fn deliver(&self, events: &[Event], recorded: Vec<EventJson<'_>>) {
         // Notices are published once the lock is released (they are recorded too).
         let notices: Vec<Event> = lock(&self.recorders)
             .iter()
@@ -438,6 +408,36 @@ impl EventBus {
         for notice in notices {
             self.publish(&notice.agent, notice.kind);
         }
+    }
+
+    /// Publishes `message` as appended to `agent`'s conversation, and returns the length
+    /// of its JSON as the transcript line holds it (the context accounting's measure),
+    /// so that nobody serializes it a second time to count it. `None` when the event
+    /// cannot be serialized.
+    pub fn publish_message(&self, agent: &str, message: Message) -> Option<usize> {
+        let events = [Event {
+            agent: agent.to_string(),
+            kind: EventKind::MessageAppended { message },
+        }];
+        let json = EventJson::new(&events[0]);
+        let measured = json.line().map(str::len).and_then(|line| {
+            // The message's JSON is in the line verbatim, between the same envelope
+            // whatever the message: measure the envelope around an empty one.
+            let empty = Message {
+                role: crate::protocol::Role::User,
+                content: Vec::new(),
+            };
+            let bare = serde_json::to_string(&empty).ok()?.len();
+            let around = serde_json::to_string(&Event {
+                agent: agent.to_string(),
+                kind: EventKind::MessageAppended { message: empty },
+            })
+            .ok()?
+            .len();
+            line.checked_sub(around - bare)
+        });
+        self.deliver(&events, vec![json]);
+        measured
     }
 
     /// Drops every subscriber's sender: receivers end once they have drained what was
@@ -533,5 +533,41 @@ mod tests {
         let kept = got(&mut last);
         assert_eq!(kept.len(), KEPT_NOTICES);
         assert_eq!(kept.last(), Some(&(2 + KEPT_NOTICES)));
+    }
+
+    #[test]
+    fn a_published_message_is_measured_as_its_json_whoever_sent_it() {
+        use crate::protocol::{ContentBlock, Role, ToolResult};
+        let bus = EventBus::new();
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a \"b\""}"#.into(),
+        };
+        let messages = [
+            Message::user_text("quotes \" and \\ and \n and é and \u{1}"),
+            Message::assistant_text(""),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text { text: "x".into() },
+                    ContentBlock::ToolUse(call),
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult(ToolResult::error(
+                    "c1",
+                    "failed",
+                    "one\ntwo\t\"three\"",
+                ))],
+            },
+        ];
+        for agent in ["lead", "explore/t1", "odd \"name\" \\ é"] {
+            for message in messages.clone() {
+                let json = serde_json::to_vec(&message).unwrap().len();
+                assert_eq!(bus.publish_message(agent, message), Some(json), "{agent}");
+            }
+        }
     }
 }
