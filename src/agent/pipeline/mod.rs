@@ -332,13 +332,26 @@ impl Pipeline {
         request: CheckRequest,
         answer: Result<Authorized, CallError>,
     ) -> ToolResult {
-        let (call, mode) = (request.call.clone(), request.mode);
         let checked = match answer {
             Ok(Authorized::Ran(result)) => return result,
             Ok(Authorized::Checked(checked)) => checked,
-            Err(e) => return lost(call.id.clone(), e),
+            Err(e) => return lost(request.call.id.clone(), e),
         };
-        self.publish_decision(&caller.agent, &call.id, checked.decision());
+        self.publish_decision(&caller.agent, &request.call.id, checked.decision());
+        // The rest is for calls that were not allowed outright: boxed, so that the state
+        // of every call's future stays small on the common path.
+        Box::pin(self.not_allowed_outright(caller, request, checked)).await
+    }
+
+    /// A call the engine refused or asked about: its refusal, or its way through a human
+    /// (or auto mode's classifier) and the gate.
+    async fn not_allowed_outright(
+        &self,
+        caller: &CallerContext,
+        request: CheckRequest,
+        checked: Checked,
+    ) -> ToolResult {
+        let (call, mode) = (request.call.clone(), request.mode);
         let permit = match checked {
             Checked::Denied(decision) => return denied(&call, &decision),
             Checked::Allowed { permit, .. } => permit,
