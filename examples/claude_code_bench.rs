@@ -320,7 +320,13 @@ fn main() {
         match &theirs {
             Some(t) => {
                 let t = t[i] * scale;
-                println!("{name:<28}{c:>12.2}{t:>14.2}{:>9.1}×", t / c);
+                // A difference of medians can come out at or below zero when the cost is
+                // under the machine's noise: no ratio then, rather than an infinite one.
+                if c > 0.0 {
+                    println!("{name:<28}{c:>12.2}{t:>14.2}{:>9.1}×", t / c);
+                } else {
+                    println!("{name:<28}{c:>12.2}{t:>14.2}{:>10}", "(noise)");
+                }
             }
             None => println!("{name:<28}{c:>12.2}{:>14}", "-"),
         }
