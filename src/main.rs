@@ -33,11 +33,19 @@ fn main() {
 /// git, searches, offloads and files not in the page cache on the blocking pool,
 /// commands in their own processes.
 fn worker_threads() -> usize {
-    std::env::var("TOKIO_WORKER_THREADS")
-        .ok()
-        .and_then(|n| n.trim().parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or(1)
+    let Some(asked) = std::env::var_os("TOKIO_WORKER_THREADS") else {
+        return 1;
+    };
+    match asked.to_str().and_then(|n| n.trim().parse::<usize>().ok()) {
+        Some(n) if n > 0 => n,
+        _ => {
+            eprintln!(
+                "crew: TOKIO_WORKER_THREADS={} is not a positive number of threads; using 1",
+                asked.to_string_lossy()
+            );
+            1
+        }
+    }
 }
 
 async fn run() -> i32 {

@@ -78,7 +78,7 @@ impl Tool for ReadFile {
             return Err(is_a_directory(&path));
         }
         if let Some(bytes) = cached_read::cached_bytes(&opened.file, opened.meta.len()) {
-            return read_bytes(&bytes, &path, offset, limit);
+            return read_from(&bytes[..], &path, offset, limit);
         }
         let file = BufReader::new(opened.file);
         tokio::task::spawn_blocking(move || read_from(file, &path, offset, limit))
@@ -156,51 +156,14 @@ fn read_from(
             line_no += rest;
             break;
         }
-        push_raw_line(&mut out, line_no, &buf, shown)?;
+        let text = std::str::from_utf8(&buf)
+            .map_err(|_| binary(shown, &format!("line {line_no} is not valid UTF-8")))?;
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        push_line(&mut out, line_no, text);
         last_shown = line_no;
     }
-    window_end(out, shown, offset, line_no, last_shown)
-}
-
-/// [`read_from`] for bytes already read: each line is a slice of them, found with
-/// `memchr`, not copied into a line buffer first. The same output, error for error.
-fn read_bytes(bytes: &[u8], shown: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
-    if bytes[..bytes.len().min(BINARY_PROBE_BYTES)].contains(&0) {
-        return Err(binary(shown, "it contains NUL bytes"));
-    }
-    let mut out = String::with_capacity((bytes.len() * 5 / 4).min(MAX_OUTPUT_CHARS + 4096));
-    let mut line_no = 0usize;
-    let mut last_shown = 0usize;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-        let (line, after) = rest.split_at(end);
-        rest = after;
-        line_no += 1;
-        if line_no < offset {
-            continue;
-        }
-        if line_no >= offset + limit || out.len() >= MAX_OUTPUT_CHARS {
-            // Past the window: only count what remains.
-            line_no += memchr::memchr_iter(b'\n', rest).count()
-                + usize::from(rest.last().is_some_and(|&b| b != b'\n'));
-            break;
-        }
-        push_raw_line(&mut out, line_no, line, shown)?;
-        last_shown = line_no;
-    }
-    window_end(out, shown, offset, line_no, last_shown)
-}
-
-/// What follows the shown lines: an error for an empty file or an offset past the end,
-/// and the note of lines not shown.
-fn window_end(
-    mut out: String,
-    shown: &str,
-    offset: usize,
-    total: usize,
-    last_shown: usize,
-) -> Result<String, ToolError> {
+    let total = line_no;
     if total == 0 {
         return Ok(format!("(`{shown}` is empty)"));
     }
@@ -217,21 +180,6 @@ fn window_end(
         ));
     }
     Ok(out)
-}
-
-/// Appends line `line_no` as read (its newline included, if any), which must be UTF-8.
-fn push_raw_line(
-    out: &mut String,
-    line_no: usize,
-    raw: &[u8],
-    shown: &str,
-) -> Result<(), ToolError> {
-    let text = std::str::from_utf8(raw)
-        .map_err(|_| binary(shown, &format!("line {line_no} is not valid UTF-8")))?;
-    let text = text.strip_suffix('\n').unwrap_or(text);
-    let text = text.strip_suffix('\r').unwrap_or(text);
-    push_line(out, line_no, text);
-    Ok(())
 }
 
 /// Appends one numbered line, cutting it at [`MAX_LINE_CHARS`].
@@ -329,38 +277,5 @@ mod tests {
         assert_eq!(count_lines(&mut &b"a\nb\nc"[..]).unwrap(), 3);
         assert_eq!(count_lines(&mut &b"a\nb\n"[..]).unwrap(), 2);
         assert_eq!(count_lines(&mut &b""[..]).unwrap(), 0);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn bytes_already_read_give_what_the_reader_gives(
-            bytes in proptest::collection::vec(
-                proptest::sample::select(vec![b'a', b' ', b'\n', b'\r', b'\t', b'"', 0xc3, 0xa9, 0xff, 0]),
-                0..400,
-            ),
-            offset in 1usize..8,
-            limit in 1usize..8,
-        ) {
-            let text = |r: Result<String, ToolError>| r.map_err(|e| e.to_string());
-            proptest::prop_assert_eq!(
-                text(read_bytes(&bytes, "f", offset, limit)),
-                text(read_from(&bytes[..], "f", offset, limit))
-            );
-        }
-    }
-
-    #[test]
-    fn bytes_already_read_are_cut_at_the_output_limit_as_the_reader_cuts() {
-        let line = format!("{}\n", "x".repeat(MAX_LINE_CHARS));
-        let bytes = line
-            .repeat(MAX_OUTPUT_CHARS / MAX_LINE_CHARS + 5)
-            .into_bytes();
-        let a = read_bytes(&bytes, "f", 1, usize::MAX / 2).unwrap();
-        assert_eq!(a, read_from(&bytes[..], "f", 1, usize::MAX / 2).unwrap());
-        assert!(
-            a.contains("more lines; use offset="),
-            "{}",
-            &a[a.len() - 80..]
-        );
     }
 }

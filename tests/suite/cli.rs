@@ -192,3 +192,21 @@ fn read_only_lookalikes_are_refused_in_default_mode_and_write_nothing() {
         assert!(!dir.path().join(f).exists(), "{f} was written: {stderr}");
     }
 }
+
+#[test]
+fn a_bad_worker_count_is_named_and_crew_runs_on_one() {
+    let dir = project();
+    let out = Command::new(env!("CARGO_BIN_EXE_crew"))
+        .arg("--version")
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("TOKIO_WORKER_THREADS", "two")
+        .output()
+        .expect("crew runs");
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("TOKIO_WORKER_THREADS=two is not a positive number"),
+        "{stderr}"
+    );
+}
