@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Event;
+use super::{Event, message_line};
 
 /// An event's JSON line (without its newline), made on first use and then shared.
 pub struct EventJson<'a> {
@@ -18,6 +18,13 @@ impl<'a> EventJson<'a> {
             event,
             line: std::cell::OnceCell::new(),
         }
+    }
+
+    /// `event`'s line made already.
+    pub(super) fn made_as(event: &'a Event, line: String) -> Self {
+        let made = std::cell::OnceCell::new();
+        let _ = made.set(Some(Arc::new(line)));
+        Self { event, line: made }
     }
 
     /// The event.
@@ -37,6 +44,9 @@ impl<'a> EventJson<'a> {
 
     fn made(&self) -> &Option<Arc<String>> {
         self.line.get_or_init(|| {
+            if let Some(line) = message_line::line(self.event) {
+                return Some(Arc::new(line));
+            }
             serde_json::to_string(self.event)
                 .inspect_err(|e| tracing::warn!("cannot serialise an event: {e}"))
                 .ok()

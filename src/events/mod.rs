@@ -10,6 +10,7 @@ use crate::protocol::decision::{Source, Verdict};
 use crate::protocol::{Message, StopReason, ToolCall, Usage};
 
 mod json;
+mod message_line;
 
 pub use json::EventJson;
 
@@ -415,27 +416,17 @@ impl EventBus {
     /// so that nobody serializes it a second time to count it. `None` when the event
     /// cannot be serialized.
     pub fn publish_message(&self, agent: &str, message: Message) -> Option<usize> {
+        // The line is written here, so the message's place in it is known.
+        let line = message_line::message_line(agent, &message);
+        let measured = line.as_ref().map(|(_, start, end)| end - start);
         let events = [Event {
             agent: agent.to_string(),
             kind: EventKind::MessageAppended { message },
         }];
-        let json = EventJson::new(&events[0]);
-        let measured = json.line().map(str::len).and_then(|line| {
-            // The message's JSON is in the line verbatim, between the same envelope
-            // whatever the message: measure the envelope around an empty one.
-            let empty = Message {
-                role: crate::protocol::Role::User,
-                content: Vec::new(),
-            };
-            let bare = serde_json::to_string(&empty).ok()?.len();
-            let around = serde_json::to_string(&Event {
-                agent: agent.to_string(),
-                kind: EventKind::MessageAppended { message: empty },
-            })
-            .ok()?
-            .len();
-            line.checked_sub(around - bare)
-        });
+        let json = match line {
+            Some((line, _, _)) => EventJson::made_as(&events[0], line),
+            None => EventJson::new(&events[0]),
+        };
         self.deliver(&events, vec![json]);
         measured
     }
