@@ -6,7 +6,7 @@
 
 mod between;
 mod calls;
-mod shared;
+pub(crate) mod shared;
 mod spec;
 mod turn;
 

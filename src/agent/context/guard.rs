@@ -11,6 +11,7 @@ use super::compact::Trigger;
 use super::facts::Facts;
 use super::summarize::{Ask, CompactError, Compaction, compact};
 use crate::agent::mode::AgentMode;
+use crate::agent::runner::shared::Shared;
 use crate::agent::runner::{RunPlace, RunRequest, RunStatus, Runner};
 use crate::events::EventKind;
 use crate::protocol::{Message, Usage};
@@ -92,7 +93,9 @@ impl Guard {
             cwd: &place.cwd,
             sizes: self.accounting.sizes(conversation),
         };
-        let done = compact(runner, system, tools.clone(), conversation, ask, cancel).await;
+        let lent = Shared::take(conversation);
+        let done = compact(runner, system, tools.clone(), lent.share(), ask, cancel).await;
+        drop(lent);
         let mut compaction = match done {
             Ok(c) => c,
             Err(CompactError::Cancelled) => {
@@ -200,9 +203,10 @@ pub async fn compact_now(
         // Counted by the compaction.
         sizes: Vec::new(),
     };
-    let c = compact(runner, &system, tools, conversation, ask, cancel)
-        .await
-        .map_err(|e| CompactNowError::Failed(e.to_string()))?;
+    let lent = Shared::take(conversation);
+    let done = compact(runner, &system, tools, lent.share(), ask, cancel).await;
+    drop(lent);
+    let c = done.map_err(|e| CompactNowError::Failed(e.to_string()))?;
     let done = Compacted {
         tokens_before: c.tokens_before,
         tokens_after: c.tokens_after,

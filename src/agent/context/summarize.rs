@@ -85,12 +85,13 @@ pub(crate) struct Compaction {
     pub sizes: Vec<u64>,
 }
 
-/// Compacts `conversation` as `runner`'s agent would send it with `system` and `tools`.
+/// Compacts `conversation` as `runner`'s agent would send it with `system` and `tools`;
+/// the summary request shares it rather than copying it.
 pub(crate) async fn compact(
     runner: &Runner,
     system: &str,
     tools: std::sync::Arc<[ToolSpec]>,
-    conversation: &[Message],
+    conversation: std::sync::Arc<Vec<Message>>,
     ask: Ask<'_>,
     cancel: &CancellationToken,
 ) -> Result<Compaction, CompactError> {
@@ -125,7 +126,7 @@ pub(crate) async fn compact(
     // request is not counted (nor copied again) to be fitted.
     let at_most =
         tokens_before - fixed + message_tokens(&Message::user_text(instructions.as_str()));
-    let sent = Messages::from(conversation.to_vec()).with_reminder(Some(instructions));
+    let sent = Messages::new(conversation.clone()).with_reminder(Some(instructions));
     let messages = if at_most <= budget {
         sent
     } else {
@@ -151,7 +152,7 @@ pub(crate) async fn compact(
     let summary = compact::summary_message(&summary, &ask.facts, ask.trigger);
     let summary_tokens = message_tokens(&summary);
     let keep_budget = (window / KEEP_SHARE).saturating_sub(summary_tokens);
-    let cut = compact::split_point(conversation, &sizes, settings.keep_exchanges, keep_budget);
+    let cut = compact::split_point(&conversation, &sizes, settings.keep_exchanges, keep_budget);
     let mut messages = vec![summary];
     messages.extend_from_slice(&conversation[cut..]);
     let orphans = compact::orphaned_results(&messages);

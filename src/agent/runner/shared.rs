@@ -2,7 +2,8 @@
 //! into it each turn. The run edits it only between turns, when no request holds it, so an
 //! edit copies nothing; should a provider keep a request (the scripted model's in-memory
 //! record), the edit copies first and the kept request still shows what was sent. When
-//! the run ends, or its future is dropped, the conversation goes back to its owner.
+//! the run ends, or its future is dropped, the conversation goes back to its owner. A
+//! compaction lends the conversation to its summary request the same way.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -10,14 +11,14 @@ use std::sync::Arc;
 use crate::protocol::Message;
 
 /// A run's conversation, taken from its owner's vector and given back on drop.
-pub(super) struct Shared<'a> {
+pub(crate) struct Shared<'a> {
     owner: &'a mut Vec<Message>,
     conversation: Arc<Vec<Message>>,
 }
 
 impl<'a> Shared<'a> {
     /// Takes `owner`'s conversation for the run.
-    pub(super) fn take(owner: &'a mut Vec<Message>) -> Self {
+    pub(crate) fn take(owner: &'a mut Vec<Message>) -> Self {
         let conversation = Arc::new(std::mem::take(owner));
         Self {
             owner,
@@ -26,12 +27,12 @@ impl<'a> Shared<'a> {
     }
 
     /// The conversation to send: another reference, not a copy.
-    pub(super) fn share(&self) -> Arc<Vec<Message>> {
+    pub(crate) fn share(&self) -> Arc<Vec<Message>> {
         Arc::clone(&self.conversation)
     }
 
     /// The conversation to change (copied first only if a request still holds it).
-    pub(super) fn edit(&mut self) -> &mut Vec<Message> {
+    pub(crate) fn edit(&mut self) -> &mut Vec<Message> {
         Arc::make_mut(&mut self.conversation)
     }
 }
