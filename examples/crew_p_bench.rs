@@ -15,7 +15,8 @@
 //! a long run compacts its context, and each compaction's summary takes a scripted turn,
 //! so a run makes fewer turns than its script holds (the compactions' cost stays in).
 //!
-//! Each figure is the median of ROUNDS runs, shapes interleaved, and is printed with its
+//! Each round runs the three shapes one after the other and gives a figure of each kind;
+//! each figure printed is the median of ROUNDS rounds' figures, and is printed with its
 //! ratio against a direct read of the same file in this process (open, read, close), and
 //! the loaded figure with its ratio against the quiet one (target: 150 µs or less a turn,
 //! 20 µs or less a batched call, loaded ≤ 1.5× quiet).
@@ -141,31 +142,27 @@ impl Bench {
         Ok((took, counts))
     }
 
-    /// For each binary, the median wall time (µs) of each shape over `rounds` rounds,
+    /// For each binary, the wall time (µs) of each shape in each of `rounds` rounds,
     /// binaries and shapes interleaved, with the turns and calls of its last run (the
     /// same in every run of a shape).
-    fn medians(&mut self, rounds: usize) -> anyhow::Result<Vec<[(f64, Counts); 3]>> {
+    fn rounds(&mut self, rounds: usize) -> anyhow::Result<Vec<[Shape; 3]>> {
         let crews = self.crews.len();
-        let mut times: Vec<[Vec<f64>; 3]> = vec![Default::default(); crews];
-        let mut counts = vec![[Counts::default(); 3]; crews];
+        let mut out: Vec<[Shape; 3]> = vec![Default::default(); crews];
         for _ in 0..rounds {
-            for crew in 0..crews {
-                for shape in 0..3 {
+            for (crew, shapes) in out.iter_mut().enumerate() {
+                for (shape, (times, counts)) in shapes.iter_mut().enumerate() {
                     let (took, c) = self.time(crew, shape)?;
-                    times[crew][shape].push(took.as_secs_f64() * 1e6);
-                    counts[crew][shape] = c;
+                    times.push(took.as_secs_f64() * 1e6);
+                    *counts = c;
                 }
-            }
-        }
-        let mut out = vec![[(0.0, Counts::default()); 3]; crews];
-        for crew in 0..crews {
-            for shape in 0..3 {
-                out[crew][shape] = (median(&mut times[crew][shape]), counts[crew][shape]);
             }
         }
         Ok(out)
     }
 }
+
+/// A shape's wall times (µs), a round each, and what its runs did.
+type Shape = (Vec<f64>, Counts);
 
 /// What a run did, by its transcript.
 #[derive(Debug, Clone, Copy, Default)]
@@ -233,7 +230,7 @@ struct Figures {
 /// The figures of each binary (the measured one first).
 fn measure(bench: &mut Bench, rounds: usize, batch: usize) -> anyhow::Result<Vec<Figures>> {
     let read_before = direct_read(&bench.project)?;
-    let runs = bench.medians(rounds)?;
+    let runs = bench.rounds(rounds)?;
     let read_after = direct_read(&bench.project)?;
     let read = (read_before + read_after) / 2.0;
     runs.into_iter()
@@ -245,14 +242,20 @@ fn measure(bench: &mut Bench, rounds: usize, batch: usize) -> anyhow::Result<Vec
             // Tool turns: each run's turns but its last, which answers in text (as
             // `start`'s one).
             let (tool_turns_1, tool_turns_8) = (c1.turns - c0.turns, c8.turns - c0.turns);
-            let turn = (turns - start) / tool_turns_1 as f64;
             let extra_calls = c8.calls - tool_turns_8;
-            let call = (batched - start - tool_turns_8 as f64 * turn) / extra_calls as f64;
+            // Each round's figures from its own three runs, which ran one after the
+            // other: what slows the machine for a while slows all three alike.
+            let (mut turn, mut call) = (Vec::new(), Vec::new());
+            for ((start, turns), batched) in start.iter().zip(&turns).zip(&batched) {
+                let t = (turns - start) / tool_turns_1 as f64;
+                turn.push(t);
+                call.push((batched - start - tool_turns_8 as f64 * t) / extra_calls as f64);
+            }
             Ok(Figures {
-                turn,
-                call,
+                turn: median(&mut turn),
+                call: median(&mut call),
                 read,
-                start,
+                start: median(&mut start.clone()),
                 batched: c8,
             })
         })
@@ -302,7 +305,7 @@ fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir_in(&base)?;
     let mut bench = Bench::new(dir.path(), turns, batch)?;
     println!(
-        "crew -p, {turns} turns of 1 and of {batch} read_file calls, medians of {rounds} runs, on {}",
+        "crew -p, {turns} turns of 1 and of {batch} read_file calls, medians of {rounds} rounds, on {}",
         base.display()
     );
     let quiet = measure(&mut bench, rounds, batch)?;
