@@ -2,8 +2,9 @@
 //! `compacted` with the conversation it leaves), written without serde: the bulk of
 //! what a turn writes is its messages' text (a tool result's file, a model's answer), and
 //! serde_json escapes a string a byte at a time. Here the bytes that need no escape are
-//! skipped eight at a time and copied in runs, which takes about half the time on
-//! source text, where a tab, a newline or a quote comes every few dozen bytes.
+//! skipped eight at a time and copied in runs, which takes about 0.6 of the time on
+//! source text (2.5 KB of numbered lines: 0.95 µs against 1.5 µs), where a tab, a newline
+//! or a quote comes every few dozen bytes.
 //!
 //! Each line is byte for byte what `serde_json::to_string` makes of the [`Event`] (tests
 //! hold the two to each other on arbitrary messages), so readers see no difference.

@@ -32,7 +32,7 @@ impl<'a> Shared<'a> {
     }
 
     /// The conversation to change (copied first only if a request still holds it).
-    pub(crate) fn edit(&mut self) -> &mut Vec<Message> {
+    pub(super) fn edit(&mut self) -> &mut Vec<Message> {
         Arc::make_mut(&mut self.conversation)
     }
 }
