@@ -12,14 +12,15 @@
 //! - **disk**: what crew keeps under `~/.crew` after those 32 (the workspaces kept, each
 //!   holding its file) less one checkout of the base, over 32; target ≤ 1 MiB;
 //! - **status**: `git status` in a workspace over `git status` in the main checkout
-//!   (medians of 5, the workspace's first status apart); target ≤ 1.5×.
+//!   (medians of 9, the two interleaved, the workspace's first status apart); target
+//!   ≤ 1.5×.
 //!
 //! Workspaces are overlays only where crew may mount them: this bench enters crew's
 //! namespace first, as the `crew` binary does, and says so when it cannot (then the
 //! figures are those of full checkouts).
 //!
 //! Each timed step starts after a `sync`, so none pays for the writes of the step before,
-//! and the steps run in 3 interleaved rounds whose medians are printed.
+//! and the steps run in 5 interleaved rounds whose medians are printed.
 //!
 //! `cargo build --release && cargo run --release --example workspace_fanout -- [SIZES…]`
 //! (default 2000 20000 50000). Runs the `crew` binary beside this example's, or `CREW_BIN`.
@@ -39,7 +40,7 @@ use crewmaster::worktree::manager::Manager;
 
 const AGENTS: usize = 32;
 /// Rounds of each timed step, interleaved; the medians are printed.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -328,8 +329,19 @@ fn main() {
             )
             .join("r0w0");
         let first = status_time(&ws);
-        let main_status = median((0..5).map(|_| status_time(&repo)).collect());
-        let ws_status = median((0..5).map(|_| status_time(&ws)).collect());
+        // Interleaved, which goes first alternating, so that a burst of load on the
+        // machine falls on both sides alike.
+        let (mut mains, mut wss) = (Vec::new(), Vec::new());
+        for r in 0..9 {
+            if r % 2 == 0 {
+                mains.push(status_time(&repo));
+                wss.push(status_time(&ws));
+            } else {
+                wss.push(status_time(&ws));
+                mains.push(status_time(&repo));
+            }
+        }
+        let (main_status, ws_status) = (median(mains), median(wss));
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
         let ratio = |a: Duration, b: Duration| format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64());
         println!(
@@ -347,6 +359,19 @@ fn main() {
             ms(ws_status),
             ratio(ws_status, main_status),
         );
+        // The workspaces this process made are mounted in its namespace, and a mounted
+        // directory cannot be removed: discard them, then the scratch directory.
+        for r in 0..ROUNDS {
+            let manager = Manager::open(&repo, Some(&root.join(format!("ready{r}")))).unwrap();
+            for i in 0..AGENTS {
+                if let Err(e) = manager.discard(&format!("r{r}w{i}")) {
+                    eprintln!("could not discard workspace r{r}w{i}: {e}");
+                }
+            }
+        }
+        if let Err(e) = scratch.close() {
+            eprintln!("could not remove {}: {e}", root.display());
+        }
     }
     println!("targets: ready ≤ 1.5×, run ≤ 3×, disk ≤ 1024 KiB an agent, status ≤ 1.5×");
 }
